@@ -1,0 +1,32 @@
+# Two entry points, both self-contained on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --upgrade pip
+
+# torch is pinned first: seisbench needs it, and 2.13.0 is the CPU build available offline.
+$(STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/pip install torch==2.13.0
+	$(BIN)/pip install -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/seisctf demo --workdir seisctf-demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q tests
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_ctf_scoring.py
+
+clean:
+	rm -rf seisctf-demo .pytest_cache

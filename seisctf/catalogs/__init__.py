@@ -1,0 +1,1 @@
+"""Event, pick and station tables (grown by the phase-picking issues)."""

@@ -1,0 +1,193 @@
+"""The command line: `seisctf <verb> …`, thin over the library (parse, get a client, call, print).
+
+Exit codes: 0 success, 2 usage error (argparse), 3 invalid input (InvalidInput, one line, no
+traceback), 1 anything else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from seisctf.errors import InvalidInput
+
+EXIT_INVALID_INPUT = 3
+
+
+def _common() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--scheduler", help="address of a running Dask scheduler "
+                        "(default: $SEISCTF_SCHEDULER, else an embedded LocalCluster)")
+    common.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="fsspec storage option, repeatable (e.g. endpoint_url=http://…)")
+    common.add_argument("--quiet", action="store_true", help="no progress output")
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _common()
+    parser = argparse.ArgumentParser(prog="seisctf", description=__doc__.splitlines()[0])
+    verbs = parser.add_subparsers(dest="verb", required=True)
+
+    demo = verbs.add_parser("demo", parents=[common], help="the main job on the embedded default")
+    demo.add_argument("--workdir", default="seisctf-demo")
+    demo.add_argument("--dataset", default="global", choices=["global", "das", "crustal", "all"])
+    demo.add_argument("--secret", help="organiser secret (default: $SEISCTF_SECRET, else the "
+                      "published demo secret)")
+    demo.add_argument("--sensors", type=int, default=2048, help="number of sensors")
+    demo.add_argument("--duration", type=float, default=3000.0, help="seconds of wavefield")
+    demo.add_argument("--layout", help="layout name or YAML file (default seismo)")
+    demo.set_defaults(run=_run_demo)
+
+    synth = verbs.add_parser("synth", help="offline synthetic wavefields")
+    synth_kinds = synth.add_subparsers(dest="kind", required=True)
+    synth_global = synth_kinds.add_parser("global", parents=[common],
+                                          help="global wavefield on a Fibonacci sphere")
+    synth_global.add_argument("--out", required=True, help="store URL or path")
+    synth_global.add_argument("--sensors", type=int, default=2048)
+    synth_global.add_argument("--duration", type=float, default=3000.0, help="seconds")
+    synth_global.add_argument("--rate", type=float, default=1.0, help="sampling rate, Hz")
+    synth_global.add_argument("--seed", type=int, help="generator seed (default: derived from "
+                              "--secret/$SEISCTF_SECRET, else 0)")
+    synth_global.add_argument("--secret", help="organiser secret to derive the seed from")
+    synth_global.set_defaults(run=_run_synth_global)
+
+    tasks = verbs.add_parser("tasks", parents=[common], help="build a CTF task bundle")
+    tasks.add_argument("wavefield", help="wavefield store URL")
+    tasks.add_argument("--public", required=True, help="URL of the public bundle")
+    tasks.add_argument("--truth", required=True, help="URL of the withheld truth")
+    tasks.add_argument("--layout", default="seismo", help="layout name or YAML file")
+    tasks.add_argument("--secret", help="organiser secret (default $SEISCTF_SECRET; else a random "
+                       "one, kept with the truth)")
+    tasks.set_defaults(run=_run_tasks)
+
+    baseline = verbs.add_parser("baseline", parents=[common], help="write a baseline submission")
+    baseline.add_argument("model", choices=["zeros", "persistence", "mean"])
+    baseline.add_argument("--public", required=True, help="URL of the public bundle")
+    baseline.add_argument("--out", required=True, help="URL of the submission zarr group")
+    baseline.set_defaults(run=_run_baseline)
+
+    score = verbs.add_parser("score", help="score submissions")
+    score_kinds = score.add_subparsers(dest="kind", required=True)
+    score_ctf = score_kinds.add_parser("ctf", parents=[common], help="CTF scores E1..E12")
+    score_ctf.add_argument("--truth", required=True, help="truth group URL")
+    score_ctf.add_argument("--submission", required=True, nargs="+", help="submission(s)")
+    score_ctf.add_argument("--name", action="append", help="name per submission (repeatable)")
+    score_ctf.add_argument("--convention", default="reference", choices=["reference", "paper"])
+    score_ctf.add_argument("--json", help="write results JSON here")
+    score_ctf.add_argument("--db", help="add the results to this SQLite leaderboard")
+    score_ctf.add_argument("--plot", help="radar profile PNG of the scores")
+    score_ctf.set_defaults(run=_run_score_ctf)
+
+    board = verbs.add_parser("leaderboard", parents=[common], help="show the leaderboard")
+    board.add_argument("--db", default="seisctf-demo/leaderboard.sqlite")
+    board.add_argument("--html", help="also write a static HTML leaderboard to this folder")
+    board.set_defaults(run=_run_leaderboard, needs_cluster=False)
+    return parser
+
+
+def _options(args: argparse.Namespace) -> dict:
+    from seisctf.storage import parse_storage_options
+
+    return parse_storage_options(args.storage_option)
+
+
+def _run_demo(args: argparse.Namespace) -> None:
+    from seisctf.demo import run_demo
+    from seisctf.pipeline.layouts import load_layout
+
+    run_demo(args.workdir, dataset=args.dataset, secret=args.secret, n_sensors=args.sensors,
+             duration_s=args.duration, layout=load_layout(args.layout), quiet=args.quiet)
+    print(f"wrote {Path(args.workdir) / 'leaderboard.json'} and {Path(args.workdir) / 'leaderboard'}/")
+
+
+def _run_synth_global(args: argparse.Namespace) -> None:
+    import os
+
+    from seisctf import keys, storage
+    from seisctf.recipes.global_wavefield import synthesize_global
+
+    secret = args.secret or os.environ.get(keys.SECRET_ENV)
+    seed = args.seed if args.seed is not None else (
+        keys.derive_seed(secret, "synth/global") if secret else 0)
+    dataset = synthesize_global(n_sensors=args.sensors, duration_s=args.duration,
+                                sampling_rate_hz=args.rate, seed=seed)
+    storage.write_dataset(dataset, args.out, _options(args), label="synth global", quiet=args.quiet)
+    print(f"wrote {args.out}")
+
+
+def _run_tasks(args: argparse.Namespace) -> None:
+    from seisctf import keys, storage
+    from seisctf.pipeline.layouts import load_layout
+    from seisctf.pipeline.tasks import build_bundle, write_bundle
+
+    options = _options(args)
+    secret, generated = keys.resolve_secret(args.secret)
+    bundle = build_bundle(storage.open_dataset(args.wavefield, options), load_layout(args.layout),
+                          secret, what=args.wavefield)
+    write_bundle(bundle, args.public, args.truth, secret, keep_secret=generated,
+                 storage_options=options, quiet=args.quiet)
+    print(f"wrote public bundle {args.public} and truth {args.truth}")
+
+
+def _run_baseline(args: argparse.Namespace) -> None:
+    from seisctf.pipeline.baselines import write_baseline
+
+    write_baseline(args.model, args.public, args.out, _options(args), quiet=args.quiet)
+    print(f"wrote {args.out}")
+
+
+def _run_score_ctf(args: argparse.Namespace) -> None:
+    from seisctf.scoring import leaderboard
+    from seisctf.scoring.ctf import open_truth, score_ctf
+    from seisctf.scoring.plots import radar_profile
+
+    names = args.name or [Path(s.rstrip("/")).stem for s in args.submission]
+    if len(names) != len(args.submission) or len(set(names)) != len(names):
+        raise InvalidInput("--name", "give one distinct name per submission")
+    options = _options(args)
+    results = score_ctf(args.truth, dict(zip(names, args.submission, strict=True)),
+                        convention=args.convention, storage_options=options, quiet=args.quiet)
+    output = results[0] if len(results) == 1 else results
+    if args.json:
+        Path(args.json).write_text(json.dumps(output, indent=2))
+    if args.db:
+        commitment = leaderboard.truth_commitment_of(open_truth(args.truth, options)[0])
+        for result in results:
+            leaderboard.record(args.db, result, truth_commitment=commitment)
+    if args.plot:
+        radar_profile({r["name"]: r["scores"] for r in results}, args.plot)
+    print(json.dumps(output, indent=2))
+
+
+def _run_leaderboard(args: argparse.Namespace) -> None:
+    from seisctf.scoring import leaderboard
+
+    if not Path(args.db).exists():
+        raise InvalidInput(args.db, "leaderboard database not found")
+    rows = leaderboard.entries(args.db)
+    leaderboard.print_table(rows)
+    if args.html:
+        print(f"wrote {leaderboard.write_html(rows, args.html)}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if getattr(args, "needs_cluster", True):
+            from seisctf.cluster import dask_client
+
+            with dask_client(args.scheduler, quiet=args.quiet):
+                args.run(args)
+        else:
+            args.run(args)
+    except InvalidInput as error:
+        print(f"seisctf: invalid input: {error}", file=sys.stderr)
+        return EXIT_INVALID_INPUT
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,130 @@
+"""Names of dims, variables and attrs of every store kind, described once, with validators.
+
+Readers and writers import these names instead of repeating strings. The public contract is in
+ARCHITECTURE.md; this module is its executable form.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import xarray as xr
+
+from seisctf.errors import InvalidInput
+
+# --- dims -------------------------------------------------------------------------------------
+TIME = "time"
+SENSOR = "sensor"
+REALISATION = "realisation"
+
+# --- wavefield store --------------------------------------------------------------------------
+WAVEFIELD_VAR = "u"
+LATITUDE = "latitude"
+LONGITUDE = "longitude"
+ATTR_START_TIME = "start_time"
+ATTR_SAMPLING_RATE = "sampling_rate"
+ATTR_DATASET = "dataset"
+ATTR_SENSOR_ORDER = "sensor_order"
+ATTR_PARAMETER_NAME = "parameter_name"
+# Per-realisation coordinate naming the role a realisation plays in a CTF bundle.
+ROLE = "role"
+ROLES = (
+    "forecast",
+    "noise_medium",
+    "noise_high",
+    "few_clean",
+    "few_noisy",
+    "param_train",
+    "param_interp",
+    "param_extrap",
+)
+
+# Attr set last on every store seisctf writes: a store without it is partial, never used as whole.
+ATTR_COMPLETE = "seisctf_complete"
+
+# --- CTF bundle -------------------------------------------------------------------------------
+ATTR_CTF = "ctf"
+ATTR_CTF_SALT = "ctf_salt"
+ATTR_CTF_SECRET = "ctf_secret"  # kept with the truth only, when seisctf generated the secret
+SCORE_NAMES = tuple(f"E{i}" for i in range(1, 13))
+METRIC_SHORT = "short_time"
+METRIC_LONG = "long_time"
+METRIC_RECON = "reconstruction"
+CONVENTIONS = ("reference", "paper")
+
+# Chunking depends on the data's shape only (never on the cluster), so bytes are reproducible.
+TARGET_CHUNK_BYTES = 4 * 2**20
+
+
+def time_space_chunks(n_time: int, n_space: int, itemsize: int = 4) -> tuple[int, int]:
+    """Chunk shape (time, space) for a (time, space) array: whole rows up to 1024 sensors wide,
+    and as many rows as fit in about 4 MiB. A function of the shape only."""
+    space = min(n_space, 1024)
+    rows = max(1, TARGET_CHUNK_BYTES // (space * itemsize))
+    return min(n_time, rows), space
+
+
+def validate_wavefield(ds: xr.Dataset, name: str = "wavefield store") -> xr.Dataset:
+    """Check a wavefield store against the contract; raise InvalidInput naming what is wrong."""
+    if WAVEFIELD_VAR not in ds:
+        raise InvalidInput(name, f"has no variable {WAVEFIELD_VAR!r} (found {sorted(ds.data_vars)})")
+    dims = ds[WAVEFIELD_VAR].dims
+    if dims not in ((TIME, SENSOR), (REALISATION, TIME, SENSOR)):
+        raise InvalidInput(
+            name, f"variable {WAVEFIELD_VAR!r} has dims {dims}, expected (time, sensor) or "
+            "(realisation, time, sensor)"
+        )
+    rate = ds.attrs.get(ATTR_SAMPLING_RATE)
+    if not isinstance(rate, int | float) or not math.isfinite(rate) or rate <= 0:
+        raise InvalidInput(name, f"attr {ATTR_SAMPLING_RATE!r} must be a positive number, got {rate!r}")
+    if ATTR_START_TIME not in ds.attrs:
+        raise InvalidInput(name, f"has no attr {ATTR_START_TIME!r} (ISO 8601)")
+    if not ds.attrs.get(ATTR_COMPLETE, False):
+        raise InvalidInput(name, "is incomplete (its writer did not finish); re-run the command that writes it")
+    return ds
+
+
+def require_keys(mapping: Mapping, keys: tuple[str, ...], name: str) -> None:
+    missing = [key for key in keys if key not in mapping]
+    if missing:
+        raise InvalidInput(name, f"is missing {', '.join(missing)}")
+
+
+# --- CTF pairs (the contract's pair <-> score map) ---------------------------------------------
+TRAIN_NAMES = tuple(f"X{i}train" for i in range(1, 11))
+TEST_NAMES = tuple(f"X{i}test" for i in range(1, 10))
+
+
+@dataclass(frozen=True)
+class PairSpec:
+    """One train/test pair of a CTF bundle: inputs, the withheld test array, scored metrics."""
+
+    id: int
+    train: tuple[str, ...]
+    test: str
+    metrics: tuple[str, ...]
+    burn_in: str | None = None
+
+
+_PARAMETRIC_TRAIN = ("X6train", "X7train", "X8train")
+CTF_PAIRS = (
+    PairSpec(1, ("X1train",), "X1test", (METRIC_SHORT, METRIC_LONG)),
+    PairSpec(2, ("X2train",), "X2test", (METRIC_RECON,)),
+    PairSpec(3, ("X2train",), "X3test", (METRIC_LONG,)),
+    PairSpec(4, ("X3train",), "X4test", (METRIC_RECON,)),
+    PairSpec(5, ("X3train",), "X5test", (METRIC_LONG,)),
+    PairSpec(6, ("X4train",), "X6test", (METRIC_SHORT, METRIC_LONG)),
+    PairSpec(7, ("X5train",), "X7test", (METRIC_SHORT, METRIC_LONG)),
+    PairSpec(8, _PARAMETRIC_TRAIN, "X8test", (METRIC_SHORT,), burn_in="X9train"),
+    PairSpec(9, _PARAMETRIC_TRAIN, "X9test", (METRIC_SHORT,), burn_in="X10train"),
+)
+
+
+def scored_metrics(pairs: list[Mapping]) -> list[tuple[str, Mapping, str]]:
+    """(score name, pair, metric) in score order: E1, E2, ... follow the pairs' metrics in order."""
+    ordered = [(pair, metric) for pair in pairs for metric in pair["metrics"]]
+    return [(f"E{i}", pair, metric) for i, (pair, metric) in enumerate(ordered, start=1)]
+
+PARAMETER_VALUE = "parameter_value"

@@ -1,0 +1,1 @@
+"""Dask transforms on xarray objects and stored arrays: noise, normalisation, CTF task bundles."""

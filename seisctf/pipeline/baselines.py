@@ -1,0 +1,69 @@
+"""Baseline predictors of a CTF bundle, each a lazy submission in the contract format.
+
+- `zeros`: all zeros (scores exactly 0 on every task).
+- `persistence`: the most recent input row repeated (burn-in if the pair has one, else the last
+  training matrix); for reconstruction, the noisy input itself.
+- `mean`: the per-sensor time mean of the pair's inputs (training matrices and burn-in), repeated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import dask.array as da
+import numpy as np
+
+from seisctf import conventions as cv
+from seisctf import storage
+from seisctf.errors import InvalidInput
+
+Predictor = Callable[[Mapping[str, Any], Mapping[str, da.Array]], da.Array]
+
+
+def _inputs(pair: Mapping[str, Any], public: Mapping[str, da.Array]) -> list[da.Array]:
+    names = list(pair["train"]) + ([pair["burn_in"]] if pair.get("burn_in") else [])
+    return [public[name] for name in names]
+
+
+def _repeat_row(row: da.Array, shape: tuple[int, int]) -> da.Array:
+    return da.broadcast_to(row.reshape(1, -1), shape).rechunk(cv.time_space_chunks(*shape))
+
+
+def zeros(pair: Mapping[str, Any], public: Mapping[str, da.Array]) -> da.Array:
+    shape = tuple(pair["shape"])
+    return da.zeros(shape, dtype=np.float32, chunks=cv.time_space_chunks(*shape))
+
+
+def persistence(pair: Mapping[str, Any], public: Mapping[str, da.Array]) -> da.Array:
+    if cv.METRIC_RECON in pair["metrics"]:
+        return public[pair["train"][0]]
+    return _repeat_row(_inputs(pair, public)[-1][-1], tuple(pair["shape"]))
+
+
+def mean(pair: Mapping[str, Any], public: Mapping[str, da.Array]) -> da.Array:
+    stacked = da.concatenate(_inputs(pair, public), axis=0)
+    return _repeat_row(stacked.mean(axis=0).astype(np.float32), tuple(pair["shape"]))
+
+
+BASELINES: dict[str, Predictor] = {"zeros": zeros, "persistence": persistence, "mean": mean}
+
+
+def predict(model: str, public_url: str, storage_options: storage.StorageOptions | None = None
+            ) -> dict[str, da.Array]:
+    """Lazy submission arrays {X1test: …, …} of a baseline for the bundle at `public_url`."""
+    if model not in BASELINES:
+        raise InvalidInput(f"baseline {model!r}", f"unknown; choose from {sorted(BASELINES)}")
+    manifest = storage.read_attrs(public_url, storage_options)[cv.ATTR_CTF]
+    public = {name: storage.read_array(public_url, name, storage_options)
+              for name in cv.TRAIN_NAMES}
+    return {pair["test"]: BASELINES[model](pair, public).astype(np.float32)
+            for pair in manifest["pairs"]}
+
+
+def write_baseline(model: str, public_url: str, submission_url: str,
+                   storage_options: storage.StorageOptions | None = None, quiet: bool = False) -> None:
+    """Write a baseline's submission as a zarr group (the contract's submission format)."""
+    arrays = predict(model, public_url, storage_options)
+    storage.write_arrays(arrays, submission_url, {"model": model}, storage_options,
+                         label=f"baseline {model}", quiet=quiet)

@@ -1,0 +1,125 @@
+"""CTF bundle layouts: which realisation, time window and noise level each array comes from.
+
+A layout fixes shapes only; the sensors (space axis) are whatever the wavefield store holds.
+`seismo` follows the published global dataset (1 s steps): training matrices 2000 steps,
+few-snapshot and burn-in matrices 500 steps starting at 1500, forecasts 1000 steps from 2000,
+reconstructions over the 2000 training steps. `das` is the same with the fibre's channels.
+
+Noise levels are white Gaussian noise whose standard deviation is a fraction of each trace's RMS
+over the same window of the clean field: medium 0.2 (SNR 14 dB), high 0.5 (SNR 6 dB). Few-snapshot
+noisy data (X5train) uses the medium level.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+from seisctf.errors import InvalidInput
+
+
+@dataclass(frozen=True)
+class Layout:
+    name: str = "seismo"
+    train_steps: int = 2000
+    few_start: int = 1500
+    few_steps: int = 500
+    forecast_start: int = 2000
+    forecast_steps: int = 1000
+    k_short: int = 20
+    k_long: int = 20
+    modes: int = 100
+    noise_medium: float = 0.2
+    noise_high: float = 0.5
+
+    @property
+    def required_steps(self) -> int:
+        return max(self.forecast_start + self.forecast_steps, self.train_steps,
+                   self.few_start + self.few_steps)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Window:
+    """Where one bundle array comes from: realisation role (and index among equal roles),
+    first time step, number of steps, and the noise level name (None for clean)."""
+
+    role: str
+    start: int
+    steps: int
+    noise: str | None = None
+    role_index: int = 0
+
+    @property
+    def stop(self) -> int:
+        return self.start + self.steps
+
+
+LAYOUTS = {"seismo": Layout("seismo"), "das": Layout("das")}
+
+
+def load_layout(name_or_path: str | None) -> Layout:
+    """A named layout or a YAML file with Layout fields (unknown keys are an error)."""
+    if not name_or_path:
+        return LAYOUTS["seismo"]
+    if name_or_path in LAYOUTS:
+        return LAYOUTS[name_or_path]
+    path = Path(name_or_path)
+    if not path.is_file():
+        raise InvalidInput(f"layout {name_or_path!r}", f"not one of {sorted(LAYOUTS)} nor a YAML file")
+    import yaml
+
+    values = yaml.safe_load(path.read_text()) or {}
+    known = {field.name for field in fields(Layout)}
+    unknown = sorted(set(values) - known)
+    if not isinstance(values, dict) or unknown:
+        raise InvalidInput(str(path), f"unknown layout keys {unknown}; expected some of {sorted(known)}")
+    return Layout(**{"name": path.stem, **values})
+
+
+def array_windows(layout: Layout) -> dict[str, Window]:
+    """The window of every public (X*train) and truth (X*test) array of the bundle."""
+    train = (0, layout.train_steps)
+    few = (layout.few_start, layout.few_steps)
+    forecast = (layout.forecast_start, layout.forecast_steps)
+    return {
+        "X1train": Window("forecast", *train),
+        "X2train": Window("noise_medium", *train, noise="noise_medium"),
+        "X3train": Window("noise_high", *train, noise="noise_high"),
+        "X4train": Window("few_clean", *few),
+        "X5train": Window("few_noisy", *few, noise="noise_medium"),
+        "X6train": Window("param_train", *train, role_index=0),
+        "X7train": Window("param_train", *train, role_index=1),
+        "X8train": Window("param_train", *train, role_index=2),
+        "X9train": Window("param_interp", *few),
+        "X10train": Window("param_extrap", *few),
+        "X1test": Window("forecast", *forecast),
+        "X2test": Window("noise_medium", *train),
+        "X3test": Window("noise_medium", *forecast),
+        "X4test": Window("noise_high", *train),
+        "X5test": Window("noise_high", *forecast),
+        "X6test": Window("few_clean", *forecast),
+        "X7test": Window("few_noisy", *forecast),
+        "X8test": Window("param_interp", *forecast),
+        "X9test": Window("param_extrap", *forecast),
+    }
+
+
+def normalisation_group(role: str) -> str:
+    """Arrays of one group share per-sensor normalisation constants (all parametric roles share)."""
+    return "param" if role.startswith("param_") else role
+
+
+def check_layout(layout: Layout, n_time: int, n_space: int, what: str) -> None:
+    """Refuse a layout the wavefield cannot fill or whose scores cannot be computed."""
+    if layout.required_steps > n_time:
+        raise InvalidInput(what, f"has {n_time} time steps; layout {layout.name!r} needs "
+                           f"{layout.required_steps}")
+    if not 0 < layout.k_short <= layout.forecast_steps or not 0 < layout.k_long <= layout.forecast_steps:
+        raise InvalidInput(f"layout {layout.name!r}", f"k_short and k_long must be in 1..{layout.forecast_steps}")
+    max_modes = n_space - n_space // 2
+    if not 0 < layout.modes <= max_modes:
+        raise InvalidInput(f"layout {layout.name!r}", f"modes={layout.modes} but {n_space} sensors "
+                           f"give only {max_modes} bins from zero frequency upward")

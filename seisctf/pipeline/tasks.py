@@ -1,0 +1,180 @@
+"""CTF task bundles: public training arrays + withheld truth, from a wavefield store.
+
+Secrecy (ARCHITECTURE.md): noise keys and the commitment salt derive from the organiser's
+secret; each pair group comes from its own realisation, so no public array holds another pair's
+truth; per-sensor normalisation constants come from each group's public arrays only and are
+applied unchanged to its truth arrays; the public manifest carries a salted SHA-256 commitment of
+every truth array and nothing from which the truth could be regenerated (no seeds, no source
+parameters beyond the published parameter values of the parametric pairs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import dask.array as da
+import numpy as np
+import xarray as xr
+
+from seisctf import conventions as cv
+from seisctf import keys, storage
+from seisctf.errors import InvalidInput
+from seisctf.pipeline.layouts import Layout, Window, array_windows, check_layout, normalisation_group
+from seisctf.pipeline.noise import gaussian_noise
+
+
+@dataclass
+class Bundle:
+    public: dict[str, da.Array]
+    truth: dict[str, da.Array]
+    manifest: dict[str, Any]
+
+
+def _realisation_index(wavefield: xr.Dataset, window: Window, what: str) -> int:
+    roles = [str(role) for role in wavefield[cv.ROLE].values]
+    matches = [i for i, role in enumerate(roles) if role == window.role]
+    if window.role == "param_train" and cv.PARAMETER_VALUE in wavefield.coords:
+        values = wavefield[cv.PARAMETER_VALUE].values
+        matches.sort(key=lambda i: values[i])
+    if len(matches) <= window.role_index:
+        raise InvalidInput(what, f"needs {window.role_index + 1} realisation(s) with role "
+                           f"{window.role!r}; the store has roles {roles}")
+    return matches[window.role_index]
+
+
+def _clean_window(wavefield: xr.Dataset, window: Window, what: str) -> da.Array:
+    field = wavefield[cv.WAVEFIELD_VAR]
+    if cv.REALISATION in field.dims:
+        field = field.isel({cv.REALISATION: _realisation_index(wavefield, window, what)})
+    block = field.isel({cv.TIME: slice(window.start, window.stop)}).transpose(cv.TIME, cv.SENSOR)
+    return block.data.astype(np.float64)
+
+
+def _add_noise(clean: da.Array, level: float, key: int) -> da.Array:
+    """clean + level * RMS(trace) * N(0, 1), the noise keyed by global (time, sensor) position."""
+    rms = da.sqrt((clean**2).mean(axis=0, keepdims=True))
+    noise = gaussian_noise(key, clean.shape, cv.time_space_chunks(*clean.shape))
+    return clean + level * rms * noise.rechunk(clean.chunks)
+
+
+def _normalisers(public_raw: dict[str, da.Array], windows: dict[str, Window]) -> dict[str, tuple]:
+    """Per group: per-sensor (mean, std) over time of the group's public arrays (std 0 -> 1)."""
+    members: dict[str, list[da.Array]] = {}
+    for name, array in public_raw.items():
+        role = windows[name].role
+        if role in ("param_interp", "param_extrap"):
+            continue  # burn-in windows are normalised with the parametric training constants
+        members.setdefault(normalisation_group(role), []).append(array)
+    constants = {}
+    for group, arrays in members.items():
+        stacked = da.concatenate(arrays, axis=0)
+        mean = stacked.mean(axis=0, keepdims=True)
+        std = stacked.std(axis=0, keepdims=True)
+        constants[group] = (mean, da.where(std > 0, std, 1.0))
+    return constants
+
+
+def build_bundle(wavefield: xr.Dataset, layout: Layout, secret: str, what: str = "wavefield") -> Bundle:
+    """Lazy public and truth arrays (float32, (time, space)) and the manifest (without hashes)."""
+    cv.validate_wavefield(wavefield, what)
+    n_time, n_space = wavefield.sizes[cv.TIME], wavefield.sizes[cv.SENSOR]
+    check_layout(layout, n_time, n_space, what)
+    windows = array_windows(layout)
+    noise_levels = {"noise_medium": layout.noise_medium, "noise_high": layout.noise_high}
+
+    public_raw: dict[str, da.Array] = {}
+    truth_raw: dict[str, da.Array] = {}
+    for name, window in windows.items():
+        clean = _clean_window(wavefield, window, what)
+        if name in cv.TRAIN_NAMES:
+            if window.noise:
+                key = keys.derive_seed(secret, f"noise/{name}")
+                clean = _add_noise(clean, noise_levels[window.noise], key)
+            public_raw[name] = clean
+        else:
+            truth_raw[name] = clean
+
+    constants = _normalisers(public_raw, windows)
+
+    def normalise(name: str, array: da.Array) -> da.Array:
+        mean, std = constants[normalisation_group(windows[name].role)]
+        return ((array - mean) / std).astype(np.float32)
+
+    public = {name: normalise(name, array) for name, array in public_raw.items()}
+    truth = {name: normalise(name, array) for name, array in truth_raw.items()}
+    manifest = _manifest(wavefield, layout, windows)
+    return Bundle(public=public, truth=truth, manifest=manifest)
+
+
+def _parameters(wavefield: xr.Dataset) -> dict[str, Any] | None:
+    name = wavefield.attrs.get(cv.ATTR_PARAMETER_NAME)
+    if not name or cv.PARAMETER_VALUE not in wavefield.coords:
+        return None
+    roles = [str(role) for role in wavefield[cv.ROLE].values]
+    values = [float(v) for v in wavefield[cv.PARAMETER_VALUE].values]
+    by_role = {}
+    for role, value in zip(roles, values, strict=True):
+        by_role.setdefault(role, []).append(value)
+    return {"name": name, "train": sorted(by_role.get("param_train", [])),
+            "interpolation": by_role.get("param_interp", [None])[0],
+            "extrapolation": by_role.get("param_extrap", [None])[0]}
+
+
+def _manifest(wavefield: xr.Dataset, layout: Layout, windows: dict[str, Window]) -> dict[str, Any]:
+    n_space = wavefield.sizes[cv.SENSOR]
+    parameters = _parameters(wavefield)
+    pairs = []
+    for spec in cv.CTF_PAIRS:
+        window = windows[spec.test]
+        pair: dict[str, Any] = {
+            "id": spec.id, "train": list(spec.train), "test": spec.test,
+            "metrics": list(spec.metrics), "start_index": window.start,
+            "shape": [window.steps, n_space],
+        }
+        if spec.burn_in:
+            pair["burn_in"] = spec.burn_in
+            if parameters:
+                test_value = parameters["interpolation" if spec.id == 8 else "extrapolation"]
+                pair["parameters"] = {"name": parameters["name"], "train": parameters["train"],
+                                      "test": test_value}
+        pairs.append(pair)
+    return {
+        "dataset": str(wavefield.attrs.get(cv.ATTR_DATASET, "unknown")),
+        "layout": layout.name,
+        "delta_t": 1.0 / float(wavefield.attrs[cv.ATTR_SAMPLING_RATE]),
+        "k_short": layout.k_short, "k_long": layout.k_long, "modes": layout.modes,
+        "noise": {"medium_rms_fraction": layout.noise_medium, "high_rms_fraction": layout.noise_high},
+        "sensor_order": str(wavefield.attrs.get(cv.ATTR_SENSOR_ORDER, "")),
+        "pairs": pairs,
+    }
+
+
+def write_bundle(
+    bundle: Bundle,
+    public_url: str,
+    truth_url: str,
+    secret: str,
+    *,
+    keep_secret: bool = False,
+    storage_options: storage.StorageOptions | None = None,
+    quiet: bool = False,
+) -> dict[str, Any]:
+    """Write truth first (and hash what was stored), then the public group. Returns the manifest."""
+    if storage.join(public_url, "") == storage.join(truth_url, ""):
+        raise InvalidInput("--truth", "must differ from --public: truth is written only to its own URL")
+    salt = keys.derive_salt(secret)
+    storage.write_arrays(bundle.truth, truth_url, {}, storage_options, label="truth", quiet=quiet,
+                         finish=False)
+    hashes = {
+        name: storage.sha256_commitment(storage.read_array(truth_url, name, storage_options), salt)
+        for name in bundle.truth
+    }
+    manifest = {**bundle.manifest, "truth_sha256": hashes}
+    storage.write_arrays(bundle.public, public_url, {cv.ATTR_CTF: manifest}, storage_options,
+                         label="public bundle", quiet=quiet)
+    truth_attrs = {cv.ATTR_CTF: manifest, cv.ATTR_CTF_SALT: salt}
+    if keep_secret:
+        truth_attrs[cv.ATTR_CTF_SECRET] = secret
+    storage.finish_group(truth_url, truth_attrs, storage_options)
+    return manifest

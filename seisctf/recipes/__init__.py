@@ -1,0 +1,1 @@
+"""Raw archives and offline generators -> zarr stores."""

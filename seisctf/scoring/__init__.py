@@ -1,0 +1,1 @@
+"""Referees: CTF scores E1..E12, leaderboards, plots."""

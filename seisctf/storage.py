@@ -1,0 +1,189 @@
+"""Where stores live: local paths or any fsspec URL, with storage options; safe, repeatable writes.
+
+Every store seisctf writes is a zarr v3 group. Arrays are written first, on chunk boundaries;
+the group's attrs, the completion marker `seisctf_complete` and the consolidated metadata are
+written last, so a reader never takes an interrupted write for a whole store. Writing the same
+data twice gives the same bytes (mode "w" replaces the store; chunking depends on shapes only).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import dask.array as da
+import numpy as np
+import xarray as xr
+import zarr
+
+from seisctf import conventions
+from seisctf.cluster import compute
+from seisctf.errors import InvalidInput
+
+StorageOptions = dict[str, Any]
+
+
+def parse_storage_options(pairs: Sequence[str] | None) -> StorageOptions:
+    """`["endpoint_url=http://127.0.0.1:8333", "anon=false"]` -> fsspec storage options.
+
+    Values are parsed as JSON where they can be (numbers, booleans, objects), else kept as text.
+    A dotted key (`client_kwargs.region_name=x`) builds a nested dict.
+    """
+    options: StorageOptions = {}
+    for pair in pairs or ():
+        key, sep, text = pair.partition("=")
+        if not sep or not key:
+            raise InvalidInput(f"--storage-option {pair!r}", "expected KEY=VALUE")
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            value = text
+        target = options
+        *parents, leaf = key.split(".")
+        for parent in parents:
+            target = target.setdefault(parent, {})
+        target[leaf] = value
+    return options
+
+
+def is_remote(url: str) -> bool:
+    return "://" in str(url) and not str(url).startswith("file://")
+
+
+def options_for(url: str, storage_options: StorageOptions | None) -> StorageOptions | None:
+    """Storage options apply to fsspec URLs only; zarr refuses them for local paths."""
+    return (storage_options or None) if is_remote(url) else None
+
+
+def join(url: str, *parts: str) -> str:
+    return "/".join([str(url).rstrip("/"), *parts])
+
+
+def open_group(url: str, storage_options: StorageOptions | None = None, mode: str = "r") -> zarr.Group:
+    """Open a zarr v3 group; a missing store is bad input naming the URL."""
+    try:
+        return zarr.open_group(
+            str(url), mode=mode, storage_options=options_for(url, storage_options),
+            zarr_format=3 if mode != "r" else None,
+        )
+    except (FileNotFoundError, zarr.errors.GroupNotFoundError) as error:
+        raise InvalidInput(str(url), f"no zarr group found there ({error})") from None
+
+
+def finish_group(url: str, attrs: Mapping[str, Any], storage_options: StorageOptions | None) -> None:
+    """Write a group's attrs and its completion marker, then consolidate metadata: always last."""
+    group = open_group(url, storage_options, mode="r+")
+    group.attrs.update({**attrs, conventions.ATTR_COMPLETE: True})
+    zarr.consolidate_metadata(group.store)
+
+
+def require_complete(group: zarr.Group, url: str) -> zarr.Group:
+    if not group.attrs.get(conventions.ATTR_COMPLETE, False):
+        raise InvalidInput(str(url), "store is incomplete (its writer did not finish); re-run it")
+    return group
+
+
+def write_dataset(
+    dataset: xr.Dataset,
+    url: str,
+    storage_options: StorageOptions | None = None,
+    *,
+    label: str = "write",
+    quiet: bool = False,
+) -> None:
+    """Write a (lazy) Dataset as a zarr v3 store, chunk-aligned, attrs and marker last."""
+    attrs = dict(dataset.attrs)
+    dataset = dataset.copy()
+    dataset.attrs = {}
+    for name in dataset.variables:
+        dataset[name].encoding.pop("chunks", None)
+    delayed = dataset.to_zarr(
+        str(url), mode="w", compute=False, zarr_format=3, consolidated=False,
+        storage_options=options_for(url, storage_options),
+    )
+    compute(delayed, label=label, quiet=quiet)
+    finish_group(url, attrs, storage_options)
+
+
+def open_dataset(url: str, storage_options: StorageOptions | None = None) -> xr.Dataset:
+    """Open a complete seisctf store lazily (Dask-backed) with xarray."""
+    try:
+        dataset = xr.open_zarr(
+            str(url), storage_options=options_for(url, storage_options), consolidated=True,
+            zarr_format=3,
+        )
+    except (FileNotFoundError, KeyError, zarr.errors.GroupNotFoundError) as error:
+        raise InvalidInput(str(url), f"cannot open as a zarr store ({error})") from None
+    if not dataset.attrs.get(conventions.ATTR_COMPLETE, False):
+        raise InvalidInput(str(url), "store is incomplete (its writer did not finish); re-run it")
+    return dataset
+
+
+def write_arrays(
+    arrays: Mapping[str, da.Array],
+    url: str,
+    attrs: Mapping[str, Any],
+    storage_options: StorageOptions | None = None,
+    *,
+    chunks: Mapping[str, tuple[int, ...]] | None = None,
+    label: str = "write",
+    quiet: bool = False,
+    finish: bool = True,
+) -> None:
+    """Write named Dask arrays as arrays of one zarr v3 group (a CTF bundle or submission).
+
+    Each array is rechunked to its zarr chunks (given, or `time_space_chunks` of its shape) so
+    every write task owns whole chunks; the group's attrs and completion marker go last (unless
+    `finish` is False: the caller then calls `finish_group` once it has all the attrs).
+    """
+    group = open_group(url, storage_options, mode="w")
+    targets, sources = [], []
+    for name, array in arrays.items():
+        array_chunks = (chunks or {}).get(name) or conventions.time_space_chunks(
+            *array.shape, itemsize=array.dtype.itemsize
+        )
+        target = group.create_array(
+            name, shape=array.shape, chunks=array_chunks, dtype=array.dtype, fill_value=0
+        )
+        targets.append(target)
+        sources.append(array.rechunk(array_chunks))
+    if sources:
+        compute(da.store(sources, targets, lock=False, compute=False), label=label, quiet=quiet)
+    if finish:
+        finish_group(url, attrs, storage_options)
+
+
+def read_array(url: str, name: str, storage_options: StorageOptions | None = None) -> da.Array:
+    """One array of a zarr group as a Dask array with the stored chunks."""
+    group = open_group(url, storage_options)
+    if name not in group:
+        raise InvalidInput(f"{url}/{name}", "array not found in the group")
+    return da.from_zarr(group[name])
+
+
+def read_attrs(url: str, storage_options: StorageOptions | None = None) -> dict[str, Any]:
+    """The attrs of a complete group."""
+    group = require_complete(open_group(url, storage_options), url)
+    return dict(group.attrs)
+
+
+def array_bytes_le(block: np.ndarray) -> bytes:
+    """C-order little-endian bytes of a block in its own dtype (the truth commitment's input)."""
+    return np.ascontiguousarray(block, dtype=block.dtype.newbyteorder("<")).tobytes()
+
+
+def sha256_commitment(array: da.Array, salt_hex: str | None, rows_per_read: int | None = None) -> str:
+    """Hex SHA-256 of salt bytes ‖ the array's values in C order (little-endian, stored dtype).
+
+    Streams whole-row blocks in order, so memory stays at one block whatever the array's size.
+    """
+    import hashlib
+
+    digest = hashlib.sha256(bytes.fromhex(salt_hex or ""))
+    n_rows = array.shape[0]
+    row_bytes = max(1, int(np.prod(array.shape[1:], dtype=np.int64)) * array.dtype.itemsize)
+    step = rows_per_read or max(1, conventions.TARGET_CHUNK_BYTES * 4 // row_bytes)
+    for start in range(0, n_rows, step):
+        digest.update(array_bytes_le(np.asarray(array[start : start + step].compute(scheduler="sync"))))
+    return digest.hexdigest()
