@@ -88,7 +88,10 @@ def compute(*collections: Any, label: str = "", quiet: bool = False) -> tuple[An
     client = active_client()
     if client is None:
         return dask.compute(*collections)
-    persisted = client.persist(list(collections))
+    from dask.base import unpack_collections
+
+    flat, repack = unpack_collections(*collections, traverse=True)
+    persisted = client.persist(list(flat))
     if not quiet:
         from distributed import progress
 
@@ -97,4 +100,4 @@ def compute(*collections: Any, label: str = "", quiet: bool = False) -> tuple[An
         with contextlib.redirect_stdout(sys.stderr):
             progress(persisted)
         print(file=sys.stderr)
-    return tuple(dask.compute(*persisted))
+    return tuple(repack(dask.compute(*persisted)))

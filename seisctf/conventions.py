@@ -81,8 +81,6 @@ def validate_wavefield(ds: xr.Dataset, name: str = "wavefield store") -> xr.Data
         raise InvalidInput(name, f"attr {ATTR_SAMPLING_RATE!r} must be a positive number, got {rate!r}")
     if ATTR_START_TIME not in ds.attrs:
         raise InvalidInput(name, f"has no attr {ATTR_START_TIME!r} (ISO 8601)")
-    if not ds.attrs.get(ATTR_COMPLETE, False):
-        raise InvalidInput(name, "is incomplete (its writer did not finish); re-run the command that writes it")
     return ds
 
 

@@ -9,6 +9,7 @@ data twice gives the same bytes (mode "w" replaces the store; chunking depends o
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -22,6 +23,9 @@ from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
 
 StorageOptions = dict[str, Any]
+
+# seisctf writes consolidated metadata on purpose (one read opens a store over object storage).
+warnings.filterwarnings("ignore", message="Consolidated metadata is currently not part")
 
 
 def parse_storage_options(pairs: Sequence[str] | None) -> StorageOptions:

@@ -71,7 +71,7 @@ def metric_window(metric: str, array: da.Array, manifest: Mapping[str, Any]) -> 
 def _spectrum(rows: da.Array, modes: int) -> da.Array:
     whole_rows = rows.rechunk({0: -1, 1: -1})
     return whole_rows.map_blocks(reference_power_spectrum, modes, chunks=((modes,),),
-                                 drop_axis=1, new_axis=None, dtype=np.float64)[:modes]
+                                 drop_axis=1, dtype=np.float64)
 
 
 def truth_statistic(metric: str, truth: da.Array, manifest: Mapping[str, Any]) -> da.Array:
@@ -137,10 +137,8 @@ def score_ctf(
     truth = {name: array.astype(np.float64) for name, array in truth_raw.items()}
     metrics = cv.scored_metrics(manifest["pairs"])
 
-    opened = {
-        name: source if isinstance(source, Mapping) else open_submission(source, manifest, storage_options)
-        for name, source in submissions.items()
-    }
+    opened = {name: open_submission(source, manifest, storage_options)
+              for name, source in submissions.items()}
     truth_stats = [truth_statistic(metric, truth[pair["test"]], manifest) for _, pair, metric in metrics]
     submission_stats = {
         name: [submission_statistic(metric, truth[pair["test"]], arrays[pair["test"]], manifest)

@@ -64,8 +64,12 @@ def _npy_folder_arrays(path: Path) -> dict[str, Any]:
     return arrays
 
 
-def read_submission_arrays(source: str, storage_options: storage.StorageOptions | None = None) -> dict:
-    """Raw arrays (numpy, memmap or zarr) by name, from any supported submission format."""
+def read_submission_arrays(source: str | Mapping[str, Any],
+                           storage_options: storage.StorageOptions | None = None) -> dict:
+    """Raw arrays (numpy, memmap, zarr or Dask) by name, from any supported submission format
+    or from a mapping of arrays (a submission made in Python)."""
+    if isinstance(source, Mapping):
+        return dict(source)
     path = Path(source)
     if not storage.is_remote(source):
         if not path.exists():
@@ -80,12 +84,14 @@ def read_submission_arrays(source: str, storage_options: storage.StorageOptions 
 
 
 def open_submission(
-    source: str,
+    source: str | Mapping[str, Any],
     manifest: Mapping[str, Any],
     storage_options: storage.StorageOptions | None = None,
 ) -> dict[str, da.Array]:
     """Validate names, shapes and dtypes; return float64 Dask arrays chunked like the truth."""
     arrays = read_submission_arrays(source, storage_options)
+    if isinstance(source, Mapping):
+        source = "submission"
     shapes = expected_shapes(manifest)
     missing = sorted(set(shapes) - set(arrays), key=cv.TEST_NAMES.index)
     unexpected = sorted(set(arrays) - set(shapes))
@@ -101,5 +107,8 @@ def open_submission(
         if np.dtype(array.dtype).kind != "f":
             raise InvalidInput(f"{source}:{name}", f"dtype {array.dtype}, expected floating point")
         chunks = cv.time_space_chunks(*shape)
-        opened[name] = da.from_array(array, chunks=chunks, asarray=True).astype(np.float64)
+        if isinstance(array, da.Array):
+            opened[name] = array.rechunk(chunks).astype(np.float64)
+        else:
+            opened[name] = da.from_array(array, chunks=chunks, asarray=True).astype(np.float64)
     return opened

@@ -1,0 +1,94 @@
+"""Shared fixtures: real S3 (SeaweedFS) and Dask clusters on loopback, small wavefields."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import dask.array as da
+import numpy as np
+import pytest
+import xarray as xr
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from servers import start_dask_cluster, start_s3, stop_dask_cluster, stop_process  # noqa: E402
+
+from seisctf import conventions as cv  # noqa: E402
+from seisctf.pipeline.layouts import Layout  # noqa: E402
+
+# Small shapes of the seismo layout's structure: 200 training steps, 50 few-snapshot steps from
+# 150, 100 forecast steps from 200.
+TINY_LAYOUT = Layout("tiny", train_steps=200, few_start=150, few_steps=50, forecast_start=200,
+                     forecast_steps=100, k_short=20, k_long=20, modes=16)
+
+
+def smooth_wavefield(n_time: int = 300, n_sensor: int = 48, seed: int = 0,
+                     chunks: tuple[int, int] = (64, 16)) -> xr.Dataset:
+    """A wavefield store as the contract describes (10 realisations with the bundle's roles), made
+    of travelling plane waves with random wavenumbers, frequencies and phases."""
+    rng = np.random.default_rng(seed)
+    roles = ["forecast", "noise_medium", "noise_high", "few_clean", "few_noisy",
+             "param_train", "param_train", "param_train", "param_interp", "param_extrap"]
+    parameter = [np.nan] * 5 + [30.0, 10.0, 50.0, 40.0, 70.0]
+    time = np.arange(n_time, dtype=np.float64)
+    space = np.arange(n_sensor, dtype=np.float64)
+    fields = []
+    for _ in roles:
+        field = np.zeros((n_time, n_sensor))
+        for _ in range(6):
+            k, w, phase, amp = rng.uniform(0, np.pi), rng.uniform(0.01, 0.3), rng.uniform(0, 6.3), rng.uniform(0.5, 2)
+            field += amp * np.sin(k * space[None, :] - w * time[:, None] + phase)
+        fields.append(field.astype(np.float32))
+    data = da.from_array(np.stack(fields), chunks=(1, *chunks))
+    return xr.Dataset(
+        {cv.WAVEFIELD_VAR: ((cv.REALISATION, cv.TIME, cv.SENSOR), data)},
+        coords={cv.TIME: time, cv.ROLE: (cv.REALISATION, roles),
+                cv.PARAMETER_VALUE: (cv.REALISATION, parameter),
+                cv.LATITUDE: (cv.SENSOR, np.linspace(89, -89, n_sensor)),
+                cv.LONGITUDE: (cv.SENSOR, np.zeros(n_sensor))},
+        attrs={cv.ATTR_DATASET: "test", cv.ATTR_SAMPLING_RATE: 1.0,
+               cv.ATTR_START_TIME: "2000-01-01T00:00:00Z", cv.ATTR_PARAMETER_NAME: "depth_km",
+               cv.ATTR_SENSOR_ORDER: "index"},
+    )
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory):
+    server = start_s3(tmp_path_factory.mktemp("seaweedfs"))
+    yield server
+    stop_process(server.process)
+
+
+@pytest.fixture
+def s3_bucket(s3_server, request):
+    """A fresh bucket per test: returns its s3:// URL."""
+    name = "t-" + "".join(c for c in request.node.name.lower() if c.isalnum())[:40]
+    fs = s3_server.filesystem()
+    if not fs.exists(name):
+        fs.mkdir(name)
+    return f"s3://{name}"
+
+
+@pytest.fixture(scope="session")
+def dask_cluster():
+    """A real `dask scheduler` + two `dask worker` processes on loopback."""
+    cluster = start_dask_cluster(n_workers=2)
+    yield cluster
+    stop_dask_cluster(cluster)
+
+
+@pytest.fixture(scope="session")
+def dask_cluster_one_worker():
+    cluster = start_dask_cluster(n_workers=1)
+    yield cluster
+    stop_dask_cluster(cluster)
+
+
+@pytest.fixture(scope="module", params=[1, 2], ids=["1worker", "2workers"])
+def local_client(request):
+    """An embedded LocalCluster of worker processes, as seisctf makes it, with 1 or 2 workers."""
+    from seisctf.cluster import dask_client
+
+    with dask_client(n_workers=request.param, memory_limit="2GiB", quiet=True) as client:
+        yield client

