@@ -112,16 +112,9 @@ def write_dataset(
 
 def open_dataset(url: str, storage_options: StorageOptions | None = None) -> xr.Dataset:
     """Open a complete seisctf store lazily (Dask-backed) with xarray."""
-    try:
-        dataset = xr.open_zarr(
-            str(url), storage_options=options_for(url, storage_options), consolidated=True,
-            zarr_format=3,
-        )
-    except (FileNotFoundError, KeyError, zarr.errors.GroupNotFoundError) as error:
-        raise InvalidInput(str(url), f"cannot open as a zarr store ({error})") from None
-    if not dataset.attrs.get(conventions.ATTR_COMPLETE, False):
-        raise InvalidInput(str(url), "store is incomplete (its writer did not finish); re-run it")
-    return dataset
+    require_complete(open_group(url, storage_options), url)
+    return xr.open_zarr(str(url), storage_options=options_for(url, storage_options),
+                        consolidated=True, zarr_format=3)
 
 
 def write_arrays(

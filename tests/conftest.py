@@ -43,7 +43,7 @@ def smooth_wavefield(n_time: int = 300, n_sensor: int = 48, seed: int = 0,
     data = da.from_array(np.stack(fields), chunks=(1, *chunks))
     return xr.Dataset(
         {cv.WAVEFIELD_VAR: ((cv.REALISATION, cv.TIME, cv.SENSOR), data)},
-        coords={cv.TIME: time, cv.ROLE: (cv.REALISATION, roles),
+        coords={cv.TIME: time, cv.ROLE: (cv.REALISATION, np.array(roles, dtype=object)),
                 cv.PARAMETER_VALUE: (cv.REALISATION, parameter),
                 cv.LATITUDE: (cv.SENSOR, np.linspace(89, -89, n_sensor)),
                 cv.LONGITUDE: (cv.SENSOR, np.zeros(n_sensor))},

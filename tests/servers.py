@@ -37,7 +37,7 @@ def _is_free(port: int) -> bool:
     return True
 
 
-def stop_process(process: subprocess.Popen, grace_s: float = 10.0) -> None:
+def stop_process(process: subprocess.Popen, grace_s: float = 5.0) -> None:
     """SIGTERM, then SIGKILL after a grace period."""
     if process.poll() is not None:
         return

@@ -8,6 +8,11 @@ reconstructions over the 2000 training steps. `das` is the same with the fibre's
 Noise levels are white Gaussian noise whose standard deviation is a fraction of each trace's RMS
 over the same window of the clean field: medium 0.2 (SNR 14 dB), high 0.5 (SNR 6 dB). Few-snapshot
 noisy data (X5train) uses the medium level.
+
+Normalisation: each array is divided, per sensor, by the RMS of its group's public arrays (one
+group per independent realisation; the parametric group shares one set), floored at
+`normalisation_floor` (0.1) × the median sensor RMS, so traces a wavefront reaches only in the
+withheld window are not amplified without bound.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ class Layout:
     modes: int = 100
     noise_medium: float = 0.2
     noise_high: float = 0.5
+    normalisation_floor: float = 0.1
 
     @property
     def required_steps(self) -> int:

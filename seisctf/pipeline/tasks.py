@@ -2,7 +2,7 @@
 
 Secrecy (ARCHITECTURE.md): noise keys and the commitment salt derive from the organiser's
 secret; each pair group comes from its own realisation, so no public array holds another pair's
-truth; per-sensor normalisation constants come from each group's public arrays only and are
+truth; per-sensor normalisation scales come from each group's public arrays only and are
 applied unchanged to its truth arrays; the public manifest carries a salted SHA-256 commitment of
 every truth array and nothing from which the truth could be regenerated (no seeds, no source
 parameters beyond the published parameter values of the parametric pairs).
@@ -58,21 +58,29 @@ def _add_noise(clean: da.Array, level: float, key: int) -> da.Array:
     return clean + level * rms * noise.rechunk(clean.chunks)
 
 
-def _normalisers(public_raw: dict[str, da.Array], windows: dict[str, Window]) -> dict[str, tuple]:
-    """Per group: per-sensor (mean, std) over time of the group's public arrays (std 0 -> 1)."""
+def _normalisers(public_raw: dict[str, da.Array], windows: dict[str, Window],
+                 floor_fraction: float) -> dict[str, da.Array]:
+    """Per group: per-sensor scale = RMS over time of the group's public arrays, floored at
+    `floor_fraction` × the median sensor RMS (and 1 where everything is 0).
+
+    Scale only, no centring: ground motion has zero mean, and centring with the training mean
+    would make the `mean` baseline identical to `zeros`. The floor keeps traces that are quiet
+    during the public window (a wavefront has not reached them yet) from being amplified without
+    bound in the withheld window.
+    """
     members: dict[str, list[da.Array]] = {}
     for name, array in public_raw.items():
         role = windows[name].role
         if role in ("param_interp", "param_extrap"):
             continue  # burn-in windows are normalised with the parametric training constants
         members.setdefault(normalisation_group(role), []).append(array)
-    constants = {}
+    scales = {}
     for group, arrays in members.items():
-        stacked = da.concatenate(arrays, axis=0)
-        mean = stacked.mean(axis=0, keepdims=True)
-        std = stacked.std(axis=0, keepdims=True)
-        constants[group] = (mean, da.where(std > 0, std, 1.0))
-    return constants
+        rms = da.sqrt((da.concatenate(arrays, axis=0) ** 2).mean(axis=0, keepdims=True))
+        floor = floor_fraction * da.median(rms.rechunk({1: -1}), axis=1, keepdims=True)
+        scale = da.maximum(rms, floor)
+        scales[group] = da.where(scale > 0, scale, 1.0)
+    return scales
 
 
 def build_bundle(wavefield: xr.Dataset, layout: Layout, secret: str, what: str = "wavefield") -> Bundle:
@@ -95,11 +103,10 @@ def build_bundle(wavefield: xr.Dataset, layout: Layout, secret: str, what: str =
         else:
             truth_raw[name] = clean
 
-    constants = _normalisers(public_raw, windows)
+    scales = _normalisers(public_raw, windows, layout.normalisation_floor)
 
     def normalise(name: str, array: da.Array) -> da.Array:
-        mean, std = constants[normalisation_group(windows[name].role)]
-        return ((array - mean) / std).astype(np.float32)
+        return (array / scales[normalisation_group(windows[name].role)]).astype(np.float32)
 
     public = {name: normalise(name, array) for name, array in public_raw.items()}
     truth = {name: normalise(name, array) for name, array in truth_raw.items()}
@@ -145,6 +152,8 @@ def _manifest(wavefield: xr.Dataset, layout: Layout, windows: dict[str, Window])
         "delta_t": 1.0 / float(wavefield.attrs[cv.ATTR_SAMPLING_RATE]),
         "k_short": layout.k_short, "k_long": layout.k_long, "modes": layout.modes,
         "noise": {"medium_rms_fraction": layout.noise_medium, "high_rms_fraction": layout.noise_high},
+        "normalisation": {"kind": "per-sensor RMS of the group's public arrays",
+                          "floor_fraction_of_median": layout.normalisation_floor},
         "sensor_order": str(wavefield.attrs.get(cv.ATTR_SENSOR_ORDER, "")),
         "pairs": pairs,
     }

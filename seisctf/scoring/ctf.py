@@ -45,7 +45,7 @@ def score_from_error(error: float | None) -> tuple[float | None, float | None]:
     if error is None:
         return None, None
     raw = 100.0 * (1.0 - error)
-    return raw, float(np.clip(raw, -100.0, 100.0))
+    return raw, float(np.clip(raw, -100.0, 100.0)) + 0.0  # + 0.0 turns -0.0 into 0.0
 
 
 def relative_error(numerator: float, denominator: float) -> float | None:

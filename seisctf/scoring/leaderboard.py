@@ -105,11 +105,12 @@ def print_table(entries_: list[dict[str, Any]]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    console = Console(width=None if Console().is_terminal else 220)
     for dataset in sorted({e["dataset"] for e in entries_}):
         table = Table(title=f"seisctf leaderboard — {dataset}")
         for column in ("rank", "model", "convention", "AvgScore", *cv.SCORE_NAMES):
-            table.add_column(column, justify="left" if column in ("model", "convention") else "right")
+            table.add_column(column, justify="left" if column in ("model", "convention") else "right",
+                             no_wrap=True)
         ranked = [e for e in entries_ if e["dataset"] == dataset]
         for rank, entry in enumerate(ranked, start=1):
             table.add_row(str(rank), entry["model"], str(entry["convention"]),
