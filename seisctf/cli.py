@@ -18,10 +18,18 @@ EXIT_INVALID_INPUT = 3
 
 def _common() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--scheduler", help="address of a running Dask scheduler "
-                        "(default: $SEISCTF_SCHEDULER, else an embedded LocalCluster)")
-    common.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
-                        help="fsspec storage option, repeatable (e.g. endpoint_url=http://…)")
+    common.add_argument(
+        "--scheduler",
+        help="address of a running Dask scheduler "
+        "(default: $SEISCTF_SCHEDULER, else an embedded LocalCluster)",
+    )
+    common.add_argument(
+        "--storage-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="fsspec storage option, repeatable (e.g. endpoint_url=http://…)",
+    )
     common.add_argument("--quiet", action="store_true", help="no progress output")
     return common
 
@@ -34,8 +42,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo = verbs.add_parser("demo", parents=[common], help="the main job on the embedded default")
     demo.add_argument("--workdir", default="seisctf-demo")
     demo.add_argument("--dataset", default="global", choices=["global", "das", "crustal", "all"])
-    demo.add_argument("--secret", help="organiser secret (default: $SEISCTF_SECRET, else the "
-                      "published demo secret)")
+    demo.add_argument(
+        "--secret",
+        help="organiser secret (default: $SEISCTF_SECRET, else the published demo secret)",
+    )
     demo.add_argument("--sensors", type=int, default=2048, help="number of sensors")
     demo.add_argument("--duration", type=float, default=3000.0, help="seconds of wavefield")
     demo.add_argument("--layout", help="layout name or YAML file (default seismo)")
@@ -43,14 +53,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     synth = verbs.add_parser("synth", help="offline synthetic wavefields")
     synth_kinds = synth.add_subparsers(dest="kind", required=True)
-    synth_global = synth_kinds.add_parser("global", parents=[common],
-                                          help="global wavefield on a Fibonacci sphere")
+    synth_global = synth_kinds.add_parser(
+        "global", parents=[common], help="global wavefield on a Fibonacci sphere"
+    )
     synth_global.add_argument("--out", required=True, help="store URL or path")
     synth_global.add_argument("--sensors", type=int, default=2048)
     synth_global.add_argument("--duration", type=float, default=3000.0, help="seconds")
     synth_global.add_argument("--rate", type=float, default=1.0, help="sampling rate, Hz")
-    synth_global.add_argument("--seed", type=int, help="generator seed (default: derived from "
-                              "--secret/$SEISCTF_SECRET, else 0)")
+    synth_global.add_argument(
+        "--seed",
+        type=int,
+        help="generator seed (default: derived from --secret/$SEISCTF_SECRET, else 0)",
+    )
     synth_global.add_argument("--secret", help="organiser secret to derive the seed from")
     synth_global.set_defaults(run=_run_synth_global)
 
@@ -59,8 +73,10 @@ def build_parser() -> argparse.ArgumentParser:
     tasks.add_argument("--public", required=True, help="URL of the public bundle")
     tasks.add_argument("--truth", required=True, help="URL of the withheld truth")
     tasks.add_argument("--layout", default="seismo", help="layout name or YAML file")
-    tasks.add_argument("--secret", help="organiser secret (default $SEISCTF_SECRET; else a random "
-                       "one, kept with the truth)")
+    tasks.add_argument(
+        "--secret",
+        help="organiser secret (default $SEISCTF_SECRET; else a random one, kept with the truth)",
+    )
     tasks.set_defaults(run=_run_tasks)
 
     baseline = verbs.add_parser("baseline", parents=[common], help="write a baseline submission")
@@ -98,9 +114,18 @@ def _run_demo(args: argparse.Namespace) -> None:
     from seisctf.demo import run_demo
     from seisctf.pipeline.layouts import load_layout
 
-    run_demo(args.workdir, dataset=args.dataset, secret=args.secret, n_sensors=args.sensors,
-             duration_s=args.duration, layout=load_layout(args.layout), quiet=args.quiet)
-    print(f"wrote {Path(args.workdir) / 'leaderboard.json'} and {Path(args.workdir) / 'leaderboard'}/")
+    run_demo(
+        args.workdir,
+        dataset=args.dataset,
+        secret=args.secret,
+        n_sensors=args.sensors,
+        duration_s=args.duration,
+        layout=load_layout(args.layout),
+        quiet=args.quiet,
+    )
+    print(
+        f"wrote {Path(args.workdir) / 'leaderboard.json'} and {Path(args.workdir) / 'leaderboard'}/"
+    )
 
 
 def _run_synth_global(args: argparse.Namespace) -> None:
@@ -110,10 +135,14 @@ def _run_synth_global(args: argparse.Namespace) -> None:
     from seisctf.recipes.global_wavefield import synthesize_global
 
     secret = args.secret or os.environ.get(keys.SECRET_ENV)
-    seed = args.seed if args.seed is not None else (
-        keys.derive_seed(secret, "synth/global") if secret else 0)
-    dataset = synthesize_global(n_sensors=args.sensors, duration_s=args.duration,
-                                sampling_rate_hz=args.rate, seed=seed)
+    seed = (
+        args.seed
+        if args.seed is not None
+        else (keys.derive_seed(secret, "synth/global") if secret else 0)
+    )
+    dataset = synthesize_global(
+        n_sensors=args.sensors, duration_s=args.duration, sampling_rate_hz=args.rate, seed=seed
+    )
     storage.write_dataset(dataset, args.out, _options(args), label="synth global", quiet=args.quiet)
     print(f"wrote {args.out}")
 
@@ -125,10 +154,21 @@ def _run_tasks(args: argparse.Namespace) -> None:
 
     options = _options(args)
     secret, generated = keys.resolve_secret(args.secret)
-    bundle = build_bundle(storage.open_dataset(args.wavefield, options), load_layout(args.layout),
-                          secret, what=args.wavefield)
-    write_bundle(bundle, args.public, args.truth, secret, keep_secret=generated,
-                 storage_options=options, quiet=args.quiet)
+    bundle = build_bundle(
+        storage.open_dataset(args.wavefield, options),
+        load_layout(args.layout),
+        secret,
+        what=args.wavefield,
+    )
+    write_bundle(
+        bundle,
+        args.public,
+        args.truth,
+        secret,
+        keep_secret=generated,
+        storage_options=options,
+        quiet=args.quiet,
+    )
     print(f"wrote public bundle {args.public} and truth {args.truth}")
 
 
@@ -148,8 +188,13 @@ def _run_score_ctf(args: argparse.Namespace) -> None:
     if len(names) != len(args.submission) or len(set(names)) != len(names):
         raise InvalidInput("--name", "give one distinct name per submission")
     options = _options(args)
-    results = score_ctf(args.truth, dict(zip(names, args.submission, strict=True)),
-                        convention=args.convention, storage_options=options, quiet=args.quiet)
+    results = score_ctf(
+        args.truth,
+        dict(zip(names, args.submission, strict=True)),
+        convention=args.convention,
+        storage_options=options,
+        quiet=args.quiet,
+    )
     output = results[0] if len(results) == 1 else results
     if args.json:
         Path(args.json).write_text(json.dumps(output, indent=2))

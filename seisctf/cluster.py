@@ -42,7 +42,7 @@ def dask_client(
     memory_limit: int | str | None = None,
     quiet: bool = False,
 ) -> Iterator[Any]:
-    """Yield a `distributed.Client`: the given scheduler, `$SEISCTF_SCHEDULER`, or a LocalCluster."""
+    """A `distributed.Client` of the given scheduler, `$SEISCTF_SCHEDULER`, or a LocalCluster."""
     from distributed import Client, LocalCluster
 
     address = scheduler or os.environ.get(SCHEDULER_ENV) or None
@@ -63,7 +63,9 @@ def dask_client(
         )
         client = Client(cluster)
     if not quiet:
-        where = address or f"embedded LocalCluster, {len(client.scheduler_info()['workers'])} workers"
+        where = (
+            address or f"embedded LocalCluster, {len(client.scheduler_info()['workers'])} workers"
+        )
         print(f"dask: {where}; dashboard {client.dashboard_link}", file=sys.stderr)
     try:
         yield client

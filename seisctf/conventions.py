@@ -69,16 +69,21 @@ def time_space_chunks(n_time: int, n_space: int, itemsize: int = 4) -> tuple[int
 def validate_wavefield(ds: xr.Dataset, name: str = "wavefield store") -> xr.Dataset:
     """Check a wavefield store against the contract; raise InvalidInput naming what is wrong."""
     if WAVEFIELD_VAR not in ds:
-        raise InvalidInput(name, f"has no variable {WAVEFIELD_VAR!r} (found {sorted(ds.data_vars)})")
+        raise InvalidInput(
+            name, f"has no variable {WAVEFIELD_VAR!r} (found {sorted(ds.data_vars)})"
+        )
     dims = ds[WAVEFIELD_VAR].dims
     if dims not in ((TIME, SENSOR), (REALISATION, TIME, SENSOR)):
         raise InvalidInput(
-            name, f"variable {WAVEFIELD_VAR!r} has dims {dims}, expected (time, sensor) or "
-            "(realisation, time, sensor)"
+            name,
+            f"variable {WAVEFIELD_VAR!r} has dims {dims}, expected (time, sensor) or "
+            "(realisation, time, sensor)",
         )
     rate = ds.attrs.get(ATTR_SAMPLING_RATE)
     if not isinstance(rate, int | float) or not math.isfinite(rate) or rate <= 0:
-        raise InvalidInput(name, f"attr {ATTR_SAMPLING_RATE!r} must be a positive number, got {rate!r}")
+        raise InvalidInput(
+            name, f"attr {ATTR_SAMPLING_RATE!r} must be a positive number, got {rate!r}"
+        )
     if ATTR_START_TIME not in ds.attrs:
         raise InvalidInput(name, f"has no attr {ATTR_START_TIME!r} (ISO 8601)")
     return ds
@@ -124,5 +129,6 @@ def scored_metrics(pairs: list[Mapping]) -> list[tuple[str, Mapping, str]]:
     """(score name, pair, metric) in score order: E1, E2, ... follow the pairs' metrics in order."""
     ordered = [(pair, metric) for pair in pairs for metric in pair["metrics"]]
     return [(f"E{i}", pair, metric) for i, (pair, metric) in enumerate(ordered, start=1)]
+
 
 PARAMETER_VALUE = "parameter_value"

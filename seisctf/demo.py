@@ -60,7 +60,9 @@ def run_demo(
     datasets = DATASETS if dataset == "all" else (dataset,)
     unknown = [name for name in datasets if name not in DATASETS]
     if unknown:
-        raise InvalidInput(f"--dataset {dataset}", f"not available yet; choose from {list(DATASETS)}")
+        raise InvalidInput(
+            f"--dataset {dataset}", f"not available yet; choose from {list(DATASETS)}"
+        )
     secret = secret or os.environ.get(keys.SECRET_ENV) or DEMO_SECRET
     layout = layout or load_layout("seismo")
     paths = demo_paths(workdir, datasets[0])
@@ -68,11 +70,15 @@ def run_demo(
     Path(paths["db"]).unlink(missing_ok=True)  # the demo's leaderboard is rebuilt on every run
     for name in datasets:
         paths = demo_paths(workdir, name)
-        wavefield = synthesize_global(n_sensors=n_sensors, duration_s=duration_s,
-                                      seed=keys.derive_seed(secret, f"synth/{name}"))
+        wavefield = synthesize_global(
+            n_sensors=n_sensors,
+            duration_s=duration_s,
+            seed=keys.derive_seed(secret, f"synth/{name}"),
+        )
         storage.write_dataset(wavefield, paths["wavefield"], label=f"synth {name}", quiet=quiet)
-        bundle = build_bundle(storage.open_dataset(paths["wavefield"]), layout, secret,
-                              what=paths["wavefield"])
+        bundle = build_bundle(
+            storage.open_dataset(paths["wavefield"]), layout, secret, what=paths["wavefield"]
+        )
         manifest = write_bundle(bundle, paths["public"], paths["truth"], secret, quiet=quiet)
         shutil.rmtree(paths["submissions"], ignore_errors=True)
         submissions = {}
@@ -83,8 +89,12 @@ def run_demo(
         Path(paths["scores"]).write_text(json.dumps(results, indent=2))
         commitment = leaderboard.truth_commitment_of(manifest)
         for result in results:
-            leaderboard.record(paths["db"], result, truth_commitment=commitment,
-                               metadata={"description": f"built-in {result['name']} baseline"})
+            leaderboard.record(
+                paths["db"],
+                result,
+                truth_commitment=commitment,
+                metadata={"description": f"built-in {result['name']} baseline"},
+            )
     rows = leaderboard.entries(paths["db"])
     table = leaderboard.as_json(rows)
     Path(paths["json"]).write_text(json.dumps(table, indent=2))

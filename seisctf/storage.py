@@ -64,18 +64,24 @@ def join(url: str, *parts: str) -> str:
     return "/".join([str(url).rstrip("/"), *parts])
 
 
-def open_group(url: str, storage_options: StorageOptions | None = None, mode: str = "r") -> zarr.Group:
+def open_group(
+    url: str, storage_options: StorageOptions | None = None, mode: str = "r"
+) -> zarr.Group:
     """Open a zarr v3 group; a missing store is bad input naming the URL."""
     try:
         return zarr.open_group(
-            str(url), mode=mode, storage_options=options_for(url, storage_options),
+            str(url),
+            mode=mode,
+            storage_options=options_for(url, storage_options),
             zarr_format=3 if mode != "r" else None,
         )
     except (FileNotFoundError, zarr.errors.GroupNotFoundError) as error:
         raise InvalidInput(str(url), f"no zarr group found there ({error})") from None
 
 
-def finish_group(url: str, attrs: Mapping[str, Any], storage_options: StorageOptions | None) -> None:
+def finish_group(
+    url: str, attrs: Mapping[str, Any], storage_options: StorageOptions | None
+) -> None:
     """Write a group's attrs and its completion marker, then consolidate metadata: always last."""
     group = open_group(url, storage_options, mode="r+")
     group.attrs.update({**attrs, conventions.ATTR_COMPLETE: True})
@@ -103,7 +109,11 @@ def write_dataset(
     for name in dataset.variables:
         dataset[name].encoding.pop("chunks", None)
     delayed = dataset.to_zarr(
-        str(url), mode="w", compute=False, zarr_format=3, consolidated=False,
+        str(url),
+        mode="w",
+        compute=False,
+        zarr_format=3,
+        consolidated=False,
         storage_options=options_for(url, storage_options),
     )
     compute(delayed, label=label, quiet=quiet)
@@ -113,8 +123,12 @@ def write_dataset(
 def open_dataset(url: str, storage_options: StorageOptions | None = None) -> xr.Dataset:
     """Open a complete seisctf store lazily (Dask-backed) with xarray."""
     require_complete(open_group(url, storage_options), url)
-    return xr.open_zarr(str(url), storage_options=options_for(url, storage_options),
-                        consolidated=True, zarr_format=3)
+    return xr.open_zarr(
+        str(url),
+        storage_options=options_for(url, storage_options),
+        consolidated=True,
+        zarr_format=3,
+    )
 
 
 def write_arrays(
@@ -170,7 +184,9 @@ def array_bytes_le(block: np.ndarray) -> bytes:
     return np.ascontiguousarray(block, dtype=block.dtype.newbyteorder("<")).tobytes()
 
 
-def sha256_commitment(array: da.Array, salt_hex: str | None, rows_per_read: int | None = None) -> str:
+def sha256_commitment(
+    array: da.Array, salt_hex: str | None, rows_per_read: int | None = None
+) -> str:
     """Hex SHA-256 of salt bytes ‖ the array's values in C order (little-endian, stored dtype).
 
     Streams whole-row blocks in order, so memory stays at one block whatever the array's size.
@@ -182,5 +198,7 @@ def sha256_commitment(array: da.Array, salt_hex: str | None, rows_per_read: int 
     row_bytes = max(1, int(np.prod(array.shape[1:], dtype=np.int64)) * array.dtype.itemsize)
     step = rows_per_read or max(1, conventions.TARGET_CHUNK_BYTES * 4 // row_bytes)
     for start in range(0, n_rows, step):
-        digest.update(array_bytes_le(np.asarray(array[start : start + step].compute(scheduler="sync"))))
+        digest.update(
+            array_bytes_le(np.asarray(array[start : start + step].compute(scheduler="sync")))
+        )
     return digest.hexdigest()

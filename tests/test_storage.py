@@ -17,16 +17,27 @@ from seisctf.errors import InvalidInput
 
 def test_parse_storage_options():
     options = storage.parse_storage_options(
-        ["endpoint_url=http://127.0.0.1:9000", "anon=false", "max_retries=3",
-         "client_kwargs.region_name=eu-1"])
-    assert options == {"endpoint_url": "http://127.0.0.1:9000", "anon": False, "max_retries": 3,
-                       "client_kwargs": {"region_name": "eu-1"}}
+        [
+            "endpoint_url=http://127.0.0.1:9000",
+            "anon=false",
+            "max_retries=3",
+            "client_kwargs.region_name=eu-1",
+        ]
+    )
+    assert options == {
+        "endpoint_url": "http://127.0.0.1:9000",
+        "anon": False,
+        "max_retries": 3,
+        "client_kwargs": {"region_name": "eu-1"},
+    }
     with pytest.raises(InvalidInput, match="KEY=VALUE"):
         storage.parse_storage_options(["no-equals-sign"])
 
 
 def _tree_bytes(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
 
 
 def test_write_is_lazy_readable_and_repeatable(tmp_path):
@@ -39,8 +50,10 @@ def test_write_is_lazy_readable_and_repeatable(tmp_path):
     opened = storage.open_dataset(url)
     assert isinstance(opened[cv.WAVEFIELD_VAR].data, da.Array)
     assert opened.attrs[cv.ATTR_COMPLETE] is True
-    xr.testing.assert_identical(opened[cv.WAVEFIELD_VAR].load().drop_vars(list(opened.coords)),
-                                dataset[cv.WAVEFIELD_VAR].load().drop_vars(list(dataset.coords)))
+    xr.testing.assert_identical(
+        opened[cv.WAVEFIELD_VAR].load().drop_vars(list(opened.coords)),
+        dataset[cv.WAVEFIELD_VAR].load().drop_vars(list(dataset.coords)),
+    )
 
 
 def test_an_interrupted_write_is_never_read_as_whole(tmp_path):
@@ -57,8 +70,13 @@ def test_an_interrupted_write_is_never_read_as_whole(tmp_path):
 def test_arrays_round_trip_chunk_aligned(tmp_path):
     values = np.arange(300 * 7, dtype=np.float32).reshape(300, 7)
     url = str(tmp_path / "g.zarr")
-    storage.write_arrays({"a": da.from_array(values, chunks=(13, 3))}, url, {"k": 1},
-                         chunks={"a": (100, 7)}, quiet=True)
+    storage.write_arrays(
+        {"a": da.from_array(values, chunks=(13, 3))},
+        url,
+        {"k": 1},
+        chunks={"a": (100, 7)},
+        quiet=True,
+    )
     read = storage.read_array(url, "a")
     assert read.chunks == ((100, 100, 100), (7,))
     assert np.array_equal(read.compute(), values)
@@ -74,6 +92,14 @@ def test_store_on_s3_opens_lazily_with_xarray_through_s3fs(s3_server, s3_bucket)
     assert np.array_equal(opened[cv.WAVEFIELD_VAR].values, dataset[cv.WAVEFIELD_VAR].values)
     assert opened.attrs[cv.ATTR_COMPLETE] is True
     assert s3_server.filesystem().exists(f"{url}/zarr.json")
-    storage.write_arrays({"x": da.ones((50, 4), chunks=(10, 4))}, f"{s3_bucket}/g.zarr", {},
-                         s3_server.storage_options, quiet=True)
-    assert storage.read_array(f"{s3_bucket}/g.zarr", "x", s3_server.storage_options).sum().compute() == 200
+    storage.write_arrays(
+        {"x": da.ones((50, 4), chunks=(10, 4))},
+        f"{s3_bucket}/g.zarr",
+        {},
+        s3_server.storage_options,
+        quiet=True,
+    )
+    assert (
+        storage.read_array(f"{s3_bucket}/g.zarr", "x", s3_server.storage_options).sum().compute()
+        == 200
+    )

@@ -49,21 +49,36 @@ def mean(pair: Mapping[str, Any], public: Mapping[str, da.Array]) -> da.Array:
 BASELINES: dict[str, Predictor] = {"zeros": zeros, "persistence": persistence, "mean": mean}
 
 
-def predict(model: str, public_url: str, storage_options: storage.StorageOptions | None = None
-            ) -> dict[str, da.Array]:
+def predict(
+    model: str, public_url: str, storage_options: storage.StorageOptions | None = None
+) -> dict[str, da.Array]:
     """Lazy submission arrays {X1test: …, …} of a baseline for the bundle at `public_url`."""
     if model not in BASELINES:
         raise InvalidInput(f"baseline {model!r}", f"unknown; choose from {sorted(BASELINES)}")
     manifest = storage.read_attrs(public_url, storage_options)[cv.ATTR_CTF]
-    public = {name: storage.read_array(public_url, name, storage_options)
-              for name in cv.TRAIN_NAMES}
-    return {pair["test"]: BASELINES[model](pair, public).astype(np.float32)
-            for pair in manifest["pairs"]}
+    public = {
+        name: storage.read_array(public_url, name, storage_options) for name in cv.TRAIN_NAMES
+    }
+    return {
+        pair["test"]: BASELINES[model](pair, public).astype(np.float32)
+        for pair in manifest["pairs"]
+    }
 
 
-def write_baseline(model: str, public_url: str, submission_url: str,
-                   storage_options: storage.StorageOptions | None = None, quiet: bool = False) -> None:
+def write_baseline(
+    model: str,
+    public_url: str,
+    submission_url: str,
+    storage_options: storage.StorageOptions | None = None,
+    quiet: bool = False,
+) -> None:
     """Write a baseline's submission as a zarr group (the contract's submission format)."""
     arrays = predict(model, public_url, storage_options)
-    storage.write_arrays(arrays, submission_url, {"model": model}, storage_options,
-                         label=f"baseline {model}", quiet=quiet)
+    storage.write_arrays(
+        arrays,
+        submission_url,
+        {"model": model},
+        storage_options,
+        label=f"baseline {model}",
+        quiet=quiet,
+    )

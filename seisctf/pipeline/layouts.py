@@ -40,8 +40,11 @@ class Layout:
 
     @property
     def required_steps(self) -> int:
-        return max(self.forecast_start + self.forecast_steps, self.train_steps,
-                   self.few_start + self.few_steps)
+        return max(
+            self.forecast_start + self.forecast_steps,
+            self.train_steps,
+            self.few_start + self.few_steps,
+        )
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -74,14 +77,18 @@ def load_layout(name_or_path: str | None) -> Layout:
         return LAYOUTS[name_or_path]
     path = Path(name_or_path)
     if not path.is_file():
-        raise InvalidInput(f"layout {name_or_path!r}", f"not one of {sorted(LAYOUTS)} nor a YAML file")
+        raise InvalidInput(
+            f"layout {name_or_path!r}", f"not one of {sorted(LAYOUTS)} nor a YAML file"
+        )
     import yaml
 
     values = yaml.safe_load(path.read_text()) or {}
     known = {field.name for field in fields(Layout)}
     unknown = sorted(set(values) - known)
     if not isinstance(values, dict) or unknown:
-        raise InvalidInput(str(path), f"unknown layout keys {unknown}; expected some of {sorted(known)}")
+        raise InvalidInput(
+            str(path), f"unknown layout keys {unknown}; expected some of {sorted(known)}"
+        )
     return Layout(**{"name": path.stem, **values})
 
 
@@ -121,11 +128,20 @@ def normalisation_group(role: str) -> str:
 def check_layout(layout: Layout, n_time: int, n_space: int, what: str) -> None:
     """Refuse a layout the wavefield cannot fill or whose scores cannot be computed."""
     if layout.required_steps > n_time:
-        raise InvalidInput(what, f"has {n_time} time steps; layout {layout.name!r} needs "
-                           f"{layout.required_steps}")
-    if not 0 < layout.k_short <= layout.forecast_steps or not 0 < layout.k_long <= layout.forecast_steps:
-        raise InvalidInput(f"layout {layout.name!r}", f"k_short and k_long must be in 1..{layout.forecast_steps}")
+        raise InvalidInput(
+            what, f"has {n_time} time steps; layout {layout.name!r} needs {layout.required_steps}"
+        )
+    if (
+        not 0 < layout.k_short <= layout.forecast_steps
+        or not 0 < layout.k_long <= layout.forecast_steps
+    ):
+        raise InvalidInput(
+            f"layout {layout.name!r}", f"k_short and k_long must be in 1..{layout.forecast_steps}"
+        )
     max_modes = n_space - n_space // 2
     if not 0 < layout.modes <= max_modes:
-        raise InvalidInput(f"layout {layout.name!r}", f"modes={layout.modes} but {n_space} sensors "
-                           f"give only {max_modes} bins from zero frequency upward")
+        raise InvalidInput(
+            f"layout {layout.name!r}",
+            f"modes={layout.modes} but {n_space} sensors "
+            f"give only {max_modes} bins from zero frequency upward",
+        )

@@ -49,6 +49,10 @@ def _noise_block(key: int, n_columns: int, block_info: dict | None = None) -> np
 def gaussian_noise(key: int, shape: tuple[int, int], chunks: tuple[int, int]) -> da.Array:
     """Lazy (time, space) float64 standard normal noise keyed by `key` and global position."""
     return da.map_blocks(
-        _noise_block, key, shape[1], chunks=da.core.normalize_chunks(chunks, shape),
-        dtype=np.float64, meta=np.empty((0, 0)),
+        _noise_block,
+        key,
+        shape[1],
+        chunks=da.core.normalize_chunks(chunks, shape),
+        dtype=np.float64,
+        meta=np.empty((0, 0)),
     )

@@ -20,7 +20,13 @@ import xarray as xr
 from seisctf import conventions as cv
 from seisctf import keys, storage
 from seisctf.errors import InvalidInput
-from seisctf.pipeline.layouts import Layout, Window, array_windows, check_layout, normalisation_group
+from seisctf.pipeline.layouts import (
+    Layout,
+    Window,
+    array_windows,
+    check_layout,
+    normalisation_group,
+)
 from seisctf.pipeline.noise import gaussian_noise
 
 
@@ -38,8 +44,11 @@ def _realisation_index(wavefield: xr.Dataset, window: Window, what: str) -> int:
         values = wavefield[cv.PARAMETER_VALUE].values
         matches.sort(key=lambda i: values[i])
     if len(matches) <= window.role_index:
-        raise InvalidInput(what, f"needs {window.role_index + 1} realisation(s) with role "
-                           f"{window.role!r}; the store has roles {roles}")
+        raise InvalidInput(
+            what,
+            f"needs {window.role_index + 1} realisation(s) with role "
+            f"{window.role!r}; the store has roles {roles}",
+        )
     return matches[window.role_index]
 
 
@@ -58,8 +67,9 @@ def _add_noise(clean: da.Array, level: float, key: int) -> da.Array:
     return clean + level * rms * noise.rechunk(clean.chunks)
 
 
-def _normalisers(public_raw: dict[str, da.Array], windows: dict[str, Window],
-                 floor_fraction: float) -> dict[str, da.Array]:
+def _normalisers(
+    public_raw: dict[str, da.Array], windows: dict[str, Window], floor_fraction: float
+) -> dict[str, da.Array]:
     """Per group: per-sensor scale = RMS over time of the group's public arrays, floored at
     `floor_fraction` × the median sensor RMS (and 1 where everything is 0).
 
@@ -83,7 +93,9 @@ def _normalisers(public_raw: dict[str, da.Array], windows: dict[str, Window],
     return scales
 
 
-def build_bundle(wavefield: xr.Dataset, layout: Layout, secret: str, what: str = "wavefield") -> Bundle:
+def build_bundle(
+    wavefield: xr.Dataset, layout: Layout, secret: str, what: str = "wavefield"
+) -> Bundle:
     """Lazy public and truth arrays (float32, (time, space)) and the manifest (without hashes)."""
     cv.validate_wavefield(wavefield, what)
     n_time, n_space = wavefield.sizes[cv.TIME], wavefield.sizes[cv.SENSOR]
@@ -123,9 +135,12 @@ def _parameters(wavefield: xr.Dataset) -> dict[str, Any] | None:
     by_role = {}
     for role, value in zip(roles, values, strict=True):
         by_role.setdefault(role, []).append(value)
-    return {"name": name, "train": sorted(by_role.get("param_train", [])),
-            "interpolation": by_role.get("param_interp", [None])[0],
-            "extrapolation": by_role.get("param_extrap", [None])[0]}
+    return {
+        "name": name,
+        "train": sorted(by_role.get("param_train", [])),
+        "interpolation": by_role.get("param_interp", [None])[0],
+        "extrapolation": by_role.get("param_extrap", [None])[0],
+    }
 
 
 def _manifest(wavefield: xr.Dataset, layout: Layout, windows: dict[str, Window]) -> dict[str, Any]:
@@ -135,25 +150,38 @@ def _manifest(wavefield: xr.Dataset, layout: Layout, windows: dict[str, Window])
     for spec in cv.CTF_PAIRS:
         window = windows[spec.test]
         pair: dict[str, Any] = {
-            "id": spec.id, "train": list(spec.train), "test": spec.test,
-            "metrics": list(spec.metrics), "start_index": window.start,
+            "id": spec.id,
+            "train": list(spec.train),
+            "test": spec.test,
+            "metrics": list(spec.metrics),
+            "start_index": window.start,
             "shape": [window.steps, n_space],
         }
         if spec.burn_in:
             pair["burn_in"] = spec.burn_in
             if parameters:
                 test_value = parameters["interpolation" if spec.id == 8 else "extrapolation"]
-                pair["parameters"] = {"name": parameters["name"], "train": parameters["train"],
-                                      "test": test_value}
+                pair["parameters"] = {
+                    "name": parameters["name"],
+                    "train": parameters["train"],
+                    "test": test_value,
+                }
         pairs.append(pair)
     return {
         "dataset": str(wavefield.attrs.get(cv.ATTR_DATASET, "unknown")),
         "layout": layout.name,
         "delta_t": 1.0 / float(wavefield.attrs[cv.ATTR_SAMPLING_RATE]),
-        "k_short": layout.k_short, "k_long": layout.k_long, "modes": layout.modes,
-        "noise": {"medium_rms_fraction": layout.noise_medium, "high_rms_fraction": layout.noise_high},
-        "normalisation": {"kind": "per-sensor RMS of the group's public arrays",
-                          "floor_fraction_of_median": layout.normalisation_floor},
+        "k_short": layout.k_short,
+        "k_long": layout.k_long,
+        "modes": layout.modes,
+        "noise": {
+            "medium_rms_fraction": layout.noise_medium,
+            "high_rms_fraction": layout.noise_high,
+        },
+        "normalisation": {
+            "kind": "per-sensor RMS of the group's public arrays",
+            "floor_fraction_of_median": layout.normalisation_floor,
+        },
         "sensor_order": str(wavefield.attrs.get(cv.ATTR_SENSOR_ORDER, "")),
         "pairs": pairs,
     }
@@ -171,17 +199,26 @@ def write_bundle(
 ) -> dict[str, Any]:
     """Write truth first (and hash what was stored), then the public group. Returns the manifest."""
     if storage.join(public_url, "") == storage.join(truth_url, ""):
-        raise InvalidInput("--truth", "must differ from --public: truth is written only to its own URL")
+        raise InvalidInput(
+            "--truth", "must differ from --public: truth is written only to its own URL"
+        )
     salt = keys.derive_salt(secret)
-    storage.write_arrays(bundle.truth, truth_url, {}, storage_options, label="truth", quiet=quiet,
-                         finish=False)
+    storage.write_arrays(
+        bundle.truth, truth_url, {}, storage_options, label="truth", quiet=quiet, finish=False
+    )
     hashes = {
         name: storage.sha256_commitment(storage.read_array(truth_url, name, storage_options), salt)
         for name in bundle.truth
     }
     manifest = {**bundle.manifest, "truth_sha256": hashes}
-    storage.write_arrays(bundle.public, public_url, {cv.ATTR_CTF: manifest}, storage_options,
-                         label="public bundle", quiet=quiet)
+    storage.write_arrays(
+        bundle.public,
+        public_url,
+        {cv.ATTR_CTF: manifest},
+        storage_options,
+        label="public bundle",
+        quiet=quiet,
+    )
     truth_attrs = {cv.ATTR_CTF: manifest, cv.ATTR_CTF_SALT: salt}
     if keep_secret:
         truth_attrs[cv.ATTR_CTF_SECRET] = secret

@@ -159,7 +159,8 @@ def mode_weights(wavenumber: np.ndarray, omega: np.ndarray, source: GlobalSource
     """w_l = (2l+1)/(4π) (k_l² a / ω_l) exp(−(ω_l t_h)²/4) exp(−k_l h) for l = 1..L."""
     degree = np.arange(1, wavenumber.size + 1)
     return (
-        (2.0 * degree + 1.0) / (4.0 * np.pi)
+        (2.0 * degree + 1.0)
+        / (4.0 * np.pi)
         * (wavenumber**2 * EARTH_RADIUS_KM / omega)
         * np.exp(-((omega * source.half_duration_s) ** 2) / 4.0)
         * np.exp(-wavenumber * source.depth_km)
@@ -172,8 +173,10 @@ def legendre_table(cos_distance: np.ndarray, max_degree: int) -> np.ndarray:
     previous, current = np.ones_like(cos_distance), cos_distance.astype(np.float64)
     for degree in range(1, max_degree + 1):
         table[degree - 1] = current
-        previous, current = current, ((2 * degree + 1) * cos_distance * current
-                                      - degree * previous) / (degree + 1)
+        previous, current = (
+            current,
+            ((2 * degree + 1) * cos_distance * current - degree * previous) / (degree + 1),
+        )
     return table
 
 
@@ -206,8 +209,10 @@ def _body_waves(
     distance_deg = np.degrees(np.arccos(cos_distance))
     spreading = 1.0 / np.sqrt(np.maximum(np.sin(np.radians(distance_deg)), SPREADING_MIN_SIN))
     body = np.zeros((tau_s.size, cos_distance.size))
-    phases = ((travel_times.p_time_s, P_WIDTH_S, BODY_P_AMPLITUDE),
-              (travel_times.s_time_s, S_WIDTH_S, BODY_P_AMPLITUDE * BODY_S_TO_P))
+    phases = (
+        (travel_times.p_time_s, P_WIDTH_S, BODY_P_AMPLITUDE),
+        (travel_times.s_time_s, S_WIDTH_S, BODY_P_AMPLITUDE * BODY_S_TO_P),
+    )
     for table_s, width_s, amplitude in phases:
         arrival_s = np.interp(distance_deg, travel_times.distance_deg, table_s)
         present = np.isfinite(arrival_s)
@@ -229,7 +234,8 @@ def wavefield_block(
     larger grid is bitwise equal to the same slice of the whole."""
     tau_s = np.asarray(times_s, dtype=np.float64) - source.origin_time_s
     cos_distance = cos_epicentral_distance(
-        np.asarray(latitude_deg, dtype=np.float64), np.asarray(longitude_deg, dtype=np.float64),
+        np.asarray(latitude_deg, dtype=np.float64),
+        np.asarray(longitude_deg, dtype=np.float64),
         source,
     )
     wavenumber, omega = mode_frequencies(max_degree, source.velocity_scale)
@@ -284,9 +290,11 @@ def default_sources(
     varied = [("param_train", float(v)) for v in parameter_values]
     varied += [("param_interp", float(interpolation)), ("param_extrap", float(extrapolation))]
     for role, depth_km in varied:
-        sources.append(GlobalSource(
-            latitude, longitude, depth_km, origin_s, role=role, parameter_value=depth_km
-        ))
+        sources.append(
+            GlobalSource(
+                latitude, longitude, depth_km, origin_s, role=role, parameter_value=depth_km
+            )
+        )
     return sources
 
 
@@ -348,9 +356,19 @@ def synthesize_global(
     tables = {depth: travel_time_table(depth) for depth in {s.depth_km for s in sources}}
     realisations = [
         da.blockwise(
-            _realisation_block, "ts", time_index, "t", latitude_dask, "s", longitude_dask, "s",
-            dtype=np.float32, sampling_rate_hz=float(sampling_rate_hz), source=source,
-            travel_times=tables[source.depth_km], max_degree=int(max_degree),
+            _realisation_block,
+            "ts",
+            time_index,
+            "t",
+            latitude_dask,
+            "s",
+            longitude_dask,
+            "s",
+            dtype=np.float32,
+            sampling_rate_hz=float(sampling_rate_hz),
+            source=source,
+            travel_times=tables[source.depth_km],
+            max_degree=int(max_degree),
         )
         for source in sources
     ]
@@ -364,8 +382,9 @@ def synthesize_global(
         "half_duration_s": [s.half_duration_s for s in sources],
         "parameter_value": [s.parameter_value for s in sources],
     }
-    coords = {name: (REALISATION, np.asarray(v, dtype=np.float64))
-              for name, v in per_realisation.items()}
+    coords = {
+        name: (REALISATION, np.asarray(v, dtype=np.float64)) for name, v in per_realisation.items()
+    }
     coords[ROLE] = (REALISATION, np.array([s.role for s in sources], dtype=object))  # zarr "string"
     coords[TIME] = (TIME, np.arange(n_time) / float(sampling_rate_hz))
     coords[LATITUDE] = (SENSOR, latitude)
@@ -384,6 +403,9 @@ def synthesize_global(
             "(Jeans' relation, empirical dispersion, Q) + iasp91 TauP P and S pulses"
         ),
     }
-    u = xr.Variable((REALISATION, TIME, SENSOR), da.stack(realisations, axis=0),
-                    attrs={"long_name": "vertical ground velocity"})
+    u = xr.Variable(
+        (REALISATION, TIME, SENSOR),
+        da.stack(realisations, axis=0),
+        attrs={"long_name": "vertical ground velocity"},
+    )
     return xr.Dataset({WAVEFIELD_VAR: u}, coords=coords, attrs=attrs)

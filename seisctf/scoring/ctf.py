@@ -34,7 +34,7 @@ def spectral_norm_from_gram(gram: np.ndarray) -> float:
 
 
 def reference_power_spectrum(rows: np.ndarray, modes: int) -> np.ndarray:
-    """(k, n) rows -> (modes,) mean over rows of fftshifted |FFT over space|², from zero frequency."""
+    """(k, n) rows -> (modes,): row mean of fftshifted |FFT over space|², from zero frequency."""
     power = np.fft.fftshift(np.abs(np.fft.fft(rows, axis=1)) ** 2, axes=1).mean(axis=0)
     zero = rows.shape[1] // 2
     return power[zero : zero + modes]
@@ -70,8 +70,9 @@ def metric_window(metric: str, array: da.Array, manifest: Mapping[str, Any]) -> 
 
 def _spectrum(rows: da.Array, modes: int) -> da.Array:
     whole_rows = rows.rechunk({0: -1, 1: -1})
-    return whole_rows.map_blocks(reference_power_spectrum, modes, chunks=((modes,),),
-                                 drop_axis=1, dtype=np.float64)
+    return whole_rows.map_blocks(
+        reference_power_spectrum, modes, chunks=((modes,),), drop_axis=1, dtype=np.float64
+    )
 
 
 def truth_statistic(metric: str, truth: da.Array, manifest: Mapping[str, Any]) -> da.Array:
@@ -91,12 +92,17 @@ def submission_statistic(
     return gram_of_smaller_side(metric_window(metric, truth - submission, manifest))
 
 
-def metric_error(metric: str, truth_value: np.ndarray, submission_value: np.ndarray) -> float | None:
+def metric_error(
+    metric: str, truth_value: np.ndarray, submission_value: np.ndarray
+) -> float | None:
     if metric == cv.METRIC_LONG:
-        return relative_error(float(np.linalg.norm(truth_value - submission_value)),
-                              float(np.linalg.norm(truth_value)))
-    return relative_error(spectral_norm_from_gram(submission_value),
-                          spectral_norm_from_gram(truth_value))
+        return relative_error(
+            float(np.linalg.norm(truth_value - submission_value)),
+            float(np.linalg.norm(truth_value)),
+        )
+    return relative_error(
+        spectral_norm_from_gram(submission_value), spectral_norm_from_gram(truth_value)
+    )
 
 
 def open_truth(truth_url: str, storage_options: storage.StorageOptions | None = None):
@@ -105,16 +111,21 @@ def open_truth(truth_url: str, storage_options: storage.StorageOptions | None = 
     if cv.ATTR_CTF not in attrs:
         raise InvalidInput(truth_url, f"truth group has no {cv.ATTR_CTF!r} manifest attr")
     manifest = attrs[cv.ATTR_CTF]
-    truth = {pair["test"]: storage.read_array(truth_url, pair["test"], storage_options)
-             for pair in manifest["pairs"]}
+    truth = {
+        pair["test"]: storage.read_array(truth_url, pair["test"], storage_options)
+        for pair in manifest["pairs"]
+    }
     return manifest, attrs.get(cv.ATTR_CTF_SALT), truth
 
 
-def verify_commitment(truth: Mapping[str, da.Array], manifest: Mapping[str, Any], salt: str | None) -> bool:
+def verify_commitment(
+    truth: Mapping[str, da.Array], manifest: Mapping[str, Any], salt: str | None
+) -> bool:
     """True when every truth array hashes to the manifest's published commitment."""
     published = manifest.get("truth_sha256") or {}
     return bool(published) and all(
-        published.get(name) == storage.sha256_commitment(array, salt) for name, array in truth.items()
+        published.get(name) == storage.sha256_commitment(array, salt)
+        for name, array in truth.items()
     )
 
 
@@ -137,22 +148,32 @@ def score_ctf(
     truth = {name: array.astype(np.float64) for name, array in truth_raw.items()}
     metrics = cv.scored_metrics(manifest["pairs"])
 
-    opened = {name: open_submission(source, manifest, storage_options)
-              for name, source in submissions.items()}
-    truth_stats = [truth_statistic(metric, truth[pair["test"]], manifest) for _, pair, metric in metrics]
+    opened = {
+        name: open_submission(source, manifest, storage_options)
+        for name, source in submissions.items()
+    }
+    truth_stats = [
+        truth_statistic(metric, truth[pair["test"]], manifest) for _, pair, metric in metrics
+    ]
     submission_stats = {
-        name: [submission_statistic(metric, truth[pair["test"]], arrays[pair["test"]], manifest)
-               for _, pair, metric in metrics]
+        name: [
+            submission_statistic(metric, truth[pair["test"]], arrays[pair["test"]], manifest)
+            for _, pair, metric in metrics
+        ]
         for name, arrays in opened.items()
     }
-    finite = {name: [da.isfinite(array).all() for array in arrays.values()]
-              for name, arrays in opened.items()}
+    finite = {
+        name: [da.isfinite(array).all() for array in arrays.values()]
+        for name, arrays in opened.items()
+    }
     truth_values, submission_values, finite_values = compute(
         truth_stats, submission_stats, finite, label="scoring", quiet=quiet
     )
     results = []
     for name, arrays in opened.items():
-        bad = [array_name for array_name, ok in zip(arrays, finite_values[name], strict=True) if not ok]
+        bad = [
+            array_name for array_name, ok in zip(arrays, finite_values[name], strict=True) if not ok
+        ]
         if bad:
             raise InvalidInput(f"submission {name!r}", f"non-finite values (NaN or Inf) in {bad}")
         raw_scores, scores = {}, {}
@@ -163,13 +184,15 @@ def score_ctf(
                 metric_error(metric, truth_value, submission_value)
             )
         scorable = [value for value in scores.values() if value is not None]
-        results.append({
-            "name": name,
-            "dataset": manifest["dataset"],
-            "convention": convention,
-            "scores": scores,
-            "avg_score": float(np.mean(scorable)) if scorable else None,
-            "raw_scores": raw_scores,
-            "truth_sha256_verified": verified,
-        })
+        results.append(
+            {
+                "name": name,
+                "dataset": manifest["dataset"],
+                "convention": convention,
+                "scores": scores,
+                "avg_score": float(np.mean(scorable)) if scorable else None,
+                "raw_scores": raw_scores,
+                "truth_sha256_verified": verified,
+            }
+        )
     return results

@@ -49,8 +49,14 @@ def truth_commitment_of(manifest: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(hashes, sort_keys=True).encode()).hexdigest()
 
 
-def record(db_path: str | Path, result: Mapping[str, Any], *, family: str = "ctf",
-           truth_commitment: str | None = None, metadata: Mapping[str, Any] | None = None) -> int:
+def record(
+    db_path: str | Path,
+    result: Mapping[str, Any],
+    *,
+    family: str = "ctf",
+    truth_commitment: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> int:
     """Add one scored submission; returns its row id."""
     connection = _connect(db_path)
     try:
@@ -60,9 +66,15 @@ def record(db_path: str | Path, result: Mapping[str, Any], *, family: str = "ctf
             "scores, metadata, result, truth_commitment) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-                result["dataset"], family, result["name"], result.get("convention"),
-                result.get("avg_score"), json.dumps(result.get("scores", {})),
-                json.dumps(dict(metadata or {})), json.dumps(result), truth_commitment,
+                result["dataset"],
+                family,
+                result["name"],
+                result.get("convention"),
+                result.get("avg_score"),
+                json.dumps(result.get("scores", {})),
+                json.dumps(dict(metadata or {})),
+                json.dumps(result),
+                truth_commitment,
             ),
         )
         connection.execute("COMMIT")
@@ -76,13 +88,23 @@ def entries(db_path: str | Path, family: str | None = None) -> list[dict[str, An
     connection = _connect(db_path)
     try:
         rows = connection.execute(
-            "SELECT id, timestamp, dataset, family, model, convention, avg_score, scores, metadata, "
-            "truth_commitment FROM submissions ORDER BY dataset, avg_score DESC, id"
+            "SELECT id, timestamp, dataset, family, model, convention, avg_score, scores, "
+            "metadata, truth_commitment FROM submissions ORDER BY dataset, avg_score DESC, id"
         ).fetchall()
     finally:
         connection.close()
-    keys = ("id", "timestamp", "dataset", "family", "model", "convention", "avg_score", "scores",
-            "metadata", "truth_commitment")
+    keys = (
+        "id",
+        "timestamp",
+        "dataset",
+        "family",
+        "model",
+        "convention",
+        "avg_score",
+        "scores",
+        "metadata",
+        "truth_commitment",
+    )
     found = [dict(zip(keys, row, strict=True)) for row in rows]
     for entry in found:
         entry["scores"] = json.loads(entry["scores"])
@@ -92,8 +114,16 @@ def entries(db_path: str | Path, family: str | None = None) -> list[dict[str, An
 
 def as_json(entries_: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The contract's leaderboard.json rows."""
-    return [{"model": e["model"], "dataset": e["dataset"], "convention": e["convention"],
-             "scores": e["scores"], "avg_score": e["avg_score"]} for e in entries_]
+    return [
+        {
+            "model": e["model"],
+            "dataset": e["dataset"],
+            "convention": e["convention"],
+            "scores": e["scores"],
+            "avg_score": e["avg_score"],
+        }
+        for e in entries_
+    ]
 
 
 def _fmt(value: float | None) -> str:
@@ -109,13 +139,20 @@ def print_table(entries_: list[dict[str, Any]]) -> None:
     for dataset in sorted({e["dataset"] for e in entries_}):
         table = Table(title=f"seisctf leaderboard — {dataset}")
         for column in ("rank", "model", "convention", "AvgScore", *cv.SCORE_NAMES):
-            table.add_column(column, justify="left" if column in ("model", "convention") else "right",
-                             no_wrap=True)
+            table.add_column(
+                column,
+                justify="left" if column in ("model", "convention") else "right",
+                no_wrap=True,
+            )
         ranked = [e for e in entries_ if e["dataset"] == dataset]
         for rank, entry in enumerate(ranked, start=1):
-            table.add_row(str(rank), entry["model"], str(entry["convention"]),
-                          _fmt(entry["avg_score"]),
-                          *(_fmt(entry["scores"].get(name)) for name in cv.SCORE_NAMES))
+            table.add_row(
+                str(rank),
+                entry["model"],
+                str(entry["convention"]),
+                _fmt(entry["avg_score"]),
+                *(_fmt(entry["scores"].get(name)) for name in cv.SCORE_NAMES),
+            )
         console.print(table)
 
 
@@ -129,15 +166,21 @@ def write_html(entries_: list[dict[str, Any]], out_dir: str | Path) -> Path:
     for dataset in sorted({e["dataset"] for e in entries_}):
         ranked = [e for e in entries_ if e["dataset"] == dataset]
         image = f"radar-{dataset}.png"
-        radar_profile({e["model"]: e["scores"] for e in ranked[:5]}, out / image,
-                      title=f"{dataset}: score profiles")
-        header = "".join(f"<th scope='col'>{h}</th>" for h in ("Rank", "Model", "AvgScore",
-                                                                *cv.SCORE_NAMES))
+        radar_profile(
+            {e["model"]: e["scores"] for e in ranked[:5]},
+            out / image,
+            title=f"{dataset}: score profiles",
+        )
+        header = "".join(
+            f"<th scope='col'>{h}</th>" for h in ("Rank", "Model", "AvgScore", *cv.SCORE_NAMES)
+        )
         rows = []
         for rank, entry in enumerate(ranked, start=1):
             cells = "".join(_score_cell(entry["scores"].get(name)) for name in cv.SCORE_NAMES)
-            rows.append(f"<tr><td>{rank}</td><th scope='row'>{html.escape(entry['model'])}</th>"
-                        f"{_score_cell(entry['avg_score'])}{cells}</tr>")
+            rows.append(
+                f"<tr><td>{rank}</td><th scope='row'>{html.escape(entry['model'])}</th>"
+                f"{_score_cell(entry['avg_score'])}{cells}</tr>"
+            )
         conventions = ", ".join(sorted({str(e["convention"]) for e in ranked}))
         commitments = ", ".join(sorted({str(e["truth_commitment"])[:16] for e in ranked}))
         sections.append(

@@ -8,8 +8,11 @@ from pathlib import Path
 from seisctf import conventions as cv
 
 
-def radar_profile(profiles: Mapping[str, Mapping[str, float | None]], out: str | Path,
-                  title: str = "CTF score profile") -> Path:
+def radar_profile(
+    profiles: Mapping[str, Mapping[str, float | None]],
+    out: str | Path,
+    title: str = "CTF score profile",
+) -> Path:
     """One polygon per model over E1..E12 on a [-100, 100] radial axis; the 0 ring is the
     all-zero baseline. Unscorable tasks are drawn at 0 and marked in the legend."""
     import matplotlib

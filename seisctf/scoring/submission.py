@@ -35,8 +35,9 @@ def _zip_arrays(path: Path) -> dict[str, Any]:
             names = archive.namelist()
     except zipfile.BadZipFile as error:
         raise InvalidInput(str(path), f"not a readable zip file ({error})") from None
-    roots = sorted({name.rsplit("zarr.json", 1)[0] for name in names if name.endswith("zarr.json")},
-                   key=len)
+    roots = sorted(
+        {name.rsplit("zarr.json", 1)[0] for name in names if name.endswith("zarr.json")}, key=len
+    )
     if not roots:
         raise InvalidInput(str(path), "zip holds no zarr group (no zarr.json)")
     store = zarr.storage.ZipStore(path, mode="r")
@@ -64,8 +65,9 @@ def _npy_folder_arrays(path: Path) -> dict[str, Any]:
     return arrays
 
 
-def read_submission_arrays(source: str | Mapping[str, Any],
-                           storage_options: storage.StorageOptions | None = None) -> dict:
+def read_submission_arrays(
+    source: str | Mapping[str, Any], storage_options: storage.StorageOptions | None = None
+) -> dict:
     """Raw arrays (numpy, memmap, zarr or Dask) by name, from any supported submission format
     or from a mapping of arrays (a submission made in Python)."""
     if isinstance(source, Mapping):
@@ -98,7 +100,9 @@ def open_submission(
     if missing:
         raise InvalidInput(source, f"missing arrays {missing}")
     if unexpected:
-        raise InvalidInput(source, f"unexpected arrays {unexpected}; expected exactly {sorted(shapes)}")
+        raise InvalidInput(
+            source, f"unexpected arrays {unexpected}; expected exactly {sorted(shapes)}"
+        )
     opened = {}
     for name, shape in shapes.items():
         array = arrays[name]

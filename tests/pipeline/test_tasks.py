@@ -22,8 +22,9 @@ SECRET = "organiser-secret-for-tests"
 
 def _write(tmp_path: Path, wavefield=None, secret: str = SECRET, name: str = "b"):
     public, truth = str(tmp_path / f"{name}-public.zarr"), str(tmp_path / f"{name}-truth.zarr")
-    bundle = build_bundle(wavefield if wavefield is not None else smooth_wavefield(),
-                          TINY_LAYOUT, secret)
+    bundle = build_bundle(
+        wavefield if wavefield is not None else smooth_wavefield(), TINY_LAYOUT, secret
+    )
     manifest = write_bundle(bundle, public, truth, secret, quiet=True)
     return public, truth, manifest
 
@@ -62,8 +63,11 @@ def test_manifest_follows_the_contract(bundle):
     assert shapes["X2test"] == ([200, 48], 0)
     assert public["X4train"].shape == (50, 48) and public["X1train"].shape == (200, 48)
     assert manifest["pairs"][7]["burn_in"] == "X9train"
-    assert manifest["pairs"][7]["parameters"] == {"name": "depth_km", "train": [10.0, 30.0, 50.0],
-                                                   "test": 40.0}
+    assert manifest["pairs"][7]["parameters"] == {
+        "name": "depth_km",
+        "train": [10.0, 30.0, 50.0],
+        "test": 40.0,
+    }
     assert manifest["pairs"][8]["parameters"]["test"] == 70.0
     assert [name for name, _, _ in cv.scored_metrics(manifest["pairs"])] == list(cv.SCORE_NAMES)
     assert all(array.dtype == np.float32 for array in public.values())
@@ -108,8 +112,9 @@ def test_normalisation_uses_public_data_only(tmp_path, bundle):
     wavefield = smooth_wavefield()
     field = wavefield[cv.WAVEFIELD_VAR]
     altered = wavefield.copy()
-    altered[cv.WAVEFIELD_VAR] = field.where(wavefield[cv.TIME] < TINY_LAYOUT.forecast_start,
-                                            field * 3.0 + 1.0)
+    altered[cv.WAVEFIELD_VAR] = field.where(
+        wavefield[cv.TIME] < TINY_LAYOUT.forecast_start, field * 3.0 + 1.0
+    )
     public2, truth2, _ = _write(tmp_path, altered, name="altered")
     before, after = _arrays(public_url), _arrays(public2)
     for name in before:

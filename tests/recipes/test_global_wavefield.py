@@ -62,8 +62,14 @@ def test_fibonacci_lattice_runs_north_to_south_and_covers_the_sphere_evenly():
     octant = (latitude > 0) * 4 + np.floor((longitude + 180) / 90).clip(0, 3)
     assert np.abs(np.bincount(octant.astype(int), minlength=8) - n / 8).max() <= 0.02 * n
     # Nearest-neighbour spacing is nearly uniform.
-    xyz = np.stack([np.cos(np.radians(latitude)) * np.cos(np.radians(longitude)),
-                    np.cos(np.radians(latitude)) * np.sin(np.radians(longitude)), z], axis=1)
+    xyz = np.stack(
+        [
+            np.cos(np.radians(latitude)) * np.cos(np.radians(longitude)),
+            np.cos(np.radians(latitude)) * np.sin(np.radians(longitude)),
+            z,
+        ],
+        axis=1,
+    )
     gram = np.clip(xyz @ xyz.T, -1, 1)
     np.fill_diagonal(gram, -1)
     nearest = np.degrees(np.arccos(gram.max(axis=1)))
@@ -79,8 +85,16 @@ def test_store_follows_the_wavefield_contract():
     assert u.shape == (10, 300, 41)
     assert u.data.chunksize == (1, *time_space_chunks(300, 41))
     assert list(ds[ROLE].values) == [
-        "forecast", "noise_medium", "noise_high", "few_clean", "few_noisy",
-        "param_train", "param_train", "param_train", "param_interp", "param_extrap",
+        "forecast",
+        "noise_medium",
+        "noise_high",
+        "few_clean",
+        "few_noisy",
+        "param_train",
+        "param_train",
+        "param_train",
+        "param_interp",
+        "param_extrap",
     ]
     assert ds.attrs[ATTR_PARAMETER_NAME] == "source_depth_km"
     assert ds.attrs["dataset"] == "global" and ds.attrs["start_time"].endswith("Z")
@@ -151,8 +165,15 @@ def test_mode_sum_matches_an_independent_float64_sum():
     omega = wavenumber * 4.0
     for _ in range(50):
         omega = wavenumber * 1.1 * (3.5 + 1.0 - np.exp(-2 * np.pi / omega / 150.0))
-    weights = ((2 * degree + 1) / (4 * np.pi) * wavenumber**2 * EARTH_RADIUS_KM / omega
-               * np.exp(-((omega * 30.0) ** 2) / 4) * np.exp(-wavenumber * 15.0))
+    weights = (
+        (2 * degree + 1)
+        / (4 * np.pi)
+        * wavenumber**2
+        * EARTH_RADIUS_KM
+        / omega
+        * np.exp(-((omega * 30.0) ** 2) / 4)
+        * np.exp(-wavenumber * 15.0)
+    )
     tau = np.maximum(times - 10.0, 0.0)[:, None] * omega
     legendre = eval_legendre(degree[:, None], np.cos(np.radians(distance))[None, :])
     expected = AMPLITUDE * (np.sin(tau) * np.exp(-tau / 300.0)) @ (weights[:, None] * legendre)
@@ -166,16 +187,18 @@ def test_mode_sum_matches_an_independent_float64_sum():
 def test_surface_waves_move_out_at_the_documented_group_velocity():
     distance = np.arange(20.0, 81.0, 10.0)
     times = np.arange(3000.0)
-    field = wavefield_block(times, *_meridian(distance), _pole_source(), travel_time_table(30.0),
-                            400).astype(np.float64)
+    field = wavefield_block(
+        times, *_meridian(distance), _pole_source(), travel_time_table(30.0), 400
+    ).astype(np.float64)
     for period_s in (50.0, 100.0):
         band = butter(4, [1 / (1.15 * period_s), 1.15 / period_s], "band", fs=1.0, output="sos")
         envelope = np.abs(hilbert(sosfiltfilt(band, field, axis=0), axis=0))
         slope_s_per_degree = np.polyfit(distance, times[envelope.argmax(axis=0)], 1)[0]
         # Group velocity from the documented c(T) by a central difference of k(ω) = ω / c.
         omega, step = 2 * np.pi / period_s, 1e-5
-        wavenumber = [w / (4.5 - np.exp(-2 * np.pi / w / 150.0)) for w in (omega - step,
-                                                                          omega + step)]
+        wavenumber = [
+            w / (4.5 - np.exp(-2 * np.pi / w / 150.0)) for w in (omega - step, omega + step)
+        ]
         group_velocity = 2 * step / (wavenumber[1] - wavenumber[0])
         assert 3.4 < group_velocity < 3.8
         assert slope_s_per_degree == pytest.approx(KM_PER_DEGREE / group_velocity, rel=0.02)
@@ -195,7 +218,7 @@ def test_body_wave_arrives_at_the_taup_time(phase, names, width_s):
         trace, t = field[window, sensor].astype(np.float64), times[window]
         first, last = np.argmax(trace), np.argmin(trace)  # the pulse's + then − lobe
         assert first < last and trace[first] > 1e-2
-        crossing = first + np.flatnonzero(trace[first:last + 1] <= 0)[0]
+        crossing = first + np.flatnonzero(trace[first : last + 1] <= 0)[0]
         zero_s = t[crossing - 1] + trace[crossing - 1] / (trace[crossing - 1] - trace[crossing])
         assert abs(zero_s - expected_s) <= 1.0, (phase, distance, zero_s, expected_s)
 

@@ -36,6 +36,14 @@ def write_zarr(arrays: dict[str, np.ndarray], path: Path) -> Path:
     return path
 
 
+def write_plain_zarr(arrays: dict[str, np.ndarray], path: Path) -> Path:
+    """With zarr alone, as a participant would: zarr's own chunks, no consolidated metadata."""
+    group = zarr.open_group(str(path), mode="w", zarr_format=3)
+    for name, array in arrays.items():
+        group.create_array(name, data=array, chunks=(16, 16))
+    return path
+
+
 def zip_directory(directory: Path, archive: Path, top: str | None = None) -> Path:
     """Zip a folder's files with the folder at the zip root, or inside a `top` folder."""
     with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zipped:
@@ -91,6 +99,7 @@ def formats(bundle, submission, tmp_path_factory):
     write_zarr(submission, nested / "my-model.zarr")
     return {
         "zarr": group,
+        "plain-zarr": write_plain_zarr(submission, root / "plain.zarr"),
         "zip-root": zip_directory(group, root / "root.zip"),
         "zip-folder": zip_directory(nested, root / "folder.zip"),
         "npz": write_npz(submission, root / "sub.npz"),
@@ -167,14 +176,10 @@ def _complex(submission, root):
 
 
 def _string(submission, root):
-    """A group written with plain zarr (no seisctf attrs, no consolidated metadata)."""
-    path = root / "plain.zarr"
-    group = zarr.open_group(str(path), mode="w", zarr_format=3)
-    for name, array in submission.items():
-        if name == "X9test":
-            group.create_array(name, shape=array.shape, dtype=str)
-        else:
-            group.create_array(name, data=array)
+    path = write_plain_zarr({n: a for n, a in submission.items() if n != "X9test"},
+                            root / "plain.zarr")
+    zarr.open_group(str(path), mode="r+").create_array(
+        "X9test", shape=submission["X9test"].shape, dtype=str)
     return path
 
 

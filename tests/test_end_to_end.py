@@ -1,0 +1,200 @@
+"""The slice end to end through the command line: embedded LocalCluster, an external
+`dask scheduler` with workers, and real S3 on loopback."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+import zarr
+
+from seisctf import conventions as cv
+from seisctf.cli import main
+
+TINY_YAML = """train_steps: 200
+few_start: 150
+few_steps: 50
+forecast_start: 200
+forecast_steps: 100
+modes: 16
+"""
+SMALL = ["--sensors", "64", "--duration", "300"]
+
+
+@pytest.fixture(scope="module")
+def tiny_layout(tmp_path_factory) -> str:
+    path = tmp_path_factory.mktemp("layout") / "tiny.yaml"
+    path.write_text(TINY_YAML)
+    return str(path)
+
+
+def seisctf(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """Run the installed command line in its own process, as users do."""
+    result = subprocess.run(
+        [sys.executable, "-m", "seisctf.cli", *args], capture_output=True, text=True, timeout=600
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(f"seisctf {' '.join(args)} -> {result.returncode}\n{result.stderr}")
+    return result
+
+
+def _store_arrays(root: Path) -> dict[str, np.ndarray]:
+    """Every array of every zarr store under root, by relative path."""
+    arrays = {}
+    for meta in sorted(root.rglob("zarr.json")):
+        node = zarr.open(str(meta.parent), mode="r")
+        if isinstance(node, zarr.Array):
+            arrays[str(meta.parent.relative_to(root))] = node[...]
+    return arrays
+
+
+@pytest.fixture(scope="module")
+def local_demo(tmp_path_factory, tiny_layout) -> Path:
+    workdir = tmp_path_factory.mktemp("demo-local")
+    seisctf("demo", "--workdir", str(workdir), *SMALL, "--layout", tiny_layout, "--quiet")
+    return workdir
+
+
+def test_demo_writes_the_contract_leaderboard(local_demo):
+    rows = json.loads((local_demo / "leaderboard.json").read_text())
+    by_model = {row["model"]: row for row in rows}
+    assert set(by_model) == {"zeros", "persistence", "mean"}
+    for row in rows:
+        assert set(row) == {"model", "dataset", "convention", "scores", "avg_score"}
+        assert row["dataset"] == "global" and row["convention"] == "reference"
+        assert list(row["scores"]) == list(cv.SCORE_NAMES)
+        assert all(math.isfinite(v) for v in row["scores"].values())
+    assert by_model["zeros"]["scores"] == {name: 0.0 for name in cv.SCORE_NAMES}
+    assert by_model["zeros"]["avg_score"] == 0.0
+    assert by_model["persistence"]["avg_score"] > by_model["zeros"]["avg_score"]
+    assert rows == sorted(rows, key=lambda r: -r["avg_score"])
+    index = (local_demo / "leaderboard" / "index.html").read_text()
+    assert index.count("<tr>") == 4 and "persistence" in index
+    assert (local_demo / "leaderboard" / "radar-global.png").stat().st_size > 1000
+    board = seisctf("leaderboard", "--db", str(local_demo / "leaderboard.sqlite"))
+    assert "persistence" in board.stdout
+
+
+def test_truth_itself_scores_100(local_demo, tmp_path):
+    truth = str(local_demo / "private" / "truth-global.zarr")
+    out = tmp_path / "result.json"
+    seisctf(
+        "score",
+        "ctf",
+        "--truth",
+        truth,
+        "--submission",
+        truth,
+        "--name",
+        "oracle",
+        "--json",
+        str(out),
+        "--plot",
+        str(tmp_path / "radar.png"),
+        "--quiet",
+    )
+    result = json.loads(out.read_text())
+    assert result["scores"] == {name: 100.0 for name in cv.SCORE_NAMES}
+    assert result["avg_score"] == 100.0 and result["truth_sha256_verified"] is True
+    assert set(result) == {
+        "name",
+        "dataset",
+        "convention",
+        "scores",
+        "avg_score",
+        "raw_scores",
+        "truth_sha256_verified",
+    }
+    assert (tmp_path / "radar.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_demo_is_byte_identical_on_an_external_scheduler_with_one_worker(
+    local_demo, dask_cluster_one_worker, tmp_path, tiny_layout
+):
+    workdir = tmp_path / "demo-external"
+    seisctf(
+        "demo",
+        "--workdir",
+        str(workdir),
+        *SMALL,
+        "--layout",
+        tiny_layout,
+        "--quiet",
+        "--scheduler",
+        dask_cluster_one_worker.address,
+    )
+    local, external = _store_arrays(local_demo), _store_arrays(workdir)
+    assert set(local) == set(external) and len(local) > 30
+    for name in local:
+        assert local[name].tobytes() == external[name].tobytes(), name
+    for folder in ("private", "public", "submissions"):
+        for meta in (local_demo / folder).rglob("zarr.json"):
+            twin = workdir / meta.relative_to(local_demo)
+            assert meta.read_bytes() == twin.read_bytes(), meta
+    assert json.loads((local_demo / "leaderboard.json").read_text()) == json.loads(
+        (workdir / "leaderboard.json").read_text()
+    )
+
+
+def test_slice_on_s3_and_an_external_cluster(s3_server, s3_bucket, dask_cluster, tiny_layout):
+    common = ["--scheduler", dask_cluster.address, "--quiet", *s3_server.cli_options()]
+    wavefield, public, truth = (
+        f"{s3_bucket}/{name}.zarr" for name in ("wavefield", "public", "truth")
+    )
+    seisctf("synth", "global", "--out", wavefield, *SMALL, "--secret", "s3-test", *common)
+    opened = xr.open_zarr(wavefield, storage_options=s3_server.storage_options)
+    assert opened[cv.WAVEFIELD_VAR].dims == (cv.REALISATION, cv.TIME, cv.SENSOR)
+    assert opened[cv.WAVEFIELD_VAR].shape == (10, 300, 64)
+    assert opened[cv.WAVEFIELD_VAR].chunks is not None  # lazy, Dask-backed
+    seisctf(
+        "tasks",
+        wavefield,
+        "--public",
+        public,
+        "--truth",
+        truth,
+        "--layout",
+        tiny_layout,
+        "--secret",
+        "s3-test",
+        *common,
+    )
+    submission = f"{s3_bucket}/persistence.zarr"
+    seisctf("baseline", "persistence", "--public", public, "--out", submission, *common)
+    result = json.loads(
+        seisctf("score", "ctf", "--truth", truth, "--submission", submission, *common).stdout
+    )
+    assert result["name"] == "persistence" and result["truth_sha256_verified"] is True
+    assert all(math.isfinite(v) for v in result["scores"].values())
+    oracle = json.loads(
+        seisctf(
+            "score", "ctf", "--truth", truth, "--submission", truth, "--name", "oracle", *common
+        ).stdout
+    )
+    assert oracle["avg_score"] == 100.0
+
+
+def test_bad_input_exits_3_without_traceback(tmp_path, capsys):
+    code = main(
+        [
+            "tasks",
+            str(tmp_path / "missing.zarr"),
+            "--public",
+            str(tmp_path / "p"),
+            "--truth",
+            str(tmp_path / "t"),
+            "--quiet",
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == 3 and "missing.zarr" in err and "Traceback" not in err
+    assert not (tmp_path / "p").exists() and not (tmp_path / "t").exists()
+    result = seisctf("leaderboard", "--db", str(tmp_path / "none.sqlite"), check=False)
+    assert result.returncode == 3 and "none.sqlite" in result.stderr
+    assert "Traceback" not in result.stderr
