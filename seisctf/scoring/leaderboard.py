@@ -10,11 +10,13 @@ import datetime as dt
 import html
 import json
 import sqlite3
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from seisctf import conventions as cv
+from seisctf.errors import InvalidInput
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS submissions (
@@ -34,10 +36,29 @@ CREATE TABLE IF NOT EXISTS submissions (
 
 
 def _connect(db_path: str | Path) -> sqlite3.Connection:
+    """Open (creating if needed) a leaderboard database in WAL mode.
+
+    Switching a fresh file to WAL needs a lock that SQLite does not wait for, so concurrent first
+    writers retry it; a file that is not an SQLite database is bad input.
+    """
     Path(db_path).parent.mkdir(parents=True, exist_ok=True)
     connection = sqlite3.connect(str(db_path), timeout=60, isolation_level=None)
-    connection.execute("PRAGMA journal_mode=WAL")
-    connection.execute(_SCHEMA)
+    deadline = time.monotonic() + 60
+    try:
+        while True:
+            try:
+                connection.execute("PRAGMA journal_mode=WAL")
+                break
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        connection.execute(_SCHEMA)
+    except sqlite3.DatabaseError as error:
+        connection.close()
+        if isinstance(error, sqlite3.OperationalError) and "locked" in str(error):
+            raise
+        raise InvalidInput(str(db_path), f"not a seisctf leaderboard database ({error})") from None
     return connection
 
 

@@ -26,7 +26,8 @@ def radar_profile(
     figure, axes = plt.subplots(figsize=(6, 6), subplot_kw={"projection": "polar"})
     for model, scores in profiles.items():
         values = [scores.get(name) for name in cv.SCORE_NAMES]
-        label = model + (" (unscorable tasks at 0)" if None in values else "")
+        # Escape "$" so a participant's model name is never parsed as mathtext.
+        label = model.replace("$", r"\$") + (" (unscorable tasks at 0)" if None in values else "")
         radii = np.array([0.0 if v is None else float(v) for v in values])
         axes.plot(closed, np.append(radii, radii[0]), linewidth=1.5, label=label)
         axes.fill(closed, np.append(radii, radii[0]), alpha=0.1)

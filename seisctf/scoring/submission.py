@@ -7,8 +7,10 @@ lazily, in the same pass as scoring.
 
 from __future__ import annotations
 
+import functools
 import zipfile
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,14 +47,57 @@ def _zip_arrays(path: Path) -> dict[str, Any]:
     return _zarr_group_arrays(group)
 
 
+@dataclass(frozen=True)
+class NpzMember:
+    """One array of an .npz, known by its header only: nothing is decompressed until a block is
+    read, so names, shapes and dtypes are checked before any data is loaded."""
+
+    path: str
+    name: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        return _load_npz_member(self.path, self.name)[key]
+
+
+@functools.lru_cache(maxsize=4)
+def _load_npz_member(path: str, name: str) -> np.ndarray:
+    with np.load(path, allow_pickle=False) as archive:
+        return archive[name]
+
+
+def _npy_header(stream: Any) -> tuple[tuple[int, ...], np.dtype]:
+    version = np.lib.format.read_magic(stream)
+    if version == (1, 0):
+        shape, _, dtype = np.lib.format.read_array_header_1_0(stream)
+    else:
+        shape, _, dtype = np.lib.format.read_array_header_2_0(stream)
+    return tuple(shape), dtype
+
+
 def _npz_arrays(path: Path) -> dict[str, Any]:
-    try:
-        with np.load(path, allow_pickle=False) as archive:
-            return {name: archive[name] for name in archive.files}
-    except ValueError as error:
-        raise InvalidInput(str(path), f"cannot read as plain .npz arrays ({error})") from None
-    except (OSError, zipfile.BadZipFile) as error:
-        raise InvalidInput(str(path), f"not a readable .npz file ({error})") from None
+    if not zipfile.is_zipfile(path):
+        raise InvalidInput(str(path), "not an .npz archive (a zip of .npy files)")
+    members = {}
+    with zipfile.ZipFile(path) as archive:
+        for info in archive.infolist():
+            name = info.filename.removesuffix(".npy")
+            if not info.filename.endswith(".npy") or "/" in name:
+                raise InvalidInput(f"{path}:{info.filename}", "not a top-level .npy member")
+            try:
+                with archive.open(info) as stream:
+                    shape, dtype = _npy_header(stream)
+            except ValueError as error:
+                raise InvalidInput(f"{path}:{name}", f"unreadable .npy header ({error})") from None
+            if dtype.hasobject:
+                raise InvalidInput(f"{path}:{name}", "object arrays (pickles) are refused")
+            members[name] = NpzMember(str(path), name, shape, dtype)
+    return members
 
 
 def _npy_folder_arrays(path: Path) -> dict[str, Any]:
