@@ -41,6 +41,10 @@ ROLES = (
     "param_extrap",
 )
 
+# The realisations one CTF bundle needs, in store order: five independent events, then three
+# parametric training values, the interpolation value and the extrapolation value.
+BUNDLE_ROLES = ROLES[:5] + ("param_train",) * 3 + ROLES[6:]
+
 # Attr set last on every store seisctf writes: a store without it is partial, never used as whole.
 ATTR_COMPLETE = "seisctf_complete"
 

@@ -38,18 +38,7 @@ def smooth_wavefield(
     """A wavefield store as the contract describes (10 realisations with the bundle's roles), made
     of travelling plane waves with random wavenumbers, frequencies and phases."""
     rng = np.random.default_rng(seed)
-    roles = [
-        "forecast",
-        "noise_medium",
-        "noise_high",
-        "few_clean",
-        "few_noisy",
-        "param_train",
-        "param_train",
-        "param_train",
-        "param_interp",
-        "param_extrap",
-    ]
+    roles = list(cv.BUNDLE_ROLES)
     parameter = [np.nan] * 5 + [30.0, 10.0, 50.0, 40.0, 70.0]
     time = np.arange(n_time, dtype=np.float64)
     space = np.arange(n_sensor, dtype=np.float64)

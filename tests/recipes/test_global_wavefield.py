@@ -14,6 +14,7 @@ from scipy.special import eval_legendre
 from seisctf.conventions import (
     ATTR_COMPLETE,
     ATTR_PARAMETER_NAME,
+    BUNDLE_ROLES,
     REALISATION,
     ROLE,
     SENSOR,
@@ -84,18 +85,7 @@ def test_store_follows_the_wavefield_contract():
     assert u.dims == (REALISATION, TIME, SENSOR) and u.dtype == np.float32
     assert u.shape == (10, 300, 41)
     assert u.data.chunksize == (1, *time_space_chunks(300, 41))
-    assert list(ds[ROLE].values) == [
-        "forecast",
-        "noise_medium",
-        "noise_high",
-        "few_clean",
-        "few_noisy",
-        "param_train",
-        "param_train",
-        "param_train",
-        "param_interp",
-        "param_extrap",
-    ]
+    assert tuple(ds[ROLE].values) == BUNDLE_ROLES
     assert ds.attrs[ATTR_PARAMETER_NAME] == "source_depth_km"
     assert ds.attrs["dataset"] == "global" and ds.attrs["start_time"].endswith("Z")
     assert ATTR_COMPLETE not in ds.attrs and not any("seed" in key for key in ds.attrs)

@@ -145,3 +145,18 @@ def test_tampered_truth_is_not_verified(tmp_path, truth_url):
         tampered_url, {"zeros": {n: np.zeros_like(a) for n, a in truth.items()}}, quiet=True
     )[0]
     assert result["truth_sha256_verified"] is False
+
+
+def test_scoring_path_does_not_import_heavy_libraries():
+    """`seisctf score ctf` must start fast: no obspy, seisbench or torch on its import path."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, seisctf.cli, seisctf.scoring.ctf, seisctf.scoring.submission, "
+        "seisctf.scoring.leaderboard, seisctf.cluster; "
+        "print(sorted(m for m in ('obspy', 'seisbench', 'torch') if m in sys.modules))"
+    )
+    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True)
+    assert output.stdout.strip() == "[]"
