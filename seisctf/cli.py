@@ -88,10 +88,22 @@ def build_parser() -> argparse.ArgumentParser:
     score = verbs.add_parser("score", help="score submissions")
     score_kinds = score.add_subparsers(dest="kind", required=True)
     score_ctf = score_kinds.add_parser("ctf", parents=[common], help="CTF scores E1..E12")
-    score_ctf.add_argument("--truth", required=True, help="truth group URL")
-    score_ctf.add_argument("--submission", required=True, nargs="+", help="submission(s)")
+    score_ctf.add_argument("--truth", help="truth group URL (the referee's)")
+    score_ctf.add_argument(
+        "--submission",
+        required=True,
+        nargs="+",
+        action="extend",
+        help="submission(s): zarr group, .zip of one, .npz or folder of .npy; repeatable",
+    )
     score_ctf.add_argument("--name", action="append", help="name per submission (repeatable)")
     score_ctf.add_argument("--convention", default="reference", choices=["reference", "paper"])
+    score_ctf.add_argument(
+        "--validation",
+        action="store_true",
+        help="score X1val..X9val against the public bundle's validation targets (with --public)",
+    )
+    score_ctf.add_argument("--public", help="public bundle URL (with --validation)")
     score_ctf.add_argument("--json", help="write results JSON here")
     score_ctf.add_argument("--db", help="add the results to this SQLite leaderboard")
     score_ctf.add_argument("--plot", help="radar profile PNG of the scores")
@@ -181,20 +193,36 @@ def _run_baseline(args: argparse.Namespace) -> None:
 
 def _run_score_ctf(args: argparse.Namespace) -> None:
     from seisctf.scoring import leaderboard
-    from seisctf.scoring.ctf import open_truth, score_ctf
+    from seisctf.scoring.ctf import open_truth, score_ctf, score_validation
     from seisctf.scoring.plots import radar_profile
 
+    if args.validation != bool(args.public) or bool(args.truth) == args.validation:
+        raise InvalidInput("score ctf", "give --truth URL, or --validation with --public URL")
+    if args.db and args.validation:
+        raise InvalidInput(
+            "--db", "validation scores stay local; the leaderboard takes referee scores"
+        )
     names = args.name or [Path(s.rstrip("/")).stem for s in args.submission]
     if len(names) != len(args.submission) or len(set(names)) != len(names):
         raise InvalidInput("--name", "give one distinct name per submission")
     options = _options(args)
-    results = score_ctf(
-        args.truth,
-        dict(zip(names, args.submission, strict=True)),
-        convention=args.convention,
-        storage_options=options,
-        quiet=args.quiet,
-    )
+    submissions = dict(zip(names, args.submission, strict=True))
+    if args.validation:
+        results = score_validation(
+            args.public,
+            submissions,
+            convention=args.convention,
+            storage_options=options,
+            quiet=args.quiet,
+        )
+    else:
+        results = score_ctf(
+            args.truth,
+            submissions,
+            convention=args.convention,
+            storage_options=options,
+            quiet=args.quiet,
+        )
     output = results[0] if len(results) == 1 else results
     if args.json:
         Path(args.json).write_text(json.dumps(output, indent=2))

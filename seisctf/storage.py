@@ -14,7 +14,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import dask.array as da
-import numpy as np
 import xarray as xr
 import zarr
 
@@ -177,28 +176,3 @@ def read_attrs(url: str, storage_options: StorageOptions | None = None) -> dict[
     """The attrs of a complete group."""
     group = require_complete(open_group(url, storage_options), url)
     return dict(group.attrs)
-
-
-def array_bytes_le(block: np.ndarray) -> bytes:
-    """C-order little-endian bytes of a block in its own dtype (the truth commitment's input)."""
-    return np.ascontiguousarray(block, dtype=block.dtype.newbyteorder("<")).tobytes()
-
-
-def sha256_commitment(
-    array: da.Array, salt_hex: str | None, rows_per_read: int | None = None
-) -> str:
-    """Hex SHA-256 of salt bytes ‖ the array's values in C order (little-endian, stored dtype).
-
-    Streams whole-row blocks in order, so memory stays at one block whatever the array's size.
-    """
-    import hashlib
-
-    digest = hashlib.sha256(bytes.fromhex(salt_hex or ""))
-    n_rows = array.shape[0]
-    row_bytes = max(1, int(np.prod(array.shape[1:], dtype=np.int64)) * array.dtype.itemsize)
-    step = rows_per_read or max(1, conventions.TARGET_CHUNK_BYTES * 4 // row_bytes)
-    for start in range(0, n_rows, step):
-        digest.update(
-            array_bytes_le(np.asarray(array[start : start + step].compute(scheduler="sync")))
-        )
-    return digest.hexdigest()

@@ -9,6 +9,9 @@ Noise levels are white Gaussian noise whose standard deviation is a fraction of 
 over the same window of the clean field: medium 0.2 (SNR 14 dB), high 0.5 (SNR 6 dB). Few-snapshot
 noisy data (X5train) uses the medium level.
 
+Validation: every pair also gets a public target `X{id}val`, the last `validation_fraction` (0.2)
+of the rows of its most recent input (at least k_short and k_long rows), for local tuning.
+
 Normalisation: each array is divided, per sensor, by the RMS of its group's public arrays (one
 group per independent realisation; the parametric group shares one set), floored at
 `normalisation_floor` (0.1) × the median sensor RMS, so traces a wavefront reaches only in the
@@ -37,6 +40,7 @@ class Layout:
     noise_medium: float = 0.2
     noise_high: float = 0.5
     normalisation_floor: float = 0.1
+    validation_fraction: float = 0.2
 
     @property
     def required_steps(self) -> int:

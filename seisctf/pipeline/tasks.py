@@ -10,6 +10,7 @@ parameters beyond the published parameter values of the parametric pairs).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,8 +18,9 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
+from seisctf import commitment, keys, storage
 from seisctf import conventions as cv
-from seisctf import keys, storage
+from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
 from seisctf.pipeline.layouts import (
     Layout,
@@ -123,7 +125,37 @@ def build_bundle(
     public = {name: normalise(name, array) for name, array in public_raw.items()}
     truth = {name: normalise(name, array) for name, array in truth_raw.items()}
     manifest = _manifest(wavefield, layout, windows)
+    validation = validation_targets(manifest["pairs"], layout)
+    public.update({entry["target"]: _cut(public[entry["source"]], entry) for entry in validation})
+    manifest["validation"] = validation
     return Bundle(public=public, truth=truth, manifest=manifest)
+
+
+def validation_targets(pairs: list[dict[str, Any]], layout: Layout) -> list[dict[str, Any]]:
+    """Per pair, a target cut from the end of its own most recent input (the burn-in where there
+    is one, else its last training matrix): participants fit on the rows before `start_index` and
+    predict the held-out end, then score themselves with `seisctf score ctf --validation`."""
+    windows = array_windows(layout)
+    entries = []
+    for pair in pairs:
+        source = pair.get("burn_in") or pair["train"][-1]
+        rows = windows[source].steps
+        held_out = max(layout.k_short, layout.k_long, round(layout.validation_fraction * rows))
+        entries.append(
+            {
+                "id": pair["id"],
+                "target": f"X{pair['id']}val",
+                "source": source,
+                "start_index": rows - held_out,
+                "shape": [held_out, pair["shape"][1]],
+                "metrics": list(pair["metrics"]),
+            }
+        )
+    return entries
+
+
+def _cut(source: da.Array, entry: Mapping[str, Any]) -> da.Array:
+    return source[entry["start_index"] :]
 
 
 def _parameters(wavefield: xr.Dataset) -> dict[str, Any] | None:
@@ -206,11 +238,23 @@ def write_bundle(
     storage.write_arrays(
         bundle.truth, truth_url, {}, storage_options, label="truth", quiet=quiet, finish=False
     )
-    hashes = {
-        name: storage.sha256_commitment(storage.read_array(truth_url, name, storage_options), salt)
-        for name in bundle.truth
+    stored = {name: storage.read_array(truth_url, name, storage_options) for name in bundle.truth}
+    rows = commitment.block_rows(bundle.manifest["pairs"][0]["shape"][1])
+    digests = compute(
+        {name: commitment.block_digests(array, salt, rows) for name, array in stored.items()},
+        label="commitments",
+        quiet=quiet,
+    )[0]
+    manifest = {
+        **bundle.manifest,
+        "truth_sha256": {
+            name: commitment.sha256_commitment(array, salt) for name, array in stored.items()
+        },
+        "truth_sha256_blocks": {
+            "block_rows": rows,
+            **{name: commitment.block_root(digests[name], salt) for name in stored},
+        },
     }
-    manifest = {**bundle.manifest, "truth_sha256": hashes}
     storage.write_arrays(
         bundle.public,
         public_url,

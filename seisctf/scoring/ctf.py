@@ -1,66 +1,58 @@
-"""CTF scores E1..E12 from Dask arrays: per-chunk reductions combined, exact in float64.
+"""CTF scores E1..E12 on Dask: one fused pass over truth and submissions, exact in float64.
 
-Errors (ARCHITECTURE.md, "Scoring conventions"), with T the truth window and S the submission:
-- short-time (first `k_short` rows) and reconstruction (all rows): ‖T − S‖ / ‖T‖ with the matrix
-  2-norm (`reference`). ‖A‖₂ = sqrt(λmax(G)) where G is the Gram matrix of A's smaller side
-  (A Aᵀ or AᵀA), a sum of per-chunk products; G is small, so its eigenvalues are taken eagerly.
-- long-time (last `k_long` rows), `reference`: P = mean over rows of fftshift(|FFT over space|²),
-  bins n//2 … n//2 + modes − 1 (zero frequency upward); error ‖P_T − P_S‖₂ / ‖P_T‖₂.
-Ei = 100 (1 − error), clipped to [−100, 100]; raw values are kept. A zero denominator (all-zero
-truth window) makes the task unscorable: its score is None and AvgScore averages the others.
+Everything a score needs is computed in one graph (`cluster.compute`): each stored chunk is read
+once and feeds the truth's block commitment, the Gram matrices (`reference` 2-norms) or sums of
+squares (`paper` Frobenius norms), and the spectra of the long-time windows. Formulas per
+convention: `seisctf.scoring.metrics`. The 2-norm uses the Gram matrix of the smaller side when
+that side has at most `GRAM_MAX_SIDE` entries, else a Lanczos iteration (scipy `svds` over a
+LinearOperator whose products are Dask reductions). Submissions with values so large that squares
+overflow float64 are rescored, scaled by a power of two, in a second pass.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import dask.array as da
 import numpy as np
 
+from seisctf import commitment, storage
 from seisctf import conventions as cv
-from seisctf import storage
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
+from seisctf.scoring import metrics
 
-# --- pure kernels ------------------------------------------------------------------------------
-
-
-def spectral_norm_from_gram(gram: np.ndarray) -> float:
-    """Largest singular value of A from G = A Aᵀ (or AᵀA): sqrt of G's largest eigenvalue."""
-    largest = float(np.linalg.eigvalsh(np.asarray(gram, dtype=np.float64))[-1])
-    return math.sqrt(max(largest, 0.0))
+GRAM_MAX_SIDE = 4096
+OVERFLOW_GUARD = 1e100  # |values| above this are rescaled before anything is squared
 
 
-def reference_power_spectrum(rows: np.ndarray, modes: int) -> np.ndarray:
-    """(k, n) rows -> (modes,): row mean of fftshifted |FFT over space|², from zero frequency."""
-    power = np.fft.fftshift(np.abs(np.fft.fft(rows, axis=1)) ** 2, axes=1).mean(axis=0)
-    zero = rows.shape[1] // 2
-    return power[zero : zero + modes]
+@dataclass(frozen=True)
+class Lanczos:
+    """A 2-norm left for after the fused pass: both sides of the window are too large for a Gram."""
+
+    window: da.Array
 
 
-def score_from_error(error: float | None) -> tuple[float | None, float | None]:
-    """(raw, clipped) score 100 (1 − error); None when the task is unscorable."""
-    if error is None:
-        return None, None
-    raw = 100.0 * (1.0 - error)
-    return raw, float(np.clip(raw, -100.0, 100.0)) + 0.0  # + 0.0 turns -0.0 into 0.0
+def lanczos_norm(window: da.Array, quiet: bool = True) -> float:
+    """Largest singular value by ARPACK's Lanczos iteration; each product is a Dask reduction."""
+    from scipy.sparse.linalg import LinearOperator, svds
+
+    def matvec(vector: np.ndarray) -> np.ndarray:
+        return compute(window @ np.asarray(vector).ravel(), quiet=quiet)[0]
+
+    def rmatvec(vector: np.ndarray) -> np.ndarray:
+        return compute(window.T @ np.asarray(vector).ravel(), quiet=quiet)[0]
+
+    operator = LinearOperator(window.shape, matvec=matvec, rmatvec=rmatvec, dtype=np.float64)
+    start = np.ones(min(window.shape))
+    values = svds(operator, k=1, tol=1e-13, v0=start, return_singular_vectors=False, maxiter=500)
+    return float(values[0])
 
 
-def relative_error(numerator: float, denominator: float) -> float | None:
-    return None if denominator == 0.0 else numerator / denominator
-
-
-# --- Dask wiring -------------------------------------------------------------------------------
-
-
-def gram_of_smaller_side(array: da.Array) -> da.Array:
-    """A Aᵀ when A has fewer rows than columns, else AᵀA; summed chunk by chunk by Dask."""
-    return array @ array.T if array.shape[0] <= array.shape[1] else array.T @ array
-
-
-def metric_window(metric: str, array: da.Array, manifest: Mapping[str, Any]) -> da.Array:
+def window_of(metric: str, array: da.Array, manifest: Mapping[str, Any]) -> da.Array:
     if metric == cv.METRIC_SHORT:
         return array[: manifest["k_short"]]
     if metric == cv.METRIC_LONG:
@@ -68,45 +60,78 @@ def metric_window(metric: str, array: da.Array, manifest: Mapping[str, Any]) -> 
     return array
 
 
-def _spectrum(rows: da.Array, modes: int) -> da.Array:
-    whole_rows = rows.rechunk({0: -1, 1: -1})
-    return whole_rows.map_blocks(
-        reference_power_spectrum, modes, chunks=((modes,),), drop_axis=1, dtype=np.float64
-    )
-
-
-def truth_statistic(metric: str, truth: da.Array, manifest: Mapping[str, Any]) -> da.Array:
-    """What the denominator needs: the Gram matrix of the truth window or its spectrum."""
-    window = metric_window(metric, truth, manifest)
+def statistic(
+    convention: str, metric: str, window: da.Array, modes: int, gram_max_side: int = GRAM_MAX_SIDE
+) -> Any:
+    """The lazy reduction a metric needs from one window (truth, or truth − submission, or the
+    submission for spectra), per convention."""
     if metric == cv.METRIC_LONG:
-        return _spectrum(window, manifest["modes"])
-    return gram_of_smaller_side(window)
+        rows = window.rechunk({0: -1, 1: -1})  # k_long whole rows: small
+        if convention == "reference":
+            return rows.map_blocks(
+                metrics.reference_spectrum, modes, chunks=((modes,),), drop_axis=1, dtype=float
+            )
+        width = metrics.paper_window_width(window.shape[1], modes)
+        return rows.map_blocks(
+            metrics.paper_log_spectrum, modes, chunks=((window.shape[0],), (width,)), dtype=float
+        )
+    if convention == "paper":
+        return (window**2).sum()
+    if min(window.shape) > gram_max_side:
+        return Lanczos(window)
+    return window @ window.T if window.shape[0] <= window.shape[1] else window.T @ window
 
 
-def submission_statistic(
-    metric: str, truth: da.Array, submission: da.Array, manifest: Mapping[str, Any]
-) -> da.Array:
-    """What the numerator needs: the Gram matrix of the error window, or the submission spectrum."""
-    if metric == cv.METRIC_LONG:
-        return _spectrum(metric_window(metric, submission, manifest), manifest["modes"])
-    return gram_of_smaller_side(metric_window(metric, truth - submission, manifest))
+def norm_of(convention: str, value: Any) -> float:
+    if isinstance(value, float):
+        return value  # a resolved Lanczos norm
+    if convention == "paper":
+        return math.sqrt(float(value))
+    return metrics.spectral_norm_from_gram(value)
 
 
 def metric_error(
-    metric: str, truth_value: np.ndarray, submission_value: np.ndarray
+    convention: str, metric: str, truth_value: Any, error_value: Any, scale: float
 ) -> float | None:
+    """Relative error from computed statistics; `error_value` was computed on data × `scale`."""
     if metric == cv.METRIC_LONG:
-        return relative_error(
-            float(np.linalg.norm(truth_value - submission_value)),
-            float(np.linalg.norm(truth_value)),
-        )
-    return relative_error(
-        spectral_norm_from_gram(submission_value), spectral_norm_from_gram(truth_value)
+        submission = error_value / scale**2 if convention == "reference" else error_value
+        with np.errstate(over="ignore", invalid="ignore"):
+            return metrics.relative_error(
+                float(np.linalg.norm(truth_value - submission)), float(np.linalg.norm(truth_value))
+            )
+    return metrics.relative_error(
+        norm_of(convention, error_value) / scale, norm_of(convention, truth_value)
     )
 
 
+def validate_manifest(
+    manifest: Mapping[str, Any], shapes: Mapping[str, tuple[int, ...]], what: str
+) -> None:
+    """Refuse a manifest whose windows the arrays cannot fill (k or modes too large)."""
+    for pair in manifest["pairs"]:
+        name, shape = pair["test"], tuple(shapes[pair["test"]])
+        if tuple(pair["shape"]) != shape or len(shape) != 2:
+            raise InvalidInput(
+                f"{what}:{name}", f"shape {shape} differs from manifest {pair['shape']}"
+            )
+        rows, n_space = shape
+        for metric, key in ((cv.METRIC_SHORT, "k_short"), (cv.METRIC_LONG, "k_long")):
+            if metric in pair["metrics"] and not 0 < manifest[key] <= rows:
+                raise InvalidInput(what, f"{key}={manifest[key]} but {name} has {rows} rows")
+        if (
+            cv.METRIC_LONG in pair["metrics"]
+            and not 0 < manifest["modes"] <= n_space - n_space // 2
+        ):
+            raise InvalidInput(
+                what,
+                f"modes={manifest['modes']} but {name} has {n_space} "
+                f"sensors ({n_space - n_space // 2} bins from zero frequency)",
+            )
+
+
 def open_truth(truth_url: str, storage_options: storage.StorageOptions | None = None):
-    """(manifest, salt, {test name: float64 Dask array}) of a complete truth group."""
+    """(manifest, salt, {test name: Dask array as stored}) of a complete truth group."""
     attrs = storage.read_attrs(truth_url, storage_options)
     if cv.ATTR_CTF not in attrs:
         raise InvalidInput(truth_url, f"truth group has no {cv.ATTR_CTF!r} manifest attr")
@@ -115,74 +140,133 @@ def open_truth(truth_url: str, storage_options: storage.StorageOptions | None = 
         pair["test"]: storage.read_array(truth_url, pair["test"], storage_options)
         for pair in manifest["pairs"]
     }
+    validate_manifest(manifest, {name: array.shape for name, array in truth.items()}, truth_url)
     return manifest, attrs.get(cv.ATTR_CTF_SALT), truth
 
 
-def verify_commitment(
-    truth: Mapping[str, da.Array], manifest: Mapping[str, Any], salt: str | None
-) -> bool:
-    """True when every truth array hashes to the manifest's published commitment."""
-    published = manifest.get("truth_sha256") or {}
-    return bool(published) and all(
-        published.get(name) == storage.sha256_commitment(array, salt)
-        for name, array in truth.items()
-    )
+def _statistics(convention, tasks, truth, submission, manifest, scales, gram_max_side) -> list:
+    stats = []
+    for _, pair, metric in tasks:
+        name = pair["test"]
+        scale = scales.get(name, 1.0)
+        if metric == cv.METRIC_LONG:
+            window = window_of(metric, submission[name], manifest)
+            window = window * scale if convention == "reference" else window
+        else:
+            window = window_of(metric, truth[name] - submission[name], manifest) * scale
+        stats.append(statistic(convention, metric, window, manifest["modes"], gram_max_side))
+    return stats
 
 
-def score_ctf(
-    truth_url: str,
-    submissions: Mapping[str, Any],
+def _resolve_lanczos(values: Any, quiet: bool) -> Any:
+    if isinstance(values, Lanczos):
+        return lanczos_norm(values.window, quiet)
+    if isinstance(values, list):
+        return [_resolve_lanczos(value, quiet) for value in values]
+    if isinstance(values, dict):
+        return {key: _resolve_lanczos(value, quiet) for key, value in values.items()}
+    return values
+
+
+def _overflow_scales(maxabs: Mapping[str, float]) -> dict[str, float]:
+    """Power-of-two scales bringing huge submission arrays to about 1 (empty when none is huge)."""
+    return {
+        name: 2.0 ** -math.ceil(math.log2(value))
+        for name, value in maxabs.items()
+        if value > OVERFLOW_GUARD
+    }
+
+
+def score_arrays(
+    manifest: Mapping[str, Any],
+    truth_stored: Mapping[str, da.Array],
+    submissions: Mapping[str, Mapping[str, da.Array]],
     *,
     convention: str = "reference",
-    storage_options: storage.StorageOptions | None = None,
+    salt: str | None = None,
+    verify: bool = True,
+    gram_max_side: int = GRAM_MAX_SIDE,
     quiet: bool = False,
 ) -> list[dict[str, Any]]:
-    """Score named submissions (each a source accepted by `open_submission`, or a dict of arrays)
-    against one truth group; truth statistics are computed once for all of them."""
-    from seisctf.scoring.submission import open_submission
+    """Score opened submissions (float64 Dask arrays by test name) against truth arrays.
 
-    if convention != "reference":
-        raise InvalidInput(f"--convention {convention}", "only 'reference' is implemented so far")
-    manifest, salt, truth_raw = open_truth(truth_url, storage_options)
-    verified = verify_commitment(truth_raw, manifest, salt)
-    truth = {name: array.astype(np.float64) for name, array in truth_raw.items()}
-    metrics = cv.scored_metrics(manifest["pairs"])
+    `gram_max_side`: 2-norms of windows whose smaller side is longer use Lanczos instead of a Gram
+    matrix (whose memory grows as that side squared)."""
+    from seisctf.scoring.submission import nonfinite_report, raise_if_nonfinite
 
-    opened = {
-        name: open_submission(source, manifest, storage_options)
-        for name, source in submissions.items()
-    }
-    truth_stats = [
-        truth_statistic(metric, truth[pair["test"]], manifest) for _, pair, metric in metrics
-    ]
-    submission_stats = {
-        name: [
-            submission_statistic(metric, truth[pair["test"]], arrays[pair["test"]], manifest)
-            for _, pair, metric in metrics
-        ]
-        for name, arrays in opened.items()
-    }
-    finite = {
-        name: [da.isfinite(array).all() for array in arrays.values()]
-        for name, arrays in opened.items()
-    }
-    truth_values, submission_values, finite_values = compute(
-        truth_stats, submission_stats, finite, label="scoring", quiet=quiet
+    if convention not in cv.CONVENTIONS:
+        raise InvalidInput(f"--convention {convention}", f"choose one of {list(cv.CONVENTIONS)}")
+    tasks = cv.scored_metrics(manifest["pairs"])
+    truth = {name: array.astype(np.float64) for name, array in truth_stored.items()}
+    blocks = manifest.get("truth_sha256_blocks") if verify else None
+    digests = (
+        {
+            name: commitment.block_digests(array, salt, blocks["block_rows"])
+            for name, array in truth_stored.items()
+        }
+        if blocks
+        else {}
     )
+    truth_stats = [
+        statistic(
+            convention,
+            metric,
+            window_of(metric, truth[pair["test"]], manifest),
+            manifest["modes"],
+            gram_max_side,
+        )
+        for _, pair, metric in tasks
+    ]
+    per_submission = {
+        name: {
+            "stats": _statistics(convention, tasks, truth, arrays, manifest, {}, gram_max_side),
+            "nonfinite": {test: nonfinite_report(array) for test, array in arrays.items()},
+            "maxabs": {test: abs(array).max() for test, array in arrays.items()},
+        }
+        for name, arrays in submissions.items()
+    }
+    digest_values, truth_values, computed = compute(
+        digests, truth_stats, per_submission, label="scoring", quiet=quiet
+    )
+    truth_values = _resolve_lanczos(truth_values, quiet)
+    if blocks:
+        verified = all(
+            commitment.block_root(digest_values[name], salt) == blocks.get(name)
+            for name in truth_stored
+        )
+    elif verify:
+        published = manifest.get("truth_sha256") or {}
+        verified = bool(published) and all(
+            published.get(name) == commitment.sha256_commitment(array, salt)
+            for name, array in truth_stored.items()
+        )
+    else:
+        verified = None
     results = []
-    for name, arrays in opened.items():
-        bad = [
-            array_name for array_name, ok in zip(arrays, finite_values[name], strict=True) if not ok
-        ]
-        if bad:
-            raise InvalidInput(f"submission {name!r}", f"non-finite values (NaN or Inf) in {bad}")
+    for name, arrays in submissions.items():
+        values = computed[name]
+        raise_if_nonfinite(
+            f"submission {name!r}",
+            {test: tuple(int(v) for v in report) for test, report in values["nonfinite"].items()},
+            {test: array.shape for test, array in arrays.items()},
+        )
+        scales = _overflow_scales({t: float(v) for t, v in values["maxabs"].items()})
+        stats = values["stats"]
+        if scales:
+            stats = compute(
+                _statistics(convention, tasks, truth, arrays, manifest, scales, gram_max_side),
+                label=f"rescoring {name} (huge values)",
+                quiet=quiet,
+            )[0]
+        stats = _resolve_lanczos(stats, quiet)
         raw_scores, scores = {}, {}
-        for (score_name, _, metric), truth_value, submission_value in zip(
-            metrics, truth_values, submission_values[name], strict=True
+        for (score_name, pair, metric), truth_value, error_value in zip(
+            tasks, truth_values, stats, strict=True
         ):
-            raw_scores[score_name], scores[score_name] = score_from_error(
-                metric_error(metric, truth_value, submission_value)
+            error = metric_error(
+                convention, metric, truth_value, error_value, scales.get(pair["test"], 1.0)
             )
+            raw_scores[score_name], scores[score_name] = metrics.score_from_error(error)
         scorable = [value for value in scores.values() if value is not None]
         results.append(
             {
@@ -193,6 +277,82 @@ def score_ctf(
                 "avg_score": float(np.mean(scorable)) if scorable else None,
                 "raw_scores": raw_scores,
                 "truth_sha256_verified": verified,
+                "unscorable": [score for score, value in scores.items() if value is None],
             }
         )
     return results
+
+
+def score_ctf(
+    truth_url: str,
+    submissions: Mapping[str, Any],
+    *,
+    convention: str = "reference",
+    storage_options: storage.StorageOptions | None = None,
+    limits: Any = None,
+    quiet: bool = False,
+) -> list[dict[str, Any]]:
+    """Score named submissions (paths/URLs of any accepted format, or mappings of arrays) against
+    one truth group, in one pass that reads each truth chunk once for all of them."""
+    from seisctf.scoring.submission import open_submission
+
+    manifest, salt, truth = open_truth(truth_url, storage_options)
+    opened = {
+        name: open_submission(source, manifest, storage_options, limits=limits)
+        for name, source in submissions.items()
+    }
+    return score_arrays(manifest, truth, opened, convention=convention, salt=salt, quiet=quiet)
+
+
+def validation_manifest(public_manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """The manifest of the public validation targets, shaped like a truth manifest."""
+    entries = public_manifest.get("validation")
+    if not entries:
+        raise InvalidInput(
+            "--public", "bundle has no validation targets (built before they existed)"
+        )
+    rows = min(entry["shape"][0] for entry in entries)
+    return {
+        **public_manifest,
+        "k_short": min(public_manifest["k_short"], rows),
+        "k_long": min(public_manifest["k_long"], rows),
+        "pairs": [
+            {
+                "id": e["id"],
+                "test": e["target"],
+                "metrics": e["metrics"],
+                "shape": e["shape"],
+                "start_index": e["start_index"],
+            }
+            for e in entries
+        ],
+    }
+
+
+def score_validation(
+    public_url: str,
+    submissions: Mapping[str, Any],
+    *,
+    convention: str = "reference",
+    storage_options: storage.StorageOptions | None = None,
+    limits: Any = None,
+    quiet: bool = False,
+) -> list[dict[str, Any]]:
+    """Score submissions of X1val…X9val against the public bundle's validation targets, locally,
+    with the referee's own code (for tuning; never touches the truth)."""
+    from seisctf.scoring.submission import open_submission
+
+    manifest = validation_manifest(storage.read_attrs(public_url, storage_options)[cv.ATTR_CTF])
+    targets = {
+        pair["test"]: storage.read_array(public_url, pair["test"], storage_options)
+        for pair in manifest["pairs"]
+    }
+    validate_manifest(manifest, {name: a.shape for name, a in targets.items()}, public_url)
+    opened = {
+        name: open_submission(source, manifest, storage_options, limits=limits)
+        for name, source in submissions.items()
+    }
+    results = score_arrays(
+        manifest, targets, opened, convention=convention, verify=False, quiet=quiet
+    )
+    return [{**result, "validation": True} for result in results]
