@@ -1,97 +1,213 @@
-"""Benchmark: CTF scoring with seisctf (Dask, embedded LocalCluster) against an eager numpy scorer.
+"""Benchmark: `seisctf score ctf` as a user runs it, against an eager numpy scorer, same bundle.
 
 Builds one global synthetic wavefield and its task bundle at the `seismo` layout's size (2048
 sensors, 3000 one-second steps by default), writes public and truth groups to a temporary folder,
-writes a noisy submission (truth + 10 % of the truth's RMS in Gaussian noise), then times
+writes a noisy submission (truth + 10 % of the truth's RMS in Gaussian noise), closes the build's
+cluster, then runs, --repeat times each and interleaved (so load drift hits all alike):
 
-  (a) `seisctf.scoring.ctf.score_ctf` on an embedded LocalCluster (`seisctf.cluster.dask_client`),
-      reading truth and submission from zarr (it also checks the truth's SHA-256 commitment,
-      in the client process; that part is timed separately as well);
-  (b) an eager numpy scorer written here from the contract's formulas (matrix 2-norm by SVD with
-      `np.linalg.norm(ord=2)`, eager FFT) on the same arrays loaded fully in memory beforehand.
+  (a) the command `seisctf score ctf --truth T --submission S --quiet` in a child process (the
+      installed entry point; the embedded LocalCluster starts and stops inside it: one
+      single-threaded worker per usable core), and the same with `--convention paper`;
+  (b) an eager numpy scorer, this file's `--eager` mode, in a child process: loads every test
+      array of truth and submission from zarr into memory, then applies the contract's formulas
+      the reference way (matrix 2-norm by SVD, `np.linalg.norm(ord=2)`; eager FFT), for each
+      convention. It imports numpy and zarr only.
 
-and prints a table: method, seconds (median of --repeat runs), ratio to (a), max |score
-difference| between the two, peak memory. Peak memory of (b) is the tracemalloc peak above the
-loaded inputs; of (a), the peak RSS of each Dask worker (restarted before scoring, so it
-includes the worker's own imports) and the tracemalloc peak of the client process. Memory is
-measured in one extra run of each, so the timings carry no tracemalloc overhead.
+Both are timed as whole processes (start-up, imports, reading, scoring, exit). It prints a table:
+median seconds, the runs, speed-up of the command over the eager scorer, max |score difference|.
+Then it profiles where the command's time goes: Python start-up with the command's imports,
+LocalCluster start and close, and `score_ctf` on a warm cluster split into the one Dask compute,
+the client's eigenvalues of the Gram matrices, and the rest; with worker-seconds per task kind.
+Finally it runs part 2, `bench_ctf_memory.py` (peak memory on a bundle larger than a worker),
+unless --skip-memory.
 
-    .venv/bin/python benchmarks/bench_ctf_scoring.py [--sensors 2048] [--steps 3000] [--workers 2]
+    .venv/bin/python benchmarks/bench_ctf_scoring.py [--sensors 2048] [--steps 3000] [--repeat 3]
+        [--skip-memory]
+    .venv/bin/python benchmarks/bench_ctf_scoring.py --eager TRUTH SUBMISSION [--convention paper]
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
+import json
 import os
-import platform
-import resource
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
-import tracemalloc
+from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
-import dask.array as da
 import numpy as np
 
-from seisctf import conventions as cv
-from seisctf import storage
-from seisctf.pipeline.layouts import Layout, load_layout
-
+# Only numpy and zarr at import time: the eager child must not pay for Dask or xarray imports.
+# The contract's names, repeated here for that reason (checked against seisctf.conventions).
+ATTR_CTF, METRIC_SHORT, METRIC_LONG = "ctf", "short_time", "long_time"
 SECRET = "seisctf-benchmark-not-a-secret"
-SEISMO = load_layout("seismo")
+MIB = 2**20
 
 
-def layout_for(steps: int, n_sensors: int) -> Layout:
-    """The seismo layout at its own size (3000 steps); scaled proportionally for other sizes."""
-    if steps == SEISMO.required_steps and n_sensors - n_sensors // 2 >= SEISMO.modes:
-        return SEISMO
-    train = round(steps * SEISMO.train_steps / SEISMO.required_steps)
-    few_start = round(steps * SEISMO.few_start / SEISMO.required_steps)
-    forecast = steps - train
-    return Layout(f"seismo-scaled-{steps}", train_steps=train, few_start=few_start,
-                  few_steps=train - few_start, forecast_start=train, forecast_steps=forecast,
-                  k_short=min(SEISMO.k_short, forecast), k_long=min(SEISMO.k_long, forecast),
-                  modes=min(SEISMO.modes, n_sensors - n_sensors // 2))
+# --- the eager reference scorer (child process) ---------------------------------------------------
 
 
-# --- the eager reference scorer ------------------------------------------------------------------
+def eager_scores(
+    truth: dict[str, np.ndarray], submission: dict[str, np.ndarray], manifest: dict,
+    convention: str,
+) -> tuple[dict[str, float], dict[str, float]]:
+    """(clipped, raw) E1..E12 by the contract's formulas, all in memory, float64.
 
-
-def eager_scores(truth: dict[str, np.ndarray], submission: dict[str, np.ndarray],
-                 manifest: dict) -> tuple[dict[str, float], dict[str, float]]:
-    """(clipped, raw) E1..E12 by the contract's `reference` formulas, all in memory, float64."""
+    `reference`: matrix 2-norm by SVD, long-time error on the row-mean power spectrum (bins from
+    zero frequency upward). `paper`: Frobenius norms, per-row log power spectra on the symmetric
+    window n//2 − modes … n//2 + modes."""
     k_short, k_long, modes = manifest["k_short"], manifest["k_long"], manifest["modes"]
 
     def spectrum(rows: np.ndarray) -> np.ndarray:
-        power = np.fft.fftshift(np.abs(np.fft.fft(rows, axis=1)) ** 2, axes=1).mean(axis=0)
+        power = np.fft.fftshift(np.abs(np.fft.fft(rows, axis=1)) ** 2, axes=1)
         zero = rows.shape[1] // 2
-        return power[zero : zero + modes]
+        if convention == "reference":
+            return power.mean(axis=0)[zero : zero + modes]
+        window = power[:, max(0, zero - modes) : zero + modes + 1]
+        return np.log(window, out=np.zeros_like(window), where=window > 0)
 
+    norm_order = 2 if convention == "reference" else "fro"
     scores, raw_scores, index = {}, {}, 1
     for pair in manifest["pairs"]:
         t = truth[pair["test"]].astype(np.float64)
         s = submission[pair["test"]].astype(np.float64)
         for metric in pair["metrics"]:
-            if metric == cv.METRIC_LONG:
+            if metric == METRIC_LONG:
                 p_truth, p_submission = spectrum(t[-k_long:]), spectrum(s[-k_long:])
                 error = np.linalg.norm(p_truth - p_submission) / np.linalg.norm(p_truth)
             else:
-                rows = slice(0, k_short) if metric == cv.METRIC_SHORT else slice(None)
-                error = np.linalg.norm(t[rows] - s[rows], 2) / np.linalg.norm(t[rows], 2)
+                rows = slice(0, k_short) if metric == METRIC_SHORT else slice(None)
+                error = np.linalg.norm(t[rows] - s[rows], norm_order) / np.linalg.norm(
+                    t[rows], norm_order
+                )
             raw_scores[f"E{index}"] = float(100.0 * (1.0 - error))
             scores[f"E{index}"] = float(np.clip(raw_scores[f"E{index}"], -100.0, 100.0))
             index += 1
     return scores, raw_scores
 
 
-# --- setup -------------------------------------------------------------------------------------
+def eager_main(truth_url: str, submission_url: str, convention: str) -> None:
+    """Load both groups' test arrays fully, score, print JSON (scores and timings) on stdout."""
+    import zarr
+
+    start = time.perf_counter()
+    truth_group = zarr.open_group(truth_url, mode="r")
+    manifest = dict(truth_group.attrs)[ATTR_CTF]
+    names = [pair["test"] for pair in manifest["pairs"]]
+    truth = {name: truth_group[name][...] for name in names}
+    submission_group = zarr.open_group(submission_url, mode="r")
+    submission = {name: submission_group[name][...] for name in names}
+    loaded = time.perf_counter()
+    scores, raw_scores = eager_scores(truth, submission, manifest, convention)
+    print(json.dumps({
+        "scores": scores, "raw_scores": raw_scores, "avg_score": statistics.fmean(scores.values()),
+        "load_s": loaded - start, "score_s": time.perf_counter() - loaded,
+    }))
+
+
+# --- child processes ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChildRun:
+    seconds: float
+    peak_rss_bytes: int  # of the child itself (wait4), not of processes it started
+    output: dict
+
+
+def run_child(command: list[str], env: dict[str, str] | None = None) -> ChildRun:
+    """Run a command that prints JSON; wall seconds from spawn to exit, and its peak RSS."""
+    with tempfile.TemporaryFile("w+") as stdout:
+        start = time.perf_counter()
+        process = subprocess.Popen(command, stdout=stdout, env=env)
+        _, status, usage = os.wait4(process.pid, 0)
+        seconds = time.perf_counter() - start
+        process.returncode = os.waitstatus_to_exitcode(status)
+        if process.returncode:
+            raise RuntimeError(f"exit {process.returncode}: {' '.join(command)}")
+        stdout.seek(0)
+        return ChildRun(seconds, usage.ru_maxrss * 1024, json.loads(stdout.read()))
+
+
+def cli_command(truth_url: str, submission_url: str, convention: str = "reference",
+                scheduler: str | None = None) -> list[str]:
+    """`seisctf score ctf …` by the installed entry point (as a user types it)."""
+    entry = Path(sys.executable).with_name("seisctf")
+    command = [str(entry)] if entry.exists() else [sys.executable, "-m", "seisctf.cli"]
+    command += ["score", "ctf", "--truth", truth_url, "--submission", submission_url, "--quiet"]
+    command += ["--convention", convention] * (convention != "reference")
+    return command + ["--scheduler", scheduler] * bool(scheduler)
+
+
+def eager_command(truth_url: str, submission_url: str, convention: str = "reference") -> list[str]:
+    return [sys.executable, str(Path(__file__).resolve()), "--eager", truth_url, submission_url,
+            "--convention", convention]
+
+
+def score_difference(cli: dict, eager: dict, key: str = "scores") -> float:
+    return max(abs(cli[key][name] - eager[key][name]) for name in eager[key])
+
+
+# --- machine ------------------------------------------------------------------------------------
+
+
+def load_average() -> str:
+    return ", ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def machine_facts() -> list[str]:
+    import datetime as dt
+    import platform
+
+    import dask
+    import distributed
+    import psutil
+    import zarr
+
+    model = next((line.split(":", 1)[1].strip() for line in
+                  Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name")),
+                 platform.processor() or "unknown")
+    return [
+        f"date: {dt.datetime.now(dt.UTC).isoformat(timespec='seconds')}",
+        f"cpu: {model}; usable cores: {len(os.sched_getaffinity(0))}; "
+        f"RAM: {psutil.virtual_memory().total / 2**30:.1f} GiB",
+        f"python {platform.python_version()}, numpy {np.__version__}, dask {dask.__version__}, "
+        f"distributed {distributed.__version__}, zarr {zarr.__version__}; "
+        f"{platform.system()} {platform.release()}",
+        f"load average at start (1, 5, 15 min): {load_average()}",
+    ]
+
+
+# --- part 1: bundle ----------------------------------------------------------------------------
+
+
+def layout_for(steps: int, n_sensors: int):
+    """The seismo layout at its own size (3000 steps); scaled proportionally for other sizes."""
+    from seisctf.pipeline.layouts import Layout, load_layout
+
+    seismo = load_layout("seismo")
+    if steps == seismo.required_steps and n_sensors - n_sensors // 2 >= seismo.modes:
+        return seismo
+    train = round(steps * seismo.train_steps / seismo.required_steps)
+    few_start = round(steps * seismo.few_start / seismo.required_steps)
+    forecast = steps - train
+    return Layout(f"seismo-scaled-{steps}", train_steps=train, few_start=few_start,
+                  few_steps=train - few_start, forecast_start=train, forecast_steps=forecast,
+                  k_short=min(seismo.k_short, forecast), k_long=min(seismo.k_long, forecast),
+                  modes=min(seismo.modes, n_sensors - n_sensors // 2))
 
 
 def build(root: Path, n_sensors: int, steps: int, quiet: bool) -> tuple[str, str, dict]:
     """Wavefield -> bundle (public, truth) -> noisy submission; returns (truth, submission,
-    manifest)."""
+    manifest). Needs an active Dask client."""
+    import dask.array as da
+
+    from seisctf import storage
     from seisctf.pipeline.tasks import build_bundle, write_bundle
     from seisctf.recipes.global_wavefield import synthesize_global
 
@@ -114,138 +230,226 @@ def build(root: Path, n_sensors: int, steps: int, quiet: bool) -> tuple[str, str
     return truth_url, submission_url, manifest
 
 
-def load_all(url: str, names: list[str]) -> dict[str, np.ndarray]:
-    import zarr
-
-    group = zarr.open_group(url, mode="r")
-    return {name: group[name][...] for name in names}
+# --- part 1: profile of the command --------------------------------------------------------------
 
 
-# --- timing ------------------------------------------------------------------------------------
+def profile_score(client, truth_url: str, submission_url: str, repeat: int) -> dict:
+    """`score_ctf` on a fresh cluster once (cold: as in the command) and then `repeat` times
+    (warm): its total, the Dask compute and the client's Gram eigenvalues, for the cold run and as
+    warm medians; worker-seconds per task kind (cold run); and the same Gram eigenvalues by
+    Lanczos (scipy `eigsh`) for comparison."""
+    from distributed import get_task_stream
+    from distributed.utils import key_split
+    from scipy.sparse.linalg import eigsh
 
+    from seisctf.scoring import ctf, metrics
 
-def timed(function, repeat: int) -> tuple[float, list[float], object]:
-    seconds, value = [], None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        value = function()
-        seconds.append(time.perf_counter() - start)
-    return statistics.median(seconds), seconds, value
+    original_compute, original_norm = ctf.compute, metrics.spectral_norm_from_gram
+    runs, grams, streams = [], [], []
 
+    def timed(key, function):
+        def wrapper(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                runs[-1][key] += time.perf_counter() - start
 
-def traced_peak(function) -> int:
-    """Bytes allocated above the starting point at the peak of `function()` (tracemalloc)."""
-    tracemalloc.start()
+        return wrapper
+
+    def norm_keeping_gram(gram):
+        if len(runs) == 1 and np.shape(gram)[0] > 64:
+            grams.append(np.asarray(gram))
+        return original_norm(gram)
+
+    ctf.compute = timed("compute", original_compute)
+    metrics.spectral_norm_from_gram = timed("eigvalsh", norm_keeping_gram)
     try:
-        function()
-        return tracemalloc.get_traced_memory()[1]
+        for _ in range(1 + repeat):
+            runs.append(defaultdict(float))
+            with get_task_stream(client) as stream:
+                start = time.perf_counter()
+                ctf.score_ctf(truth_url, {"noisy": submission_url}, quiet=True)
+                runs[-1]["total"] = time.perf_counter() - start
+            streams.append(stream.data)
     finally:
-        tracemalloc.stop()
+        ctf.compute, metrics.spectral_norm_from_gram = original_compute, original_norm
+    for run in runs:
+        run["rest"] = run["total"] - run["compute"] - run["eigvalsh"]
+
+    worker_seconds, counts = defaultdict(float), defaultdict(int)
+    for task in streams[0]:
+        for interval in task["startstops"]:
+            action = interval["action"]
+            kind = key_split(task["key"]) if action == "compute" else f"({action})"
+            worker_seconds[kind] += interval["stop"] - interval["start"]
+            counts[kind] += 1
+    intervals = [i for task in streams[0] for i in task["startstops"]]
+    span = max(i["stop"] for i in intervals) - min(i["start"] for i in intervals)
+    dense_s = lanczos_s = worst = 0.0
+    for gram in grams:
+        start = time.perf_counter()
+        dense = np.linalg.eigvalsh(gram)[-1]
+        dense_s += time.perf_counter() - start
+        start = time.perf_counter()
+        lanczos = eigsh(
+            gram, k=1, which="LA", return_eigenvectors=False, v0=np.ones(gram.shape[0])
+        )[0]
+        lanczos_s += time.perf_counter() - start
+        worst = max(worst, abs(np.sqrt(lanczos) / np.sqrt(dense) - 1))
+    keys = ("total", "compute", "eigvalsh", "rest")
+    return {
+        "cold": {key: runs[0][key] for key in keys},
+        "warm": {key: statistics.median(run[key] for run in runs[1:]) for key in keys},
+        "worker_seconds": worker_seconds,
+        "counts": counts,
+        "span": span,
+        "grams": [g.shape for g in grams],
+        "dense_s": dense_s,
+        "lanczos_s": lanczos_s,
+        "lanczos_relative_difference": worst,
+    }
 
 
-def _worker_peak_rss_bytes() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
+# --- part 1: main ------------------------------------------------------------------------------
 
 
-def machine_facts(n_workers: int) -> list[str]:
-    import dask
-    import distributed
-    import psutil
-    import zarr
-
-    model = next((line.split(":", 1)[1].strip() for line in
-                  Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name")),
-                 platform.processor() or "unknown")
-    return [
-        f"date: {dt.datetime.now(dt.UTC).isoformat(timespec='seconds')}",
-        f"cpu: {model}; usable cores: {len(os.sched_getaffinity(0))}; "
-        f"RAM: {psutil.virtual_memory().total / 2**30:.1f} GiB",
-        f"load average at start (1, 5, 15 min): {', '.join(f'{x:.2f}' for x in os.getloadavg())}",
-        f"python {platform.python_version()}, numpy {np.__version__}, dask {dask.__version__}, "
-        f"distributed {distributed.__version__}, zarr {zarr.__version__}; "
-        f"{platform.system()} {platform.release()}",
-        f"dask: embedded LocalCluster, {n_workers} single-threaded worker processes",
-    ]
+def fmt_runs(runs: list[float]) -> str:
+    return ", ".join(f"{r:.2f}" for r in runs)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sensors", type=int, default=2048, help="sensors (space axis)")
-    parser.add_argument("--steps", type=int, default=SEISMO.required_steps,
+    parser.add_argument("--steps", type=int, default=3000,
                         help="time steps of the wavefield (default: the seismo layout's 3000)")
-    parser.add_argument("--workers", type=int, default=2, help="LocalCluster worker processes")
-    parser.add_argument("--repeat", type=int, default=3, help="timed runs of each scorer")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each command")
     parser.add_argument("--verbose", action="store_true", help="progress bars while building")
+    parser.add_argument("--skip-memory", action="store_true",
+                        help="skip part 2 (bench_ctf_memory.py, run afterwards by default)")
+    parser.add_argument("--eager", nargs=2, metavar=("TRUTH", "SUBMISSION"),
+                        help="child mode: run the eager scorer only and print JSON")
+    parser.add_argument("--convention", default="reference", choices=["reference", "paper"],
+                        help="with --eager")
     args = parser.parse_args()
+    if args.eager:
+        eager_main(*args.eager, args.convention)
+        return
 
-    from seisctf.cluster import dask_client
-    from seisctf.scoring.ctf import open_truth, score_ctf, verify_commitment
+    from seisctf import conventions as cv
+    from seisctf.cluster import SCHEDULER_ENV, dask_client, machine_workers
 
-    facts = machine_facts(args.workers)
-    with tempfile.TemporaryDirectory(prefix="seisctf-bench-") as tmp, \
-            dask_client(n_workers=args.workers, quiet=True) as client:
+    assert (ATTR_CTF, METRIC_SHORT, METRIC_LONG) == (cv.ATTR_CTF, cv.METRIC_SHORT,
+                                                     cv.METRIC_LONG)
+    facts = machine_facts()
+    n_workers = machine_workers()
+    env = {key: value for key, value in os.environ.items() if key != SCHEDULER_ENV}
+    conventions = ("reference", "paper")
+    with tempfile.TemporaryDirectory(prefix="seisctf-bench-") as tmp:
         start = time.perf_counter()
-        truth_url, submission_url, manifest = build(Path(tmp), args.sensors, args.steps,
-                                                    quiet=not args.verbose)
+        with dask_client(quiet=True):
+            truth_url, submission_url, manifest = build(Path(tmp), args.sensors, args.steps,
+                                                        quiet=not args.verbose)
         build_s = time.perf_counter() - start
-        names = [pair["test"] for pair in manifest["pairs"]]
         test_bytes = sum(int(np.prod(p["shape"])) * 4 for p in manifest["pairs"])
 
-        # (a) seisctf on the LocalCluster, fresh workers so their peak RSS is the scoring's.
-        client.restart()
-        baseline_rss = max(client.run(_worker_peak_rss_bytes).values())
-        dask_s, dask_runs, dask_results = timed(
-            lambda: score_ctf(truth_url, {"noisy": submission_url}, quiet=True), args.repeat)
-        worker_rss = max(client.run(_worker_peak_rss_bytes).values())
-        client_peak = traced_peak(lambda: score_ctf(truth_url, {"noisy": submission_url},
-                                                    quiet=True))
-        _, salt, truth_lazy = open_truth(truth_url)
-        hash_s, _, verified = timed(lambda: verify_commitment(truth_lazy, manifest, salt), 1)
-        dask_result = dask_results[0]
+        cli = {c: [] for c in conventions}
+        eager = {c: [] for c in conventions}
+        for _ in range(args.repeat):
+            for convention in conventions:
+                cli[convention].append(
+                    run_child(cli_command(truth_url, submission_url, convention), env))
+                eager[convention].append(
+                    run_child(eager_command(truth_url, submission_url, convention), env))
 
-        # (b) eager numpy on the same arrays, loaded fully beforehand (load time reported).
+        # Where the command's time goes, piece by piece, in this process.
+        imports = run_child([sys.executable, "-c", (
+            "import json, distributed, seisctf.cli, seisctf.cluster, seisctf.scoring.ctf, "
+            "seisctf.scoring.leaderboard, seisctf.scoring.plots; print('{}')")], env)
+        manager = dask_client(quiet=True)
         start = time.perf_counter()
-        truth = load_all(truth_url, names)
-        submission = load_all(submission_url, names)
-        load_s = time.perf_counter() - start
-        eager_s, eager_runs, (eager, eager_raw) = timed(
-            lambda: eager_scores(truth, submission, manifest), args.repeat)
-        eager_peak = traced_peak(lambda: eager_scores(truth, submission, manifest))
-    facts.append(f"load average at end (1, 5, 15 min): "
-                 f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        client = manager.__enter__()
+        cluster_start_s = time.perf_counter() - start
+        try:
+            profile = profile_score(client, truth_url, submission_url, args.repeat)
+        finally:
+            start = time.perf_counter()
+            manager.__exit__(None, None, None)
+            cluster_close_s = time.perf_counter() - start
+    facts.append(f"load average at end (1, 5, 15 min): {load_average()}")
 
-    difference = max(abs(dask_result["scores"][name] - eager[name]) for name in eager)
-    raw_difference = max(abs(dask_result["raw_scores"][name] - eager_raw[name]) for name in eager)
-    avg_difference = abs(dask_result["avg_score"] - statistics.fmean(eager.values()))
-    mib = 2**20
-    rows = [
-        ("(a) seisctf score_ctf, LocalCluster, from zarr", dask_s, dask_runs, f"{difference:.1e}",
-         f"workers ≤ {worker_rss / mib:.0f} MiB RSS each (idle {baseline_rss / mib:.0f}); "
-         f"client +{client_peak / mib:.0f} MiB"),
-        ("&nbsp;&nbsp;of which truth SHA-256 check (client, sync)", hash_s, [hash_s], "—", "—"),
-        ("(b) eager numpy (SVD 2-norm, eager FFT), in memory", eager_s, eager_runs, "reference",
-         f"+{eager_peak / mib:.0f} MiB above {2 * test_bytes / mib:.0f} MiB of float32 inputs"),
-    ]
     layout = layout_for(args.steps, args.sensors)
-    print(f"\nCTF scoring benchmark: {args.sensors} sensors, {args.steps} steps, layout "
-          f"{layout.name!r}; 9 test arrays, {test_bytes / mib:.0f} MiB of float32 truth "
-          f"(and as much submission); build {build_s:.0f} s; eager load {load_s:.2f} s")
+    print(f"\nPart 1: CTF scoring, whole command vs eager numpy. {args.sensors} sensors, "
+          f"{args.steps} steps, layout {layout.name!r}; 9 test arrays, {test_bytes / MIB:.0f} MiB "
+          f"of float32 truth and as much submission; build {build_s:.0f} s; "
+          f"embedded LocalCluster of {n_workers} single-threaded workers")
     for fact in facts:
         print(f"- {fact}")
-    print()
-    print("| method | seconds (median) | runs (s) | ratio to (a) | max abs score diff "
-          "| peak memory |")
-    print("|---|---:|---|---:|---:|---|")
-    for label, seconds, runs, score_difference, memory in rows:
-        runs_text = ", ".join(f"{r:.2f}" for r in runs)
-        print(f"| {label} | {seconds:.2f} | {runs_text} | {seconds / dask_s:.2f} "
-              f"| {score_difference} | {memory} |")
-    print(f"\nmax |Δ raw score| = {raw_difference:.2e}; |ΔAvgScore| = {avg_difference:.2e}; "
-          f"truth_sha256_verified = "
-          f"{dask_result['truth_sha256_verified']} (recomputed: {verified}); "
-          f"AvgScore = {dask_result['avg_score']:.4f}")
-    print("raw scores (a): " + ", ".join(f"{k}={v:.4f}"
-                                         for k, v in dask_result["raw_scores"].items()))
+    print("\n| process | seconds (median) | runs (s) | speed-up of the command over eager "
+          "| max abs score diff (clipped / raw) | peak RSS |")
+    print("|---|---:|---|---:|---|---:|")
+    for convention in conventions:
+        cli_s = statistics.median(r.seconds for r in cli[convention])
+        eager_s = statistics.median(r.seconds for r in eager[convention])
+        reference = eager[convention][0].output
+        differences = [max(score_difference(r.output, reference, key) for r in cli[convention])
+                       for key in ("scores", "raw_scores")]
+        load_s = statistics.median(r.output["load_s"] for r in eager[convention])
+        score_s = statistics.median(r.output["score_s"] for r in eager[convention])
+        eager_rss = max(r.peak_rss_bytes for r in eager[convention])
+        print(f"| `seisctf score ctf --quiet`{' --convention paper' * (convention == 'paper')} "
+              f"| {cli_s:.2f} | {fmt_runs([r.seconds for r in cli[convention]])} "
+              f"| **{eager_s / cli_s:.2f}×** | {differences[0]:.1e} / {differences[1]:.1e} "
+              "| — |")
+        print(f"| eager numpy, {convention} (load {load_s:.2f} s + score {score_s:.2f} s) "
+              f"| {eager_s:.2f} | {fmt_runs([r.seconds for r in eager[convention]])} | 1.00 "
+              f"| reference | {eager_rss / MIB:.0f} MiB |")
+
+    cli_s = statistics.median(r.seconds for r in cli["reference"])
+    cold, warm = profile["cold"], profile["warm"]
+    grams = profile["grams"]
+    print(f"\nWhere `seisctf score ctf` (reference) spends its {cli_s:.2f} s: pieces measured "
+          f"separately in this process; `score_ctf` once on the fresh cluster (cold, as in the "
+          f"command) and then the median of {args.repeat} more runs (warm)\n")
+    print("| piece | cold s | share of the command | warm s |")
+    print("|---|---:|---:|---:|")
+    pieces = (
+        ("Python start-up + the command's imports (child process)", imports.seconds, None),
+        (f"LocalCluster start ({n_workers} worker processes)", cluster_start_s, None),
+        ("`score_ctf`", cold["total"], warm["total"]),
+        ("&nbsp;&nbsp;of which the one Dask compute (read, commitment, Grams, spectra, checks)",
+         cold["compute"], warm["compute"]),
+        (f"&nbsp;&nbsp;of which `np.linalg.eigvalsh` of Gram matrices in the client "
+         f"({len(grams)} of {grams[0] if grams else '-'} and small ones)",
+         cold["eigvalsh"], warm["eigvalsh"]),
+        ("&nbsp;&nbsp;of which the rest (open stores, build graph, results)", cold["rest"],
+         warm["rest"]),
+        ("LocalCluster close", cluster_close_s, None),
+        ("sum of the pieces",
+         imports.seconds + cluster_start_s + cold["total"] + cluster_close_s, None),
+    )
+    for label, seconds, warm_seconds in pieces:
+        warm_text = "" if warm_seconds is None else f"{warm_seconds:.2f}"
+        print(f"| {label} | {seconds:.2f} | {seconds / cli_s:.0%} | {warm_text} |")
+    print(f"\nWorker-seconds by task kind in the cold compute ({n_workers} workers; its tasks "
+          f"spanned {profile['span']:.2f} s of wall time): ", end="")
+    ranked = sorted(profile["worker_seconds"].items(), key=lambda item: -item[1])
+    print(", ".join(f"{kind} {seconds:.2f} s ({profile['counts'][kind]} tasks)"
+                    for kind, seconds in ranked[:12]))
+    if grams:
+        print(f"Largest eigenvalue of the same {len(grams)} Gram matrices: np.linalg.eigvalsh "
+              f"{profile['dense_s']:.2f} s, scipy.sparse.linalg.eigsh (Lanczos, k=1) "
+              f"{profile['lanczos_s']:.2f} s; max relative difference of the 2-norms "
+              f"{profile['lanczos_relative_difference']:.1e}")
+    result = cli["reference"][0].output
+    print(f"\ntruth_sha256_verified = {result['truth_sha256_verified']}; AvgScore reference "
+          f"{result['avg_score']:.4f}, paper {cli['paper'][0].output['avg_score']:.4f}")
+    print("raw scores (reference): " + ", ".join(f"{k}={v:.4f}"
+                                                for k, v in result["raw_scores"].items()))
+    if not args.skip_memory:
+        print(flush=True)
+        memory = Path(__file__).resolve().with_name("bench_ctf_memory.py")
+        subprocess.run([sys.executable, str(memory)], check=True)
 
 
 if __name__ == "__main__":

@@ -104,6 +104,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="score X1val..X9val against the public bundle's validation targets (with --public)",
     )
     score_ctf.add_argument("--public", help="public bundle URL (with --validation)")
+    score_ctf.add_argument(
+        "--max-submission-bytes",
+        type=int,
+        help="refuse submissions holding more bytes than this (default 64 GiB)",
+    )
     score_ctf.add_argument("--json", help="write results JSON here")
     score_ctf.add_argument("--db", help="add the results to this SQLite leaderboard")
     score_ctf.add_argument("--plot", help="radar profile PNG of the scores")
@@ -207,22 +212,22 @@ def _run_score_ctf(args: argparse.Namespace) -> None:
         raise InvalidInput("--name", "give one distinct name per submission")
     options = _options(args)
     submissions = dict(zip(names, args.submission, strict=True))
-    if args.validation:
-        results = score_validation(
-            args.public,
-            submissions,
-            convention=args.convention,
-            storage_options=options,
-            quiet=args.quiet,
+    limits = None
+    if args.max_submission_bytes:
+        from seisctf.scoring.submission import SubmissionLimits
+
+        limits = SubmissionLimits(
+            max_total_bytes=args.max_submission_bytes, max_array_bytes=args.max_submission_bytes
         )
-    else:
-        results = score_ctf(
-            args.truth,
-            submissions,
-            convention=args.convention,
-            storage_options=options,
-            quiet=args.quiet,
-        )
+    score = score_validation if args.validation else score_ctf
+    results = score(
+        args.public if args.validation else args.truth,
+        submissions,
+        convention=args.convention,
+        storage_options=options,
+        limits=limits,
+        quiet=args.quiet,
+    )
     output = results[0] if len(results) == 1 else results
     if args.json:
         Path(args.json).write_text(json.dumps(output, indent=2))

@@ -93,6 +93,8 @@ def compute(*collections: Any, label: str = "", quiet: bool = False) -> tuple[An
     from dask.base import unpack_collections
 
     flat, repack = unpack_collections(*collections, traverse=True)
+    if not flat:
+        return tuple(repack([]))
     persisted = client.persist(list(flat))
     if not quiet:
         from distributed import progress

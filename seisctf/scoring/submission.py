@@ -1,15 +1,28 @@
 """Submission intake: a zarr group (path or URL), a .zip of one, an .npz, or a folder of .npy.
 
-Submissions are data, never code: numpy files are read with `allow_pickle=False`, and every array
-must be named, shaped and typed exactly as the manifest says. Values are checked for finiteness
-lazily, in the same pass as scoring.
+Submissions are data, never code, and may be hostile, so everything is checked from metadata before
+any value is read: .npy headers are parsed without ever unpickling (object dtypes are refused from
+the header), zip members from the central directory (paths, symlink mode bits, declared sizes and
+compression ratios: a zip bomb is refused before anything is decompressed), zarr arrays from their
+metadata (names, shapes, dtypes, chunk sizes, no arrays in nested groups). Limits are a
+`SubmissionLimits`. A valid submission is never copied whole into memory: zarr (also inside a zip)
+is read chunk-wise by Dask, .npy files and stored .npz members are memory-mapped, and compressed
+.npz members are streamed once, one row block at a time, into a scratch zarr store. NaN and Inf are
+found lazily, in the scoring pass (`nonfinite_report`, `raise_if_nonfinite`).
 """
 
 from __future__ import annotations
 
-import functools
+import math
+import os
+import shutil
+import stat
+import struct
+import tempfile
+import weakref
 import zipfile
-from collections.abc import Mapping
+import zlib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,142 +35,554 @@ from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.errors import InvalidInput
 
+GIB = 2**30
+NPY_HEADER_MAX_BYTES = 2**16  # a .npy header (numpy itself refuses headers above 10 000 bytes)
+METADATA_MAX_BYTES = 16 * 2**20  # one zarr.json member of a zip
+CODEC_SLACK_BYTES = 2**20  # a stored zarr chunk may exceed its raw size by codec/shard overhead
+# zipfile bounds its output to the declared size for these only (bzip2, lzma: one read of 4 KiB
+# may decompress to gigabytes); np.savez, np.savez_compressed and zarr's ZipStore use them.
+ZIP_METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflated"}
+# Untrusted zarr metadata fails in many ways; each is bad input, not a bug of seisctf.
+METADATA_ERRORS = (ValueError, TypeError, KeyError, FileNotFoundError, zarr.errors.BaseZarrError)
+Shapes = Mapping[str, tuple[int, ...]]
+
+
+@dataclass(frozen=True)
+class SubmissionLimits:
+    """Sizes a submission may declare, checked from headers and metadata before reading values."""
+
+    max_total_bytes: int = 64 * GIB  # all arrays, and all zip members (uncompressed, as declared)
+    max_array_bytes: int = 16 * GIB  # one array, and one zip member
+    max_chunk_bytes: int = 1 * GIB  # one zarr chunk (or shard): it is decoded whole
+    max_members: int = 1000  # entries of a .zip or .npz
+    # Compressed/uncompressed ratio of a zip member larger than any expected float64 array could
+    # be (smaller members are harmless, and all-zero arrays deflate at ~1023:1).
+    max_compression_ratio: float = 1000.0
+
+
+DEFAULT_LIMITS = SubmissionLimits()
+
 
 def expected_shapes(manifest: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
     return {pair["test"]: tuple(pair["shape"]) for pair in manifest["pairs"]}
 
 
-def _zarr_group_arrays(group: zarr.Group) -> dict[str, Any]:
-    return {name: array for name, array in group.arrays()}
+# --- checks on metadata ------------------------------------------------------------------------
 
 
-def _zip_arrays(path: Path) -> dict[str, Any]:
+def _refuse_names(what: str, found: Iterable[str], expected: Shapes | None) -> None:
+    if expected is None:
+        return
+    found = set(found)
+    missing = [name for name in expected if name not in found]
+    unexpected = sorted(found - set(expected))
+    shown = f"{unexpected[:10]}" + f" and {len(unexpected) - 10} more" * (len(unexpected) > 10)
+    problems = [f"missing arrays {missing}"] * bool(missing)
+    problems += [f"unexpected arrays {shown}"] * bool(unexpected)
+    if problems:
+        raise InvalidInput(what, f"{' and '.join(problems)}; expected exactly {list(expected)}")
+
+
+def _check_array(
+    what: str, name: str, shape: Any, dtype: Any, expected: Shapes | None, limits: SubmissionLimits
+) -> int:
+    """Refuse object (pickled) or non-float dtypes, wrong shapes, oversized arrays; return bytes."""
+    shape, dtype = tuple(int(n) for n in shape), np.dtype(dtype)
+    if dtype.kind == "O" or (dtype.kind == "V" and dtype.hasobject):
+        raise InvalidInput(
+            what,
+            f"dtype {dtype}: object arrays (pickled Python objects) are "
+            "refused; expected floating point in a plain .npy or zarr array",
+        )
+    if expected is not None and shape != expected[name]:
+        raise InvalidInput(what, f"shape {shape}, expected {expected[name]}")
+    if not shape or min(shape) < 1:
+        raise InvalidInput(what, f"shape {shape}, expected a non-empty (time, space) matrix")
+    if dtype.kind != "f":
+        raise InvalidInput(what, f"dtype {dtype}, expected floating point")
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes > limits.max_array_bytes:
+        raise InvalidInput(what, f"{nbytes} bytes, above the limit of {limits.max_array_bytes}")
+    return nbytes
+
+
+def _refuse_symlinks(root: Path) -> None:
+    """A submission folder holds plain files only: a symlink could point anywhere."""
+    for folder, dirnames, filenames in os.walk(root):
+        for entry in (*dirnames, *filenames):
+            link = Path(folder, entry)
+            if link.is_symlink():
+                raise InvalidInput(
+                    str(link),
+                    f"is a symlink (to {os.readlink(link)}); a "
+                    "submission folder must hold plain files only",
+                )
+
+
+def _read_npy_header(what: str, stream: Any) -> tuple[tuple[int, ...], np.dtype, bool]:
+    """(shape, dtype, fortran_order) of a .npy header, leaving `stream` at the first data byte."""
     try:
-        with zipfile.ZipFile(path) as archive:
-            names = archive.namelist()
-    except zipfile.BadZipFile as error:
-        raise InvalidInput(str(path), f"not a readable zip file ({error})") from None
-    roots = sorted(
-        {name.rsplit("zarr.json", 1)[0] for name in names if name.endswith("zarr.json")}, key=len
-    )
-    if not roots:
-        raise InvalidInput(str(path), "zip holds no zarr group (no zarr.json)")
-    store = zarr.storage.ZipStore(path, mode="r")
-    group = zarr.open_group(store, mode="r", path=roots[0].rstrip("/") or None)
-    return _zarr_group_arrays(group)
+        version = np.lib.format.read_magic(stream)
+        if version == (1, 0):
+            shape, fortran_order, dtype = np.lib.format.read_array_header_1_0(stream)
+        else:
+            shape, fortran_order, dtype = np.lib.format.read_array_header_2_0(stream)
+    except (ValueError, TypeError, SyntaxError, EOFError, zipfile.BadZipFile, zlib.error) as error:
+        raise InvalidInput(what, f"not a plain .npy array (unreadable header: {error})") from None
+    return tuple(shape), dtype, bool(fortran_order)
 
 
 @dataclass(frozen=True)
-class NpzMember:
-    """One array of an .npz, known by its header only: nothing is decompressed until a block is
-    read, so names, shapes and dtypes are checked before any data is loaded."""
+class MappedArray:
+    """The data of a .npy (a file, or a stored .npz member) at a byte offset, memory-mapped
+    read-only on each access: it pickles as its location, so Dask workers map it themselves.
+    `modified_ns` (the file's mtime) makes Dask keys differ when the file is replaced."""
 
     path: str
-    name: str
+    offset: int
     shape: tuple[int, ...]
     dtype: np.dtype
+    fortran_order: bool = False
+    modified_ns: int = 0
 
     @property
     def ndim(self) -> int:
         return len(self.shape)
 
     def __getitem__(self, key: Any) -> np.ndarray:
-        return _load_npz_member(self.path, self.name)[key]
+        order = "F" if self.fortran_order else "C"
+        mapped = np.memmap(self.path, self.dtype, "r", self.offset, self.shape, order)
+        return np.array(mapped[key])
 
 
-@functools.lru_cache(maxsize=4)
-def _load_npz_member(path: str, name: str) -> np.ndarray:
-    with np.load(path, allow_pickle=False) as archive:
-        return archive[name]
+# --- readers, one per format -------------------------------------------------------------------
 
 
-def _npy_header(stream: Any) -> tuple[tuple[int, ...], np.dtype]:
-    version = np.lib.format.read_magic(stream)
-    if version == (1, 0):
-        shape, _, dtype = np.lib.format.read_array_header_1_0(stream)
-    else:
-        shape, _, dtype = np.lib.format.read_array_header_2_0(stream)
-    return tuple(shape), dtype
+def _mapped_npy(
+    what: str,
+    path: Path,
+    start: int,
+    size: int,
+    name: str,
+    expected: Shapes | None,
+    limits: SubmissionLimits,
+) -> MappedArray:
+    """The .npy of `size` bytes at `start` in a file (a .npy, or a stored .npz member), checked
+    from its header and mapped, never read."""
+    with path.open("rb") as stream:
+        stream.seek(start)
+        shape, dtype, fortran_order = _read_npy_header(what, stream)
+        offset = stream.tell()
+    declared = offset - start + _check_array(what, name, shape, dtype, expected, limits)
+    if size != declared or start + size > path.stat().st_size:
+        raise InvalidInput(
+            what,
+            f"holds {size} bytes, its .npy header declares {declared} (a "
+            f"{shape} {dtype} array): truncated or padded",
+        )
+    return MappedArray(
+        str(path.absolute()), offset, shape, dtype, fortran_order, path.stat().st_mtime_ns
+    )
 
 
-def _npz_arrays(path: Path) -> dict[str, Any]:
+def _npy_folder_arrays(root: Path, expected: Shapes | None, limits: SubmissionLimits) -> dict:
+    files = {file.stem: file for file in root.iterdir() if file.suffix == ".npy"}
+    _refuse_names(str(root), files, expected)
+    for file in files.values():
+        if not stat.S_ISREG(file.lstat().st_mode):
+            raise InvalidInput(str(file), "not a regular file")
+    return {
+        name: _mapped_npy(str(file), file, 0, file.stat().st_size, name, expected, limits)
+        for name, file in sorted(files.items())
+    }
+
+
+def _zip_member_count(path: Path) -> tuple[int, int] | None:
+    """(entries, central directory bytes) from a zip's end record (zip64 too), read before
+    `zipfile` parses the whole central directory into memory."""
+    with path.open("rb") as file:
+        size = file.seek(0, os.SEEK_END)
+        file.seek(max(0, size - 22 - 2**16))
+        tail = file.read()
+        at = tail.rfind(b"PK\x05\x06")
+        if at < 0 or len(tail) < at + 22:
+            return None
+        count, directory_bytes = struct.unpack_from("<HI", tail, at + 10)
+        if at >= 20 and tail[at - 20 : at - 16] == b"PK\x06\x07":
+            file.seek(struct.unpack_from("<Q", tail, at - 12)[0])
+            record = file.read(56)
+            if record[:4] == b"PK\x06\x06" and len(record) == 56:
+                count, directory_bytes = struct.unpack_from("<QQ", record, 32)
+    return count, directory_bytes
+
+
+def _largest_expected_member(expected: Shapes | None) -> int:
+    """Bytes of the largest member a valid submission needs (float64 .npy); 0 if unknown."""
+    if not expected:
+        return 0
+    return NPY_HEADER_MAX_BYTES + 8 * max(math.prod(shape) for shape in expected.values())
+
+
+def _member_problem(
+    info: zipfile.ZipInfo, seen: set[str], limits: SubmissionLimits, harmless_bytes: int
+) -> str | None:
+    """What is wrong with a zip member, from its central directory entry alone."""
+    parts = info.filename.replace("\\", "/").split("/")
+    ratio = info.file_size / max(info.compress_size, 1)
+    if info.filename.startswith(("/", "\\")) or ".." in parts or ":" in parts[0]:
+        return "path is absolute or leaves the archive (zip-slip)"
+    if stat.S_ISLNK(info.external_attr >> 16):
+        return "is a symlink"
+    if info.flag_bits & 0x1:
+        return "is encrypted"
+    if info.compress_type not in ZIP_METHODS:
+        return f"uses compression method {info.compress_type}; only stored or deflated are read"
+    if info.filename in seen:
+        return "appears twice"
+    if info.file_size > limits.max_array_bytes:
+        return (
+            f"declares {info.file_size} bytes uncompressed, above the limit of "
+            f"{limits.max_array_bytes}"
+        )
+    if info.file_size > harmless_bytes and ratio > limits.max_compression_ratio:
+        return (
+            f"declares {info.file_size} bytes compressed into {info.compress_size} (ratio "
+            f"{ratio:.0f}:1, limit {limits.max_compression_ratio:.0f}:1): a zip bomb"
+        )
+    return None
+
+
+def _open_zip(path: Path, limits: SubmissionLimits, harmless_bytes: int) -> zipfile.ZipFile:
+    """Open a zip and screen every member from the central directory; nothing is decompressed."""
+    declared = _zip_member_count(path)
+    if declared and (declared[0] > limits.max_members or declared[1] > 4096 * limits.max_members):
+        raise InvalidInput(
+            str(path),
+            f"{declared[0]} members ({declared[1]} bytes of directory), "
+            f"above the limit of {limits.max_members}",
+        )
+    try:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, ValueError, EOFError) as error:
+        raise InvalidInput(str(path), f"not a readable zip file ({error})") from None
+    infos, seen, total = archive.infolist(), set(), 0
+    for info in infos:
+        problem = _member_problem(info, seen, limits, harmless_bytes)
+        if problem:
+            archive.close()
+            raise InvalidInput(
+                f"{path}:{info.filename}", f"member {problem}; refused before decompressing"
+            )
+        seen.add(info.filename)
+        total += info.file_size
+    if len(infos) > limits.max_members or total > limits.max_total_bytes:
+        archive.close()
+        raise InvalidInput(
+            str(path),
+            f"{len(infos)} members declaring {total} bytes uncompressed,"
+            f" above the limits ({limits.max_members} members, "
+            f"{limits.max_total_bytes} bytes)",
+        )
+    return archive
+
+
+def _stream_to_scratch(
+    what: str,
+    archive: zipfile.ZipFile,
+    info: zipfile.ZipInfo,
+    scratch_dir: str | os.PathLike | None,
+) -> da.Array:
+    """Decompress a member once, a block of whole rows (~4 MiB) at a time, into a scratch zarr
+    store deleted with the array; memory stays at one block."""
+    directory = tempfile.mkdtemp(prefix="seisctf-npz-", dir=scratch_dir)
+    try:
+        with archive.open(info) as stream:
+            shape, dtype, fortran_order = _read_npy_header(what, stream)
+            rows_shape = shape[::-1] if fortran_order else shape  # Fortran = C order transposed
+            row_bytes = max(1, math.prod(rows_shape[1:]) * dtype.itemsize)
+            rows = max(1, min(rows_shape[0], cv.TARGET_CHUNK_BYTES // row_bytes))
+            target = zarr.create_array(
+                directory,
+                shape=rows_shape,
+                dtype=dtype.newbyteorder("="),
+                chunks=(rows, *rows_shape[1:]),
+                compressors=None,
+            )
+            for start in range(0, rows_shape[0], rows):
+                count = min(rows, rows_shape[0] - start)
+                block = stream.read(count * row_bytes)
+                if len(block) != count * row_bytes:
+                    raise InvalidInput(what, f"truncated: data ends within row {start + count}")
+                target[start : start + count] = np.frombuffer(block, dtype).reshape(
+                    count, *rows_shape[1:]
+                )
+            if stream.read(1):
+                raise InvalidInput(what, "more data than its .npy header declares")
+    except BaseException as error:
+        shutil.rmtree(directory, ignore_errors=True)
+        if isinstance(error, zipfile.BadZipFile | zlib.error | EOFError | OSError):
+            raise InvalidInput(what, f"corrupt compressed data ({error})") from None
+        raise
+    weakref.finalize(target, shutil.rmtree, directory, True)
+    array = da.from_zarr(target)
+    return array.transpose() if fortran_order else array
+
+
+def _npz_arrays(
+    path: Path,
+    expected: Shapes | None,
+    limits: SubmissionLimits,
+    scratch_dir: str | os.PathLike | None,
+) -> dict:
     if not zipfile.is_zipfile(path):
         raise InvalidInput(str(path), "not an .npz archive (a zip of .npy files)")
-    members = {}
-    with zipfile.ZipFile(path) as archive:
+    with (
+        _open_zip(path, limits, _largest_expected_member(expected)) as archive,
+        path.open("rb") as file,
+    ):
+        members = {}
         for info in archive.infolist():
             name = info.filename.removesuffix(".npy")
-            if not info.filename.endswith(".npy") or "/" in name:
+            if name == info.filename or "/" in name:
                 raise InvalidInput(f"{path}:{info.filename}", "not a top-level .npy member")
-            try:
-                with archive.open(info) as stream:
-                    shape, dtype = _npy_header(stream)
-            except ValueError as error:
-                raise InvalidInput(f"{path}:{name}", f"unreadable .npy header ({error})") from None
-            if dtype.hasobject:
-                raise InvalidInput(f"{path}:{name}", "object arrays (pickles) are refused")
-            members[name] = NpzMember(str(path), name, shape, dtype)
-    return members
+            members[name] = info
+        _refuse_names(str(path), members, expected)
+        arrays = {}
+        for name, info in sorted(members.items()):  # every header first: nothing big is read
+            what = f"{path}:{name}"
+            if info.compress_type == zipfile.ZIP_STORED:  # map the data inside the zip file
+                file.seek(info.header_offset)  # local header: 30 bytes, then name and extra
+                local = file.read(30)
+                if len(local) < 30 or local[:4] != b"PK\x03\x04":
+                    raise InvalidInput(what, "corrupt zip: no local header found")
+                start = info.header_offset + 30 + sum(struct.unpack_from("<HH", local, 26))
+                arrays[name] = _mapped_npy(
+                    what, path, start, info.file_size, name, expected, limits
+                )
+                continue
+            with archive.open(info) as stream:
+                shape, dtype, _ = _read_npy_header(what, stream)
+                declared = stream.tell() + _check_array(what, name, shape, dtype, expected, limits)
+            if info.file_size != declared:
+                raise InvalidInput(
+                    what,
+                    f"holds {info.file_size} bytes, its .npy header declares "
+                    f"{declared}: truncated or padded",
+                )
+        return {
+            name: arrays.get(name)
+            or _stream_to_scratch(f"{path}:{name}", archive, members[name], scratch_dir)
+            for name in members
+        }
 
 
-def _npy_folder_arrays(path: Path) -> dict[str, Any]:
-    arrays = {}
-    for file in sorted(path.glob("*.npy")):
-        try:
-            arrays[file.stem] = np.load(file, mmap_mode="r", allow_pickle=False)
-        except ValueError as error:
-            raise InvalidInput(str(file), f"cannot read as a plain .npy array ({error})") from None
+def _chunk_bytes(array: zarr.Array) -> int:
+    return (
+        math.prod(getattr(array, "shards", None) or array.chunks) * np.dtype(array.dtype).itemsize
+    )
+
+
+def _group_arrays(
+    what: str, open_group: Any, expected: Shapes | None, limits: SubmissionLimits
+) -> dict[str, zarr.Array]:
+    """The arrays at a zarr group's root, checked from metadata; arrays in subgroups are refused."""
+    try:
+        group = open_group()
+        members = list(group.members(max_depth=None))
+    except METADATA_ERRORS as error:
+        raise InvalidInput(
+            what, f"no readable zarr group ({type(error).__name__}: {error})"
+        ) from None
+    arrays = dict(sorted((path, node) for path, node in members if isinstance(node, zarr.Array)))
+    nested = sorted(path for path in arrays if "/" in path)
+    if nested:
+        raise InvalidInput(
+            what, f"arrays {nested} sit in nested groups; arrays must be at the group root"
+        )
+    _refuse_names(what, arrays, expected)
+    for name, array in arrays.items():
+        _check_array(f"{what}:{name}", name, array.shape, array.dtype, expected, limits)
+        if _chunk_bytes(array) > limits.max_chunk_bytes:
+            raise InvalidInput(
+                f"{what}:{name}",
+                f"chunks of {_chunk_bytes(array)} bytes, above "
+                f"the limit of {limits.max_chunk_bytes}",
+            )
     return arrays
 
 
-def read_submission_arrays(
-    source: str | Mapping[str, Any], storage_options: storage.StorageOptions | None = None
+def _zip_group_arrays(path: Path, expected: Shapes | None, limits: SubmissionLimits) -> dict:
+    with _open_zip(path, limits, _largest_expected_member(expected)) as archive:
+        infos = archive.infolist()
+    metadata = [info for info in infos if f"/{info.filename}".endswith("/zarr.json")]
+    roots = {info.filename.removesuffix("zarr.json") for info in metadata}
+    tops = sorted(root for root in roots if not any(root.startswith(o) for o in roots - {root}))
+    if len(tops) != 1:
+        raise InvalidInput(
+            str(path),
+            "zip holds no zarr group (no zarr.json)"
+            if not tops
+            else f"zip holds several zarr groups {tops}, expected one",
+        )
+    for info in metadata:
+        if info.file_size > METADATA_MAX_BYTES:
+            raise InvalidInput(f"{path}:{info.filename}", f"metadata of {info.file_size} bytes")
+    store = zarr.storage.ZipStore(path.absolute(), mode="r")
+    arrays = _group_arrays(
+        str(path),
+        lambda: zarr.open_group(store, mode="r", path=tops[0].rstrip("/") or None),
+        expected,
+        limits,
+    )
+    for name, array in arrays.items():  # a chunk member is read whole: bound it by the chunk
+        most = _chunk_bytes(array) + CODEC_SLACK_BYTES
+        for info in infos:
+            if info.filename.startswith(f"{tops[0]}{name}/") and info.file_size > most:
+                raise InvalidInput(
+                    f"{path}:{info.filename}",
+                    f"member declares {info.file_size} "
+                    f"bytes, more than a chunk of {name} holds ({most}); refused "
+                    "before decompressing",
+                )
+    return arrays
+
+
+def _local_arrays(
+    source: str,
+    expected: Shapes | None,
+    limits: SubmissionLimits,
+    scratch_dir: str | os.PathLike | None,
 ) -> dict:
-    """Raw arrays (numpy, memmap, zarr or Dask) by name, from any supported submission format
-    or from a mapping of arrays (a submission made in Python)."""
-    if isinstance(source, Mapping):
-        return dict(source)
     path = Path(source)
-    if not storage.is_remote(source):
-        if not path.exists():
-            raise InvalidInput(source, "submission not found")
-        if path.suffix == ".npz":
-            return _npz_arrays(path)
-        if path.suffix == ".zip":
-            return _zip_arrays(path)
-        if path.is_dir() and not (path / "zarr.json").exists() and any(path.glob("*.npy")):
-            return _npy_folder_arrays(path)
-    return _zarr_group_arrays(storage.open_group(source, storage_options))
+    if not path.exists():
+        raise InvalidInput(source, "submission not found")
+    if path.is_dir():
+        _refuse_symlinks(path)
+        if (path / "zarr.json").is_file():
+            return _group_arrays(
+                source, lambda: storage.open_group(str(path.absolute())), expected, limits
+            )
+        if any(path.glob("*.npy")):
+            return _npy_folder_arrays(path, expected, limits)
+        raise InvalidInput(source, "folder holds no zarr group (no zarr.json) and no .npy files")
+    if path.is_file() and path.suffix == ".npz":
+        return _npz_arrays(path, expected, limits, scratch_dir)
+    if path.is_file() and (path.suffix == ".zip" or zipfile.is_zipfile(path)):
+        return _zip_group_arrays(path, expected, limits)
+    raise InvalidInput(
+        source, "no zarr group here, nor a .zip of one, an .npz or a folder of .npy files"
+    )
+
+
+def read_submission_arrays(
+    source: str | Mapping[str, Any],
+    storage_options: storage.StorageOptions | None = None,
+    *,
+    manifest: Mapping[str, Any] | None = None,
+    limits: SubmissionLimits | None = None,
+    scratch_dir: str | os.PathLike | None = None,
+) -> dict:
+    """Array-likes by name (zarr, memory-mapped, Dask or numpy) from any submission format or a
+    mapping of arrays, checked from metadata only; names and shapes too when a manifest is given."""
+    expected = expected_shapes(manifest) if manifest is not None else None
+    limits = limits or DEFAULT_LIMITS
+    what = source if isinstance(source, str) else "submission"
+    if isinstance(source, Mapping):
+        arrays = {name: a if hasattr(a, "dtype") else np.asarray(a) for name, a in source.items()}
+        _refuse_names(what, arrays, expected)
+        for name, array in arrays.items():
+            _check_array(f"{what}:{name}", name, array.shape, array.dtype, expected, limits)
+    elif storage.is_remote(source):
+        if source.rstrip("/").endswith((".zip", ".npz")):
+            raise InvalidInput(source, "only zarr groups are read from URLs; give a local path")
+        arrays = _group_arrays(
+            source, lambda: storage.open_group(source, storage_options), expected, limits
+        )
+    else:
+        arrays = _local_arrays(source, expected, limits, scratch_dir)
+    total = sum(math.prod(a.shape) * np.dtype(a.dtype).itemsize for a in arrays.values())
+    if total > limits.max_total_bytes:
+        raise InvalidInput(
+            what, f"{total} bytes in all, above the limit of {limits.max_total_bytes}"
+        )
+    return arrays
 
 
 def open_submission(
     source: str | Mapping[str, Any],
     manifest: Mapping[str, Any],
     storage_options: storage.StorageOptions | None = None,
+    limits: SubmissionLimits | None = None,
+    *,
+    scratch_dir: str | os.PathLike | None = None,
 ) -> dict[str, da.Array]:
-    """Validate names, shapes and dtypes; return float64 Dask arrays chunked like the truth."""
-    arrays = read_submission_arrays(source, storage_options)
-    if isinstance(source, Mapping):
-        source = "submission"
-    shapes = expected_shapes(manifest)
-    missing = sorted(set(shapes) - set(arrays), key=cv.TEST_NAMES.index)
-    unexpected = sorted(set(arrays) - set(shapes))
-    if missing:
-        raise InvalidInput(source, f"missing arrays {missing}")
-    if unexpected:
-        raise InvalidInput(
-            source, f"unexpected arrays {unexpected}; expected exactly {sorted(shapes)}"
-        )
+    """Validate names, shapes, dtypes and sizes; return float64 Dask arrays chunked like the truth.
+
+    `scratch_dir` holds the temporary zarr stores of compressed .npz members (default: $TMPDIR).
+    """
+    arrays = read_submission_arrays(
+        source, storage_options, manifest=manifest, limits=limits, scratch_dir=scratch_dir
+    )
     opened = {}
-    for name, shape in shapes.items():
-        array = arrays[name]
-        if tuple(array.shape) != shape:
-            raise InvalidInput(f"{source}:{name}", f"shape {tuple(array.shape)}, expected {shape}")
-        if np.dtype(array.dtype).kind != "f":
-            raise InvalidInput(f"{source}:{name}", f"dtype {array.dtype}, expected floating point")
+    for name, shape in expected_shapes(manifest).items():
         chunks = cv.time_space_chunks(*shape)
-        if isinstance(array, da.Array):
-            opened[name] = array.rechunk(chunks).astype(np.float64)
-        else:
-            opened[name] = da.from_array(array, chunks=chunks, asarray=True).astype(np.float64)
+        array = arrays[name]
+        if not isinstance(array, da.Array):
+            array = da.from_array(array, chunks=chunks, asarray=True)
+        opened[name] = array.rechunk(chunks).astype(np.float64)
     return opened
+
+
+# --- non-finite values, found in the scoring pass -----------------------------------------------
+
+_NO_INDEX = np.iinfo(np.int64).max
+
+
+def _block_nonfinite(block: np.ndarray, block_info: dict | None = None) -> np.ndarray:
+    """(1, …, 1, 2) int64: [count, global C-order flat index of the first] of one block. A block's
+    first in its own C order is its first globally: C order is lexicographic, like a block's."""
+    bad = ~np.isfinite(block)
+    count, first = int(np.count_nonzero(bad)), _NO_INDEX
+    if count:
+        info = block_info[0]
+        local = np.unravel_index(int(np.argmax(bad)), block.shape)
+        start = [begin for begin, _ in info["array-location"]]
+        first = int(
+            np.ravel_multi_index([i + s for i, s in zip(local, start, strict=True)], info["shape"])
+        )
+    return np.array([count, first], dtype=np.int64).reshape((1,) * block.ndim + (2,))
+
+
+def nonfinite_report(array: da.Array) -> da.Array:
+    """Lazy int64 `[count, first flat index]` of NaN/Inf values (C order; −1 when none), reduced
+    chunk by chunk, so it is computed in the same pass as the scores."""
+    per_block = array.map_blocks(
+        _block_nonfinite,
+        dtype=np.int64,
+        new_axis=array.ndim,
+        chunks=(*((1,) * len(c) for c in array.chunks), (2,)),
+        meta=np.empty((0,) * (array.ndim + 1), np.int64),
+    )
+    first = per_block[..., 1].min()
+    return da.stack([per_block[..., 0].sum(), da.where(first == _NO_INDEX, -1, first)]).astype(
+        np.int64
+    )
+
+
+def describe_nonfinite(name: str, count: int, first_flat_index: int, shape: Any) -> str:
+    """'X3test: 12 non-finite values (NaN or Inf), first at [17, 5]'."""
+    if count <= 0:
+        return f"{name}: all values finite"
+    where = ", ".join(str(int(i)) for i in np.unravel_index(int(first_flat_index), tuple(shape)))
+    return f"{name}: {count} non-finite value{'s' * (count != 1)} (NaN or Inf), first at [{where}]"
+
+
+def raise_if_nonfinite(source: str, reports: Mapping[str, Any], shapes: Mapping[str, Any]) -> None:
+    """Raise InvalidInput naming every array whose report `(count, first index)` counts NaN/Inf."""
+    bad = [
+        describe_nonfinite(name, int(count), int(first), shapes[name])
+        for name, (count, first) in reports.items()
+        if int(count) > 0
+    ]
+    if bad:
+        raise InvalidInput(source, "; ".join(bad))

@@ -51,7 +51,8 @@ def bundle(tmp_path_factory):
 def test_manifest_follows_the_contract(bundle):
     public_url, truth_url, manifest = bundle
     public = _arrays(public_url)
-    assert sorted(public, key=cv.TRAIN_NAMES.index) == list(cv.TRAIN_NAMES)
+    validation_names = [f"X{i}val" for i in range(1, 10)]
+    assert sorted(public) == sorted([*cv.TRAIN_NAMES, *validation_names])
     assert sorted(_arrays(truth_url), key=cv.TEST_NAMES.index) == list(cv.TEST_NAMES)
     attrs = storage.read_attrs(public_url)
     assert attrs[cv.ATTR_CTF] == manifest
@@ -70,15 +71,23 @@ def test_manifest_follows_the_contract(bundle):
     }
     assert manifest["pairs"][8]["parameters"]["test"] == 70.0
     assert [name for name, _, _ in cv.scored_metrics(manifest["pairs"])] == list(cv.SCORE_NAMES)
+    blocks = manifest["truth_sha256_blocks"]
+    assert blocks["block_rows"] > 0 and set(blocks) == {"block_rows", *cv.TEST_NAMES}
     assert all(array.dtype == np.float32 for array in public.values())
 
 
 def test_commitments_match_truth_independently(bundle):
     public_url, truth_url, manifest = bundle
-    salt = zarr.open_group(truth_url, mode="r").attrs[cv.ATTR_CTF_SALT]
+    salt = bytes.fromhex(zarr.open_group(truth_url, mode="r").attrs[cv.ATTR_CTF_SALT])
+    rows = manifest["truth_sha256_blocks"]["block_rows"]
     for name, array in _arrays(truth_url).items():
-        digest = hashlib.sha256(bytes.fromhex(salt) + array.astype("<f4").tobytes(order="C"))
+        digest = hashlib.sha256(salt + array.astype("<f4").tobytes(order="C"))
         assert manifest["truth_sha256"][name] == digest.hexdigest()
+        leaves = b"".join(
+            hashlib.sha256(salt + array[start : start + rows].astype("<f4").tobytes()).digest()
+            for start in range(0, array.shape[0], rows)
+        )
+        assert manifest["truth_sha256_blocks"][name] == hashlib.sha256(salt + leaves).hexdigest()
 
 
 def test_public_bundle_holds_no_truth_even_shifted(bundle):

@@ -18,13 +18,21 @@ from seisctf.scoring import leaderboard
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-def result(name: str, avg_score: float | None, dataset: str = "global",
-           scores: dict | None = None) -> dict:
+def result(
+    name: str, avg_score: float | None, dataset: str = "global", scores: dict | None = None
+) -> dict:
     """A scorer's result object (ARCHITECTURE.md, "Scoring conventions")."""
     if scores is None:
         scores = {score: avg_score for score in cv.SCORE_NAMES}
-    return {"name": name, "dataset": dataset, "convention": "reference", "scores": scores,
-            "avg_score": avg_score, "raw_scores": dict(scores), "truth_sha256_verified": True}
+    return {
+        "name": name,
+        "dataset": dataset,
+        "convention": "reference",
+        "scores": scores,
+        "avg_score": avg_score,
+        "raw_scores": dict(scores),
+        "truth_sha256_verified": True,
+    }
 
 
 # One unscorable task (E5 None), one model with no scorable task at all (avg None).
@@ -42,8 +50,15 @@ RESULTS = [
 @pytest.fixture
 def db(tmp_path):
     path = tmp_path / "nested" / "leaderboard.sqlite"
-    ids = [leaderboard.record(path, r, truth_commitment=f"commit-{r['dataset']}",
-                              metadata={"description": f"model {r['name']}"}) for r in RESULTS]
+    ids = [
+        leaderboard.record(
+            path,
+            r,
+            truth_commitment=f"commit-{r['dataset']}",
+            metadata={"description": f"model {r['name']}"},
+        )
+        for r in RESULTS
+    ]
     assert ids == sorted(ids) and len(set(ids)) == len(RESULTS)
     return path
 
@@ -52,8 +67,11 @@ def test_record_entries_as_json_round_trip_ranked_by_avg_score(db):
     rows = leaderboard.entries(db)
     assert [(e["dataset"], e["model"]) for e in rows] == [
         ("das", "das-model"),
-        ("global", "best-model"), ("global", "partly"), ("global", "persistence"),
-        ("global", "zeros"), ("global", "unscorable"),  # None ranks last
+        ("global", "best-model"),
+        ("global", "partly"),
+        ("global", "persistence"),
+        ("global", "zeros"),
+        ("global", "unscorable"),  # None ranks last
     ]
     by_model = {e["model"]: e for e in rows}
     for original in RESULTS:
@@ -72,8 +90,13 @@ def test_record_entries_as_json_round_trip_ranked_by_avg_score(db):
     for row in table:
         assert set(row) == {"model", "dataset", "convention", "scores", "avg_score"}
     assert [row["model"] for row in table] == [e["model"] for e in rows]
-    assert table[1] == {"model": "best-model", "dataset": "global", "convention": "reference",
-                        "scores": {score: 87.25 for score in cv.SCORE_NAMES}, "avg_score": 87.25}
+    assert table[1] == {
+        "model": "best-model",
+        "dataset": "global",
+        "convention": "reference",
+        "scores": {score: 87.25 for score in cv.SCORE_NAMES},
+        "avg_score": 87.25,
+    }
 
 
 def test_entries_filter_by_family(db):
@@ -85,8 +108,9 @@ def test_entries_filter_by_family(db):
 
 def test_truth_commitment_of_depends_only_on_the_hashes():
     first = leaderboard.truth_commitment_of({"truth_sha256": {"X1test": "aa", "X2test": "bb"}})
-    same = leaderboard.truth_commitment_of({"truth_sha256": {"X2test": "bb", "X1test": "aa"},
-                                            "dataset": "other"})
+    same = leaderboard.truth_commitment_of(
+        {"truth_sha256": {"X2test": "bb", "X1test": "aa"}, "dataset": "other"}
+    )
     other = leaderboard.truth_commitment_of({"truth_sha256": {"X1test": "ab", "X2test": "bb"}})
     assert first == same != other
     assert re.fullmatch("[0-9a-f]{64}", first)
@@ -140,8 +164,9 @@ def test_concurrent_writers_lose_no_entry(tmp_path):
     assert leaderboard.entries(db_path) == []
     context = multiprocessing.get_context("spawn")
     start = context.Barrier(N_WRITERS)
-    writers = [context.Process(target=_record_one, args=(db_path, i, start))
-               for i in range(N_WRITERS)]
+    writers = [
+        context.Process(target=_record_one, args=(db_path, i, start)) for i in range(N_WRITERS)
+    ]
     for writer in writers:
         writer.start()
     for writer in writers:

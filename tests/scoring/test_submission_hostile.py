@@ -1,0 +1,734 @@
+"""Hostile submissions: every malformed file is made here by code (no committed binaries), refused
+with InvalidInput naming the culprit, from the library and from `seisctf score ctf` (exit 3, one
+line, no traceback, nothing written). Valid large submissions are read without being copied whole
+into memory; non-finite values are located chunk-wise, independently of the chunking."""
+
+from __future__ import annotations
+
+import functools
+import gc
+import io
+import os
+import stat
+import struct
+import tracemalloc
+import zipfile
+import zlib
+from pathlib import Path
+
+import dask.array as da
+import numpy as np
+import pytest
+import zarr
+from conftest import TINY_LAYOUT, smooth_wavefield
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from seisctf import cli
+from seisctf import conventions as cv
+from seisctf.errors import InvalidInput
+from seisctf.pipeline.tasks import build_bundle, write_bundle
+from seisctf.scoring.ctf import open_truth, score_ctf
+from seisctf.scoring.submission import (
+    DEFAULT_LIMITS,
+    SubmissionLimits,
+    describe_nonfinite,
+    nonfinite_report,
+    open_submission,
+    raise_if_nonfinite,
+)
+
+SECRET = "test-secret-hostile"
+BOMB_BYTES = 2 * 2**30  # what the zip bombs would decompress to
+
+
+# --- fixtures -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory):
+    """(truth URL, manifest, truth arrays as numpy) of a tiny bundle."""
+    root = tmp_path_factory.mktemp("bundle")
+    truth_url = str(root / "truth.zarr")
+    built = build_bundle(smooth_wavefield(), TINY_LAYOUT, SECRET)
+    write_bundle(built, str(root / "public.zarr"), truth_url, SECRET, quiet=True)
+    manifest, _, truth = open_truth(truth_url)
+    return truth_url, manifest, {name: array.compute() for name, array in truth.items()}
+
+
+@pytest.fixture(scope="module")
+def submission(bundle):
+    _, _, truth = bundle
+    rng = np.random.default_rng(11)
+    return {
+        name: (array + 0.2 * rng.standard_normal(array.shape)).astype(np.float32)
+        for name, array in truth.items()
+    }
+
+
+# --- writers ------------------------------------------------------------------------------------
+
+
+def npy_bytes(array: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, array, allow_pickle=array.dtype.hasobject)
+    return buffer.getvalue()
+
+
+def write_npz(arrays: dict, path: Path, extra: dict[str, bytes] | None = None) -> Path:
+    """An .npz of `arrays`, plus raw `extra` members written as given (names unchecked)."""
+    with zipfile.ZipFile(path, "w") as zipped:
+        for name, array in arrays.items():
+            zipped.writestr(f"{name}.npy", npy_bytes(array))
+        for name, payload in (extra or {}).items():
+            zipped.writestr(zipfile.ZipInfo(name), payload)
+    return path
+
+
+def write_npy_folder(arrays: dict, path: Path) -> Path:
+    path.mkdir()
+    for name, array in arrays.items():
+        (path / f"{name}.npy").write_bytes(npy_bytes(array))
+    return path
+
+
+def write_zarr(arrays: dict, path: Path) -> Path:
+    group = zarr.open_group(str(path), mode="w", zarr_format=3)
+    for name, array in arrays.items():
+        group.create_array(name, data=array, chunks=(32, 16))
+    return path
+
+
+def zip_files(directory: Path, archive: Path, extra: dict[str, bytes] | None = None) -> Path:
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zipped:
+        for file in sorted(directory.rglob("*")):
+            if file.is_file():
+                zipped.write(file, file.relative_to(directory).as_posix())
+        for name, payload in (extra or {}).items():
+            zipped.writestr(zipfile.ZipInfo(name), payload, zipfile.ZIP_DEFLATED)
+    return archive
+
+
+@functools.cache
+def deflated_zeros(prefix: bytes, n_zero_mib: int) -> tuple[bytes, int]:
+    """(raw deflate stream, CRC-32) of `prefix` then n MiB of zeros, built in milliseconds: after
+    a full flush the compressor restarts, so one compressed MiB of zeros can be repeated."""
+    compressor = zlib.compressobj(9, zlib.DEFLATED, -15)
+    head = compressor.compress(prefix) + compressor.flush(zlib.Z_FULL_FLUSH)
+    block = compressor.compress(bytes(2**20)) + compressor.flush(zlib.Z_FULL_FLUSH)
+    crc, zeros = zlib.crc32(prefix), bytes(2**24)
+    for _ in range(n_zero_mib // 16):
+        crc = zlib.crc32(zeros, crc)
+    return head + block * n_zero_mib + compressor.flush(zlib.Z_FINISH), crc
+
+
+def write_raw_zip(path: Path, members: list[tuple[str, bytes]], bomb_name: str) -> Path:
+    """A zip written byte by byte: `members` stored, then `bomb_name` declaring 2 GiB of a valid
+    .npy of zeros, deflated to about 2 MiB (a real bomb: it decompresses to what it declares)."""
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        header, {"descr": "<f8", "fortran_order": False, "shape": (BOMB_BYTES // 8,)}
+    )
+    data, crc = deflated_zeros(header.getvalue(), BOMB_BYTES // 2**20)
+    entries = [(name, payload, len(payload), zlib.crc32(payload), 0) for name, payload in members]
+    entries.append((bomb_name, data, len(header.getvalue()) + BOMB_BYTES, crc, 8))
+    central = []
+    with path.open("wb") as file:
+        for name, payload, size, checksum, method in entries:
+            offset, encoded = file.tell(), name.encode()
+            file.write(
+                struct.pack(
+                    "<IHHHHHIIIHH",
+                    0x04034B50,
+                    20,
+                    0,
+                    method,
+                    0,
+                    0,
+                    checksum,
+                    len(payload),
+                    size,
+                    len(encoded),
+                    0,
+                )
+                + encoded
+                + payload
+            )
+            central.append(
+                struct.pack(
+                    "<IHHHHHHIIIHHHHHII",
+                    0x02014B50,
+                    0x031E,
+                    20,
+                    0,
+                    method,
+                    0,
+                    0,
+                    checksum,
+                    len(payload),
+                    size,
+                    len(encoded),
+                    0,
+                    0,
+                    0,
+                    0,
+                    0o100644 << 16,
+                    offset,
+                )
+                + encoded
+            )
+        start, directory = file.tell(), b"".join(central)
+        file.write(
+            directory
+            + struct.pack(
+                "<IHHHHIIH", 0x06054B50, 0, 0, len(entries), len(entries), len(directory), start, 0
+            )
+        )
+    return path
+
+
+def _with(submission, name, array):
+    return {**submission, name: array}
+
+
+def _without(submission, name):
+    return {n: a for n, a in submission.items() if n != name}
+
+
+def _objects(shape):
+    objects = np.empty(shape, dtype=object)
+    objects[...] = 1.5
+    return objects
+
+
+# --- the malformed submissions: (writer, fragments of the message) --------------------------------
+
+
+def npz_bomb(s, root):
+    members = [(f"{n}.npy", npy_bytes(a)) for n, a in s.items() if n != "X1test"]
+    return write_raw_zip(root / "bomb.npz", members, "X1test.npy")
+
+
+def zarr_zip_bomb(s, root):
+    group = write_zarr(s, root / "g.zarr")
+    members = [
+        (f.relative_to(group).as_posix(), f.read_bytes())
+        for f in sorted(group.rglob("*"))
+        if f.is_file()
+    ]
+    return write_raw_zip(root / "bomb.zip", members, "X1test/c/9/9")
+
+
+def zip_slip(s, root):
+    return write_npz(_without(s, "X2test"), root / "s.npz", {"../evil.npy": npy_bytes(s["X2test"])})
+
+
+def absolute_member(s, root):
+    return zip_files(
+        write_zarr(s, root / "g.zarr"), root / "s.zip", {"/tmp/x.npy": npy_bytes(s["X1test"])}
+    )
+
+
+def symlink_member(s, root):
+    path = write_npz(_without(s, "X5test"), root / "s.npz")
+    link = zipfile.ZipInfo("X5test.npy")
+    link.external_attr = (stat.S_IFLNK | 0o777) << 16
+    with zipfile.ZipFile(path, "a") as zipped:
+        zipped.writestr(link, "/etc/passwd")
+    return path
+
+
+def symlinked_npy(s, root):
+    path = write_npy_folder(_without(s, "X3test"), root / "npy")
+    (root / "elsewhere.npy").write_bytes(npy_bytes(s["X3test"]))
+    (path / "X3test.npy").symlink_to(root / "elsewhere.npy")
+    return path
+
+
+def symlink_out_of_folder(s, root):
+    path = write_zarr(s, root / "g.zarr")
+    (path / "notes").symlink_to("/etc/passwd")
+    return path
+
+
+def pickled_npy(s, root):
+    path = write_npy_folder(_without(s, "X4test"), root / "npy")
+    np.save(path / "X4test.npy", _objects(s["X4test"].shape), allow_pickle=True)
+    return path
+
+
+def object_npz(s, root):
+    return write_npz(_with(s, "X4test", _objects(s["X4test"].shape)), root / "s.npz")
+
+
+def integer_npy(s, root):
+    return write_npy_folder(_with(s, "X2test", s["X2test"].astype(np.int64)), root / "npy")
+
+
+def boolean_npz(s, root):
+    return write_npz(_with(s, "X7test", s["X7test"] > 0), root / "s.npz")
+
+
+def complex_zarr(s, root):
+    return write_zarr(_with(s, "X6test", s["X6test"].astype(np.complex128)), root / "g.zarr")
+
+
+def string_npz(s, root):
+    return write_npz(_with(s, "X9test", s["X9test"].astype("U5")), root / "s.npz")
+
+
+def structured_npy(s, root):
+    pairs = np.zeros(s["X8test"].shape, dtype=[("a", "<f4"), ("b", "<f4")])
+    return write_npy_folder(_with(s, "X8test", pairs), root / "npy")
+
+
+def wrong_shape(s, root):
+    return write_npz(_with(s, "X5test", s["X5test"][:-1]), root / "s.npz")
+
+
+def transposed(s, root):
+    return write_npy_folder(_with(s, "X8test", s["X8test"].T.copy()), root / "npy")
+
+
+def missing(s, root):
+    return write_npz(_without(s, "X7test"), root / "s.npz")
+
+
+def extra(s, root):
+    group = write_zarr({**s, "X10test": s["X1test"]}, root / "g.zarr")
+    return zip_files(group, root / "s.zip")
+
+
+def nested_group(s, root):
+    path = write_zarr(_without(s, "X1test"), root / "g.zarr")
+    write_zarr({"X1test": s["X1test"]}, path / "model")
+    return path
+
+
+def huge_chunks(s, root):
+    path = write_zarr(_without(s, "X2test"), root / "g.zarr")
+    zarr.open_group(str(path), mode="r+").create_array(
+        "X2test", shape=s["X2test"].shape, dtype="f8", chunks=(2**16, 2**12)
+    )
+    return path
+
+
+def text_file(s, root):
+    path = root / "submission.txt"
+    path.write_text("X1test = [1, 2, 3]\n")
+    return path
+
+
+def empty_folder(s, root):
+    (root / "empty").mkdir()
+    return root / "empty"
+
+
+def truncated_npy(s, root):
+    path = write_npy_folder(s, root / "npy")
+    data = (path / "X5test.npy").read_bytes()
+    (path / "X5test.npy").write_bytes(data[: len(data) // 2])
+    return path
+
+
+def not_a_zip(s, root):
+    path = root / "submission.zip"
+    path.write_bytes(b"PK\x03\x04 but nothing else of a zip" * 10)
+    return path
+
+
+def absurd_shape(s, root):
+    path = write_npy_folder(_without(s, "X1test"), root / "npy")
+    with (path / "X1test.npy").open("wb") as file:
+        np.lib.format.write_array_header_1_0(
+            file, {"descr": "<f8", "fortran_order": False, "shape": (10**12, 10**12)}
+        )
+        file.write(bytes(64))
+    return path
+
+
+def too_many_members(s, root):
+    return write_npz(s, root / "s.npz", {f"pad{i}.npy": b"" for i in range(1000)})
+
+
+def duplicate_member(s, root):
+    path = write_npz(s, root / "s.npz")
+    with pytest.warns(UserWarning), zipfile.ZipFile(path, "a") as zipped:
+        zipped.writestr("X6test.npy", npy_bytes(s["X6test"] * 0))
+    return path
+
+
+def bzip2_npz(s, root):
+    """bzip2 can inflate one 4 KiB read to gigabytes whatever the member declares: refused."""
+    path = root / "s.npz"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_BZIP2) as zipped:
+        for name, array in s.items():
+            zipped.writestr(f"{name}.npy", npy_bytes(array))
+    return path
+
+
+def encrypted_member(s, root):
+    """zipfile cannot write encryption: set the flag bit of one central directory entry."""
+    path = write_npz(s, root / "s.npz")
+    with zipfile.ZipFile(path) as zipped:
+        directory = zipped.start_dir
+    data = bytearray(path.read_bytes())
+    entry = data.index(b"X2test.npy", directory) - 46  # the name follows a 46-byte entry header
+    data[entry + 8] |= 0x1
+    path.write_bytes(bytes(data))
+    return path
+
+
+def corrupt_deflate(s, root):
+    """Valid headers, damaged compressed data: found while streaming, as bad input."""
+    path = root / "s.npz"
+    np.savez_compressed(path, **s)
+    with zipfile.ZipFile(path) as zipped:
+        info = zipped.getinfo("X3test.npy")
+    data = bytearray(path.read_bytes())
+    middle = info.header_offset + 30 + len(info.filename) + info.compress_size // 2
+    data[middle : middle + 64] = bytes(64)
+    path.write_bytes(bytes(data))
+    return path
+
+
+CASES = {
+    "npz zip bomb": (npz_bomb, ["{path}", "X1test.npy", "zip bomb", "before decompressing"]),
+    "zarr zip bomb": (zarr_zip_bomb, ["X1test/c/9/9", "zip bomb", "before decompressing"]),
+    "zip-slip member": (zip_slip, ["../evil.npy", "zip-slip"]),
+    "absolute member": (absolute_member, ["/tmp/x.npy", "absolute"]),
+    "symlink member": (symlink_member, ["X5test.npy", "symlink"]),
+    "symlinked npy": (symlinked_npy, ["X3test.npy", "symlink", "elsewhere.npy"]),
+    "symlink out of folder": (symlink_out_of_folder, ["notes", "symlink", "/etc/passwd"]),
+    "pickled npy": (pickled_npy, ["X4test.npy", "object arrays", "pickled"]),
+    "object npz": (object_npz, ["{path}", "X4test", "object arrays"]),
+    "integer": (integer_npy, ["X2test.npy", "int64", "floating point"]),
+    "boolean": (boolean_npz, ["X7test", "bool", "floating point"]),
+    "complex": (complex_zarr, ["X6test", "complex128", "floating point"]),
+    "strings": (string_npz, ["X9test", "<U5", "floating point"]),
+    "structured": (structured_npy, ["X8test.npy", "floating point"]),
+    "wrong shape": (wrong_shape, ["X5test", "shape (99, 48)", "expected (100, 48)"]),
+    "transposed": (transposed, ["X8test.npy", "shape (48, 100)", "expected (100, 48)"]),
+    "missing": (missing, ["{path}", "missing arrays ['X7test']"]),
+    "extra": (extra, ["{path}", "unexpected arrays ['X10test']"]),
+    "nested subgroup": (nested_group, ["model/X1test", "nested", "group root"]),
+    "huge zarr chunks": (huge_chunks, ["X2test", "chunks of", "limit"]),
+    "text file": (text_file, ["{path}", "no zarr group", ".npz"]),
+    "empty folder": (empty_folder, ["{path}", "no zarr group", "no .npy"]),
+    "truncated npy": (truncated_npy, ["X5test.npy", "truncated"]),
+    "not a zip": (not_a_zip, ["{path}", "not a readable zip"]),
+    "absurd header shape": (
+        absurd_shape,
+        ["X1test.npy", "(1000000000000, 1000000000000)", "expected (100, 48)"],
+    ),
+    "too many members": (too_many_members, ["{path}", "1009 members", "limit of 1000"]),
+    "duplicate member": (duplicate_member, ["X6test.npy", "appears twice"]),
+    "bzip2 member": (bzip2_npz, ["X1test.npy", "compression method 12", "deflated"]),
+    "encrypted member": (encrypted_member, ["X2test.npy", "encrypted"]),
+    "corrupt deflate data": (corrupt_deflate, ["X3test", "corrupt compressed data"]),
+}
+
+
+def _assert_names(message: str, fragments: list[str], path: Path, case: str) -> None:
+    for fragment in fragments:
+        assert fragment.format(path=path) in message, (case, fragment, message)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_library_refuses(case, bundle, submission, tmp_path):
+    _, manifest, _ = bundle
+    writer, fragments = CASES[case]
+    path = writer(submission, tmp_path)
+    tracemalloc.start()
+    try:
+        with pytest.raises(InvalidInput) as caught:
+            open_submission(str(path), manifest)
+        peak_bytes = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    _assert_names(str(caught.value), fragments, path, case)
+    assert peak_bytes < 8 * 2**20, f"{case}: {peak_bytes / 2**20:.1f} MiB allocated to refuse"
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_cli_refuses_with_exit_3(case, bundle, submission, tmp_path, capsys, dask_cluster):
+    truth_url, _, _ = bundle
+    writer, fragments = CASES[case]
+    path = writer(submission, tmp_path)
+    out = tmp_path / "result.json"
+    code = cli.main(
+        [
+            "score",
+            "ctf",
+            "--truth",
+            truth_url,
+            "--submission",
+            str(path),
+            "--quiet",
+            "--json",
+            str(out),
+            "--scheduler",
+            dask_cluster.address,
+        ]
+    )
+    captured = capsys.readouterr()
+    assert code == 3, (case, captured.err)
+    assert captured.err.startswith("seisctf: invalid input:"), captured.err
+    assert len(captured.err.strip().splitlines()) == 1, captured.err
+    assert "Traceback" not in captured.err + captured.out
+    _assert_names(captured.err, fragments, path, case)
+    assert not out.exists()
+
+
+# --- limits -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("limits", "fragments"),
+    [
+        (SubmissionLimits(max_members=5), ["9 members", "limit of 5"]),
+        (SubmissionLimits(max_total_bytes=10**5), ["bytes uncompressed", "100000 bytes"]),
+        (SubmissionLimits(max_array_bytes=10**4), ["declares", "above the limit of 10000"]),
+    ],
+)
+def test_npz_limits_are_configurable(limits, fragments, submission, bundle, tmp_path):
+    _, manifest, _ = bundle
+    path = write_npz(submission, tmp_path / "s.npz")
+    open_submission(str(path), manifest)  # valid under the default limits
+    with pytest.raises(InvalidInput) as caught:
+        open_submission(str(path), manifest, limits=limits)
+    _assert_names(str(caught.value), ["{path}", *fragments], path, str(limits))
+
+
+@pytest.mark.parametrize(
+    ("limits", "fragments"),
+    [
+        (SubmissionLimits(max_total_bytes=10**5), ["in all", "limit of 100000"]),
+        (SubmissionLimits(max_array_bytes=10**4), ["X1test", "above the limit of 10000"]),
+        (SubmissionLimits(max_chunk_bytes=1024), ["X1test", "chunks of 2048 bytes"]),
+    ],
+)
+def test_zarr_limits_are_configurable(limits, fragments, submission, bundle, tmp_path):
+    _, manifest, _ = bundle
+    path = write_zarr(submission, tmp_path / "g.zarr")
+    open_submission(str(path), manifest)
+    with pytest.raises(InvalidInput) as caught:
+        open_submission(str(path), manifest, limits=limits)
+    _assert_names(str(caught.value), fragments, path, str(limits))
+
+
+@pytest.mark.filterwarnings("ignore:Object at padding is not recognized")
+def test_compression_ratio_limit_applies_to_members_larger_than_any_array(
+    bundle, submission, tmp_path
+):
+    """All-zero arrays deflate at ~1023:1 and are valid; a member bigger than any expected array
+    and compressed beyond the limit is a bomb."""
+    _, manifest, _ = bundle
+    zeros = {name: np.zeros_like(array) for name, array in submission.items()}
+    path = tmp_path / "zeros.npz"
+    np.savez_compressed(path, **zeros)
+    assert open_submission(str(path), manifest)["X1test"].sum().compute() == 0
+    group = write_zarr(submission, tmp_path / "g.zarr")
+    archive = zip_files(group, tmp_path / "s.zip", {"padding": bytes(2**22)})
+    assert DEFAULT_LIMITS.max_compression_ratio == 1000
+    with pytest.raises(InvalidInput, match=r"padding: member declares 4194304 bytes .*ratio 10"):
+        open_submission(str(archive), manifest)
+    open_submission(str(archive), manifest, limits=SubmissionLimits(max_compression_ratio=2000))
+
+
+# --- non-finite values --------------------------------------------------------------------------
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_nonfinite_report_is_global_c_order_whatever_the_chunking(data):
+    shape = (data.draw(st.integers(1, 23)), data.draw(st.integers(1, 17)))
+    values = np.arange(np.prod(shape), dtype=np.float64).reshape(shape)
+    flat = data.draw(st.lists(st.integers(0, values.size - 1), max_size=6, unique=True))
+    kinds = data.draw(
+        st.lists(st.sampled_from([np.nan, np.inf, -np.inf]), min_size=len(flat), max_size=len(flat))
+    )
+    values.flat[flat] = kinds
+    expected = [len(flat), min(flat) if flat else -1]
+    for _ in range(3):
+        chunks = tuple(data.draw(st.integers(1, n)) for n in shape)
+        report = nonfinite_report(da.from_array(values, chunks=chunks))
+        assert report.dtype == np.int64 and report.shape == (2,)
+        assert report.compute(scheduler="synchronous").tolist() == expected, chunks
+
+
+def test_nonfinite_report_of_float32_and_3d():
+    values = np.ones((4, 5, 6), dtype=np.float32)
+    values[2, 3, 4] = values[3, 0, 0] = np.nan
+    report = nonfinite_report(da.from_array(values, chunks=(3, 2, 4)))
+    assert report.compute(scheduler="synchronous").tolist() == [2, 2 * 30 + 3 * 6 + 4]
+
+
+def test_describe_and_raise_if_nonfinite():
+    assert describe_nonfinite("X3test", 12, 17 * 48 + 5, (100, 48)) == (
+        "X3test: 12 non-finite values (NaN or Inf), first at [17, 5]"
+    )
+    assert describe_nonfinite("X1test", 1, 0, (100, 48)).endswith(
+        "1 non-finite value (NaN or Inf), first at [0, 0]"
+    )
+    raise_if_nonfinite("submission 'ok'", {"X1test": (0, -1)}, {"X1test": (100, 48)})
+    with pytest.raises(InvalidInput) as caught:
+        raise_if_nonfinite(
+            "submission 'bad'",
+            {"X1test": (0, -1), "X3test": (12, 821), "X6test": np.array([1, 47])},
+            {"X1test": (100, 48), "X3test": (200, 48), "X6test": (100, 48)},
+        )
+    assert caught.value.what == "submission 'bad'"
+    assert caught.value.problem == (
+        "X3test: 12 non-finite values (NaN or Inf), first at [17, 5]; "
+        "X6test: 1 non-finite value (NaN or Inf), first at [0, 47]"
+    )
+
+
+def _non_finite(submission):
+    bad = {name: array.copy() for name, array in submission.items()}
+    bad["X3test"][17, 5] = bad["X3test"][17, 6] = bad["X3test"][90, 0] = np.nan
+    bad["X6test"][0, 47] = np.inf
+    bad["X9test"][99, 0] = -np.inf
+    return bad
+
+
+NON_FINITE_MESSAGES = [
+    "X3test: 3 non-finite values (NaN or Inf), first at [17, 5]",
+    "X6test: 1 non-finite value (NaN or Inf), first at [0, 47]",
+    "X9test: 1 non-finite value (NaN or Inf), first at [99, 0]",
+]
+
+
+def test_non_finite_values_are_counted_and_located_at_scoring(bundle, submission, tmp_path):
+    truth_url, _, _ = bundle
+    path = write_npz(_non_finite(submission), tmp_path / "nan.npz")
+    with pytest.raises(InvalidInput) as caught:
+        score_ctf(truth_url, {"nan": str(path)}, quiet=True)
+    assert caught.value.what == "submission 'nan'"
+    for fragment in NON_FINITE_MESSAGES:
+        assert fragment in caught.value.problem
+
+
+def test_cli_refuses_non_finite_with_exit_3(bundle, submission, tmp_path, capsys, dask_cluster):
+    truth_url, _, _ = bundle
+    path = write_npy_folder(_non_finite(submission), tmp_path / "nan-model")
+    out = tmp_path / "result.json"
+    code = cli.main(
+        [
+            "score",
+            "ctf",
+            "--truth",
+            truth_url,
+            "--submission",
+            str(path),
+            "--quiet",
+            "--json",
+            str(out),
+            "--scheduler",
+            dask_cluster.address,
+        ]
+    )
+    captured = capsys.readouterr()
+    assert code == 3 and "Traceback" not in captured.err and not out.exists()
+    for fragment in NON_FINITE_MESSAGES:
+        assert fragment in captured.err
+
+
+# --- valid submissions: the same scores, memory bounded ----------------------------------------
+
+
+def test_valid_variants_score_like_the_zarr_group(bundle, submission, tmp_path, dask_cluster):
+    """Stored and compressed .npz, C and Fortran order, big-endian: the scores of the zarr group."""
+    truth_url, _, _ = bundle
+    fortran = {n: np.asfortranarray(a).astype(">f4") for n, a in submission.items()}
+    np.savez_compressed(tmp_path / "compressed-fortran.npz", **fortran)
+    sources = {
+        "zarr": str(write_zarr(submission, tmp_path / "g.zarr")),
+        "npz": str(write_npz(submission, tmp_path / "s.npz")),
+        "npz-fortran": str(write_npz(fortran, tmp_path / "fortran.npz")),
+        "npz-compressed-fortran": str(tmp_path / "compressed-fortran.npz"),
+        "npy-fortran": str(write_npy_folder(fortran, tmp_path / "npy")),
+    }
+    from distributed import Client
+
+    with Client(dask_cluster.address):  # workers map the files and read the scratch stores
+        results = score_ctf(truth_url, sources, quiet=True)
+    for result in results[1:]:
+        assert result["raw_scores"] == results[0]["raw_scores"], result["name"]
+    assert 0 < results[0]["avg_score"] < 100
+
+
+def test_compressed_npz_scratch_store_is_removed_with_the_arrays(bundle, submission, tmp_path):
+    _, manifest, _ = bundle
+    path = tmp_path / "s.npz"
+    np.savez_compressed(path, **submission)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    opened = open_submission(str(path), manifest, scratch_dir=scratch)
+    assert len(os.listdir(scratch)) == len(submission)
+    np.testing.assert_array_equal(opened["X4test"].compute(), submission["X4test"])
+    del opened
+    gc.collect()
+    assert os.listdir(scratch) == []
+
+
+LARGE_SHAPE = (1400, 2048)  # nine float64 arrays: 206 MB
+
+
+@pytest.fixture(scope="module")
+def large(tmp_path_factory):
+    """(manifest, {label: path}, sums) of one 206 MB submission as .npy folder, stored and
+    compressed .npz, written array by array."""
+    root = tmp_path_factory.mktemp("large")
+    manifest = {"pairs": [{"test": name, "shape": list(LARGE_SHAPE)} for name in cv.TEST_NAMES]}
+    # Rows repeat a 7-value pattern (quick to deflate), offset by the row index and the array's.
+    base = np.add.outer(np.arange(LARGE_SHAPE[0]) * 1e-3, np.arange(LARGE_SHAPE[1]) % 7)
+    folder = root / "npy"
+    folder.mkdir()
+    sums = {}
+    with (
+        zipfile.ZipFile(root / "stored.npz", "w") as stored,
+        zipfile.ZipFile(
+            root / "compressed.npz", "w", zipfile.ZIP_DEFLATED, compresslevel=1
+        ) as compressed,
+    ):
+        for index, name in enumerate(cv.TEST_NAMES):
+            array = base + index
+            sums[name] = float(array.sum())
+            np.save(folder / f"{name}.npy", array)
+            for archive in (stored, compressed):
+                with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
+                    np.lib.format.write_array(member, array)
+    paths = {"npy": folder, "stored": root / "stored.npz", "compressed": root / "compressed.npz"}
+    return manifest, paths, sums, base
+
+
+@pytest.mark.parametrize(("label", "open_mib"), [("npy", 2), ("stored", 2), ("compressed", 24)])
+def test_large_submission_is_never_copied_whole(label, open_mib, large, tmp_path):
+    manifest, paths, sums, base = large
+    tracemalloc.start()
+    try:
+        opened = open_submission(str(paths[label]), manifest, scratch_dir=tmp_path)
+        open_peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.reset_peak()
+        totals = da.compute(*(array.sum() for array in opened.values()), scheduler="synchronous")
+        compute_peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert open_peak < open_mib * 2**20, f"open_submission took {open_peak / 2**20:.1f} MiB"
+    assert compute_peak < 48 * 2**20, f"reading took {compute_peak / 2**20:.1f} MiB of 206 MB"
+    for index, (name, total) in enumerate(zip(opened, totals, strict=True)):
+        assert total == pytest.approx(sums[name], rel=1e-12), name
+        sample = opened[name][::97, 5::89].compute(scheduler="synchronous")
+        np.testing.assert_array_equal(sample, base[::97, 5::89] + index, err_msg=name)
+
+
+def test_relative_paths_are_resolved_for_workers(submission, bundle, tmp_path, monkeypatch):
+    """Workers of another cluster do not share the caller's working directory."""
+    _, manifest, _ = bundle
+    write_npy_folder(submission, tmp_path / "npy")
+    monkeypatch.chdir(tmp_path)
+    opened = open_submission("npy", manifest)
+    monkeypatch.chdir("/")
+    np.testing.assert_array_equal(opened["X1test"].compute(), submission["X1test"])
