@@ -74,6 +74,18 @@ def smooth_wavefield(
     )
 
 
+def write_tiny_truth(root: Path, secret: str) -> tuple[str, dict, dict[str, np.ndarray]]:
+    """Build and write a TINY_LAYOUT bundle under root: (truth URL, manifest, truth as numpy)."""
+    from seisctf.pipeline.tasks import build_bundle, write_bundle
+    from seisctf.scoring.ctf import open_truth
+
+    truth_url = str(root / "truth.zarr")
+    built = build_bundle(smooth_wavefield(), TINY_LAYOUT, secret)
+    write_bundle(built, str(root / "public.zarr"), truth_url, secret, quiet=True)
+    manifest, _, truth = open_truth(truth_url)
+    return truth_url, manifest, {name: array.compute() for name, array in truth.items()}
+
+
 @pytest.fixture(scope="session")
 def s3_server(tmp_path_factory):
     server = start_s3(tmp_path_factory.mktemp("seaweedfs"))

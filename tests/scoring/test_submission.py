@@ -14,14 +14,13 @@ import dask.array as da
 import numpy as np
 import pytest
 import zarr
-from conftest import TINY_LAYOUT, smooth_wavefield
+from conftest import write_tiny_truth
 from dask.array.core import normalize_chunks
 
 from seisctf import cli, storage
 from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
-from seisctf.pipeline.tasks import build_bundle, write_bundle
-from seisctf.scoring.ctf import open_truth, score_ctf
+from seisctf.scoring.ctf import score_ctf
 from seisctf.scoring.submission import open_submission
 
 SECRET = "test-secret-submission"
@@ -78,12 +77,7 @@ def write_npy_folder(arrays: dict[str, np.ndarray], path: Path) -> Path:
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory):
     """(truth URL, manifest, truth arrays as numpy) of a tiny bundle."""
-    root = tmp_path_factory.mktemp("bundle")
-    built = build_bundle(smooth_wavefield(), TINY_LAYOUT, SECRET)
-    truth_url = str(root / "truth.zarr")
-    write_bundle(built, str(root / "public.zarr"), truth_url, SECRET, quiet=True)
-    manifest, _, truth = open_truth(truth_url)
-    return truth_url, manifest, {name: array.compute() for name, array in truth.items()}
+    return write_tiny_truth(tmp_path_factory.mktemp("bundle"), SECRET)
 
 
 @pytest.fixture(scope="module")

@@ -20,15 +20,14 @@ import dask.array as da
 import numpy as np
 import pytest
 import zarr
-from conftest import TINY_LAYOUT, smooth_wavefield
+from conftest import write_tiny_truth
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from seisctf import cli
 from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
-from seisctf.pipeline.tasks import build_bundle, write_bundle
-from seisctf.scoring.ctf import open_truth, score_ctf
+from seisctf.scoring.ctf import score_ctf
 from seisctf.scoring.submission import (
     DEFAULT_LIMITS,
     SubmissionLimits,
@@ -48,12 +47,7 @@ BOMB_BYTES = 2 * 2**30  # what the zip bombs would decompress to
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory):
     """(truth URL, manifest, truth arrays as numpy) of a tiny bundle."""
-    root = tmp_path_factory.mktemp("bundle")
-    truth_url = str(root / "truth.zarr")
-    built = build_bundle(smooth_wavefield(), TINY_LAYOUT, SECRET)
-    write_bundle(built, str(root / "public.zarr"), truth_url, SECRET, quiet=True)
-    manifest, _, truth = open_truth(truth_url)
-    return truth_url, manifest, {name: array.compute() for name, array in truth.items()}
+    return write_tiny_truth(tmp_path_factory.mktemp("bundle"), SECRET)
 
 
 @pytest.fixture(scope="module")
