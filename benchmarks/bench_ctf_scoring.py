@@ -15,15 +15,20 @@ cluster, then runs, --repeat times each and interleaved (so load drift hits all 
 
 Both are timed as whole processes (start-up, imports, reading, scoring, exit). It prints a table:
 median seconds, the runs, speed-up of the command over the eager scorer, max |score difference|.
-Then it profiles where the command's time goes: Python start-up with the command's imports,
-LocalCluster start and close, and `score_ctf` on a warm cluster split into the one Dask compute,
-the client's eigenvalues of the Gram matrices, and the rest; with worker-seconds per task kind.
+Then it profiles where the command's time goes: this file's `--trace` mode runs the same
+command through `seisctf.cli.main` in a child process with timers around its pieces (interpreter
+start, imports, LocalCluster start and close, `score_ctf` split into its one Dask compute, the
+client's eigenvalues of the Gram matrices and the rest, interpreter exit), with worker-seconds
+per task kind from the Dask task stream.
 Finally it runs part 2, `bench_ctf_memory.py` (peak memory on a bundle larger than a worker),
 unless --skip-memory.
 
     .venv/bin/python benchmarks/bench_ctf_scoring.py [--sensors 2048] [--steps 3000] [--repeat 3]
         [--skip-memory]
     .venv/bin/python benchmarks/bench_ctf_scoring.py --eager TRUTH SUBMISSION [--convention paper]
+
+The child modes `--trace TRUTH SUBMISSION` and `--threaded TRUTH SUBMISSION` (score_ctf on Dask's
+threaded scheduler, no LocalCluster: a diagnostic row of the table) print JSON likewise.
 """
 
 from __future__ import annotations
@@ -115,15 +120,16 @@ def eager_main(truth_url: str, submission_url: str, convention: str) -> None:
 
 @dataclass(frozen=True)
 class ChildRun:
+    started_at: float  # time.time() at spawn
     seconds: float
-    peak_rss_bytes: int  # of the child itself (wait4), not of processes it started
+    peak_rss_bytes: int  # wait4: the child's, or a descendant's it reaped if larger
     output: dict
 
 
 def run_child(command: list[str], env: dict[str, str] | None = None) -> ChildRun:
     """Run a command that prints JSON; wall seconds from spawn to exit, and its peak RSS."""
     with tempfile.TemporaryFile("w+") as stdout:
-        start = time.perf_counter()
+        started_at, start = time.time(), time.perf_counter()
         process = subprocess.Popen(command, stdout=stdout, env=env)
         _, status, usage = os.wait4(process.pid, 0)
         seconds = time.perf_counter() - start
@@ -131,7 +137,7 @@ def run_child(command: list[str], env: dict[str, str] | None = None) -> ChildRun
         if process.returncode:
             raise RuntimeError(f"exit {process.returncode}: {' '.join(command)}")
         stdout.seek(0)
-        return ChildRun(seconds, usage.ru_maxrss * 1024, json.loads(stdout.read()))
+        return ChildRun(started_at, seconds, usage.ru_maxrss * 1024, json.loads(stdout.read()))
 
 
 def cli_command(truth_url: str, submission_url: str, convention: str = "reference",
@@ -179,8 +185,22 @@ def machine_facts() -> list[str]:
         f"python {platform.python_version()}, numpy {np.__version__}, dask {dask.__version__}, "
         f"distributed {distributed.__version__}, zarr {zarr.__version__}; "
         f"{platform.system()} {platform.release()}",
+        f"seisctf sources (sha256 of seisctf/**/*.py, edits in progress elsewhere): "
+        f"{source_fingerprint()}",
         f"load average at start (1, 5, 15 min): {load_average()}",
     ]
+
+
+def source_fingerprint() -> str:
+    """Short hash of the library's sources, to tie numbers to the code that produced them."""
+    import hashlib
+
+    import seisctf
+
+    digest = hashlib.sha256()
+    for path in sorted(Path(seisctf.__file__).parent.rglob("*.py")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
 
 
 # --- part 1: bundle ----------------------------------------------------------------------------
@@ -230,22 +250,48 @@ def build(root: Path, n_sensors: int, steps: int, quiet: bool) -> tuple[str, str
     return truth_url, submission_url, manifest
 
 
-# --- part 1: profile of the command --------------------------------------------------------------
+# --- part 1: where the command's time goes (child process) --------------------------------------
 
 
-def profile_score(client, truth_url: str, submission_url: str, repeat: int) -> dict:
-    """`score_ctf` on a fresh cluster once (cold: as in the command) and then `repeat` times
-    (warm): its total, the Dask compute and the client's Gram eigenvalues, for the cold run and as
-    warm medians; worker-seconds per task kind (cold run); and the same Gram eigenvalues by
-    Lanczos (scipy `eigsh`) for comparison."""
-    from distributed import get_task_stream
-    from distributed.utils import key_split
-    from scipy.sparse.linalg import eigsh
+def trace_main(truth_url: str, submission_url: str) -> None:
+    """Child mode: run `seisctf score ctf --truth T --submission S --quiet` in this process
+    (`seisctf.cli.main`) with timers around its pieces (cluster start and close, `score_ctf`,
+    its one Dask compute, the client's Gram eigenvalues) and the Dask task stream; afterwards,
+    time the same Gram eigenvalues by Lanczos (scipy `eigsh`). Prints one JSON object."""
+    import contextlib
+    import io
 
-    from seisctf.scoring import ctf, metrics
+    marks = {"python_started": time.time()}
+    import distributed
+    import scipy.sparse.linalg
 
+    import seisctf.cli
+    import seisctf.cluster
+    from seisctf.scoring import ctf, leaderboard, metrics, plots  # the command's imports
+
+    del leaderboard, plots
+    marks["imported"] = time.time()
+    durations, grams, tasks = defaultdict(float), [], []
+    original_client, original_score = seisctf.cluster.dask_client, ctf.score_ctf
     original_compute, original_norm = ctf.compute, metrics.spectral_norm_from_gram
-    runs, grams, streams = [], [], []
+
+    @contextlib.contextmanager
+    def traced_client(*args, **kwargs):
+        marks["cluster_start"] = time.time()
+        with original_client(*args, **kwargs) as client:
+            marks["cluster_up"] = time.time()
+            with distributed.get_task_stream(client) as stream:
+                yield client
+            tasks.extend(stream.data)
+            marks["cluster_close"] = time.time()
+        marks["cluster_closed"] = time.time()
+
+    def traced_score(*args, **kwargs):
+        marks["score_start"] = time.time()
+        try:
+            return original_score(*args, **kwargs)
+        finally:
+            marks["score_end"] = time.time()
 
     def timed(key, function):
         def wrapper(*args, **kwargs):
@@ -253,61 +299,80 @@ def profile_score(client, truth_url: str, submission_url: str, repeat: int) -> d
             try:
                 return function(*args, **kwargs)
             finally:
-                runs[-1][key] += time.perf_counter() - start
+                durations[key] += time.perf_counter() - start
 
         return wrapper
 
     def norm_keeping_gram(gram):
-        if len(runs) == 1 and np.shape(gram)[0] > 64:
+        if np.shape(gram)[0] > 64:
             grams.append(np.asarray(gram))
         return original_norm(gram)
 
+    seisctf.cluster.dask_client, ctf.score_ctf = traced_client, traced_score
     ctf.compute = timed("compute", original_compute)
     metrics.spectral_norm_from_gram = timed("eigvalsh", norm_keeping_gram)
-    try:
-        for _ in range(1 + repeat):
-            runs.append(defaultdict(float))
-            with get_task_stream(client) as stream:
-                start = time.perf_counter()
-                ctf.score_ctf(truth_url, {"noisy": submission_url}, quiet=True)
-                runs[-1]["total"] = time.perf_counter() - start
-            streams.append(stream.data)
-    finally:
-        ctf.compute, metrics.spectral_norm_from_gram = original_compute, original_norm
-    for run in runs:
-        run["rest"] = run["total"] - run["compute"] - run["eigvalsh"]
+    arguments = ["score", "ctf", "--truth", truth_url, "--submission", submission_url, "--quiet"]
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        seisctf.cli.main(arguments)
+    marks["main_returned"] = time.time()
 
     worker_seconds, counts = defaultdict(float), defaultdict(int)
-    for task in streams[0]:
+    for task in tasks:
         for interval in task["startstops"]:
             action = interval["action"]
-            kind = key_split(task["key"]) if action == "compute" else f"({action})"
+            kind = distributed.utils.key_split(task["key"]) if action == "compute" else (
+                f"({action})")
             worker_seconds[kind] += interval["stop"] - interval["start"]
             counts[kind] += 1
-    intervals = [i for task in streams[0] for i in task["startstops"]]
-    span = max(i["stop"] for i in intervals) - min(i["start"] for i in intervals)
+    intervals = [i for task in tasks for i in task["startstops"]]
     dense_s = lanczos_s = worst = 0.0
     for gram in grams:
         start = time.perf_counter()
         dense = np.linalg.eigvalsh(gram)[-1]
         dense_s += time.perf_counter() - start
         start = time.perf_counter()
-        lanczos = eigsh(
+        lanczos = scipy.sparse.linalg.eigsh(
             gram, k=1, which="LA", return_eigenvectors=False, v0=np.ones(gram.shape[0])
         )[0]
         lanczos_s += time.perf_counter() - start
         worst = max(worst, abs(np.sqrt(lanczos) / np.sqrt(dense) - 1))
-    keys = ("total", "compute", "eigvalsh", "rest")
+    marks["compared"] = time.time()
+    print(json.dumps({
+        "marks": marks, "durations": durations, "result": json.loads(printed.getvalue()),
+        "worker_seconds": worker_seconds, "counts": counts,
+        "span": max(i["stop"] for i in intervals) - min(i["start"] for i in intervals),
+        "grams": [list(gram.shape) for gram in grams], "dense_s": dense_s,
+        "lanczos_s": lanczos_s, "lanczos_relative_difference": worst,
+    }))
+
+
+def threaded_main(truth_url: str, submission_url: str) -> None:
+    """Child mode (diagnostic): the command's library call, `score_ctf`, with no Dask client, so
+    on Dask's local threaded scheduler: what the command would cost without a LocalCluster."""
+    from seisctf.scoring.ctf import score_ctf
+
+    print(json.dumps(score_ctf(truth_url, {"noisy": submission_url}, quiet=True)[0]))
+
+
+def command_pieces(run: ChildRun) -> dict[str, float]:
+    """Seconds of each piece of one traced command, from the child's wall-clock marks."""
+    marks, durations = run.output["marks"], run.output["durations"]
+    score_s = marks["score_end"] - marks["score_start"]
     return {
-        "cold": {key: runs[0][key] for key in keys},
-        "warm": {key: statistics.median(run[key] for run in runs[1:]) for key in keys},
-        "worker_seconds": worker_seconds,
-        "counts": counts,
-        "span": span,
-        "grams": [g.shape for g in grams],
-        "dense_s": dense_s,
-        "lanczos_s": lanczos_s,
-        "lanczos_relative_difference": worst,
+        "interpreter start": marks["python_started"] - run.started_at,
+        "imports": marks["imported"] - marks["python_started"],
+        "cluster start": marks["cluster_up"] - marks["cluster_start"],
+        "score": score_s,
+        "compute": durations["compute"],
+        "eigvalsh": durations["eigvalsh"],
+        "score rest": score_s - durations["compute"] - durations["eigvalsh"],
+        "cluster close": marks["cluster_closed"] - marks["cluster_close"],
+        "other": (marks["cluster_start"] - marks["imported"])
+        + (marks["score_start"] - marks["cluster_up"])
+        + (marks["cluster_close"] - marks["score_end"])
+        + (marks["main_returned"] - marks["cluster_closed"]),
+        "interpreter exit": run.started_at + run.seconds - marks["compared"],
+        "total": run.seconds - (marks["compared"] - marks["main_returned"]),
     }
 
 
@@ -331,9 +396,19 @@ def main() -> None:
                         help="child mode: run the eager scorer only and print JSON")
     parser.add_argument("--convention", default="reference", choices=["reference", "paper"],
                         help="with --eager")
+    parser.add_argument("--trace", nargs=2, metavar=("TRUTH", "SUBMISSION"),
+                        help="child mode: run the command with timers and print JSON")
+    parser.add_argument("--threaded", nargs=2, metavar=("TRUTH", "SUBMISSION"),
+                        help="child mode: score_ctf on Dask's threaded scheduler, print JSON")
     args = parser.parse_args()
     if args.eager:
         eager_main(*args.eager, args.convention)
+        return
+    if args.trace:
+        trace_main(*args.trace)
+        return
+    if args.threaded:
+        threaded_main(*args.threaded)
         return
 
     from seisctf import conventions as cv
@@ -355,27 +430,20 @@ def main() -> None:
 
         cli = {c: [] for c in conventions}
         eager = {c: [] for c in conventions}
+        threaded = []
+        this_file = str(Path(__file__).resolve())
         for _ in range(args.repeat):
             for convention in conventions:
                 cli[convention].append(
                     run_child(cli_command(truth_url, submission_url, convention), env))
                 eager[convention].append(
                     run_child(eager_command(truth_url, submission_url, convention), env))
+            threaded.append(run_child([sys.executable, this_file, "--threaded", truth_url,
+                                       submission_url], env))
 
-        # Where the command's time goes, piece by piece, in this process.
-        imports = run_child([sys.executable, "-c", (
-            "import json, distributed, seisctf.cli, seisctf.cluster, seisctf.scoring.ctf, "
-            "seisctf.scoring.leaderboard, seisctf.scoring.plots; print('{}')")], env)
-        manager = dask_client(quiet=True)
-        start = time.perf_counter()
-        client = manager.__enter__()
-        cluster_start_s = time.perf_counter() - start
-        try:
-            profile = profile_score(client, truth_url, submission_url, args.repeat)
-        finally:
-            start = time.perf_counter()
-            manager.__exit__(None, None, None)
-            cluster_close_s = time.perf_counter() - start
+        # Where the command's time goes: the same command, traced, in a child process.
+        traces = [run_child([sys.executable, this_file, "--trace", truth_url, submission_url],
+                            env) for _ in range(args.repeat)]
     facts.append(f"load average at end (1, 5, 15 min): {load_average()}")
 
     layout = layout_for(args.steps, args.sensors)
@@ -385,7 +453,7 @@ def main() -> None:
           f"embedded LocalCluster of {n_workers} single-threaded workers")
     for fact in facts:
         print(f"- {fact}")
-    print("\n| process | seconds (median) | runs (s) | speed-up of the command over eager "
+    print("\n| process | seconds (median) | runs (s) | speed-up over eager (eager s ÷ this) "
           "| max abs score diff (clipped / raw) | peak RSS |")
     print("|---|---:|---|---:|---|---:|")
     for convention in conventions:
@@ -404,43 +472,51 @@ def main() -> None:
         print(f"| eager numpy, {convention} (load {load_s:.2f} s + score {score_s:.2f} s) "
               f"| {eager_s:.2f} | {fmt_runs([r.seconds for r in eager[convention]])} | 1.00 "
               f"| reference | {eager_rss / MIB:.0f} MiB |")
+        if convention == "reference":
+            threaded_s = statistics.median(r.seconds for r in threaded)
+            threaded_difference = max(score_difference(r.output, reference) for r in threaded)
+            threaded_rss = max(r.peak_rss_bytes for r in threaded)
+            print(f"| diagnostic: `score_ctf` on Dask's threaded scheduler, no LocalCluster "
+                  f"(`--threaded` child) | {threaded_s:.2f} | "
+                  f"{fmt_runs([r.seconds for r in threaded])} | {eager_s / threaded_s:.2f}× "
+                  f"| {threaded_difference:.1e} | {threaded_rss / MIB:.0f} MiB |")
 
     cli_s = statistics.median(r.seconds for r in cli["reference"])
-    cold, warm = profile["cold"], profile["warm"]
-    grams = profile["grams"]
-    print(f"\nWhere `seisctf score ctf` (reference) spends its {cli_s:.2f} s: pieces measured "
-          f"separately in this process; `score_ctf` once on the fresh cluster (cold, as in the "
-          f"command) and then the median of {args.repeat} more runs (warm)\n")
-    print("| piece | cold s | share of the command | warm s |")
-    print("|---|---:|---:|---:|")
-    pieces = (
-        ("Python start-up + the command's imports (child process)", imports.seconds, None),
-        (f"LocalCluster start ({n_workers} worker processes)", cluster_start_s, None),
-        ("`score_ctf`", cold["total"], warm["total"]),
-        ("&nbsp;&nbsp;of which the one Dask compute (read, commitment, Grams, spectra, checks)",
-         cold["compute"], warm["compute"]),
-        (f"&nbsp;&nbsp;of which `np.linalg.eigvalsh` of Gram matrices in the client "
-         f"({len(grams)} of {grams[0] if grams else '-'} and small ones)",
-         cold["eigvalsh"], warm["eigvalsh"]),
-        ("&nbsp;&nbsp;of which the rest (open stores, build graph, results)", cold["rest"],
-         warm["rest"]),
-        ("LocalCluster close", cluster_close_s, None),
-        ("sum of the pieces",
-         imports.seconds + cluster_start_s + cold["total"] + cluster_close_s, None),
-    )
-    for label, seconds, warm_seconds in pieces:
-        warm_text = "" if warm_seconds is None else f"{warm_seconds:.2f}"
-        print(f"| {label} | {seconds:.2f} | {seconds / cli_s:.0%} | {warm_text} |")
-    print(f"\nWorker-seconds by task kind in the cold compute ({n_workers} workers; its tasks "
-          f"spanned {profile['span']:.2f} s of wall time): ", end="")
-    ranked = sorted(profile["worker_seconds"].items(), key=lambda item: -item[1])
-    print(", ".join(f"{kind} {seconds:.2f} s ({profile['counts'][kind]} tasks)"
+    pieces = [command_pieces(trace) for trace in traces]
+    piece = {key: statistics.median(p[key] for p in pieces) for key in pieces[0]}
+    last = traces[-1].output
+    grams = last["grams"]
+    print(f"\nWhere `seisctf score ctf --quiet` (reference, {cli_s:.2f} s above) spends its time: "
+          f"the same command run {args.repeat} times more by `seisctf.cli.main` in a child "
+          f"process with timers around its pieces (medians; traced total "
+          f"{piece['total']:.2f} s)\n")
+    print("| piece | seconds | share |")
+    print("|---|---:|---:|")
+    for label, key in (
+        ("Python interpreter start", "interpreter start"),
+        ("imports (seisctf.cli, distributed, seisctf.scoring …)", "imports"),
+        (f"LocalCluster start ({n_workers} worker processes)", "cluster start"),
+        ("`score_ctf`", "score"),
+        ("&nbsp;&nbsp;of which its one Dask compute (read, commitment, Grams, spectra, checks)",
+         "compute"),
+        (f"&nbsp;&nbsp;of which `np.linalg.eigvalsh` of the Gram matrices, in the client "
+         f"({len(grams)} of {grams[0][0] if grams else '-'}² and small ones)", "eigvalsh"),
+        ("&nbsp;&nbsp;of which the rest (open stores, build graph, results)", "score rest"),
+        ("LocalCluster close", "cluster close"),
+        ("other (argument parsing, JSON output)", "other"),
+        ("interpreter exit", "interpreter exit"),
+    ):
+        print(f"| {label} | {piece[key]:.2f} | {piece[key] / piece['total']:.0%} |")
+    print(f"\nWorker-seconds by task kind in the last traced compute ({n_workers} workers; its "
+          f"tasks spanned {last['span']:.2f} s of wall time): ", end="")
+    ranked = sorted(last["worker_seconds"].items(), key=lambda item: -item[1])
+    print(", ".join(f"{kind} {seconds:.2f} s ({last['counts'][kind]} tasks)"
                     for kind, seconds in ranked[:12]))
     if grams:
-        print(f"Largest eigenvalue of the same {len(grams)} Gram matrices: np.linalg.eigvalsh "
-              f"{profile['dense_s']:.2f} s, scipy.sparse.linalg.eigsh (Lanczos, k=1) "
-              f"{profile['lanczos_s']:.2f} s; max relative difference of the 2-norms "
-              f"{profile['lanczos_relative_difference']:.1e}")
+        print(f"Largest eigenvalue of the same {len(grams)} Gram matrices, afterwards in that "
+              f"process: np.linalg.eigvalsh {last['dense_s']:.2f} s, scipy.sparse.linalg.eigsh "
+              f"(Lanczos, k=1) {last['lanczos_s']:.2f} s; max relative difference of the "
+              f"2-norms {last['lanczos_relative_difference']:.1e}")
     result = cli["reference"][0].output
     print(f"\ntruth_sha256_verified = {result['truth_sha256_verified']}; AvgScore reference "
           f"{result['avg_score']:.4f}, paper {cli['paper'][0].output['avg_score']:.4f}")

@@ -1,12 +1,13 @@
 """CTF scores E1..E12 on Dask: one fused pass over truth and submissions, exact in float64.
 
 Everything a score needs is computed in one graph (`cluster.compute`): each stored chunk is read
-once and feeds the truth's block commitment, the Gram matrices (`reference` 2-norms) or sums of
-squares (`paper` Frobenius norms), and the spectra of the long-time windows. Formulas per
-convention: `seisctf.scoring.metrics`. The 2-norm uses the Gram matrix of the smaller side when
-that side has at most `GRAM_MAX_SIDE` entries, else a Lanczos iteration (scipy `svds` over a
-LinearOperator whose products are Dask reductions). Submissions with values so large that squares
-overflow float64 are rescored, scaled by a power of two, in a second pass.
+once and feeds the truth's block commitment, the Gram matrices of the `reference` 2-norms (their
+largest eigenvalue is taken on a worker), the sums of squares of the `paper` Frobenius norms, and
+the spectra of the long-time windows. Formulas per convention: `seisctf.scoring.metrics`. The
+2-norm uses the Gram matrix of the smaller side when that side has at most `GRAM_MAX_SIDE`
+entries, else a Lanczos iteration (scipy `svds` over a LinearOperator whose products are Dask
+reductions). Submissions with values so large that squares overflow float64 are rescored, scaled
+by a power of two, in a second pass.
 """
 
 from __future__ import annotations
@@ -87,7 +88,7 @@ def statistic(
         return (window**2).sum()
     if min(window.shape) > gram_max_side:
         return Lanczos(window)
-    return gram_of_smaller_side(window)
+    return spectral_norm(window)
 
 
 GRAM_PANEL_BYTES = 32 * 2**20
@@ -110,26 +111,26 @@ def _tree_sum(parts: list) -> Any:
     return parts[0]
 
 
-def gram_of_smaller_side(window: da.Array) -> da.Array:
-    """Lazy Gram matrix of the window's smaller side (m × m, m = min(shape)): the sum over panels
-    of whole m-long vectors of panel · panelᵀ, panels of at most `GRAM_PANEL_BYTES`."""
+def spectral_norm(window: da.Array) -> da.Array:
+    """Lazy 2-norm (a 0-d array) of a window from the Gram matrix of its smaller side (m × m,
+    m = min(shape)): the sum over panels of whole m-long vectors of panel · panelᵀ (panels of at
+    most `GRAM_PANEL_BYTES`), whose largest eigenvalue is taken on a worker."""
     from dask import delayed
 
     wide = window if window.shape[0] <= window.shape[1] else window.T
     m = wide.shape[0]
     panels = wide.rechunk({0: -1, 1: max(1, GRAM_PANEL_BYTES // (8 * m))})
-    total = _tree_sum(
-        [delayed(_panel_gram)(block) for block in panels.to_delayed(optimize_graph=False).ravel()]
-    )
+    blocks = panels.to_delayed(optimize_graph=False).ravel()
+    gram = _tree_sum([delayed(_panel_gram)(block) for block in blocks])
     # As a Dask array: dask.compute of a structure mixing Delayed and Array objects returned them
     # in the wrong order here (dask 2026.8), so every statistic is an Array.
-    return da.from_delayed(total, shape=(m, m), dtype=np.float64)
+    norm = delayed(metrics.spectral_norm_from_gram)(gram)
+    return da.from_delayed(norm, shape=(), dtype=np.float64)
 
 
 def norm_of(convention: str, value: Any) -> float:
-    if convention == "paper":
-        return math.sqrt(float(value))
-    return metrics.spectral_norm_from_gram(value)
+    """The norm from its statistic: a sum of squares (`paper`) or the 2-norm itself."""
+    return math.sqrt(float(value)) if convention == "paper" else float(value)
 
 
 def metric_error(
@@ -202,8 +203,7 @@ def _statistics(convention, tasks, truth, submission, manifest, scales, gram_max
 
 def _resolve_lanczos(values: Any, quiet: bool) -> Any:
     if isinstance(values, Lanczos):
-        # As a 1 × 1 Gram matrix (σ²), so every 2-norm takes the same path afterwards.
-        return np.array([[lanczos_norm(values.window, quiet) ** 2]])
+        return lanczos_norm(values.window, quiet)
     if isinstance(values, list):
         return [_resolve_lanczos(value, quiet) for value in values]
     if isinstance(values, dict):

@@ -19,9 +19,18 @@ import numpy as np
 
 
 def spectral_norm_from_gram(gram: np.ndarray) -> float:
-    """Largest singular value of A from G = A Aᵀ (or AᵀA): sqrt of G's largest eigenvalue."""
-    largest = float(np.linalg.eigvalsh(np.asarray(gram, dtype=np.float64))[-1])
-    return math.sqrt(max(largest, 0.0))
+    """Largest singular value of A from G = A Aᵀ (or AᵀA): sqrt of G's largest eigenvalue
+    (LAPACK's MRRR for that one eigenvalue only)."""
+    from scipy.linalg import eigh
+
+    size = gram.shape[0]
+    largest = eigh(
+        np.asarray(gram, dtype=np.float64),
+        eigvals_only=True,
+        subset_by_index=[size - 1, size - 1],
+        driver="evr",
+    )
+    return math.sqrt(max(float(largest[0]), 0.0))
 
 
 def power_spectrum(rows: np.ndarray) -> np.ndarray:
