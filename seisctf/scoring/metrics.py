@@ -20,13 +20,18 @@ import numpy as np
 
 def spectral_norm_from_gram(gram: np.ndarray) -> float:
     """Largest singular value of A from G = A Aᵀ (or AᵀA): sqrt of G's largest eigenvalue
-    (LAPACK's MRRR for that one eigenvalue only)."""
+    (LAPACK's MRRR for that one eigenvalue only); inf when G is not finite (NaN input or
+    overflow: the caller then refuses the submission or rescores it scaled)."""
     from scipy.linalg import eigh
 
+    gram = np.asarray(gram, dtype=np.float64)
+    if not np.isfinite(gram).all():
+        return math.inf
     size = gram.shape[0]
     largest = eigh(
-        np.asarray(gram, dtype=np.float64),
+        gram,
         eigvals_only=True,
+        check_finite=False,
         subset_by_index=[size - 1, size - 1],
         driver="evr",
     )
