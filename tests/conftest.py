@@ -74,6 +74,29 @@ def smooth_wavefield(
     )
 
 
+def synthetic_manifest(rows: int, n_space: int, k: int, modes: int) -> dict:
+    pairs = [
+        {
+            "id": spec.id,
+            "test": spec.test,
+            "metrics": list(spec.metrics),
+            "shape": [rows, n_space],
+            "start_index": 0,
+        }
+        for spec in cv.CTF_PAIRS
+    ]
+    return {"dataset": "synthetic", "k_short": k, "k_long": k, "modes": modes, "pairs": pairs}
+
+
+def noisy_copy(truth: dict[str, np.ndarray], seed: int, level: float) -> dict[str, np.ndarray]:
+    """A float32 prediction: each truth array plus `level` × standard normal noise."""
+    rng = np.random.default_rng(seed)
+    return {
+        name: (array + level * rng.standard_normal(array.shape)).astype(np.float32)
+        for name, array in truth.items()
+    }
+
+
 def write_tiny_truth(root: Path, secret: str) -> tuple[str, dict, dict[str, np.ndarray]]:
     """Build and write a TINY_LAYOUT bundle under root: (truth URL, manifest, truth as numpy)."""
     from seisctf.pipeline.tasks import build_bundle, write_bundle

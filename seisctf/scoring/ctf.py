@@ -326,6 +326,21 @@ def score_arrays(
     return results
 
 
+def open_submissions(
+    submissions: Mapping[str, Any],
+    manifest: Mapping[str, Any],
+    storage_options: storage.StorageOptions | None,
+    limits: Any,
+) -> dict[str, dict[str, da.Array]]:
+    """Every named submission through the one intake, validated against `manifest`."""
+    from seisctf.scoring.submission import open_submission
+
+    return {
+        name: open_submission(source, manifest, storage_options, limits=limits)
+        for name, source in submissions.items()
+    }
+
+
 def score_ctf(
     truth_url: str,
     submissions: Mapping[str, Any],
@@ -337,13 +352,8 @@ def score_ctf(
 ) -> list[dict[str, Any]]:
     """Score named submissions (paths/URLs of any accepted format, or mappings of arrays) against
     one truth group, in one pass that reads each truth chunk once for all of them."""
-    from seisctf.scoring.submission import open_submission
-
     manifest, salt, truth = open_truth(truth_url, storage_options)
-    opened = {
-        name: open_submission(source, manifest, storage_options, limits=limits)
-        for name, source in submissions.items()
-    }
+    opened = open_submissions(submissions, manifest, storage_options, limits)
     return score_arrays(manifest, truth, opened, convention=convention, salt=salt, quiet=quiet)
 
 
@@ -383,18 +393,13 @@ def score_validation(
 ) -> list[dict[str, Any]]:
     """Score submissions of X1val…X9val against the public bundle's validation targets, locally,
     with the referee's own code (for tuning; never touches the truth)."""
-    from seisctf.scoring.submission import open_submission
-
     manifest = validation_manifest(storage.read_attrs(public_url, storage_options)[cv.ATTR_CTF])
     targets = {
         pair["test"]: storage.read_array(public_url, pair["test"], storage_options)
         for pair in manifest["pairs"]
     }
     validate_manifest(manifest, {name: a.shape for name, a in targets.items()}, public_url)
-    opened = {
-        name: open_submission(source, manifest, storage_options, limits=limits)
-        for name, source in submissions.items()
-    }
+    opened = open_submissions(submissions, manifest, storage_options, limits)
     results = score_arrays(
         manifest, targets, opened, convention=convention, verify=False, quiet=quiet
     )

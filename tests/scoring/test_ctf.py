@@ -7,7 +7,7 @@ import json
 import dask.array as da
 import numpy as np
 import pytest
-from conftest import TINY_LAYOUT, smooth_wavefield
+from conftest import TINY_LAYOUT, smooth_wavefield, synthetic_manifest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -57,20 +57,6 @@ def numpy_scores(truth: dict, submission: dict, manifest: dict, convention: str)
             None if error is None else float(np.clip(100 * (1 - error), -100, 100))
         )
     return scores
-
-
-def synthetic_manifest(rows: int, n_space: int, k: int, modes: int) -> dict:
-    pairs = [
-        {
-            "id": spec.id,
-            "test": spec.test,
-            "metrics": list(spec.metrics),
-            "shape": [rows, n_space],
-            "start_index": 0,
-        }
-        for spec in cv.CTF_PAIRS
-    ]
-    return {"dataset": "synthetic", "k_short": k, "k_long": k, "modes": modes, "pairs": pairs}
 
 
 def synthetic_truth(rows: int, n_space: int, seed: int) -> dict[str, np.ndarray]:

@@ -6,6 +6,7 @@ import resource
 
 import dask.array as da
 import numpy as np
+from conftest import synthetic_manifest
 
 from seisctf import commitment, storage
 from seisctf import conventions as cv
@@ -32,17 +33,7 @@ def _random_arrays(seed: int) -> dict[str, da.Array]:
 
 def test_bundle_four_times_worker_memory_scores_within_limits(tmp_path):
     truth_url, submission_url = str(tmp_path / "truth.zarr"), str(tmp_path / "sub.zarr")
-    pairs = [
-        {
-            "id": spec.id,
-            "test": spec.test,
-            "metrics": list(spec.metrics),
-            "shape": [ROWS, SENSORS],
-            "start_index": 0,
-        }
-        for spec in cv.CTF_PAIRS
-    ]
-    manifest = {"dataset": "memory-test", "k_short": 20, "k_long": 20, "modes": 64, "pairs": pairs}
+    manifest = {**synthetic_manifest(ROWS, SENSORS, k=20, modes=64), "dataset": "memory-test"}
     with dask_client(n_workers=2, memory_limit=WORKER_LIMIT, quiet=True) as client:
         storage.write_arrays(_random_arrays(1), truth_url, {}, quiet=True, finish=False)
         rows = commitment.block_rows(SENSORS)

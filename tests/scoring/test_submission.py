@@ -14,7 +14,7 @@ import dask.array as da
 import numpy as np
 import pytest
 import zarr
-from conftest import write_tiny_truth
+from conftest import noisy_copy, write_tiny_truth
 from dask.array.core import normalize_chunks
 
 from seisctf import cli, storage
@@ -83,12 +83,7 @@ def bundle(tmp_path_factory):
 @pytest.fixture(scope="module")
 def submission(bundle):
     """A noisy float32 prediction of every test array."""
-    _, _, truth = bundle
-    rng = np.random.default_rng(7)
-    return {
-        name: (array + 0.3 * rng.standard_normal(array.shape)).astype(np.float32)
-        for name, array in truth.items()
-    }
+    return noisy_copy(bundle[2], seed=7, level=0.3)
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ import dask.array as da
 import numpy as np
 import pytest
 import zarr
-from conftest import write_tiny_truth
+from conftest import noisy_copy, write_tiny_truth
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -52,12 +52,7 @@ def bundle(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def submission(bundle):
-    _, _, truth = bundle
-    rng = np.random.default_rng(11)
-    return {
-        name: (array + 0.2 * rng.standard_normal(array.shape)).astype(np.float32)
-        for name, array in truth.items()
-    }
+    return noisy_copy(bundle[2], seed=11, level=0.2)
 
 
 # --- writers ------------------------------------------------------------------------------------
