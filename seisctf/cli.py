@@ -14,6 +14,8 @@ from pathlib import Path
 from seisctf.errors import InvalidInput
 
 EXIT_INVALID_INPUT = 3
+# What scoring tasks import on a worker: imported while the embedded workers start.
+SCORING_WORKER_MODULES = ("seisctf.scoring.ctf", "seisctf.commitment", "scipy.sparse.linalg")
 
 
 def _common() -> argparse.ArgumentParser:
@@ -112,7 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     score_ctf.add_argument("--json", help="write results JSON here")
     score_ctf.add_argument("--db", help="add the results to this SQLite leaderboard")
     score_ctf.add_argument("--plot", help="radar profile PNG of the scores")
-    score_ctf.set_defaults(run=_run_score_ctf)
+    score_ctf.set_defaults(run=_run_score_ctf, worker_modules=SCORING_WORKER_MODULES)
 
     board = verbs.add_parser("leaderboard", parents=[common], help="show the leaderboard")
     board.add_argument("--db", default="seisctf-demo/leaderboard.sqlite")
@@ -257,7 +259,13 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, "needs_cluster", True):
             from seisctf.cluster import dask_client
 
-            with dask_client(args.scheduler, quiet=args.quiet):
+            # The cluster starts in the background while the verb imports and builds its graph.
+            with dask_client(
+                args.scheduler,
+                quiet=args.quiet,
+                preload=getattr(args, "worker_modules", ()),
+                background=True,
+            ):
                 args.run(args)
         else:
             args.run(args)

@@ -11,12 +11,24 @@ import contextlib
 import logging
 import os
 import sys
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future
 from typing import Any
 
 import dask
 
 SCHEDULER_ENV = "SEISCTF_SCHEDULER"
+# distributed's default `distributed.nanny.pre-spawn-environ`, for before distributed is imported.
+PRE_SPAWN_ENVIRON = {
+    "MALLOC_TRIM_THRESHOLD_": 65536,
+    "OMP_NUM_THREADS": 1,
+    "MKL_NUM_THREADS": 1,
+    "OPENBLAS_NUM_THREADS": 1,
+}
+
+# An embedded cluster still starting in the background (`dask_client(background=True)`).
+_starting: Future | None = None
 
 
 def machine_workers() -> int:
@@ -34,6 +46,73 @@ def worker_memory_limit(n_workers: int) -> int:
     return int(0.8 * psutil.virtual_memory().total / n_workers)
 
 
+def _start_forkserver(modules: Sequence[str]) -> str:
+    """Start multiprocessing's fork server with `modules` imported and return the start method
+    for workers: they then fork from a process that paid for the imports once (in parallel with
+    the caller's own), instead of each spawning a fresh interpreter that imports everything.
+    "spawn" where the platform has no fork server."""
+    import multiprocessing
+    from multiprocessing import forkserver
+
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return "spawn"
+    # What the nanny sets before spawning (one BLAS thread per worker, eager malloc trim): the
+    # server must have it before it loads numpy. The nanny sets the same in this process anyway.
+    environ = dask.config.get("distributed.nanny.pre-spawn-environ", default=PRE_SPAWN_ENVIRON)
+    os.environ.update({key: str(value) for key, value in environ.items()})
+    multiprocessing.get_context("forkserver").set_forkserver_preload(["distributed", *modules])
+    forkserver.ensure_running()
+    return "forkserver"
+
+
+def _start_local(
+    n_workers: int, memory_limit: int | str, quiet: bool, preload: Sequence[str]
+) -> tuple[Any, Any]:
+    method = _start_forkserver(preload)
+    from distributed import Client, LocalCluster
+
+    for name in ("distributed", "distributed.worker", "distributed.scheduler"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    with dask.config.set({"distributed.worker.multiprocessing-method": method}):
+        cluster = LocalCluster(
+            n_workers=n_workers,
+            threads_per_worker=1,
+            processes=True,
+            memory_limit=memory_limit,
+            host="127.0.0.1",
+            # The dashboard (bokeh: ~1 s of start-up and exit) only when its link is printed.
+            dashboard_address=None if quiet else "127.0.0.1:0",
+            # Workers import what their tasks need while they start, not on their first task.
+            preload=list(preload),
+        )
+    try:
+        client = Client(cluster)
+    except BaseException:
+        cluster.close()
+        raise
+    _announce(client, f"embedded LocalCluster, {n_workers} workers", quiet)
+    return cluster, client
+
+
+def _announce(client: Any, where: str, quiet: bool) -> None:
+    if not quiet:
+        print(f"dask: {where}; dashboard {client.dashboard_link}", file=sys.stderr)
+
+
+def _in_background(start, *args) -> Future:
+    """Run `start(*args)` in a daemon thread; its result or exception lands in a Future."""
+    future: Future = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(start(*args))
+        except BaseException as error:  # noqa: BLE001 - handed to whoever waits
+            future.set_exception(error)
+
+    threading.Thread(target=run, name="seisctf-cluster-start", daemon=True).start()
+    return future
+
+
 @contextlib.contextmanager
 def dask_client(
     scheduler: str | None = None,
@@ -41,41 +120,49 @@ def dask_client(
     n_workers: int | None = None,
     memory_limit: int | str | None = None,
     quiet: bool = False,
+    preload: Sequence[str] = (),
+    background: bool = False,
 ) -> Iterator[Any]:
-    """A `distributed.Client` of the given scheduler, `$SEISCTF_SCHEDULER`, or a LocalCluster."""
-    from distributed import Client, LocalCluster
+    """A `distributed.Client` of the given scheduler, `$SEISCTF_SCHEDULER`, or a LocalCluster.
 
+    `preload`: modules the embedded cluster's workers import as they start. `background=True`:
+    the embedded cluster starts in a thread while the caller goes on (imports, opening stores,
+    building graphs); `compute` waits for it; the context then yields None."""
+    global _starting
     address = scheduler or os.environ.get(SCHEDULER_ENV) or None
-    cluster = None
     if address:
+        from distributed import Client
+
+        started: Future = Future()
         client = Client(address, timeout="30s")
+        _announce(client, address, quiet)
+        started.set_result((None, client))
     else:
         n_workers = n_workers or machine_workers()
-        for name in ("distributed", "distributed.worker", "distributed.scheduler"):
-            logging.getLogger(name).setLevel(logging.ERROR)
-        cluster = LocalCluster(
-            n_workers=n_workers,
-            threads_per_worker=1,
-            processes=True,
-            memory_limit=memory_limit or worker_memory_limit(n_workers),
-            host="127.0.0.1",
-            dashboard_address="127.0.0.1:0",
-        )
-        client = Client(cluster)
-    if not quiet:
-        where = (
-            address or f"embedded LocalCluster, {len(client.scheduler_info()['workers'])} workers"
-        )
-        print(f"dask: {where}; dashboard {client.dashboard_link}", file=sys.stderr)
+        args = (n_workers, memory_limit or worker_memory_limit(n_workers), quiet, tuple(preload))
+        started = _in_background(_start_local, *args)
+    _starting = started
     try:
-        yield client
+        yield None if background else _ready_client()
     finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        _starting = None
+        with contextlib.suppress(Exception):  # a failed start was already raised to the caller
+            cluster, client = started.result()
+            client.close()
+            if cluster is not None:
+                cluster.close()
+
+
+def _ready_client() -> Any:
+    """The client of the cluster `dask_client` started, once it is up (raises if it failed)."""
+    global _starting
+    pending, _starting = _starting, None
+    return pending.result()[1]
 
 
 def active_client() -> Any | None:
+    if _starting is not None:
+        return _ready_client()
     try:
         from distributed import default_client
 

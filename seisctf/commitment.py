@@ -12,11 +12,14 @@ Both are checkable by anyone once the salt is revealed.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
+from typing import Any
 
 import dask.array as da
 import numpy as np
 
 from seisctf import conventions as cv
+from seisctf.blocks import Cover, Stored, assemble, named
 
 
 def array_bytes_le(block: np.ndarray) -> bytes:
@@ -46,19 +49,26 @@ def block_rows(n_space: int, itemsize: int = 4) -> int:
     return cv.time_space_chunks(2**62, n_space, itemsize)[0]
 
 
-def _leaf_digest(block: np.ndarray, salt: bytes) -> np.ndarray:
-    leaf = hashlib.sha256(salt + array_bytes_le(block)).digest()
-    return np.frombuffer(leaf, dtype=np.uint8).reshape(1, 32)
+def _leaf_digest(cover: Cover, shape: tuple[int, int], dtype: Any, salt: bytes) -> bytes:
+    return hashlib.sha256(salt + array_bytes_le(assemble(shape, cover, dtype))).digest()
 
 
-def block_digests(array: da.Array, salt_hex: str | None, rows: int) -> da.Array:
-    """Lazy (n_blocks, 32) uint8 leaf digests of whole-row blocks of `rows` rows."""
-    blocks = array.rechunk({0: rows, 1: -1})
-    return blocks.map_blocks(
-        _leaf_digest, _salt(salt_hex), chunks=((1,) * blocks.numblocks[0], (32,)), dtype=np.uint8
-    )
+def block_digests(array: da.Array | Stored, salt_hex: str | None, rows: int) -> list[Any]:
+    """Lazy leaf digests (Delayed 32-byte strings) of whole-row blocks of `rows` rows, each
+    hashed in the task that assembles its block from the stored chunks."""
+    stored = array if isinstance(array, Stored) else Stored(array)
+    n_rows, n_cols = stored.shape
+    digests = []
+    for start in range(0, n_rows, rows):
+        stop = min(start + rows, n_rows)
+        cover = stored.cover((start, stop))
+        shape = (stop - start, n_cols)
+        digests.append(
+            named(_leaf_digest, "leaf_digest", cover, shape, stored.array.dtype, _salt(salt_hex))
+        )
+    return digests
 
 
-def block_root(digests: np.ndarray, salt_hex: str | None) -> str:
+def block_root(digests: Sequence[bytes], salt_hex: str | None) -> str:
     """Root of the block commitment from the computed leaf digests."""
-    return hashlib.sha256(_salt(salt_hex) + np.ascontiguousarray(digests).tobytes()).hexdigest()
+    return hashlib.sha256(_salt(salt_hex) + b"".join(bytes(d) for d in digests)).hexdigest()

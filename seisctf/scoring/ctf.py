@@ -14,27 +14,34 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
+import dask
 import dask.array as da
 import numpy as np
 
 from seisctf import commitment, storage
 from seisctf import conventions as cv
+from seisctf.blocks import Stored, named, tiles
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
 from seisctf.scoring import metrics
+from seisctf.scoring.regions import Difference
 
 GRAM_MAX_SIDE = 4096
 OVERFLOW_GUARD = 1e100  # |values| above this are rescaled before anything is squared
 
 
-@dataclass(frozen=True)
 class Lanczos:
-    """A 2-norm left for after the fused pass: both sides of the window are too large for a Gram."""
+    """A 2-norm left for after the fused pass: both sides of the window are too large for a Gram.
 
-    window: da.Array
+    A plain class, not a dataclass: `dask.compute` traverses dataclasses and would compute (and
+    bring to the client) the whole window inside."""
+
+    __slots__ = ("window",)
+
+    def __init__(self, window: da.Array) -> None:
+        self.window = window
 
 
 def lanczos_norm(window: da.Array, quiet: bool = True) -> float:
@@ -57,75 +64,93 @@ def lanczos_norm(window: da.Array, quiet: bool = True) -> float:
     return float(values[0])
 
 
-def window_of(metric: str, array: da.Array, manifest: Mapping[str, Any]) -> da.Array:
+def window_rows(metric: str, manifest: Mapping[str, Any]) -> slice:
+    """The rows a metric scores: the first k_short, the last k_long, or all."""
     if metric == cv.METRIC_SHORT:
-        return array[: manifest["k_short"]]
+        return slice(0, manifest["k_short"])
     if metric == cv.METRIC_LONG:
-        return array[-manifest["k_long"] :]
-    return array
+        return slice(-manifest["k_long"], None)
+    return slice(None)
 
 
 def statistic(
-    convention: str, metric: str, window: da.Array, modes: int, gram_max_side: int = GRAM_MAX_SIDE
+    convention: str,
+    metric: str,
+    window: Difference,
+    modes: int,
+    gram_max_side: int = GRAM_MAX_SIDE,
 ) -> Any:
-    """The lazy reduction a metric needs from one window (truth, or truth − submission, or the
-    submission for spectra), per convention."""
-    if metric == cv.METRIC_LONG:
-        rows = window.rechunk({0: -1, 1: -1})  # k_long whole rows: small
+    """The lazy reduction (a Delayed) a metric needs from one window (truth, or truth −
+    submission, or the submission for spectra), per convention.
+
+    Every reduction runs on regions whose shape depends on the window's shape only (whole rows
+    for spectra, panels for Grams, `time_space_chunks` tiles for sums of squares), summed in a
+    fixed order, so a score never depends on how truth or submission happen to be chunked, and
+    identical windows (a zero submission's error is the truth itself) give bitwise identical
+    statistics."""
+    rows, cols = window.shape
+    if metric == cv.METRIC_LONG:  # k_long whole rows: small, one region
         if convention == "reference":
-            return rows.map_blocks(
-                metrics.reference_spectrum, modes, chunks=((modes,),), drop_axis=1, dtype=float
-            )
-        width = metrics.paper_window_width(window.shape[1], modes)
-        return rows.map_blocks(
-            metrics.paper_log_spectrum, modes, chunks=((window.shape[0],), (width,)), dtype=float
-        )
-    # Reductions run on a chunking that depends on the window's shape only, so a score never
-    # depends on how truth or submission happen to be chunked, and identical windows (a zero
-    # submission's error is the truth itself) give bitwise identical statistics.
-    window = window.rechunk(cv.time_space_chunks(*window.shape, itemsize=8))
+            return window.reduce(metrics.reference_spectrum, (0, rows), (0, cols), modes)
+        return window.reduce(metrics.paper_log_spectrum, (0, rows), (0, cols), modes)
     if convention == "paper":
-        return (window**2).sum()
+        tile = cv.time_space_chunks(rows, cols, itemsize=8)
+        return _tree_sum(
+            [window.reduce(_sum_of_squares, r, c) for r, c in tiles(window.shape, tile)]
+        )
     if min(window.shape) > gram_max_side:
-        return Lanczos(window)
+        values = window.as_float64().rechunk(cv.time_space_chunks(rows, cols, itemsize=8))
+        return Lanczos(values)
     return spectral_norm(window)
 
 
 GRAM_PANEL_BYTES = 32 * 2**20
 
 
-def _panel_gram(panel: np.ndarray) -> np.ndarray:
-    contiguous = np.ascontiguousarray(panel, dtype=np.float64)
-    return contiguous @ contiguous.T
+def _sum_of_squares(values: np.ndarray) -> float:
+    return float(np.sum(values * values))
+
+
+def _panel_gram(values: np.ndarray, transpose: bool) -> np.ndarray:
+    """P·Pᵀ of the panel P = values (or valuesᵀ): m × m, m = P's number of rows."""
+    panel = np.ascontiguousarray(values.T) if transpose else values
+    return panel @ panel.T
+
+
+def _panel_norm(values: np.ndarray, transpose: bool) -> float:
+    """The 2-norm of a window that is one panel: its Gram and that Gram's largest eigenvalue in
+    one task."""
+    return metrics.spectral_norm_from_gram(_panel_gram(values, transpose))
 
 
 def _tree_sum(parts: list) -> Any:
     """Pairwise sum in a fixed order (the result never depends on which worker adds what)."""
-    from dask import delayed
-
     while len(parts) > 1:
         parts = [
-            delayed(np.add)(parts[i], parts[i + 1]) if i + 1 < len(parts) else parts[i]
+            named(np.add, "add", parts[i], parts[i + 1]) if i + 1 < len(parts) else parts[i]
             for i in range(0, len(parts), 2)
         ]
     return parts[0]
 
 
-def spectral_norm(window: da.Array) -> da.Array:
-    """Lazy 2-norm (a 0-d array) of a window from the Gram matrix of its smaller side (m × m,
-    m = min(shape)): the sum over panels of whole m-long vectors of panel · panelᵀ (panels of at
-    most `GRAM_PANEL_BYTES`), whose largest eigenvalue is taken on a worker."""
-    from dask import delayed
-
-    wide = window if window.shape[0] <= window.shape[1] else window.T
-    m = wide.shape[0]
-    panels = wide.rechunk({0: -1, 1: max(1, GRAM_PANEL_BYTES // (8 * m))})
-    blocks = panels.to_delayed(optimize_graph=False).ravel()
-    gram = _tree_sum([delayed(_panel_gram)(block) for block in blocks])
-    # As a Dask array: dask.compute of a structure mixing Delayed and Array objects returned them
-    # in the wrong order here (dask 2026.8), so every statistic is an Array.
-    norm = delayed(metrics.spectral_norm_from_gram)(gram)
-    return da.from_delayed(norm, shape=(), dtype=np.float64)
+def spectral_norm(window: Difference) -> Any:
+    """Lazy 2-norm (a Delayed float) of a window from the Gram matrix of its smaller side (m × m,
+    m = min(shape)): the sum over panels of whole m-long vectors (at most `GRAM_PANEL_BYTES` of
+    float64 each) of panel · panelᵀ, whose largest eigenvalue is taken on a worker."""
+    rows, cols = window.shape
+    transpose = rows > cols  # panels are then blocks of whole rows, and the Gram is AᵀA
+    m = min(rows, cols)
+    step = max(1, GRAM_PANEL_BYTES // (8 * m))
+    if transpose:
+        regions = [((start, min(start + step, rows)), (0, cols)) for start in range(0, rows, step)]
+    else:
+        regions = [((0, rows), (start, min(start + step, cols))) for start in range(0, cols, step)]
+    # The biggest Grams first: they are the longest tasks, and left to the end they run alone.
+    with dask.annotate(priority=m):
+        if len(regions) == 1:
+            return window.reduce(_panel_norm, *regions[0], transpose)
+        gram = _tree_sum([window.reduce(_panel_gram, r, c, transpose) for r, c in regions])
+        return named(metrics.spectral_norm_from_gram, "spectral_norm_from_gram", gram)
 
 
 def norm_of(convention: str, value: Any) -> float:
@@ -188,15 +213,16 @@ def open_truth(truth_url: str, storage_options: storage.StorageOptions | None = 
 
 
 def _statistics(convention, tasks, truth, submission, manifest, scales, gram_max_side) -> list:
+    """Statistics of one submission's windows; `truth`, `submission`: {test name: Stored}."""
     stats = []
     for _, pair, metric in tasks:
         name = pair["test"]
         scale = scales.get(name, 1.0)
         if metric == cv.METRIC_LONG:
-            window = window_of(metric, submission[name], manifest)
-            window = window * scale if convention == "reference" else window
+            window = Difference(submission[name], scale=scale if convention == "reference" else 1)
         else:
-            window = window_of(metric, truth[name] - submission[name], manifest) * scale
+            window = Difference(truth[name], submission[name], scale)
+        window = window.window(window_rows(metric, manifest))
         stats.append(statistic(convention, metric, window, manifest["modes"], gram_max_side))
     return stats
 
@@ -231,16 +257,15 @@ def score_arrays(
     gram_max_side: int = GRAM_MAX_SIDE,
     quiet: bool = False,
 ) -> list[dict[str, Any]]:
-    """Score opened submissions (float64 Dask arrays by test name) against truth arrays.
+    """Score opened submissions (float Dask arrays by test name) against truth arrays.
 
     `gram_max_side`: 2-norms of windows whose smaller side is longer use Lanczos instead of a Gram
     matrix (whose memory grows as that side squared)."""
-    from seisctf.scoring.submission import nonfinite_report, raise_if_nonfinite
+    from seisctf.scoring.submission import raise_if_nonfinite, value_report
 
     if convention not in cv.CONVENTIONS:
         raise InvalidInput(f"--convention {convention}", f"choose one of {list(cv.CONVENTIONS)}")
     tasks = cv.scored_metrics(manifest["pairs"])
-    truth = {name: array.astype(np.float64) for name, array in truth_stored.items()}
     blocks = manifest.get("truth_sha256_blocks") if verify else None
     digests = (
         {
@@ -250,11 +275,16 @@ def score_arrays(
         if blocks
         else {}
     )
+    truth = {name: Stored(array) for name, array in truth_stored.items()}
+    stored = {
+        name: {test: Stored(array) for test, array in arrays.items()}
+        for name, arrays in submissions.items()
+    }
     truth_stats = [
         statistic(
             convention,
             metric,
-            window_of(metric, truth[pair["test"]], manifest),
+            Difference(truth[pair["test"]]).window(window_rows(metric, manifest)),
             manifest["modes"],
             gram_max_side,
         )
@@ -262,14 +292,15 @@ def score_arrays(
     ]
     per_submission = {
         name: {
-            "stats": _statistics(convention, tasks, truth, arrays, manifest, {}, gram_max_side),
-            "nonfinite": {test: nonfinite_report(array) for test, array in arrays.items()},
-            "maxabs": {test: abs(array).max() for test, array in arrays.items()},
+            "stats": _statistics(
+                convention, tasks, truth, stored[name], manifest, {}, gram_max_side
+            ),
+            "values": {test: value_report(array) for test, array in arrays.items()},
         }
         for name, arrays in submissions.items()
     }
-    digest_values, truth_values, computed = compute(
-        digests, truth_stats, per_submission, label="scoring", quiet=quiet
+    computed, truth_values, digest_values = compute(
+        per_submission, truth_stats, digests, label="scoring", quiet=quiet
     )
     truth_values = _resolve_lanczos(truth_values, quiet)
     if blocks:
@@ -290,14 +321,16 @@ def score_arrays(
         values = computed[name]
         raise_if_nonfinite(
             f"submission {name!r}",
-            {test: tuple(int(v) for v in report) for test, report in values["nonfinite"].items()},
+            {test: report[:2] for test, report in values["values"].items()},
             {test: array.shape for test, array in arrays.items()},
         )
-        scales = _overflow_scales({t: float(v) for t, v in values["maxabs"].items()})
+        scales = _overflow_scales({test: r[2] for test, r in values["values"].items()})
         stats = values["stats"]
         if scales:
             stats = compute(
-                _statistics(convention, tasks, truth, arrays, manifest, scales, gram_max_side),
+                _statistics(
+                    convention, tasks, truth, stored[name], manifest, scales, gram_max_side
+                ),
                 label=f"rescoring {name} (huge values)",
                 quiet=quiet,
             )[0]

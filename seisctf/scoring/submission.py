@@ -8,7 +8,7 @@ metadata (names, shapes, dtypes, chunk sizes, no arrays in nested groups). Limit
 `SubmissionLimits`. A valid submission is never copied whole into memory: zarr (also inside a zip)
 is read chunk-wise by Dask, .npy files and stored .npz members are memory-mapped, and compressed
 .npz members are streamed once, one row block at a time, into a scratch zarr store. NaN and Inf are
-found lazily, in the scoring pass (`nonfinite_report`, `raise_if_nonfinite`).
+found lazily, in the scoring pass (`value_report`, `raise_if_nonfinite`).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ import zarr
 
 from seisctf import conventions as cv
 from seisctf import storage
+from seisctf.blocks import named
 from seisctf.errors import InvalidInput
 
 GIB = 2**30
@@ -516,7 +517,9 @@ def open_submission(
     *,
     scratch_dir: str | os.PathLike | None = None,
 ) -> dict[str, da.Array]:
-    """Validate names, shapes, dtypes and sizes; return float64 Dask arrays chunked like the truth.
+    """Validate names, shapes, dtypes and sizes; return Dask arrays chunked like the truth, in
+    the submitted float dtype (native byte order): the scorer converts to float64 in its kernels,
+    where the data already is.
 
     `scratch_dir` holds the temporary zarr stores of compressed .npz members (default: $TMPDIR).
     """
@@ -529,44 +532,54 @@ def open_submission(
         array = arrays[name]
         if not isinstance(array, da.Array):
             array = da.from_array(array, chunks=chunks, asarray=True)
-        opened[name] = array.rechunk(chunks).astype(np.float64)
+        opened[name] = array.rechunk(chunks).astype(array.dtype.newbyteorder("="))
     return opened
 
 
 # --- non-finite values, found in the scoring pass -----------------------------------------------
 
-_NO_INDEX = np.iinfo(np.int64).max
 
-
-def _block_nonfinite(block: np.ndarray, block_info: dict | None = None) -> np.ndarray:
-    """(1, …, 1, 2) int64: [count, global C-order flat index of the first] of one block. A block's
-    first in its own C order is its first globally: C order is lexicographic, like a block's."""
+def _block_values(
+    block: np.ndarray, start: tuple[int, ...], shape: tuple[int, ...]
+) -> tuple[int, int, float]:
+    """(NaN/Inf count, global C-order flat index of the first or −1, max |value|) of one block.
+    A block's first in its own C order is its first globally: C order is lexicographic, like a
+    block's."""
     bad = ~np.isfinite(block)
-    count, first = int(np.count_nonzero(bad)), _NO_INDEX
+    count, first = int(np.count_nonzero(bad)), -1
     if count:
-        info = block_info[0]
         local = np.unravel_index(int(np.argmax(bad)), block.shape)
-        start = [begin for begin, _ in info["array-location"]]
-        first = int(
-            np.ravel_multi_index([i + s for i, s in zip(local, start, strict=True)], info["shape"])
+        first = int(np.ravel_multi_index([i + s for i, s in zip(local, start, strict=True)], shape))
+    largest = float(np.max(np.abs(block))) if block.size else 0.0
+    return count, first, largest
+
+
+def _total_values(reports: list[tuple[int, int, float]]) -> tuple[int, int, float]:
+    firsts = [first for _, first, _ in reports if first >= 0]
+    return (
+        sum(count for count, _, _ in reports),
+        min(firsts) if firsts else -1,
+        max((largest for _, _, largest in reports), default=0.0),
+    )
+
+
+def value_report(array: da.Array) -> Any:
+    """Lazy (Delayed) `(count, first flat index, max |value|)`: NaN/Inf values in C order (−1
+    when none) and the largest magnitude, chunk by chunk, so they are found in the same pass as
+    the scores."""
+    blocks = array.to_delayed(optimize_graph=False)
+    edges = [np.cumsum((0, *chunks)) for chunks in array.chunks]
+    parts = [
+        named(
+            _block_values,
+            "value_report",
+            blocks[index],
+            tuple(int(edges[axis][i]) for axis, i in enumerate(index)),
+            array.shape,
         )
-    return np.array([count, first], dtype=np.int64).reshape((1,) * block.ndim + (2,))
-
-
-def nonfinite_report(array: da.Array) -> da.Array:
-    """Lazy int64 `[count, first flat index]` of NaN/Inf values (C order; −1 when none), reduced
-    chunk by chunk, so it is computed in the same pass as the scores."""
-    per_block = array.map_blocks(
-        _block_nonfinite,
-        dtype=np.int64,
-        new_axis=array.ndim,
-        chunks=(*((1,) * len(c) for c in array.chunks), (2,)),
-        meta=np.empty((0,) * (array.ndim + 1), np.int64),
-    )
-    first = per_block[..., 1].min()
-    return da.stack([per_block[..., 0].sum(), da.where(first == _NO_INDEX, -1, first)]).astype(
-        np.int64
-    )
+        for index in np.ndindex(*blocks.shape)
+    ]
+    return named(_total_values, "value_report_total", parts)
 
 
 def describe_nonfinite(name: str, count: int, first_flat_index: int, shape: Any) -> str:

@@ -16,6 +16,7 @@ import zipfile
 import zlib
 from pathlib import Path
 
+import dask
 import dask.array as da
 import numpy as np
 import pytest
@@ -32,9 +33,9 @@ from seisctf.scoring.submission import (
     DEFAULT_LIMITS,
     SubmissionLimits,
     describe_nonfinite,
-    nonfinite_report,
     open_submission,
     raise_if_nonfinite,
+    value_report,
 )
 
 SECRET = "test-secret-hostile"
@@ -530,9 +531,9 @@ def test_compression_ratio_limit_applies_to_members_larger_than_any_array(
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
-def test_nonfinite_report_is_global_c_order_whatever_the_chunking(data):
+def test_value_report_is_global_c_order_whatever_the_chunking(data):
     shape = (data.draw(st.integers(1, 23)), data.draw(st.integers(1, 17)))
-    values = np.arange(np.prod(shape), dtype=np.float64).reshape(shape)
+    values = np.arange(np.prod(shape), dtype=np.float64).reshape(shape) - 100.0
     flat = data.draw(st.lists(st.integers(0, values.size - 1), max_size=6, unique=True))
     kinds = data.draw(
         st.lists(st.sampled_from([np.nan, np.inf, -np.inf]), min_size=len(flat), max_size=len(flat))
@@ -541,16 +542,21 @@ def test_nonfinite_report_is_global_c_order_whatever_the_chunking(data):
     expected = [len(flat), min(flat) if flat else -1]
     for _ in range(3):
         chunks = tuple(data.draw(st.integers(1, n)) for n in shape)
-        report = nonfinite_report(da.from_array(values, chunks=chunks))
-        assert report.dtype == np.int64 and report.shape == (2,)
-        assert report.compute(scheduler="synchronous").tolist() == expected, chunks
+        count, first, largest = dask.compute(
+            value_report(da.from_array(values, chunks=chunks)), scheduler="synchronous"
+        )[0]
+        assert [count, first] == expected, chunks
+        if not flat:
+            assert largest == np.abs(values).max(), chunks
 
 
-def test_nonfinite_report_of_float32_and_3d():
+def test_value_report_of_float32_and_3d():
     values = np.ones((4, 5, 6), dtype=np.float32)
+    values[1, 1, 1] = -7.5
+    assert dask.compute(value_report(da.from_array(values, chunks=(3, 2, 4))))[0] == (0, -1, 7.5)
     values[2, 3, 4] = values[3, 0, 0] = np.nan
-    report = nonfinite_report(da.from_array(values, chunks=(3, 2, 4)))
-    assert report.compute(scheduler="synchronous").tolist() == [2, 2 * 30 + 3 * 6 + 4]
+    count, first, _ = dask.compute(value_report(da.from_array(values, chunks=(3, 2, 4))))[0]
+    assert (count, first) == (2, 2 * 30 + 3 * 6 + 4)
 
 
 def test_describe_and_raise_if_nonfinite():

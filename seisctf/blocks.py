@@ -1,0 +1,115 @@
+"""Regions of stored 2-D Dask arrays, assembled inside the task that uses them.
+
+A reduction that must see regions whose shape depends on the data's shape only (so results never
+depend on how an array happens to be chunked) would, the Dask way, rechunk first: a task and a
+copy per step. Instead, `Stored.cover` names the stored blocks that cover a region and where each
+piece goes; one task receives those blocks, `assemble`s the region and reduces it at once. Each
+stored block is still read by one task, which feeds every region that needs it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from itertools import accumulate
+from typing import Any
+
+import dask.array as da
+import numpy as np
+from dask import delayed
+from dask.base import tokenize
+
+Span = tuple[int, int]  # [start, stop) along one axis
+Cover = tuple[list["Piece"], list[Any]]  # pieces, and the block (Delayed, or computed) of each
+
+
+@dataclass(frozen=True)
+class Piece:
+    """Part `source` of stored block `block`, going to `target` of the region (both as
+    ((row start, row stop), (column start, column stop)))."""
+
+    block: tuple[int, int]
+    source: tuple[Span, Span]
+    target: tuple[Span, Span]
+
+
+def _edges(chunks: Sequence[int]) -> list[int]:
+    return [0, *accumulate(chunks)]
+
+
+def pieces(chunks: tuple[Sequence[int], Sequence[int]], rows: Span, cols: Span) -> list[Piece]:
+    """The pieces of the stored blocks (of a 2-D array chunked `chunks`) that cover the region
+    rows × cols, in block order."""
+    found = []
+    row_edges, col_edges = _edges(chunks[0]), _edges(chunks[1])
+    for i in range(len(chunks[0])):
+        r0, r1 = max(rows[0], row_edges[i]), min(rows[1], row_edges[i + 1])
+        if r0 >= r1:
+            continue
+        for j in range(len(chunks[1])):
+            c0, c1 = max(cols[0], col_edges[j]), min(cols[1], col_edges[j + 1])
+            if c0 >= c1:
+                continue
+            row0, col0 = row_edges[i], col_edges[j]
+            source = ((r0 - row0, r1 - row0), (c0 - col0, c1 - col0))
+            target = ((r0 - rows[0], r1 - rows[0]), (c0 - cols[0], c1 - cols[0]))
+            found.append(Piece((i, j), source, target))
+    return found
+
+
+def _slices(spans: tuple[Span, Span]) -> tuple[slice, slice]:
+    return slice(*spans[0]), slice(*spans[1])
+
+
+@dataclass(frozen=True)
+class Stored:
+    """A 2-D Dask array as stored (its dtype, its chunks), with one Delayed per block."""
+
+    array: da.Array
+    blocks: np.ndarray = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.array.ndim != 2:
+            raise ValueError(f"Stored needs a 2-D array, got shape {self.array.shape}")
+        object.__setattr__(self, "blocks", self.array.to_delayed(optimize_graph=False))
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.array.shape
+
+    def cover(self, rows: Span, cols: Span | None = None) -> Cover:
+        """Pieces covering rows × cols (all columns by default), and the Delayed block of each."""
+        found = pieces(self.array.chunks, rows, cols or (0, self.array.shape[1]))
+        return found, [self.blocks[piece.block] for piece in found]
+
+
+def assemble(
+    shape: tuple[int, int], cover: Cover, dtype: Any, out: np.ndarray | None = None
+) -> np.ndarray:
+    """The region of `shape` from its computed cover, as a new C-ordered array of `dtype` (or
+    written into `out`)."""
+    values = np.empty(shape, dtype=dtype) if out is None else out
+    for piece, block in zip(*cover, strict=True):
+        values[_slices(piece.target)] = np.asarray(block)[_slices(piece.source)]
+    return values
+
+
+def subtract(values: np.ndarray, cover: Cover) -> None:
+    """values −= the region of `cover`, in place, piece by piece."""
+    for piece, block in zip(*cover, strict=True):
+        target = values[_slices(piece.target)]
+        np.subtract(target, np.asarray(block)[_slices(piece.source)], out=target)
+
+
+def named(function: Callable[..., Any], label: str, *args: Any) -> Any:
+    """Delayed `function(*args)` whose task key starts with `label` (legible task streams)."""
+    return delayed(function, pure=True)(*args, dask_key_name=f"{label}-{tokenize(*args)}")
+
+
+def tiles(shape: tuple[int, int], tile: tuple[int, int]) -> list[tuple[Span, Span]]:
+    """Row-major tiles of `tile` (the last ones cut) covering `shape`."""
+    return [
+        ((r, min(r + tile[0], shape[0])), (c, min(c + tile[1], shape[1])))
+        for r in range(0, shape[0], tile[0])
+        for c in range(0, shape[1], tile[1])
+    ]
