@@ -16,10 +16,10 @@ cluster, then runs, --repeat times each and interleaved (so load drift hits all 
 Both are timed as whole processes (start-up, imports, reading, scoring, exit). It prints a table:
 median seconds, the runs, speed-up of the command over the eager scorer, max |score difference|.
 Then it profiles where the command's time goes: this file's `--trace` mode runs the same
-command through `seisctf.cli.main` in a child process with timers around its pieces (interpreter
-start, imports, LocalCluster start and close, `score_ctf` split into its one Dask compute, the
-client's eigenvalues of the Gram matrices and the rest, interpreter exit), with worker-seconds
-per task kind from the Dask task stream.
+command through `seisctf.cli.main` in a child process with timestamps around its pieces
+(interpreter start, imports, the main thread's work until its one Dask compute, the embedded
+cluster's start in its background thread, the wait for it, the compute, what follows, exit), with
+worker-seconds per task kind from the Dask task stream.
 Finally it runs part 2, `bench_ctf_memory.py` (peak memory on a bundle larger than a worker),
 unless --skip-memory.
 
@@ -319,6 +319,7 @@ def trace_main(truth_url: str, submission_url: str) -> None:
         "worker_seconds": worker_seconds, "counts": counts,
         "span": max(i["stop"] for i in intervals) - min(i["start"] for i in intervals),
     }))
+    seisctf.cli.fast_exit(0)  # as the `seisctf` entry point ends
 
 
 def threaded_main(truth_url: str, submission_url: str) -> None:

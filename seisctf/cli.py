@@ -7,7 +7,9 @@ traceback), 1 anything else.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -148,8 +150,6 @@ def _run_demo(args: argparse.Namespace) -> None:
 
 
 def _run_synth_global(args: argparse.Namespace) -> None:
-    import os
-
     from seisctf import keys, storage
     from seisctf.recipes.global_wavefield import synthesize_global
 
@@ -275,5 +275,22 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def fast_exit(code: int) -> None:
+    """Exit without tearing the interpreter down: flush, run the exit handlers (temporary
+    folders, multiprocessing's fork server), then `os._exit`. Tearing down the modules of Dask,
+    pandas and xarray object by object only costs time (about 0.3 s of a 3 s scoring command)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    atexit._run_exitfuncs()
+    os._exit(code)
+
+
+def entry_point() -> None:
+    """The `seisctf` console script: `main()`, then `fast_exit` (every result is written,
+    flushed and closed by then). An unexpected exception leaves the normal way, with its
+    traceback."""
+    fast_exit(main())
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry_point()

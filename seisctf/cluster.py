@@ -80,8 +80,9 @@ def _start_local(
             processes=True,
             memory_limit=memory_limit,
             host="127.0.0.1",
-            # The dashboard (bokeh: ~1 s of start-up and exit) only when its link is printed.
-            dashboard_address=None if quiet else "127.0.0.1:0",
+            dashboard_address="127.0.0.1:0",  # loopback, a free port
+            # The bokeh dashboard (~1 s of start-up and exit) only when its link is printed.
+            scheduler_kwargs={"dashboard": not quiet},
             # Workers import what their tasks need while they start, not on their first task.
             preload=list(preload),
         )

@@ -32,3 +32,31 @@ def test_existing_scheduler_by_argument_and_environment(dask_cluster, monkeypatc
     monkeypatch.setenv(SCHEDULER_ENV, dask_cluster.address)
     with dask_client(quiet=True) as client:
         assert client.scheduler.address == dask_cluster.address
+
+
+def test_background_start_preloads_worker_modules_and_compute_waits():
+    """The CLI's way: the cluster starts in a thread while the caller goes on; `compute` waits
+    for it; workers fork from a server that imported the preloaded modules; results are the
+    same as without a cluster."""
+    from seisctf import cluster
+
+    values = da.random.default_rng(3).standard_normal((400, 300), chunks=(70, 90))
+    expected = compute((values**2).sum(), quiet=True)[0]  # no client: threaded scheduler
+    with dask_client(quiet=True, preload=("seisctf.scoring.ctf",), background=True) as handle:
+        assert handle is None
+        assert compute((values**2).sum(), quiet=True)[0] == expected
+        client = cluster.active_client()
+        assert client is not None and os.getpid() not in _worker_pids(client)
+        assert all(client.run(lambda: "seisctf.scoring.ctf" in __import__("sys").modules).values())
+        assert set(
+            client.run(lambda: __import__("os").environ["OPENBLAS_NUM_THREADS"]).values()
+        ) == {"1"}
+    assert cluster.active_client() is None
+
+
+def test_background_start_failure_reaches_the_caller():
+    import pytest
+
+    with pytest.raises(Exception, match="no_such_module|No module|failed to start"):
+        with dask_client(quiet=True, preload=("seisctf.no_such_module",), background=True):
+            compute(da.ones(3, chunks=1).sum(), quiet=True)
