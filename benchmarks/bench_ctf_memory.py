@@ -63,20 +63,37 @@ def build(root: Path, rows: int, n_sensors: int, quiet: bool) -> tuple[str, str,
     def random_arrays(seed: int) -> dict:
         rng = da.random.default_rng(seed)
         chunks = cv.time_space_chunks(rows, n_sensors)
-        return {name: rng.standard_normal((rows, n_sensors), chunks=chunks, dtype=np.float32)
-                for name in cv.TEST_NAMES}
+        return {
+            name: rng.standard_normal((rows, n_sensors), chunks=chunks, dtype=np.float32)
+            for name in cv.TEST_NAMES
+        }
 
     truth_url, submission_url = str(root / "truth.zarr"), str(root / "random.zarr")
-    pairs = [{"id": spec.id, "test": spec.test, "metrics": list(spec.metrics),
-              "shape": [rows, n_sensors], "start_index": 0} for spec in cv.CTF_PAIRS]
-    manifest = {"dataset": "memory-benchmark", "k_short": 20, "k_long": 20, "modes": 64,
-                "pairs": pairs}
-    storage.write_arrays(random_arrays(1), truth_url, {}, label="truth", quiet=quiet,
-                         finish=False)
+    pairs = [
+        {
+            "id": spec.id,
+            "test": spec.test,
+            "metrics": list(spec.metrics),
+            "shape": [rows, n_sensors],
+            "start_index": 0,
+        }
+        for spec in cv.CTF_PAIRS
+    ]
+    manifest = {
+        "dataset": "memory-benchmark",
+        "k_short": 20,
+        "k_long": 20,
+        "modes": 64,
+        "pairs": pairs,
+    }
+    storage.write_arrays(random_arrays(1), truth_url, {}, label="truth", quiet=quiet, finish=False)
     block_rows = commitment.block_rows(n_sensors)
     stored = {name: storage.read_array(truth_url, name) for name in cv.TEST_NAMES}
-    digests = compute({name: commitment.block_digests(array, SALT, block_rows)
-                       for name, array in stored.items()}, label="commitments", quiet=quiet)[0]
+    digests = compute(
+        {name: commitment.block_digests(array, SALT, block_rows) for name, array in stored.items()},
+        label="commitments",
+        quiet=quiet,
+    )[0]
     manifest["truth_sha256_blocks"] = {
         "block_rows": block_rows,
         **{name: commitment.block_root(digest, SALT) for name, digest in digests.items()},
@@ -105,14 +122,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="seisctf-bench-memory-") as tmp:
         with dask_client(n_workers=args.workers, memory_limit=limit, quiet=True) as client:
             start = time.perf_counter()
-            truth_url, submission_url, manifest = build(Path(tmp), args.rows, args.sensors,
-                                                        quiet=not args.verbose)
+            truth_url, submission_url, manifest = build(
+                Path(tmp), args.rows, args.sensors, quiet=not args.verbose
+            )
             build_s = time.perf_counter() - start
             client.restart()  # fresh workers: their peak RSS now measures the scoring only
             idle = client.run(_peak_rss_bytes)
             pids = client.run(os.getpid)
-            command = cli_command(truth_url, submission_url,
-                                  scheduler=client.scheduler.address)
+            command = cli_command(truth_url, submission_url, scheduler=client.scheduler.address)
             cli = run_child(command, env)
             peaks = client.run(_peak_rss_bytes)
             spilled = client.run(_spilled_bytes)
@@ -128,36 +145,48 @@ def main() -> None:
             eager = run_child(eager_command(truth_url, submission_url), env)
     facts.append(f"load average at end (1, 5, 15 min): {load_average()}")
 
-    print(f"\nPart 2: peak memory on a bundle larger than a worker. 9 random float32 test "
-          f"arrays of {args.rows} × {args.sensors}: truth + submission = "
-          f"{bundle_bytes / MIB:.0f} MiB = {bundle_bytes / limit:.1f}× a worker's limit of "
-          f"{args.worker_mib} MiB; {args.workers} single-threaded workers; build {build_s:.0f} s")
+    print(
+        f"\nPart 2: peak memory on a bundle larger than a worker. 9 random float32 test "
+        f"arrays of {args.rows} × {args.sensors}: truth + submission = "
+        f"{bundle_bytes / MIB:.0f} MiB = {bundle_bytes / limit:.1f}× a worker's limit of "
+        f"{args.worker_mib} MiB; {args.workers} single-threaded workers; build {build_s:.0f} s"
+    )
     for fact in facts:
         print(f"- {fact}")
     print(f"- command: {' '.join([Path(command[0]).name, *command[1:]])}")
     print("\n| process | wall s | peak RSS MiB | peak ÷ worker limit | note |")
     print("|---|---:|---:|---:|---|")
     for index, (address, peak) in enumerate(sorted(peaks.items())):
-        print(f"| Dask worker {index} | — | {peak / MIB:.0f} | {peak / limit:.2f} "
-              f"| idle after restart {idle[address] / MIB:.0f} MiB; spilled "
-              f"{spilled[address] / MIB:.0f} MiB to disk |")
-    print(f"| `seisctf score ctf` client process | {cli.seconds:.2f} "
-          f"| {cli.peak_rss_bytes / MIB:.0f} | — | scores and checks the commitment; workers "
-          f"{'all survived' if survived else 'were RESTARTED (a worker died)'} |")
+        print(
+            f"| Dask worker {index} | — | {peak / MIB:.0f} | {peak / limit:.2f} "
+            f"| idle after restart {idle[address] / MIB:.0f} MiB; spilled "
+            f"{spilled[address] / MIB:.0f} MiB to disk |"
+        )
+    print(
+        f"| `seisctf score ctf` client process | {cli.seconds:.2f} "
+        f"| {cli.peak_rss_bytes / MIB:.0f} | — | scores and checks the commitment; workers "
+        f"{'all survived' if survived else 'were RESTARTED (a worker died)'} |"
+    )
     if eager is None:
-        print(f"| eager numpy (not run) | — | ~{eager_need / MIB:.0f} needed | — "
-              f"| would not fit: {available / MIB:.0f} MiB available |")
+        print(
+            f"| eager numpy (not run) | — | ~{eager_need / MIB:.0f} needed | — "
+            f"| would not fit: {available / MIB:.0f} MiB available |"
+        )
     else:
         difference = score_difference(cli.output, eager.output, "raw_scores")
         times_worker = eager.peak_rss_bytes / max(peaks.values())
-        print(f"| eager numpy, reference (load {eager.output['load_s']:.1f} s + score "
-              f"{eager.output['score_s']:.1f} s) | {eager.seconds:.2f} "
-              f"| {eager.peak_rss_bytes / MIB:.0f} | {eager.peak_rss_bytes / limit:.2f} "
-              f"| {times_worker:.1f}× the largest worker's peak; {eager.seconds / cli.seconds:.2f}"
-              f"× the command's wall time; max abs raw score diff {difference:.1e} |")
+        print(
+            f"| eager numpy, reference (load {eager.output['load_s']:.1f} s + score "
+            f"{eager.output['score_s']:.1f} s) | {eager.seconds:.2f} "
+            f"| {eager.peak_rss_bytes / MIB:.0f} | {eager.peak_rss_bytes / limit:.2f} "
+            f"| {times_worker:.1f}× the largest worker's peak; {eager.seconds / cli.seconds:.2f}"
+            f"× the command's wall time; max abs raw score diff {difference:.1e} |"
+        )
     scores = cli.output["raw_scores"]
-    print(f"\ntruth_sha256_verified = {cli.output['truth_sha256_verified']}; raw scores of "
-          f"independent random fields: " + ", ".join(f"{k}={v:.2f}" for k, v in scores.items()))
+    print(
+        f"\ntruth_sha256_verified = {cli.output['truth_sha256_verified']}; raw scores of "
+        f"independent random fields: " + ", ".join(f"{k}={v:.2f}" for k, v in scores.items())
+    )
 
 
 if __name__ == "__main__":

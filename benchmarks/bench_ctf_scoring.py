@@ -58,7 +58,9 @@ MIB = 2**20
 
 
 def eager_scores(
-    truth: dict[str, np.ndarray], submission: dict[str, np.ndarray], manifest: dict,
+    truth: dict[str, np.ndarray],
+    submission: dict[str, np.ndarray],
+    manifest: dict,
     convention: str,
 ) -> tuple[dict[str, float], dict[str, float]]:
     """(clipped, raw) E1..E12 by the contract's formulas, all in memory, float64.
@@ -109,10 +111,17 @@ def eager_main(truth_url: str, submission_url: str, convention: str) -> None:
     submission = {name: submission_group[name][...] for name in names}
     loaded = time.perf_counter()
     scores, raw_scores = eager_scores(truth, submission, manifest, convention)
-    print(json.dumps({
-        "scores": scores, "raw_scores": raw_scores, "avg_score": statistics.fmean(scores.values()),
-        "load_s": loaded - start, "score_s": time.perf_counter() - loaded,
-    }))
+    print(
+        json.dumps(
+            {
+                "scores": scores,
+                "raw_scores": raw_scores,
+                "avg_score": statistics.fmean(scores.values()),
+                "load_s": loaded - start,
+                "score_s": time.perf_counter() - loaded,
+            }
+        )
+    )
 
 
 # --- child processes ---------------------------------------------------------------------------
@@ -140,8 +149,9 @@ def run_child(command: list[str], env: dict[str, str] | None = None) -> ChildRun
         return ChildRun(started_at, seconds, usage.ru_maxrss * 1024, json.loads(stdout.read()))
 
 
-def cli_command(truth_url: str, submission_url: str, convention: str = "reference",
-                scheduler: str | None = None) -> list[str]:
+def cli_command(
+    truth_url: str, submission_url: str, convention: str = "reference", scheduler: str | None = None
+) -> list[str]:
     """`seisctf score ctf …` by the installed entry point (as a user types it)."""
     entry = Path(sys.executable).with_name("seisctf")
     command = [str(entry)] if entry.exists() else [sys.executable, "-m", "seisctf.cli"]
@@ -151,8 +161,15 @@ def cli_command(truth_url: str, submission_url: str, convention: str = "referenc
 
 
 def eager_command(truth_url: str, submission_url: str, convention: str = "reference") -> list[str]:
-    return [sys.executable, str(Path(__file__).resolve()), "--eager", truth_url, submission_url,
-            "--convention", convention]
+    return [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--eager",
+        truth_url,
+        submission_url,
+        "--convention",
+        convention,
+    ]
 
 
 def score_difference(cli: dict, eager: dict, key: str = "scores") -> float:
@@ -175,9 +192,14 @@ def machine_facts() -> list[str]:
     import psutil
     import zarr
 
-    model = next((line.split(":", 1)[1].strip() for line in
-                  Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name")),
-                 platform.processor() or "unknown")
+    model = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor() or "unknown",
+    )
     return [
         f"date: {dt.datetime.now(dt.UTC).isoformat(timespec='seconds')}",
         f"cpu: {model}; usable cores: {len(os.sched_getaffinity(0))}; "
@@ -216,10 +238,17 @@ def layout_for(steps: int, n_sensors: int):
     train = round(steps * seismo.train_steps / seismo.required_steps)
     few_start = round(steps * seismo.few_start / seismo.required_steps)
     forecast = steps - train
-    return Layout(f"seismo-scaled-{steps}", train_steps=train, few_start=few_start,
-                  few_steps=train - few_start, forecast_start=train, forecast_steps=forecast,
-                  k_short=min(seismo.k_short, forecast), k_long=min(seismo.k_long, forecast),
-                  modes=min(seismo.modes, n_sensors - n_sensors // 2))
+    return Layout(
+        f"seismo-scaled-{steps}",
+        train_steps=train,
+        few_start=few_start,
+        few_steps=train - few_start,
+        forecast_start=train,
+        forecast_steps=forecast,
+        k_short=min(seismo.k_short, forecast),
+        k_long=min(seismo.k_long, forecast),
+        modes=min(seismo.modes, n_sensors - n_sensors // 2),
+    )
 
 
 def build(root: Path, n_sensors: int, steps: int, quiet: bool) -> tuple[str, str, dict]:
@@ -235,8 +264,12 @@ def build(root: Path, n_sensors: int, steps: int, quiet: bool) -> tuple[str, str
     public_url, submission_url = str(root / "public.zarr"), str(root / "noisy.zarr")
     wavefield = synthesize_global(n_sensors=n_sensors, duration_s=float(steps), seed=2026)
     storage.write_dataset(wavefield, wavefield_url, label="synth global", quiet=quiet)
-    bundle = build_bundle(storage.open_dataset(wavefield_url), layout_for(steps, n_sensors),
-                          SECRET, what=wavefield_url)
+    bundle = build_bundle(
+        storage.open_dataset(wavefield_url),
+        layout_for(steps, n_sensors),
+        SECRET,
+        what=wavefield_url,
+    )
     manifest = write_bundle(bundle, public_url, truth_url, SECRET, quiet=quiet)
     rng = da.random.default_rng(7)
     noisy = {}
@@ -245,8 +278,9 @@ def build(root: Path, n_sensors: int, steps: int, quiet: bool) -> tuple[str, str
         rms = da.sqrt((truth**2).mean())
         noise = rng.standard_normal(truth.shape, chunks=truth.chunks)
         noisy[pair["test"]] = (truth + 0.1 * rms * noise).astype(np.float32)
-    storage.write_arrays(noisy, submission_url, {"model": "noisy truth"}, label="submission",
-                         quiet=quiet)
+    storage.write_arrays(
+        noisy, submission_url, {"model": "noisy truth"}, label="submission", quiet=quiet
+    )
     return truth_url, submission_url, manifest
 
 
@@ -298,7 +332,10 @@ def trace_main(truth_url: str, submission_url: str) -> None:
     # Patched before seisctf.scoring is imported (the command imports it lazily), so its
     # `from seisctf.cluster import compute` binds the timed one.
     cluster._start_local, cluster._ready_client, cluster.compute = (
-        start_local, ready_client, compute)
+        start_local,
+        ready_client,
+        compute,
+    )
     arguments = ["score", "ctf", "--truth", truth_url, "--submission", submission_url, "--quiet"]
     with contextlib.redirect_stdout(io.StringIO()) as printed:
         seisctf.cli.main(arguments)
@@ -314,11 +351,17 @@ def trace_main(truth_url: str, submission_url: str) -> None:
             worker_seconds[kind] += interval["stop"] - interval["start"]
             counts[kind] += 1
     intervals = [i for task in tasks for i in task["startstops"]]
-    print(json.dumps({
-        "marks": marks, "result": json.loads(printed.getvalue()),
-        "worker_seconds": worker_seconds, "counts": counts,
-        "span": max(i["stop"] for i in intervals) - min(i["start"] for i in intervals),
-    }))
+    print(
+        json.dumps(
+            {
+                "marks": marks,
+                "result": json.loads(printed.getvalue()),
+                "worker_seconds": worker_seconds,
+                "counts": counts,
+                "span": max(i["stop"] for i in intervals) - min(i["start"] for i in intervals),
+            }
+        )
+    )
     seisctf.cli.fast_exit(0)  # as the `seisctf` entry point ends
 
 
@@ -357,20 +400,40 @@ def fmt_runs(runs: list[float]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sensors", type=int, default=2048, help="sensors (space axis)")
-    parser.add_argument("--steps", type=int, default=3000,
-                        help="time steps of the wavefield (default: the seismo layout's 3000)")
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=3000,
+        help="time steps of the wavefield (default: the seismo layout's 3000)",
+    )
     parser.add_argument("--repeat", type=int, default=3, help="runs of each command")
     parser.add_argument("--verbose", action="store_true", help="progress bars while building")
-    parser.add_argument("--skip-memory", action="store_true",
-                        help="skip part 2 (bench_ctf_memory.py, run afterwards by default)")
-    parser.add_argument("--eager", nargs=2, metavar=("TRUTH", "SUBMISSION"),
-                        help="child mode: run the eager scorer only and print JSON")
-    parser.add_argument("--convention", default="reference", choices=["reference", "paper"],
-                        help="with --eager")
-    parser.add_argument("--trace", nargs=2, metavar=("TRUTH", "SUBMISSION"),
-                        help="child mode: run the command with timers and print JSON")
-    parser.add_argument("--threaded", nargs=2, metavar=("TRUTH", "SUBMISSION"),
-                        help="child mode: score_ctf on Dask's threaded scheduler, print JSON")
+    parser.add_argument(
+        "--skip-memory",
+        action="store_true",
+        help="skip part 2 (bench_ctf_memory.py, run afterwards by default)",
+    )
+    parser.add_argument(
+        "--eager",
+        nargs=2,
+        metavar=("TRUTH", "SUBMISSION"),
+        help="child mode: run the eager scorer only and print JSON",
+    )
+    parser.add_argument(
+        "--convention", default="reference", choices=["reference", "paper"], help="with --eager"
+    )
+    parser.add_argument(
+        "--trace",
+        nargs=2,
+        metavar=("TRUTH", "SUBMISSION"),
+        help="child mode: run the command with timers and print JSON",
+    )
+    parser.add_argument(
+        "--threaded",
+        nargs=2,
+        metavar=("TRUTH", "SUBMISSION"),
+        help="child mode: score_ctf on Dask's threaded scheduler, print JSON",
+    )
     args = parser.parse_args()
     if args.eager:
         eager_main(*args.eager, args.convention)
@@ -385,8 +448,7 @@ def main() -> None:
     from seisctf import conventions as cv
     from seisctf.cluster import SCHEDULER_ENV, dask_client, machine_workers
 
-    assert (ATTR_CTF, METRIC_SHORT, METRIC_LONG) == (cv.ATTR_CTF, cv.METRIC_SHORT,
-                                                     cv.METRIC_LONG)
+    assert (ATTR_CTF, METRIC_SHORT, METRIC_LONG) == (cv.ATTR_CTF, cv.METRIC_SHORT, cv.METRIC_LONG)
     facts = machine_facts()
     n_workers = machine_workers()
     env = {key: value for key, value in os.environ.items() if key != SCHEDULER_ENV}
@@ -394,8 +456,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="seisctf-bench-") as tmp:
         start = time.perf_counter()
         with dask_client(quiet=True):
-            truth_url, submission_url, manifest = build(Path(tmp), args.sensors, args.steps,
-                                                        quiet=not args.verbose)
+            truth_url, submission_url, manifest = build(
+                Path(tmp), args.sensors, args.steps, quiet=not args.verbose
+            )
         build_s = time.perf_counter() - start
         test_bytes = sum(int(np.prod(p["shape"])) * 4 for p in manifest["pairs"])
 
@@ -406,87 +469,126 @@ def main() -> None:
         for _ in range(args.repeat):
             for convention in conventions:
                 cli[convention].append(
-                    run_child(cli_command(truth_url, submission_url, convention), env))
+                    run_child(cli_command(truth_url, submission_url, convention), env)
+                )
                 eager[convention].append(
-                    run_child(eager_command(truth_url, submission_url, convention), env))
-            threaded.append(run_child([sys.executable, this_file, "--threaded", truth_url,
-                                       submission_url], env))
+                    run_child(eager_command(truth_url, submission_url, convention), env)
+                )
+            threaded.append(
+                run_child([sys.executable, this_file, "--threaded", truth_url, submission_url], env)
+            )
 
         # Where the command's time goes: the same command, traced, in a child process.
-        traces = [run_child([sys.executable, this_file, "--trace", truth_url, submission_url],
-                            env) for _ in range(args.repeat)]
+        traces = [
+            run_child([sys.executable, this_file, "--trace", truth_url, submission_url], env)
+            for _ in range(args.repeat)
+        ]
     facts.append(f"load average at end (1, 5, 15 min): {load_average()}")
 
     layout = layout_for(args.steps, args.sensors)
-    print(f"\nPart 1: CTF scoring, whole command vs eager numpy. {args.sensors} sensors, "
-          f"{args.steps} steps, layout {layout.name!r}; 9 test arrays, {test_bytes / MIB:.0f} MiB "
-          f"of float32 truth and as much submission; build {build_s:.0f} s; "
-          f"embedded LocalCluster of {n_workers} single-threaded workers")
+    print(
+        f"\nPart 1: CTF scoring, whole command vs eager numpy. {args.sensors} sensors, "
+        f"{args.steps} steps, layout {layout.name!r}; 9 test arrays, {test_bytes / MIB:.0f} MiB "
+        f"of float32 truth and as much submission; build {build_s:.0f} s; "
+        f"embedded LocalCluster of {n_workers} single-threaded workers"
+    )
     for fact in facts:
         print(f"- {fact}")
-    print("\n| process | seconds (median) | runs (s) | speed-up over eager (eager s ÷ this) "
-          "| max abs score diff (clipped / raw) | peak RSS |")
+    print(
+        "\n| process | seconds (median) | runs (s) | speed-up over eager (eager s ÷ this) "
+        "| max abs score diff (clipped / raw) | peak RSS |"
+    )
     print("|---|---:|---|---:|---|---:|")
     for convention in conventions:
         cli_s = statistics.median(r.seconds for r in cli[convention])
         eager_s = statistics.median(r.seconds for r in eager[convention])
         reference = eager[convention][0].output
-        differences = [max(score_difference(r.output, reference, key) for r in cli[convention])
-                       for key in ("scores", "raw_scores")]
+        differences = [
+            max(score_difference(r.output, reference, key) for r in cli[convention])
+            for key in ("scores", "raw_scores")
+        ]
         load_s = statistics.median(r.output["load_s"] for r in eager[convention])
         score_s = statistics.median(r.output["score_s"] for r in eager[convention])
         eager_rss = max(r.peak_rss_bytes for r in eager[convention])
-        print(f"| `seisctf score ctf --quiet`{' --convention paper' * (convention == 'paper')} "
-              f"| {cli_s:.2f} | {fmt_runs([r.seconds for r in cli[convention]])} "
-              f"| **{eager_s / cli_s:.2f}×** | {differences[0]:.1e} / {differences[1]:.1e} "
-              "| — |")
-        print(f"| eager numpy, {convention} (load {load_s:.2f} s + score {score_s:.2f} s) "
-              f"| {eager_s:.2f} | {fmt_runs([r.seconds for r in eager[convention]])} | 1.00 "
-              f"| reference | {eager_rss / MIB:.0f} MiB |")
+        print(
+            f"| `seisctf score ctf --quiet`{' --convention paper' * (convention == 'paper')} "
+            f"| {cli_s:.2f} | {fmt_runs([r.seconds for r in cli[convention]])} "
+            f"| **{eager_s / cli_s:.2f}×** | {differences[0]:.1e} / {differences[1]:.1e} "
+            "| — |"
+        )
+        print(
+            f"| eager numpy, {convention} (load {load_s:.2f} s + score {score_s:.2f} s) "
+            f"| {eager_s:.2f} | {fmt_runs([r.seconds for r in eager[convention]])} | 1.00 "
+            f"| reference | {eager_rss / MIB:.0f} MiB |"
+        )
         if convention == "reference":
             threaded_s = statistics.median(r.seconds for r in threaded)
             threaded_difference = max(score_difference(r.output, reference) for r in threaded)
             threaded_rss = max(r.peak_rss_bytes for r in threaded)
-            print(f"| diagnostic: `score_ctf` on Dask's threaded scheduler, no LocalCluster "
-                  f"(`--threaded` child) | {threaded_s:.2f} | "
-                  f"{fmt_runs([r.seconds for r in threaded])} | {eager_s / threaded_s:.2f}× "
-                  f"| {threaded_difference:.1e} | {threaded_rss / MIB:.0f} MiB |")
+            print(
+                f"| diagnostic: `score_ctf` on Dask's threaded scheduler, no LocalCluster "
+                f"(`--threaded` child) | {threaded_s:.2f} | "
+                f"{fmt_runs([r.seconds for r in threaded])} | {eager_s / threaded_s:.2f}× "
+                f"| {threaded_difference:.1e} | {threaded_rss / MIB:.0f} MiB |"
+            )
 
     cli_s = statistics.median(r.seconds for r in cli["reference"])
     pieces = [command_pieces(trace) for trace in traces]
     piece = {key: statistics.median(p[key] for p in pieces) for key in pieces[0]}
     last = traces[-1].output
-    print(f"\nWhere `seisctf score ctf --quiet` (reference, {cli_s:.2f} s above) spends its time: "
-          f"the same command run {args.repeat} times more by `seisctf.cli.main` in a child "
-          f"process with timestamps around its pieces (medians; traced total "
-          f"{piece['total']:.2f} s). The cluster starts in a background thread while the main "
-          "thread imports and builds the graph, so its row overlaps the one above it.\n")
+    print(
+        f"\nWhere `seisctf score ctf --quiet` (reference, {cli_s:.2f} s above) spends its time: "
+        f"the same command run {args.repeat} times more by `seisctf.cli.main` in a child "
+        f"process with timestamps around its pieces (medians; traced total "
+        f"{piece['total']:.2f} s). The cluster starts in a background thread while the main "
+        "thread imports and builds the graph, so its row overlaps the one above it.\n"
+    )
     print("| piece | seconds | share |")
     print("|---|---:|---:|")
     for label, key in (
         ("Python interpreter start", "interpreter start"),
         ("import seisctf.cli", "imports"),
-        ("main thread until its Dask compute (imports of Dask, zarr, scoring; open stores; "
-         "build the graph)", "main until compute"),
-        (f"&nbsp;&nbsp;meanwhile: LocalCluster start in the background ({n_workers} workers "
-         "forked from a preloaded fork server)", "cluster start"),
+        (
+            "main thread until its Dask compute (imports of Dask, zarr, scoring; open stores; "
+            "build the graph)",
+            "main until compute",
+        ),
+        (
+            f"&nbsp;&nbsp;meanwhile: LocalCluster start in the background ({n_workers} workers "
+            "forked from a preloaded fork server)",
+            "cluster start",
+        ),
         ("waiting for the cluster after that", "cluster wait"),
-        ("the one Dask compute (read, commitment, Grams and their largest eigenvalues, "
-         "spectra, checks)", "compute"),
+        (
+            "the one Dask compute (read, commitment, Grams and their largest eigenvalues, "
+            "spectra, checks)",
+            "compute",
+        ),
         ("after it (scores, JSON output, cluster close)", "after compute"),
         ("interpreter exit", "interpreter exit"),
     ):
         print(f"| {label} | {piece[key]:.2f} | {piece[key] / piece['total']:.0%} |")
-    print(f"\nWorker-seconds by task kind in the last traced compute ({n_workers} workers; its "
-          f"tasks spanned {last['span']:.2f} s of wall time): ", end="")
+    print(
+        f"\nWorker-seconds by task kind in the last traced compute ({n_workers} workers; its "
+        f"tasks spanned {last['span']:.2f} s of wall time): ",
+        end="",
+    )
     ranked = sorted(last["worker_seconds"].items(), key=lambda item: -item[1])
-    print(", ".join(f"{kind} {seconds:.2f} s ({last['counts'][kind]} tasks)"
-                    for kind, seconds in ranked[:12]))
+    print(
+        ", ".join(
+            f"{kind} {seconds:.2f} s ({last['counts'][kind]} tasks)"
+            for kind, seconds in ranked[:12]
+        )
+    )
     result = cli["reference"][0].output
-    print(f"\ntruth_sha256_verified = {result['truth_sha256_verified']}; AvgScore reference "
-          f"{result['avg_score']:.4f}, paper {cli['paper'][0].output['avg_score']:.4f}")
-    print("raw scores (reference): " + ", ".join(f"{k}={v:.4f}"
-                                                for k, v in result["raw_scores"].items()))
+    print(
+        f"\ntruth_sha256_verified = {result['truth_sha256_verified']}; AvgScore reference "
+        f"{result['avg_score']:.4f}, paper {cli['paper'][0].output['avg_score']:.4f}"
+    )
+    print(
+        "raw scores (reference): "
+        + ", ".join(f"{k}={v:.4f}" for k, v in result["raw_scores"].items())
+    )
     if not args.skip_memory:
         print(flush=True)
         memory = Path(__file__).resolve().with_name("bench_ctf_memory.py")
