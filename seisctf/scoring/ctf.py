@@ -145,12 +145,15 @@ def spectral_norm(window: Difference) -> Any:
         regions = [((start, min(start + step, rows)), (0, cols)) for start in range(0, rows, step)]
     else:
         regions = [((0, rows), (start, min(start + step, cols))) for start in range(0, cols, step)]
-    # The biggest Grams first: they are the longest tasks, and left to the end they run alone.
-    with dask.annotate(priority=m):
-        if len(regions) == 1:
+    if len(regions) == 1:
+        # A window in one panel: its Gram and eigenvalue are one of the longest tasks; the
+        # biggest go first, since left to the end they run alone.
+        with dask.annotate(priority=m):
             return window.reduce(_panel_norm, *regions[0], transpose)
-        gram = _tree_sum([window.reduce(_panel_gram, r, c, transpose) for r, c in regions])
-        return named(metrics.spectral_norm_from_gram, "spectral_norm_from_gram", gram)
+    # Several panels: Dask's own order, which adds partial Grams (m² each) as they come instead
+    # of computing every panel first.
+    gram = _tree_sum([window.reduce(_panel_gram, r, c, transpose) for r, c in regions])
+    return named(metrics.spectral_norm_from_gram, "spectral_norm_from_gram", gram)
 
 
 def norm_of(convention: str, value: Any) -> float:
