@@ -47,6 +47,11 @@ BUNDLE_ROLES = ROLES[:5] + ("param_train",) * 3 + ROLES[6:]
 
 # Attr set last on every store seisctf writes: a store without it is partial, never used as whole.
 ATTR_COMPLETE = "seisctf_complete"
+# Transforms applied to a variable, in order: a JSON list of {"transform": name, **parameters}
+# (never seeds or secrets: those stay in private outputs).
+ATTR_TRANSFORMS = "seisctf_transforms"
+# Provenance of a store written by `seisctf build`: recipe (less secrets), versions, input hashes.
+ATTR_PROVENANCE = "seisctf_provenance"
 
 # --- CTF bundle -------------------------------------------------------------------------------
 ATTR_CTF = "ctf"
