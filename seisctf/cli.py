@@ -72,6 +72,16 @@ def build_parser() -> argparse.ArgumentParser:
     synth_global.add_argument("--secret", help="organiser secret to derive the seed from")
     synth_global.set_defaults(run=_run_synth_global)
 
+    build = verbs.add_parser(
+        "build", parents=[common], help="run a dataset recipe (YAML; see docs/recipes.md)"
+    )
+    build.add_argument("recipe", help="recipe YAML file")
+    build.add_argument("--workdir", default=".", help="where relative output URLs live")
+    build.add_argument(
+        "--secret", help="organiser secret (default: the recipe's, else $SEISCTF_SECRET)"
+    )
+    build.set_defaults(run=_run_build)
+
     tasks = verbs.add_parser("tasks", parents=[common], help="build a CTF task bundle")
     tasks.add_argument("wavefield", help="wavefield store URL")
     tasks.add_argument("--public", required=True, help="URL of the public bundle")
@@ -133,7 +143,6 @@ def _options(args: argparse.Namespace) -> dict:
 
 def _run_demo(args: argparse.Namespace) -> None:
     from seisctf.demo import run_demo
-    from seisctf.pipeline.layouts import load_layout
 
     run_demo(
         args.workdir,
@@ -141,7 +150,7 @@ def _run_demo(args: argparse.Namespace) -> None:
         secret=args.secret,
         n_sensors=args.sensors,
         duration_s=args.duration,
-        layout=load_layout(args.layout),
+        layout=args.layout,
         quiet=args.quiet,
     )
     print(
@@ -164,6 +173,23 @@ def _run_synth_global(args: argparse.Namespace) -> None:
     )
     storage.write_dataset(dataset, args.out, _options(args), label="synth global", quiet=args.quiet)
     print(f"wrote {args.out}")
+
+
+def _run_build(args: argparse.Namespace) -> None:
+    from seisctf import keys
+    from seisctf.pipeline.recipe import build_file
+
+    context = build_file(
+        args.recipe,
+        workdir=args.workdir,
+        storage_options=_options(args),
+        secret=args.secret or os.environ.get(keys.SECRET_ENV),
+        quiet=args.quiet,
+    )
+    for url in context.written:
+        print(f"wrote {url}")
+    for url in context.skipped:
+        print(f"up to date: {url}")
 
 
 def _run_tasks(args: argparse.Namespace) -> None:

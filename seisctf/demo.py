@@ -16,9 +16,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from seisctf import conventions as cv
 from seisctf import keys, storage
 from seisctf.errors import InvalidInput
-from seisctf.pipeline.layouts import Layout
 
 DEMO_SECRET = "seisctf-demo-not-a-secret"
 BASELINE_MODELS = ("zeros", "persistence", "mean")
@@ -46,14 +46,15 @@ def run_demo(
     secret: str | None = None,
     n_sensors: int = 2048,
     duration_s: float = 3000.0,
-    layout: Layout | None = None,
+    layout: str | None = None,
     quiet: bool = False,
 ) -> list[dict[str, Any]]:
-    """Run the demo into `workdir`; returns the leaderboard rows written to leaderboard.json."""
+    """Run the demo into `workdir`; returns the leaderboard rows written to leaderboard.json.
+
+    The dataset comes from the shipped recipe `demo-<dataset>.yaml` (`seisctf build`), with the
+    sensors, duration and layout given here."""
     from seisctf.pipeline.baselines import write_baseline
-    from seisctf.pipeline.layouts import load_layout
-    from seisctf.pipeline.tasks import build_bundle, write_bundle
-    from seisctf.recipes.global_wavefield import synthesize_global
+    from seisctf.pipeline.recipe import build_file, shipped
     from seisctf.scoring import leaderboard
     from seisctf.scoring.ctf import score_ctf
 
@@ -64,22 +65,29 @@ def run_demo(
             f"--dataset {dataset}", f"not available yet; choose from {list(DATASETS)}"
         )
     secret = secret or os.environ.get(keys.SECRET_ENV) or DEMO_SECRET
-    layout = layout or load_layout("seismo")
     paths = demo_paths(workdir, datasets[0])
     Path(workdir).mkdir(parents=True, exist_ok=True)
     Path(paths["db"]).unlink(missing_ok=True)  # the demo's leaderboard is rebuilt on every run
     for name in datasets:
         paths = demo_paths(workdir, name)
-        wavefield = synthesize_global(
-            n_sensors=n_sensors,
-            duration_s=duration_s,
-            seed=keys.derive_seed(secret, f"synth/{name}"),
+        overrides = {
+            "source": {
+                "synthetic_global": {
+                    "sensors": n_sensors,
+                    "duration_s": duration_s,
+                    "sampling_rate_hz": 1.0,
+                }
+            },
+            "splits": {"ctf": {"layout": layout or "seismo"}},
+        }
+        build_file(
+            shipped(f"demo-{name}"),
+            workdir=workdir,
+            secret=secret,
+            quiet=quiet,
+            overrides=overrides,
         )
-        storage.write_dataset(wavefield, paths["wavefield"], label=f"synth {name}", quiet=quiet)
-        bundle = build_bundle(
-            storage.open_dataset(paths["wavefield"]), layout, secret, what=paths["wavefield"]
-        )
-        manifest = write_bundle(bundle, paths["public"], paths["truth"], secret, quiet=quiet)
+        manifest = storage.read_attrs(paths["truth"])[cv.ATTR_CTF]
         shutil.rmtree(paths["submissions"], ignore_errors=True)
         submissions = {}
         for model in BASELINE_MODELS:

@@ -228,8 +228,11 @@ def write_bundle(
     keep_secret: bool = False,
     storage_options: storage.StorageOptions | None = None,
     quiet: bool = False,
+    attrs: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Write truth first (and hash what was stored), then the public group. Returns the manifest."""
+    """Write truth first (and hash what was stored), then the public group. Returns the manifest.
+
+    `attrs`: more attrs for both groups (e.g. a recipe's provenance; nothing secret)."""
     if storage.join(public_url, "") == storage.join(truth_url, ""):
         raise InvalidInput(
             "--truth", "must differ from --public: truth is written only to its own URL"
@@ -258,12 +261,12 @@ def write_bundle(
     storage.write_arrays(
         bundle.public,
         public_url,
-        {cv.ATTR_CTF: manifest},
+        {**(attrs or {}), cv.ATTR_CTF: manifest},
         storage_options,
         label="public bundle",
         quiet=quiet,
     )
-    truth_attrs = {cv.ATTR_CTF: manifest, cv.ATTR_CTF_SALT: salt}
+    truth_attrs = {**(attrs or {}), cv.ATTR_CTF: manifest, cv.ATTR_CTF_SALT: salt}
     if keep_secret:
         truth_attrs[cv.ATTR_CTF_SECRET] = secret
     storage.finish_group(truth_url, truth_attrs, storage_options)

@@ -1,0 +1,470 @@
+"""`seisctf build RECIPE.yaml`: a declarative dataset recipe run on the active Dask cluster.
+
+A recipe names a source, a chain of transforms applied to every variable with a time dim,
+splits, and outputs (docs/recipes.md has the format and an example). Everything is validated
+before any work (`recipe_schema`). Each output gets `ATTR_PROVENANCE`: the parts of the recipe
+it depends on (secret and seeds withheld), package versions, a hash of the inputs, and a
+fingerprint of all of that; an output whose complete store already carries the same fingerprint
+is not rewritten, so re-running a recipe is a no-op and changing one parameter rewrites only the
+outputs it affects. Chunks come from the data's shape and the recipe, never from the cluster.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import hmac
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import xarray as xr
+
+from seisctf import conventions as cv
+from seisctf import keys, storage
+from seisctf.errors import InvalidInput
+from seisctf.pipeline.recipe_schema import (
+    NUMBER,
+    POSITIVE,
+    POSITIVE_INT,
+    SECONDS_WINDOW,
+    URL,
+    RecipeText,
+    document_schema,
+    parameters,
+    read_recipe,
+)
+
+WITHHELD = "[withheld]"
+SHIPPED = Path(__file__).resolve().parent.parent / "recipes"  # recipes shipped in the package
+
+
+@dataclass(frozen=True)
+class Step:
+    """A source, transform or output usable in a recipe: its import path and parameter schema.
+    `seeded` transforms take `seed` (from the recipe, else derived from the secret) and
+    `variable` (the variable they are applied to)."""
+
+    target: str  # "module:function"
+    schema: Mapping[str, Any]
+    seeded: bool = False
+
+    def function(self) -> Callable[..., Any]:
+        import importlib
+
+        module, name = self.target.split(":")
+        return getattr(importlib.import_module(module), name)
+
+
+_LEVEL = {"snr_db": NUMBER, "rms_fraction": POSITIVE}
+_SEED = {"seed": {"type": "integer", "minimum": 0}}
+
+SOURCES: dict[str, Step] = {
+    "synthetic_global": Step(
+        "seisctf.pipeline.recipe:synthetic_global",
+        parameters(
+            {
+                "sensors": POSITIVE_INT,
+                "duration_s": POSITIVE,
+                "sampling_rate_hz": POSITIVE,
+                **_SEED,
+            }
+        ),
+    ),
+    "store": Step("seisctf.pipeline.recipe:existing_store", parameters({"url": URL}, ("url",))),
+}
+
+TRANSFORMS: dict[str, Step] = {
+    "butterworth": Step(
+        "seisctf.pipeline.filters:butterworth",
+        parameters(
+            {"freqmin": POSITIVE, "freqmax": POSITIVE, "order": POSITIVE_INT, "tolerance": POSITIVE}
+        ),
+    ),
+    "detrend": Step(
+        "seisctf.pipeline.filters:detrend",
+        parameters({"kind": {"enum": ["constant", "linear"]}}),
+    ),
+    "taper": Step(
+        "seisctf.pipeline.filters:taper",
+        parameters({"max_percentage": {"type": "number", "minimum": 0, "maximum": 0.5}}),
+    ),
+    "decimate": Step(
+        "seisctf.pipeline.filters:decimate",
+        parameters({"factor": POSITIVE_INT, "tolerance": POSITIVE}, ("factor",)),
+    ),
+    "resample": Step(
+        "seisctf.pipeline.filters:resample",
+        parameters({"sampling_rate": POSITIVE, "tolerance": POSITIVE}, ("sampling_rate",)),
+    ),
+    "normalise": Step(
+        "seisctf.pipeline.filters:normalise",
+        parameters(
+            {
+                "method": {"enum": ["demean", "std", "peak"]},
+                "windows": {"type": "array", "items": SECONDS_WINDOW},
+            }
+        ),
+    ),
+    "add_gaussian_noise": Step(
+        "seisctf.pipeline.noise:add_gaussian_noise",
+        parameters({**_LEVEL, "rms_window": SECONDS_WINDOW, **_SEED}),
+        seeded=True,
+    ),
+    "add_coloured_noise": Step(
+        "seisctf.pipeline.noise:add_coloured_noise",
+        parameters(
+            {
+                "frequencies": {"type": "array", "items": NUMBER, "minItems": 2},
+                "amplitudes": {"type": "array", "items": NUMBER, "minItems": 2},
+                "numtaps": POSITIVE_INT,
+                **_LEVEL,
+                **_SEED,
+            },
+            ("frequencies", "amplitudes"),
+        ),
+        seeded=True,
+    ),
+}
+
+OUTPUTS: dict[str, Mapping[str, Any]] = {
+    "store": parameters(
+        {
+            "url": URL,
+            "chunks": {"type": "object", "additionalProperties": POSITIVE_INT},
+        },
+        ("url",),
+    ),
+    "ctf_bundle": parameters({"public": URL, "truth": URL}, ("public", "truth")),
+}
+
+
+# --- sources ------------------------------------------------------------------------------------
+
+
+def synthetic_global(
+    context: BuildContext,
+    *,
+    sensors: int = 2048,
+    duration_s: float = 3000.0,
+    sampling_rate_hz: float = 1.0,
+    seed: int | None = None,
+) -> xr.Dataset:
+    """The offline global wavefield (`seisctf.recipes.global_wavefield`), seed from the secret."""
+    from seisctf.recipes.global_wavefield import synthesize_global
+
+    if seed is None:
+        seed = keys.derive_seed(context.require_secret("source.synthetic_global"), "synth/global")
+    return synthesize_global(
+        n_sensors=sensors, duration_s=duration_s, sampling_rate_hz=sampling_rate_hz, seed=seed
+    )
+
+
+def existing_store(context: BuildContext, *, url: str) -> xr.Dataset:
+    """A complete seisctf store, opened lazily."""
+    return storage.open_dataset(context.resolve(url), context.storage_options)
+
+
+# --- running ------------------------------------------------------------------------------------
+
+
+@dataclass
+class BuildContext:
+    """What a build needs besides the recipe: where relative URLs live, storage options, the
+    organiser's secret (from the recipe, --secret or $SEISCTF_SECRET) and output verbosity."""
+
+    workdir: Path = Path(".")
+    storage_options: storage.StorageOptions | None = None
+    secret: str | None = None
+    quiet: bool = False
+    written: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+    def resolve(self, url: str) -> str:
+        if storage.is_remote(url) or Path(url).is_absolute():
+            return url
+        return str(self.workdir / url)
+
+    def require_secret(self, what: str) -> str:
+        if not self.secret:
+            raise InvalidInput(
+                what,
+                "needs a seed: give `seed:` in the recipe, or a secret (recipe `secret:`, "
+                f"--secret or ${keys.SECRET_ENV}) to derive it from",
+            )
+        return self.secret
+
+
+def validate(recipe: RecipeText) -> None:
+    """Check the whole recipe before any work; raise InvalidInput naming the line."""
+    data = recipe.data
+    recipe.check(document_schema(list(SOURCES), list(TRANSFORMS), list(OUTPUTS)), data, ())
+    ((source_name, source_parameters),) = data["source"].items()
+    recipe.check(SOURCES[source_name].schema, source_parameters or {}, ("source", source_name))
+    for index, step in enumerate(data.get("transforms") or []):
+        ((name, values),) = step.items()
+        recipe.check(TRANSFORMS[name].schema, values or {}, ("transforms", index, name))
+    for name, values in data["outputs"].items():
+        recipe.check(OUTPUTS[name], values or {}, ("outputs", name))
+    if "ctf_bundle" in data["outputs"]:
+        layout = ((data.get("splits") or {}).get("ctf") or {}).get("layout", "seismo")
+        from seisctf.pipeline.layouts import load_layout
+
+        try:
+            load_layout(layout)
+        except InvalidInput as error:
+            raise recipe.error(
+                ("splits", "ctf", "layout"), f"{layout!r}: {error.problem}"
+            ) from None
+
+
+def load(source: str | Path, text: str | None = None) -> RecipeText:
+    """Read and validate a recipe (a path, or `text` reported as `source`)."""
+    recipe = read_recipe(source, text)
+    validate(recipe)
+    return recipe
+
+
+def shipped(name: str) -> Path:
+    """A recipe shipped with seisctf (e.g. "demo-global")."""
+    return SHIPPED / f"{name}.yaml"
+
+
+def _withhold(value: Any) -> Any:
+    """A copy with every `secret` and `seed` value replaced by WITHHELD."""
+    if isinstance(value, dict):
+        return {
+            key: WITHHELD if key in ("secret", "seed") else _withhold(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [_withhold(item) for item in value]
+    return value
+
+
+def _seeds(value: Any) -> list[Any]:
+    if isinstance(value, dict):
+        return [item if key == "seed" else _seeds(item) for key, item in value.items()]
+    if isinstance(value, list):
+        return [_seeds(item) for item in value]
+    return []
+
+
+def versions() -> dict[str, str]:
+    """Versions of the packages a build's bytes depend on."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {}
+    for package in ("seisctf", "numpy", "scipy", "dask", "xarray", "zarr", "numcodecs"):
+        try:
+            found[package] = version(package)
+        except PackageNotFoundError:
+            found[package] = "not installed"
+    return found
+
+
+def input_hash(context: BuildContext, source: Mapping[str, Any]) -> str:
+    """sha256 of what the source reads: a store's metadata documents and its chunk listing
+    (names and sizes); for generators, their parameters (part of the recipe already)."""
+    ((name, values),) = source.items()
+    digest = hashlib.sha256(name.encode())
+    if name == "store":
+        import fsspec
+
+        url = context.resolve(values["url"])
+        mapper = fsspec.get_mapper(url, **(storage.options_for(url, context.storage_options) or {}))
+        listing = sorted(mapper.fs.find(mapper.root, detail=True).items())
+        for path, info in listing:
+            relative = path[len(mapper.root) :]
+            digest.update(f"{relative}\0{info.get('size')}\0".encode())
+            if relative.endswith("zarr.json"):
+                digest.update(mapper.fs.cat_file(path))
+    return digest.hexdigest()
+
+
+def provenance(
+    recipe: RecipeText,
+    context: BuildContext,
+    parts: tuple[str, ...],
+    output: str,
+    resolved: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The provenance attr of one output: the recipe parts it depends on (secret and seeds
+    withheld), versions, input hash and a fingerprint of them all (seeds enter the fingerprint
+    only through an HMAC keyed by the secret, so the fingerprint reveals none of them)."""
+    data = recipe.data
+    depends = {key: data[key] for key in ("name", *parts) if key in data}
+    depends["output"] = {output: data["outputs"][output]}
+    record = {
+        "recipe": _withhold(depends),
+        "versions": versions(),
+        "input_sha256": input_hash(context, data["source"]),
+        **({"resolved": dict(resolved)} if resolved else {}),
+    }
+    seeds = json.dumps(_seeds(depends), sort_keys=True).encode()
+    keyed = hmac.new((context.secret or "").encode(), seeds, hashlib.sha256).hexdigest()
+    canonical = json.dumps({**record, "seeds": keyed}, sort_keys=True).encode()
+    return {**record, "fingerprint": hashlib.sha256(canonical).hexdigest()}
+
+
+def _up_to_date(url: str, fingerprint: str, context: BuildContext) -> bool:
+    try:
+        attrs = storage.read_attrs(url, context.storage_options)
+    except InvalidInput:
+        return False
+    return (attrs.get(cv.ATTR_PROVENANCE) or {}).get("fingerprint") == fingerprint
+
+
+def apply_transforms(dataset: xr.Dataset, recipe: RecipeText, context: BuildContext) -> xr.Dataset:
+    """Every transform of the recipe, in order, on every data variable with a time dim."""
+    for index, step in enumerate(recipe.data.get("transforms") or []):
+        ((name, values),) = step.items()
+        spec = TRANSFORMS[name]
+        function = spec.function()
+        changed = {}
+        for variable, array in dataset.data_vars.items():
+            if cv.TIME not in array.dims:
+                continue
+            arguments = dict(values or {})
+            if spec.seeded:
+                arguments.setdefault(
+                    "seed",
+                    keys.derive_seed(
+                        context.require_secret(f"transforms[{index}].{name}"),
+                        f"transforms/{index}/{name}",
+                    ),
+                )
+                arguments["variable"] = str(variable)
+            try:
+                changed[variable] = function(array, **arguments)
+            except InvalidInput as error:
+                raise recipe.error(("transforms", index, name), str(error)) from None
+        dataset = _replace_time_variables(dataset, changed)
+    return dataset
+
+
+def _replace_time_variables(dataset: xr.Dataset, changed: Mapping[str, xr.DataArray]) -> xr.Dataset:
+    """The dataset with its transformed variables (and their time axis, if resampling changed
+    it), keeping the dataset's attrs with the new sampling rate."""
+    if not changed:
+        return dataset
+    sample = next(iter(changed.values()))
+    untouched = dataset.drop_vars(list(changed))
+    if sample.sizes[cv.TIME] != dataset.sizes[cv.TIME]:
+        untouched = untouched.drop_dims(cv.TIME, errors="ignore")
+    result = untouched.assign(dict(changed))
+    result.attrs = dict(dataset.attrs)
+    if cv.ATTR_SAMPLING_RATE in sample.attrs:
+        result.attrs[cv.ATTR_SAMPLING_RATE] = sample.attrs[cv.ATTR_SAMPLING_RATE]
+    return result
+
+
+def _rechunk_for_store(dataset: xr.Dataset, chunks: Mapping[str, int] | None) -> xr.Dataset:
+    """Chunks of the output: the recipe's, else `time_space_chunks` of each variable's (time,
+    last other dim) shape and 1 along the rest; rechunked in bounded memory."""
+    from seisctf.pipeline.rechunk import rechunk_array
+
+    rechunked = {}
+    for name, array in dataset.data_vars.items():
+        if array.chunks is None:
+            continue
+        if chunks:
+            target = {dim: size for dim, size in chunks.items() if dim in array.dims}
+        elif cv.TIME in array.dims and array.ndim >= 2:
+            space = [dim for dim in array.dims if dim != cv.TIME][-1]
+            time_chunk, space_chunk = cv.time_space_chunks(array.sizes[cv.TIME], array.sizes[space])
+            others = {dim: 1 for dim in array.dims if dim not in (cv.TIME, space)}
+            target = {cv.TIME: time_chunk, space: space_chunk, **others}
+        else:
+            continue
+        rechunked[name] = rechunk_array(array, target)
+    return dataset.assign(rechunked)
+
+
+def build(recipe: RecipeText, context: BuildContext) -> BuildContext:
+    """Run a validated recipe: source → transforms → outputs (skipping up-to-date outputs)."""
+    data = recipe.data
+    context.secret = data.get("secret") or context.secret
+    outputs = data["outputs"]
+    ((source_name, source_values),) = data["source"].items()
+    source_function = SOURCES[source_name].function()
+
+    def dataset() -> xr.Dataset:
+        try:
+            opened = source_function(context, **(source_values or {}))
+        except InvalidInput as error:
+            raise recipe.error(("source", source_name), str(error)) from None
+        return apply_transforms(opened, recipe, context)
+
+    store_url = None
+    if "store" in outputs:
+        spec = outputs["store"]
+        store_url = context.resolve(spec["url"])
+        record = provenance(recipe, context, ("source", "transforms"), "store")
+        if _up_to_date(store_url, record["fingerprint"], context):
+            context.skipped.append(store_url)
+        else:
+            result = _rechunk_for_store(dataset(), spec.get("chunks"))
+            result = result.assign_attrs({cv.ATTR_PROVENANCE: record})
+            storage.write_dataset(
+                result, store_url, context.storage_options, label="build store", quiet=context.quiet
+            )
+            context.written.append(store_url)
+    if "ctf_bundle" in outputs:
+        _build_bundle(recipe, context, dataset, store_url)
+    return context
+
+
+def _build_bundle(recipe, context, dataset, store_url) -> None:
+    from seisctf.pipeline.layouts import load_layout
+    from seisctf.pipeline.tasks import build_bundle, write_bundle
+
+    spec = recipe.data["outputs"]["ctf_bundle"]
+    public, truth = context.resolve(spec["public"]), context.resolve(spec["truth"])
+    layout = load_layout(((recipe.data.get("splits") or {}).get("ctf") or {}).get("layout"))
+    parts = ("source", "transforms", "splits")
+    # The layout's values, not only its name: a layout file may change under the same name.
+    record = provenance(recipe, context, parts, "ctf_bundle", {"layout": layout.as_dict()})
+    if all(_up_to_date(url, record["fingerprint"], context) for url in (public, truth)):
+        context.skipped.extend([public, truth])
+        return
+    secret, generated = keys.resolve_secret(context.secret)
+    # The bundle reads the store just written (the chain runs once), else the lazy chain.
+    wavefield = storage.open_dataset(store_url, context.storage_options) if store_url else dataset()
+    bundle = build_bundle(wavefield, layout, secret, what=store_url or recipe.where)
+    write_bundle(
+        bundle,
+        public,
+        truth,
+        secret,
+        keep_secret=generated,
+        storage_options=context.storage_options,
+        quiet=context.quiet,
+        attrs={cv.ATTR_PROVENANCE: record},
+    )
+    context.written.extend([public, truth])
+
+
+def build_file(
+    path: str | Path,
+    *,
+    workdir: str | Path = ".",
+    storage_options: storage.StorageOptions | None = None,
+    secret: str | None = None,
+    quiet: bool = False,
+    overrides: Mapping[str, Any] | None = None,
+) -> BuildContext:
+    """Validate and run the recipe at `path` (`overrides`: top-level keys replaced, e.g. by the
+    demo's command-line options; validated like the file)."""
+    recipe = read_recipe(path)
+    if overrides:
+        data = copy.deepcopy(recipe.data)
+        data.update(overrides)
+        recipe = RecipeText(data=data, text=recipe.text, where=recipe.where, lines=recipe.lines)
+    validate(recipe)
+    context = BuildContext(
+        workdir=Path(workdir), storage_options=storage_options, secret=secret, quiet=quiet
+    )
+    return build(recipe, context)

@@ -1,0 +1,52 @@
+"""Bounded-memory rechunking: same values, any layout, on a memory-limited cluster."""
+
+from __future__ import annotations
+
+import dask.array as da
+import numpy as np
+import xarray as xr
+
+from seisctf import conventions as cv
+from seisctf import storage
+from seisctf.cluster import dask_client
+from seisctf.pipeline.rechunk import rechunk, rechunk_method
+
+WORKER_LIMIT = 400 * 2**20
+
+
+def _wavefield(n_time: int, n_sensor: int, chunks: tuple[int, int]) -> xr.Dataset:
+    values = da.random.default_rng(11).standard_normal(
+        (n_time, n_sensor), chunks=chunks, dtype=np.float32
+    )
+    return xr.Dataset({cv.WAVEFIELD_VAR: ((cv.TIME, cv.SENSOR), values)})
+
+
+def test_rechunk_without_cluster_keeps_values():
+    dataset = _wavefield(500, 70, (37, 70))
+    assert rechunk_method() == "tasks"
+    turned = rechunk(dataset, {cv.TIME: 500, cv.SENSOR: 9})
+    assert turned[cv.WAVEFIELD_VAR].chunks == ((500,), (9,) * 7 + (7,))
+    np.testing.assert_array_equal(turned[cv.WAVEFIELD_VAR].values, dataset[cv.WAVEFIELD_VAR].values)
+
+
+def test_time_to_trace_contiguous_bigger_than_a_worker(tmp_path):
+    """768 MiB of float32 from time-contiguous chunks (every time step of 128 sensors) to rows of
+    all sensors, through two workers limited to 400 MiB each (about 140 MiB of which is the
+    idle process), written to a store: every value equal, no worker lost."""
+    n_time, n_sensor = 24_576, 8192  # 768 MiB float32
+    source = _wavefield(n_time, n_sensor, (n_time, 128))  # time-contiguous: 12 MiB chunks
+    url = str(tmp_path / "rows.zarr")
+    with dask_client(n_workers=2, memory_limit=WORKER_LIMIT, quiet=True) as client:
+        assert rechunk_method() == "tasks"
+        rows = rechunk(source, {cv.TIME: 384, cv.SENSOR: n_sensor})  # 12 MiB rows
+        storage.write_dataset(rows, url, quiet=True)
+        assert len(client.scheduler_info()["workers"]) == 2
+    written = storage.open_dataset(url)[cv.WAVEFIELD_VAR]
+    assert written.chunks == ((384,) * 64, (n_sensor,))
+    expected = source[cv.WAVEFIELD_VAR].data
+    # Compare a few row blocks and columns exactly (the whole array is larger than we want here).
+    for start in (0, 9 * 768, n_time - 768):
+        np.testing.assert_array_equal(
+            written[start : start + 768].values, expected[start : start + 768].compute()
+        )
+    np.testing.assert_array_equal(written[:, 5000].values, expected[:, 5000].compute())

@@ -1,0 +1,263 @@
+"""`seisctf build RECIPE.yaml`: validation before any work, byte-identical re-runs, provenance."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+import zarr
+
+from seisctf import conventions as cv
+from seisctf.errors import InvalidInput
+from seisctf.pipeline import recipe as recipes
+
+SECRET = "recipe-test-secret"
+
+TINY_LAYOUT_YAML = """\
+train_steps: 200
+few_start: 150
+few_steps: 50
+forecast_start: 200
+forecast_steps: 100
+k_short: 20
+k_long: 20
+modes: 16
+"""
+
+
+def recipe_text(layout: str, noise: float = 0.1, chunks: int | None = None) -> str:
+    store = (
+        f"    url: wavefield.zarr\n    chunks: {{time: {chunks}, sensor: 32}}\n"
+        if chunks
+        else ("    url: wavefield.zarr\n")
+    )
+    return f"""\
+recipe: 1
+name: test-chain
+source:
+  synthetic_global:
+    sensors: 64
+    duration_s: 300
+transforms:
+  - butterworth:
+      freqmax: 0.2
+  - add_gaussian_noise:
+      rms_fraction: {noise}
+splits:
+  ctf:
+    layout: {layout}
+outputs:
+  store:
+{store}  ctf_bundle:
+    public: public.zarr
+    truth: truth.zarr
+"""
+
+
+@pytest.fixture(scope="module")
+def layout_file(tmp_path_factory) -> str:
+    path = tmp_path_factory.mktemp("layout") / "tiny.yaml"
+    path.write_text(TINY_LAYOUT_YAML)
+    return str(path)
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def file_digests(root: Path) -> dict[str, str]:
+    """sha256 of every file under `root`, by relative path (a store's chunks and metadata)."""
+    return {
+        str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(root.rglob("*"))
+        if path.is_file()
+    }
+
+
+def build(recipe_path: Path, workdir: Path, **kwargs) -> recipes.BuildContext:
+    return recipes.build_file(recipe_path, workdir=workdir, secret=SECRET, quiet=True, **kwargs)
+
+
+# --- malformed recipes fail before any work, naming the line ------------------------------------
+
+BAD_RECIPES = {
+    "unknown transform": (
+        "recipe: 1\nsource:\n  synthetic_global: {}\ntransforms:\n  - lowpass_magic:\n"
+        "      freq: 1\noutputs:\n  store: {url: x.zarr}\n",
+        5,
+        "lowpass_magic",
+    ),
+    "wrong type": (
+        "recipe: 1\nsource:\n  synthetic_global:\n    sensors: many\noutputs:\n"
+        "  store: {url: x.zarr}\n",
+        4,
+        "sensors",
+    ),
+    "missing source": ("recipe: 1\noutputs:\n  store: {url: x.zarr}\n", 1, "'source'"),
+    "unknown key": (
+        "recipe: 1\nsource:\n  synthetic_global: {}\ntransforms:\n  - butterworth:\n"
+        "      freqmax: 0.1\n      poles: 4\noutputs:\n  store: {url: x.zarr}\n",
+        7,
+        "poles",
+    ),
+    "duplicate key": (
+        "recipe: 1\nsource:\n  synthetic_global: {}\noutputs:\n  store: {url: a.zarr}\n"
+        "  store: {url: b.zarr}\n",
+        6,
+        "duplicate",
+    ),
+    "not yaml": ("recipe: 1\nsource: [unclosed\n", 3, "YAML"),
+    "unknown layout": (
+        "recipe: 1\nsource:\n  synthetic_global: {}\nsplits:\n  ctf:\n    layout: nope\n"
+        "outputs:\n  ctf_bundle: {public: p.zarr, truth: t.zarr}\n",
+        6,
+        "nope",
+    ),
+    "unknown source": (
+        "recipe: 1\nsource:\n  magic_archive: {path: x}\noutputs:\n  store: {url: x.zarr}\n",
+        3,
+        "magic_archive",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_RECIPES))
+def test_malformed_recipe_names_the_line_before_any_work(case, tmp_path):
+    text, line, word = BAD_RECIPES[case]
+    path = write(tmp_path / "bad.yaml", text)
+    with pytest.raises(InvalidInput) as raised:
+        build(path, tmp_path / "out")
+    assert raised.value.what == f"{path}:{line}", (case, str(raised.value))
+    assert word in str(raised.value), (case, str(raised.value))
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_exits_3_naming_the_line_and_writes_nothing(tmp_path):
+    text, line, _ = BAD_RECIPES["wrong type"]
+    path = write(tmp_path / "bad.yaml", text)
+    result = subprocess.run(
+        [sys.executable, "-m", "seisctf.cli", "build", str(path), "--workdir", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 3, result.stderr
+    assert f"bad.yaml:{line}" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "o").exists()
+
+
+# --- byte-identical, idempotent, provenance -------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def first_build(tmp_path_factory, layout_file):
+    root = tmp_path_factory.mktemp("build-a")
+    path = write(root / "chain.yaml", recipe_text(layout_file))
+    context = build(path, root / "out")
+    return path, root / "out", context
+
+
+def test_two_runs_give_byte_identical_stores_and_a_rerun_is_a_no_op(
+    first_build, tmp_path, local_client
+):
+    path, out, context = first_build
+    assert len(context.written) == 3 and not context.skipped
+    again = build(path, tmp_path)  # another workdir, on a 1- or 2-worker LocalCluster
+    assert file_digests(out) == file_digests(tmp_path)
+    before = file_digests(out)
+    rerun = build(path, out)
+    assert not rerun.written and len(rerun.skipped) == 3
+    assert file_digests(out) == before
+    assert len(again.written) == 3
+
+
+def test_provenance_in_every_output_without_secret_or_seeds(first_build):
+    path, out, _ = first_build
+    text = yaml.safe_load(path.read_text())
+    for name in ("wavefield.zarr", "public.zarr", "truth.zarr"):
+        attrs = dict(zarr.open_group(str(out / name), mode="r").attrs)
+        record = attrs[cv.ATTR_PROVENANCE]
+        assert record["recipe"]["source"] == text["source"]
+        assert record["recipe"]["transforms"] == text["transforms"]
+        assert set(record["versions"]) >= {"seisctf", "numpy", "dask", "zarr"}
+        assert len(record["fingerprint"]) == 64 and len(record["input_sha256"]) == 64
+        assert SECRET not in json.dumps(attrs)
+    store = zarr.open_group(str(out / "wavefield.zarr"), mode="r")
+    history = store[cv.WAVEFIELD_VAR].attrs[cv.ATTR_TRANSFORMS]
+    assert [step["transform"] for step in history] == ["butterworth", "add_gaussian_noise"]
+    assert not any("seed" in step for step in history)
+
+
+def test_changing_one_parameter_rewrites_the_affected_outputs_only(
+    first_build, tmp_path, layout_file
+):
+    path, out, _ = first_build
+    work = tmp_path / "work"
+    build(path, work)
+    digests = file_digests(work)
+
+    def stores(prefix: str) -> dict[str, str]:
+        return {k: v for k, v in file_digests(work).items() if k.startswith(prefix)}
+
+    # The store's chunking is the store's alone: the bundle is up to date.
+    rechunked = write(tmp_path / "rechunked.yaml", recipe_text(layout_file, chunks=100))
+    context = build(rechunked, work)
+    assert context.written == [str(work / "wavefield.zarr")]
+    assert stores("public.zarr") == {k: v for k, v in digests.items() if k.startswith("public")}
+    assert stores("wavefield.zarr") != {
+        k: v for k, v in digests.items() if k.startswith("wavefield")
+    }
+    # The noise level feeds everything downstream: all three rewritten, provenance changed.
+    noisier = write(tmp_path / "noisier.yaml", recipe_text(layout_file, noise=0.3))
+    context = build(noisier, work)
+    assert len(context.written) == 3
+    record = zarr.open_group(str(work / "public.zarr"), mode="r").attrs[cv.ATTR_PROVENANCE]
+    assert record["recipe"]["transforms"][1] == {"add_gaussian_noise": {"rms_fraction": 0.3}}
+
+
+def test_recipe_on_s3_is_byte_identical_to_the_local_run(first_build, s3_server, s3_bucket):
+    path, out, _ = first_build
+    context = recipes.build_file(
+        path,
+        workdir=Path("unused"),
+        secret=SECRET,
+        quiet=True,
+        storage_options=s3_server.storage_options,
+        overrides={
+            "outputs": {
+                "store": {"url": f"{s3_bucket}/wavefield.zarr"},
+                "ctf_bundle": {
+                    "public": f"{s3_bucket}/public.zarr",
+                    "truth": f"{s3_bucket}/truth.zarr",
+                },
+            }
+        },
+    )
+    assert len(context.written) == 3
+    fs = s3_server.filesystem()
+    root = s3_bucket.removeprefix("s3://")
+    local = file_digests(out)
+    remote = {
+        path[len(root) + 1 :]: hashlib.sha256(fs.cat_file(path)).hexdigest()
+        for path in sorted(fs.find(root))
+    }
+    # Same chunks and array metadata; the provenance differs only in the output URLs it names.
+    chunks = {k: v for k, v in local.items() if "/c/" in k}
+    assert chunks and chunks == {k: v for k, v in remote.items() if "/c/" in k}
+
+
+def test_seeded_transform_without_secret_or_seed_is_refused(tmp_path, layout_file):
+    path = write(tmp_path / "r.yaml", recipe_text(layout_file))
+    with pytest.raises(InvalidInput, match="seed"):
+        recipes.build_file(path, workdir=tmp_path / "o", secret=None, quiet=True)
+
+
+def test_shipped_demo_recipe_is_valid():
+    loaded = recipes.load(recipes.shipped("demo-global"))
+    assert "synthetic_global" in loaded.data["source"]
