@@ -50,6 +50,8 @@ class Step:
     target: str  # "module:function"
     schema: Mapping[str, Any]
     seeded: bool = False
+    # Turns the recipe's parameters into the function's (e.g. opens a store it names).
+    prepare: Callable[[BuildContext, dict[str, Any]], dict[str, Any]] | None = None
 
     def function(self) -> Callable[..., Any]:
         import importlib
@@ -128,6 +130,44 @@ TRANSFORMS: dict[str, Step] = {
         seeded=True,
     ),
 }
+
+
+def _open_noise_windows(context: BuildContext, arguments: dict[str, Any]) -> dict[str, Any]:
+    """`noise_store: URL` (an event-window store: `waveforms(trace, channel, sample)` with a
+    `trace_category` coord) → the `noise` windows `add_real_noise` takes."""
+    url = context.resolve(arguments.pop("noise_store"))
+    store = storage.open_dataset(url, context.storage_options)
+    if "waveforms" not in store:
+        raise InvalidInput(url, "is not an event-window store (no `waveforms` variable)")
+    windows = store["waveforms"]
+    channel = arguments.pop("channel", None)
+    if channel is not None:  # data without a channel dim takes one channel of the windows
+        try:
+            windows = (
+                windows.isel(channel=channel)
+                if isinstance(channel, int)
+                else windows.sel(channel=channel)
+            )
+        except (KeyError, IndexError, ValueError) as error:
+            raise InvalidInput(url, f"no channel {channel!r} ({error})") from None
+    return {**arguments, "noise": windows}
+
+
+TRANSFORMS["add_real_noise"] = Step(
+    "seisctf.pipeline.noise:add_real_noise",
+    parameters(
+        {
+            "noise_store": URL,
+            "channel": {"type": ["string", "integer"]},
+            **_LEVEL,
+            "scale": POSITIVE,
+            **_SEED,
+        },
+        ("noise_store",),
+    ),
+    seeded=True,
+    prepare=_open_noise_windows,
+)
 
 OUTPUTS: dict[str, Mapping[str, Any]] = {
     "store": parameters(
@@ -338,6 +378,8 @@ def apply_transforms(dataset: xr.Dataset, recipe: RecipeText, context: BuildCont
                 )
                 arguments["variable"] = str(variable)
             try:
+                if spec.prepare:
+                    arguments = spec.prepare(context, arguments)
                 changed[variable] = function(array, **arguments)
             except InvalidInput as error:
                 raise recipe.error(("transforms", index, name), str(error)) from None

@@ -261,3 +261,41 @@ def test_seeded_transform_without_secret_or_seed_is_refused(tmp_path, layout_fil
 def test_shipped_demo_recipe_is_valid():
     loaded = recipes.load(recipes.shipped("demo-global"))
     assert "synthetic_global" in loaded.data["source"]
+
+
+def test_real_noise_from_an_event_window_store(tmp_path):
+    """`add_real_noise` with `noise_store:` draws from the store's noise windows only."""
+    import dask.array as da
+    import numpy as np
+    import xarray as xr
+
+    from seisctf import storage
+
+    quiet = xr.Dataset(
+        {"u": ((cv.TIME, cv.SENSOR), da.zeros((400, 6), chunks=(128, 3), dtype=np.float32))},
+        attrs={cv.ATTR_SAMPLING_RATE: 10.0, cv.ATTR_START_TIME: "2026-01-01T00:00:00Z"},
+    )
+    quiet["u"] = quiet["u"] + 1.0  # constant traces: RMS 1, so the noise's level is visible
+    storage.write_dataset(quiet, str(tmp_path / "in.zarr"), quiet=True)
+    rng = np.random.default_rng(3)
+    windows = rng.standard_normal((3, 3, 100)).astype(np.float32)
+    windows[0] *= 1000.0  # the earthquake window must never be used
+    events = xr.Dataset(
+        {"waveforms": (("trace", "channel", "sample"), windows)},
+        coords={
+            "trace_category": ("trace", ["earthquake", "noise", "noise"]),
+            "channel": ["E", "N", "Z"],
+        },
+    )
+    storage.write_dataset(events, str(tmp_path / "events.zarr"), quiet=True)
+    path = write(
+        tmp_path / "real.yaml",
+        "recipe: 1\nsource:\n  store: {url: in.zarr}\ntransforms:\n  - add_real_noise:\n"
+        "      noise_store: events.zarr\n      channel: Z\n      rms_fraction: 0.5\n"
+        "outputs:\n  store: {url: out.zarr}\n",
+    )
+    build(path, tmp_path)
+    result = storage.open_dataset(str(tmp_path / "out.zarr"))["u"].values
+    added = result - 1.0
+    assert np.allclose(np.sqrt((added**2).mean(axis=0)), 0.5, rtol=0.1)
+    assert np.abs(added).max() < 10  # nothing from the ×1000 earthquake window
