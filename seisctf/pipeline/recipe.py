@@ -358,7 +358,10 @@ def _up_to_date(url: str, fingerprint: str, context: BuildContext) -> bool:
 
 
 def apply_transforms(dataset: xr.Dataset, recipe: RecipeText, context: BuildContext) -> xr.Dataset:
-    """Every transform of the recipe, in order, on every data variable with a time dim."""
+    """Every transform of the recipe, in order, on every data variable with a time dim.
+    Transforms compute in float64; each variable keeps its stored float dtype (a float32 store
+    stays float32)."""
+    stored_dtypes = {name: array.dtype for name, array in dataset.data_vars.items()}
     for index, step in enumerate(recipe.data.get("transforms") or []):
         ((name, values),) = step.items()
         spec = TRANSFORMS[name]
@@ -367,6 +370,11 @@ def apply_transforms(dataset: xr.Dataset, recipe: RecipeText, context: BuildCont
         for variable, array in dataset.data_vars.items():
             if cv.TIME not in array.dims:
                 continue
+            if cv.ATTR_SAMPLING_RATE not in array.attrs and cv.ATTR_SAMPLING_RATE in dataset.attrs:
+                # Stores keep the rate on the dataset; transforms read it from the variable.
+                array = array.assign_attrs(
+                    {cv.ATTR_SAMPLING_RATE: dataset.attrs[cv.ATTR_SAMPLING_RATE]}
+                )
             arguments = dict(values or {})
             if spec.seeded:
                 arguments.setdefault(
@@ -384,7 +392,14 @@ def apply_transforms(dataset: xr.Dataset, recipe: RecipeText, context: BuildCont
             except InvalidInput as error:
                 raise recipe.error(("transforms", index, name), str(error)) from None
         dataset = _replace_time_variables(dataset, changed)
-    return dataset
+    restored = {
+        name: array.astype(stored_dtypes[name])
+        for name, array in dataset.data_vars.items()
+        if name in stored_dtypes
+        and array.dtype != stored_dtypes[name]
+        and stored_dtypes[name].kind == "f"
+    }
+    return dataset.assign(restored) if restored else dataset
 
 
 def _replace_time_variables(dataset: xr.Dataset, changed: Mapping[str, xr.DataArray]) -> xr.Dataset:

@@ -189,6 +189,7 @@ def test_provenance_in_every_output_without_secret_or_seeds(first_build):
         assert len(record["fingerprint"]) == 64 and len(record["input_sha256"]) == 64
         assert SECRET not in json.dumps(attrs)
     store = zarr.open_group(str(out / "wavefield.zarr"), mode="r")
+    assert store[cv.WAVEFIELD_VAR].dtype == "float32"  # transforms in float64, stored dtype kept
     history = store[cv.WAVEFIELD_VAR].attrs[cv.ATTR_TRANSFORMS]
     assert [step["transform"] for step in history] == ["butterworth", "add_gaussian_noise"]
     assert not any("seed" in step for step in history)
