@@ -3,9 +3,10 @@
 Builds a (time, sensor) float32 store at 100 Hz of --samples × --sensors (default 2^21 × 128:
 1 GiB, 2.6× a worker's 400 MiB) of band-limited random traces, then, in one run:
 
-  (a) the chain on a LocalCluster of --workers single-threaded workers limited to --worker-mib:
-      `butterworth(freqmin=1, freqmax=10, order=4)` then `add_gaussian_noise(rms_fraction=0.2)`
-      (`seisctf.pipeline`), read from and written to zarr, timed as a whole; peak RSS of every
+  (a) the chain on a LocalCluster of --workers single-threaded workers limited to --worker-mib,
+      as a recipe (`seisctf build`, CHAIN_RECIPE below): `butterworth(freqmin=1, freqmax=10,
+      order=4)` then `add_gaussian_noise(rms_fraction=0.2)`, read from and written to zarr (the
+      noise's input checkpointed to a scratch store), timed as a whole; peak RSS of every
       worker (`ru_maxrss` after a restart) and what they spilled;
   (b) in-memory scipy on the part that fits: the first --fit-fraction of the time axis loaded
       into one numpy array, `scipy.signal.sosfiltfilt` with the same SOS, per-trace RMS, numpy
@@ -65,17 +66,27 @@ def build_input(url: str, n_samples: int, n_sensors: int, quiet: bool) -> None:
     storage.write_dataset(dataset, url, label="input", quiet=quiet)
 
 
-def chain(url: str, out: str, quiet: bool) -> None:
-    from seisctf import storage
-    from seisctf.pipeline.filters import butterworth
-    from seisctf.pipeline.noise import add_gaussian_noise
+CHAIN_RECIPE = f"""\
+recipe: 1
+name: bench-chain
+source:
+  store: {{url: input.zarr}}
+transforms:
+  - butterworth: {{freqmin: {FREQMIN}, freqmax: {FREQMAX}, order: {ORDER}}}
+  - add_gaussian_noise: {{rms_fraction: {RMS_FRACTION}, seed: {SEED}}}
+outputs:
+  store: {{url: chain.zarr}}
+"""
 
-    dataset = storage.open_dataset(url)
-    filtered = butterworth(dataset["u"], freqmin=FREQMIN, freqmax=FREQMAX, order=ORDER)
-    noisy = add_gaussian_noise(filtered, seed=SEED, variable="u", rms_fraction=RMS_FRACTION)
-    storage.write_dataset(
-        dataset.assign(u=noisy.astype(np.float32)), out, label="chain", quiet=quiet
-    )
+
+def chain(workdir: Path, quiet: bool) -> None:
+    """The chain as users run it: `seisctf build` of CHAIN_RECIPE on the active cluster (the
+    noise's input is checkpointed to a scratch store, so the filter runs once)."""
+    from seisctf.pipeline.recipe import build_file
+
+    recipe = workdir / "chain.yaml"
+    recipe.write_text(CHAIN_RECIPE)
+    build_file(recipe, workdir=workdir, quiet=quiet)
 
 
 def scipy_in_memory(url: str, n_rows: int) -> tuple[float, float, np.ndarray]:
@@ -113,7 +124,7 @@ def main() -> None:
     limit = args.worker_mib * MIB
     store_bytes = args.samples * args.sensors * 4
     with tempfile.TemporaryDirectory(prefix="seisctf-bench-chain-") as tmp:
-        url, out = str(Path(tmp) / "input.zarr"), str(Path(tmp) / "chain.zarr")
+        url = str(Path(tmp) / "input.zarr")
         with dask_client(n_workers=args.workers, memory_limit=limit, quiet=True) as client:
             start = time.perf_counter()
             build_input(url, args.samples, args.sensors, quiet=not args.verbose)
@@ -121,7 +132,7 @@ def main() -> None:
             client.restart()
             idle = client.run(_peak_rss_bytes)
             start = time.perf_counter()
-            chain(url, out, quiet=not args.verbose)
+            chain(Path(tmp), quiet=not args.verbose)
             chain_s = time.perf_counter() - start
             peaks = client.run(_peak_rss_bytes)
             spilled = client.run(_spilled_bytes)
@@ -131,7 +142,10 @@ def main() -> None:
         from seisctf import storage
         from seisctf.pipeline.filters import butterworth
 
-        lazy = butterworth(storage.open_dataset(url)["u"], freqmin=FREQMIN, freqmax=FREQMAX)
+        opened = storage.open_dataset(url)
+        lazy = butterworth(
+            opened["u"].assign_attrs(opened.attrs), freqmin=FREQMIN, freqmax=FREQMAX, order=ORDER
+        )
         chain_filtered = lazy[: min(n_rows, 65536)].values
         scale = np.abs(reference[: chain_filtered.shape[0]]).max()
         difference = np.abs(chain_filtered - reference[: chain_filtered.shape[0]]).max() / scale

@@ -19,6 +19,12 @@ from typing import Any
 import dask
 
 SCHEDULER_ENV = "SEISCTF_SCHEDULER"
+
+# Dask picks its peer-to-peer rechunk for large rechunks on a distributed cluster; its barrier
+# tasks do not survive xarray's `to_zarr(compute=False)`, which turns the graph into a Delayed
+# (dask 2026.8: the store's finalize task is cancelled, "lost dependencies"). Task-based rechunks
+# work everywhere. A default only: a user's dask config still wins.
+dask.config.update_defaults({"array": {"rechunk": {"method": "tasks"}}})
 # distributed's default `distributed.nanny.pre-spawn-environ`, for before distributed is imported.
 PRE_SPAWN_ENVIRON = {
     "MALLOC_TRIM_THRESHOLD_": 65536,

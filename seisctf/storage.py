@@ -100,13 +100,16 @@ def write_dataset(
     *,
     label: str = "write",
     quiet: bool = False,
+    compress: bool = True,
 ) -> None:
-    """Write a (lazy) Dataset as a zarr v3 store, chunk-aligned, attrs and marker last."""
+    """Write a (lazy) Dataset as a zarr v3 store, chunk-aligned, attrs and marker last.
+    `compress=False`: no compressor (scratch stores, written and read once)."""
     attrs = dict(dataset.attrs)
     dataset = dataset.copy()
     dataset.attrs = {}
     for name in dataset.variables:
         dataset[name].encoding.pop("chunks", None)
+    encoding = None if compress else {name: {"compressors": None} for name in dataset.data_vars}
     delayed = dataset.to_zarr(
         str(url),
         mode="w",
@@ -114,6 +117,7 @@ def write_dataset(
         zarr_format=3,
         consolidated=False,
         storage_options=options_for(url, storage_options),
+        encoding=encoding,
     )
     compute(delayed, label=label, quiet=quiet)
     finish_group(url, attrs, storage_options)

@@ -41,7 +41,6 @@ NOISE_SAMPLE = "sample"
 NOISE_CATEGORY = "trace_category"
 
 # Block size of the whole-trace RMS pass (it holds ~4 temporaries of this size).
-_RMS_BLOCK_BYTES = 32 * 2**20
 # Output elements per tile of the FIR loop: the accumulator stays in cache across the taps.
 _FIR_TILE = 1 << 15
 
@@ -220,37 +219,71 @@ def _float64_values(data: xr.DataArray) -> da.Array:
 # --- per-trace levels ---------------------------------------------------------------------------
 
 
-def _block_rms(block: np.ndarray, time_axis: int) -> np.ndarray:
+# Time blocks of the per-trace sums: a constant, so the sums' rounding never depends on how the
+# data happen to be chunked, and small enough that no task needs whole traces in memory.
+RMS_BLOCK_SAMPLES = 8_192
+RMS_BLOCK_BYTES = 8 * 2**20
+
+
+def _block_sums(block: np.ndarray, time_axis: int) -> np.ndarray:
+    """[sum of squares, count] of the finite samples of each trace of one time block, stacked
+    on a new last axis; time length 1. Added strictly in time order (accumulate), whatever
+    the block's memory layout (sum() would not be)."""
     finite = np.isfinite(block)
     squares = np.where(finite, block * block, 0.0)
-    # accumulate adds strictly in time order whatever the block's layout; sum() would not.
     sum_of_squares = np.take(np.add.accumulate(squares, axis=time_axis), [-1], axis=time_axis)
-    count = finite.sum(axis=time_axis, keepdims=True)
-    return np.sqrt(sum_of_squares / np.maximum(count, 1))
+    count = finite.sum(axis=time_axis, keepdims=True).astype(np.float64)
+    return np.stack([sum_of_squares, count], axis=-1)
 
 
-def _trace_rms(values: da.Array, time_axis: int, window: slice = slice(None)) -> da.Array:
-    """NaN-aware RMS of each trace over `window` of time: `values`' shape and chunks, time
-    length 1; 0 for a trace with no finite sample there.
+def _combine_sums(partials: np.ndarray, time_axis: int) -> np.ndarray:
+    """RMS from the blocks' [sum of squares, count], added in time order; time length 1."""
+    totals = np.take(np.add.accumulate(partials, axis=time_axis), [-1], axis=time_axis)
+    return np.sqrt(totals[..., 0] / np.maximum(totals[..., 1], 1))
 
-    Computed from blocks holding whole traces, so its bits do not depend on `values`' chunks.
-    """
+
+def _trace_rms(values: da.Array, time_axis: int, window: slice = slice(None)) -> np.ndarray:
+    """NaN-aware RMS of each trace over `window` of time, computed now: `values`' shape with
+    time length 1; 0 for a trace with no finite sample there.
+
+    Sums run over time blocks of `RMS_BLOCK_SAMPLES` (whatever `values`' chunks; other axes cut
+    to keep a block near `RMS_BLOCK_BYTES`), then the blocks' sums are added in time order, so
+    the bits do not depend on the chunking. It is computed at once, in its own pass, because a
+    lazy level would make Dask hold every block of the (filtered, …) data until the last one
+    is summed: the noisy output then streams in bounded memory, at the price of computing what
+    feeds `values` twice."""
+    from seisctf.cluster import compute
+
     windowed = values[(slice(None),) * time_axis + (window,)]
-    whole_traces = windowed.rechunk(
-        {axis: -1 if axis == time_axis else "auto" for axis in range(values.ndim)},
-        block_size_limit=_RMS_BLOCK_BYTES,
+    # Other axes keep their chunks (no block then waits for several of the data's) unless a
+    # block would get too big.
+    other = math.prod(max(c) for axis, c in enumerate(windowed.chunks) if axis != time_axis)
+    too_big = RMS_BLOCK_SAMPLES * other * 8 > RMS_BLOCK_BYTES
+    blocks = windowed.rechunk(
+        {
+            axis: RMS_BLOCK_SAMPLES if axis == time_axis else ("auto" if too_big else c)
+            for axis, c in enumerate(windowed.chunks)
+        },
+        block_size_limit=RMS_BLOCK_BYTES,
     )
-    rms = whole_traces.map_blocks(
-        _block_rms,
+    partials = blocks.map_blocks(
+        _block_sums,
         time_axis,
         chunks=tuple(
-            (1,) if axis == time_axis else c for axis, c in enumerate(whole_traces.chunks)
-        ),
+            (1,) * len(c) if axis == time_axis else c for axis, c in enumerate(blocks.chunks)
+        )
+        + ((2,),),
+        new_axis=values.ndim,
         dtype=np.float64,
     )
-    return rms.rechunk(
-        tuple((1,) if axis == time_axis else c for axis, c in enumerate(values.chunks))
+    combined = partials.rechunk({time_axis: -1}).map_blocks(
+        _combine_sums,
+        time_axis,
+        chunks=tuple((1,) if axis == time_axis else c for axis, c in enumerate(blocks.chunks)),
+        drop_axis=values.ndim,
+        dtype=np.float64,
     )
+    return compute(combined, quiet=True)[0]
 
 
 def _noise_sigma(rms: da.Array, level: dict[str, float]) -> da.Array:

@@ -16,7 +16,7 @@ import hashlib
 import hmac
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,12 @@ class Step:
     target: str  # "module:function"
     schema: Mapping[str, Any]
     seeded: bool = False
+    # Needs a whole-trace statistic of its input (a level, a mean): its input is checkpointed
+    # to a scratch store first, so what feeds it runs once (see `apply_transforms`).
+    two_pass: bool = False
+    # Streams chunk by chunk at disk-read speed (filters): recomputing it costs less than a
+    # checkpoint's write and read, so it does not call for one.
+    cheap: bool = False
     # Turns the recipe's parameters into the function's (e.g. opens a store it names).
     prepare: Callable[[BuildContext, dict[str, Any]], dict[str, Any]] | None = None
 
@@ -169,6 +175,12 @@ TRANSFORMS["add_real_noise"] = Step(
     prepare=_open_noise_windows,
 )
 
+# Transforms that take a whole-trace statistic of their input, and transforms cheap to redo.
+for _name in ("detrend", "normalise", "add_gaussian_noise", "add_coloured_noise", "add_real_noise"):
+    TRANSFORMS[_name] = replace(TRANSFORMS[_name], two_pass=True)
+for _name in ("butterworth", "taper", "decimate", "resample"):
+    TRANSFORMS[_name] = replace(TRANSFORMS[_name], cheap=True)
+
 OUTPUTS: dict[str, Mapping[str, Any]] = {
     "store": parameters(
         {
@@ -221,6 +233,8 @@ class BuildContext:
     quiet: bool = False
     written: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    scratch: str | None = None  # where checkpoints go (private: next to the outputs)
+    checkpoints: list[str] = field(default_factory=list)
 
     def resolve(self, url: str) -> str:
         if storage.is_remote(url) or Path(url).is_absolute():
@@ -357,15 +371,54 @@ def _up_to_date(url: str, fingerprint: str, context: BuildContext) -> bool:
     return (attrs.get(cv.ATTR_PROVENANCE) or {}).get("fingerprint") == fingerprint
 
 
-def apply_transforms(dataset: xr.Dataset, recipe: RecipeText, context: BuildContext) -> xr.Dataset:
+def _checkpoint(dataset: xr.Dataset, context: BuildContext, index: int) -> xr.Dataset:
+    """`dataset` written to a scratch store (float64 as computed, uncompressed) and reopened
+    lazily: a transform that takes a whole-trace statistic of its input then reads it twice
+    instead of making Dask either compute everything upstream twice or hold it all."""
+    url = f"{context.scratch}/before-transforms-{index}.zarr"
+    storage.write_dataset(
+        _rechunk_for_store(dataset, None),
+        url,
+        context.storage_options,
+        label=f"checkpoint before transforms[{index}]",
+        quiet=context.quiet,
+        compress=False,
+    )
+    context.checkpoints.append(url)
+    return storage.open_dataset(url, context.storage_options)
+
+
+def remove_checkpoints(context: BuildContext) -> None:
+    import fsspec
+
+    # The scratch folder is this build's own (named after its private output).
+    for url in [*context.checkpoints, *([context.scratch] if context.checkpoints else [])]:
+        options = storage.options_for(url, context.storage_options) or {}
+        filesystem, path = fsspec.core.url_to_fs(url, **options)
+        if filesystem.exists(path):
+            filesystem.rm(path, recursive=True)
+    context.checkpoints.clear()
+
+
+def apply_transforms(
+    dataset: xr.Dataset, recipe: RecipeText, context: BuildContext, *, stored: bool = False
+) -> xr.Dataset:
     """Every transform of the recipe, in order, on every data variable with a time dim.
     Transforms compute in float64; each variable keeps its stored float dtype (a float32 store
-    stays float32)."""
+    stays float32). A two-pass transform (a level, a mean) reads its input twice: when that
+    input is a store read through cheap transforms only (`stored`, filters), it is recomputed;
+    otherwise (a generator, noise, a checkpoint-worthy chain) it is checkpointed to a scratch
+    store first. Measured on 2 workers: re-reading and re-filtering 512 MiB took 7 s, writing
+    and re-reading it as a float64 checkpoint 12 s (benchmarks/RESULTS.md)."""
     stored_dtypes = {name: array.dtype for name, array in dataset.data_vars.items()}
     for index, step in enumerate(recipe.data.get("transforms") or []):
         ((name, values),) = step.items()
         spec = TRANSFORMS[name]
         function = spec.function()
+        if spec.two_pass and not stored and context.scratch:
+            dataset = _checkpoint(dataset, context, index)
+            stored = True
+        stored = stored and spec.cheap
         changed = {}
         for variable, array in dataset.data_vars.items():
             if cv.TIME not in array.dims:
@@ -377,13 +430,11 @@ def apply_transforms(dataset: xr.Dataset, recipe: RecipeText, context: BuildCont
                 )
             arguments = dict(values or {})
             if spec.seeded:
-                arguments.setdefault(
-                    "seed",
-                    keys.derive_seed(
+                if "seed" not in arguments:
+                    arguments["seed"] = keys.derive_seed(
                         context.require_secret(f"transforms[{index}].{name}"),
                         f"transforms/{index}/{name}",
-                    ),
-                )
+                    )
                 arguments["variable"] = str(variable)
             try:
                 if spec.prepare:
@@ -453,7 +504,20 @@ def build(recipe: RecipeText, context: BuildContext) -> BuildContext:
             opened = source_function(context, **(source_values or {}))
         except InvalidInput as error:
             raise recipe.error(("source", source_name), str(error)) from None
-        return apply_transforms(opened, recipe, context)
+        return apply_transforms(opened, recipe, context, stored=source_name == "store")
+
+    # Checkpoints hold data before noise: private, so next to the truth when there is one.
+    private = outputs.get("ctf_bundle", {}).get("truth") or outputs.get("store", {}).get("url")
+    context.scratch = context.resolve(private).rstrip("/") + ".checkpoints"
+    try:
+        _write_outputs(recipe, context, dataset)
+    finally:
+        remove_checkpoints(context)
+    return context
+
+
+def _write_outputs(recipe: RecipeText, context: BuildContext, dataset) -> None:
+    outputs = recipe.data["outputs"]
 
     store_url = None
     if "store" in outputs:
@@ -471,7 +535,6 @@ def build(recipe: RecipeText, context: BuildContext) -> BuildContext:
             context.written.append(store_url)
     if "ctf_bundle" in outputs:
         _build_bundle(recipe, context, dataset, store_url)
-    return context
 
 
 def _build_bundle(recipe, context, dataset, store_url) -> None:

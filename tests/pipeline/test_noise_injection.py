@@ -230,14 +230,12 @@ def test_seed_is_never_recorded_and_history_is_appended(name):
     assert "seed" not in history[1] and "variable" not in history[1]
 
 
-def test_transforms_are_lazy_and_keep_chunks_coords_and_dtype():
-    def refuse(*args, **kwargs):
-        raise AssertionError("a transform computed something")
-
+def test_outputs_are_lazy_and_keep_chunks_coords_and_dtype():
+    """The per-trace level is computed when the transform is built (its own pass, so the noisy
+    output streams in bounded memory); the output itself is a lazy Dask array."""
     data = recorded_data((2, 3, 900), 2, chunks=(1, 2, 200)).astype(np.float32)
     data = data.assign_coords(time=np.arange(900) / RATE)
-    with dask.config.set(scheduler=refuse):
-        results = [transform(data, seed=1, variable="u") for transform in TRANSFORMS.values()]
+    results = [transform(data, seed=1, variable="u") for transform in TRANSFORMS.values()]
     for result in results:
         assert isinstance(result.data, da.Array)
         assert result.chunks == data.chunks

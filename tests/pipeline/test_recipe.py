@@ -168,6 +168,8 @@ def test_two_runs_give_byte_identical_stores_and_a_rerun_is_a_no_op(
 ):
     path, out, context = first_build
     assert len(context.written) == 3 and not context.skipped
+    # The noise's input was checkpointed next to the truth, and the checkpoint removed.
+    assert not context.checkpoints and not list(out.glob("*.checkpoints"))
     again = build(path, tmp_path)  # another workdir, on a 1- or 2-worker LocalCluster
     assert file_digests(out) == file_digests(tmp_path)
     before = file_digests(out)
@@ -300,3 +302,28 @@ def test_real_noise_from_an_event_window_store(tmp_path):
     added = result - 1.0
     assert np.allclose(np.sqrt((added**2).mean(axis=0)), 0.5, rtol=0.1)
     assert np.abs(added).max() < 10  # nothing from the ×1000 earthquake window
+
+
+def test_checkpointed_chain_equals_the_functions_applied_directly(first_build):
+    """The recipe checkpoints the noise's input (float64, uncompressed): the stored result is
+    exactly the float32 of the same functions applied in memory without a checkpoint."""
+    import numpy as np
+
+    from seisctf import keys, storage
+    from seisctf.pipeline.filters import butterworth
+    from seisctf.pipeline.noise import add_gaussian_noise
+    from seisctf.recipes.global_wavefield import synthesize_global
+
+    _, out, _ = first_build
+    source = synthesize_global(
+        n_sensors=64, duration_s=300, seed=keys.derive_seed(SECRET, "synth/global")
+    )
+    clean = source[cv.WAVEFIELD_VAR].assign_attrs(source.attrs)
+    noisy = add_gaussian_noise(
+        butterworth(clean, freqmax=0.2),
+        seed=keys.derive_seed(SECRET, "transforms/1/add_gaussian_noise"),
+        variable=cv.WAVEFIELD_VAR,
+        rms_fraction=0.1,
+    )
+    stored = storage.open_dataset(str(out / "wavefield.zarr"))[cv.WAVEFIELD_VAR].values
+    np.testing.assert_array_equal(stored, noisy.values.astype(np.float32))
