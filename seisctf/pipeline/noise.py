@@ -276,14 +276,10 @@ def _trace_rms(values: da.Array, time_axis: int, window: slice = slice(None)) ->
         new_axis=values.ndim,
         dtype=np.float64,
     )
-    combined = partials.rechunk({time_axis: -1}).map_blocks(
-        _combine_sums,
-        time_axis,
-        chunks=tuple((1,) if axis == time_axis else c for axis, c in enumerate(blocks.chunks)),
-        drop_axis=values.ndim,
-        dtype=np.float64,
-    )
-    return compute(combined, quiet=True)[0]
+    # The blocks' sums are brought to the client (a few numbers per trace and block) and added
+    # there in time order: the pass streams block by block.
+    sums = compute(partials, quiet=True)[0]
+    return _combine_sums(sums, time_axis)
 
 
 def _noise_sigma(rms: da.Array, level: dict[str, float]) -> da.Array:
@@ -359,9 +355,34 @@ def add_gaussian_noise(
         window, window_seconds = _rms_samples(rms_window, _sampling_rate(data), data.sizes[cv.TIME])
     values = _float64_values(data)
     sigma = _noise_sigma(_trace_rms(values, time_axis, window), level)
-    unit_noise = standard_normal(key, values.shape, values.chunks)
+    # Noise made in the task that adds it (no separate generator tasks, which Dask would run
+    # ahead of the data and hold): the same values as `standard_normal(key, …)`.
+    noisy = values.map_blocks(
+        _plus_noise_block, sigma, key, values.shape, time_axis, dtype=np.float64
+    )
+    dtype = data.dtype if data.dtype.kind == "f" else np.dtype(np.float64)
     parameters = {**level, "rms_window": window_seconds}
-    return _noisy(data, values, sigma, unit_noise, "add_gaussian_noise", parameters)
+    return recorded(
+        data.copy(deep=False, data=noisy.astype(dtype)), data, "add_gaussian_noise", parameters
+    )
+
+
+def _plus_noise_block(
+    block: np.ndarray,
+    sigma: np.ndarray,
+    key: int,
+    shape: tuple[int, ...],
+    time_axis: int,
+    block_info: dict | None = None,
+) -> np.ndarray:
+    """block + sigma × standard normal at the block's global positions (sigma: per trace, time
+    length 1, for the whole array)."""
+    location = block_info[0]["array-location"]
+    trace_part = tuple(
+        slice(0, 1) if axis == time_axis else slice(*span) for axis, span in enumerate(location)
+    )
+    unit = standard_normal_at(key, _flat_positions(location, shape))
+    return block + sigma[trace_part] * unit
 
 
 # --- coloured noise -----------------------------------------------------------------------------
