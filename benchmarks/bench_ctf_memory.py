@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import tempfile
 import time
 from pathlib import Path
@@ -39,10 +38,6 @@ from bench_ctf_scoring import (
 )
 
 SALT = "00" * 16
-
-
-def _peak_rss_bytes() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
 
 
 def _spilled_bytes(dask_worker) -> int:
@@ -114,7 +109,7 @@ def main() -> None:
 
     import psutil
 
-    from seisctf.cluster import dask_client
+    from seisctf.cluster import dask_client, peak_memory_bytes, reset_peak_memory
 
     facts = machine_facts()
     limit = args.worker_mib * MIB
@@ -127,11 +122,12 @@ def main() -> None:
             )
             build_s = time.perf_counter() - start
             client.restart()  # fresh workers: their peak RSS now measures the scoring only
-            idle = client.run(_peak_rss_bytes)
+            client.run(reset_peak_memory)  # forked workers start with the server's peak
+            idle = client.run(peak_memory_bytes)
             pids = client.run(os.getpid)
             command = cli_command(truth_url, submission_url, scheduler=client.scheduler.address)
             cli = run_child(command, env)
-            peaks = client.run(_peak_rss_bytes)
+            peaks = client.run(peak_memory_bytes)
             spilled = client.run(_spilled_bytes)
             survived = client.run(os.getpid) == pids
         bundle_bytes = 2 * sum(int(np.prod(pair["shape"])) * 4 for pair in manifest["pairs"])

@@ -24,7 +24,6 @@ the check subtracts it: chain − noise is recomputed from the same counter-base
 from __future__ import annotations
 
 import argparse
-import resource
 import tempfile
 import time
 from pathlib import Path
@@ -34,10 +33,6 @@ from bench_ctf_scoring import MIB, load_average, machine_facts
 
 RATE_HZ = 100.0
 FREQMIN, FREQMAX, ORDER, RMS_FRACTION, SEED = 1.0, 10.0, 4, 0.2, 2026
-
-
-def _peak_rss_bytes() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def _spilled_bytes(dask_worker) -> int:
@@ -118,7 +113,7 @@ def main() -> None:
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args()
 
-    from seisctf.cluster import dask_client
+    from seisctf.cluster import dask_client, peak_memory_bytes, reset_peak_memory
 
     facts = machine_facts()
     limit = args.worker_mib * MIB
@@ -130,11 +125,12 @@ def main() -> None:
             build_input(url, args.samples, args.sensors, quiet=not args.verbose)
             build_s = time.perf_counter() - start
             client.restart()
-            idle = client.run(_peak_rss_bytes)
+            client.run(reset_peak_memory)  # forked workers start with the server's peak
+            idle = client.run(peak_memory_bytes)
             start = time.perf_counter()
             chain(Path(tmp), quiet=not args.verbose)
             chain_s = time.perf_counter() - start
-            peaks = client.run(_peak_rss_bytes)
+            peaks = client.run(peak_memory_bytes)
             spilled = client.run(_spilled_bytes)
         n_rows = int(args.samples * args.fit_fraction)
         load_s, compute_s, reference = scipy_in_memory(url, n_rows)

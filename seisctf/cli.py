@@ -72,6 +72,24 @@ def build_parser() -> argparse.ArgumentParser:
     synth_global.add_argument("--secret", help="organiser secret to derive the seed from")
     synth_global.set_defaults(run=_run_synth_global)
 
+    ingest = verbs.add_parser("ingest", help="raw archives -> zarr stores")
+    ingest_kinds = ingest.add_subparsers(dest="kind", required=True)
+    ingest_waveforms = ingest_kinds.add_parser(
+        "waveforms",
+        parents=[common],
+        help="seismogram files (any obspy format) -> continuous store",
+    )
+    ingest_waveforms.add_argument("sources", nargs="+", metavar="SRC", help="files, globs, folders")
+    ingest_waveforms.add_argument("--out", required=True, help="store URL or path")
+    ingest_waveforms.add_argument(
+        "--inventory", nargs="+", action="extend", default=[], metavar="XML", help="StationXML"
+    )
+    ingest_waveforms.add_argument("--rate", type=float, help="resample to this rate, Hz")
+    ingest_waveforms.add_argument(
+        "--strict", action="store_true", help="any bad input file is fatal (exit 3)"
+    )
+    ingest_waveforms.set_defaults(run=_run_ingest_waveforms)
+
     build = verbs.add_parser(
         "build", parents=[common], help="run a dataset recipe (YAML; see docs/recipes.md)"
     )
@@ -173,6 +191,28 @@ def _run_synth_global(args: argparse.Namespace) -> None:
     )
     storage.write_dataset(dataset, args.out, _options(args), label="synth global", quiet=args.quiet)
     print(f"wrote {args.out}")
+
+
+def _run_ingest_waveforms(args: argparse.Namespace) -> None:
+    from seisctf.recipes.waveforms import ingest_waveforms
+
+    report = ingest_waveforms(
+        args.sources,
+        args.out,
+        inventories=args.inventory,
+        rate=args.rate,
+        strict=args.strict,
+        storage_options=_options(args),
+        quiet=args.quiet,
+    )
+    for problem in report.problems:
+        print(f"problem: {problem}")
+    plan = report.plan
+    verb = "up to date:" if report.up_to_date else "wrote"
+    print(
+        f"{verb} {args.out}: {len(plan.stations)} stations x {len(plan.channels)} channels x "
+        f"{plan.n_time} samples at {plan.sampling_rate} Hz, {len(report.problems)} problem(s)"
+    )
 
 
 def _run_build(args: argparse.Namespace) -> None:

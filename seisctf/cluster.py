@@ -199,3 +199,27 @@ def compute(*collections: Any, label: str = "", quiet: bool = False) -> tuple[An
             progress(persisted)
         print(file=sys.stderr)
     return tuple(repack(dask.compute(*persisted)))
+
+
+def reset_peak_memory() -> None:
+    """Restart this process's peak-RSS count (Linux: `/proc/self/clear_refs` ← 5). Run it on
+    workers (`client.run(reset_peak_memory)`) before what you measure: a worker forked from the
+    fork server otherwise starts with the server's high-water mark."""
+    with contextlib.suppress(OSError):
+        with open("/proc/self/clear_refs", "w") as refs:
+            refs.write("5")
+
+
+def peak_memory_bytes() -> int:
+    """Peak RSS of this process since start or `reset_peak_memory` (Linux VmHWM; elsewhere
+    `ru_maxrss`)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024

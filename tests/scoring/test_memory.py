@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-import resource
-
 import dask.array as da
 import numpy as np
 from conftest import synthetic_manifest
 
 from seisctf import commitment, storage
 from seisctf import conventions as cv
-from seisctf.cluster import compute, dask_client
+from seisctf.cluster import compute, dask_client, peak_memory_bytes, reset_peak_memory
 from seisctf.scoring.ctf import score_ctf
 
 WORKER_LIMIT = 400 * 2**20
 ROWS, SENSORS = 46_000, 512  # 9 arrays × 94 MB: truth + submission ≈ 1.7 GB ≥ 4 × the limit
 SALT = "00" * 16
-
-
-def _peak_rss_bytes() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def _random_arrays(seed: int) -> dict[str, da.Array]:
@@ -51,9 +45,10 @@ def test_bundle_four_times_worker_memory_scores_within_limits(tmp_path):
         assert total >= 4 * WORKER_LIMIT
 
         client.restart()  # fresh workers: their peak RSS now measures the scoring pass only
+        client.run(reset_peak_memory)  # forked workers start with the fork server's peak
         pids_before = client.run(lambda: __import__("os").getpid())
         result = score_ctf(truth_url, {"random": submission_url}, quiet=True)[0]
-        peaks = client.run(_peak_rss_bytes)
+        peaks = client.run(peak_memory_bytes)
         assert client.run(lambda: __import__("os").getpid()) == pids_before  # no worker died
     assert result["truth_sha256_verified"] is True
     assert all(np.isfinite(v) for v in result["scores"].values())

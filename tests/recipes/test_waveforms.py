@@ -1,0 +1,295 @@
+"""Tests of `seisctf ingest waveforms` on real data: obspy's own test archives, and archives written
+by obspy (several miniSEED encodings, SAC) with gaps, overlaps and mixed rates, each compared with
+an independent obspy read + merge (+ resample) of the same files."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import obspy
+import pytest
+import xarray as xr
+
+from seisctf import conventions as cv
+from seisctf.errors import InvalidInput
+from seisctf.recipes.waveforms import ingest_waveforms
+
+OBSPY = Path(obspy.__file__).parent
+TSINDEX = OBSPY / "clients/filesystem/tests/data/tsindex_data"  # IU.ANMO, IU.COLA, CU.TGUH 2018-001
+I59_DATA = OBSPY / "signal/tests/data/IM.I59H1..BDF_2020_10_31.mseed"
+I59_XML = OBSPY / "signal/tests/data/IM.I59H1..BDF_2020_10_31.xml"
+START = obspy.UTCDateTime("2021-03-04T05:06:07")
+RATE = 50.0
+
+
+def _open(url: str | Path) -> xr.Dataset:
+    ds = xr.open_zarr(str(url), consolidated=True)
+    assert ds.attrs[cv.ATTR_COMPLETE] is True
+    return ds
+
+
+def _reference(files: list[Path], start_ns: int, rate: float) -> dict[tuple[str, str], tuple]:
+    """Independent expectation: obspy.read every file, float64, nearest-sample start on the
+    grid, Stream.merge(method=1): {(station, channel): (first grid index, samples with NaN)}."""
+    stream = obspy.Stream()
+    for path in files:
+        stream += obspy.read(str(path))
+    for trace in stream:
+        trace.data = trace.data.astype(np.float64)
+        index = math.floor((trace.stats.starttime.ns - start_ns) * rate / 1e9 + 0.5)
+        trace.stats.starttime = obspy.UTCDateTime(ns=start_ns + round(index * 1e9 / rate))
+    stream.merge(method=1, interpolation_samples=0)
+    found = {}
+    for trace in stream:
+        key = (f"{trace.stats.network}.{trace.stats.station}.{trace.stats.location}",
+               trace.stats.channel)  # fmt: skip
+        first = round((trace.stats.starttime.ns - start_ns) * rate / 1e9)
+        found[key] = (first, np.ma.filled(np.ma.asarray(trace.data, dtype=np.float64), np.nan))
+    return found
+
+
+def _expected_array(ds: xr.Dataset, reference: dict) -> np.ndarray:
+    expected = np.full(ds["data"].shape, np.nan, dtype=np.float32)
+    stations, channels = list(ds["station"].values), list(ds["channel"].values)
+    for (station, channel), (first, samples) in reference.items():
+        row = expected[stations.index(station), channels.index(channel)]
+        row[first : first + len(samples)] = samples.astype(np.float32)
+    return expected
+
+
+def _assert_store_equals_obspy(url: Path, files: list[Path]) -> xr.Dataset:
+    ds = _open(url)
+    reference = _reference(files, ds.attrs["start_time_ns"], ds.attrs[cv.ATTR_SAMPLING_RATE])
+    expected = _expected_array(ds, reference)
+    stored = ds["data"].values
+    assert stored.dtype == np.float32
+    np.testing.assert_array_equal(stored, expected)  # NaN where NaN, bit for bit elsewhere
+    block = ds.attrs["block_samples"]
+    for b in range(ds.sizes["block"]):
+        window = expected[:, :, b * block : (b + 1) * block]
+        np.testing.assert_allclose(
+            ds["coverage"].values[:, b], np.isfinite(window).mean(axis=(1, 2)), rtol=1e-6
+        )
+    return ds
+
+
+def test_obspy_archives_ingest_sample_for_sample_with_stationxml(tmp_path):
+    archive = sorted(TSINDEX.rglob("*.mseed"))
+    out = tmp_path / "tsindex.zarr"
+    report = ingest_waveforms([str(TSINDEX)], str(out), block_samples=1000, quiet=True)
+    ds = _assert_store_equals_obspy(out, archive)
+    assert list(ds["station"].values) == ["CU.TGUH.00", "IU.ANMO.10", "IU.COLA.10"]
+    assert list(ds["channel"].values) == ["BHZ"] and ds.sizes["block"] == 3
+    assert ds.attrs[cv.ATTR_START_TIME] == "2018-01-01T00:00:00Z"
+    assert ds["data"].encoding["chunks"] == (1, 1, 1000)
+    # ANMO and COLA start 0.0195 s after 00:00 at 40 Hz: snapped to sample 1 (0.025 s).
+    assert ds.attrs["time_offsets_s"]["IU.ANMO.10"] == [pytest.approx(-0.0055)]
+    assert np.isnan(ds["data"].sel(station="IU.ANMO.10").values[0, 0])
+    assert np.all(np.isnan(ds[cv.LATITUDE].values))  # no inventory given
+    # The folder's tsindex SQLite file is reported by name, not ingested.
+    assert [p for p in report.problems if "timeseries.sqlite" in p]
+    assert ds.attrs["ingest_problems"] == list(report.problems)
+    assert {entry["path"] for entry in ds.attrs["inputs"]} >= {str(p) for p in archive}
+
+    out = tmp_path / "i59.zarr"
+    ingest_waveforms([str(I59_DATA)], str(out), inventories=[str(I59_XML)], quiet=True)
+    ds = _assert_store_equals_obspy(out, [I59_DATA])
+    station = ds.sel(station="IM.I59H1.")
+    assert float(station[cv.LATITUDE]) == pytest.approx(19.591532)
+    assert float(station["elevation"]) == pytest.approx(1034.0)
+    meta = ds.attrs["channel_metadata"]["IM.I59H1."]["BDF"]
+    assert meta["sensitivity"] == pytest.approx(33778.28834) and meta["input_units"] == "PA"
+    assert ds.attrs["ingest_problems"] == []
+    # A re-run over the same inputs leaves the finished store alone; a changed input rewrites it.
+    again = ingest_waveforms([str(I59_DATA)], str(out), inventories=[str(I59_XML)], quiet=True)
+    assert again.up_to_date and again.problems == ()
+    copy = tmp_path / "I59H1.mseed"
+    shutil.copy(I59_DATA, copy)
+    assert ingest_waveforms(
+        [str(copy)], str(out), inventories=[str(I59_XML)], quiet=True
+    ).up_to_date
+    assert not ingest_waveforms([str(copy)], str(out), rate=10.0, quiet=True).up_to_date
+    assert _open(out).attrs[cv.ATTR_SAMPLING_RATE] == 10.0
+
+
+def _trace(station: str, channel: str, start: obspy.UTCDateTime, data: np.ndarray, rate=RATE):
+    network, code, location = station.split(".")
+    header = {"network": network, "station": code, "location": location, "channel": channel,
+              "starttime": start, "sampling_rate": rate}  # fmt: skip
+    return obspy.Trace(data=data, header=header)
+
+
+def write_synthetic_archive(root: Path, seed: int = 5) -> list[Path]:
+    """Two stations, three channels, integer counts with gaps, overlaps whose values differ,
+    a sub-sample start offset, written as STEIM1, STEIM2, INT32, FLOAT64 miniSEED and SAC."""
+    rng = np.random.default_rng(seed)
+    root.mkdir(parents=True, exist_ok=True)
+    files = []
+    pieces = [  # (station, channel, start sample, samples, format/encoding)
+        ("XX.AAA.00", "HHZ", 0, 1500, "STEIM2"),
+        ("XX.AAA.00", "HHZ", 1400, 900, "STEIM1"),  # 100-sample overlap, other values
+        ("XX.AAA.00", "HHZ", 2600, 800, "INT32"),  # 300-sample gap
+        ("XX.AAA.00", "HHZ", 2700, 50, "STEIM2"),  # contained in the previous trace
+        ("XX.AAA.00", "HHN", 10, 3000, "SAC"),
+        ("XX.AAA.00", "HHE", 0, 1200, "FLOAT64"),
+        ("XX.BBB.", "HHZ", 300.3, 2500, "STEIM2"),  # 0.3 sample after the grid
+    ]
+    for i, (station, channel, first, npts, kind) in enumerate(pieces):
+        data = rng.integers(-(2**23), 2**23, npts).astype(np.int32)
+        if kind == "FLOAT64":
+            data = data.astype(np.float64) / 7.0
+        trace = _trace(station, channel, START + first / RATE, data)
+        path = root / f"{i:02d}_{station}.{channel}.{'sac' if kind == 'SAC' else 'mseed'}"
+        if kind == "SAC":
+            trace.write(str(path), format="SAC")
+        else:
+            trace.write(str(path), format="MSEED", encoding=kind, reclen=512)
+        files.append(path)
+    return files
+
+
+def test_synthetic_gaps_overlaps_encodings_and_sac_match_obspy_merge(tmp_path):
+    files = write_synthetic_archive(tmp_path / "archive")
+    out = tmp_path / "synthetic.zarr"
+    report = ingest_waveforms([str(tmp_path / "archive")], str(out), block_samples=512, quiet=True)
+    assert report.problems == ()
+    ds = _assert_store_equals_obspy(out, files)
+    assert list(ds["channel"].values) == ["HHE", "HHN", "HHZ"]
+    assert ds.attrs["time_offsets_s"]["XX.BBB."] == [pytest.approx(0.3 / RATE)]
+    z = ds["data"].sel(station="XX.AAA.00", channel="HHZ").values
+    second = obspy.read(str(files[1]))[0].data
+    np.testing.assert_array_equal(z[1400:1500], second[:100])  # the later trace wins the overlap
+    assert np.all(np.isnan(z[2300:2600]))  # the gap
+    third = obspy.read(str(files[2]))[0].data
+    np.testing.assert_array_equal(z[2700:2750], third[100:150])  # contained trace dropped
+    assert ds["data"].encoding["chunks"] == (1, 3, 512)
+
+
+def test_mixed_rates_need_rate_and_are_resampled_like_obspy(tmp_path):
+    rng = np.random.default_rng(1)
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    fast = _trace("XX.FST.", "HHZ", START, rng.standard_normal(2000), rate=100.0)
+    slow = _trace("XX.SLW.", "HHZ", START, rng.standard_normal(1000), rate=50.0)
+    fast.write(str(folder / "fast.mseed"), format="MSEED", encoding="FLOAT64")
+    slow.write(str(folder / "slow.sac"), format="SAC")
+    with pytest.raises(InvalidInput, match="give --rate"):
+        ingest_waveforms([str(folder)], str(tmp_path / "refused.zarr"), quiet=True)
+    out = tmp_path / "mixed.zarr"
+    ingest_waveforms([str(folder)], str(out), rate=50.0, quiet=True)
+    ds = _open(out)
+    assert ds.attrs[cv.ATTR_SAMPLING_RATE] == 50.0 and ds.sizes["time"] == 1000
+    expected = obspy.read(str(folder / "fast.mseed"))[0]
+    expected.data = expected.data.astype(np.float64)
+    expected.resample(50.0, window="hann", no_filter=True)
+    stored = ds["data"].sel(station="XX.FST.", channel="HHZ").values
+    np.testing.assert_array_equal(stored, expected.data.astype(np.float32))
+    original = obspy.read(str(folder / "slow.sac"))[0].data.astype(np.float32)
+    np.testing.assert_array_equal(ds["data"].sel(station="XX.SLW.").values[0], original)
+
+
+_DIGESTS: dict[str, str] = {}
+
+
+def _store_digest(url: Path, skip: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(p for p in url.rglob("*") if p.is_file() and p != skip):
+        digest.update(str(path.relative_to(url)).encode() + path.read_bytes())
+    return digest.hexdigest()
+
+
+def test_one_and_two_workers_write_identical_bytes(tmp_path, local_client):
+    files = write_synthetic_archive(tmp_path / "archive")
+    out = tmp_path / "store.zarr"
+    ingest_waveforms([str(f) for f in files], str(out), block_samples=512, quiet=True)
+    _assert_store_equals_obspy(out, files)
+    # Every array's bytes; the group's attrs hold this run's tmp_path in `inputs`.
+    digest = _store_digest(out, skip=out / "zarr.json")
+    assert _DIGESTS.setdefault("synthetic", digest) == digest
+
+
+def _bad_archive(root: Path) -> dict[str, Path]:
+    """Good I59H1 data plus a truncated, a corrupt, an unknown-station and a contradicting file."""
+    root.mkdir(parents=True, exist_ok=True)
+    good = root / "good.mseed"
+    shutil.copy(I59_DATA, good)
+    truncated = root / "truncated.mseed"
+    raw = I59_DATA.read_bytes()
+    truncated.write_bytes(raw[: len(raw) - 300])  # the last 512-byte record cut short
+    corrupt = root / "corrupt.mseed"
+    corrupt.write_bytes(os.urandom(3000))
+    unknown = root / "unknown.mseed"
+    trace = obspy.read(str(I59_DATA))[0]
+    trace.stats.station = "NOPE"
+    trace.write(str(unknown), format="MSEED")
+    contradicting = root / "contradicting.mseed"
+    trace = obspy.read(str(I59_DATA))[0]
+    trace.stats.channel, trace.stats.sampling_rate = "BDF", 40.0  # inventory: 20 Hz
+    trace.stats.location = ""
+    trace.stats.starttime += 86400  # a later day, same station
+    trace.write(str(contradicting), format="MSEED")
+    return {"truncated": truncated, "corrupt": corrupt, "unknown": unknown,
+            "contradicting": contradicting, "good": good}  # fmt: skip
+
+
+def test_bad_inputs_are_reported_by_name_and_good_data_kept(tmp_path):
+    files = _bad_archive(tmp_path / "bad")
+    out = tmp_path / "bad.zarr"
+    report = ingest_waveforms(
+        [str(tmp_path / "bad")], str(out), inventories=[str(I59_XML)], quiet=True
+    )
+    text = "\n".join(report.problems)
+    for name in ("truncated", "corrupt", "contradicting"):
+        assert str(files[name]) in text, name
+    assert "IM.NOPE.: unknown station" in text
+    ds = _open(out)
+    assert ds.attrs["ingest_problems"] == list(report.problems)
+    assert list(ds["station"].values) == ["IM.I59H1.", "IM.NOPE."]
+    assert np.isnan(float(ds.sel(station="IM.NOPE.")[cv.LATITUDE]))
+    # The contradicting day is not ingested: the store ends with the good day.
+    assert ds.sizes["time"] == obspy.read(str(I59_DATA))[0].stats.npts
+    # good + truncated overlap fully (the truncated file's complete records are its prefix).
+    _assert_store_equals_obspy(out, [files["good"], files["truncated"], files["unknown"]])
+
+
+def _cli(*args: str, scheduler: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "seisctf.cli", "ingest", "waveforms", *args]
+    return subprocess.run(
+        [*command, "--scheduler", scheduler, "--quiet"], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_cli_strict_unreadable_inventory_and_no_readable_input_exit_3(tmp_path, dask_cluster):
+    files = _bad_archive(tmp_path / "bad")
+    address = dask_cluster.address
+    strict = _cli(str(tmp_path / "bad"), "--out", str(tmp_path / "s.zarr"), "--inventory",
+                  str(I59_XML), "--strict", scheduler=address)  # fmt: skip
+    assert strict.returncode == 3, strict.stderr
+    assert "Traceback" not in strict.stderr
+    for name in ("truncated", "corrupt", "contradicting"):
+        assert str(files[name]) in strict.stderr
+    assert not (tmp_path / "s.zarr").exists()
+
+    lenient = _cli(str(files["good"]), str(files["truncated"]), "--out", str(tmp_path / "l.zarr"),
+                   scheduler=address)  # fmt: skip
+    assert lenient.returncode == 0, lenient.stderr
+    assert f"problem: {files['truncated']}: truncated" in lenient.stdout
+    assert _open(tmp_path / "l.zarr").attrs[cv.ATTR_COMPLETE] is True
+
+    bad_xml = tmp_path / "broken.xml"
+    bad_xml.write_text("<FDSNStationXML><Network")
+    broken = _cli(str(files["good"]), "--out", str(tmp_path / "x.zarr"), "--inventory",
+                  str(bad_xml), scheduler=address)  # fmt: skip
+    assert broken.returncode == 3 and str(bad_xml) in broken.stderr
+    assert "Traceback" not in broken.stderr
+
+    nothing = _cli(str(files["corrupt"]), "--out", str(tmp_path / "n.zarr"), scheduler=address)
+    assert nothing.returncode == 3 and str(files["corrupt"]) in nothing.stderr
+    assert "no input is readable" in nothing.stderr and "Traceback" not in nothing.stderr
