@@ -543,7 +543,12 @@ def _noise_windows(noise: xr.DataArray, data: xr.DataArray) -> tuple[np.ndarray,
         )
     window_index = np.arange(noise.sizes[NOISE_TRACE])
     if NOISE_CATEGORY in noise.coords:
-        is_noise = np.asarray(noise[NOISE_CATEGORY].values).astype(str) == "noise"
+        # Labels may be fixed-width, variable-length (numpy StringDType) or bytes.
+        categories = [
+            value.decode() if isinstance(value, bytes) else str(value)
+            for value in noise[NOISE_CATEGORY].values
+        ]
+        is_noise = np.array(categories) == "noise"
         window_index = window_index[is_noise]
         noise = noise.isel({NOISE_TRACE: window_index})
     if window_index.size == 0 or noise.sizes[NOISE_SAMPLE] == 0:

@@ -285,9 +285,9 @@ def test_real_noise_from_an_event_window_store(tmp_path):
     windows[0] *= 1000.0  # the earthquake window must never be used
     events = xr.Dataset(
         {"waveforms": (("trace", "channel", "sample"), windows)},
-        coords={
-            "trace_category": ("trace", ["earthquake", "noise", "noise"]),
-            "channel": ["E", "N", "Z"],
+        coords={  # variable-length strings, as the event-window contract stores them
+            "trace_category": ("trace", np.array(["earthquake", "noise", "noise"], dtype=object)),
+            "channel": np.array(["E", "N", "Z"], dtype=object),
         },
     )
     storage.write_dataset(events, str(tmp_path / "events.zarr"), quiet=True)
