@@ -79,7 +79,12 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common],
         help="seismogram files (any obspy format) -> continuous store",
     )
-    ingest_waveforms.add_argument("sources", nargs="+", metavar="SRC", help="files, globs, folders")
+    ingest_waveforms.add_argument(
+        "sources",
+        nargs="+",
+        metavar="SRC",
+        help="files, globs, folders, or fsspec URLs (s3://bucket/prefix/, with --storage-option)",
+    )
     ingest_waveforms.add_argument("--out", required=True, help="store URL or path")
     ingest_waveforms.add_argument(
         "--inventory", nargs="+", action="extend", default=[], metavar="XML", help="StationXML"
@@ -87,6 +92,11 @@ def build_parser() -> argparse.ArgumentParser:
     ingest_waveforms.add_argument("--rate", type=float, help="resample to this rate, Hz")
     ingest_waveforms.add_argument(
         "--strict", action="store_true", help="any bad input file is fatal (exit 3)"
+    )
+    ingest_waveforms.add_argument(
+        "--append",
+        action="store_true",
+        help="add new files to the complete store at --out (time axis grows; old chunks kept)",
     )
     ingest_waveforms.set_defaults(run=_run_ingest_waveforms)
 
@@ -204,6 +214,7 @@ def _run_ingest_waveforms(args: argparse.Namespace) -> None:
         strict=args.strict,
         storage_options=_options(args),
         quiet=args.quiet,
+        append=args.append,
     )
     for problem in report.problems:
         print(f"problem: {problem}")

@@ -17,6 +17,7 @@ All times are integer nanoseconds (`UTCDateTime.ns`), so grid arithmetic is exac
 from __future__ import annotations
 
 import glob
+import io
 import math
 import os
 from collections.abc import Sequence
@@ -105,11 +106,45 @@ class WaveformPlan:
         }
 
 
-def expand_sources(sources: Sequence[str]) -> list[str]:
+def is_url(path: str) -> bool:
+    """An fsspec URL (`s3://…`, `gs://…`), read with fsspec; anything else is a local path."""
+    return "://" in str(path) and not str(path).startswith("file://")
+
+
+def _filesystem(url: str, storage_options: dict | None) -> tuple[Any, str]:
+    import fsspec
+
+    fs, _ = fsspec.core.url_to_fs(url, **(storage_options or {}))
+    return fs, fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+
+
+def read_input(path: str, storage_options: dict | None = None) -> bytes:
+    """All bytes of one input file (local path or fsspec URL with `storage_options`)."""
+    if is_url(path):
+        import fsspec
+
+        with fsspec.open(path, "rb", **(storage_options or {})) as handle:
+            return handle.read()
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+def input_exists(path: str, storage_options: dict | None = None) -> bool:
+    if is_url(path):
+        fs, _ = _filesystem(path, storage_options)
+        return fs.exists(path)
+    return os.path.exists(path)
+
+
+def expand_sources(sources: Sequence[str], storage_options: dict | None = None) -> list[str]:
     """Paths, globs and folders (an SDS root or any tree: every file below it, hidden ones
-    skipped) -> sorted unique file paths. A source matching nothing is bad input."""
+    skipped) -> sorted unique file paths; fsspec URLs (`s3://bucket/archive/**`) likewise, with
+    `storage_options`. A source matching nothing is bad input."""
     found: set[str] = set()
     for source in sources:
+        if is_url(source):
+            found.update(_urls_below(source, storage_options))
+            continue
         matches = sorted(glob.glob(source, recursive=True)) if glob.has_magic(source) else [source]
         matches = [m for m in matches if os.path.exists(m)]
         if not matches:
@@ -120,6 +155,25 @@ def expand_sources(sources: Sequence[str]) -> list[str]:
             else:
                 found.add(os.path.normpath(match))
     return sorted(found)
+
+
+def _urls_below(source: str, storage_options: dict | None) -> list[str]:
+    """Object URLs of one fsspec source: an object, a prefix (all objects below) or a glob."""
+    fs, protocol = _filesystem(source, storage_options)
+    try:
+        if glob.has_magic(source):
+            names = [n for n in fs.glob(source) if not fs.isdir(n)]
+        elif fs.isdir(source):
+            names = fs.find(source)
+        else:
+            names = [source] if fs.exists(source) else []
+    except OSError as error:
+        raise InvalidInput(source, f"cannot list it ({error})") from None
+    names = [n.split("://", 1)[-1] for n in names]
+    names = [n for n in names if not any(part.startswith(".") for part in n.split("/"))]
+    if not names:
+        raise InvalidInput(source, "no such object, prefix or glob match")
+    return [f"{protocol}://{name}" for name in names]
 
 
 def _files_below(root: str) -> list[str]:
@@ -134,41 +188,57 @@ def station_id(stats: Any) -> str:
     return f"{stats.network}.{stats.station}.{stats.location}"
 
 
-def mseed_truncation(path: str) -> str | None:
+def mseed_truncation(raw: bytes) -> str | None:
     """Walk a miniSEED file's record headers: a problem text if its last record is cut short
     (or a record header is unreadable), else None."""
     from obspy.io.mseed.util import get_record_information
 
-    size = os.path.getsize(path)
+    size = len(raw)
     offset = 0
-    with open(path, "rb") as handle:
-        while offset < size:
-            try:
-                length = int(get_record_information(handle, offset)["record_length"])
-            except Exception as error:  # noqa: BLE001 - any failure is a damaged record
-                return f"truncated or damaged record at byte {offset} of {size} ({error})"
-            if length <= 0 or offset + length > size:
-                return (
-                    f"truncated: the record at byte {offset} needs {length} bytes, "
-                    f"only {size - offset} remain (its samples are not ingested)"
-                )
-            offset += length
+    handle = io.BytesIO(raw)
+    while offset < size:
+        try:
+            length = int(get_record_information(handle, offset)["record_length"])
+        except Exception as error:  # noqa: BLE001 - any failure is a damaged record
+            return f"truncated or damaged record at byte {offset} of {size} ({error})"
+        if length <= 0 or offset + length > size:
+            return (
+                f"truncated: the record at byte {offset} needs {length} bytes, "
+                f"only {size - offset} remain (its samples are not ingested)"
+            )
+        offset += length
     return None
 
 
-def scan_file(path: str) -> FileScan:
-    """Read one file's headers (any obspy format); never raises for bad content."""
+def _records_fill(stream: Any, size: int) -> bool:
+    """Whether the records libmseed decoded (count × length per trace) make up the whole file:
+    then no record is cut short, and the slow record-by-record walk is not needed."""
+    try:
+        used = sum(
+            int(tr.stats.mseed.number_of_records) * int(tr.stats.mseed.record_length)
+            for tr in stream
+        )
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return False
+    return used == size
+
+
+def scan_file(path: str, raw: bytes | None = None) -> FileScan:
+    """Read one file's headers (any obspy format) from its bytes `raw` (read from `path` if not
+    given); never raises for bad content."""
     import obspy
     from obspy.io.mseed.core import _is_mseed
 
+    if raw is None:
+        raw = read_input(path)
     try:
-        stream = obspy.read(path, headonly=True)
+        stream = obspy.read(io.BytesIO(raw), headonly=True)
     except Exception as error:  # noqa: BLE001 - obspy raises many types for bad files
         message = str(error).splitlines()[0] if str(error) else type(error).__name__
         return FileScan(path, problems=(f"{path}: unreadable ({message})",), readable=False)
     problems = []
-    if _is_mseed(path):
-        truncation = mseed_truncation(path)
+    if _is_mseed(io.BytesIO(raw)) and not _records_fill(stream, len(raw)):
+        truncation = mseed_truncation(raw)
         if truncation:
             problems.append(f"{path}: {truncation}")
     headers = tuple(

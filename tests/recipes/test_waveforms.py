@@ -16,6 +16,8 @@ import numpy as np
 import obspy
 import pytest
 import xarray as xr
+import zarr
+from dask.callbacks import Callback
 
 from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
@@ -195,6 +197,175 @@ def test_mixed_rates_need_rate_and_are_resampled_like_obspy(tmp_path):
     np.testing.assert_array_equal(ds["data"].sel(station="XX.SLW.").values[0], original)
 
 
+def _chunk_files(url: Path) -> dict[str, tuple[str, int]]:
+    """{path in the store: (sha256, mtime_ns)} of every data chunk file."""
+    return {
+        str(path.relative_to(url)): (
+            hashlib.sha256(path.read_bytes()).hexdigest(),
+            path.stat().st_mtime_ns,
+        )  # fmt: skip
+        for path in sorted((url / "data" / "c").rglob("*"))
+        if path.is_file()
+    }
+
+
+class _MoveAwayAfter(Callback):
+    """Local-scheduler callback: once `after` block tasks have finished, move the archive away
+    (the later block tasks then fail to read their files, as on a lost mount)."""
+
+    def __init__(self, after: int, archive: Path, elsewhere: Path):
+        super().__init__()
+        self.after, self.archive, self.elsewhere, self.finished = after, archive, elsewhere, 0
+
+    def _posttask(self, key, result, dsk, state, worker_id):
+        name = key[0] if isinstance(key, tuple) else key
+        if str(name).startswith("ingest_block"):
+            self.finished += 1
+            if self.finished == self.after:
+                self.archive.rename(self.elsewhere)
+
+
+def test_interrupted_ingest_resumes_block_by_block_with_identical_bytes(tmp_path):
+    files = write_synthetic_archive(tmp_path / "archive")
+    whole = tmp_path / "whole.zarr"
+    ingest_waveforms([str(tmp_path / "archive")], str(whole), block_samples=512, quiet=True)
+
+    out = tmp_path / "resumed.zarr"
+    with _MoveAwayAfter(3, tmp_path / "archive", tmp_path / "moved"):
+        with pytest.raises(InvalidInput, match="re-run to resume"):
+            ingest_waveforms([str(tmp_path / "archive")], str(out), block_samples=512, quiet=True)
+    group = zarr.open_group(str(out))
+    assert cv.ATTR_COMPLETE not in group.attrs
+    done = group["ingest_progress"][:] != ""
+    assert 3 <= done.sum() < done.size  # 2 stations x 7 blocks, some written, some not
+    before = _chunk_files(out)
+    assert before  # some chunks were written before the failure
+    (tmp_path / "moved").rename(tmp_path / "archive")
+
+    report = ingest_waveforms([str(tmp_path / "archive")], str(out), block_samples=512, quiet=True)
+    assert not report.up_to_date and report.problems == ()
+    _assert_store_equals_obspy(out, files)
+    after = _chunk_files(out)
+    assert {k: v[0] for k, v in after.items()} == {k: v[0] for k, v in _chunk_files(whole).items()}
+    assert all(after[name] == before[name] for name in before)  # not rewritten: same mtime_ns
+    assert "ingest_progress" not in zarr.open_group(str(out))
+    for name in ("coverage", "station", "latitude"):
+        assert _store_digest(out / name, skip=out) == _store_digest(whole / name, skip=whole)
+    assert _open(out).attrs == _open(whole).attrs
+    np.testing.assert_array_equal(report.coverage, _open(whole)["coverage"].values)
+
+
+DAY = 86400
+
+
+def write_day_files(root: Path, day: int, seed: int, rate: float = 1.0) -> list[Path]:
+    """Day files (STEIM2, one per station and channel) of day `day` after START's midnight; day 1
+    of XX.BBB. starts 1000 s late, so the stations' first samples differ."""
+    rng = np.random.default_rng(seed)
+    midnight = obspy.UTCDateTime(START.date) + day * DAY
+    root.mkdir(parents=True, exist_ok=True)
+    files = []
+    for station in ("XX.AAA.00", "XX.BBB."):
+        for channel in ("HHE", "HHZ"):
+            late = 1000 if (station == "XX.BBB." and day == 1) else 0
+            data = rng.integers(-(2**20), 2**20, int(DAY * rate) - late).astype(np.int32)
+            trace = _trace(station, channel, midnight + late / rate, data, rate=rate)
+            path = root / f"{station}{channel}.{midnight.year}.{midnight.julday:03d}.mseed"
+            trace.write(str(path), format="MSEED", encoding="STEIM2", reclen=4096)
+            files.append(path)
+    return files
+
+
+def test_append_day_files_extends_time_and_keeps_old_chunks(tmp_path):
+    day1 = write_day_files(tmp_path / "day1", 0, seed=1)
+    day2 = write_day_files(tmp_path / "day2", 1, seed=2)
+    block = 5000  # day 1 fills blocks 0-16 and 1400 samples of block 17
+    appended, whole = tmp_path / "appended.zarr", tmp_path / "whole.zarr"
+    ingest_waveforms([str(tmp_path / "day1")], str(appended), block_samples=block, quiet=True)
+    before = _chunk_files(appended)
+    # An append interrupted after two blocks leaves an unfinished store; appending again resumes.
+    with _MoveAwayAfter(2, tmp_path / "day2", tmp_path / "moved"):
+        with pytest.raises(InvalidInput, match="re-run to resume"):
+            ingest_waveforms([str(tmp_path / "day2")], str(appended), append=True, quiet=True)
+    assert zarr.open_group(str(appended)).attrs[cv.ATTR_COMPLETE] is False
+    (tmp_path / "moved").rename(tmp_path / "day2")
+    with pytest.raises(InvalidInput, match="interrupted append of other files"):
+        ingest_waveforms([str(day2[0])], str(appended), append=True, quiet=True)
+    report = ingest_waveforms(
+        [str(tmp_path / "day2")], str(appended), append=True, block_samples=99, quiet=True
+    )
+    assert not report.up_to_date and report.plan.n_time == 2 * DAY
+    ingest_waveforms([str(tmp_path / "day1"), str(tmp_path / "day2")], str(whole),
+                     block_samples=block, quiet=True)  # fmt: skip
+    ds = _assert_store_equals_obspy(appended, day1 + day2)
+    assert ds.sizes["time"] == 2 * DAY and ds.attrs["block_samples"] == block
+    reference = _open(whole)
+    np.testing.assert_array_equal(ds["data"].values, reference["data"].values)
+    np.testing.assert_array_equal(ds["coverage"].values, reference["coverage"].values)
+    assert ds.attrs == reference.attrs  # same inputs, fingerprint, problems
+    after = _chunk_files(appended)
+    assert {k: v[0] for k, v in after.items()} == {k: v[0] for k, v in _chunk_files(whole).items()}
+    # Day-1 chunks stay as written, except each station's partial block 17, which day 2 completes.
+    rewritten = {name for name in before if after[name] != before[name]}
+    assert rewritten == {"data/c/0/0/17", "data/c/1/0/17"}
+    assert "ingest_progress" not in zarr.open_group(str(appended))
+
+    again = ingest_waveforms([str(day2[0])], str(appended), append=True, quiet=True)
+    assert again.up_to_date
+    other = _trace("XX.NEW.", "HHZ", obspy.UTCDateTime(START.date) + 3 * DAY, np.ones(9, "i4"), 1.0)
+    other.write(str(tmp_path / "new.mseed"), format="MSEED")
+    with pytest.raises(InvalidInput, match="station XX.NEW. is not in"):
+        ingest_waveforms([str(tmp_path / "new.mseed")], str(whole), append=True, quiet=True)
+    changed = day1[1]
+    trace = obspy.read(str(changed))[0]
+    trace.data[:10] += 1
+    trace.write(str(changed), format="MSEED", encoding="STEIM2", reclen=4096)
+    day3 = write_day_files(tmp_path / "day3", 2, seed=3)
+    with pytest.raises(InvalidInput, match="changed since it was ingested") as error:
+        ingest_waveforms([str(day3[0])], str(appended), append=True, quiet=True)
+    assert error.value.what == str(changed)
+    with pytest.raises(InvalidInput, match="needs an existing store"):
+        ingest_waveforms([str(day3[0])], str(tmp_path / "none.zarr"), append=True, quiet=True)
+
+
+def test_s3_inputs_ingest_to_the_same_bytes_as_local_files(
+    tmp_path, s3_server, s3_bucket, dask_cluster
+):
+    files = write_synthetic_archive(tmp_path / "archive")
+    fs = s3_server.filesystem()
+    for path in files:
+        fs.put_file(str(path), f"{s3_bucket}/archive/{path.name}".removeprefix("s3://"))
+    fs.put_file(str(files[0]), f"{s3_bucket}/archive/.hidden".removeprefix("s3://"))
+    local, remote = tmp_path / "local.zarr", tmp_path / "remote.zarr"
+    ingest_waveforms([str(tmp_path / "archive")], str(local), block_samples=512, quiet=True)
+    report = ingest_waveforms(
+        [f"{s3_bucket}/archive"],
+        str(remote),
+        storage_options=s3_server.storage_options,
+        block_samples=512,
+        quiet=True,
+    )
+    assert report.problems == ()
+    ds = _assert_store_equals_obspy(remote, files)
+    assert sorted(e["path"] for e in ds.attrs["inputs"]) == sorted(
+        f"{s3_bucket}/archive/{path.name}" for path in files
+    )
+    assert ds.attrs["ingest_fingerprint"] == _open(local).attrs["ingest_fingerprint"]
+    assert _chunk_files(remote).keys() == _chunk_files(local).keys()
+    for name in ("data", "coverage", "station"):
+        assert _store_digest(remote / name, skip=remote) == _store_digest(local / name, skip=local)
+    # The CLI on a real cluster: workers read the objects with the --storage-option values.
+    cli = _cli(f"{s3_bucket}/archive/*.mseed", f"{s3_bucket}/archive/*.sac", "--out",
+               str(tmp_path / "cli.zarr"), *s3_server.cli_options(),
+               scheduler=dask_cluster.address)  # fmt: skip
+    assert cli.returncode == 0, cli.stderr
+    _assert_store_equals_obspy(tmp_path / "cli.zarr", files)
+    with pytest.raises(InvalidInput, match="no such object") as error:
+        ingest_waveforms([f"{s3_bucket}/nothing/*.mseed"], str(tmp_path / "x.zarr"),
+                         storage_options=s3_server.storage_options, quiet=True)  # fmt: skip
+    assert error.value.what == f"{s3_bucket}/nothing/*.mseed"
+
+
 _DIGESTS: dict[str, str] = {}
 
 
@@ -282,6 +453,9 @@ def test_cli_strict_unreadable_inventory_and_no_readable_input_exit_3(tmp_path, 
     assert lenient.returncode == 0, lenient.stderr
     assert f"problem: {files['truncated']}: truncated" in lenient.stdout
     assert _open(tmp_path / "l.zarr").attrs[cv.ATTR_COMPLETE] is True
+    appended = _cli(str(files["good"]), "--out", str(tmp_path / "l.zarr"), "--append",
+                    scheduler=address)  # fmt: skip
+    assert appended.returncode == 0 and "up to date:" in appended.stdout, appended.stderr
 
     bad_xml = tmp_path / "broken.xml"
     bad_xml.write_text("<FDSNStationXML><Network")
