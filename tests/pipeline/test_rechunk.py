@@ -11,7 +11,7 @@ from seisctf import storage
 from seisctf.cluster import dask_client
 from seisctf.pipeline.rechunk import rechunk, rechunk_method
 
-WORKER_LIMIT = 400 * 2**20
+WORKER_LIMIT = 500 * 2**20
 
 
 def _wavefield(n_time: int, n_sensor: int, chunks: tuple[int, int]) -> xr.Dataset:
@@ -31,7 +31,7 @@ def test_rechunk_without_cluster_keeps_values():
 
 def test_time_to_trace_contiguous_bigger_than_a_worker(tmp_path):
     """768 MiB of float32 from time-contiguous chunks (every time step of 128 sensors) to rows of
-    all sensors, through two workers limited to 400 MiB each (about 140 MiB of which is the
+    all sensors, through two workers limited to 500 MiB each (about 150 MiB of which is the
     idle process), written to a store: every value equal, no worker lost."""
     n_time, n_sensor = 24_576, 8192  # 768 MiB float32
     source = _wavefield(n_time, n_sensor, (n_time, 128))  # time-contiguous: 12 MiB chunks
