@@ -45,6 +45,23 @@ ROLES = (
 # parametric training values, the interpolation value and the extrapolation value.
 BUNDLE_ROLES = ROLES[:5] + ("param_train",) * 3 + ROLES[6:]
 
+# --- continuous waveform store (`seisctf ingest waveforms`) ------------------------------------
+WAVEFORM_VAR = "data"  # data(station, channel, time) float32, NaN in gaps, no time coordinate
+STATION = "station"
+CHANNEL = "channel"
+WAVEFORM_DIMS = (STATION, CHANNEL, TIME)
+COVERAGE_VAR = "coverage"  # coverage(station, block): fraction of non-NaN samples
+ELEVATION = "elevation"
+
+# --- wavefield cut from a continuous waveform store (`seisctf tasks` on an archive) ------------
+ARCHIVE_DATASET = "archive"
+# Per-realisation coordinate: ISO 8601 time of the segment's first sample.
+SEGMENT_START_TIME = "segment_start_time"
+# The parametric pairs' parameter: hours from the store's start_time to the segment's start.
+SEGMENT_PARAMETER = "segment_start_h"
+# Provenance of an archive bundle: all of it in the truth group, public keys in the public one.
+ATTR_ARCHIVE = "archive"
+
 # Attr set last on every store seisctf writes: a store without it is partial, never used as whole.
 ATTR_COMPLETE = "seisctf_complete"
 # Transforms applied to a variable, in order: a JSON list of {"transform": name, **parameters}
@@ -87,6 +104,29 @@ def validate_wavefield(ds: xr.Dataset, name: str = "wavefield store") -> xr.Data
             name,
             f"variable {WAVEFIELD_VAR!r} has dims {dims}, expected (time, sensor) or "
             "(realisation, time, sensor)",
+        )
+    rate = ds.attrs.get(ATTR_SAMPLING_RATE)
+    if not isinstance(rate, int | float) or not math.isfinite(rate) or rate <= 0:
+        raise InvalidInput(
+            name, f"attr {ATTR_SAMPLING_RATE!r} must be a positive number, got {rate!r}"
+        )
+    if ATTR_START_TIME not in ds.attrs:
+        raise InvalidInput(name, f"has no attr {ATTR_START_TIME!r} (ISO 8601)")
+    return ds
+
+
+def is_waveform_store(ds: xr.Dataset) -> bool:
+    """True for a continuous waveform store: variable `data(station, channel, time)`."""
+    return WAVEFORM_VAR in ds.data_vars and ds[WAVEFORM_VAR].dims == WAVEFORM_DIMS
+
+
+def validate_waveform_store(ds: xr.Dataset, name: str = "waveform store") -> xr.Dataset:
+    """Check a continuous waveform store against the contract; raise InvalidInput if not."""
+    if not is_waveform_store(ds):
+        raise InvalidInput(
+            name,
+            f"has no variable {WAVEFORM_VAR!r} with dims {WAVEFORM_DIMS} "
+            f"(found {sorted(ds.data_vars)})",
         )
     rate = ds.attrs.get(ATTR_SAMPLING_RATE)
     if not isinstance(rate, int | float) or not math.isfinite(rate) or rate <= 0:

@@ -126,8 +126,13 @@ def write_dataset(
 def open_dataset(url: str, storage_options: StorageOptions | None = None) -> xr.Dataset:
     """Open a complete seisctf store lazily (Dask-backed) with xarray."""
     require_complete(open_group(url, storage_options), url)
-    return xr.open_zarr(
+    # Chunk reads inlined: each is then a root task the scheduler queues, instead of every read
+    # depending on one shared array task and running far ahead of its consumers.
+    return xr.open_dataset(
         str(url),
+        engine="zarr",
+        chunks={},
+        inline_array=True,
         storage_options=options_for(url, storage_options),
         consolidated=True,
         zarr_format=3,

@@ -13,13 +13,27 @@ Along time, neighbouring chunks are joined until each holds at least `halo_sampl
 than sosfiltfilt's `padlen` samples, so the chunks at the ends of a trace see its true edges and
 the result equals sosfiltfilt on the whole trace (to about `tolerance`) for any chunking.
 
+Causal variant (`zero_phase=False` in `butterworth`, `decimate`, `resample`). The filter runs
+forward only (`scipy.signal.sosfilt`), so an output sample depends on input samples at or
+before it and never on later ones: for data cut into public and withheld windows, nothing of a
+later window reaches an earlier one. It starts in the steady state of the trace's first sample
+(`zi = sosfilt_zi(sos) * x[0]`: as if the trace had held that value forever, so an offset causes
+no start transient; obspy's `zerophase=False` starts from rest instead). Chunk by chunk, each
+chunk gets `halo_samples` samples of halo on its left only and starts in the steady state of
+its first halo sample; the start error decays like the impulse response, so the result equals
+sosfilt on the whole trace to about `tolerance` × the signal's variation, for any chunking.
+`resample`'s FIR is delayed by `delay` output samples so that it is causal too. The price is
+a phase delay: the Butterworth's group delay (the order 8 anti-alias filter: about 2 output
+samples at 0 Hz, rising towards its corner) plus, in `resample`, the FIR's `delay`.
+
 NaN (gaps). Filters (`butterworth` and the anti-alias filters of `decimate` and `resample`)
 filter with NaN replaced by 0, then set to NaN every output sample within `halo_samples` of an
-input NaN of its trace (|i - j| <= halo_samples), so no output keeps more than about
-`tolerance` of the zero fill. `resample`'s polyphase step then also sets to NaN every output
-whose FIR support holds a NaN (input n with |k·down - n·up| <= half_len, in resample_poly's
-notation). `detrend` and `normalise` take their statistics over the non-NaN samples and leave
-NaN as NaN; `taper` leaves NaN as NaN.
+input NaN of its trace (|i - j| <= halo_samples; causal filters: 0 <= i - j <= halo_samples,
+the samples after the NaN only), so no output keeps more than about `tolerance` of the zero
+fill. `resample`'s polyphase step then also sets to NaN every output whose FIR support holds a
+NaN (input n with |k·down - n·up| <= half_len, in resample_poly's notation; causal:
+|(k - delay)·down - n·up| <= half_len). `detrend` and `normalise` take their statistics over
+the non-NaN samples and leave NaN as NaN; `taper` leaves NaN as NaN.
 """
 
 from __future__ import annotations
@@ -35,6 +49,7 @@ from scipy import ndimage, signal
 
 from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
+from seisctf.pipeline.halo import map_halo, with_min_chunks
 from seisctf.pipeline.history import recorded
 
 # Anti-alias low-pass of `decimate` and of downsampling `resample`: zero-phase Butterworth of this
@@ -88,6 +103,13 @@ def _is_integer(value: object) -> bool:
     return isinstance(value, int | np.integer) and not isinstance(value, bool)
 
 
+def _dask_values(data: xr.DataArray) -> da.Array:
+    """`data`'s values on Dask as stored (a numpy-backed array becomes a single chunk)."""
+    if isinstance(data.data, da.Array):
+        return data.data
+    return da.from_array(data.values, chunks=-1)
+
+
 def _float_dask(data: xr.DataArray) -> xr.DataArray:
     """`data` as float64 on Dask (a numpy-backed array becomes a single chunk)."""
     if not isinstance(data.data, da.Array):
@@ -96,31 +118,6 @@ def _float_dask(data: xr.DataArray) -> xr.DataArray:
 
 
 # --- chunking ---------------------------------------------------------------------------------
-
-
-def _merged_chunks(chunks: tuple[int, ...], min_size: int) -> tuple[int, ...]:
-    """Chunk sizes made by joining neighbouring `chunks` until each holds >= `min_size` samples
-    (one chunk if the axis is shorter). No chunk is split, so the rechunk only concatenates."""
-    merged: list[int] = []
-    pending = 0
-    for size in chunks:
-        pending += size
-        if pending >= min_size:
-            merged.append(pending)
-            pending = 0
-    if pending:
-        if merged:
-            merged[-1] += pending
-        else:
-            merged.append(pending)
-    return tuple(merged)
-
-
-def _with_time_chunks(values: da.Array, axis: int, min_size: int) -> da.Array:
-    time_chunks = _merged_chunks(values.chunks[axis], min_size)
-    if time_chunks == values.chunks[axis]:
-        return values
-    return values.rechunk({axis: time_chunks})
 
 
 def _time_index(data: xr.DataArray) -> xr.DataArray:
@@ -199,13 +196,41 @@ def _near_gaps(gaps: np.ndarray, radius: int, axis: int) -> np.ndarray:
     return spread.astype(bool)
 
 
+# Samples per group of traces filtered at once: sosfiltfilt's half-dozen temporaries then stay
+# near 1 MiB each instead of the whole block's size (worker memory, not arithmetic: each trace
+# is filtered by the same operations either way, so the bits do not change).
+_FILTER_GROUP_SAMPLES = 1 << 17
+
+
+def _trace_groups(shape: tuple[int, ...], time_axis: int) -> list[tuple[slice, ...]]:
+    """Index tuples cutting a block into groups of whole traces along its largest other axis."""
+    if len(shape) == 1:
+        return [(slice(None),)]
+    trace_axis = max(
+        (axis for axis in range(len(shape)) if axis != time_axis), key=shape.__getitem__
+    )
+    per_index = math.prod(shape) // max(shape[trace_axis], 1)
+    step = max(1, _FILTER_GROUP_SAMPLES // max(per_index, 1))
+    groups = []
+    for start in range(0, shape[trace_axis], step):
+        index = [slice(None)] * len(shape)
+        index[trace_axis] = slice(start, start + step)
+        groups.append(tuple(index))
+    return groups or [(slice(None),) * len(shape)]
+
+
 def _filtfilt_block(
     block: np.ndarray, *, sos: np.ndarray, time_axis: int, halo_samples: int
 ) -> np.ndarray:
-    gaps = np.isnan(block)
-    filtered = signal.sosfiltfilt(sos, np.where(gaps, 0.0, block), axis=time_axis)
-    if gaps.any():
-        filtered[_near_gaps(gaps, halo_samples, time_axis)] = np.nan
+    """sosfiltfilt along `time_axis` with the NaN policy, float64, group of traces by group."""
+    filtered = np.empty(block.shape, dtype=np.float64)
+    for index in _trace_groups(block.shape, time_axis):
+        part = block[index]
+        gaps = np.isnan(part)
+        result = signal.sosfiltfilt(sos, np.where(gaps, 0.0, part), axis=time_axis)
+        if gaps.any():
+            result[_near_gaps(gaps, halo_samples, time_axis)] = np.nan
+        filtered[index] = result
     return filtered
 
 
@@ -236,23 +261,96 @@ def _zero_phase(data: xr.DataArray, sos: np.ndarray, tolerance: float, what: str
             f"has {n_time} samples along {cv.TIME!r}; this filter needs more than {padlen}",
         )
     halo_samples = _impulse_halo(sos, tolerance, what)
-    data = _float_dask(data)
-    values = _with_time_chunks(data.data, axis, max(halo_samples, padlen + 1))
+    values = with_min_chunks(_dask_values(data), axis, max(halo_samples, padlen + 1))
     depth = halo_samples if len(values.chunks[axis]) > 1 else 0
-    filtered = da.map_overlap(
+    filtered = map_halo(
         _filtfilt_block,
         values,
-        depth={axis: depth},
-        boundary="none",
-        trim=True,
-        allow_rechunk=False,
-        dtype=np.float64,
-        meta=np.empty((0,) * values.ndim, dtype=np.float64),
+        axis,
+        (depth, depth),
         sos=sos,
         time_axis=axis,
         halo_samples=halo_samples,
     )
     return data.copy(data=filtered)
+
+
+# --- causal Butterworth -----------------------------------------------------------------------
+
+
+def _after_gaps(gaps: np.ndarray, radius: int, axis: int) -> np.ndarray:
+    """True where a True of `gaps` lies 0 to `radius` samples earlier along `axis`."""
+    seen = np.cumsum(gaps, axis=axis, dtype=np.int64)
+    n_time = gaps.shape[axis]
+    earlier = np.zeros_like(seen)
+    if n_time > radius + 1:
+        source = [slice(None)] * gaps.ndim
+        target = [slice(None)] * gaps.ndim
+        source[axis] = slice(0, n_time - radius - 1)
+        target[axis] = slice(radius + 1, None)
+        earlier[tuple(target)] = seen[tuple(source)]
+    return seen > earlier
+
+
+def _sosfilt_block(
+    block: np.ndarray, *, sos: np.ndarray, time_axis: int, halo_samples: int
+) -> np.ndarray:
+    """sosfilt along `time_axis` from the steady state of each trace's first sample, with the
+    causal NaN policy; float64, group of traces by group."""
+    filtered = np.empty(block.shape, dtype=np.float64)
+    if block.shape[time_axis] == 0:
+        return filtered
+    steady = signal.sosfilt_zi(sos)  # (n_sections, 2): state after a unit step
+    for index in _trace_groups(block.shape, time_axis):
+        part = block[index]
+        gaps = np.isnan(part)
+        filled = np.where(gaps, 0.0, part)
+        zi_shape = [len(sos), *(1,) * part.ndim]
+        zi_shape[time_axis + 1] = 2
+        first = np.take(filled, [0], axis=time_axis)[np.newaxis]
+        zi = steady.reshape(zi_shape) * first
+        result, _ = signal.sosfilt(sos, filled, axis=time_axis, zi=zi)
+        if gaps.any():
+            result[_after_gaps(gaps, halo_samples, time_axis)] = np.nan
+        filtered[index] = result
+    return filtered
+
+
+def _causal(data: xr.DataArray, sos: np.ndarray, tolerance: float, what: str) -> xr.DataArray:
+    """sosfilt(sos, data, axis=time, zi=steady state of the first sample) chunk by chunk, with
+    the causal NaN policy; float64, same shape as `data`, chunks along time joined until each
+    holds `halo_samples` (the left halo: a sample never sees later ones, see the module
+    docstring)."""
+    axis = _time_axis(data, what)
+    halo_samples = _impulse_halo(sos, tolerance, what)
+    values = with_min_chunks(_dask_values(data), axis, halo_samples)
+    depth = halo_samples if len(values.chunks[axis]) > 1 else 0
+    filtered = map_halo(
+        _sosfilt_block,
+        values,
+        axis,
+        (depth, 0),
+        sos=sos,
+        time_axis=axis,
+        halo_samples=halo_samples,
+    )
+    return data.copy(data=filtered)
+
+
+def _phase_parameter(zero_phase: bool, what: str) -> dict[str, bool]:
+    """The recorded parameter: none for the default zero-phase filter (so its records stay as
+    they were), `zero_phase: false` for the causal one."""
+    if not isinstance(zero_phase, bool | np.bool_):
+        raise InvalidInput(f"{what} zero_phase={zero_phase!r}", "expected true or false")
+    return {} if zero_phase else {"zero_phase": False}
+
+
+def _lowpass(
+    data: xr.DataArray, sos: np.ndarray, tolerance: float, zero_phase: bool, what: str
+) -> xr.DataArray:
+    if zero_phase:
+        return _zero_phase(data, sos, tolerance, what)
+    return _causal(data, sos, tolerance, what)
 
 
 def butterworth(
@@ -262,13 +360,16 @@ def butterworth(
     freqmax: float | None = None,
     order: int = 4,
     tolerance: float = 1e-8,
+    zero_phase: bool = True,
 ) -> xr.DataArray:
     """Zero-phase Butterworth filter along time: low-pass below `freqmax` (Hz) if only it is
     given, high-pass above `freqmin` (Hz) if only it is given, band-pass if both.
 
     Equals `scipy.signal.sosfiltfilt(butter(order, ..., output="sos", fs=rate), x, axis=time)`
     on the whole array to about `tolerance`, for any chunking; the effective order is twice
-    `order` (forward and backward). `tolerance` sets the halo (see the module docstring). Same
+    `order` (forward and backward). `zero_phase=False`: the causal filter instead, forward only
+    (effective order `order`), equal to `scipy.signal.sosfilt(sos, x, axis=time,
+    zi=sosfilt_zi(sos) · x[0])`. `tolerance` sets the halo (see the module docstring). Same
     dims and shape as `data`, float64.
     """
     what = "butterworth"
@@ -280,8 +381,9 @@ def butterworth(
         "freqmax": None if freqmax is None else float(freqmax),
         "order": int(order),
         "tolerance": float(tolerance),
+        **_phase_parameter(zero_phase, what),
     }
-    filtered = _zero_phase(data, sos, tolerance, what)
+    filtered = _lowpass(data, sos, tolerance, zero_phase, what)
     result = filtered.chunk(dict(zip(data.dims, _float_dask(data).chunks, strict=True)))
     return recorded(result, data, what, parameters)
 
@@ -445,10 +547,14 @@ def _antialias_sos(new_rate_hz: float, sampling_rate_hz: float, what: str) -> np
     return _butterworth_sos(sampling_rate_hz, None, corner_hz, ANTIALIAS_ORDER, what)
 
 
-def decimate(data: xr.DataArray, *, factor: int, tolerance: float = 1e-8) -> xr.DataArray:
+def decimate(
+    data: xr.DataArray, *, factor: int, tolerance: float = 1e-8, zero_phase: bool = True
+) -> xr.DataArray:
     """Keep every `factor`-th sample (global indices 0, factor, 2·factor, ...) after a zero-phase
     Butterworth low-pass of order 8 with its corner at 0.8 × the new Nyquist frequency
     (rate / factor / 2), applied as `butterworth` does (same halo and NaN policy).
+    `zero_phase=False`: the same low-pass run forward only (causal, as `butterworth` with
+    `zero_phase=False`), so output k depends on input samples 0 … k·factor only.
 
     New sampling rate = rate / factor (Hz); shape along time ceil(n / factor); the time
     coordinate keeps the values of the kept samples. float64.
@@ -460,7 +566,7 @@ def decimate(data: xr.DataArray, *, factor: int, tolerance: float = 1e-8) -> xr.
     _check_tolerance(tolerance, what)
     new_rate_hz = sampling_rate_hz / factor
     sos = _antialias_sos(new_rate_hz, sampling_rate_hz, what)
-    filtered = _zero_phase(data, sos, tolerance, what)
+    filtered = _lowpass(data, sos, tolerance, zero_phase, what)
     result = filtered.isel({cv.TIME: slice(None, None, int(factor))})
     result = result.assign_attrs({cv.ATTR_SAMPLING_RATE: new_rate_hz})
     parameters = {
@@ -468,6 +574,7 @@ def decimate(data: xr.DataArray, *, factor: int, tolerance: float = 1e-8) -> xr.
         "tolerance": float(tolerance),
         "antialias_order": ANTIALIAS_ORDER,
         "antialias_freqmax": ANTIALIAS_CORNER * new_rate_hz / 2,
+        **_phase_parameter(zero_phase, what),
     }
     return recorded(result, data, what, parameters)
 
@@ -483,6 +590,12 @@ def _rational_ratio(new_rate_hz: float, sampling_rate_hz: float, what: str) -> t
             f"with denominator <= {_MAX_DENOMINATOR} (to {_RATIO_TOLERANCE} relative)",
         )
     return fraction.numerator, fraction.denominator
+
+
+def resampling_ratio(new_rate_hz: float, sampling_rate_hz: float) -> tuple[int, int]:
+    """The (up, down) `resample` uses between these rates (new / old = up / down); raises
+    InvalidInput where `resample` would. Input sample `down` maps to output sample `up`."""
+    return _rational_ratio(new_rate_hz, sampling_rate_hz, "resample")
 
 
 def _polyphase_taps(up: int, down: int) -> np.ndarray:
@@ -505,45 +618,55 @@ def _polyphase_block(
     time_axis: int,
     bounds: tuple[int, ...],
     halo_samples: int,
+    delay: int = 0,
     block_id: tuple[int, ...] | None = None,
 ) -> np.ndarray:
-    """Outputs k with k·down/up in this block's core, y[k] = Σ_n x[n]·taps[half + k·down - n·up]
-    (x = 0 outside the trace, as resample_poly with padtype="constant")."""
+    """Outputs k with k·down/up in this block's core,
+    y[k] = Σ_n x[n]·taps[half + (k - delay)·down - n·up] (x = 0 outside the trace, as
+    resample_poly with padtype="constant", whose output is the one for delay = 0)."""
     chunk = block_id[time_axis]
     core_start, core_stop = bounds[chunk], bounds[chunk + 1]
     block_start = max(0, core_start - halo_samples)
     half_length = (len(taps) - 1) // 2
     # upfirdn(taps') gives z[m] = Σ_j x[block_start + j]·taps'[m·down - j·up]; leading zeros on
-    # the taps make m·down - (pre_pad + half_length) a multiple of down, so y[k] = z[k + offset].
+    # the taps make m·down - (pre_pad + half_length) a multiple of down, so y[k] = z[k + offset];
+    # `delay`·down more leading zeros delay the taps by `delay` outputs.
     pre_pad = (block_start * up - half_length) % down
+    lead = np.zeros(pre_pad + delay * down)
     offset = (half_length + pre_pad - block_start * up) // down
     kept = [slice(None)] * block.ndim
     kept[time_axis] = slice(
         offset + _ceil_div(core_start * up, down), offset + _ceil_div(core_stop * up, down)
     )
     gaps = np.isnan(block)
-    padded_taps = np.concatenate([np.zeros(pre_pad), taps])
+    padded_taps = np.concatenate([lead, taps])
     resampled = signal.upfirdn(padded_taps, np.where(gaps, 0.0, block), up, down, axis=time_axis)
     resampled = resampled[tuple(kept)]
     if gaps.any():
-        support = np.concatenate([np.zeros(pre_pad), np.ones(len(taps))])
+        support = np.concatenate([lead, np.ones(len(taps))])
         gaps_seen = signal.upfirdn(support, gaps.astype(np.float64), up, down, axis=time_axis)
         resampled[gaps_seen[tuple(kept)] > 0.5] = np.nan
     return resampled
 
 
-def _polyphase(values: da.Array, axis: int, up: int, down: int) -> da.Array:
-    """resample_poly(values, up, down, axis=axis) (padtype "constant") chunk by chunk; the
-    output holds ceil(n·up/down) samples along `axis`, chunked like the input scaled."""
+def _polyphase(values: da.Array, axis: int, up: int, down: int, delay: int = 0) -> da.Array:
+    """resample_poly(values, up, down, axis=axis) (padtype "constant") chunk by chunk, its
+    output delayed by `delay` samples (y[k] = resample_poly's y[k - delay], with zeros before
+    the trace); ceil(n·up/down) samples along `axis`, chunked like the input scaled."""
     taps = _polyphase_taps(up, down)
     half_length = (len(taps) - 1) // 2
     # Output k in a core [a, b) (a·up <= k·down < b·up + down) reads inputs n with
-    # |k·down - n·up| <= half_length: from a - half_length/up to b + (half_length + down)/up.
-    halo_samples = _ceil_div(half_length + down, up)
-    values = _with_time_chunks(values, axis, halo_samples)
+    # |(k - delay)·down - n·up| <= half_length: from a - (half_length + down + delay·down)/up
+    # to b + (half_length + down - delay·down)/up (the causal FIR, delay·down >= half_length,
+    # reads nothing right of its core).
+    left = _ceil_div(half_length + down + delay * down, up)
+    right = max(0, _ceil_div(half_length + down - delay * down, up))
+    values = with_min_chunks(values, axis, max(left, right))
     time_chunks = values.chunks[axis]
     bounds = tuple(int(b) for b in np.cumsum((0, *time_chunks)))
-    depth = halo_samples if len(time_chunks) > 1 else 0
+    if len(time_chunks) == 1:
+        left = right = 0
+    depth = left if left == right else (left, right)
     overlapped = da.overlap.overlap(values, depth={axis: depth}, boundary="none")
     output_bounds = [_ceil_div(bound * up, down) for bound in bounds]
     output_chunks = list(values.chunks)
@@ -559,7 +682,8 @@ def _polyphase(values: da.Array, axis: int, up: int, down: int) -> da.Array:
         down=down,
         time_axis=axis,
         bounds=bounds,
-        halo_samples=depth,
+        halo_samples=left,
+        delay=delay,
     )
 
 
@@ -576,7 +700,40 @@ def _resampled_time(time: np.ndarray, n_out: int, up: int, down: int) -> np.ndar
     return time[0] + sample * (down / up) * (time[1] - time[0])
 
 
-def resample(data: xr.DataArray, *, sampling_rate: float, tolerance: float = 1e-8) -> xr.DataArray:
+def _causal_fir_delay(up: int, down: int) -> int:
+    """Output samples by which `resample(zero_phase=False)` delays resample_poly's FIR so that
+    output k reads only inputs n with n·up <= k·down."""
+    return _ceil_div(_POLYPHASE_HALF_LENGTH * max(up, down), down)
+
+
+def causal_warmup(sampling_rate_hz: float, new_rate_hz: float, *, tolerance: float = 1e-8) -> int:
+    """Output samples at a trace's start that still depend, by more than about `tolerance`, on
+    how the causal filters started rather than on the trace: `decimate(factor=rate/new_rate,
+    zero_phase=False)` when that ratio is an integer, else `resample(sampling_rate=new_rate,
+    zero_phase=False)`; 0 when the rates are equal. From this output sample on, a trace cut
+    from a longer record gives (to about `tolerance`) the values of the whole record's.
+
+    The anti-alias filter settles after its halo (input samples, see the module docstring);
+    the delayed FIR of `resample` reads (half_len + delay·down) / up input samples back.
+    """
+    what = "causal_warmup"
+    _check_tolerance(tolerance, what)
+    up, down = _rational_ratio(new_rate_hz, sampling_rate_hz, what)
+    if up == down:
+        return 0
+    halo_samples = 0
+    if up < down:
+        sos = _antialias_sos(new_rate_hz, sampling_rate_hz, what)
+        halo_samples = _impulse_halo(sos, tolerance, what)
+    if up == 1:
+        return _ceil_div(halo_samples, down)
+    fir_reach = _POLYPHASE_HALF_LENGTH * max(up, down) + _causal_fir_delay(up, down) * down
+    return _ceil_div(halo_samples * up + fir_reach, down)
+
+
+def resample(
+    data: xr.DataArray, *, sampling_rate: float, tolerance: float = 1e-8, zero_phase: bool = True
+) -> xr.DataArray:
     """Resample each trace to `sampling_rate` (Hz), whose ratio to the input rate must be a
     fraction up/down with denominator <= 1000 (exact to 1e-9 relative).
 
@@ -587,6 +744,12 @@ def resample(data: xr.DataArray, *, sampling_rate: float, tolerance: float = 1e-
     result is equal for any chunking. Output sample k lies at k / sampling_rate s from the first
     sample; shape along time ceil(n·up/down); the time coordinate (if any) is recomputed from
     its first value and step, other coordinates along time are dropped. float64.
+
+    `zero_phase=False`: causal. The low-pass runs forward only (as `butterworth` with
+    `zero_phase=False`) and the FIR (2·half_len + 1 taps, half_len = 10·max(up, down)) is
+    delayed by `delay` = ceil(half_len / down) output samples: output k is resample_poly's
+    output k - delay (zeros before the trace), so it depends on inputs n with n·up <= k·down
+    only. Recorded as `zero_phase: false` and `fir_delay` (output samples).
     """
     what = "resample"
     time_axis = _time_axis(data, what)
@@ -603,15 +766,19 @@ def resample(data: xr.DataArray, *, sampling_rate: float, tolerance: float = 1e-
     values = _float_dask(data)
     parameters = {"sampling_rate": float(sampling_rate), "tolerance": float(tolerance)}
     parameters |= {"up": up, "down": down, "antialias_order": None, "antialias_freqmax": None}
+    parameters |= _phase_parameter(zero_phase, what)
+    delay = 0 if zero_phase or up == down else _causal_fir_delay(up, down)
+    if delay:
+        parameters["fir_delay"] = delay
     if up < down:
         sos = _antialias_sos(sampling_rate, sampling_rate_hz, what)
-        values = _zero_phase(values, sos, tolerance, what)
+        values = _lowpass(values, sos, tolerance, zero_phase, what)
         parameters["antialias_order"] = ANTIALIAS_ORDER
         parameters["antialias_freqmax"] = ANTIALIAS_CORNER * sampling_rate / 2
     if up == down:
         result = values.copy()
     else:
-        resampled = _polyphase(values.data, time_axis, up, down)
+        resampled = _polyphase(values.data, time_axis, up, down, delay)
         n_out = resampled.shape[time_axis]
         coords = {name: coord for name, coord in values.coords.items() if cv.TIME not in coord.dims}
         if cv.TIME in values.coords:

@@ -52,20 +52,69 @@ def _splitmix64(values: np.ndarray) -> np.ndarray:
     return z ^ (z >> np.uint64(31))
 
 
+def _splitmix64_into(values: np.ndarray, out: np.ndarray, scratch: np.ndarray) -> np.ndarray:
+    """`_splitmix64(values)` written into `out`, with no temporary arrays (same bits)."""
+    np.multiply(values, _GOLDEN, out=out)
+    for shift, multiplier in ((30, _MIX1), (27, _MIX2)):
+        np.right_shift(out, np.uint64(shift), out=scratch)
+        np.bitwise_xor(out, scratch, out=out)
+        np.multiply(out, multiplier, out=out)
+    np.right_shift(out, np.uint64(31), out=scratch)
+    return np.bitwise_xor(out, scratch, out=out)
+
+
 def _uniform_open(bits: np.ndarray) -> np.ndarray:
     """Top 53 bits -> uniform in (0, 1], never 0 so the logarithm below is finite."""
     return ((bits >> np.uint64(11)).astype(np.float64) + 1.0) * (1.0 / 2.0**53)
 
 
+def _uniform_open_into(bits: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """`_uniform_open(bits)` written into float64 `out` (same values); `bits` is overwritten."""
+    np.right_shift(bits, np.uint64(11), out=bits)
+    out[...] = bits
+    out += 1.0
+    out *= 1.0 / 2.0**53
+    return out
+
+
+# Elements per slab of the normal generator: its five scratch arrays stay in the CPU's cache.
+_NORMAL_SLAB = 1 << 16
+
+
+def _normals_into(mixed_key: np.uint64, flat_index: np.ndarray, out: np.ndarray) -> None:
+    """`standard_normal_at` of 1-D uint64 `flat_index` written into 1-D float64 `out`, slab by
+    slab with in-place arithmetic (the same operations in the same order: the same bits)."""
+    size = min(flat_index.size, _NORMAL_SLAB)
+    base, bits, scratch = (np.empty(size, dtype=np.uint64) for _ in range(3))
+    angle = np.empty(size, dtype=np.float64)
+    for start in range(0, flat_index.size, _NORMAL_SLAB):
+        stop = min(start + _NORMAL_SLAB, flat_index.size)
+        n = stop - start
+        slab_base, slab_bits, slab_scratch = base[:n], bits[:n], scratch[:n]
+        radius, slab_angle = out[start:stop], angle[:n]
+        np.left_shift(flat_index[start:stop], np.uint64(1), out=slab_base)
+        np.bitwise_xor(slab_base, mixed_key, out=slab_base)
+        _uniform_open_into(_splitmix64_into(slab_base, slab_bits, slab_scratch), radius)
+        np.log(radius, out=radius)
+        radius *= -2.0
+        np.sqrt(radius, out=radius)
+        slab_base += np.uint64(1)
+        _uniform_open_into(_splitmix64_into(slab_base, slab_bits, slab_scratch), slab_angle)
+        slab_angle *= 2.0 * np.pi
+        np.cos(slab_angle, out=slab_angle)
+        radius *= slab_angle
+
+
 def standard_normal_at(key: int, flat_index: np.ndarray) -> np.ndarray:
-    """Standard normal float64 values at the given global flat indices (any shape)."""
-    with np.errstate(over="ignore"):
-        base = (np.asarray(flat_index, dtype=np.uint64) << np.uint64(1)) ^ _splitmix64(
-            np.array([key], dtype=np.uint64)
-        )
-        first = _uniform_open(_splitmix64(base))
-        second = _uniform_open(_splitmix64(base + np.uint64(1)))
-    return np.sqrt(-2.0 * np.log(first)) * np.cos(2.0 * np.pi * second)
+    """Standard normal float64 values at the given global flat indices (any shape).
+
+    Value at index i: sqrt(-2 ln U1) · cos(2π U2) with U1, U2 uniforms in (0, 1] from the top 53
+    bits of SplitMix64(2i ⊕ k) and SplitMix64((2i ⊕ k) + 1), k = SplitMix64(key)."""
+    flat = np.ascontiguousarray(flat_index, dtype=np.uint64)
+    mixed_key = _splitmix64(np.array([key], dtype=np.uint64))[0]
+    values = np.empty(flat.shape, dtype=np.float64)
+    _normals_into(mixed_key, flat.reshape(-1), values.reshape(-1))
+    return values
 
 
 def _flat_positions(
@@ -88,12 +137,34 @@ def _flat_positions(
     return flat
 
 
+def normals_in_block(
+    key: int, location: Sequence[tuple[int, int]], counter_shape: Sequence[int]
+) -> np.ndarray:
+    """`standard_normal_at(key, _flat_positions(location, counter_shape))`, made slab by slab
+    along the first axis so no block-sized index array is held (the same bits)."""
+    shape = tuple(stop - start for start, stop in location)
+    if not shape:
+        return standard_normal_at(key, _flat_positions(location, counter_shape))
+    values = np.empty(shape, dtype=np.float64)
+    if values.size == 0:
+        return values
+    mixed_key = _splitmix64(np.array([key], dtype=np.uint64))[0]
+    rows = max(1, _NORMAL_SLAB // max(1, values.size // shape[0]))
+    first, last = location[0]
+    for start in range(first, last, rows):
+        stop = min(start + rows, last)
+        slab = [(start, stop), *location[1:]]
+        positions = _flat_positions(slab, counter_shape)
+        _normals_into(
+            mixed_key, positions.reshape(-1), values[start - first : stop - first].reshape(-1)
+        )
+    return values
+
+
 def _normal_block(
     key: int, counter_shape: tuple[int, ...], block_info: dict | None = None
 ) -> np.ndarray:
-    return standard_normal_at(
-        key, _flat_positions(block_info[None]["array-location"], counter_shape)
-    )
+    return normals_in_block(key, block_info[None]["array-location"], counter_shape)
 
 
 def standard_normal(key: int, shape: tuple[int, ...], chunks) -> da.Array:
@@ -381,8 +452,10 @@ def _plus_noise_block(
     trace_part = tuple(
         slice(0, 1) if axis == time_axis else slice(*span) for axis, span in enumerate(location)
     )
-    unit = standard_normal_at(key, _flat_positions(location, shape))
-    return block + sigma[trace_part] * unit
+    noisy = normals_in_block(key, location, shape)
+    noisy *= sigma[trace_part]
+    noisy += block  # block + sigma × unit, bit for bit, without temporaries
+    return noisy
 
 
 # --- coloured noise -----------------------------------------------------------------------------
@@ -464,9 +537,7 @@ def _coloured_block(
     location = list(block_info[None]["array-location"])
     start, stop = location[time_axis]
     location[time_axis] = (start, stop + 2 * halo)
-    white = np.moveaxis(
-        standard_normal_at(key, _flat_positions(location, counter_shape)), time_axis, -1
-    )
+    white = np.moveaxis(normals_in_block(key, location, counter_shape), time_axis, -1)
     coloured = _fir_valid(white.reshape(-1, white.shape[-1]), taps)
     return np.moveaxis(coloured.reshape(white.shape[:-1] + (stop - start,)), -1, time_axis)
 

@@ -68,6 +68,8 @@ class Step:
 
 _LEVEL = {"snr_db": NUMBER, "rms_fraction": POSITIVE}
 _SEED = {"seed": {"type": "integer", "minimum": 0}}
+# false: the causal filter (forward only), see filters.py.
+_ZERO_PHASE = {"zero_phase": {"type": "boolean"}}
 
 SOURCES: dict[str, Step] = {
     "synthetic_global": Step(
@@ -88,7 +90,13 @@ TRANSFORMS: dict[str, Step] = {
     "butterworth": Step(
         "seisctf.pipeline.filters:butterworth",
         parameters(
-            {"freqmin": POSITIVE, "freqmax": POSITIVE, "order": POSITIVE_INT, "tolerance": POSITIVE}
+            {
+                "freqmin": POSITIVE,
+                "freqmax": POSITIVE,
+                "order": POSITIVE_INT,
+                "tolerance": POSITIVE,
+                **_ZERO_PHASE,
+            }
         ),
     ),
     "detrend": Step(
@@ -101,11 +109,13 @@ TRANSFORMS: dict[str, Step] = {
     ),
     "decimate": Step(
         "seisctf.pipeline.filters:decimate",
-        parameters({"factor": POSITIVE_INT, "tolerance": POSITIVE}, ("factor",)),
+        parameters({"factor": POSITIVE_INT, "tolerance": POSITIVE, **_ZERO_PHASE}, ("factor",)),
     ),
     "resample": Step(
         "seisctf.pipeline.filters:resample",
-        parameters({"sampling_rate": POSITIVE, "tolerance": POSITIVE}, ("sampling_rate",)),
+        parameters(
+            {"sampling_rate": POSITIVE, "tolerance": POSITIVE, **_ZERO_PHASE}, ("sampling_rate",)
+        ),
     ),
     "normalise": Step(
         "seisctf.pipeline.filters:normalise",

@@ -229,10 +229,12 @@ def write_bundle(
     storage_options: storage.StorageOptions | None = None,
     quiet: bool = False,
     attrs: Mapping[str, Any] | None = None,
+    truth_attrs: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write truth first (and hash what was stored), then the public group. Returns the manifest.
 
-    `attrs`: more attrs for both groups (e.g. a recipe's provenance; nothing secret)."""
+    `attrs`: more attrs for both groups (e.g. a recipe's provenance; nothing secret);
+    `truth_attrs`: more for the truth group only (organiser-side provenance)."""
     if storage.join(public_url, "") == storage.join(truth_url, ""):
         raise InvalidInput(
             "--truth", "must differ from --public: truth is written only to its own URL"
@@ -266,8 +268,13 @@ def write_bundle(
         label="public bundle",
         quiet=quiet,
     )
-    truth_attrs = {**(attrs or {}), cv.ATTR_CTF: manifest, cv.ATTR_CTF_SALT: salt}
+    private = {
+        **(attrs or {}),
+        **(truth_attrs or {}),
+        cv.ATTR_CTF: manifest,
+        cv.ATTR_CTF_SALT: salt,
+    }
     if keep_secret:
-        truth_attrs[cv.ATTR_CTF_SECRET] = secret
-    storage.finish_group(truth_url, truth_attrs, storage_options)
+        private[cv.ATTR_CTF_SECRET] = secret
+    storage.finish_group(truth_url, private, storage_options)
     return manifest

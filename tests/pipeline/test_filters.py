@@ -249,6 +249,156 @@ def test_resample_equals_resample_poly(dims, draw, up, down, gaps):
     np.testing.assert_allclose(result[cv.TIME].values, seconds, rtol=0, atol=1e-9)
 
 
+# --- causal variants (zero_phase=False) --------------------------------------------------------
+
+
+def after(gaps: np.ndarray, radius: int) -> np.ndarray:
+    """(n_traces, n_time): True 0 to `radius` samples after a gap of the trace."""
+    kernel = np.ones(radius + 1)
+    n_time = gaps.shape[-1]
+    return np.array([np.convolve(trace, kernel)[:n_time] > 0.5 for trace in gaps])
+
+
+def reference_causal(values: np.ndarray, sos: np.ndarray, time_axis: int) -> np.ndarray:
+    """sosfilt of the zero-filled traces from the steady state of their first sample, NaN
+    within the halo after every gap."""
+    traces = to_traces(values, time_axis)
+    gaps = np.isnan(traces)
+    filled = np.nan_to_num(traces, nan=0.0)
+    zi = signal.sosfilt_zi(sos)[:, np.newaxis, :] * filled[np.newaxis, :, :1]
+    filtered = signal.sosfilt(sos, filled, axis=-1, zi=zi)[0]
+    filtered[after(gaps, reference_halo(sos))] = np.nan
+    return from_traces(filtered, list(values.shape), time_axis)
+
+
+def reference_causal_resample(values: np.ndarray, up: int, down: int, time_axis: int):
+    """y[k] = Σ_n x[n]·h[half + (k - delay)·down - n·up], delay = ceil(half / down), x = 0
+    outside the trace (resample_poly's FIR, delayed), summed directly; NaN where the support
+    holds a NaN."""
+    traces = to_traces(values, time_axis)
+    n_time = traces.shape[-1]
+    half = 10 * max(up, down)
+    taps = signal.firwin(2 * half + 1, 1.0 / max(up, down), window=("kaiser", 5.0)) * up
+    delay = -(-half // down)
+    n_out = -(-n_time * up // down)
+    centre = (np.arange(n_out) - delay) * down
+    first = -((half - centre) // up)  # ceil((centre - half) / up)
+    inputs = first[:, np.newaxis] + np.arange(2 * half // up + 2)
+    tap = half + centre[:, np.newaxis] - inputs * up
+    used = (tap >= 0) & (tap <= 2 * half) & (inputs >= 0) & (inputs < n_time)
+    weights = np.where(used, taps[np.clip(tap, 0, 2 * half)], 0.0)
+    gathered = traces[:, np.clip(inputs, 0, n_time - 1)]  # (n_traces, n_out, width)
+    resampled = (np.where(used, np.nan_to_num(gathered, nan=0.0), 0.0) * weights).sum(-1)
+    resampled[(np.isnan(gathered) & used).any(-1)] = np.nan
+    shape = list(values.shape)
+    shape[time_axis] = n_out
+    return from_traces(resampled, shape, time_axis)
+
+
+def changed_from(data: xr.DataArray, values: np.ndarray, start: int) -> xr.DataArray:
+    """`data` (same chunks) with every sample from time index `start` on moved by 1e6."""
+    time_axis = data.get_axis_num(cv.TIME)
+    later = np.moveaxis(values.copy(), time_axis, -1)
+    later[..., start:] += 1e6
+    later = np.moveaxis(later, -1, time_axis)
+    return data.copy(data=da.from_array(later, chunks=data.chunks))
+
+
+@pytest.mark.parametrize("dims", LAYOUTS)
+@EXAMPLES
+@given(draw=st.data(), gaps=st.booleans())
+def test_causal_butterworth_equals_sosfilt_and_never_sees_later_samples(dims, draw, gaps):
+    _, values, data = draw.draw(signals(dims, gaps=gaps))
+    time_axis = dims.index(cv.TIME)
+    rate_hz = data.attrs[cv.ATTR_SAMPLING_RATE]
+    parameters = draw.draw(butterworth_parameters(rate_hz))
+    sos = butter_sos(rate_hz, **parameters)
+    result = filters.butterworth(data, **parameters, zero_phase=False)
+    actual = computed(result)
+    assert_close(actual, reference_causal(values, sos, time_axis))
+    assert result.attrs[cv.ATTR_TRANSFORMS][-1]["zero_phase"] is False
+    # Moving every sample from `start` on changes no earlier output, to the bit.
+    start = draw.draw(st.integers(1, values.shape[time_axis] - 1))
+    later = computed(filters.butterworth(changed_from(data, values, start), **parameters,
+                                         zero_phase=False))  # fmt: skip
+    earlier = np.take(actual, np.arange(start), axis=time_axis)
+    assert np.take(later, np.arange(start), axis=time_axis).tobytes() == earlier.tobytes()
+    assert not np.array_equal(later, actual, equal_nan=True)
+
+
+@pytest.mark.parametrize("dims", LAYOUTS)
+@EXAMPLES
+@given(draw=st.data(), factor=st.integers(2, 5), gaps=st.booleans())
+def test_causal_decimate_equals_sosfilt_then_subsampled(dims, draw, factor, gaps):
+    _, values, data = draw.draw(signals(dims, gaps=gaps))
+    time_axis = dims.index(cv.TIME)
+    rate_hz = data.attrs[cv.ATTR_SAMPLING_RATE]
+    filtered = reference_causal(values, antialias_sos(rate_hz / factor, rate_hz), time_axis)
+    expected = np.take(filtered, np.arange(0, values.shape[time_axis], factor), axis=time_axis)
+    assert_close(computed(filters.decimate(data, factor=factor, zero_phase=False)), expected)
+
+
+@pytest.mark.parametrize("dims", LAYOUTS)
+@EXAMPLES
+@given(draw=st.data(), up=st.integers(1, 5), down=st.integers(1, 5), gaps=st.booleans())
+def test_causal_resample_is_the_delayed_fir_and_never_sees_later_samples(
+    dims, draw, up, down, gaps
+):
+    _, values, data = draw.draw(signals(dims, gaps=gaps))
+    time_axis = dims.index(cv.TIME)
+    rate_hz = data.attrs[cv.ATTR_SAMPLING_RATE]
+    new_rate_hz = rate_hz * up / down
+    result = filters.resample(data, sampling_rate=new_rate_hz, zero_phase=False)
+    actual = computed(result)
+    divisor = np.gcd(up, down)
+    up, down = up // divisor, down // divisor
+    if up == down:
+        np.testing.assert_array_equal(actual, values)
+        return
+    assert result.attrs[cv.ATTR_TRANSFORMS][-1]["fir_delay"] == -(-10 * max(up, down) // down)
+    filtered = values
+    if up < down:
+        filtered = reference_causal(values, antialias_sos(new_rate_hz, rate_hz), time_axis)
+    assert_close(actual, reference_causal_resample(filtered, up, down, time_axis))
+    # Output k reads inputs n with n·up <= k·down only: moving inputs from `start` on leaves
+    # outputs k < start·up/down unchanged, to the bit.
+    start = draw.draw(st.integers(1, values.shape[time_axis] - 1))
+    changed = filters.resample(
+        changed_from(data, values, start), sampling_rate=new_rate_hz, zero_phase=False
+    )
+    kept = np.arange(-(-start * up // down))
+    later = np.take(computed(changed), kept, axis=time_axis)
+    assert later.tobytes() == np.take(actual, kept, axis=time_axis).tobytes()
+
+
+@pytest.mark.parametrize(
+    ("rate_hz", "new_rate_hz"), [(40.0, 1.0), (100.0, 20.0), (40.0, 3.0), (50.0, 20.0)]
+)
+def test_causal_warmup_is_where_a_cut_trace_joins_the_whole_record(rate_hz, new_rate_hz):
+    rng = np.random.default_rng(3)
+    n_time = 20_000
+    seconds = np.arange(n_time) / rate_hz
+    values = 800 + rng.standard_normal(n_time).cumsum() + 50 * np.sin(0.3 * seconds)
+    up, down = filters.resampling_ratio(new_rate_hz, rate_hz)
+
+    def causal(samples: np.ndarray) -> np.ndarray:
+        data = xr.DataArray(samples, dims=(cv.TIME,), attrs={cv.ATTR_SAMPLING_RATE: rate_hz})
+        if up == 1:
+            return computed(filters.decimate(data, factor=down, zero_phase=False))
+        return computed(filters.resample(data, sampling_rate=new_rate_hz, zero_phase=False))
+
+    warmup = filters.causal_warmup(rate_hz, new_rate_hz)
+    assert warmup > 0
+    whole = causal(values)
+    cut_out = 30 * up  # a cut on the output grid: input sample 30·down
+    cut = causal(values[cut_out * down // up :])
+    joined = whole[cut_out + warmup : cut_out + len(cut)]
+    error = np.abs(cut[warmup : len(joined) + warmup] - joined).max()
+    assert error <= 1e-6 * np.abs(whole - whole.mean()).max()
+    assert np.abs(cut[: warmup // 2] - whole[cut_out : cut_out + warmup // 2]).max() > error
+    assert filters.causal_warmup(rate_hz, rate_hz) == 0
+
+
 @pytest.mark.parametrize("dims", LAYOUTS)
 @EXAMPLES
 @given(draw=st.data(), kind=st.sampled_from(["constant", "linear"]), gaps=st.booleans())
