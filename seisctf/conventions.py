@@ -83,6 +83,19 @@ CONVENTIONS = ("reference", "paper")
 # Chunking depends on the data's shape only (never on the cluster), so bytes are reproducible.
 TARGET_CHUNK_BYTES = 4 * 2**20
 
+# Compressor of numeric variables in every store seisctf writes: Blosc LZ4 with bit shuffle
+# (zarr v3 `blosc` codec). On float32 seismograms it compresses as well as zarr's default zstd
+# (0.92 of the raw size) and encodes 3x, decodes 2.4x faster (benchmarks/RESULTS.md); readers
+# follow each array's codec metadata, so stores written with zstd stay valid.
+DATA_CODEC = {"cname": "lz4", "clevel": 5, "shuffle": "bitshuffle"}
+
+
+def data_compressor():
+    """A fresh zarr v3 codec for DATA_CODEC."""
+    from zarr.codecs import BloscCodec
+
+    return BloscCodec(**DATA_CODEC)
+
 
 def time_space_chunks(n_time: int, n_space: int, itemsize: int = 4) -> tuple[int, int]:
     """Chunk shape (time, space) for a (time, space) array: whole rows up to 1024 sensors wide,

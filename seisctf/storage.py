@@ -103,13 +103,18 @@ def write_dataset(
     compress: bool = True,
 ) -> None:
     """Write a (lazy) Dataset as a zarr v3 store, chunk-aligned, attrs and marker last.
-    `compress=False`: no compressor (scratch stores, written and read once)."""
+    Numeric variables use `conventions.DATA_CODEC`; `compress=False`: no compressor (scratch
+    stores, written and read once)."""
     attrs = dict(dataset.attrs)
     dataset = dataset.copy()
     dataset.attrs = {}
     for name in dataset.variables:
         dataset[name].encoding.pop("chunks", None)
-    encoding = None if compress else {name: {"compressors": None} for name in dataset.data_vars}
+    encoding = {
+        name: {"compressors": conventions.data_compressor() if compress else None}
+        for name, variable in dataset.data_vars.items()
+        if variable.dtype.kind in "biufc"
+    }
     delayed = dataset.to_zarr(
         str(url),
         mode="w",
@@ -163,7 +168,12 @@ def write_arrays(
             *array.shape, itemsize=array.dtype.itemsize
         )
         target = group.create_array(
-            name, shape=array.shape, chunks=array_chunks, dtype=array.dtype, fill_value=0
+            name,
+            shape=array.shape,
+            chunks=array_chunks,
+            dtype=array.dtype,
+            fill_value=0,
+            compressors=conventions.data_compressor(),
         )
         targets.append(target)
         sources.append(array.rechunk(array_chunks))

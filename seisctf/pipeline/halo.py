@@ -1,12 +1,13 @@
 """Block functions that need a halo of neighbouring samples along one axis.
 
-`dask.array.map_overlap` cuts each neighbour's edge in a task of its own and joins it to the
-block in another: a second copy of every block, and every input block (converted to float64
-first) waits in memory until both neighbours have taken their edges. Here each output block is
-one task that receives the input blocks it touches as they are (float32 stays float32 until
-then), writes the region [start − left, stop + right) into one float64 array, applies the
-function and returns the block's own part. At the array's ends there is no halo (boundary
-"none"): the function sees the true edge there.
+`dask.array.map_overlap` joins each block to its neighbours' edges in a task of its own: a
+second copy of every block, converted to float64 beforehand, while the edge slices (views) keep
+whole neighbour blocks alive. Here a small task copies each block's edges out, so a block is
+freed once its own task has run and only edges travel between workers; each output block is
+one task that receives its block as it is (float32 stays float32 until then) and the
+neighbours' edges, writes the region [start − left, stop + right) into one float64 array,
+applies the function and returns the block's own part. At the array's ends there is no halo
+(boundary "none"): the function sees the true edge there.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 import dask.array as da
 import numpy as np
-from dask._task_spec import List, Task, TaskRef
+from dask._task_spec import Task, TaskRef
 from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
 
@@ -53,32 +54,41 @@ def _along(axis: int, ndim: int, part: slice) -> tuple[slice, ...]:
     return tuple(index)
 
 
+def _edge(block: np.ndarray, axis: int, part: slice) -> np.ndarray:
+    """A copy of `part` of `block` along `axis` (a view would keep the whole block alive)."""
+    return block[_along(axis, block.ndim, part)].copy()
+
+
 def _halo_task(
     function: Callable[..., np.ndarray],
-    blocks: list[np.ndarray],
-    has_previous: bool,
+    before: np.ndarray | None,
+    block: np.ndarray,
+    after: np.ndarray | None,
     axis: int,
-    depth: tuple[int, int],
     kwargs: dict[str, Any],
 ) -> np.ndarray:
-    """function(region) cut back to the middle block; `blocks` = [previous?, block, next?]."""
-    block = blocks[1 if has_previous else 0]
-    left, right = depth
+    """function(before ‖ block ‖ after along `axis`, as float64) cut back to `block`'s part."""
+    left = 0 if before is None else before.shape[axis]
+    right = 0 if after is None else after.shape[axis]
     n = block.shape[axis]
     shape = list(block.shape)
     shape[axis] = left + n + right
     region = np.empty(shape, dtype=np.float64)
-    if left:
-        region[_along(axis, block.ndim, slice(0, left))] = blocks[0][
-            _along(axis, block.ndim, slice(blocks[0].shape[axis] - left, None))
-        ]
+    if before is not None:
+        region[_along(axis, block.ndim, slice(0, left))] = before
     region[_along(axis, block.ndim, slice(left, left + n))] = block
-    if right:
-        region[_along(axis, block.ndim, slice(left + n, None))] = blocks[-1][
-            _along(axis, block.ndim, slice(0, right))
-        ]
+    if after is not None:
+        region[_along(axis, block.ndim, slice(left + n, None))] = after
     result = function(region, **kwargs)
     return result[_along(axis, block.ndim, slice(left, left + n))]
+
+
+def _neighbour(
+    layer: dict[tuple, Task], kind: str, index: tuple[int, ...], axis: int, offset: int
+) -> TaskRef | None:
+    """The `kind` edge task of the block `offset` blocks away along `axis`, if there is one."""
+    key = (kind, *index[:axis], index[axis] + offset, *index[axis + 1 :])
+    return TaskRef(key) if key in layer else None
 
 
 def map_halo(
@@ -99,27 +109,33 @@ def map_halo(
         raise ValueError(f"chunks {sizes} along axis {axis} are shorter than the halo {depth}")
     token = tokenize(function, values.name, axis, depth, kwargs)
     name = f"{getattr(function, '__name__', 'halo')}-halo-{token}"
-    layer = {}
+    head, tail = f"halo-head-{token}", f"halo-tail-{token}"
+    layer: dict[tuple, Task] = {}
     for index in np.ndindex(values.numblocks):
         position = index[axis]
-        neighbours = [
-            (values.name, *index[:axis], other, *index[axis + 1 :])
-            for other in (position - 1, position, position + 1)
-            if 0 <= other < n_blocks
-        ]
-        block_depth = (
-            depth[0] if position > 0 else 0,
-            depth[1] if position < n_blocks - 1 else 0,
-        )
+        source = (values.name, *index)
+        if position > 0 and depth[1]:  # my first samples: the previous block's right halo
+            layer[(head, *index)] = Task(
+                (head, *index), _edge, TaskRef(source), axis, slice(0, depth[1])
+            )
+        if position < n_blocks - 1 and depth[0]:  # my last samples: the next block's left halo
+            layer[(tail, *index)] = Task(
+                (tail, *index),
+                _edge,
+                TaskRef(source),
+                axis,
+                slice(sizes[position] - depth[0], None),
+            )
+    for index in np.ndindex(values.numblocks):
         key = (name, *index)
         layer[key] = Task(
             key,
             _halo_task,
             function,
-            List(*(TaskRef(neighbour) for neighbour in neighbours)),
-            position > 0,
+            _neighbour(layer, tail, index, axis, -1),
+            TaskRef((values.name, *index)),
+            _neighbour(layer, head, index, axis, +1),
             axis,
-            block_depth,
             kwargs,
         )
     graph = HighLevelGraph.from_collections(name, layer, dependencies=[values])
