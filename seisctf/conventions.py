@@ -53,6 +53,22 @@ WAVEFORM_DIMS = (STATION, CHANNEL, TIME)
 COVERAGE_VAR = "coverage"  # coverage(station, block): fraction of non-NaN samples
 ELEVATION = "elevation"
 
+# --- DAS store (`seisctf ingest das`, `seisctf synth das`) -------------------------------------
+# One variable named after the recorded quantity, dims (time, distance), float32, NaN in gaps,
+# no time coordinate (sample i at start_time + i / sampling_rate); `distance` (m along the
+# fibre) is its coordinate, in fibre order.
+DISTANCE = "distance"
+DAS_DIMS = (TIME, DISTANCE)
+DAS_QUANTITIES = ("strain_rate", "strain", "phase", "velocity", "phase_rate", "raw")
+DAS_DEFAULT_VAR = "strain_rate"
+ATTR_QUANTITY = "quantity"  # the variable's name again: strain_rate, strain, ...
+ATTR_UNITS = "units"  # of the samples, e.g. "1/s" (strain rate), "1" (strain)
+ATTR_GAUGE_LENGTH = "gauge_length_m"
+ATTR_CHANNEL_SPACING = "channel_spacing_m"
+ATTR_INTERROGATOR = "interrogator"  # vendor / instrument, or "synthetic"
+DAS_COVERAGE_VAR = "coverage"  # coverage(block): fraction of non-NaN samples per time block
+
+
 # --- wavefield cut from a continuous waveform store (`seisctf tasks` on an archive) ------------
 ARCHIVE_DATASET = "archive"
 # Per-realisation coordinate: ISO 8601 time of the segment's first sample.
@@ -149,6 +165,35 @@ def validate_waveform_store(ds: xr.Dataset, name: str = "waveform store") -> xr.
     if ATTR_START_TIME not in ds.attrs:
         raise InvalidInput(name, f"has no attr {ATTR_START_TIME!r} (ISO 8601)")
     return ds
+
+
+def das_variable(ds: xr.Dataset) -> str | None:
+    """Name of the DAS variable of `ds` (dims (time, distance), a known quantity), or None."""
+    for name, variable in ds.data_vars.items():
+        if variable.dims == DAS_DIMS and name in DAS_QUANTITIES:
+            return str(name)
+    return None
+
+
+def validate_das_store(ds: xr.Dataset, name: str = "DAS store") -> str:
+    """Check a DAS store against the contract; return its variable's name."""
+    variable = das_variable(ds)
+    if variable is None:
+        raise InvalidInput(
+            name,
+            f"has no variable with dims {DAS_DIMS} named one of {DAS_QUANTITIES} "
+            f"(found {sorted(ds.data_vars)})",
+        )
+    if DISTANCE not in ds.coords:
+        raise InvalidInput(name, f"has no {DISTANCE!r} coordinate (m along the fibre)")
+    rate = ds.attrs.get(ATTR_SAMPLING_RATE)
+    if not isinstance(rate, int | float) or not math.isfinite(rate) or rate <= 0:
+        raise InvalidInput(
+            name, f"attr {ATTR_SAMPLING_RATE!r} must be a positive number, got {rate!r}"
+        )
+    if ATTR_START_TIME not in ds.attrs:
+        raise InvalidInput(name, f"has no attr {ATTR_START_TIME!r} (ISO 8601)")
+    return variable
 
 
 def require_keys(mapping: Mapping, keys: tuple[str, ...], name: str) -> None:
