@@ -98,6 +98,29 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="add new files to the complete store at --out (time axis grows; old chunks kept)",
     )
+    ingest_waveforms.add_argument(
+        "--remove-response",
+        nargs="?",
+        const="VEL",
+        type=str.upper,
+        choices=("VEL", "DISP", "ACC"),
+        metavar="VEL|DISP|ACC",
+        help="remove the instrument response (obspy; needs --inventory); output quantity "
+        "(default VEL)",
+    )
+    ingest_waveforms.add_argument(
+        "--pre-filt",
+        default="auto",
+        metavar="F1,F2,F3,F4",
+        help="with --remove-response: cosine band corners, Hz, or 'none' (default: 0.005, "
+        "0.01 Hz, 0.8 and 0.9 x the Nyquist frequency of the store's rate)",
+    )
+    ingest_waveforms.add_argument(
+        "--water-level",
+        default="60",
+        metavar="DB",
+        help="with --remove-response: water level, dB, or 'none' (default 60, obspy's)",
+    )
     ingest_waveforms.set_defaults(run=_run_ingest_waveforms)
 
     build = verbs.add_parser(
@@ -111,13 +134,23 @@ def build_parser() -> argparse.ArgumentParser:
     build.set_defaults(run=_run_build)
 
     tasks = verbs.add_parser("tasks", parents=[common], help="build a CTF task bundle")
-    tasks.add_argument("wavefield", help="wavefield store URL")
+    tasks.add_argument(
+        "wavefield", help="wavefield store URL, or a continuous waveform store (ingest waveforms)"
+    )
     tasks.add_argument("--public", required=True, help="URL of the public bundle")
     tasks.add_argument("--truth", required=True, help="URL of the withheld truth")
     tasks.add_argument("--layout", default="seismo", help="layout name or YAML file")
     tasks.add_argument(
         "--secret",
         help="organiser secret (default $SEISCTF_SECRET; else a random one, kept with the truth)",
+    )
+    tasks.add_argument(
+        "--channel",
+        help="waveform store only: channel code (BHZ) or component letter (Z); "
+        "default: the store's only channel",
+    )
+    tasks.add_argument(
+        "--rate", type=float, help="waveform store only: CTF sampling rate, Hz (default 1)"
     )
     tasks.set_defaults(run=_run_tasks)
 
@@ -215,6 +248,9 @@ def _run_ingest_waveforms(args: argparse.Namespace) -> None:
         storage_options=_options(args),
         quiet=args.quiet,
         append=args.append,
+        remove_response=args.remove_response,
+        pre_filt=args.pre_filt,
+        water_level=args.water_level,
     )
     for problem in report.problems:
         print(f"problem: {problem}")
@@ -245,17 +281,22 @@ def _run_build(args: argparse.Namespace) -> None:
 
 def _run_tasks(args: argparse.Namespace) -> None:
     from seisctf import keys, storage
+    from seisctf.pipeline.archive_wavefield import wavefield_for_tasks
     from seisctf.pipeline.layouts import load_layout
     from seisctf.pipeline.tasks import build_bundle, write_bundle
 
     options = _options(args)
     secret, generated = keys.resolve_secret(args.secret)
-    bundle = build_bundle(
+    layout = load_layout(args.layout)
+    wavefield, attrs, truth_attrs = wavefield_for_tasks(
         storage.open_dataset(args.wavefield, options),
-        load_layout(args.layout),
-        secret,
+        layout,
+        channel=args.channel,
+        rate_hz=args.rate,
         what=args.wavefield,
+        quiet=args.quiet,
     )
+    bundle = build_bundle(wavefield, layout, secret, what=args.wavefield)
     write_bundle(
         bundle,
         args.public,
@@ -264,6 +305,8 @@ def _run_tasks(args: argparse.Namespace) -> None:
         keep_secret=generated,
         storage_options=options,
         quiet=args.quiet,
+        attrs=attrs,
+        truth_attrs=truth_attrs,
     )
     print(f"wrote public bundle {args.public} and truth {args.truth}")
 

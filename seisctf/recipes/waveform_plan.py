@@ -223,16 +223,28 @@ def _records_fill(stream: Any, size: int) -> bool:
     return used == size
 
 
+def read_stream(raw: bytes, headonly: bool = False) -> Any:
+    """`obspy.read` of a file's bytes. Plain miniSEED goes straight to obspy's miniSEED reader
+    (`obspy.io.mseed.core._read_mseed`, what `obspy.read` calls for it): the same traces
+    without the plugin look-up through package metadata, 2-3 ms a call, a quarter of a 20 Hz
+    day file's decoding. Anything else (other formats, gzip/bz2/zip/tar) by `obspy.read`."""
+    import obspy
+    from obspy.io.mseed.core import _is_mseed, _read_mseed
+
+    if _is_mseed(io.BytesIO(raw)):
+        return _read_mseed(io.BytesIO(raw), headonly=headonly)
+    return obspy.read(io.BytesIO(raw), headonly=headonly)
+
+
 def scan_file(path: str, raw: bytes | None = None) -> FileScan:
     """Read one file's headers (any obspy format) from its bytes `raw` (read from `path` if not
     given); never raises for bad content."""
-    import obspy
     from obspy.io.mseed.core import _is_mseed
 
     if raw is None:
         raw = read_input(path)
     try:
-        stream = obspy.read(io.BytesIO(raw), headonly=True)
+        stream = read_stream(raw, headonly=True)
     except Exception as error:  # noqa: BLE001 - obspy raises many types for bad files
         message = str(error).splitlines()[0] if str(error) else type(error).__name__
         return FileScan(path, problems=(f"{path}: unreadable ({message})",), readable=False)
@@ -400,8 +412,15 @@ def make_plan(
     inventory: Any | None,
     rate: float | None = None,
     block_samples: int = DEFAULT_BLOCK_SAMPLES,
+    require_response: bool = False,
 ) -> WaveformPlan:
-    """Check the scanned headers (against the inventory, if any) and lay out the store."""
+    """Check the scanned headers (against the inventory, if any) and lay out the store.
+    `require_response` (response removal): a trace without a response in the inventory is a
+    problem and is not ingested."""
+    from obspy import UTCDateTime
+
+    from seisctf.recipes.response import response_problem
+
     if block_samples < 1:
         raise InvalidInput("block_samples", f"must be positive, got {block_samples}")
     problems = [p for scan in scans for p in scan.problems]
@@ -413,6 +432,10 @@ def make_plan(
     for scan in scans:
         for header in scan.headers:
             contradiction = check_against_inventory(header, inventory) if inventory else None
+            if contradiction is None and require_response:
+                seed_id = f"{header.station}.{header.channel}"
+                when = UTCDateTime(ns=header.start_ns)
+                contradiction = response_problem(header.path, seed_id, when, inventory)
             if contradiction:
                 problems.append(contradiction)
                 continue

@@ -13,14 +13,19 @@ Store layout (zarr v3 group; `xarray.open_zarr` opens it lazily):
   sample i is at start_time + i / sampling_rate (no time coordinate is stored: it would be as
   large as the data); `time_offsets_s` (per station: the offsets of its traces' starts from their
   grid sample, trace minus grid, in seconds); `channel_metadata` (per station and channel:
-  azimuth, dip (degrees), sensitivity, its frequency and units); `ingest_problems` (every bad
-  input, by name); `inputs` (path, size, sha256 of every file); `merge_rule`, `resampling`.
+  azimuth, dip (degrees), sensitivity, its frequency and units, and `units` of the stored
+  samples); `ingest_problems` (every bad input, by name); `inputs` (path, size, sha256 of every
+  file); `merge_rule`, `resampling`, `response_removed` (null, or output, pre_filt, water_level,
+  … of `--remove-response`).
 
-Work: a header scan (one Dask task per file, `waveform_plan.scan_file`), the plan
-(`waveform_plan.make_plan`), then one Dask task per (station, time block) that reads the files of
-its block, merges, fills gaps with NaN, resamples if asked, and writes exactly its chunk. The
-completion marker and consolidated metadata are written last (`storage.finish_group`).
-Resume: each block task marks its (station, block) in `ingest_progress` right after its chunk;
+Work: a header scan with sha256 (Dask tasks of a few files each, `waveform_plan.scan_file`),
+the plan (`waveform_plan.make_plan`), then one Dask task per run of a station's consecutive time
+blocks (`waveform_blocks.block_runs`) that, block after block, reads the block's files
+(`waveform_blocks`: decode, remove the response if asked, resample if asked, put on the grid,
+merge; decoded files and merged file sets are cached per worker, so a file is decoded once per
+run, not once per block), fills gaps with NaN and writes the block's chunk. The completion
+marker and consolidated metadata are written last (`storage.finish_group`).
+Resume: each block is marked, (station, block), in `ingest_progress` right after its chunk;
 a re-run of the same ingest (same fingerprint) on an unfinished store runs only the unmarked
 blocks, so an interrupted ingest finishes with the bytes of an uninterrupted one.
 
@@ -38,14 +43,14 @@ later file path, then record order), except that a trace lying wholly inside ano
 where the other has data. Resampling (only with `rate`): obspy `Trace.resample` — FFT
 (Fourier) resampling with a Hann window in the frequency domain, which cuts the spectrum at the new
 Nyquist frequency (the anti-alias filter) — of each contiguous trace, before merging.
+Response removal (`remove_response`, `seisctf.recipes.response`): obspy `Trace.remove_response`
+of each contiguous input trace, first of all (at its own rate, before resampling and merging).
 """
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import hashlib
-import io
 import json
 import math
 from collections.abc import Sequence
@@ -58,21 +63,25 @@ from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
+from seisctf.recipes.response import corrected_units, requested_removal, resolve_removal
+from seisctf.recipes.waveform_blocks import (
+    BlockRun,
+    block_runs,
+    block_tasks,
+    merged_block,
+    station_rows,
+)
 from seisctf.recipes.waveform_plan import (
     DEFAULT_BLOCK_SAMPLES,
     NS_PER_S,
     FileScan,
-    TraceHeader,
     WaveformPlan,
     expand_sources,
     input_exists,
     make_plan,
-    needs_resampling,
-    place_trace,
     read_input,
     read_inventories,
     scan_file,
-    station_id,
 )
 
 DATA_VAR = "data"
@@ -90,27 +99,14 @@ MERGE_RULE = (
     "obspy Stream.merge(method=1, interpolation_samples=0) on grid-aligned traces: in an overlap "
     "the later-starting trace wins; a trace contained in another is dropped where it has data"
 )
+# Codec of `data` chunks: Blosc LZ4 with bit shuffle (zarr v3 `blosc` codec). On the ingest
+# benchmark's counts: 3.3x smaller than float32 (zarr's default zstd: 2.25x), 2.9 ms of CPU to
+# encode a 3 MiB chunk (zstd: 26 ms) and 1.5 ms to decode it (4.6 ms); benchmarks/RESULTS.md.
+DATA_CODEC = {"cname": "lz4", "clevel": 5, "shuffle": "bitshuffle"}
 RESAMPLING = (
     "obspy Trace.resample (FFT, Hann window in frequency: spectrum cut at the new Nyquist) "
     "per contiguous trace, only where the rate differs from sampling_rate"
 )
-
-
-@dataclass(frozen=True)
-class BlockTask:
-    """One (station, time block): the files to read (path, channels) and where the block sits."""
-
-    station: str
-    station_index: int
-    block: int
-    first: int
-    stop: int
-    reads: tuple[tuple[str, tuple[str, ...]], ...]
-    channels: tuple[str, ...]
-    start_ns: int
-    sampling_rate: float
-    resample: bool
-    digests: tuple[str, ...] = ()  # sha256 of each file read (the merged-rows cache key)
 
 
 @dataclass(frozen=True)
@@ -144,11 +140,6 @@ def open_store(url: str, storage_options: dict | None, mode: str = "r") -> Any:
     return zarr.open_group(group.store, mode=mode, zarr_format=3, use_consolidated=False)
 
 
-def grid_time_ns(start_ns: int, index: int, rate: float) -> int:
-    """Nanoseconds of grid sample `index` (rounded to the nanosecond)."""
-    return start_ns + round(index * NS_PER_S / rate)
-
-
 def iso_time(ns: int) -> str:
     """ISO 8601 UTC with only the fractional digits needed: `2018-01-01T00:00:00.0195Z`."""
     from obspy import UTCDateTime
@@ -158,141 +149,29 @@ def iso_time(ns: int) -> str:
     return f"{whole}.{fraction}Z" if fraction else f"{whole}Z"
 
 
-def on_grid(trace: Any, start_ns: int, rate: float, resample: bool) -> tuple[Any, int]:
-    """A float64 copy of `trace` resampled if needed and moved to its nearest grid sample
-    (no interpolation), and that sample's grid index."""
-    from obspy import UTCDateTime
-
-    trace = trace.copy()
-    trace.data = np.asarray(trace.data, dtype=np.float64)
-    trace.stats.calib = 1.0  # data stay in counts; merge refuses differing calibration factors
-    stats = trace.stats
-    header = TraceHeader("", station_id(stats), stats.channel, stats.starttime.ns,
-                         float(stats.sampling_rate), int(stats.npts))  # fmt: skip
-    if resample and needs_resampling(header, rate):
-        trace.resample(rate, window="hann", no_filter=True)
-    placed = place_trace(header, start_ns, rate, resample=False)
-    trace.stats.sampling_rate = rate
-    trace.stats.starttime = UTCDateTime(ns=grid_time_ns(start_ns, placed.first_index, rate))
-    return trace, placed.first_index
-
-
-def read_block_traces(
-    task: BlockTask, storage_options: dict | None = None
-) -> tuple[list[Any], list[str]]:
-    """The station's traces of the task's files, on the grid; problems of unreadable files."""
-    import obspy
-
-    traces, problems = [], []
-    for path, channels in task.reads:
-        try:
-            raw = read_input(path, storage_options)
-        except OSError as error:  # gone or unreadable since the scan: fatal, a re-run resumes
-            raise InvalidInput(path, f"cannot read the file ({error}); re-run to resume") from None
-        try:
-            stream = obspy.read(io.BytesIO(raw))
-        except Exception as error:  # noqa: BLE001 - a file that scanned but does not decode
-            problems.append(f"{path}: cannot decode its samples ({error})")
-            continue
-        for trace in stream:
-            if station_id(trace.stats) != task.station or trace.stats.channel not in channels:
-                continue
-            if trace.stats.npts and trace.stats.sampling_rate > 0:
-                traces.append(on_grid(trace, task.start_ns, task.sampling_rate, task.resample)[0])
-    return traces, problems
-
-
-def merged_rows(traces: Sequence[Any], task: BlockTask) -> list[tuple[int, int, np.ndarray]]:
-    """The merged traces as (channel row, first grid index, float32 samples with NaN gaps)."""
-    import obspy
-
-    rows = []
-    stream = obspy.Stream(list(traces)).merge(method=1, interpolation_samples=0)
-    for trace in stream:
-        position = (trace.stats.starttime.ns - task.start_ns) * task.sampling_rate / NS_PER_S
-        samples = np.ma.filled(np.ma.asarray(trace.data, dtype=np.float64), np.nan)
-        row = task.channels.index(trace.stats.channel)
-        rows.append((row, round(position), samples.astype(np.float32)))
-    return rows
-
-
-def merged_block(rows: Sequence[tuple[int, int, np.ndarray]], task: BlockTask) -> np.ndarray:
-    """(channel, time) float32 samples of the block: the merged rows, NaN in gaps."""
-    values = np.full((len(task.channels), task.stop - task.first), np.nan, dtype=np.float32)
-    for row, first, samples in rows:
-        lo, hi = max(first, task.first), min(first + len(samples), task.stop)
-        if lo < hi:
-            values[row, lo - task.first : hi - task.first] = samples[lo - first : hi - first]
-    return values
-
-
-# Per worker process: the merged rows of the last few file sets read (consecutive blocks of a
-# station mostly read the same day files: decoded and merged once, not once per block). Keyed
-# by output store, content (sha256 of every file) and grid: a changed file is never served.
-_MERGED: collections.OrderedDict = collections.OrderedDict()
-_MERGED_ENTRIES = 3
-_MERGED_MAX_BYTES = 2**28  # in all entries together (a 100 Hz day of 3 channels: 104 MB)
-
-
-def station_rows(task: BlockTask, url: str, storage_options: dict | None) -> tuple[list, list[str]]:
-    """Merged rows of the task's files (from the per-process cache if read before), problems."""
-    key = (url, task.station, task.reads, task.digests, task.channels, task.start_ns,
-           task.sampling_rate, task.resample)  # fmt: skip
-    cacheable = bool(task.digests) and all(task.digests)
-    if cacheable and key in _MERGED:
-        _MERGED.move_to_end(key)
-        return _MERGED[key]
-    traces, problems = read_block_traces(task, storage_options)
-    found = (merged_rows(traces, task), problems)
-    if cacheable and _rows_bytes(found) <= _MERGED_MAX_BYTES:
-        _MERGED[key] = found
-        while (
-            len(_MERGED) > _MERGED_ENTRIES
-            or sum(_rows_bytes(entry) for entry in _MERGED.values()) > _MERGED_MAX_BYTES
-        ):
-            _MERGED.popitem(last=False)
-    return found
-
-
-def _rows_bytes(entry: tuple[list, list[str]]) -> int:
-    return sum(samples.nbytes for _, _, samples in entry[0])
-
-
-def ingest_block(task: BlockTask, url: str, storage_options: dict | None) -> tuple[float, list]:
-    """Read, merge and write one (station, time block) chunk: (coverage fraction, problems)."""
-    rows, problems = station_rows(task, url, storage_options)
-    values = merged_block(rows, task)
+def ingest_blocks(
+    run: BlockRun, url: str, storage_options: dict | None, inventory: Any = None
+) -> list[tuple[float, list]]:
+    """Read, merge and write consecutive (station, time block) chunks of one station, one after
+    the other, each marked done right after it is written: [(coverage fraction, problems)].
+    `inventory`: the station's part of the StationXML (needed with response removal)."""
     group = open_store(url, storage_options, mode="r+")
-    if rows:
-        group[DATA_VAR][task.station_index, :, task.first : task.stop] = values
-    fraction = float(np.isfinite(values).mean())
-    # Only after the chunk: a block marked done is whole (a re-run skips it).
-    done = json.dumps({"coverage": fraction, "problems": problems})
-    group[PROGRESS_VAR][task.station_index, task.block] = done
-    return fraction, problems
-
-
-def block_tasks(
-    plan: WaveformPlan, resample: bool, digests: dict[str, str] | None = None
-) -> list[BlockTask]:
-    """One task per (station, time block), station-major. `digests`: sha256 by path."""
-    reads = plan.reads_by_block()
-    return [
-        BlockTask(
-            station,
-            index,
-            block,
-            *plan.block_span(block),
-            reads.get((station, block), ()),
-            plan.channels,
-            plan.start_ns,
-            plan.sampling_rate,
-            resample,
-            tuple((digests or {}).get(path, "") for path, _ in reads.get((station, block), ())),
+    # Empty blocks are not written (left to the fill value NaN), so zarr need not check.
+    data = group[DATA_VAR].with_config({"write_empty_chunks": True})
+    progress = group[PROGRESS_VAR]
+    found = []
+    for task in run.tasks:
+        rows, problems = station_rows(task, url, storage_options, inventory)
+        values = merged_block(rows, task)
+        fraction = float(np.count_nonzero(~np.isnan(values)) / values.size)
+        if fraction > 0:
+            data[task.station_index, :, task.first : task.stop] = values
+        # Only after the chunk: a block marked done is whole (a re-run skips it).
+        progress[task.station_index, task.block] = json.dumps(
+            {"coverage": fraction, "problems": problems}
         )
-        for index, station in enumerate(plan.stations)
-        for block in range(plan.n_blocks)
-    ]
+        found.append((fraction, problems))
+    return found
 
 
 def scan_with_hash(
@@ -306,6 +185,33 @@ def scan_with_hash(
         raise InvalidInput(path, f"cannot read the file ({error})") from None
     entry = {"path": path, "size": len(raw), "sha256": hashlib.sha256(raw).hexdigest()}
     return scan_file(path, raw), entry
+
+
+# Scan tasks: files in batches (a header scan takes ~4 ms, about a task's own overhead), in
+# about SCAN_TASKS tasks.
+SCAN_TASKS = 16
+
+
+def scan_files(
+    paths: Sequence[str], storage_options: dict | None = None
+) -> list[tuple[FileScan, dict[str, Any]]]:
+    return [scan_with_hash(path, storage_options) for path in paths]
+
+
+def scan_all(
+    paths: Sequence[str], storage_options: dict | None, quiet: bool
+) -> list[tuple[FileScan, dict[str, Any]]]:
+    """`scan_with_hash` of every path, in Dask tasks of consecutive batches, in path order."""
+    import dask
+
+    size = max(1, -(-len(paths) // SCAN_TASKS))
+    batches = [list(paths[i : i + size]) for i in range(0, len(paths), size)]
+    scanned = compute(
+        *[dask.delayed(scan_files)(batch, storage_options) for batch in batches],
+        label="scan",
+        quiet=quiet,
+    )
+    return [found for batch in scanned for found in batch]
 
 
 def _json_float(value: float) -> float | None:
@@ -342,6 +248,8 @@ def create_store(
     plan: WaveformPlan, url: str, storage_options: dict | None, fingerprint: str
 ) -> None:
     """The empty store (arrays, coordinates and the progress array; no attrs, no marker)."""
+    from zarr.codecs import BloscCodec
+
     group = open_store(url, storage_options, mode="w")
     n_station, n_channel = len(plan.stations), len(plan.channels)
     coordinates = {"coordinates": f"{cv.LATITUDE} {cv.LONGITUDE} {ELEVATION}"}
@@ -351,6 +259,7 @@ def create_store(
         chunks=(1, n_channel, plan.block_samples),
         dtype="float32",
         fill_value=np.nan,
+        compressors=BloscCodec(**DATA_CODEC),
         dimension_names=(STATION, CHANNEL, cv.TIME),
     )
     data.attrs.update(coordinates)
@@ -392,9 +301,23 @@ def write_coverage(
 
 
 def store_attrs(
-    plan: WaveformPlan, problems: Sequence[str], inputs: Sequence[dict], resample: bool
+    plan: WaveformPlan,
+    problems: Sequence[str],
+    inputs: Sequence[dict],
+    resample: bool,
+    response_removed: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    channel_metadata = {s: m.get("channels", {}) for s, m in plan.station_metadata.items()}
+    """The store's attrs; `channel_metadata[station][channel]["units"]` is the unit of the
+    stored samples: the sensitivity's output unit (counts) or, with response removal, the
+    corrected unit."""
+    channel_metadata = {}
+    for station, meta in plan.station_metadata.items():
+        channel_metadata[station] = {}
+        for channel, entry in meta.get("channels", {}).items():
+            units = entry.get("output_units")
+            if response_removed is not None:
+                units = corrected_units(response_removed["output"], entry.get("input_units"))
+            channel_metadata[station][channel] = {**entry, "units": units}
     return _json_clean(
         {
             cv.ATTR_START_TIME: iso_time(plan.start_ns),
@@ -407,6 +330,7 @@ def store_attrs(
             "inputs": list(inputs),
             "merge_rule": MERGE_RULE,
             "resampling": RESAMPLING if resample else None,
+            "response_removed": response_removed,
         }
     )
 
@@ -419,21 +343,32 @@ def file_sha256(path: str) -> str:
     return digest.hexdigest()
 
 
+def fingerprint_of(parts: Any) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
 def ingest_fingerprint(
-    inputs: Sequence[dict], inventories: Sequence[str], rate: float | None, block_samples: int
+    inputs: Sequence[dict],
+    inventory_sha256: Sequence[str],
+    rate: float | None,
+    block_samples: int,
+    response_removed: dict[str, Any] | None = None,
 ) -> str:
     """SHA-256 of everything that decides the store's bytes: input hashes, inventory hashes,
-    rate and block size (paths excluded: moving an archive does not change the data)."""
+    rate, block size and the response removal (paths excluded: moving an archive does not
+    change the data)."""
     from seisctf import __version__
 
     parts = {
         "inputs": sorted(entry["sha256"] for entry in inputs),
-        "inventories": sorted(file_sha256(path) for path in inventories),
+        "inventories": sorted(inventory_sha256),
         "rate": rate,
         "block_samples": block_samples,
         "version": __version__,
     }
-    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+    if response_removed is not None:  # absent without removal: older stores stay up to date
+        parts["response_removed"] = response_removed
+    return fingerprint_of(parts)
 
 
 def finished_store_attrs(url: str, storage_options: dict | None) -> dict[str, Any] | None:
@@ -481,6 +416,9 @@ def ingest_waveforms(
     block_samples: int = DEFAULT_BLOCK_SAMPLES,
     quiet: bool = False,
     append: bool = False,
+    remove_response: str | None = None,
+    pre_filt: str | Sequence[float] | None = "auto",
+    water_level: str | float | None = 60.0,
 ) -> IngestReport:
     """Ingest waveform files (paths, globs, folders) into the continuous store at `url`.
 
@@ -493,9 +431,15 @@ def ingest_waveforms(
     unchanged; its grid, stations and channels stay): the time axis grows, and only the blocks
     the new files touch (and each station's last, partial block) are written. The result equals
     a one-shot ingest of all the files.
+
+    `remove_response` (`VEL`, `DISP` or `ACC`; needs `inventories`): remove the instrument
+    response of every input trace with obspy (see `seisctf.recipes.response`), with `pre_filt`
+    (four corners in Hz, `"auto"` for the default band from the store's rate, None for none) and
+    `water_level` (dB, None for none). A trace without a response is a problem, not ingested.
     """
     import dask
 
+    request = requested_removal(remove_response, pre_filt, water_level, inventories)
     paths = expand_sources(sources, storage_options)
     previous = appendable_attrs(url, storage_options) if append else None
     if previous is not None:
@@ -503,19 +447,23 @@ def ingest_waveforms(
         rate = append_rate(previous, rate)
         paths = sorted(set(paths) | set(previous_paths(previous, url, storage_options)))
     inventory = read_inventories(inventories) if inventories else None
-    scanned = compute(
-        *[dask.delayed(scan_with_hash)(path, storage_options) for path in paths],
-        label="scan",
-        quiet=quiet,
-    )
+    scanned = scan_all(paths, storage_options, quiet)
     inputs = [entry for _, entry in scanned]
     if previous is not None:
         check_unchanged(previous, inputs, url)
-    plan = make_plan([scan for scan, _ in scanned], inventory, rate, block_samples)
+    plan = make_plan(
+        [scan for scan, _ in scanned], inventory, rate, block_samples, request is not None
+    )
+    removal, pre_filt_default = (
+        resolve_removal(request, plan.sampling_rate) if request else (None, False)
+    )
+    removed = removal.attrs(pre_filt_default) if removal else None
     if previous is not None:
         check_same_grid(previous, plan, url, storage_options)
+        check_same_removal(previous, removed)
     fail_if_strict(strict, plan.problems)
-    fingerprint = ingest_fingerprint(inputs, inventories, rate, block_samples)
+    inventory_sha256 = [file_sha256(path) for path in inventories]
+    fingerprint = ingest_fingerprint(inputs, inventory_sha256, rate, block_samples, removed)
     existing = finished_store_attrs(url, storage_options)
     if existing and existing.get(ATTR_FINGERPRINT) == fingerprint:
         coverage = np.asarray(open_store(url, storage_options)[COVERAGE_VAR][:])
@@ -533,34 +481,42 @@ def ingest_waveforms(
         create_store(plan, url, storage_options, fingerprint)
         progress = np.full((len(plan.stations), plan.n_blocks), "", dtype=object)
     tasks = [
-        task
+        dataclasses.replace(
+            task, removal=removal, inventory_sha256=fingerprint_of(inventory_sha256)
+        )
         for task in block_tasks(plan, rate is not None, {e["path"]: e["sha256"] for e in inputs})
         if not progress[task.station_index, task.block]
     ]
-    # Keys in station-major order: Dask runs equal-priority tasks by key, so consecutive tasks
-    # on a worker are mostly the same station's next block (served by the merged-rows cache).
     token = dask.base.tokenize(url, fingerprint)
-    compute(
+    station_inventory = {  # one graph key per station: sent once to each worker using it
+        station: dask.delayed(station_part(inventory, station), name=f"inventory-{token}-{station}")
+        for station in {task.station for task in tasks}
+    } if removal is not None else {}  # fmt: skip
+    # One task per run of a station's consecutive blocks (a worker decodes each file of the
+    # run once); keys in station-major order.
+    runs = block_runs(tasks)
+    results = compute(
         *[
-            dask.delayed(ingest_block)(
-                task,
+            dask.delayed(ingest_blocks)(
+                run,
                 url,
                 storage_options,
-                dask_key_name=f"ingest_block-{token}-{task.station_index:06d}-{task.block:08d}",
+                station_inventory.get(run.tasks[0].station),
+                dask_key_name=f"ingest_block-{token}-{run.key}",
             )
-            for task in tasks
+            for run in runs
         ],
         label="ingest waveforms",
         quiet=quiet,
     )
-    coverage, decode_problems = collect_progress(url, storage_options)
-    problems = (*plan.problems, *decode_problems)
+    coverage, decode_problems = collect_progress(url, storage_options, progress, runs, results)
+    problems = (*plan.problems, *(p for p in decode_problems if p not in plan.problems))
     fail_if_strict(strict, decode_problems)
     group = open_store(url, storage_options, mode="r+")
     if COVERAGE_VAR in group:  # an append replaces it
         del group[COVERAGE_VAR]
     write_coverage(plan, coverage, url, storage_options)
-    attrs = store_attrs(plan, problems, inputs, rate is not None)
+    attrs = store_attrs(plan, problems, inputs, rate is not None, removed)
     attrs[ATTR_FINGERPRINT] = fingerprint
     del group[PROGRESS_VAR]
     storage.finish_group(url, attrs, storage_options)
@@ -585,6 +541,23 @@ def append_rate(previous: dict[str, Any], rate: float | None) -> float | None:
     if rate is not None and rate != used:
         raise InvalidInput("--rate", f"the store was ingested with --rate {used}, not {rate}")
     return used
+
+
+def check_same_removal(previous: dict[str, Any], removed: dict[str, Any] | None) -> None:
+    """An append removes the response as the store's ingest did (or not at all, as it)."""
+    used = previous.get("response_removed")
+    if used != removed:
+        said = "without --remove-response" if used is None else f"with response removal {used}"
+        raise InvalidInput(
+            "--remove-response",
+            f"the store was ingested {said}; append with the same options (and --inventory)",
+        )
+
+
+def station_part(inventory: Any, station: str) -> Any:
+    """The inventory's networks/stations/channels of one `NET.STA.LOC` (what its tasks need)."""
+    network, code, location = station.split(".", 2)
+    return inventory.select(network=network, station=code, location=location)
 
 
 def previous_paths(previous: dict[str, Any], url: str, storage_options: dict | None) -> list[str]:
@@ -676,14 +649,26 @@ def prepare_append(
     return progress
 
 
-def collect_progress(url: str, storage_options: dict | None) -> tuple[np.ndarray, list[str]]:
-    """Coverage (station, block) and the sorted decode problems of every finished block."""
+def collect_progress(
+    url: str,
+    storage_options: dict | None,
+    progress: np.ndarray,
+    runs: Sequence[BlockRun],
+    results: Sequence[Sequence[tuple[float, list]]],
+) -> tuple[np.ndarray, list[str]]:
+    """Coverage (station, block) and the sorted decode problems of every finished block: of
+    those done before this run from `progress` (JSON or ""), of the others from the results of
+    their `runs`, and the problems an append carries over."""
     array = open_store(url, storage_options)[PROGRESS_VAR]
-    progress = array[:]
     problems: set[str] = set(array.attrs.get("carried_problems", []))
     coverage = np.full(progress.shape, np.nan, dtype=np.float32)
     for index, text in np.ndenumerate(progress):
-        done = json.loads(text)
-        coverage[index] = done["coverage"]
-        problems.update(done["problems"])
+        if text:
+            done = json.loads(text)
+            coverage[index] = done["coverage"]
+            problems.update(done["problems"])
+    for run, found in zip(runs, results, strict=True):
+        for task, (fraction, block_problems) in zip(run.tasks, found, strict=True):
+            coverage[task.station_index, task.block] = fraction
+            problems.update(block_problems)
     return coverage, sorted(problems)
