@@ -99,10 +99,10 @@ MERGE_RULE = (
     "obspy Stream.merge(method=1, interpolation_samples=0) on grid-aligned traces: in an overlap "
     "the later-starting trace wins; a trace contained in another is dropped where it has data"
 )
-# Codec of `data` chunks: Blosc LZ4 with bit shuffle (zarr v3 `blosc` codec). On the ingest
-# benchmark's counts: 3.3x smaller than float32 (zarr's default zstd: 2.25x), 2.9 ms of CPU to
-# encode a 3 MiB chunk (zstd: 26 ms) and 1.5 ms to decode it (4.6 ms); benchmarks/RESULTS.md.
-DATA_CODEC = {"cname": "lz4", "clevel": 5, "shuffle": "bitshuffle"}
+# Codec of `data` chunks: the project's (conventions.DATA_CODEC, Blosc LZ4 with bit shuffle). On
+# the ingest benchmark's counts: 3.3x smaller than float32 (zarr's default zstd: 2.25x), 2.9 ms
+# of CPU to encode a 3 MiB chunk (zstd: 26 ms), 1.5 ms to decode it (4.6 ms); RESULTS.md.
+DATA_CODEC = cv.DATA_CODEC
 RESAMPLING = (
     "obspy Trace.resample (FFT, Hann window in frequency: spectrum cut at the new Nyquist) "
     "per contiguous trace, only where the rate differs from sampling_rate"
