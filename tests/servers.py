@@ -96,6 +96,10 @@ def start_s3(directory: Path, timeout_s: float = 60.0) -> S3Server:
         "-master.volumeSizeLimitMB=64",
         "-volume.max=50",
         "-master.telemetry=false",
+        # SeaweedFS >= 4 also serves Iceberg (8181) and Lance (9101) on fixed ports: off, so that
+        # servers of concurrent test runs do not collide.
+        "-s3.port.iceberg=0",
+        "-s3.port.lance=0",
     ]
     log = open(directory / "weed.log", "wb")  # noqa: SIM115 - closed with the process
     process = subprocess.Popen(
