@@ -50,8 +50,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--secret",
         help="organiser secret (default: $SEISCTF_SECRET, else the published demo secret)",
     )
-    demo.add_argument("--sensors", type=int, default=2048, help="number of sensors")
-    demo.add_argument("--duration", type=float, default=3000.0, help="seconds of wavefield")
+    demo.add_argument(
+        "--sensors",
+        type=int,
+        help="number of sensors (default: 2048 for global, 256 DAS channels for das)",
+    )
+    demo.add_argument(
+        "--duration", type=float, default=3000.0, help="seconds of wavefield (global only)"
+    )
     demo.add_argument("--layout", help="layout name or YAML file (default seismo)")
     demo.set_defaults(run=_run_demo)
 
@@ -71,6 +77,33 @@ def build_parser() -> argparse.ArgumentParser:
     )
     synth_global.add_argument("--secret", help="organiser secret to derive the seed from")
     synth_global.set_defaults(run=_run_synth_global)
+    synth_das = synth_kinds.add_parser(
+        "das",
+        parents=[common],
+        help="ocean-bottom DAS record: swell on a shoaling cable, earthquakes, noise (5 Hz)",
+    )
+    synth_das.add_argument("--out", required=True, help="DAS store URL or path")
+    synth_das.add_argument("--channels", type=int, default=3000)
+    synth_das.add_argument("--spacing", type=float, default=10.0, help="channel spacing, m")
+    synth_das.add_argument("--gauge-length", type=float, default=20.0, help="m")
+    synth_das.add_argument("--rate", type=float, default=5.0, help="sampling rate, Hz")
+    synth_das.add_argument(
+        "--layout",
+        default="das",
+        help="CTF layout (name or YAML) whose guarded slots the ten realisations fill",
+    )
+    synth_das.add_argument("--ctf-rate", type=float, default=1.0, help="the CTF's rate, Hz")
+    synth_das.add_argument("--no-earthquakes", action="store_true", help="swell and noise only")
+    synth_das.add_argument(
+        "--noise-rms", type=float, default=3e-9, help="instrument noise, strain rate 1/s"
+    )
+    synth_das.add_argument(
+        "--seed",
+        type=int,
+        help="generator seed (default: derived from --secret/$SEISCTF_SECRET, else 0)",
+    )
+    synth_das.add_argument("--secret", help="organiser secret to derive the seed from")
+    synth_das.set_defaults(run=_run_synth_das)
 
     ingest = verbs.add_parser("ingest", help="raw archives -> zarr stores")
     ingest_kinds = ingest.add_subparsers(dest="kind", required=True)
@@ -122,6 +155,87 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --remove-response: water level, dB, or 'none' (default 60, obspy's)",
     )
     ingest_waveforms.set_defaults(run=_run_ingest_waveforms)
+    ingest_das = ingest_kinds.add_parser(
+        "das",
+        parents=[common],
+        help="DAS files (any format DASCore reads: PRODML, Silixa, Febus, OptoDAS, Terra15, "
+        "DASDAE, ...) -> DAS store",
+    )
+    ingest_das.add_argument(
+        "sources",
+        nargs="+",
+        metavar="SRC",
+        help="files, globs, folders, or fsspec URLs (s3://bucket/prefix/, with --storage-option)",
+    )
+    ingest_das.add_argument("--out", required=True, help="store URL or path")
+    ingest_das.add_argument(
+        "--strict",
+        action="store_true",
+        help="any bad input file or differing time step / distance axis is fatal (exit 3)",
+    )
+    ingest_das.add_argument(
+        "--append",
+        action="store_true",
+        help="add new files to the complete store at --out (time axis grows; old chunks kept)",
+    )
+    ingest_das.set_defaults(run=_run_ingest_das)
+    ingest_quakeml = ingest_kinds.add_parser(
+        "quakeml",
+        parents=[common],
+        help="event catalogue with picks (QuakeML or any obspy format) + continuous store or "
+        "raw archive -> event-window store",
+    )
+    ingest_quakeml.add_argument("catalog", metavar="CATALOG", help="event catalogue file")
+    ingest_quakeml.add_argument(
+        "--archive",
+        required=True,
+        nargs="+",
+        metavar="SRC",
+        help="a continuous waveform store (ingest waveforms), or waveform files / folders / "
+        "globs ingested first",
+    )
+    ingest_quakeml.add_argument("--out", required=True, help="event-window store URL or path")
+    ingest_quakeml.add_argument("--window", type=float, default=60.0, help="window length, s")
+    ingest_quakeml.add_argument(
+        "--pre-arrival", type=float, default=10.0, help="window start before the first pick, s"
+    )
+    ingest_quakeml.add_argument(
+        "--noise-windows", type=int, default=1, help="noise windows per station (pick-free)"
+    )
+    ingest_quakeml.add_argument(
+        "--inventory", nargs="+", action="extend", default=[], metavar="XML",
+        help="StationXML for a raw archive (station coordinates)",
+    )  # fmt: skip
+    ingest_quakeml.add_argument(
+        "--scratch",
+        help="continuous store a raw archive is ingested into (default: a temporary folder)",
+    )
+    ingest_quakeml.set_defaults(run=_run_ingest_quakeml)
+    ingest_seisbench = ingest_kinds.add_parser(
+        "seisbench",
+        parents=[common],
+        help="SeisBench-format dataset (metadata CSV + waveforms HDF5, chunked or not) -> "
+        "event-window store",
+    )
+    ingest_seisbench.add_argument("folder", metavar="DIR", help="the dataset's folder")
+    ingest_seisbench.add_argument("--out", required=True, help="event-window store URL or path")
+    ingest_seisbench.add_argument(
+        "--rate",
+        type=float,
+        help="store rate, Hz (default: the rate most traces have; others are resampled)",
+    )
+    _event_window_layout_options(ingest_seisbench)
+    ingest_seisbench.set_defaults(run=_run_ingest_seisbench)
+    ingest_stead = ingest_kinds.add_parser(
+        "stead",
+        parents=[common],
+        help="original STEAD files (merged.hdf5 + merged.csv) -> event-window store",
+    )
+    ingest_stead.add_argument("hdf5", metavar="HDF5", help="STEAD's waveform file")
+    ingest_stead.add_argument("csv", metavar="CSV", help="STEAD's metadata file")
+    ingest_stead.add_argument("--out", required=True, help="event-window store URL or path")
+    _event_window_layout_options(ingest_stead)
+    ingest_stead.set_defaults(run=_run_ingest_stead)
 
     build = verbs.add_parser(
         "build", parents=[common], help="run a dataset recipe (YAML; see docs/recipes.md)"
@@ -160,6 +274,70 @@ def build_parser() -> argparse.ArgumentParser:
     baseline.add_argument("--out", required=True, help="URL of the submission zarr group")
     baseline.set_defaults(run=_run_baseline)
 
+    split = verbs.add_parser(
+        "split",
+        parents=[common],
+        help="station-aware train/dev/test split of an event-window store, with leakage audit",
+    )
+    split.add_argument("store", metavar="STORE", help="event-window store URL (written in place)")
+    split.add_argument(
+        "--strategy",
+        required=True,
+        choices=["source-clusters", "station-disjoint", "event", "time"],
+    )
+    split.add_argument("--clusters", type=int, default=20, help="k-means clusters (default 20)")
+    split.add_argument(
+        "--test-clusters",
+        type=int,
+        default=4,
+        help="northernmost and southernmost clusters each for test (default 4 + 4)",
+    )
+    split.add_argument(
+        "--dev-fraction",
+        type=float,
+        default=0.1,
+        help="dev share of the training part (source-clusters), default 0.1",
+    )
+    split.add_argument(
+        "--fractions",
+        default="0.7,0.1,0.2",
+        metavar="TRAIN,DEV,TEST",
+        help="shares for station-disjoint, event and time splits (default 0.7,0.1,0.2)",
+    )
+    split.add_argument(
+        "--buffer-km",
+        type=float,
+        default=0.0,
+        help="station-disjoint: stations closer than this go to the same split",
+    )
+    split.add_argument(
+        "--budgets",
+        default="1,3,6,9,12",
+        help="training-cluster budgets to draw (source-clusters), default 1,3,6,9,12",
+    )
+    split.add_argument("--draws", type=int, default=12, help="random draws per budget (12)")
+    split.add_argument("--seed", type=int, default=0, help="seed of every random choice (0)")
+    split.add_argument("--audit", metavar="OUT.json", help="write the leakage audit here")
+    split.add_argument("--map", metavar="OUT.png", help="map of sources and stations by split")
+    split.set_defaults(run=_run_split)
+
+    export = verbs.add_parser("export", help="stores -> other formats")
+    export_kinds = export.add_subparsers(dest="kind", required=True)
+    export_seisbench = export_kinds.add_parser(
+        "seisbench",
+        parents=[common],
+        help="event windows + split -> SeisBench dataset (metadata.csv, waveforms.hdf5)",
+    )
+    export_seisbench.add_argument("store", metavar="STORE", help="event-window store URL")
+    export_seisbench.add_argument("directory", metavar="DIR", help="SeisBench dataset folder")
+    export_seisbench.add_argument(
+        "--metadata-only",
+        action="store_true",
+        help="write only metadata.csv with the store's split (into an existing dataset: its "
+        "rows matched by trace_name)",
+    )
+    export_seisbench.set_defaults(run=_run_export_seisbench)
+
     score = verbs.add_parser("score", help="score submissions")
     score_kinds = score.add_subparsers(dest="kind", required=True)
     score_ctf = score_kinds.add_parser("ctf", parents=[common], help="CTF scores E1..E12")
@@ -194,6 +372,21 @@ def build_parser() -> argparse.ArgumentParser:
     board.add_argument("--html", help="also write a static HTML leaderboard to this folder")
     board.set_defaults(run=_run_leaderboard, needs_cluster=False)
     return parser
+
+
+def _event_window_layout_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--shard-traces",
+        type=int,
+        metavar="N",
+        help="windows per shard file (0: no sharding, one file per window; default: about "
+        "16 MiB of windows, a power of two)",
+    )
+    parser.add_argument(
+        "--compress",
+        action="store_true",
+        help="compress the windows (Blosc LZ4, bit shuffle); default uncompressed (faster reads)",
+    )
 
 
 def _options(args: argparse.Namespace) -> dict:
@@ -236,6 +429,31 @@ def _run_synth_global(args: argparse.Namespace) -> None:
     print(f"wrote {args.out}")
 
 
+def _run_synth_das(args: argparse.Namespace) -> None:
+    from seisctf import keys, storage
+    from seisctf.pipeline.das_wavefield import synthetic_das_record
+
+    secret = args.secret or os.environ.get(keys.SECRET_ENV)
+    seed = (
+        args.seed
+        if args.seed is not None
+        else (keys.derive_seed(secret, "synth/das") if secret else 0)
+    )
+    dataset = synthetic_das_record(
+        channels=args.channels,
+        channel_spacing_m=args.spacing,
+        gauge_length_m=args.gauge_length,
+        sampling_rate_hz=args.rate,
+        ctf_rate_hz=args.ctf_rate,
+        layout=args.layout,
+        seed=seed,
+        earthquakes=not args.no_earthquakes,
+        noise_rms=args.noise_rms,
+    )
+    storage.write_dataset(dataset, args.out, _options(args), label="synth das", quiet=args.quiet)
+    print(f"wrote {args.out}")
+
+
 def _run_ingest_waveforms(args: argparse.Namespace) -> None:
     from seisctf.recipes.waveforms import ingest_waveforms
 
@@ -260,6 +478,124 @@ def _run_ingest_waveforms(args: argparse.Namespace) -> None:
         f"{verb} {args.out}: {len(plan.stations)} stations x {len(plan.channels)} channels x "
         f"{plan.n_time} samples at {plan.sampling_rate} Hz, {len(report.problems)} problem(s)"
     )
+
+
+def _run_ingest_das(args: argparse.Namespace) -> None:
+    from seisctf.recipes.das import ingest_das
+
+    report = ingest_das(
+        args.sources,
+        args.out,
+        strict=args.strict,
+        storage_options=_options(args),
+        append=args.append,
+        quiet=args.quiet,
+    )
+    for problem in report.problems:
+        print(f"problem: {problem}")
+    for kind, spans in (("gap", report.gaps), ("overlap", report.overlaps)):
+        for span in spans:
+            print(f"{kind}: {span['samples']} samples from {span['start_time']}")
+    plan = report.plan
+    verb = "up to date:" if report.up_to_date else "wrote"
+    print(
+        f"{verb} {args.out}: {plan.axis.quantity} {plan.n_time} samples x "
+        f"{plan.axis.n_distance} channels at {plan.axis.sampling_rate} Hz, {len(report.gaps)} "
+        f"gap(s), {len(report.overlaps)} overlap(s), {len(report.problems)} problem(s)"
+    )
+
+
+def _run_ingest_quakeml(args: argparse.Namespace) -> None:
+    from seisctf.recipes.quakeml import ingest_quakeml
+
+    report = ingest_quakeml(
+        args.catalog,
+        args.archive,
+        args.out,
+        window_s=args.window,
+        pre_arrival_s=args.pre_arrival,
+        noise_windows=args.noise_windows,
+        inventories=args.inventory,
+        scratch=args.scratch,
+        storage_options=_options(args),
+        quiet=args.quiet,
+    )
+    for problem in report.problems:
+        print(f"problem: {problem}")
+    print(
+        f"wrote {args.out}: {report.n_earthquake} earthquake and {report.n_noise} noise "
+        f"windows, {len(report.problems)} problem(s)"
+    )
+
+
+def _run_split(args: argparse.Namespace) -> None:
+    from seisctf.pipeline.split_audit import split_map
+    from seisctf.pipeline.splits import SplitOptions, split_store
+
+    options = SplitOptions.from_text(
+        args.strategy,
+        n_clusters=args.clusters,
+        test_clusters=args.test_clusters,
+        dev_fraction=args.dev_fraction,
+        fractions=args.fractions,
+        buffer_km=args.buffer_km,
+        budgets=args.budgets,
+        draws=args.draws,
+        seed=args.seed,
+    )
+    result = split_store(args.store, options, _options(args), quiet=args.quiet)
+    if args.audit:
+        Path(args.audit).write_text(json.dumps(result.audit, indent=2))
+    if args.map:
+        split_map(result.table, args.map, title=f"{args.store}: {args.strategy}")
+    print(json.dumps(result.audit, indent=2))
+
+
+def _run_export_seisbench(args: argparse.Namespace) -> None:
+    from seisctf.pipeline.seisbench_export import export_seisbench
+
+    written = export_seisbench(
+        args.store,
+        args.directory,
+        metadata_only=args.metadata_only,
+        storage_options=_options(args),
+        quiet=args.quiet,
+    )
+    print(f"wrote {', '.join(str(path) for path in written)}")
+
+
+def _run_ingest_seisbench(args: argparse.Namespace) -> None:
+    from seisctf.recipes.seisbench_format import ingest_seisbench
+
+    report = ingest_seisbench(
+        args.folder,
+        args.out,
+        rate=args.rate,
+        shard_traces=args.shard_traces,
+        compress=args.compress,
+        storage_options=_options(args),
+        quiet=args.quiet,
+    )
+    print(
+        f"wrote {args.out}: {report.n_traces} windows x {report.n_channels} channels x "
+        f"{report.n_samples} samples at {report.sampling_rate_hz:g} Hz, "
+        f"{report.n_resampled} resampled"
+    )
+
+
+def _run_ingest_stead(args: argparse.Namespace) -> None:
+    from seisctf.recipes.stead import ingest_stead
+
+    report = ingest_stead(
+        args.hdf5,
+        args.csv,
+        args.out,
+        shard_traces=args.shard_traces,
+        compress=args.compress,
+        storage_options=_options(args),
+        quiet=args.quiet,
+    )
+    print(f"wrote {args.out}: {report.n_traces} windows x 3 channels x {report.n_samples} samples")
 
 
 def _run_build(args: argparse.Namespace) -> None:

@@ -67,9 +67,67 @@ ATTR_GAUGE_LENGTH = "gauge_length_m"
 ATTR_CHANNEL_SPACING = "channel_spacing_m"
 ATTR_INTERROGATOR = "interrogator"  # vendor / instrument, or "synthetic"
 DAS_COVERAGE_VAR = "coverage"  # coverage(block): fraction of non-NaN samples per time block
+# A DAS record made of CTF realisations laid end to end (`seisctf synth das`): {"slot_duration_s",
+# "segment_steps", "guard_steps", "sampling_rate_hz" (the CTF rate), "layout", "roles" (per
+# slot, SEGMENT_ROLES), "parameter_name", "parameter_values" (per slot, null if none)}.
+ATTR_CTF_SEGMENTS = "ctf_segments"
+# Wavefield cut from a DAS store (`seisctf tasks` on a DAS store): dataset name, provenance attr.
+DAS_DATASET = "das"
+ATTR_DAS = "das"
+
+
+# --- event-window store (`seisctf ingest seisbench|stead|quakeml`, `seisctf split`) -----------
+# waveforms(trace, channel, sample) float32, NaN-padded to one window length per store; every
+# metadata column a per-trace coordinate under its SeisBench name; a Parquet copy of the
+# metadata under `catalogs/` beside the store.
+TRACE = "trace"
+SAMPLE = "sample"
+EVENT_WINDOWS_VAR = "waveforms"
+EVENT_WINDOWS_DIMS = (TRACE, CHANNEL, SAMPLE)
+TRACE_NAME = "trace_name"  # the key submissions use, exactly as the dataset has it
+TRACE_NAME_ORIGINAL = "trace_name_original"
+TRACE_NPTS = "trace_npts"  # samples before the NaN padding
+TRACE_CATEGORY = "trace_category"  # "earthquake_local", "noise", ...
+P_ARRIVAL_SAMPLE = "trace_p_arrival_sample"
+S_ARRIVAL_SAMPLE = "trace_s_arrival_sample"
+NETWORK_CODE = "station_network_code"
+STATION_CODE = "station_code"
+SOURCE_ID = "source_id"
+SOURCE_LATITUDE = "source_latitude_deg"
+SOURCE_LONGITUDE = "source_longitude_deg"
+STATION_LATITUDE = "station_latitude_deg"
+STATION_LONGITUDE = "station_longitude_deg"
+SPLIT_VAR = "split"  # per trace: "train", "dev", "test" once a split has been made
+SPLIT_VALUES = ("train", "dev", "test")
+CATALOGS_DIR = "catalogs"
+# Keys `seisctf split --audit` writes at least (ARCHITECTURE.md, "Split audit").
+AUDIT_KEYS = (
+    "strategy",
+    "counts",
+    "shared_stations",
+    "test_earthquake_fraction_at_shared_stations",
+    "test_noise_fraction_at_shared_stations",
+    "events_in_several_splits",
+    "min_train_test_source_distance_km",
+    "budgets",
+)
 
 
 # --- wavefield cut from a continuous waveform store (`seisctf tasks` on an archive) ------------
+# Roles of the ten consecutive segments cut from a continuous record, in time order: the
+# interpolation segment lies between the training segments, the extrapolation segment before.
+SEGMENT_ROLES = (
+    "forecast",
+    "few_clean",
+    "param_extrap",
+    "param_train",
+    "noise_medium",
+    "few_noisy",
+    "param_interp",
+    "param_train",
+    "param_train",
+    "noise_high",
+)
 ARCHIVE_DATASET = "archive"
 # Per-realisation coordinate: ISO 8601 time of the segment's first sample.
 SEGMENT_START_TIME = "segment_start_time"
@@ -194,6 +252,29 @@ def validate_das_store(ds: xr.Dataset, name: str = "DAS store") -> str:
     if ATTR_START_TIME not in ds.attrs:
         raise InvalidInput(name, f"has no attr {ATTR_START_TIME!r} (ISO 8601)")
     return variable
+
+
+def is_event_window_store(ds: xr.Dataset) -> bool:
+    """True for an event-window store: variable `waveforms(trace, channel, sample)`."""
+    return EVENT_WINDOWS_VAR in ds.data_vars and ds[EVENT_WINDOWS_VAR].dims == EVENT_WINDOWS_DIMS
+
+
+def validate_event_window_store(ds: xr.Dataset, name: str = "event-window store") -> xr.Dataset:
+    """Check an event-window store against the contract; raise InvalidInput if not."""
+    if not is_event_window_store(ds):
+        raise InvalidInput(
+            name,
+            f"has no variable {EVENT_WINDOWS_VAR!r} with dims {EVENT_WINDOWS_DIMS} "
+            f"(found {sorted(ds.data_vars)})",
+        )
+    if TRACE_NAME not in ds.coords:
+        raise InvalidInput(name, f"has no per-trace coordinate {TRACE_NAME!r}")
+    rate = ds.attrs.get(ATTR_SAMPLING_RATE)
+    if not isinstance(rate, int | float) or not math.isfinite(rate) or rate <= 0:
+        raise InvalidInput(
+            name, f"attr {ATTR_SAMPLING_RATE!r} must be a positive number, got {rate!r}"
+        )
+    return ds
 
 
 def require_keys(mapping: Mapping, keys: tuple[str, ...], name: str) -> None:

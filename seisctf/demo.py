@@ -1,8 +1,15 @@
 """`seisctf demo`: the main job end to end on whatever cluster is active.
 
-synthesise the global wavefield -> build its task bundle (public + truth) -> write the baselines'
-submissions -> score them -> leaderboard (SQLite, JSON, terminal, HTML). Like `cli.py`, this
-module is an orchestrator and may use every layer.
+synthesise the dataset (global wavefield; or the ocean-bottom DAS record, low-passed and
+decimated 5 Hz -> 1 Hz into guarded segments) -> build its task bundle (public + truth) ->
+write the baselines' submissions -> score them -> leaderboard (SQLite, JSON, terminal, HTML).
+Like `cli.py`, this module is an orchestrator and may use every layer.
+
+`--dataset das` runs the shipped recipe `demo-das.yaml`: 256 channels (10 m apart: a 2.55 km
+stretch of shelf), ten 50-minute realisations at 5 Hz (152,000 samples), the `das` layout;
+about a minute on 2 cores. `--sensors` sets the channel count (at least 2 · modes − 1 = 199
+for the long-time score); `--duration` applies to the global dataset only (the DAS record's
+length follows from the layout).
 
 The demo is not a challenge: unless `--secret`/`SEISCTF_SECRET` is given it uses the published
 secret `DEMO_SECRET`, so its outputs are byte-identical on every machine and cluster.
@@ -22,7 +29,22 @@ from seisctf.errors import InvalidInput
 
 DEMO_SECRET = "seisctf-demo-not-a-secret"
 BASELINE_MODELS = ("zeros", "persistence", "mean")
-DATASETS = ("global",)
+DATASETS = ("global", "das")
+DEFAULT_SENSORS = {"global": 2048, "das": 256}
+
+
+def _source(dataset: str, n_sensors: int | None, duration_s: float) -> dict[str, Any]:
+    """The recipe source of a demo dataset at the demo's sizes."""
+    sensors = n_sensors or DEFAULT_SENSORS[dataset]
+    if dataset == "das":
+        return {"synthetic_das": {"channels": sensors}}
+    return {
+        "synthetic_global": {
+            "sensors": sensors,
+            "duration_s": duration_s,
+            "sampling_rate_hz": 1.0,
+        }
+    }
 
 
 def demo_paths(workdir: str | Path, dataset: str) -> dict[str, str]:
@@ -44,7 +66,7 @@ def run_demo(
     *,
     dataset: str = "global",
     secret: str | None = None,
-    n_sensors: int = 2048,
+    n_sensors: int | None = None,
     duration_s: float = 3000.0,
     layout: str | None = None,
     quiet: bool = False,
@@ -52,7 +74,8 @@ def run_demo(
     """Run the demo into `workdir`; returns the leaderboard rows written to leaderboard.json.
 
     The dataset comes from the shipped recipe `demo-<dataset>.yaml` (`seisctf build`), with the
-    sensors, duration and layout given here."""
+    sensors (default `DEFAULT_SENSORS`), duration (global) and layout given here (default:
+    `seismo` for global, `das` for das)."""
     from seisctf.pipeline.baselines import write_baseline
     from seisctf.pipeline.recipe import build_file, shipped
     from seisctf.scoring import leaderboard
@@ -71,14 +94,8 @@ def run_demo(
     for name in datasets:
         paths = demo_paths(workdir, name)
         overrides = {
-            "source": {
-                "synthetic_global": {
-                    "sensors": n_sensors,
-                    "duration_s": duration_s,
-                    "sampling_rate_hz": 1.0,
-                }
-            },
-            "splits": {"ctf": {"layout": layout or "seismo"}},
+            "source": _source(name, n_sensors, duration_s),
+            "splits": {"ctf": {"layout": layout or ("das" if name == "das" else "seismo")}},
         }
         build_file(
             shipped(f"demo-{name}"),

@@ -73,6 +73,9 @@ Parameter of the parametric pairs (`parameter_name` = `segment_start_h`): the se
 in hours from the store's `start_time`. Training segments 4, 8 and 9; interpolation segment 7;
 extrapolation segment 3.
 
+The same cut serves DAS stores, with the fibre's channels as traces (`guarded_segments`, used
+by `das_wavefield.py`).
+
 Provenance (`archive` attr): the source store, its fingerprint and rate, the channel, the CTF
 rate, the transforms, the guard, the segment start times and the stations used and dropped. The
 truth group gets all of it; the public group only `PUBLIC_ARCHIVE_KEYS` (no station ids, no
@@ -82,6 +85,8 @@ absolute times): with them, anyone with access to the archive could fetch the wi
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import dask.array as da
@@ -95,18 +100,7 @@ from seisctf.pipeline import filters
 from seisctf.pipeline.history import recorded
 from seisctf.pipeline.layouts import Layout
 
-SEGMENT_ROLES = (
-    "forecast",
-    "few_clean",
-    "param_extrap",
-    "param_train",
-    "noise_medium",
-    "few_noisy",
-    "param_interp",
-    "param_train",
-    "param_train",
-    "noise_high",
-)
+SEGMENT_ROLES = cv.SEGMENT_ROLES
 N_SEGMENTS = len(SEGMENT_ROLES)
 assert sorted(SEGMENT_ROLES) == sorted(cv.BUNDLE_ROLES)
 
@@ -189,15 +183,20 @@ def guard_steps(source_rate_hz: float, rate_hz: float, steps: int) -> int:
 
 
 def to_ctf_rate(
-    data: xr.DataArray, rate_hz: float, time_chunk_samples: int, what: str
+    data: xr.DataArray,
+    rate_hz: float,
+    time_chunk_samples: int,
+    what: str,
+    trace_chunks: Mapping[str, int] | None = None,
 ) -> xr.DataArray:
     """`data(station, time)` (attr `sampling_rate`) brought to `rate_hz` with the causal
     filters (module docstring), float64, in chunks of 1 station × `time_chunk_samples` from its
-    first sample: sample k depends on input samples at or before k / rate_hz s only. NaN where
-    a gap is within the filters' reach before the sample (`filters.py`'s causal NaN policy)."""
+    first sample (`trace_chunks`: other chunks along the trace dims, e.g. {"distance": 128}):
+    sample k depends on input samples at or before k / rate_hz s only. NaN where a gap is
+    within the filters' reach before the sample (`filters.py`'s causal NaN policy)."""
     source_rate_hz = float(data.attrs[cv.ATTR_SAMPLING_RATE])
     up, down = ctf_ratio(source_rate_hz, rate_hz, what)
-    data = data.chunk({cv.STATION: 1, cv.TIME: time_chunk_samples})
+    data = data.chunk({**(trace_chunks or {cv.STATION: 1}), cv.TIME: time_chunk_samples})
     tolerance = FILTER_TOLERANCE
     if up == 1 and down > 1:
         return filters.decimate(data, factor=down, tolerance=tolerance, zero_phase=False)
@@ -220,10 +219,10 @@ def remove_offset(segment: xr.DataArray, public_rows: int) -> xr.DataArray:
     )
 
 
-def finite_slots(data: xr.DataArray, slot_steps: int) -> da.Array:
-    """Lazy bool (station, slot): data finite throughout each consecutive `slot_steps` samples."""
+def finite_slots(data: xr.DataArray, slot_steps: int, trace_dim: str = cv.STATION) -> da.Array:
+    """Lazy bool (trace, slot): data finite throughout each consecutive `slot_steps` samples."""
     n_slots = data.sizes[cv.TIME] // slot_steps
-    finite = da.isfinite(data.transpose(cv.STATION, cv.TIME).data[:, : n_slots * slot_steps])
+    finite = da.isfinite(data.transpose(trace_dim, cv.TIME).data[:, : n_slots * slot_steps])
     per_chunk = slot_steps * max(1, TIME_CHUNK_SAMPLES // slot_steps)
     finite = finite.rechunk({0: 1, 1: per_chunk})
     return finite.reshape(finite.shape[0], n_slots, slot_steps).all(axis=2)
@@ -260,6 +259,111 @@ def _coordinate(store: xr.Dataset, name: str) -> np.ndarray:
     return np.asarray(store[name].values, dtype=np.float64)
 
 
+@dataclass(frozen=True, eq=False)
+class GuardedSegments:
+    """Ten guarded segments cut from a continuous record (`guarded_segments`): `u` (segment,
+    time, trace) float64 (lazy), the kept traces (indices into the record's trace dim, in the
+    order given), which traces were usable, the first slot used, and the slot geometry in CTF
+    samples: `starts` (each segment's first sample from the record's start), `guard`, `steps`."""
+
+    u: da.Array
+    kept: list[int]
+    complete: np.ndarray
+    first_slot: int
+    starts: list[int]
+    guard: int
+    steps: int
+    transforms: list[dict[str, Any]]
+
+
+def guarded_segments(
+    data: xr.DataArray,
+    trace_dim: str,
+    layout: Layout,
+    *,
+    rate_hz: float,
+    order: list[int] | None = None,
+    trace_chunks: Mapping[str, int] | None = None,
+    time_chunk_samples: int = TIME_CHUNK_SAMPLES,
+    slot_steps: int | None = None,
+    source: str = "the record",
+    trace_noun: str = "station",
+    what: str = "store",
+    quiet: bool = False,
+) -> GuardedSegments:
+    """Steps 2–5 of the module docstring on `data(trace_dim, time)` (attr `sampling_rate`; any
+    dim order): slots of guard + `layout.required_steps` CTF samples (`slot_steps`: a longer
+    slot, whose extra samples lengthen the guard), the gap check, each of the ten slots used
+    processed alone (causal filters to `rate_hz`, guard dropped, offset from public rows removed).
+    `order`: the traces' order in the result (default: as stored). `source` and `trace_noun`
+    name the record and its traces in error messages. Computes only the gap check."""
+    source_rate_hz = float(data.attrs[cv.ATTR_SAMPLING_RATE])
+    up, down = ctf_ratio(source_rate_hz, rate_hz, what)
+    steps = layout.required_steps
+    guard = guard_steps(source_rate_hz, rate_hz, steps)
+    if slot_steps is not None:
+        if slot_steps < guard + steps or (slot_steps * down) % up:
+            raise InvalidInput(
+                what,
+                f"slots of {slot_steps} samples at {rate_hz} Hz cannot hold a guard of {guard} "
+                f"and a segment of {steps} (layout {layout.name!r}) on whole raw samples",
+            )
+        guard = slot_steps - steps
+    slot_steps = guard + steps
+    slot_samples = slot_steps * down // up  # raw samples per slot
+    n_samples = data.sizes[cv.TIME]
+    if n_samples < N_SEGMENTS * slot_samples:
+        n_out = -(-n_samples * up // down)
+        raise InvalidInput(
+            what,
+            f"too short for layout {layout.name!r}: {source} gives {n_out} samples at "
+            f"{rate_hz} Hz ({n_out / rate_hz:g} s); {N_SEGMENTS} segments of {steps} samples, "
+            f"each after a guard of {guard} samples while the causal anti-alias filter "
+            f"settles, need {N_SEGMENTS * slot_steps} ({N_SEGMENTS * slot_steps / rate_hz:g} s)",
+        )
+    (valid,) = compute(finite_slots(data, slot_samples, trace_dim), label="gap check", quiet=quiet)
+    first_slot, complete = choose_segments(valid)
+    needed = max(1, 2 * layout.modes - 1)
+    if complete.sum() < needed:
+        raise InvalidInput(
+            what,
+            f"only {int(complete.sum())} {trace_noun}(s) have gap-free {source} data over "
+            f"{N_SEGMENTS} consecutive slots of {slot_steps} samples at {rate_hz} Hz "
+            f"({guard} of guard + a segment of {steps}); layout {layout.name!r} "
+            f"(modes={layout.modes}) needs at least {needed}",
+        )
+    order = list(range(data.sizes[trace_dim])) if order is None else order
+    kept = [i for i in order if complete[i]]
+    slots = [first_slot + j for j in range(N_SEGMENTS)]
+    segments = []
+    for slot in slots:
+        # One slot alone: no filter state, halo or statistic crosses slots (module docstring).
+        raw = data.isel(
+            {trace_dim: kept, cv.TIME: slice(slot * slot_samples, (slot + 1) * slot_samples)}
+        )
+        ctf = to_ctf_rate(raw, rate_hz, time_chunk_samples, what, trace_chunks)
+        segment = ctf.isel({cv.TIME: slice(guard, slot_steps)})
+        segments.append(remove_offset(segment, min(layout.forecast_start, steps)))
+    u = da.stack([segment.transpose(cv.TIME, trace_dim).data for segment in segments])
+    u = u.rechunk((1, *cv.time_space_chunks(steps, len(kept), u.dtype.itemsize)))
+    return GuardedSegments(
+        u=u,
+        kept=kept,
+        complete=complete,
+        first_slot=first_slot,
+        starts=[slot * slot_steps + guard for slot in slots],
+        guard=guard,
+        steps=steps,
+        transforms=segments[0].attrs[cv.ATTR_TRANSFORMS],
+    )
+
+
+def segment_start_hours(starts: list[int], rate_hz: float) -> list[float]:
+    """Segment starts (CTF samples from the record's start) in hours: the parameter of the
+    parametric pairs for a real record."""
+    return [start / rate_hz / 3600.0 for start in starts]
+
+
 def archive_wavefield(
     store: xr.Dataset,
     layout: Layout,
@@ -279,51 +383,24 @@ def archive_wavefield(
     cv.validate_waveform_store(store, what)
     code, data = select_channel(store, channel, what)
     source_rate_hz = float(store.attrs[cv.ATTR_SAMPLING_RATE])
-    up, down = ctf_ratio(source_rate_hz, rate_hz, what)
-    steps = layout.required_steps
-    guard = guard_steps(source_rate_hz, rate_hz, steps)
-    slot_steps = guard + steps
-    slot_samples = slot_steps * down // up  # raw samples per slot
-    n_samples = data.sizes[cv.TIME]
-    if n_samples < N_SEGMENTS * slot_samples:
-        n_out = -(-n_samples * up // down)
-        raise InvalidInput(
-            what,
-            f"too short for layout {layout.name!r}: channel {code} gives {n_out} samples at "
-            f"{rate_hz} Hz ({n_out / rate_hz:g} s); {N_SEGMENTS} segments of {steps} samples, "
-            f"each after a guard of {guard} samples while the causal anti-alias filter "
-            f"settles, need {N_SEGMENTS * slot_steps} ({N_SEGMENTS * slot_steps / rate_hz:g} s)",
-        )
-    (valid,) = compute(finite_slots(data, slot_samples), label="gap check", quiet=quiet)
-    first_slot, complete = choose_segments(valid)
     ids = [str(station) for station in store[cv.STATION].values]
-    needed = max(1, 2 * layout.modes - 1)
-    if complete.sum() < needed:
-        raise InvalidInput(
-            what,
-            f"only {int(complete.sum())} station(s) have gap-free {code} data over "
-            f"{N_SEGMENTS} consecutive slots of {slot_steps} samples at {rate_hz} Hz "
-            f"({guard} of guard + a segment of {steps}); layout {layout.name!r} "
-            f"(modes={layout.modes}) needs at least {needed}",
-        )
     latitude, longitude = _coordinate(store, cv.LATITUDE), _coordinate(store, cv.LONGITUDE)
-    kept = [i for i in sensor_order(ids, latitude, longitude) if complete[i]]
-    slots = [first_slot + j for j in range(N_SEGMENTS)]
-    segments = []
-    for slot in slots:
-        # One slot alone: no filter state, halo or statistic crosses slots (module docstring).
-        raw = data.isel(
-            {cv.STATION: kept, cv.TIME: slice(slot * slot_samples, (slot + 1) * slot_samples)}
-        )
-        ctf = to_ctf_rate(raw, rate_hz, time_chunk_samples, what)
-        segment = ctf.isel({cv.TIME: slice(guard, slot_steps)})
-        segments.append(remove_offset(segment, min(layout.forecast_start, steps)))
-    u = da.stack([segment.transpose(cv.TIME, cv.STATION).data for segment in segments])
-    u = u.rechunk((1, *cv.time_space_chunks(steps, len(kept), u.dtype.itemsize)))
-    starts = [slot * slot_steps + guard for slot in slots]  # CTF samples from the record start
+    cut = guarded_segments(
+        data,
+        cv.STATION,
+        layout,
+        rate_hz=rate_hz,
+        order=sensor_order(ids, latitude, longitude),
+        time_chunk_samples=time_chunk_samples,
+        source=f"channel {code}",
+        trace_noun="station",
+        what=what,
+        quiet=quiet,
+    )
+    kept, complete, steps, starts, u = cut.kept, cut.complete, cut.steps, cut.starts, cut.u
 
     start_time = str(store.attrs[cv.ATTR_START_TIME])
-    start_h = [start / rate_hz / 3600.0 for start in starts]
+    start_h = segment_start_hours(starts, rate_hz)
     is_parametric = [role.startswith("param_") for role in SEGMENT_ROLES]
     archive = {
         "source": what,
@@ -332,10 +409,10 @@ def archive_wavefield(
         "source_sampling_rate_hz": source_rate_hz,
         "channel": code,
         "sampling_rate_hz": float(rate_hz),
-        "transforms": segments[0].attrs[cv.ATTR_TRANSFORMS],
+        "transforms": cut.transforms,
         "time_chunk_samples": int(time_chunk_samples),
         "segment_steps": steps,
-        "guard_steps": guard,
+        "guard_steps": cut.guard,
         "segment_roles": list(SEGMENT_ROLES),
         "segment_start_times": [_iso(start_time, start / rate_hz) for start in starts],
         "n_stations": len(kept),
@@ -393,8 +470,22 @@ def wavefield_for_tasks(
 ) -> tuple[xr.Dataset, dict[str, Any], dict[str, Any]]:
     """What `seisctf tasks` builds its bundle from: (wavefield, public attrs, truth attrs).
 
-    A continuous waveform store goes through `archive_wavefield`; a wavefield store is used as
-    it is, and then `channel` and `rate_hz` must not be given."""
+    A continuous waveform store goes through `archive_wavefield`, a DAS store through
+    `das_wavefield.das_wavefield` (no `channel`); a wavefield store is used as it is, and then
+    `channel` and `rate_hz` must not be given."""
+    if cv.WAVEFIELD_VAR not in store.data_vars and cv.das_variable(store) is not None:
+        from seisctf.pipeline.das_wavefield import das_attrs, das_wavefield
+
+        if channel is not None:
+            raise InvalidInput(what, "--channel is only for a continuous waveform store")
+        wavefield = das_wavefield(
+            store,
+            layout,
+            rate_hz=DEFAULT_RATE_HZ if rate_hz is None else rate_hz,
+            what=what,
+            quiet=quiet,
+        )
+        return wavefield, *das_attrs(wavefield)
     if cv.is_waveform_store(store):
         wavefield = archive_wavefield(
             store,
@@ -414,7 +505,7 @@ def wavefield_for_tasks(
         raise InvalidInput(
             what,
             f"{' and '.join(given)} {'are' if len(given) > 1 else 'is'} only for a continuous "
-            f"waveform store (variable {cv.WAVEFORM_VAR!r} with dims {cv.WAVEFORM_DIMS}); "
-            "this store is not one",
+            f"waveform store (variable {cv.WAVEFORM_VAR!r} with dims {cv.WAVEFORM_DIMS}) or a "
+            "DAS store; this store is neither",
         )
     return store, {}, {}

@@ -3,7 +3,9 @@
 A layout fixes shapes only; the sensors (space axis) are whatever the wavefield store holds.
 `seismo` follows the published global dataset (1 s steps): training matrices 2000 steps,
 few-snapshot and burn-in matrices 500 steps starting at 1500, forecasts 1000 steps from 2000,
-reconstructions over the 2000 training steps. `das` is the same with the fibre's channels.
+reconstructions over the 2000 training steps. `das` is the same with the fibre's channels: a
+DAS store reaches it through `das_wavefield.das_wavefield` (ten guarded slots, each decimated
+5 Hz → 1 Hz with the causal anti-alias filter; sensors in fibre order).
 
 Noise levels are white Gaussian noise whose standard deviation is a fraction of each trace's RMS
 over the same window of the clean field: medium 0.2 (SNR 14 dB), high 0.5 (SNR 6 dB). Few-snapshot

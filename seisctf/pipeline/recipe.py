@@ -83,6 +83,26 @@ SOURCES: dict[str, Step] = {
             }
         ),
     ),
+    "synthetic_das": Step(
+        "seisctf.pipeline.recipe:synthetic_das",
+        parameters(
+            {
+                "channels": {"type": "integer", "minimum": 2},
+                "channel_spacing_m": POSITIVE,
+                "gauge_length_m": POSITIVE,
+                "depth_profile": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {"type": "array", "items": NUMBER, "minItems": 2, "maxItems": 2},
+                },
+                "sampling_rate_hz": POSITIVE,
+                "ctf_rate_hz": POSITIVE,
+                "earthquakes": {"type": "boolean"},
+                "noise_rms": {"type": "number", "minimum": 0},
+                **_SEED,
+            }
+        ),
+    ),
     "store": Step("seisctf.pipeline.recipe:existing_store", parameters({"url": URL}, ("url",))),
 }
 
@@ -185,10 +205,25 @@ TRANSFORMS["add_real_noise"] = Step(
     prepare=_open_noise_windows,
 )
 
+# DAS transforms (pipeline/das.py): on variables with `time` and `distance` dims.
+TRANSFORMS["select_channels"] = Step(
+    "seisctf.pipeline.das:select_channels",
+    parameters({"distance_min_m": NUMBER, "distance_max_m": NUMBER, "step": POSITIVE_INT}),
+)
+TRANSFORMS["spatial_decimate"] = Step(
+    "seisctf.pipeline.das:spatial_decimate",
+    parameters({"factor": POSITIVE_INT, "tolerance": POSITIVE}, ("factor",)),
+)
+TRANSFORMS["convert_quantity"] = Step(
+    "seisctf.pipeline.das:convert_quantity",
+    parameters({"to": {"enum": ["strain", "strain_rate"]}}, ("to",)),
+)
+
 # Transforms that take a whole-trace statistic of their input, and transforms cheap to redo.
 for _name in ("detrend", "normalise", "add_gaussian_noise", "add_coloured_noise", "add_real_noise"):
     TRANSFORMS[_name] = replace(TRANSFORMS[_name], two_pass=True)
-for _name in ("butterworth", "taper", "decimate", "resample"):
+_DAS_CHEAP = ("select_channels", "spatial_decimate", "convert_quantity")
+for _name in ("butterworth", "taper", "decimate", "resample", *_DAS_CHEAP):
     TRANSFORMS[_name] = replace(TRANSFORMS[_name], cheap=True)
 
 OUTPUTS: dict[str, Mapping[str, Any]] = {
@@ -224,6 +259,17 @@ def synthetic_global(
     )
 
 
+def synthetic_das(context: BuildContext, *, seed: int | None = None, **options: Any) -> xr.Dataset:
+    """The offline ocean-bottom DAS record (`das_wavefield.synthetic_das_record`): ten
+    realisations, one per guarded slot of the recipe's CTF layout (`splits.ctf.layout`, default
+    `das`); seed from the secret."""
+    from seisctf.pipeline.das_wavefield import synthetic_das_record
+
+    if seed is None:
+        seed = keys.derive_seed(context.require_secret("source.synthetic_das"), "synth/das")
+    return synthetic_das_record(layout=context.layout or "das", seed=seed, **options)
+
+
 def existing_store(context: BuildContext, *, url: str) -> xr.Dataset:
     """A complete seisctf store, opened lazily."""
     return storage.open_dataset(context.resolve(url), context.storage_options)
@@ -245,6 +291,7 @@ class BuildContext:
     skipped: list[str] = field(default_factory=list)
     scratch: str | None = None  # where checkpoints go (private: next to the outputs)
     checkpoints: list[str] = field(default_factory=list)
+    layout: str | None = None  # the recipe's `splits.ctf.layout` (sizes synthetic DAS slots)
 
     def resolve(self, url: str) -> str:
         if storage.is_remote(url) or Path(url).is_absolute():
@@ -470,12 +517,20 @@ def _replace_time_variables(dataset: xr.Dataset, changed: Mapping[str, xr.DataAr
         return dataset
     sample = next(iter(changed.values()))
     untouched = dataset.drop_vars(list(changed))
-    if sample.sizes[cv.TIME] != dataset.sizes[cv.TIME]:
-        untouched = untouched.drop_dims(cv.TIME, errors="ignore")
-    result = untouched.assign(dict(changed))
+    resized = [dim for dim in sample.dims if sample.sizes[dim] != dataset.sizes.get(dim)]
+    if resized:  # resampling along time, channel selection along distance, ...
+        untouched = untouched.drop_dims(resized, errors="ignore")
+    # A transform may rename its variable (strain -> strain_rate: DAS variables are named
+    # after their quantity).
+    renamed = {
+        (array.name if array.name in cv.DAS_QUANTITIES else name): array
+        for name, array in changed.items()
+    }
+    result = untouched.assign(renamed)
     result.attrs = dict(dataset.attrs)
-    if cv.ATTR_SAMPLING_RATE in sample.attrs:
-        result.attrs[cv.ATTR_SAMPLING_RATE] = sample.attrs[cv.ATTR_SAMPLING_RATE]
+    for key in (cv.ATTR_SAMPLING_RATE, cv.ATTR_QUANTITY, cv.ATTR_UNITS, cv.ATTR_CHANNEL_SPACING):
+        if key in sample.attrs and (key in dataset.attrs or key == cv.ATTR_SAMPLING_RATE):
+            result.attrs[key] = sample.attrs[key]
     return result
 
 
@@ -505,6 +560,7 @@ def build(recipe: RecipeText, context: BuildContext) -> BuildContext:
     """Run a validated recipe: source → transforms → outputs (skipping up-to-date outputs)."""
     data = recipe.data
     context.secret = data.get("secret") or context.secret
+    context.layout = ((data.get("splits") or {}).get("ctf") or {}).get("layout")
     outputs = data["outputs"]
     ((source_name, source_values),) = data["source"].items()
     source_function = SOURCES[source_name].function()
@@ -560,10 +616,17 @@ def _build_bundle(recipe, context, dataset, store_url) -> None:
     if all(_up_to_date(url, record["fingerprint"], context) for url in (public, truth)):
         context.skipped.extend([public, truth])
         return
+    from seisctf.pipeline.archive_wavefield import wavefield_for_tasks
+
     secret, generated = keys.resolve_secret(context.secret)
     # The bundle reads the store just written (the chain runs once), else the lazy chain.
-    wavefield = storage.open_dataset(store_url, context.storage_options) if store_url else dataset()
-    bundle = build_bundle(wavefield, layout, secret, what=store_url or recipe.where)
+    source = storage.open_dataset(store_url, context.storage_options) if store_url else dataset()
+    what = store_url or recipe.where
+    # A wavefield store as it is; a DAS or waveform store cut into guarded segments first.
+    wavefield, public_attrs, truth_attrs = wavefield_for_tasks(
+        source, layout, what=what, quiet=context.quiet
+    )
+    bundle = build_bundle(wavefield, layout, secret, what=what)
     write_bundle(
         bundle,
         public,
@@ -572,7 +635,8 @@ def _build_bundle(recipe, context, dataset, store_url) -> None:
         keep_secret=generated,
         storage_options=context.storage_options,
         quiet=context.quiet,
-        attrs={cv.ATTR_PROVENANCE: record},
+        attrs={cv.ATTR_PROVENANCE: record, **public_attrs},
+        truth_attrs=truth_attrs,
     )
     context.written.extend([public, truth])
 
