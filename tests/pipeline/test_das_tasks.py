@@ -337,3 +337,60 @@ outputs:
     strain = store["strain"].values
     assert np.abs(strain - cumulative).max() < 1e-5 * np.abs(cumulative).max()
     assert isinstance(store, xr.Dataset)
+
+
+def test_vendor_files_ingested_then_bundled_and_scored(tiny, tmp_path, dask_cluster_one_worker):
+    """The whole real-format path: two PRODML files (5 Hz, 40 loci) -> `seisctf ingest das` ->
+    `seisctf tasks` (guarded slots, causal 5 -> 1 Hz) -> `seisctf baseline zeros` -> `seisctf
+    score ctf`: a valid bundle of the layout's shapes whose zeros submission scores 0.0."""
+    from das_vendor_files import write_prodml
+
+    layout = load_layout(str(tiny))
+    slot_samples, _ = slot_plan(layout, 5.0, 1.0)
+    n_time = 10 * slot_samples + 50
+    rng = np.random.default_rng(11)
+    sos = signal.butter(4, 0.3, fs=5.0, output="sos")
+    record = signal.sosfilt(sos, rng.standard_normal((n_time, CHANNELS)), axis=0) * 1e-9
+    start = np.datetime64("2026-03-01T00:00:00", "us")
+    half = n_time // 2
+    files = tmp_path / "raw"
+    files.mkdir()
+    write_prodml(files / "a.h5", record[:half].astype(np.float32), start, 5.0)
+    write_prodml(
+        files / "b.h5",
+        record[half:].astype(np.float32),
+        start + np.timedelta64(half * 200_000, "us"),
+        5.0,
+    )
+    scheduler = dask_cluster_one_worker.address
+    store, public, truth = tmp_path / "das.zarr", tmp_path / "public.zarr", tmp_path / "truth.zarr"
+    assert _cli("ingest", "das", str(files), "--out", str(store), scheduler=scheduler) == 0
+    ingested = storage.open_dataset(str(store))
+    assert cv.validate_das_store(ingested) == cv.DAS_DEFAULT_VAR
+    assert ingested.sizes[cv.TIME] == n_time
+    common = ("--layout", str(tiny), "--secret", SECRET)
+    assert (
+        _cli("tasks", str(store), "--public", str(public), "--truth", str(truth), *common,
+             scheduler=scheduler)
+        == 0
+    )  # fmt: skip
+    manifest = zarr.open_group(str(public), mode="r").attrs[cv.ATTR_CTF]
+    shapes = {name: array.shape for name, array in zarr.open_group(str(public)).arrays()}
+    assert shapes["X1train"] == (layout.train_steps, CHANNELS)
+    assert shapes["X4train"] == (layout.few_steps, CHANNELS)
+    assert manifest["pairs"][0]["test"] == "X1test"
+    submission = tmp_path / "zeros.zarr"
+    assert (
+        _cli("baseline", "zeros", "--public", str(public), "--out", str(submission),
+             scheduler=scheduler)
+        == 0
+    )  # fmt: skip
+    result_path = tmp_path / "scores.json"
+    assert (
+        _cli("score", "ctf", "--truth", str(truth), "--submission", str(submission),
+             "--json", str(result_path), scheduler=scheduler)
+        == 0
+    )  # fmt: skip
+    result = json.loads(result_path.read_text())
+    assert result["truth_sha256_verified"] is True
+    assert all(result["scores"][name] == 0.0 for name in cv.SCORE_NAMES)
