@@ -225,7 +225,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="store rate, Hz (default: the rate most traces have; others are resampled)",
     )
     _event_window_layout_options(ingest_seisbench)
-    ingest_seisbench.set_defaults(run=_run_ingest_seisbench)
+    # Workers import SeisBench (and torch, ~4 s) while they start, not on their first task.
+    ingest_seisbench.set_defaults(
+        run=_run_ingest_seisbench,
+        worker_modules=("seisbench.data", "seisctf.recipes.seisbench_format"),
+    )
     ingest_stead = ingest_kinds.add_parser(
         "stead",
         parents=[common],
@@ -379,13 +383,13 @@ def _event_window_layout_options(parser: argparse.ArgumentParser) -> None:
         "--shard-traces",
         type=int,
         metavar="N",
-        help="windows per shard file (0: no sharding, one file per window; default: about "
-        "16 MiB of windows, a power of two)",
+        help="windows per shard file (0: no sharding, one file per window; default: the "
+        "largest power of two within 32 MiB, 256 for 3 x 6000 samples)",
     )
     parser.add_argument(
-        "--compress",
+        "--uncompressed",
         action="store_true",
-        help="compress the windows (Blosc LZ4, bit shuffle); default uncompressed (faster reads)",
+        help="store raw float32 windows (default: Blosc LZ4 with bit shuffle, the data codec)",
     )
 
 
@@ -572,7 +576,7 @@ def _run_ingest_seisbench(args: argparse.Namespace) -> None:
         args.out,
         rate=args.rate,
         shard_traces=args.shard_traces,
-        compress=args.compress,
+        compress=not args.uncompressed,
         storage_options=_options(args),
         quiet=args.quiet,
     )
@@ -591,7 +595,7 @@ def _run_ingest_stead(args: argparse.Namespace) -> None:
         args.csv,
         args.out,
         shard_traces=args.shard_traces,
-        compress=args.compress,
+        compress=not args.uncompressed,
         storage_options=_options(args),
         quiet=args.quiet,
     )

@@ -87,6 +87,11 @@ EVENT_WINDOWS_DIMS = (TRACE, CHANNEL, SAMPLE)
 TRACE_NAME = "trace_name"  # the key submissions use, exactly as the dataset has it
 TRACE_NAME_ORIGINAL = "trace_name_original"
 TRACE_NPTS = "trace_npts"  # samples before the NaN padding
+TRACE_SAMPLING_RATE = "trace_sampling_rate_hz"  # the store's rate (every trace)
+TRACE_SOURCE_SAMPLING_RATE = "trace_source_sampling_rate_hz"  # a resampled trace's own rate
+TRACE_CHUNK = "trace_chunk"  # SeisBench's chunk of the trace (chunked datasets)
+TRACE_COMPONENT_ORDER = "trace_component_order"
+ATTR_COMPONENT_ORDER = "component_order"  # the `channel` letters in order, e.g. "ZNE"
 TRACE_CATEGORY = "trace_category"  # "earthquake_local", "noise", ...
 P_ARRIVAL_SAMPLE = "trace_p_arrival_sample"
 S_ARRIVAL_SAMPLE = "trace_s_arrival_sample"
@@ -99,6 +104,11 @@ STATION_LATITUDE = "station_latitude_deg"
 STATION_LONGITUDE = "station_longitude_deg"
 SPLIT_VAR = "split"  # per trace: "train", "dev", "test" once a split has been made
 SPLIT_VALUES = ("train", "dev", "test")
+# Per trace, written by `seisctf split` beside `split`: the source cluster (source-clusters), the
+# station group (station-disjoint) or -1 (event, time). Attrs: the split's definition, its audit.
+SPLIT_CLUSTER_VAR = "split_cluster"
+ATTR_SPLIT = "split"
+ATTR_SPLIT_AUDIT = "split_audit"
 CATALOGS_DIR = "catalogs"
 # Keys `seisctf split --audit` writes at least (ARCHITECTURE.md, "Split audit").
 AUDIT_KEYS = (

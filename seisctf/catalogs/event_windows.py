@@ -1,0 +1,478 @@
+"""The event-window store: its layout, and the one writer every event-window ingest uses.
+
+Store (ARCHITECTURE.md, "Event windows"; docs/contract.md): `waveforms(trace, channel, sample)`
+float32, NaN after each window's `trace_npts` samples; `channel` holds the component letters
+(`Z`, `N`, `E`, in the attr `component_order`); every metadata column a 1-D coordinate along
+`trace` under its SeisBench name, except a source's `split` column, which becomes the contract's
+per-trace `split` variable; attr `sampling_rate` (Hz).
+
+Per-trace values (`trace_columns`): integers, floats, booleans and datetimes (UTC, naive) keep
+their dtype; everything else is text (zarr variable-length UTF-8), a missing text value being
+the empty string — as in SeisBench's CSV files, where pandas reads an empty field as NaN.
+
+Layout (`choose_layout`, measured by `benchmarks/bench_event_windows.py`, figures in
+benchmarks/RESULTS.md): one window per chunk (1 trace × all channels × all samples), so a batch
+of random windows reads exactly its windows (4 windows per chunk read 4× the bytes and halved
+the batch rate); chunks grouped into shards of `default_shard_traces` windows (one file or
+object per shard, not one per window: STEAD's 1.2 M windows would otherwise be 1.2 M files;
+shards were as fast as single-window files through TensorStore); `conventions.DATA_CODEC`
+(Blosc LZ4, bit shuffle: 2.7× smaller on integer counts, 0.7× the batch rate of raw float32,
+still 5× SeisBench's), or none. Writes are Dask region writes of whole shards (any task
+partition gives the same bytes), then the Parquet catalogue, then the attrs and the completion
+marker (`storage.finish_group`), last.
+
+Reading random batches: `open_event_windows` (xarray with `waveforms` through TensorStore). Plain
+`xr.open_zarr(store, chunks=None)` works and gives the same values, but zarr-python 3.1's
+orthogonal indexing builds `np.ix_` index arrays from Python ranges and fancy-indexes every
+window it reads, several times slower than SeisBench's HDF5 reads for wide windows.
+
+Catalogue: the same per-trace values as a Parquet table (one row per trace, store order, no
+index) at `catalog_url(store)`: `catalogs/NAME.parquet` beside the store, NAME the store's last
+path component without `.zarr` (`/data/stead.zarr` → `/data/catalogs/stead.parquet`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+from xarray.backends.common import BackendArray
+from xarray.core import indexing
+
+from seisctf import conventions as cv
+from seisctf import storage
+from seisctf.errors import InvalidInput
+
+# Windows per shard: the largest power of two whose shard holds at most SHARD_BYTES of float32
+# (256 three-component 60 s windows at 100 Hz, 18 MiB). A function of the window shape only.
+SHARD_BYTES = 32 * 2**20
+RESAMPLING_METHOD = "scipy.signal.resample_poly"
+MAX_RATE_DENOMINATOR = 1000
+
+
+@dataclass(frozen=True)
+class WindowLayout:
+    """Chunks and shards of `waveforms` along `trace` (all channels and samples in each chunk).
+
+    `shard_traces` None: no sharding (one file per chunk). `compress`: the
+    `conventions.DATA_CODEC` compressor, else none."""
+
+    chunk_traces: int = 1
+    shard_traces: int | None = None
+    compress: bool = True
+
+    def encoding(self, n_channel: int, n_sample: int) -> dict[str, Any]:
+        encoding: dict[str, Any] = {
+            "chunks": (self.chunk_traces, n_channel, n_sample),
+            "compressors": cv.data_compressor() if self.compress else None,
+        }
+        if self.shard_traces:
+            encoding["shards"] = (self.shard_traces, n_channel, n_sample)
+        return encoding
+
+    @property
+    def write_traces(self) -> int:
+        """Traces of the smallest unit one write task may own: a shard, else a chunk."""
+        return self.shard_traces or self.chunk_traces
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            **asdict(self),
+            "compressor": {"name": "blosc", **cv.DATA_CODEC} if self.compress else None,
+        }
+
+
+def default_shard_traces(n_channel: int, n_sample: int) -> int:
+    """Windows per shard: the largest power of two within SHARD_BYTES of float32."""
+    per_window = 4 * max(1, n_channel) * max(1, n_sample)
+    return 2 ** max(0, int(math.floor(math.log2(max(1, SHARD_BYTES // per_window)))))
+
+
+def choose_layout(
+    n_channel: int, n_sample: int, *, shard_traces: int | None = None, compress: bool = True
+) -> WindowLayout:
+    """The layout the random-access benchmark chose (module doc): one window per chunk, shards
+    of `default_shard_traces` (`shard_traces`: that many; 0: no shards), compressed with
+    `conventions.DATA_CODEC` (`compress=False`: raw float32)."""
+    if shard_traces is not None and shard_traces < 0:
+        raise InvalidInput("--shard-traces", f"must be ≥ 0, got {shard_traces}")
+    if shard_traces is None:
+        shard_traces = default_shard_traces(n_channel, n_sample)
+    return WindowLayout(chunk_traces=1, shard_traces=shard_traces or None, compress=compress)
+
+
+def task_traces(
+    layout: WindowLayout, n_channel: int, n_sample: int, requested: int | None = None
+) -> int:
+    """Traces per read-and-write task: `requested` (a multiple of the shard), else whole shards
+    (or chunks) of about 64 MiB of float32 at most."""
+    unit = layout.write_traces
+    if requested is not None:
+        if requested < 1 or requested % unit:
+            raise InvalidInput(
+                "traces per task",
+                f"must be a positive multiple of {unit} (a shard), got {requested}",
+            )
+        return requested
+    per_unit = 4 * max(1, n_channel) * max(1, n_sample) * unit
+    return unit * max(1, (64 * 2**20) // per_unit)
+
+
+def lazy_windows(
+    read_block: Callable[..., np.ndarray],
+    block_args: Callable[[int, int], tuple],
+    shape: tuple[int, int, int],
+    per_task: int,
+    name: str,
+):
+    """`waveforms` as a Dask array with one task per block range of `per_task` traces:
+    `read_block(*block_args(start, stop))` returns traces [start, stop) as float32 (trace,
+    channel, sample), NaN-padded. `name` (with the arguments' token) keys the tasks."""
+    import dask
+    import dask.array as da
+
+    n_trace, n_channel, n_sample = shape
+    blocks = []
+    for start in range(0, n_trace, per_task):
+        stop = min(start + per_task, n_trace)
+        args = block_args(start, stop)
+        key = f"{name}-{dask.base.tokenize(args)}-{start}"
+        task = dask.delayed(read_block, pure=True)(*args, dask_key_name=key)
+        blocks.append(
+            da.from_delayed(task, shape=(stop - start, n_channel, n_sample), dtype=np.float32)
+        )
+    return da.concatenate(blocks, axis=0)
+
+
+# --- per-trace values ----------------------------------------------------------------------------
+
+
+def column_values(series: pd.Series) -> np.ndarray:
+    """One metadata column as the store keeps it (module doc): numbers, booleans and datetimes
+    unchanged (tz-aware datetimes in UTC, tz dropped); anything else text, missing as ""."""
+    dtype = series.dtype
+    if isinstance(dtype, pd.DatetimeTZDtype):
+        return series.dt.tz_convert("UTC").dt.tz_localize(None).to_numpy()
+    if isinstance(dtype, np.dtype) and dtype.kind in "biufmM":
+        return series.to_numpy()
+    if pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype):
+        return series.to_numpy(dtype=np.float64, na_value=np.nan)  # nullable ints / floats
+    return np.array(["" if _missing(v) else str(v) for v in series.tolist()], dtype=object)
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA
+
+
+def trace_columns(frame: pd.DataFrame) -> dict[str, np.ndarray]:
+    """All columns of `frame` (one row per trace) as store values, in column order."""
+    return {str(name): column_values(frame[name]) for name in frame.columns}
+
+
+def event_window_dataset(
+    waveforms,
+    metadata: pd.DataFrame,
+    channels: tuple[str, ...] | list[str],
+    sampling_rate_hz: float,
+    attrs: Mapping[str, Any] | None = None,
+) -> xr.Dataset:
+    """The store as a (lazy) Dataset: `waveforms` (trace, channel, sample), a Dask or NumPy
+    float32 array; `metadata` one row per trace in store order (its `split` column, if any,
+    becomes the `split` variable)."""
+    if len(metadata) != waveforms.shape[0]:
+        raise ValueError(f"{len(metadata)} metadata rows for {waveforms.shape[0]} windows")
+    columns = trace_columns(metadata.reset_index(drop=True))
+    split = columns.pop(cv.SPLIT_VAR, None)
+    variables: dict[str, Any] = {cv.EVENT_WINDOWS_VAR: (cv.EVENT_WINDOWS_DIMS, waveforms)}
+    if split is not None:
+        variables[cv.SPLIT_VAR] = (cv.TRACE, split)
+    coords: dict[str, Any] = {name: (cv.TRACE, values) for name, values in columns.items()}
+    coords[cv.CHANNEL] = (cv.CHANNEL, np.array(list(channels), dtype=object))
+    return xr.Dataset(
+        variables,
+        coords=coords,
+        attrs={
+            cv.ATTR_SAMPLING_RATE: float(sampling_rate_hz),
+            cv.ATTR_COMPONENT_ORDER: "".join(channels),
+            **(attrs or {}),
+        },
+    )
+
+
+def per_trace_frame(dataset: xr.Dataset) -> pd.DataFrame:
+    """The per-trace coordinates and variables of an in-memory (or lazy) store as the catalogue
+    table: one row per trace, store order; text as `str`."""
+    names = [
+        str(name)
+        for name, variable in (*dataset.coords.items(), *dataset.data_vars.items())
+        if variable.dims == (cv.TRACE,) and name != cv.TRACE
+    ]
+    columns = {}
+    for name in names:
+        values = np.asarray(dataset[name].values)
+        if values.dtype.kind in "OTU":
+            values = pd.array([str(v) for v in values.tolist()], dtype="str")
+        columns[name] = values
+    return pd.DataFrame(columns, index=pd.RangeIndex(dataset.sizes[cv.TRACE]))
+
+
+def file_sha256(path) -> str:
+    """Hex SHA-256 of a local file, read in 4 MiB blocks."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        for block in iter(lambda: file.read(2**22), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def input_entry(path) -> dict[str, Any]:
+    """Provenance of one input file: path (as given), size, sha256."""
+    from pathlib import Path
+
+    return {"path": str(path), "size": Path(path).stat().st_size, "sha256": file_sha256(path)}
+
+
+def seisctf_version() -> str:
+    from importlib.metadata import version
+
+    return version("seisctf")
+
+
+# --- resampling ----------------------------------------------------------------------------------
+
+
+def rate_ratio(source_rate_hz: float, target_rate_hz: float, what: str) -> tuple[int, int]:
+    """(up, down) with up / down = target / source, denominator ≤ MAX_RATE_DENOMINATOR."""
+    if not (math.isfinite(source_rate_hz) and source_rate_hz > 0):
+        raise InvalidInput(what, f"sampling rate must be a positive number, got {source_rate_hz}")
+    ratio = Fraction(target_rate_hz / source_rate_hz).limit_denominator(MAX_RATE_DENOMINATOR)
+    if abs(float(ratio) * source_rate_hz - target_rate_hz) > 1e-9 * target_rate_hz:
+        raise InvalidInput(
+            what,
+            f"cannot resample {source_rate_hz} Hz to {target_rate_hz} Hz by a ratio with "
+            f"denominator ≤ {MAX_RATE_DENOMINATOR}",
+        )
+    return ratio.numerator, ratio.denominator
+
+
+def resampled_length(n_samples: int, up: int, down: int) -> int:
+    """Length of `resample_windows`' output: ceil(n · up / down), as resample_poly gives."""
+    return -(-n_samples * up // down)
+
+
+def resample_windows(windows: np.ndarray, up: int, down: int) -> np.ndarray:
+    """Resample along the last axis by up / down: scipy.signal.resample_poly (polyphase FIR,
+    Kaiser window β = 5, zero padding at the ends), in float64. Shape (..., n) → (..., ceil(n ·
+    up / down))."""
+    if up == down:
+        return windows
+    from scipy.signal import resample_poly
+
+    return resample_poly(np.asarray(windows, dtype=np.float64), up, down, axis=-1)
+
+
+def store_rate(rates: np.ndarray, requested: float | None) -> float:
+    """The store's rate: the requested one, else the rate most traces have (ties: the highest)."""
+    if requested is not None:
+        if not (math.isfinite(requested) and requested > 0):
+            raise InvalidInput("--rate", f"must be a positive number of Hz, got {requested}")
+        return float(requested)
+    values, counts = np.unique(np.asarray(rates, dtype=np.float64), return_counts=True)
+    best = counts == counts.max()
+    return float(values[best].max())
+
+
+def rescale_sample_columns(frame: pd.DataFrame, factor: np.ndarray) -> list[str]:
+    """Multiply every numeric `*_sample` column by `factor` (per row: store rate / source rate),
+    in place; such columns become float64 (sample positions may become fractional). Returns the
+    names of the rescaled columns."""
+    rescaled = []
+    for name in frame.columns:
+        if str(name).endswith("_sample") and pd.api.types.is_numeric_dtype(frame[name].dtype):
+            if pd.api.types.is_bool_dtype(frame[name].dtype):
+                continue
+            values = frame[name].to_numpy(dtype=np.float64, na_value=np.nan)
+            frame[name] = values * factor
+            rescaled.append(str(name))
+    return rescaled
+
+
+# --- catalogue -----------------------------------------------------------------------------------
+
+
+def _catalog_parts(store_url: str) -> tuple[str, str]:
+    """(parent, stem) of a store URL: `/data/stead.zarr` → (`/data`, `stead`)."""
+    trimmed = str(store_url).rstrip("/")
+    parent, sep, name = trimmed.rpartition("/")
+    if not sep:
+        parent, name = ".", trimmed
+    if not name or parent.endswith(":/") or parent.endswith(":"):
+        raise InvalidInput(str(store_url), "an event-window store needs a parent folder or prefix")
+    stem = name[: -len(".zarr")] if name.endswith(".zarr") and len(name) > 5 else name
+    return parent, stem
+
+
+def catalog_url(store_url: str) -> str:
+    """`catalogs/NAME.parquet` beside the store (module doc)."""
+    parent, stem = _catalog_parts(store_url)
+    return f"{parent}/{cv.CATALOGS_DIR}/{stem}.parquet"
+
+
+def relative_catalog_path(store_url: str) -> str:
+    """The catalogue's path relative to the store (the store's attr `catalog`)."""
+    return f"../{cv.CATALOGS_DIR}/{_catalog_parts(store_url)[1]}.parquet"
+
+
+def write_catalog(frame: pd.DataFrame, store_url: str, storage_options=None) -> str:
+    """Write the catalogue of the store at `store_url`; returns its URL."""
+    import fsspec
+
+    url = catalog_url(store_url)
+    options = storage.options_for(url, storage_options) or {}
+    fs, path = fsspec.core.url_to_fs(url, **options)
+    fs.makedirs(path.rpartition("/")[0], exist_ok=True)
+    with fs.open(path, "wb") as file:
+        frame.to_parquet(file, index=False, engine="pyarrow")
+    return url
+
+
+def read_catalog(store_url: str, storage_options=None) -> pd.DataFrame:
+    """The Parquet catalogue of the store at `store_url`."""
+    import fsspec
+
+    url = catalog_url(store_url)
+    options = storage.options_for(url, storage_options) or {}
+    fs, path = fsspec.core.url_to_fs(url, **options)
+    if not fs.exists(path):
+        raise InvalidInput(url, "no Parquet catalogue there")
+    with fs.open(path, "rb") as file:
+        return pd.read_parquet(file, engine="pyarrow")
+
+
+# --- the writer ----------------------------------------------------------------------------------
+
+
+def write_event_windows(
+    dataset: xr.Dataset,
+    url: str,
+    storage_options=None,
+    *,
+    layout: WindowLayout | None = None,
+    label: str = "write event windows",
+    quiet: bool = False,
+) -> xr.Dataset:
+    """Write an event-window Dataset (waveforms lazy or in memory, per-trace values in memory)
+    as a zarr v3 store at `url` with `layout` (default: `choose_layout`), then its Parquet
+    catalogue, then attrs and the completion marker, last. The waveforms are (re)chunked to
+    whole shards per write task, so the store's bytes never depend on the source's chunks or
+    the number of workers. Returns the dataset as written (per-trace values as stored)."""
+    import dask.array as da
+
+    from seisctf.cluster import compute
+
+    cv.validate_event_window_store(dataset, str(url))
+    if cv.TRACE_NPTS not in dataset.coords:
+        raise InvalidInput(str(url), f"event windows need the per-trace {cv.TRACE_NPTS!r}")
+    _, n_channel, n_sample = dataset[cv.EVENT_WINDOWS_VAR].shape
+    layout = layout or choose_layout(n_channel, n_sample)
+    waveforms = dataset[cv.EVENT_WINDOWS_VAR].data
+    if not isinstance(waveforms, da.Array):
+        waveforms = da.from_array(np.asarray(waveforms), chunks=(layout.write_traces, -1, -1))
+    per_task = task_traces(layout, n_channel, n_sample)
+    if waveforms.dtype != np.float32:
+        waveforms = waveforms.astype(np.float32)
+    waveforms = waveforms.rechunk((_aligned_chunks(waveforms.chunks[0], per_task), -1, -1))
+    attrs = dict(dataset.attrs)
+    attrs["layout"] = layout.describe()
+    out = dataset.copy()
+    out[cv.EVENT_WINDOWS_VAR] = (cv.EVENT_WINDOWS_DIMS, waveforms)
+    out.attrs = {}
+    for name in out.variables:
+        out[name].encoding = {}
+    delayed = out.to_zarr(
+        str(url),
+        mode="w",
+        compute=False,
+        zarr_format=3,
+        consolidated=False,
+        storage_options=storage.options_for(url, storage_options),
+        encoding={cv.EVENT_WINDOWS_VAR: layout.encoding(n_channel, n_sample)},
+    )
+    compute(delayed, label=label, quiet=quiet)
+    write_catalog(per_trace_frame(out), url, storage_options)
+    attrs["catalog"] = relative_catalog_path(url)
+    storage.finish_group(url, attrs, storage_options)
+    return out
+
+
+def _aligned_chunks(chunks: tuple[int, ...], per_task: int) -> tuple[int, ...]:
+    """Chunks of `per_task` traces (a multiple of the shard) whatever the source's chunks."""
+    total = int(sum(chunks))
+    if total == 0:
+        return (0,)
+    sizes = [per_task] * (total // per_task)
+    if total % per_task:
+        sizes.append(total % per_task)
+    return tuple(sizes)
+
+
+# --- the read path for training loops ------------------------------------------------------------
+
+
+class TensorStoreWindows(BackendArray):
+    """`waveforms` read through TensorStore, as an xarray backend array (outer indexing): a
+    batch of windows is one TensorStore read, its chunks fetched, decoded and gathered in C++."""
+
+    def __init__(self, array) -> None:
+        self._array = array
+        self.shape = tuple(int(n) for n in array.shape)
+        self.dtype = np.dtype(array.dtype.numpy_dtype)
+
+    def __getitem__(self, key: indexing.ExplicitIndexer) -> np.ndarray:
+        return indexing.explicit_indexing_adapter(
+            key, self.shape, indexing.IndexingSupport.OUTER, self._read
+        )
+
+    def _read(self, key: tuple) -> np.ndarray:
+        return self._array.oindex[key].read().result()
+
+
+def open_event_windows(url: str, storage_options=None) -> xr.Dataset:
+    """Open a complete event-window store for random access (training loops): as
+    `xr.open_zarr(url, chunks=None)` (lazily indexed NumPy, no Dask), with `waveforms` read
+    through TensorStore, so `open_event_windows(url).waveforms.isel(trace=idx).values` reads a
+    batch of random windows several times faster than zarr-python's orthogonal indexing does
+    (benchmarks/RESULTS.md). Local stores; any other URL opens with zarr-python alone (the same
+    values, slower batches)."""
+    storage.require_complete(storage.open_group(url, storage_options), str(url))
+    dataset = xr.open_zarr(
+        str(url),
+        chunks=None,
+        consolidated=True,
+        zarr_format=3,
+        storage_options=storage.options_for(url, storage_options),
+    )
+    cv.validate_event_window_store(dataset, str(url))
+    if storage.is_remote(str(url)):
+        return dataset
+    import tensorstore
+
+    path = str(url).removeprefix("file://").rstrip("/")
+    spec = {
+        "driver": "zarr3",
+        "kvstore": {"driver": "file", "path": f"{path}/{cv.EVENT_WINDOWS_VAR}"},
+    }
+    backend = TensorStoreWindows(tensorstore.open(spec, read=True).result())
+    variable = dataset[cv.EVENT_WINDOWS_VAR].variable
+    dataset[cv.EVENT_WINDOWS_VAR] = xr.Variable(
+        variable.dims, indexing.LazilyIndexedArray(backend), variable.attrs, variable.encoding
+    )
+    return dataset

@@ -1,0 +1,424 @@
+"""A SeisBench-format dataset (metadata CSV + waveforms HDF5, chunked or not) -> an event-window
+store (`seisctf ingest seisbench DIR --out URL`).
+
+Read through SeisBench's own `seisbench.data.WaveformDataset` (`metadata`, `data_format`,
+`get_waveforms`): seisctf parses neither the CSV nor the HDF5 layout beyond what it needs to plan.
+
+- Traces: the dataset's rows in its order (chunks in SeisBench's sorted order), one window each.
+  `trace_name` stays exactly as the dataset has it (for blocked data `bucket0$0,:3,:3001`); in a
+  chunked dataset the names may repeat across chunks, so `trace_chunk` (SeisBench's column) is
+  kept and the attr `trace_name_unique` says whether `trace_name` alone is a key.
+- Lengths: a blocked trace's own length comes from its slice (`$i,:3,:3001`) applied to its
+  block's shape (read from the HDF5 header, no samples), an unblocked trace's from its dataset's
+  shape: SeisBench's block padding never reaches the store; shorter windows are NaN-padded to the
+  longest (`trace_npts`: each window's own length).
+- Channels: `data_format["component_order"]` (else the first trace's `trace_component_order`);
+  `get_waveforms` reorders each trace to it (dimension order `NCW`); a component a trace lacks is
+  NaN (SeisBench would pad zeros).
+- Rate: SeisBench's per-trace `trace_sampling_rate_hz` (from the CSV, `trace_dt_s` or
+  `data_format["sampling_rate"]`). The store's rate is `rate` if given, else the rate most traces
+  have (ties: the highest); other traces are resampled with scipy.signal.resample_poly (float64,
+  then float32), their `*_sample` columns multiplied by store rate / source rate (those columns
+  become float64), their `trace_sampling_rate_hz` set to the store's rate and the original kept
+  in `trace_source_sampling_rate_hz` (a column only when some trace was resampled).
+- Values: float32; traces not resampled equal `WaveformDataset.get_waveforms` exactly when the
+  HDF5 holds float32 (other dtypes are cast; attr `source_dtype`).
+- Metadata columns: the CSV's own columns, as `WaveformDataset.metadata` types them (SeisBench
+  parses `source_origin_time` as a datetime), plus `trace_chunk` for chunked datasets,
+  `trace_sampling_rate_hz` and `trace_npts` (set to the store's rate and each window's length);
+  `trace_component_order`, where the CSV has it, is set to the store's order (the waveforms were
+  reordered to it).
+- Work: one Dask task per block range of `event_windows.task_traces` rows (whole shards): it
+  opens the dataset once per worker process (cached) and calls `get_waveforms` once per group of
+  equal length and rate.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from seisctf import conventions as cv
+from seisctf.catalogs import event_windows as ew
+from seisctf.errors import InvalidInput
+
+# Columns SeisBench adds to the CSV's: the row index it resets, and its per-row chunk name.
+SEISBENCH_ADDED = ("index", "level_0", "trace_chunk")
+TRACE_CHUNK = cv.TRACE_CHUNK
+TRACE_SAMPLING_RATE = cv.TRACE_SAMPLING_RATE
+TRACE_SOURCE_SAMPLING_RATE = cv.TRACE_SOURCE_SAMPLING_RATE
+TRACE_COMPONENT_ORDER = cv.TRACE_COMPONENT_ORDER
+TRACE_DT = "trace_dt_s"
+
+
+@dataclass(frozen=True)
+class SeisbenchReport:
+    n_traces: int
+    n_resampled: int
+    n_channels: int
+    n_samples: int
+    sampling_rate_hz: float
+
+
+@dataclass(frozen=True)
+class SeisbenchSource:
+    """What a worker needs to open the dataset: its folder, chunks and output component order."""
+
+    path: str
+    chunks: tuple[str, ...] | None
+    component_order: str
+
+
+def _quiet_seisbench() -> None:
+    logging.getLogger("seisbench").setLevel(logging.ERROR)
+
+
+@functools.lru_cache(maxsize=4)
+def open_waveform_dataset(source: SeisbenchSource):
+    """`seisbench.data.WaveformDataset` of the source, once per process (the CSV is read once)."""
+    _quiet_seisbench()
+    import seisbench.data as sbd
+
+    return sbd.WaveformDataset(
+        source.path,
+        component_order=source.component_order,
+        dimension_order="NCW",
+        chunks=list(source.chunks) if source.chunks else None,
+        cache=None,
+        missing_components="pad",
+    )
+
+
+def _files(path: Path) -> tuple[list[str], list[Path], list[Path]]:
+    """Chunks and their metadata / waveform files, as SeisBench finds them; bad input named."""
+    import h5py
+    import seisbench.data as sbd
+
+    if not path.is_dir():
+        raise InvalidInput(str(path), "not a folder (a SeisBench dataset is a folder)")
+    try:
+        chunks = sbd.WaveformDataset.available_chunks(path)
+    except (FileNotFoundError, OSError) as error:
+        raise InvalidInput(
+            str(path), f"no SeisBench dataset (metadata*.csv + waveforms*.hdf5): {error}"
+        ) from None
+    metadata_paths = [path / f"metadata{chunk}.csv" for chunk in chunks]
+    waveform_paths = [path / f"waveforms{chunk}.hdf5" for chunk in chunks]
+    for file in (*metadata_paths, *waveform_paths):
+        if not file.is_file():
+            raise InvalidInput(str(file), "missing (listed by the dataset's chunks)")
+    for file in waveform_paths:
+        if not h5py.is_hdf5(file):
+            raise InvalidInput(str(file), "not an HDF5 file")
+    return chunks, metadata_paths, waveform_paths
+
+
+def _csv_columns(metadata_paths: Sequence[Path]) -> list[str]:
+    columns: list[str] = []
+    for file in metadata_paths:
+        try:
+            header = pd.read_csv(file, nrows=0)
+        except (ValueError, pd.errors.ParserError, UnicodeDecodeError) as error:
+            raise InvalidInput(str(file), f"not a readable CSV file ({error})") from None
+        columns += [str(c) for c in header.columns if str(c) not in columns]
+    return columns
+
+
+def _open(path: Path, chunks: list[str], component_order: str | None):
+    """The dataset on the client, with bad input named."""
+    if not component_order:
+        component_order = "ZNE"
+    source = SeisbenchSource(str(path), tuple(chunks) if chunks != [""] else None, component_order)
+    try:
+        return source, open_waveform_dataset(source)
+    except KeyError as error:
+        raise InvalidInput(str(path), f"metadata is missing the column {error}") from None
+    except (ValueError, OSError) as error:
+        raise InvalidInput(str(path), f"SeisBench cannot read the dataset: {error}") from None
+
+
+def _data_format(waveform_paths: Sequence[Path]) -> dict[str, Any]:
+    """`data_format` of the first waveform file, as SeisBench decodes it (text, tuples)."""
+    import h5py
+
+    with h5py.File(waveform_paths[0], "r") as file:
+        group = file.get("data_format")
+        raw = {key: group[key][()] for key in group.keys()} if group is not None else {}
+    decoded: dict[str, Any] = {}
+    for key, value in raw.items():
+        if isinstance(value, bytes):
+            value = value.decode()
+        elif isinstance(value, np.ndarray):
+            value = [v.decode() if isinstance(v, bytes) else v.item() for v in value.tolist()]
+        elif isinstance(value, np.generic):
+            value = value.item()
+        decoded[key] = value
+    return decoded
+
+
+def native_lengths(
+    metadata: pd.DataFrame, chunks: Sequence[str], waveform_paths: Sequence[Path], sample_axis: int
+) -> np.ndarray:
+    """Each trace's own length along the sample axis, from its slice of its block (or its own
+    dataset) in the HDF5 headers; an unknown block is bad input naming the trace."""
+    import h5py
+    import seisbench.data as sbd
+
+    parse = sbd.WaveformDataset._parse_location
+    lengths = np.zeros(len(metadata), dtype=np.int64)
+    paths = dict(zip(chunks, waveform_paths, strict=True))
+    names = metadata["trace_name"].astype(str).to_numpy()
+    trace_chunks = metadata[TRACE_CHUNK].astype(str).to_numpy()
+    for chunk in chunks:
+        rows = np.flatnonzero(trace_chunks == chunk)
+        with h5py.File(paths[chunk], "r") as file:
+            data = file.get("data")
+            if data is None:
+                raise InvalidInput(str(paths[chunk]), "has no group 'data'")
+            shapes: dict[str, tuple[int, ...]] = {}
+            for row in rows:
+                name = names[row]
+                block, _, location = name.partition("$")
+                if block not in shapes:
+                    dataset = data.get(block)
+                    if dataset is None or not hasattr(dataset, "shape"):
+                        raise InvalidInput(
+                            f"{paths[chunk]}: trace {name!r}",
+                            f"not found (no dataset {block!r} in group 'data')",
+                        )
+                    shapes[block] = dataset.shape
+                try:
+                    view = np.broadcast_to(np.empty((), np.uint8), shapes[block])[
+                        parse(location or ":")
+                    ]
+                except (ValueError, IndexError) as error:
+                    raise InvalidInput(
+                        f"{paths[chunk]}: trace {name!r}",
+                        f"its slice does not fit block {block!r} of shape {shapes[block]} "
+                        f"({error})",
+                    ) from None
+                if view.ndim != 2:
+                    raise InvalidInput(
+                        f"{paths[chunk]}: trace {name!r}",
+                        f"expected a 2-D (channel, sample) trace, got shape {view.shape}",
+                    )
+                lengths[row] = view.shape[sample_axis]
+    return lengths
+
+
+def component_masks(component_orders: pd.Series | None, channels: str, n_trace: int) -> np.ndarray:
+    """(trace, channel) bool: True where the trace has the store's component."""
+    if component_orders is None:
+        return np.ones((n_trace, len(channels)), dtype=bool)
+    masks = {
+        order: np.array([c in str(order) for c in channels], dtype=bool)
+        for order in component_orders.astype(str).unique()
+    }
+    return np.stack([masks[o] for o in component_orders.astype(str).to_numpy()])
+
+
+@dataclass(frozen=True)
+class BlockPlan:
+    """Rows [start, stop) of the store: their lengths, rates and components."""
+
+    start: int
+    stop: int
+    lengths: np.ndarray
+    source_rates: np.ndarray
+    has_component: np.ndarray
+
+
+def read_block(
+    source: SeisbenchSource, block: BlockPlan, store_rate_hz: float, n_sample: int
+) -> np.ndarray:
+    """Windows [block.start, block.stop) as float32 (trace, channel, sample), NaN-padded: one
+    `get_waveforms` call per group of equal length and rate, resampled where the rate differs."""
+    dataset = open_waveform_dataset(source)
+    n = block.stop - block.start
+    out = np.full((n, len(source.component_order), n_sample), np.nan, dtype=np.float32)
+    keys = np.stack([block.lengths.astype(np.float64), block.source_rates.astype(np.float64)])
+    groups = np.unique(keys, axis=1).T if n else []
+    for length, rate in groups:
+        rows = np.flatnonzero((block.lengths == length) & (block.source_rates == rate))
+        windows = dataset.get_waveforms(idx=[int(block.start + r) for r in rows])
+        if windows.shape[-1] != length:
+            raise InvalidInput(
+                f"{source.path}: trace {block.start + rows[0]}",
+                f"SeisBench returned {windows.shape[-1]} samples where its slice says {length}",
+            )
+        up, down = ew.rate_ratio(float(rate), store_rate_hz, f"{source.path}: row {block.start}")
+        windows = ew.resample_windows(windows, up, down)
+        out[rows, :, : windows.shape[-1]] = windows
+    out[~block.has_component] = np.nan
+    return out
+
+
+def _store_metadata(
+    metadata: pd.DataFrame,
+    csv_columns: Sequence[str],
+    chunked: bool,
+    channels: str,
+    rate_hz: float,
+    source_rates: np.ndarray,
+    npts: np.ndarray,
+) -> tuple[pd.DataFrame, list[str]]:
+    """The store's per-trace table (module doc) and the names of the rescaled columns."""
+    columns = [c for c in csv_columns if c in metadata.columns and c not in SEISBENCH_ADDED]
+    if chunked:
+        columns.append(TRACE_CHUNK)
+    frame = metadata[columns].reset_index(drop=True).copy()
+    resampled = np.abs(source_rates - rate_hz) > 1e-9 * rate_hz
+    rescaled: list[str] = []
+    if resampled.any():
+        rescaled = ew.rescale_sample_columns(frame, rate_hz / source_rates)
+        frame[TRACE_SOURCE_SAMPLING_RATE] = source_rates.astype(np.float64)
+        if TRACE_DT in frame.columns:
+            frame[TRACE_DT] = np.where(resampled, 1.0 / rate_hz, frame[TRACE_DT].to_numpy())
+    frame[TRACE_SAMPLING_RATE] = np.where(resampled, rate_hz, source_rates).astype(np.float64)
+    frame[cv.TRACE_NPTS] = npts.astype(np.int64)
+    if TRACE_COMPONENT_ORDER in frame.columns:
+        frame[TRACE_COMPONENT_ORDER] = pd.array([channels] * len(frame), dtype="str")
+    return frame, rescaled
+
+
+def ingest_seisbench(
+    path: str,
+    url: str,
+    *,
+    rate: float | None = None,
+    shard_traces: int | None = None,
+    compress: bool = True,
+    layout: ew.WindowLayout | None = None,
+    traces_per_task: int | None = None,
+    storage_options: dict | None = None,
+    quiet: bool = False,
+) -> SeisbenchReport:
+    """Ingest the SeisBench dataset in folder `path` into an event-window store at `url`."""
+    _quiet_seisbench()
+    folder = Path(path)
+    chunks, metadata_paths, waveform_paths = _files(folder)
+    csv_columns = _csv_columns(metadata_paths)
+    if "trace_name" not in csv_columns:
+        raise InvalidInput(str(metadata_paths[0]), "missing column 'trace_name'")
+    data_format = _data_format(waveform_paths)
+    dimension_order = str(data_format.get("dimension_order", "CW"))
+    if sorted(dimension_order) != ["C", "W"]:
+        raise InvalidInput(
+            str(waveform_paths[0]),
+            f"data_format dimension_order {dimension_order!r}: expected 'CW' or 'WC'",
+        )
+    component_order = data_format.get("component_order")
+    if not component_order:
+        first = pd.read_csv(metadata_paths[0], nrows=1, dtype=str)
+        if TRACE_COMPONENT_ORDER not in first.columns:
+            raise InvalidInput(
+                str(folder),
+                "no component order: neither data_format/component_order nor the column "
+                f"{TRACE_COMPONENT_ORDER!r}",
+            )
+        component_order = str(first[TRACE_COMPONENT_ORDER].iloc[0])
+    component_order = str(component_order)
+    source, dataset = _open(folder, chunks, component_order)
+    metadata = dataset.metadata
+    if len(metadata) == 0:
+        raise InvalidInput(str(metadata_paths[0]), "holds no trace")
+    source_rates = metadata[TRACE_SAMPLING_RATE].to_numpy(dtype=np.float64)
+    if not np.all(np.isfinite(source_rates) & (source_rates > 0)):
+        bad = int(np.flatnonzero(~(np.isfinite(source_rates) & (source_rates > 0)))[0])
+        raise InvalidInput(
+            f"{folder}: trace {metadata['trace_name'].iloc[bad]!r}",
+            "has no sampling rate (trace_sampling_rate_hz, trace_dt_s or data_format)",
+        )
+    lengths = native_lengths(metadata, chunks, waveform_paths, dimension_order.index("W"))
+    rate_hz = ew.store_rate(source_rates, rate)
+    ratios = {r: ew.rate_ratio(r, rate_hz, f"{folder}: {r} Hz traces") for r in set(source_rates)}
+    npts = np.array(
+        [
+            ew.resampled_length(int(n), *ratios[r])
+            for n, r in zip(lengths, source_rates, strict=True)
+        ],
+        dtype=np.int64,
+    )
+    n_sample = int(npts.max())
+    orders = metadata[TRACE_COMPONENT_ORDER] if TRACE_COMPONENT_ORDER in metadata else None
+    has_component = component_masks(orders, component_order, len(metadata))
+    frame, rescaled = _store_metadata(
+        metadata, csv_columns, chunks != [""], component_order, rate_hz, source_rates, npts
+    )
+    n_trace, n_channel = len(frame), len(component_order)
+    layout = layout or ew.choose_layout(
+        n_channel, n_sample, shard_traces=shard_traces, compress=compress
+    )
+    per_task = ew.task_traces(layout, n_channel, n_sample, traces_per_task)
+
+    def block_args(start: int, stop: int) -> tuple:
+        plan = BlockPlan(
+            start, stop, lengths[start:stop], source_rates[start:stop], has_component[start:stop]
+        )
+        return source, plan, rate_hz, n_sample
+
+    waveforms = ew.lazy_windows(
+        read_block, block_args, (n_trace, n_channel, n_sample), per_task, "read-seisbench"
+    )
+    resampled = np.abs(source_rates - rate_hz) > 1e-9 * rate_hz
+    chunks_file = folder / "chunks"
+    inputs = [
+        ew.input_entry(file)
+        for file in (*metadata_paths, *waveform_paths, chunks_file)
+        if file.is_file()
+    ]
+    names = frame["trace_name"].astype(str)
+    attrs = {
+        "source_format": "seisbench",
+        "seisbench_data_format": _json_safe(data_format),
+        "seisbench_chunks": [c for c in chunks if c],
+        "inputs": inputs,
+        "source_dtype": _source_dtype(waveform_paths[0], names.iloc[0]),
+        "trace_name_unique": bool(names.is_unique),
+        "resampling": None
+        if not resampled.any()
+        else {
+            "method": ew.RESAMPLING_METHOD,
+            "parameters": "up/down = store rate / trace rate; window=('kaiser', 5.0); "
+            "padtype='constant'; computed in float64",
+            "target_rate_hz": rate_hz,
+            "resampled_traces": int(resampled.sum()),
+            "source_rates_hz": {
+                f"{r:g}": int((source_rates == r).sum()) for r in sorted(set(source_rates))
+            },
+            "rescaled_columns": rescaled,
+        },
+        "seisctf_version": ew.seisctf_version(),
+    }
+    dataset_out = ew.event_window_dataset(waveforms, frame, tuple(component_order), rate_hz, attrs)
+    ew.write_event_windows(
+        dataset_out, url, storage_options, layout=layout, label="ingest seisbench", quiet=quiet
+    )
+    return SeisbenchReport(n_trace, int(resampled.sum()), n_channel, n_sample, rate_hz)
+
+
+def _source_dtype(waveform_path: Path, trace_name: str) -> str:
+    import h5py
+
+    with h5py.File(waveform_path, "r") as file:
+        return str(file["data"][trace_name.partition("$")[0]].dtype)
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
