@@ -36,6 +36,7 @@ from seisctf.pipeline.recipe_schema import (
     parameters,
     read_recipe,
 )
+from seisctf.pipeline.recipe_sources import _copy_store, source_store_url, split_options
 
 WITHHELD = "[withheld]"
 SHIPPED = Path(__file__).resolve().parent.parent / "recipes"  # recipes shipped in the package
@@ -58,6 +59,9 @@ class Step:
     cheap: bool = False
     # Turns the recipe's parameters into the function's (e.g. opens a store it names).
     prepare: Callable[[BuildContext, dict[str, Any]], dict[str, Any]] | None = None
+    # A source that ingests files into a store (`BuildContext.source_url`) and opens it: run
+    # first, since every output's provenance hashes the inputs the ingest recorded.
+    ingest: bool = False
 
     def function(self) -> Callable[..., Any]:
         import importlib
@@ -73,7 +77,7 @@ _ZERO_PHASE = {"zero_phase": {"type": "boolean"}}
 
 SOURCES: dict[str, Step] = {
     "synthetic_global": Step(
-        "seisctf.pipeline.recipe:synthetic_global",
+        "seisctf.pipeline.recipe_sources:synthetic_global",
         parameters(
             {
                 "sensors": POSITIVE_INT,
@@ -84,7 +88,7 @@ SOURCES: dict[str, Step] = {
         ),
     ),
     "synthetic_das": Step(
-        "seisctf.pipeline.recipe:synthetic_das",
+        "seisctf.pipeline.recipe_sources:synthetic_das",
         parameters(
             {
                 "channels": {"type": "integer", "minimum": 2},
@@ -103,8 +107,49 @@ SOURCES: dict[str, Step] = {
             }
         ),
     ),
-    "store": Step("seisctf.pipeline.recipe:existing_store", parameters({"url": URL}, ("url",))),
+    "store": Step(
+        "seisctf.pipeline.recipe_sources:existing_store", parameters({"url": URL}, ("url",))
+    ),
 }
+
+# Ingest sources: the existing ingests into a store (`store:`, else next to the outputs, see
+# `source_store_url`), then opened. The ingests are idempotent: a re-run re-hashes the inputs
+# and writes nothing when they are unchanged.
+_PATHS = {"type": "array", "items": URL, "minItems": 1}
+_INGEST_STORE = {"store": URL, "block_samples": POSITIVE_INT}
+SOURCES["waveform_archive"] = Step(
+    "seisctf.pipeline.recipe_sources:waveform_archive",
+    parameters(
+        {
+            "sources": _PATHS,
+            "inventory": {"type": "array", "items": URL},
+            "rate": POSITIVE,
+            "strict": {"type": "boolean"},
+            "remove_response": {"enum": ["VEL", "DISP", "ACC"]},
+            "pre_filt": {
+                "anyOf": [
+                    {"const": "auto"},
+                    {"type": "null"},
+                    {"type": "array", "items": POSITIVE, "minItems": 4, "maxItems": 4},
+                ]
+            },
+            "water_level": {"type": ["number", "null"]},
+            **_INGEST_STORE,
+        },
+        ("sources",),
+    ),
+    ingest=True,
+)
+SOURCES["das_files"] = Step(
+    "seisctf.pipeline.recipe_sources:das_files",
+    parameters({"sources": _PATHS, "strict": {"type": "boolean"}, **_INGEST_STORE}, ("sources",)),
+    ingest=True,
+)
+SOURCES["seisbench"] = Step(
+    "seisctf.pipeline.recipe_sources:seisbench_dataset",
+    parameters({"path": URL, "rate": POSITIVE, "store": URL}, ("path",)),
+    ingest=True,
+)
 
 TRANSFORMS: dict[str, Step] = {
     "butterworth": Step(
@@ -235,44 +280,31 @@ OUTPUTS: dict[str, Mapping[str, Any]] = {
         ("url",),
     ),
     "ctf_bundle": parameters({"public": URL, "truth": URL}, ("public", "truth")),
+    # An event-window store split for picking (`seisctf split`), with its leakage audit.
+    "picking": parameters(
+        {
+            "url": URL,
+            "split": parameters(
+                {
+                    "strategy": {"enum": ["source-clusters", "station-disjoint", "event", "time"]},
+                    "seed": {"type": "integer", "minimum": 0},
+                    "fractions": {"type": "array", "items": NUMBER, "minItems": 3, "maxItems": 3},
+                    "buffer_km": {"type": "number", "minimum": 0},
+                    "n_clusters": POSITIVE_INT,
+                    "test_clusters": POSITIVE_INT,
+                    "dev_fraction": NUMBER,
+                    "budgets": {"type": "array", "items": POSITIVE_INT},
+                    "draws": POSITIVE_INT,
+                },
+                ("strategy",),
+            ),
+            "audit": URL,
+        },
+        ("url", "split"),
+    ),
 }
-
-
-# --- sources ------------------------------------------------------------------------------------
-
-
-def synthetic_global(
-    context: BuildContext,
-    *,
-    sensors: int = 2048,
-    duration_s: float = 3000.0,
-    sampling_rate_hz: float = 1.0,
-    seed: int | None = None,
-) -> xr.Dataset:
-    """The offline global wavefield (`seisctf.recipes.global_wavefield`), seed from the secret."""
-    from seisctf.recipes.global_wavefield import synthesize_global
-
-    if seed is None:
-        seed = keys.derive_seed(context.require_secret("source.synthetic_global"), "synth/global")
-    return synthesize_global(
-        n_sensors=sensors, duration_s=duration_s, sampling_rate_hz=sampling_rate_hz, seed=seed
-    )
-
-
-def synthetic_das(context: BuildContext, *, seed: int | None = None, **options: Any) -> xr.Dataset:
-    """The offline ocean-bottom DAS record (`das_wavefield.synthetic_das_record`): ten
-    realisations, one per guarded slot of the recipe's CTF layout (`splits.ctf.layout`, default
-    `das`); seed from the secret."""
-    from seisctf.pipeline.das_wavefield import synthetic_das_record
-
-    if seed is None:
-        seed = keys.derive_seed(context.require_secret("source.synthetic_das"), "synth/das")
-    return synthetic_das_record(layout=context.layout or "das", seed=seed, **options)
-
-
-def existing_store(context: BuildContext, *, url: str) -> xr.Dataset:
-    """A complete seisctf store, opened lazily."""
-    return storage.open_dataset(context.resolve(url), context.storage_options)
+# Sources whose data is an event-window store (what `picking` takes).
+EVENT_WINDOW_SOURCES = ("seisbench", "store")
 
 
 # --- running ------------------------------------------------------------------------------------
@@ -292,6 +324,7 @@ class BuildContext:
     scratch: str | None = None  # where checkpoints go (private: next to the outputs)
     checkpoints: list[str] = field(default_factory=list)
     layout: str | None = None  # the recipe's `splits.ctf.layout` (sizes synthetic DAS slots)
+    source_url: str | None = None  # the store an ingest source writes (`source_store_url`)
 
     def resolve(self, url: str) -> str:
         if storage.is_remote(url) or Path(url).is_absolute():
@@ -319,6 +352,22 @@ def validate(recipe: RecipeText) -> None:
         recipe.check(TRANSFORMS[name].schema, values or {}, ("transforms", index, name))
     for name, values in data["outputs"].items():
         recipe.check(OUTPUTS[name], values or {}, ("outputs", name))
+    if "picking" in data["outputs"]:
+        if source_name not in EVENT_WINDOW_SOURCES:
+            raise recipe.error(
+                ("outputs", "picking"),
+                f"needs an event-window source (one of {list(EVENT_WINDOW_SOURCES)}), "
+                f"not {source_name!r}",
+            )
+        if data.get("transforms"):
+            raise recipe.error(
+                ("transforms",),
+                "picking takes the event windows as they are: transforms apply to time series",
+            )
+        try:
+            split_options(data["outputs"]["picking"]["split"])
+        except InvalidInput as error:
+            raise recipe.error(("outputs", "picking", "split"), error.problem) from None
     if "ctf_bundle" in data["outputs"]:
         layout = ((data.get("splits") or {}).get("ctf") or {}).get("layout", "seismo")
         from seisctf.pipeline.layouts import load_layout
@@ -381,7 +430,12 @@ def input_hash(context: BuildContext, source: Mapping[str, Any]) -> str:
     (names and sizes); for generators, their parameters (part of the recipe already)."""
     ((name, values),) = source.items()
     digest = hashlib.sha256(name.encode())
-    if name == "store":
+    if SOURCES[name].ingest and context.source_url:
+        # The ingest's own record of its inputs: path, size and sha256 of every file.
+        attrs = storage.read_attrs(context.source_url, context.storage_options)
+        recorded = {key: attrs.get(key) for key in ("inputs", "ingest_fingerprint")}
+        digest.update(json.dumps(recorded, sort_keys=True).encode())
+    elif name == "store":
         import fsspec
 
         url = context.resolve(values["url"])
@@ -563,17 +617,37 @@ def build(recipe: RecipeText, context: BuildContext) -> BuildContext:
     context.layout = ((data.get("splits") or {}).get("ctf") or {}).get("layout")
     outputs = data["outputs"]
     ((source_name, source_values),) = data["source"].items()
-    source_function = SOURCES[source_name].function()
+    source_step = SOURCES[source_name]
+    source_function = source_step.function()
+    opened: dict[str, xr.Dataset] = {}
 
-    def dataset() -> xr.Dataset:
+    def open_source() -> xr.Dataset:
+        if "source" in opened:
+            return opened["source"]
         try:
-            opened = source_function(context, **(source_values or {}))
+            result = source_function(context, **(source_values or {}))
         except InvalidInput as error:
             raise recipe.error(("source", source_name), str(error)) from None
-        return apply_transforms(opened, recipe, context, stored=source_name == "store")
+        if source_step.ingest:  # a store: open it once
+            opened["source"] = result
+        return result
 
+    def dataset() -> xr.Dataset:
+        stored = source_name == "store" or source_step.ingest
+        return apply_transforms(open_source(), recipe, context, stored=stored)
+
+    if source_step.ingest:
+        # Ingest first (a no-op when up to date): the outputs' provenance hashes its inputs.
+        context.source_url = source_store_url(data, context)
+        open_source()
+    elif source_name == "store":
+        context.source_url = context.resolve(source_values["url"])
     # Checkpoints hold data before noise: private, so next to the truth when there is one.
-    private = outputs.get("ctf_bundle", {}).get("truth") or outputs.get("store", {}).get("url")
+    private = (
+        outputs.get("ctf_bundle", {}).get("truth")
+        or outputs.get("store", {}).get("url")
+        or outputs.get("picking", {}).get("url")
+    )
     context.scratch = context.resolve(private).rstrip("/") + ".checkpoints"
     try:
         _write_outputs(recipe, context, dataset)
@@ -601,6 +675,40 @@ def _write_outputs(recipe: RecipeText, context: BuildContext, dataset) -> None:
             context.written.append(store_url)
     if "ctf_bundle" in outputs:
         _build_bundle(recipe, context, dataset, store_url)
+    if "picking" in outputs:
+        _build_picking(recipe, context)
+
+
+def _build_picking(recipe: RecipeText, context: BuildContext) -> None:
+    """The event-window store at `picking.url` (the source's, copied unless it is the same
+    store) split in place by `seisctf.pipeline.splits` with the recipe's options; the leakage
+    audit also written as JSON to `picking.audit`."""
+    import fsspec
+
+    from seisctf.pipeline.splits import ATTR_SPLIT_AUDIT, split_store
+
+    spec = recipe.data["outputs"]["picking"]
+    url = context.resolve(spec["url"])
+    record = provenance(recipe, context, ("source",), "picking")
+    if _up_to_date(url, record["fingerprint"], context):
+        context.skipped.append(url)
+    else:
+        try:
+            if url.rstrip("/") != context.source_url.rstrip("/"):
+                _copy_store(context.source_url, url, context)
+            split_store(
+                url, split_options(spec["split"]), context.storage_options, quiet=context.quiet
+            )
+        except InvalidInput as error:
+            raise recipe.error(("outputs", "picking"), str(error)) from None
+        storage.finish_group(url, {cv.ATTR_PROVENANCE: record}, context.storage_options)
+        context.written.append(url)
+    if spec.get("audit"):
+        audit_url = context.resolve(spec["audit"])
+        audit = storage.read_attrs(url, context.storage_options)[ATTR_SPLIT_AUDIT]
+        options = storage.options_for(audit_url, context.storage_options) or {}
+        with fsspec.open(audit_url, "w", **options) as handle:
+            handle.write(json.dumps(audit, indent=2))
 
 
 def _build_bundle(recipe, context, dataset, store_url) -> None:
