@@ -127,6 +127,34 @@ BAD_RECIPES = {
 }
 
 
+# Ingest sources and the picking output: refused before any ingest runs.
+BAD_RECIPES |= {
+    "unknown key": (
+        "recipe: 1\nsource:\n  waveform_archive:\n    sources: [a.mseed]\n    ratee: 5\n"
+        "outputs:\n  store: {url: x.zarr}\n",
+        5,
+        "ratee",
+    ),
+    "no sources": (
+        "recipe: 1\nsource:\n  das_files:\n    strict: true\noutputs:\n  store: {url: x.zarr}\n",
+        3,
+        "'sources' is a required property",
+    ),
+    "picking from a waveform archive": (
+        "recipe: 1\nsource:\n  waveform_archive: {sources: [a.mseed]}\noutputs:\n"
+        "  picking:\n    url: p.zarr\n    split: {strategy: event}\n",
+        5,
+        "event-window source",
+    ),
+    "bad split": (
+        "recipe: 1\nsource:\n  seisbench: {path: sb}\noutputs:\n  picking:\n    url: p.zarr\n"
+        "    split: {strategy: event, fractions: [-1, 0, 1]}\n",
+        7,
+        "three shares",
+    ),
+}
+
+
 @pytest.mark.parametrize("case", sorted(BAD_RECIPES))
 def test_malformed_recipe_names_the_line_before_any_work(case, tmp_path):
     text, line, word = BAD_RECIPES[case]

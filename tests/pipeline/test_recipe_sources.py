@@ -15,7 +15,6 @@ from das_vendor_files import write_prodml
 from seisctf import conventions as cv
 from seisctf.cli import main
 from seisctf.cluster import dask_client
-from seisctf.errors import InvalidInput
 from seisctf.pipeline import recipe as recipes
 
 
@@ -159,41 +158,3 @@ def test_seisbench_source_with_picking_output_matches_seisctf_split(tmp_path, sc
         "event"
     )
     assert xr.open_zarr(str(url)).attrs[cv.ATTR_SPLIT]["strategy"] == "station-disjoint"
-
-
-BAD_SOURCES = {
-    "unknown key": (
-        "recipe: 1\nsource:\n  waveform_archive:\n    sources: [a.mseed]\n    ratee: 5\n"
-        "outputs:\n  store: {url: x.zarr}\n",
-        5,
-        "ratee",
-    ),
-    "no sources": (
-        "recipe: 1\nsource:\n  das_files:\n    strict: true\noutputs:\n  store: {url: x.zarr}\n",
-        3,
-        "'sources' is a required property",
-    ),
-    "picking from a waveform archive": (
-        "recipe: 1\nsource:\n  waveform_archive: {sources: [a.mseed]}\noutputs:\n"
-        "  picking:\n    url: p.zarr\n    split: {strategy: event}\n",
-        5,
-        "event-window source",
-    ),
-    "bad split": (
-        "recipe: 1\nsource:\n  seisbench: {path: sb}\noutputs:\n  picking:\n    url: p.zarr\n"
-        "    split: {strategy: event, fractions: [-1, 0, 1]}\n",
-        7,
-        "three shares",
-    ),
-}
-
-
-@pytest.mark.parametrize("case", sorted(BAD_SOURCES))
-def test_malformed_source_fails_before_any_work_naming_the_line(case, tmp_path):
-    text, line, word = BAD_SOURCES[case]
-    path = write(tmp_path / "bad.yaml", text)
-    with pytest.raises(InvalidInput) as raised:
-        recipes.build_file(path, workdir=tmp_path / "out", quiet=True)
-    assert raised.value.what == f"{path}:{line}", (case, str(raised.value))
-    assert word in str(raised.value), (case, str(raised.value))
-    assert not (tmp_path / "out").exists()
