@@ -25,23 +25,17 @@ SCHEDULER_ENV = "SEISCTF_SCHEDULER"
 # (dask 2026.8: the store's finalize task is cancelled, "lost dependencies"). Task-based rechunks
 # work everywhere. A default only: a user's dask config still wins.
 dask.config.update_defaults({"array": {"rechunk": {"method": "tasks"}}})
-# distributed's default `distributed.nanny.pre-spawn-environ` (for before distributed is
-# imported), plus a 32 MiB malloc top pad: with distributed's eager trim alone, every task's
-# large temporaries are returned to the kernel and faulted back in page by page, which doubled
-# the time of a read-filter-noise-write task (110 ms -> 160-290 ms per 4 MiB chunk, measured
-# in benchmarks/RESULTS.md); the pad keeps 32 MiB of heap per worker instead.
+# distributed's default `distributed.nanny.pre-spawn-environ`, for before distributed is imported.
+# Its eager malloc trim makes large temporaries fault back in page by page (a read-filter-noise-
+# write task: 110-130 ms without it, 160-290 ms with it), but a 32 MiB top pad that avoided this
+# kept workers' RSS high enough that a 400 MiB worker paused and never resumed (the scoring
+# memory test deadlocked): kept as distributed has it (benchmarks/RESULTS.md).
 PRE_SPAWN_ENVIRON = {
     "MALLOC_TRIM_THRESHOLD_": 65536,
-    "MALLOC_TOP_PAD_": 32 * 2**20,
     "OMP_NUM_THREADS": 1,
     "MKL_NUM_THREADS": 1,
     "OPENBLAS_NUM_THREADS": 1,
 }
-# Defaults, merged key by key into distributed's own (a user's dask config still wins).
-dask.config.update_defaults(
-    {"distributed": {"nanny": {"pre-spawn-environ": {"MALLOC_TOP_PAD_": 32 * 2**20}}}}
-)
-
 # An embedded cluster still starting in the background (`dask_client(background=True)`).
 _starting: Future | None = None
 
