@@ -94,7 +94,10 @@ def start_s3(directory: Path, timeout_s: float = 60.0) -> S3Server:
         f"-filer.port={ports['filer']}",
         f"-s3.port={ports['s3']}",
         "-master.volumeSizeLimitMB=64",
-        "-volume.max=50",
+        # Every bucket is a collection that grows by several volumes at once: 50 slots ran out
+        # once the suite had made a few dozen buckets (PutObject "InternalError"). Volumes are
+        # sparse files capped at 64 MB, so slots cost nothing until written.
+        "-volume.max=2000",
         "-master.telemetry=false",
         # SeaweedFS >= 4 also serves Iceberg (8181) and Lance (9101) on fixed ports: off, so that
         # servers of concurrent test runs do not collide.
