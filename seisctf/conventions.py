@@ -189,6 +189,17 @@ def time_space_chunks(n_time: int, n_space: int, itemsize: int = 4) -> tuple[int
     return min(n_time, rows), space
 
 
+def _check_timing(ds: xr.Dataset, name: str, *, start_time: bool = True) -> None:
+    """A positive finite `sampling_rate` attr (Hz), and a `start_time` attr unless told not."""
+    rate = ds.attrs.get(ATTR_SAMPLING_RATE)
+    if not isinstance(rate, int | float) or not math.isfinite(rate) or rate <= 0:
+        raise InvalidInput(
+            name, f"attr {ATTR_SAMPLING_RATE!r} must be a positive number, got {rate!r}"
+        )
+    if start_time and ATTR_START_TIME not in ds.attrs:
+        raise InvalidInput(name, f"has no attr {ATTR_START_TIME!r} (ISO 8601)")
+
+
 def validate_wavefield(ds: xr.Dataset, name: str = "wavefield store") -> xr.Dataset:
     """Check a wavefield store against the contract; raise InvalidInput naming what is wrong."""
     if WAVEFIELD_VAR not in ds:
@@ -202,13 +213,7 @@ def validate_wavefield(ds: xr.Dataset, name: str = "wavefield store") -> xr.Data
             f"variable {WAVEFIELD_VAR!r} has dims {dims}, expected (time, sensor) or "
             "(realisation, time, sensor)",
         )
-    rate = ds.attrs.get(ATTR_SAMPLING_RATE)
-    if not isinstance(rate, int | float) or not math.isfinite(rate) or rate <= 0:
-        raise InvalidInput(
-            name, f"attr {ATTR_SAMPLING_RATE!r} must be a positive number, got {rate!r}"
-        )
-    if ATTR_START_TIME not in ds.attrs:
-        raise InvalidInput(name, f"has no attr {ATTR_START_TIME!r} (ISO 8601)")
+    _check_timing(ds, name)
     return ds
 
 
@@ -225,13 +230,7 @@ def validate_waveform_store(ds: xr.Dataset, name: str = "waveform store") -> xr.
             f"has no variable {WAVEFORM_VAR!r} with dims {WAVEFORM_DIMS} "
             f"(found {sorted(ds.data_vars)})",
         )
-    rate = ds.attrs.get(ATTR_SAMPLING_RATE)
-    if not isinstance(rate, int | float) or not math.isfinite(rate) or rate <= 0:
-        raise InvalidInput(
-            name, f"attr {ATTR_SAMPLING_RATE!r} must be a positive number, got {rate!r}"
-        )
-    if ATTR_START_TIME not in ds.attrs:
-        raise InvalidInput(name, f"has no attr {ATTR_START_TIME!r} (ISO 8601)")
+    _check_timing(ds, name)
     return ds
 
 
@@ -254,13 +253,7 @@ def validate_das_store(ds: xr.Dataset, name: str = "DAS store") -> str:
         )
     if DISTANCE not in ds.coords:
         raise InvalidInput(name, f"has no {DISTANCE!r} coordinate (m along the fibre)")
-    rate = ds.attrs.get(ATTR_SAMPLING_RATE)
-    if not isinstance(rate, int | float) or not math.isfinite(rate) or rate <= 0:
-        raise InvalidInput(
-            name, f"attr {ATTR_SAMPLING_RATE!r} must be a positive number, got {rate!r}"
-        )
-    if ATTR_START_TIME not in ds.attrs:
-        raise InvalidInput(name, f"has no attr {ATTR_START_TIME!r} (ISO 8601)")
+    _check_timing(ds, name)
     return variable
 
 
@@ -279,11 +272,7 @@ def validate_event_window_store(ds: xr.Dataset, name: str = "event-window store"
         )
     if TRACE_NAME not in ds.coords:
         raise InvalidInput(name, f"has no per-trace coordinate {TRACE_NAME!r}")
-    rate = ds.attrs.get(ATTR_SAMPLING_RATE)
-    if not isinstance(rate, int | float) or not math.isfinite(rate) or rate <= 0:
-        raise InvalidInput(
-            name, f"attr {ATTR_SAMPLING_RATE!r} must be a positive number, got {rate!r}"
-        )
+    _check_timing(ds, name, start_time=False)
     return ds
 
 
