@@ -1,0 +1,72 @@
+"""The command line: `seisctf <verb> …`, thin over the library (parse, get a client, call, print).
+
+Exit codes: 0 success, 2 usage error (argparse), 3 invalid input (InvalidInput, one line, no
+traceback), 1 anything else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import os
+import sys
+
+from seisctf.cli import datasets, ingest, score
+from seisctf.cli._parse import SCORING_WORKER_MODULES, common_options
+from seisctf.errors import InvalidInput
+
+EXIT_INVALID_INPUT = 3
+# Each module adds its verbs; `groups` holds the kinds of `synth`, `ingest`, `score`, `export`
+# so a later module can add a kind (e.g. `score picks`) to an earlier verb.
+VERB_MODULES = (datasets, ingest, score)
+__all__ = ["EXIT_INVALID_INPUT", "SCORING_WORKER_MODULES", "build_parser", "entry_point", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = common_options()
+    parser = argparse.ArgumentParser(prog="seisctf", description=__doc__.splitlines()[0])
+    verbs = parser.add_subparsers(dest="verb", required=True)
+    groups: dict = {}
+    for module in VERB_MODULES:
+        module.register(verbs, groups, common)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if getattr(args, "needs_cluster", True):
+            from seisctf.cluster import dask_client
+
+            # The cluster starts in the background while the verb imports and builds its graph.
+            with dask_client(
+                args.scheduler,
+                quiet=args.quiet,
+                preload=getattr(args, "worker_modules", ()),
+                background=True,
+            ):
+                args.run(args)
+        else:
+            args.run(args)
+    except InvalidInput as error:
+        print(f"seisctf: invalid input: {error}", file=sys.stderr)
+        return EXIT_INVALID_INPUT
+    return 0
+
+
+def fast_exit(code: int) -> None:
+    """Exit without tearing the interpreter down: flush, run the exit handlers (temporary
+    folders, multiprocessing's fork server), then `os._exit`. Tearing down the modules of Dask,
+    pandas and xarray object by object only costs time (about 0.3 s of a 3 s scoring command)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    atexit._run_exitfuncs()
+    os._exit(code)
+
+
+def entry_point() -> None:
+    """The `seisctf` console script: `main()`, then `fast_exit` (every result is written,
+    flushed and closed by then). An unexpected exception leaves the normal way, with its
+    traceback."""
+    fast_exit(main())
+

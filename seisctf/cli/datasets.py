@@ -1,0 +1,330 @@
+"""Verbs that make datasets: demo, synth, build, tasks, baseline, split, export."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+from seisctf.cli._parse import storage_options as _options
+
+
+def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
+    """Add demo, synth, build, tasks, baseline, split and export to `verbs`."""
+    demo = verbs.add_parser("demo", parents=[common], help="the main job on the embedded default")
+    demo.add_argument("--workdir", default="seisctf-demo")
+    demo.add_argument("--dataset", default="global", choices=["global", "das", "crustal", "all"])
+    demo.add_argument(
+        "--secret",
+        help="organiser secret (default: $SEISCTF_SECRET, else the published demo secret)",
+    )
+    demo.add_argument(
+        "--sensors",
+        type=int,
+        help="number of sensors (default: 2048 for global, 256 DAS channels for das)",
+    )
+    demo.add_argument(
+        "--duration", type=float, default=3000.0, help="seconds of wavefield (global only)"
+    )
+    demo.add_argument("--layout", help="layout name or YAML file (default seismo)")
+    demo.set_defaults(run=_run_demo)
+
+    synth = verbs.add_parser("synth", help="offline synthetic wavefields")
+    synth_kinds = synth.add_subparsers(dest="kind", required=True)
+    synth_global = synth_kinds.add_parser(
+        "global", parents=[common], help="global wavefield on a Fibonacci sphere"
+    )
+    synth_global.add_argument("--out", required=True, help="store URL or path")
+    synth_global.add_argument("--sensors", type=int, default=2048)
+    synth_global.add_argument("--duration", type=float, default=3000.0, help="seconds")
+    synth_global.add_argument("--rate", type=float, default=1.0, help="sampling rate, Hz")
+    synth_global.add_argument(
+        "--seed",
+        type=int,
+        help="generator seed (default: derived from --secret/$SEISCTF_SECRET, else 0)",
+    )
+    synth_global.add_argument("--secret", help="organiser secret to derive the seed from")
+    synth_global.set_defaults(run=_run_synth_global)
+    synth_das = synth_kinds.add_parser(
+        "das",
+        parents=[common],
+        help="ocean-bottom DAS record: swell on a shoaling cable, earthquakes, noise (5 Hz)",
+    )
+    synth_das.add_argument("--out", required=True, help="DAS store URL or path")
+    synth_das.add_argument("--channels", type=int, default=3000)
+    synth_das.add_argument("--spacing", type=float, default=10.0, help="channel spacing, m")
+    synth_das.add_argument("--gauge-length", type=float, default=20.0, help="m")
+    synth_das.add_argument("--rate", type=float, default=5.0, help="sampling rate, Hz")
+    synth_das.add_argument(
+        "--layout",
+        default="das",
+        help="CTF layout (name or YAML) whose guarded slots the ten realisations fill",
+    )
+    synth_das.add_argument("--ctf-rate", type=float, default=1.0, help="the CTF's rate, Hz")
+    synth_das.add_argument("--no-earthquakes", action="store_true", help="swell and noise only")
+    synth_das.add_argument(
+        "--noise-rms", type=float, default=3e-9, help="instrument noise, strain rate 1/s"
+    )
+    synth_das.add_argument(
+        "--seed",
+        type=int,
+        help="generator seed (default: derived from --secret/$SEISCTF_SECRET, else 0)",
+    )
+    synth_das.add_argument("--secret", help="organiser secret to derive the seed from")
+    synth_das.set_defaults(run=_run_synth_das)
+
+    groups["synth"] = synth_kinds
+
+    build = verbs.add_parser(
+        "build", parents=[common], help="run a dataset recipe (YAML; see docs/recipes.md)"
+    )
+    build.add_argument("recipe", help="recipe YAML file")
+    build.add_argument("--workdir", default=".", help="where relative output URLs live")
+    build.add_argument(
+        "--secret", help="organiser secret (default: the recipe's, else $SEISCTF_SECRET)"
+    )
+    build.set_defaults(run=_run_build)
+
+    tasks = verbs.add_parser("tasks", parents=[common], help="build a CTF task bundle")
+    tasks.add_argument(
+        "wavefield", help="wavefield store URL, or a continuous waveform store (ingest waveforms)"
+    )
+    tasks.add_argument("--public", required=True, help="URL of the public bundle")
+    tasks.add_argument("--truth", required=True, help="URL of the withheld truth")
+    tasks.add_argument("--layout", default="seismo", help="layout name or YAML file")
+    tasks.add_argument(
+        "--secret",
+        help="organiser secret (default $SEISCTF_SECRET; else a random one, kept with the truth)",
+    )
+    tasks.add_argument(
+        "--channel",
+        help="waveform store only: channel code (BHZ) or component letter (Z); "
+        "default: the store's only channel",
+    )
+    tasks.add_argument(
+        "--rate", type=float, help="waveform store only: CTF sampling rate, Hz (default 1)"
+    )
+    tasks.set_defaults(run=_run_tasks)
+
+    baseline = verbs.add_parser("baseline", parents=[common], help="write a baseline submission")
+    baseline.add_argument("model", choices=["zeros", "persistence", "mean"])
+    baseline.add_argument("--public", required=True, help="URL of the public bundle")
+    baseline.add_argument("--out", required=True, help="URL of the submission zarr group")
+    baseline.set_defaults(run=_run_baseline)
+
+    split = verbs.add_parser(
+        "split",
+        parents=[common],
+        help="station-aware train/dev/test split of an event-window store, with leakage audit",
+    )
+    split.add_argument("store", metavar="STORE", help="event-window store URL (written in place)")
+    split.add_argument(
+        "--strategy",
+        required=True,
+        choices=["source-clusters", "station-disjoint", "event", "time"],
+    )
+    split.add_argument("--clusters", type=int, default=20, help="k-means clusters (default 20)")
+    split.add_argument(
+        "--test-clusters",
+        type=int,
+        default=4,
+        help="northernmost and southernmost clusters each for test (default 4 + 4)",
+    )
+    split.add_argument(
+        "--dev-fraction",
+        type=float,
+        default=0.1,
+        help="dev share of the training part (source-clusters), default 0.1",
+    )
+    split.add_argument(
+        "--fractions",
+        default="0.7,0.1,0.2",
+        metavar="TRAIN,DEV,TEST",
+        help="shares for station-disjoint, event and time splits (default 0.7,0.1,0.2)",
+    )
+    split.add_argument(
+        "--buffer-km",
+        type=float,
+        default=0.0,
+        help="station-disjoint: stations closer than this go to the same split",
+    )
+    split.add_argument(
+        "--budgets",
+        default="1,3,6,9,12",
+        help="training-cluster budgets to draw (source-clusters), default 1,3,6,9,12",
+    )
+    split.add_argument("--draws", type=int, default=12, help="random draws per budget (12)")
+    split.add_argument("--seed", type=int, default=0, help="seed of every random choice (0)")
+    split.add_argument("--audit", metavar="OUT.json", help="write the leakage audit here")
+    split.add_argument("--map", metavar="OUT.png", help="map of sources and stations by split")
+    split.set_defaults(run=_run_split)
+
+    export = verbs.add_parser("export", help="stores -> other formats")
+    export_kinds = export.add_subparsers(dest="kind", required=True)
+    export_seisbench = export_kinds.add_parser(
+        "seisbench",
+        parents=[common],
+        help="event windows + split -> SeisBench dataset (metadata.csv, waveforms.hdf5)",
+    )
+    export_seisbench.add_argument("store", metavar="STORE", help="event-window store URL")
+    export_seisbench.add_argument("directory", metavar="DIR", help="SeisBench dataset folder")
+    export_seisbench.add_argument(
+        "--metadata-only",
+        action="store_true",
+        help="write only metadata.csv with the store's split (into an existing dataset: its "
+        "rows matched by trace_name)",
+    )
+    export_seisbench.set_defaults(run=_run_export_seisbench)
+    groups["export"] = export_kinds
+
+
+def _run_demo(args: argparse.Namespace) -> None:
+    from seisctf.demo import run_demo
+
+    run_demo(
+        args.workdir,
+        dataset=args.dataset,
+        secret=args.secret,
+        n_sensors=args.sensors,
+        duration_s=args.duration,
+        layout=args.layout,
+        quiet=args.quiet,
+    )
+    print(
+        f"wrote {Path(args.workdir) / 'leaderboard.json'} and {Path(args.workdir) / 'leaderboard'}/"
+    )
+
+
+def _run_synth_global(args: argparse.Namespace) -> None:
+    from seisctf import keys, storage
+    from seisctf.recipes.global_wavefield import synthesize_global
+
+    secret = args.secret or os.environ.get(keys.SECRET_ENV)
+    seed = (
+        args.seed
+        if args.seed is not None
+        else (keys.derive_seed(secret, "synth/global") if secret else 0)
+    )
+    dataset = synthesize_global(
+        n_sensors=args.sensors, duration_s=args.duration, sampling_rate_hz=args.rate, seed=seed
+    )
+    storage.write_dataset(dataset, args.out, _options(args), label="synth global", quiet=args.quiet)
+    print(f"wrote {args.out}")
+
+
+def _run_synth_das(args: argparse.Namespace) -> None:
+    from seisctf import keys, storage
+    from seisctf.pipeline.das_wavefield import synthetic_das_record
+
+    secret = args.secret or os.environ.get(keys.SECRET_ENV)
+    seed = (
+        args.seed
+        if args.seed is not None
+        else (keys.derive_seed(secret, "synth/das") if secret else 0)
+    )
+    dataset = synthetic_das_record(
+        channels=args.channels,
+        channel_spacing_m=args.spacing,
+        gauge_length_m=args.gauge_length,
+        sampling_rate_hz=args.rate,
+        ctf_rate_hz=args.ctf_rate,
+        layout=args.layout,
+        seed=seed,
+        earthquakes=not args.no_earthquakes,
+        noise_rms=args.noise_rms,
+    )
+    storage.write_dataset(dataset, args.out, _options(args), label="synth das", quiet=args.quiet)
+    print(f"wrote {args.out}")
+
+
+def _run_split(args: argparse.Namespace) -> None:
+    from seisctf.pipeline.split_audit import split_map
+    from seisctf.pipeline.splits import SplitOptions, split_store
+
+    options = SplitOptions.from_text(
+        args.strategy,
+        n_clusters=args.clusters,
+        test_clusters=args.test_clusters,
+        dev_fraction=args.dev_fraction,
+        fractions=args.fractions,
+        buffer_km=args.buffer_km,
+        budgets=args.budgets,
+        draws=args.draws,
+        seed=args.seed,
+    )
+    result = split_store(args.store, options, _options(args), quiet=args.quiet)
+    if args.audit:
+        Path(args.audit).write_text(json.dumps(result.audit, indent=2))
+    if args.map:
+        split_map(result.table, args.map, title=f"{args.store}: {args.strategy}")
+    print(json.dumps(result.audit, indent=2))
+
+
+def _run_export_seisbench(args: argparse.Namespace) -> None:
+    from seisctf.pipeline.seisbench_export import export_seisbench
+
+    written = export_seisbench(
+        args.store,
+        args.directory,
+        metadata_only=args.metadata_only,
+        storage_options=_options(args),
+        quiet=args.quiet,
+    )
+    print(f"wrote {', '.join(str(path) for path in written)}")
+
+
+def _run_build(args: argparse.Namespace) -> None:
+    from seisctf import keys
+    from seisctf.pipeline.recipe import build_file
+
+    context = build_file(
+        args.recipe,
+        workdir=args.workdir,
+        storage_options=_options(args),
+        secret=args.secret or os.environ.get(keys.SECRET_ENV),
+        quiet=args.quiet,
+    )
+    for url in context.written:
+        print(f"wrote {url}")
+    for url in context.skipped:
+        print(f"up to date: {url}")
+
+
+def _run_tasks(args: argparse.Namespace) -> None:
+    from seisctf import keys, storage
+    from seisctf.pipeline.archive_wavefield import wavefield_for_tasks
+    from seisctf.pipeline.layouts import load_layout
+    from seisctf.pipeline.tasks import build_bundle, write_bundle
+
+    options = _options(args)
+    secret, generated = keys.resolve_secret(args.secret)
+    layout = load_layout(args.layout)
+    wavefield, attrs, truth_attrs = wavefield_for_tasks(
+        storage.open_dataset(args.wavefield, options),
+        layout,
+        channel=args.channel,
+        rate_hz=args.rate,
+        what=args.wavefield,
+        quiet=args.quiet,
+    )
+    bundle = build_bundle(wavefield, layout, secret, what=args.wavefield)
+    write_bundle(
+        bundle,
+        args.public,
+        args.truth,
+        secret,
+        keep_secret=generated,
+        storage_options=options,
+        quiet=args.quiet,
+        attrs=attrs,
+        truth_attrs=truth_attrs,
+    )
+    print(f"wrote public bundle {args.public} and truth {args.truth}")
+
+
+def _run_baseline(args: argparse.Namespace) -> None:
+    from seisctf.pipeline.baselines import write_baseline
+
+    write_baseline(args.model, args.public, args.out, _options(args), quiet=args.quiet)
+    print(f"wrote {args.out}")

@@ -1,0 +1,105 @@
+"""`seisctf score ctf` and `seisctf leaderboard`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from seisctf.cli._parse import SCORING_WORKER_MODULES
+from seisctf.cli._parse import storage_options as _options
+from seisctf.errors import InvalidInput
+
+
+def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
+    """Add `score ctf` and `leaderboard` to `verbs`."""
+    score = verbs.add_parser("score", help="score submissions")
+    score_kinds = score.add_subparsers(dest="kind", required=True)
+    score_ctf = score_kinds.add_parser("ctf", parents=[common], help="CTF scores E1..E12")
+    score_ctf.add_argument("--truth", help="truth group URL (the referee's)")
+    score_ctf.add_argument(
+        "--submission",
+        required=True,
+        nargs="+",
+        action="extend",
+        help="submission(s): zarr group, .zip of one, .npz or folder of .npy; repeatable",
+    )
+    score_ctf.add_argument("--name", action="append", help="name per submission (repeatable)")
+    score_ctf.add_argument("--convention", default="reference", choices=["reference", "paper"])
+    score_ctf.add_argument(
+        "--validation",
+        action="store_true",
+        help="score X1val..X9val against the public bundle's validation targets (with --public)",
+    )
+    score_ctf.add_argument("--public", help="public bundle URL (with --validation)")
+    score_ctf.add_argument(
+        "--max-submission-bytes",
+        type=int,
+        help="refuse submissions holding more bytes than this (default 64 GiB)",
+    )
+    score_ctf.add_argument("--json", help="write results JSON here")
+    score_ctf.add_argument("--db", help="add the results to this SQLite leaderboard")
+    score_ctf.add_argument("--plot", help="radar profile PNG of the scores")
+    score_ctf.set_defaults(run=_run_score_ctf, worker_modules=SCORING_WORKER_MODULES)
+
+    board = verbs.add_parser("leaderboard", parents=[common], help="show the leaderboard")
+    board.add_argument("--db", default="seisctf-demo/leaderboard.sqlite")
+    board.add_argument("--html", help="also write a static HTML leaderboard to this folder")
+    board.set_defaults(run=_run_leaderboard, needs_cluster=False)
+
+    groups["score"] = score_kinds
+
+
+def _run_score_ctf(args: argparse.Namespace) -> None:
+    from seisctf.scoring import leaderboard
+    from seisctf.scoring.ctf import open_truth, score_ctf, score_validation
+    from seisctf.scoring.plots import radar_profile
+
+    if args.validation != bool(args.public) or bool(args.truth) == args.validation:
+        raise InvalidInput("score ctf", "give --truth URL, or --validation with --public URL")
+    if args.db and args.validation:
+        raise InvalidInput(
+            "--db", "validation scores stay local; the leaderboard takes referee scores"
+        )
+    names = args.name or [Path(s.rstrip("/")).stem for s in args.submission]
+    if len(names) != len(args.submission) or len(set(names)) != len(names):
+        raise InvalidInput("--name", "give one distinct name per submission")
+    options = _options(args)
+    submissions = dict(zip(names, args.submission, strict=True))
+    limits = None
+    if args.max_submission_bytes:
+        from seisctf.scoring.submission import SubmissionLimits
+
+        limits = SubmissionLimits(
+            max_total_bytes=args.max_submission_bytes, max_array_bytes=args.max_submission_bytes
+        )
+    score = score_validation if args.validation else score_ctf
+    results = score(
+        args.public if args.validation else args.truth,
+        submissions,
+        convention=args.convention,
+        storage_options=options,
+        limits=limits,
+        quiet=args.quiet,
+    )
+    output = results[0] if len(results) == 1 else results
+    if args.json:
+        Path(args.json).write_text(json.dumps(output, indent=2))
+    if args.db:
+        commitment = leaderboard.truth_commitment_of(open_truth(args.truth, options)[0])
+        for result in results:
+            leaderboard.record(args.db, result, truth_commitment=commitment)
+    if args.plot:
+        radar_profile({r["name"]: r["scores"] for r in results}, args.plot)
+    print(json.dumps(output, indent=2))
+
+
+def _run_leaderboard(args: argparse.Namespace) -> None:
+    from seisctf.scoring import leaderboard
+
+    if not Path(args.db).exists():
+        raise InvalidInput(args.db, "leaderboard database not found")
+    rows = leaderboard.entries(args.db)
+    leaderboard.print_table(rows)
+    if args.html:
+        print(f"wrote {leaderboard.write_html(rows, args.html)}")
