@@ -145,3 +145,73 @@ def trace_frame(ds: xr.Dataset) -> pd.DataFrame:
             if var.dims == (cv.TRACE,)
         }
     )
+
+
+def picking_window_dataset(
+    n_earthquake: int = 24, n_noise: int = 12, seconds: float = 30.0, seed: int = 3
+) -> xr.Dataset:
+    """Three-component windows (Z, N, E at RATE) with known arrivals, split train/dev/test in
+    turn. Unit white noise everywhere; an earthquake window adds at its integer
+    `trace_p_arrival_sample` (4–12 s) a P wavelet (8 Hz sine under a 0.8 s exponential decay,
+    amplitude 2–10, on Z and a third of it on N and E) and at `trace_s_arrival_sample` (P + 3–9
+    s) an S wavelet (4 Hz, decay 1.5 s, twice the P amplitude on N and E, a third on Z); every
+    fourth earthquake window has neither S wave nor S arrival. Per trace also: `station_code`
+    of 4 stations, `source_magnitude` (NaN for noise), `trace_snr_db` as STEAD writes it."""
+    rng = np.random.default_rng(seed)
+    n = n_earthquake + n_noise
+    n_sample = int(seconds * RATE)
+    time = np.arange(n_sample) / RATE
+    waveforms = rng.standard_normal((n, 3, n_sample))
+    p_sample = np.full(n, np.nan)
+    s_sample = np.full(n, np.nan)
+    for i in range(n_earthquake):
+        amplitude = rng.uniform(2, 10)
+        p_sample[i] = int(rng.uniform(4, 12) * RATE)
+        lag = time - p_sample[i] / RATE
+        p_wave = np.where(lag >= 0, np.exp(-lag / 0.8) * np.sin(2 * np.pi * 8 * lag), 0.0)
+        waveforms[i] += amplitude * p_wave * np.array([1.0, 1 / 3, 1 / 3])[:, None]
+        if i % 4 != 3:
+            s_sample[i] = p_sample[i] + int(rng.uniform(3, 9) * RATE)
+            lag = time - s_sample[i] / RATE
+            s_wave = np.where(lag >= 0, np.exp(-lag / 1.5) * np.sin(2 * np.pi * 4 * lag), 0.0)
+            waveforms[i] += 2 * amplitude * s_wave * np.array([1 / 3, 1.0, 1.0])[:, None]
+    order = rng.permutation(n)  # earthquake and noise windows interleaved in store order
+    waveforms, p_sample, s_sample = waveforms[order], p_sample[order], s_sample[order]
+    quake = ~np.isnan(p_sample)
+    text = np.array  # object arrays of str
+    snr = [f"[{a:.1f} {b:.1f} {c:.1f}]" for a, b, c in rng.uniform(0, 40, (n, 3))]
+    coords = {
+        cv.TRACE_NAME: (cv.TRACE, text([f"PK.ST{i % 4}_{i:04d}" for i in range(n)], dtype=object)),
+        cv.TRACE_NPTS: (cv.TRACE, np.full(n, n_sample, dtype=np.int64)),
+        cv.TRACE_CATEGORY: (
+            cv.TRACE,
+            text(np.where(quake, "earthquake_local", "noise").tolist(), dtype=object),
+        ),
+        cv.P_ARRIVAL_SAMPLE: (cv.TRACE, p_sample),
+        cv.S_ARRIVAL_SAMPLE: (cv.TRACE, s_sample),
+        cv.NETWORK_CODE: (cv.TRACE, text(["PK"] * n, dtype=object)),
+        cv.STATION_CODE: (cv.TRACE, text([f"ST{i % 4}" for i in range(n)], dtype=object)),
+        "source_magnitude": (cv.TRACE, np.where(quake, 1.0 + np.arange(n) % 3 * 0.7, np.nan)),
+        "trace_snr_db": (cv.TRACE, text(snr, dtype=object)),
+        cv.CHANNEL: (cv.CHANNEL, text(list("ZNE"), dtype=object)),
+    }
+    split = text([cv.SPLIT_VALUES[i % 3] for i in range(n)], dtype=object)
+    return xr.Dataset(
+        {
+            cv.EVENT_WINDOWS_VAR: (cv.EVENT_WINDOWS_DIMS, waveforms.astype(np.float32)),
+            cv.SPLIT_VAR: (cv.TRACE, split),
+        },
+        coords=coords,
+        attrs={cv.ATTR_SAMPLING_RATE: RATE, "component_order": "ZNE", "dataset": "synthpick"},
+    )
+
+
+def write_picking_windows(url: str, shard_traces: int | None = 8, **options) -> xr.Dataset:
+    """Write `picking_window_dataset(**options)` with seisctf's writer (shards of
+    `shard_traces` windows, so a small store still makes several picking tasks); returns it."""
+    from seisctf.catalogs import event_windows
+
+    dataset = picking_window_dataset(**options)
+    layout = event_windows.WindowLayout(chunk_traces=1, shard_traces=shard_traces)
+    event_windows.write_event_windows(dataset, url, layout=layout, quiet=True)
+    return dataset

@@ -1,0 +1,203 @@
+"""Pick tables (submissions and baseline outputs): a CSV or Parquet file, one row per trace.
+
+Columns (ARCHITECTURE.md, "Pick submissions"): `trace_name` (text), `detection` (probability in
+[0, 1]), `p_time_s`, `s_time_s` (seconds from the window start; empty where there is no pick).
+Other columns are ignored. Everything wrong is bad input (`InvalidInput`) naming the file and the
+offending trace names (the first few and how many): missing columns, duplicate or unknown trace
+names, traces of the scored split missing, probabilities outside [0, 1] or absent, non-finite or
+negative times, values that are not numbers. A column whose Parquet type is neither a number nor
+text is refused as a whole. Submissions are data: read with pandas' CSV parser or pyarrow, never
+evaluated; files above `MAX_SUBMISSION_BYTES` are refused before they are read.
+
+CSV values are read as text and converted here, so the errors can name traces: an empty field or
+one of `NA_TOKENS` is "no value"; anything else must parse as a number (`inf` parses, and is then
+refused as non-finite). Parquet nulls are "no value"; text columns are converted like CSV fields.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from seisctf import storage
+from seisctf.errors import InvalidInput
+
+TRACE_NAME = "trace_name"
+DETECTION = "detection"
+P_TIME = "p_time_s"
+S_TIME = "s_time_s"
+PICK_COLUMNS = (TRACE_NAME, DETECTION, P_TIME, S_TIME)
+TIME_COLUMNS = (P_TIME, S_TIME)
+NA_TOKENS = ("", "nan", "NaN", "NA")
+MAX_SUBMISSION_BYTES = 4 * 2**30
+SHOWN_NAMES = 5  # offending trace names an error message lists before "and N more"
+CSV_SUFFIXES = (".csv",)
+PARQUET_SUFFIXES = (".parquet", ".pq")
+
+
+def describe_traces(names: np.ndarray | pd.Series | list, problem: str) -> str:
+    """'3 traces with detection outside [0, 1]: 'A', 'B', 'C'' (first `SHOWN_NAMES`, then count)."""
+    names = [str(name) for name in list(names)]
+    shown = ", ".join(repr(name) for name in names[:SHOWN_NAMES])
+    more = f" and {len(names) - SHOWN_NAMES} more" if len(names) > SHOWN_NAMES else ""
+    return f"{len(names)} trace{'s' * (len(names) != 1)} {problem}: {shown}{more}"
+
+
+def _open_binary(source: str, storage_options: storage.StorageOptions | None):
+    """(file object, size in bytes) of a local path or fsspec URL; missing: bad input."""
+    import fsspec
+
+    fs, path = fsspec.core.url_to_fs(
+        str(source), **(storage.options_for(source, storage_options) or {})
+    )
+    if not fs.isfile(path):
+        raise InvalidInput(str(source), "submission file not found")
+    return fs.open(path, "rb"), int(fs.size(path))
+
+
+def read_table(
+    source: str,
+    storage_options: storage.StorageOptions | None = None,
+    *,
+    max_bytes: int = MAX_SUBMISSION_BYTES,
+) -> pd.DataFrame:
+    """The raw table of a CSV (every field as text) or Parquet file, by its suffix."""
+    lowered = str(source).lower()
+    if not lowered.endswith(CSV_SUFFIXES + PARQUET_SUFFIXES):
+        raise InvalidInput(str(source), "expected a pick table ending in .csv, .parquet or .pq")
+    file, size = _open_binary(source, storage_options)
+    if size > max_bytes:
+        file.close()
+        raise InvalidInput(str(source), f"{size} bytes, above the limit of {max_bytes}")
+    with file:
+        try:
+            if lowered.endswith(CSV_SUFFIXES):
+                return pd.read_csv(file, dtype=str, keep_default_na=False, na_filter=False)
+            return pd.read_parquet(file, engine="pyarrow")
+        except (ValueError, OSError, UnicodeDecodeError, pd.errors.ParserError) as error:
+            raise InvalidInput(str(source), f"not a readable pick table ({error})") from None
+
+
+def _names_column(frame: pd.DataFrame, what: str) -> np.ndarray:
+    """`trace_name` as an object array of str; nulls and non-text types are bad input."""
+    column = frame[TRACE_NAME]
+    if not (
+        pd.api.types.is_string_dtype(column.dtype) or pd.api.types.is_object_dtype(column.dtype)
+    ):
+        raise InvalidInput(what, f"column {TRACE_NAME!r} has type {column.dtype}, expected text")
+    missing = np.flatnonzero(column.isna().to_numpy())
+    if missing.size:
+        rows = ", ".join(str(int(row)) for row in missing[:SHOWN_NAMES])
+        raise InvalidInput(what, f"{missing.size} row(s) without a {TRACE_NAME} (rows {rows})")
+    values = column.to_numpy(dtype=object)
+    not_text = np.flatnonzero([not isinstance(value, str) for value in values])
+    if not_text.size:
+        raise InvalidInput(what, f"column {TRACE_NAME!r} holds non-text values")
+    return values
+
+
+def _numeric_column(frame: pd.DataFrame, name: str, names: np.ndarray, what: str) -> np.ndarray:
+    """A value column as float64, NaN where there is no value; text that is not a number is bad
+    input naming its traces."""
+    column = frame[name]
+    dtype = column.dtype
+    if pd.api.types.is_bool_dtype(dtype) or not (
+        pd.api.types.is_numeric_dtype(dtype)
+        or pd.api.types.is_string_dtype(dtype)
+        or pd.api.types.is_object_dtype(dtype)
+    ):
+        raise InvalidInput(what, f"column {name!r} has type {dtype}, expected numbers")
+    if pd.api.types.is_numeric_dtype(dtype):
+        return column.to_numpy(dtype=np.float64, na_value=np.nan)
+    text = column.astype(object).where(column.notna(), "").astype(str).str.strip()
+    empty = text.isin(NA_TOKENS).to_numpy()
+    values = pd.to_numeric(text.where(~empty, "nan"), errors="coerce").to_numpy(dtype=np.float64)
+    not_numbers = np.isnan(values) & ~empty
+    if not_numbers.any():
+        raise InvalidInput(what, describe_traces(names[not_numbers], f"with {name} not a number"))
+    return values
+
+
+def read_pick_submission(
+    source: str,
+    storage_options: storage.StorageOptions | None = None,
+    *,
+    max_bytes: int = MAX_SUBMISSION_BYTES,
+) -> pd.DataFrame:
+    """The submission as a DataFrame with exactly the four contract columns (`trace_name` str;
+    `detection`, `p_time_s`, `s_time_s` float64, NaN where there is no pick), row order kept,
+    every check of the module doc that needs no truth done."""
+    return validate_pick_table(read_table(source, storage_options, max_bytes=max_bytes), source)
+
+
+def validate_pick_table(frame: pd.DataFrame, what: str) -> pd.DataFrame:
+    """Check a raw pick table (module doc) and return it typed; see `read_pick_submission`."""
+    missing = [name for name in PICK_COLUMNS if name not in frame.columns]
+    if missing:
+        raise InvalidInput(
+            what, f"missing column(s) {missing}; expected {list(PICK_COLUMNS)} (one row per trace)"
+        )
+    if len(frame) == 0:
+        raise InvalidInput(what, "holds no rows")
+    names = _names_column(frame, what)
+    duplicated = pd.Series(names).duplicated(keep="first").to_numpy()
+    if duplicated.any():
+        raise InvalidInput(what, describe_traces(np.unique(names[duplicated]), "listed twice"))
+    detection = _numeric_column(frame, DETECTION, names, what)
+    outside = ~((detection >= 0.0) & (detection <= 1.0))  # NaN is outside too
+    if outside.any():
+        raise InvalidInput(
+            what, describe_traces(names[outside], "with detection missing or outside [0, 1]")
+        )
+    columns = {TRACE_NAME: names, DETECTION: detection}
+    for name in TIME_COLUMNS:
+        times = _numeric_column(frame, name, names, what)
+        infinite = np.isinf(times)
+        if infinite.any():
+            raise InvalidInput(what, describe_traces(names[infinite], f"with {name} not finite"))
+        negative = times < 0
+        if negative.any():
+            raise InvalidInput(
+                what, describe_traces(names[negative], f"with {name} negative (before the window)")
+            )
+        columns[name] = times
+    return pd.DataFrame(columns)
+
+
+def write_pick_submission(
+    frame: pd.DataFrame,
+    out: str,
+    storage_options: storage.StorageOptions | None = None,
+    *,
+    metadata: dict | None = None,
+) -> str:
+    """Write a pick table (the four contract columns) as CSV or Parquet by `out`'s suffix, whole
+    or not at all: a temporary file beside `out`, renamed (moved) into place last. `metadata`
+    (JSON-able) goes into Parquet's key-value metadata under `seisctf`. Returns `out`."""
+    import json
+
+    import fsspec
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    frame = validate_pick_table(frame[list(PICK_COLUMNS)], str(out))
+    lowered = str(out).lower()
+    if not lowered.endswith(CSV_SUFFIXES + PARQUET_SUFFIXES):
+        raise InvalidInput(str(out), "expected an output ending in .csv, .parquet or .pq")
+    fs, path = fsspec.core.url_to_fs(str(out), **(storage.options_for(out, storage_options) or {}))
+    parent = path.rpartition("/")[0]
+    if parent:
+        fs.makedirs(parent, exist_ok=True)
+    partial = f"{path}.partial"
+    with fs.open(partial, "wb") as file:
+        if lowered.endswith(CSV_SUFFIXES):
+            frame.to_csv(file, index=False, float_format="%.17g", na_rep="")
+        else:
+            table = pa.Table.from_pandas(frame, preserve_index=False)
+            if metadata is not None:
+                table = table.replace_schema_metadata(
+                    {**(table.schema.metadata or {}), b"seisctf": json.dumps(metadata).encode()}
+                )
+            pq.write_table(table, file)
+    fs.mv(partial, path)
+    return str(out)

@@ -1,0 +1,149 @@
+"""`seisctf score picks` and `seisctf pick stalta|seisbench`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from seisctf.cli._parse import storage_options as _options
+from seisctf.cli._parse import submitter_metadata, submitter_options
+
+SPLITS = ("train", "dev", "test", "all")
+GROUPINGS = ("station", "magnitude", "snr")
+PICKING_WORKER_MODULES = ("seisctf.pipeline.stalta", "obspy.signal.trigger")
+
+
+def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
+    """Add `score picks` (to the `score` kinds) and the `pick` verb."""
+    score = groups["score"].add_parser(
+        "picks", parents=[common], help="detection and P/S pick F1 against an event-window store"
+    )
+    score.add_argument("--truth", required=True, help="event-window store URL (with labels)")
+    score.add_argument("--submission", required=True, help="pick table: .csv, .parquet or .pq")
+    score.add_argument("--name", help="model name (default: the file's stem)")
+    score.add_argument("--tolerance", type=float, default=0.5, help="pick tolerance, s")
+    score.add_argument("--threshold", type=float, default=0.5, help="detection threshold")
+    score.add_argument("--split", default="test", choices=SPLITS, help="traces scored")
+    score.add_argument(
+        "--group-by",
+        nargs="+",
+        action="extend",
+        default=[],
+        choices=GROUPINGS,
+        help="also score per station (NET.STA), magnitude bin or SNR bin",
+    )
+    score.add_argument("--json", help="write the results JSON here")
+    score.add_argument("--db", help="add the result to this SQLite leaderboard")
+    score.add_argument("--histogram", help="PNG histogram of the P and S residuals")
+    submitter_options(score)
+    score.set_defaults(run=_run_score_picks)
+
+    pick = verbs.add_parser("pick", help="baseline pickers writing a pick table")
+    kinds = pick.add_subparsers(dest="kind", required=True)
+    stalta = kinds.add_parser(
+        "stalta", parents=[common], help="STA/LTA + AIC (obspy), tuned on a non-test split"
+    )
+    seisbench = kinds.add_parser(
+        "seisbench", parents=[common], help="a SeisBench model with local weights (CPU)"
+    )
+    for parser in (stalta, seisbench):
+        parser.add_argument("store", help="event-window store URL")
+        parser.add_argument("--out", required=True, help="pick table to write (.csv/.parquet)")
+        parser.add_argument("--split", default="test", choices=SPLITS, help="traces picked")
+    stalta.add_argument(
+        "--tune-split",
+        default="dev",
+        choices=("train", "dev", "none"),
+        help="split the thresholds and window lengths are tuned on (none: defaults)",
+    )
+    stalta.set_defaults(run=_run_pick_stalta, worker_modules=PICKING_WORKER_MODULES)
+    seisbench.add_argument(
+        "--model", required=True, help="class in seisbench.models, e.g. PhaseNet"
+    )
+    seisbench.add_argument(
+        "--weights",
+        required=True,
+        help="torch state dict file, or a SeisBench saved model (NAME.json + NAME.pt)",
+    )
+    seisbench.add_argument("--model-args", help="JSON constructor arguments (state dicts)")
+    seisbench.add_argument("--batch-size", type=int, default=64, help="fragments per batch")
+    seisbench.add_argument(
+        "--pick-threshold", type=float, default=0.3, help="least phase probability of a pick"
+    )
+    seisbench.set_defaults(
+        run=_run_pick_seisbench,
+        worker_modules=("seisctf.pipeline.seisbench_picker", "torch", "seisbench.models"),
+    )
+
+
+def _run_score_picks(args: argparse.Namespace) -> None:
+    from seisctf.scoring import leaderboard, picks
+
+    metadata = submitter_metadata(args)
+    result = picks.score_picks(
+        args.truth,
+        args.submission,
+        name=args.name,
+        tolerance_s=args.tolerance,
+        threshold=args.threshold,
+        split=args.split,
+        group_by=tuple(dict.fromkeys(args.group_by)),
+        storage_options=_options(args),
+        quiet=args.quiet,
+    )
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2))
+    if args.db:
+        leaderboard.record(
+            args.db,
+            result,
+            family="picks",
+            truth_commitment=result["truth_commitment"],
+            metadata=metadata,
+        )
+    if args.histogram:
+        picks.plot_residual_histogram(result, args.histogram)
+    print(json.dumps(result, indent=2))
+
+
+def _run_pick_stalta(args: argparse.Namespace) -> None:
+    from seisctf.pipeline.stalta import stalta_picks
+    from seisctf.scoring import picks
+
+    options = _options(args)
+    tune_split = None if args.tune_split == "none" else args.tune_split
+    objective = None
+    if tune_split is not None:
+        truth = picks.read_truth(args.store, storage_options=options, quiet=args.quiet)
+        objective = picks.mean_f1_objective(truth, tune_split)
+    description = stalta_picks(
+        args.store,
+        args.out,
+        split=args.split,
+        tune_split=tune_split,
+        objective=objective,
+        storage_options=options,
+        quiet=args.quiet,
+    )
+    print(json.dumps({key: description[key] for key in ("n_traces", "parameters", "tuned_on")}))
+    print(f"picks: {args.out}")
+
+
+def _run_pick_seisbench(args: argparse.Namespace) -> None:
+    from seisctf.pipeline.seisbench_picker import seisbench_picks
+
+    description = seisbench_picks(
+        args.store,
+        args.out,
+        model=args.model,
+        weights=args.weights,
+        model_args=args.model_args,
+        split=args.split,
+        batch_size=args.batch_size,
+        pick_threshold=args.pick_threshold,
+        storage_options=_options(args),
+        quiet=args.quiet,
+    )
+    print(json.dumps({key: description[key] for key in ("n_traces", "model", "weights_sha256")}))
+    print(f"picks: {args.out}")

@@ -1,0 +1,422 @@
+"""`seisctf score picks`: a pick table scored against an event-window store's labels.
+
+Truth: the store's per-trace `trace_name`, `trace_p_arrival_sample`, `trace_s_arrival_sample`,
+`split` and the grouping columns, read chunk-wise with Dask (`read_trace_table`), never the
+waveforms. A window with a P or S arrival is an earthquake window, any other a noise window;
+arrival time = arrival sample / the store's `sampling_rate`. A store whose `trace_name` repeats
+is refused (a submission row could not say which trace it means).
+
+Scored traces: those of `split` (`train`, `dev`, `test`; `all`: every trace, the only choice for a
+store without a split). The submission must hold each of them once (intake and its errors:
+`seisctf.catalogs.pick_table`); rows naming other traces of the store are ignored and counted
+(`n_ignored`), rows naming traces the store does not have are bad input. Rules and float rule:
+`seisctf.scoring.pick_metrics`.
+
+Groups (`group_by`): `station` (`NET.STA`), `magnitude` (`source_magnitude` in bins of
+MAGNITUDE_BIN units, `[1, 2)`), `snr` (`trace_snr_db` in bins of SNR_BIN_DB dB; a value holding
+several numbers, as STEAD's per-component `[56.8 55.4 47.4]`, counts as their mean). Traces
+without the value (noise windows have no magnitude) form the group `none`.
+
+Truth commitment (`truth_commitment`, hex SHA-256, so a leaderboard can say which truth a score
+comes from): over `COMMITMENT_HEADER`, then `sampling_rate_hz=<repr of the float>\\n`, then the
+scored traces' names sorted by code point, joined by `\\n` and UTF-8 encoded, then `\\n`, then their
+P and then S arrival samples in that order as little-endian float64 (NaN as numpy's quiet NaN,
+0x7ff8000000000000; −0.0 as 0.0).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from seisctf import conventions as cv
+from seisctf import storage
+from seisctf.catalogs import pick_table
+from seisctf.errors import InvalidInput
+from seisctf.scoring import pick_metrics
+from seisctf.scoring.pick_metrics import PHASES, Tally
+
+DEFAULT_TOLERANCE_S = 0.5
+DEFAULT_THRESHOLD = 0.5
+ALL_SPLITS = "all"
+SPLIT_CHOICES = (*cv.SPLIT_VALUES, ALL_SPLITS)
+MAGNITUDE_COLUMN = "source_magnitude"
+SNR_COLUMN = "trace_snr_db"
+MAGNITUDE_BIN = 1.0
+SNR_BIN_DB = 10.0
+NO_GROUP = "none"
+GROUPINGS = ("station", "magnitude", "snr")
+COMMITMENT_HEADER = b"seisctf picks truth v1\n"
+ARRIVAL_COLUMNS = (cv.P_ARRIVAL_SAMPLE, cv.S_ARRIVAL_SAMPLE)
+
+
+@dataclass(frozen=True)
+class PickTruth:
+    """The labels of an event-window store: `labels` one row per trace in store order with
+    `trace_name` (str), `p_arrival_s`, `s_arrival_s` (float64 s, NaN: none), `split` (str, ""
+    without a split) and the raw grouping columns asked for."""
+
+    url: str
+    dataset: str
+    sampling_rate_hz: float
+    labels: pd.DataFrame
+
+    def scored(self, split: str) -> np.ndarray:
+        """Store positions (ascending) of the traces `split` scores."""
+        if split not in SPLIT_CHOICES:
+            raise InvalidInput("--split", f"expected one of {list(SPLIT_CHOICES)}, got {split!r}")
+        if split == ALL_SPLITS:
+            return np.arange(len(self.labels))
+        values = self.labels[cv.SPLIT_VAR].to_numpy(dtype=object)
+        if not (values != "").any():
+            raise InvalidInput(
+                self.url,
+                f"has no per-trace {cv.SPLIT_VAR!r} (run `seisctf split` first, or score "
+                f"--split {ALL_SPLITS})",
+            )
+        positions = np.flatnonzero(values == split)
+        if positions.size == 0:
+            raise InvalidInput(self.url, f"has no trace in split {split!r}")
+        return positions
+
+
+def _group_source_columns(group_by: Sequence[str]) -> list[str]:
+    columns = {"station": [cv.NETWORK_CODE, cv.STATION_CODE], "magnitude": [MAGNITUDE_COLUMN]}
+    columns["snr"] = [SNR_COLUMN]
+    unknown = [name for name in group_by if name not in columns]
+    if unknown:
+        raise InvalidInput("--group-by", f"unknown {unknown}; expected some of {list(GROUPINGS)}")
+    return [column for name in group_by for column in columns[name]]
+
+
+def _arrival_seconds(table: pd.DataFrame, column: str, rate_hz: float, url: str) -> np.ndarray:
+    """Arrival samples / rate (s); text that is not a number, and infinities, are bad input."""
+    values = pd.to_numeric(table[column], errors="coerce").to_numpy(dtype=np.float64)
+    unreadable = np.zeros(len(values), dtype=bool)
+    if not pd.api.types.is_numeric_dtype(table[column].dtype):
+        text = table[column].astype(str).str.strip()
+        unreadable = np.isnan(values) & ~text.isin(["", "nan", "NaN", "None"]).to_numpy()
+    infinite = np.isinf(values)
+    if unreadable.any() or infinite.any():
+        names = table[cv.TRACE_NAME].to_numpy()[unreadable | infinite]
+        raise InvalidInput(url, pick_table.describe_traces(names, f"with {column} not a number"))
+    return values / rate_hz
+
+
+def read_truth(
+    url: str,
+    group_by: Sequence[str] = (),
+    storage_options: storage.StorageOptions | None = None,
+    *,
+    quiet: bool = True,
+) -> PickTruth:
+    """The labels of the event-window store at `url` (module doc): its label columns only, read
+    with Dask chunk by chunk; duplicate trace names and missing label columns are bad input."""
+    from seisctf.catalogs.trace_table import read_trace_table
+
+    ds = cv.validate_event_window_store(storage.open_dataset(url, storage_options), str(url))
+    rate_hz = float(ds.attrs[cv.ATTR_SAMPLING_RATE])
+    missing = [column for column in ARRIVAL_COLUMNS if column not in ds.variables]
+    if missing:
+        raise InvalidInput(str(url), f"has no per-trace {missing} (the pick labels)")
+    group_columns = _group_source_columns(group_by)
+    columns = [cv.TRACE_NAME, *ARRIVAL_COLUMNS, cv.SPLIT_VAR, *group_columns]
+    table = read_trace_table(ds, columns, quiet=quiet)
+    absent = [column for column in group_columns if column not in table]
+    if absent:
+        raise InvalidInput(str(url), f"has no per-trace {absent} to group by")
+    names = table[cv.TRACE_NAME].astype(str)
+    repeated = names[names.duplicated(keep="first")].unique()
+    if len(repeated):
+        raise InvalidInput(
+            str(url),
+            pick_table.describe_traces(repeated, f"appear more than once in {cv.TRACE_NAME}")
+            + "; the trace name is the key submissions use, it must be unique",
+        )
+    split = table[cv.SPLIT_VAR].astype(str) if cv.SPLIT_VAR in table else ""
+    labels = pd.DataFrame(
+        {
+            cv.TRACE_NAME: names.to_numpy(dtype=object),
+            "p_arrival_s": _arrival_seconds(table, cv.P_ARRIVAL_SAMPLE, rate_hz, str(url)),
+            "s_arrival_s": _arrival_seconds(table, cv.S_ARRIVAL_SAMPLE, rate_hz, str(url)),
+            cv.SPLIT_VAR: split,
+            **{column: table[column] for column in group_columns},
+        }
+    )
+    dataset = str(ds.attrs.get(cv.ATTR_DATASET) or Path(str(url).rstrip("/")).name)
+    return PickTruth(str(url), dataset.removesuffix(".zarr"), rate_hz, labels)
+
+
+# --- alignment -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Aligned:
+    """Submission values of the scored traces, in store order: `detection` (n,), `pick_s` (2, n)
+    P and S picks (s, NaN: none); `n_ignored` rows named other traces of the store."""
+
+    detection: np.ndarray
+    pick_s: np.ndarray
+    n_ignored: int
+
+
+def align(
+    truth_names: np.ndarray, scored: np.ndarray, submission: pd.DataFrame, what: str
+) -> Aligned:
+    """Match a checked pick table (`pick_table.validate_pick_table`) to the store's trace names
+    (all of them, store order) and the scored positions; unknown names and scored traces without
+    a row are bad input naming them."""
+    index = pd.Index(truth_names)
+    rows = index.get_indexer(pd.Index(submission[pick_table.TRACE_NAME].to_numpy(dtype=object)))
+    unknown = rows < 0
+    if unknown.any():
+        names = submission[pick_table.TRACE_NAME].to_numpy()[unknown]
+        raise InvalidInput(what, pick_table.describe_traces(names, "not in the truth store"))
+    row_of_trace = np.full(len(truth_names), -1, dtype=np.int64)
+    row_of_trace[rows] = np.arange(len(rows))
+    taken = row_of_trace[scored]
+    absent = taken < 0
+    if absent.any():
+        raise InvalidInput(
+            what, pick_table.describe_traces(truth_names[scored[absent]], "of the split missing")
+        )
+    detection = submission[pick_table.DETECTION].to_numpy(dtype=np.float64)[taken]
+    picks = np.stack(
+        [submission[name].to_numpy(dtype=np.float64)[taken] for name in pick_table.TIME_COLUMNS]
+    )
+    return Aligned(detection, picks, int(len(rows) - len(taken)))
+
+
+# --- groups ----------------------------------------------------------------------------------
+
+
+def _numeric_values(column: pd.Series) -> np.ndarray:
+    """Numbers of a column; text holding several numbers (`[56.8 55.4 47.4]`) gives their mean."""
+    if pd.api.types.is_numeric_dtype(column.dtype):
+        return column.to_numpy(dtype=np.float64, na_value=np.nan)
+    parts = column.astype(str).str.replace(r"[\[\](),;]", " ", regex=True).str.split().explode()
+    numbers = pd.to_numeric(parts, errors="coerce")
+    numbers = numbers.where(np.isfinite(numbers))
+    return numbers.groupby(level=0).mean().reindex(column.index).to_numpy(dtype=np.float64)
+
+
+def _bins(values: np.ndarray, width: float, unit: str) -> tuple[np.ndarray, list[str]]:
+    """(cell per trace, labels) of `width`-wide bins `[lo, hi)`, ascending, `none` last."""
+    with np.errstate(invalid="ignore"):
+        index = np.floor(values / width)
+    finite = np.isfinite(index)
+    present = np.unique(index[finite])
+    cells = np.full(len(values), len(present), dtype=np.int64)
+    cells[finite] = np.searchsorted(present, index[finite])
+    labels = [f"[{k * width:g}, {(k + 1) * width:g}){unit}" for k in present]
+    return cells, [*labels, NO_GROUP]
+
+
+def group_cells(labels: pd.DataFrame, by: str) -> tuple[np.ndarray, list[str]]:
+    """(cell per trace, cell names) of a grouping (module doc), rows as `labels` has them."""
+    if by == "station":
+        from seisctf.pipeline.splits import station_keys
+
+        codes, names = pd.factorize(station_keys(labels), sort=True)
+        return codes.astype(np.int64), [str(name) for name in names]
+    if by == "magnitude":
+        return _bins(_numeric_values(labels[MAGNITUDE_COLUMN]), MAGNITUDE_BIN, "")
+    return _bins(_numeric_values(labels[SNR_COLUMN]), SNR_BIN_DB, " dB")
+
+
+# --- the score -------------------------------------------------------------------------------
+
+
+def truth_commitment(
+    names: np.ndarray, p_arrival_sample: np.ndarray, s_arrival_sample: np.ndarray, rate_hz: float
+) -> str:
+    """Hex SHA-256 of the scored labels (module doc, "Truth commitment")."""
+    order = np.argsort(np.asarray(names).astype(np.dtypes.StringDType()), kind="stable")
+    digest = hashlib.sha256(COMMITMENT_HEADER)
+    digest.update(f"sampling_rate_hz={float(rate_hz)!r}\n".encode())
+    digest.update("\n".join(np.asarray(names, dtype=object)[order].tolist()).encode())
+    digest.update(b"\n")
+    for samples in (p_arrival_sample, s_arrival_sample):
+        values = np.asarray(samples, dtype=np.float64)[order] + 0.0
+        values[np.isnan(values)] = np.nan
+        digest.update(values.astype("<f8").tobytes())
+    return digest.hexdigest()
+
+
+def _cell_block(counts: Tally, names: list[str], sizes: np.ndarray) -> dict[str, Any]:
+    return {
+        name: {"n_traces": int(sizes[cell]), **pick_metrics.cell_metrics(counts, cell)}
+        for cell, name in enumerate(names)
+        if sizes[cell] > 0
+    }
+
+
+def score_pick_table(
+    truth: PickTruth,
+    submission: pd.DataFrame,
+    *,
+    name: str,
+    what: str = "submission",
+    tolerance_s: float = DEFAULT_TOLERANCE_S,
+    threshold: float = DEFAULT_THRESHOLD,
+    split: str = "test",
+    group_by: Sequence[str] = (),
+) -> dict[str, Any]:
+    """The results object of a checked pick table against loaded labels (the contract's keys
+    plus those docs/contract.md lists)."""
+    if not (np.isfinite(tolerance_s) and tolerance_s > 0):
+        raise InvalidInput(
+            "--tolerance", f"must be a positive number of seconds, got {tolerance_s}"
+        )
+    if not (np.isfinite(threshold) and 0 <= threshold <= 1):
+        raise InvalidInput("--threshold", f"must be a probability in [0, 1], got {threshold}")
+    scored = truth.scored(split)
+    labels = truth.labels.iloc[scored].reset_index(drop=True)
+    aligned = align(truth.labels[cv.TRACE_NAME].to_numpy(), scored, submission, what)
+    arrival_s = labels[["p_arrival_s", "s_arrival_s"]].to_numpy(dtype=np.float64).T.copy()
+    earthquake = ~np.isnan(arrival_s).all(axis=0)
+    options = {"tolerance_s": float(tolerance_s), "threshold": float(threshold)}
+
+    def counts(cells: np.ndarray | None = None, n_cells: int = 1) -> Tally:
+        return pick_metrics.blockwise_tally(
+            earthquake, aligned.detection, arrival_s, aligned.pick_s,
+            cells=cells, n_cells=n_cells, **options,
+        )  # fmt: skip
+
+    overall = counts()
+    metrics = pick_metrics.cell_metrics(overall, 0)
+    split_codes, split_names = pd.factorize(labels[cv.SPLIT_VAR].replace("", "none"), sort=True)
+    groups = {}
+    for by in group_by:
+        cells, cell_names = group_cells(labels, by)
+        sizes = np.bincount(cells, minlength=len(cell_names))
+        groups[by] = _cell_block(counts(cells, len(cell_names)), cell_names, sizes)
+    rate = truth.sampling_rate_hz
+    edges = pick_metrics.histogram_edges(tolerance_s)
+    return {
+        "name": name,
+        "dataset": truth.dataset,
+        "family": "picks",
+        "split": split,
+        "n_traces": int(len(scored)),
+        "n_ignored": aligned.n_ignored,
+        **options,
+        **metrics,
+        "scores": {f"{key}_f1": metrics[key]["f1"] for key in ("detection", *PHASES)},
+        "truth_commitment": truth_commitment(
+            labels[cv.TRACE_NAME].to_numpy(), arrival_s[0] * rate, arrival_s[1] * rate, rate
+        ),
+        "splits": _cell_block(
+            counts(split_codes.astype(np.int64), len(split_names)),
+            [str(value) for value in split_names],
+            np.bincount(split_codes, minlength=len(split_names)),
+        ),
+        "groups": groups,
+        "residual_histogram": {
+            "edges_s": edges.tolist(),
+            **{phase: overall.histogram[i].tolist() for i, phase in enumerate(PHASES)},
+        },
+    }
+
+
+def score_picks(
+    truth_url: str,
+    submission: str | pd.DataFrame,
+    *,
+    name: str | None = None,
+    tolerance_s: float = DEFAULT_TOLERANCE_S,
+    threshold: float = DEFAULT_THRESHOLD,
+    split: str = "test",
+    group_by: Sequence[str] = (),
+    storage_options: storage.StorageOptions | None = None,
+    quiet: bool = True,
+) -> dict[str, Any]:
+    """Score a pick table (a CSV or Parquet path/URL, or a DataFrame of the contract's columns)
+    against the event-window store at `truth_url`; returns the results object. `name` defaults
+    to the file's stem."""
+    truth = read_truth(truth_url, group_by, storage_options, quiet=quiet)
+    if isinstance(submission, pd.DataFrame):
+        what, table = "submission", pick_table.validate_pick_table(submission, "submission")
+    else:
+        what, table = str(submission), pick_table.read_pick_submission(submission, storage_options)
+    return score_pick_table(
+        truth,
+        table,
+        name=name or Path(str(what).rstrip("/")).stem,
+        what=what,
+        tolerance_s=tolerance_s,
+        threshold=threshold,
+        split=split,
+        group_by=group_by,
+    )
+
+
+def mean_f1_objective(
+    truth: PickTruth,
+    split: str,
+    *,
+    tolerance_s: float = DEFAULT_TOLERANCE_S,
+    threshold: float = DEFAULT_THRESHOLD,
+) -> Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], float]:
+    """For tuning a picker on `split` (never the test split): a function of candidate picks for
+    every trace of that split — trace names, `detection`, P and S picks in seconds (n,) each —
+    to the mean of their detection, P and S F1."""
+    if split == "test":
+        raise InvalidInput("--tune-split", "tuning on the test split is not allowed")
+    scored = truth.scored(split)
+    all_names = truth.labels[cv.TRACE_NAME].to_numpy()
+    arrival_s = truth.labels[["p_arrival_s", "s_arrival_s"]].to_numpy(np.float64)[scored].T.copy()
+    earthquake = ~np.isnan(arrival_s).all(axis=0)
+
+    def objective(
+        names: np.ndarray, detection: np.ndarray, p_time_s: np.ndarray, s_time_s: np.ndarray
+    ) -> float:
+        columns = (names, detection, p_time_s, s_time_s)
+        frame = pd.DataFrame(dict(zip(pick_table.PICK_COLUMNS, columns, strict=True)))
+        aligned = align(all_names, scored, frame, f"candidate picks on {split}")
+        counts = pick_metrics.blockwise_tally(
+            earthquake,
+            aligned.detection,
+            arrival_s,
+            aligned.pick_s,
+            tolerance_s=tolerance_s,
+            threshold=threshold,
+        )
+        return pick_metrics.mean_f1(pick_metrics.cell_metrics(counts, 0))
+
+    return objective
+
+
+def plot_residual_histogram(result: dict[str, Any], out: str | Path) -> Path:
+    """P and S residual histograms (PNG) from a result's `residual_histogram`."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    histogram = result["residual_histogram"]
+    edges = np.asarray(histogram["edges_s"])
+    figure, axes = plt.subplots(1, 2, figsize=(9, 3.5), sharey=True)
+    for axis, phase in zip(axes, PHASES, strict=True):
+        stats = result[phase]
+        axis.stairs(histogram[phase], edges, fill=True, alpha=0.7)
+        mean, std = stats["residual_mean_s"], stats["residual_std_s"]
+        summary = "no hits" if mean is None else f"mean {mean:+.3f} s, std {std:.3f} s"
+        axis.set_title(f"{phase.upper()}: {stats['tp']} hits; {summary}", fontsize="small")
+        axis.set_xlabel("pick − arrival (s)")
+    axes[0].set_ylabel("picks")
+    name = str(result["name"]).replace("$", r"\$")
+    figure.suptitle(
+        f"{name} on {result['dataset']} ({result['split']}), ±{result['tolerance_s']} s"
+    )
+    path = Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=100, bbox_inches="tight")
+    plt.close(figure)
+    return path
