@@ -30,3 +30,62 @@ def storage_options(args: argparse.Namespace) -> dict:
     from seisctf.storage import parse_storage_options
 
     return parse_storage_options(args.storage_option)
+
+
+SUBMITTER_OPTIONS = {
+    "code_url": "http(s) URL of the submission's code",
+    "description": "one-line description of the submission",
+    "run": "run label when a model is submitted several times",
+    "seed": "training seed of this run",
+}
+
+
+def submitter_options(parser: argparse.ArgumentParser) -> None:
+    """What a submitter says about a submission, stored with its leaderboard entries (--db):
+    `--code-url`, `--description`, `--run`, `--seed` and repeatable `--meta KEY=VALUE`.
+    Shared by every `score` kind; read back with `submitter_metadata`."""
+    group = parser.add_argument_group("submitter metadata (stored with --db)")
+    # dest names under "submitter_": `args.run` is the verb's function.
+    for option, meaning in SUBMITTER_OPTIONS.items():
+        group.add_argument(
+            f"--{option.replace('_', '-')}", dest=f"submitter_{option}", help=meaning
+        )
+    group.add_argument(
+        "--meta",
+        dest="submitter_meta",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="any other metadata, repeatable (e.g. budget=3)",
+    )
+
+
+MAX_METADATA_CHARS = 2000
+
+
+def submitter_metadata(args: argparse.Namespace) -> dict[str, str]:
+    """The metadata given by `submitter_options`, checked: the code URL must be http(s) with a
+    host, every value at most MAX_METADATA_CHARS characters; InvalidInput otherwise."""
+    from urllib.parse import urlsplit
+
+    from seisctf.errors import InvalidInput
+
+    metadata: dict[str, str] = {}
+    for item in args.submitter_meta:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InvalidInput(f"--meta {item}", "expected KEY=VALUE")
+        metadata[key.strip()] = value
+    for option in SUBMITTER_OPTIONS:
+        value = getattr(args, f"submitter_{option}")
+        if value is not None:
+            metadata[option] = value
+    url = metadata.get("code_url")
+    if url is not None:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise InvalidInput(f"--code-url {url}", "expected an http:// or https:// URL")
+    for key, value in metadata.items():
+        if len(value) > MAX_METADATA_CHARS:
+            raise InvalidInput(f"metadata {key}", f"longer than {MAX_METADATA_CHARS} characters")
+    return metadata

@@ -6,7 +6,11 @@ import argparse
 import json
 from pathlib import Path
 
-from seisctf.cli._parse import SCORING_WORKER_MODULES
+from seisctf.cli._parse import (
+    SCORING_WORKER_MODULES,
+    submitter_metadata,
+    submitter_options,
+)
 from seisctf.cli._parse import storage_options as _options
 from seisctf.errors import InvalidInput
 
@@ -40,11 +44,14 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     score_ctf.add_argument("--json", help="write results JSON here")
     score_ctf.add_argument("--db", help="add the results to this SQLite leaderboard")
     score_ctf.add_argument("--plot", help="radar profile PNG of the scores")
+    submitter_options(score_ctf)
     score_ctf.set_defaults(run=_run_score_ctf, worker_modules=SCORING_WORKER_MODULES)
 
     board = verbs.add_parser("leaderboard", parents=[common], help="show the leaderboard")
     board.add_argument("--db", default="seisctf-demo/leaderboard.sqlite")
-    board.add_argument("--html", help="also write a static HTML leaderboard to this folder")
+    board.add_argument(
+        "--html", help="also write the static HTML leaderboard (index.html + a page per dataset)"
+    )
     board.set_defaults(run=_run_leaderboard, needs_cluster=False)
 
     groups["score"] = score_kinds
@@ -61,6 +68,7 @@ def _run_score_ctf(args: argparse.Namespace) -> None:
         raise InvalidInput(
             "--db", "validation scores stay local; the leaderboard takes referee scores"
         )
+    metadata = submitter_metadata(args)
     names = args.name or [Path(s.rstrip("/")).stem for s in args.submission]
     if len(names) != len(args.submission) or len(set(names)) != len(names):
         raise InvalidInput("--name", "give one distinct name per submission")
@@ -88,7 +96,7 @@ def _run_score_ctf(args: argparse.Namespace) -> None:
     if args.db:
         commitment = leaderboard.truth_commitment_of(open_truth(args.truth, options)[0])
         for result in results:
-            leaderboard.record(args.db, result, truth_commitment=commitment)
+            leaderboard.record(args.db, result, truth_commitment=commitment, metadata=metadata)
     if args.plot:
         radar_profile({r["name"]: r["scores"] for r in results}, args.plot)
     print(json.dumps(output, indent=2))
@@ -102,4 +110,4 @@ def _run_leaderboard(args: argparse.Namespace) -> None:
     rows = leaderboard.entries(args.db)
     leaderboard.print_table(rows)
     if args.html:
-        print(f"wrote {leaderboard.write_html(rows, args.html)}")
+        print(f"HTML leaderboard: {leaderboard.write_html(rows, args.html)}")

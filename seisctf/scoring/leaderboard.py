@@ -1,22 +1,31 @@
 """The SQLite leaderboard: every scored submission, one row each; JSON, terminal and HTML views.
 
 Writers use one short transaction per entry (`BEGIN IMMEDIATE`, a busy timeout), so concurrent
-`seisctf score --db` processes queue instead of losing entries.
+`seisctf score --db` processes queue instead of losing entries. Each entry carries a unique
+`submission_key`, so a writer that retries after an ambiguous failure never adds it twice.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import html
 import json
 import sqlite3
 import time
-from collections.abc import Mapping
+import uuid
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
+
+FAMILIES = ("ctf", "picks")
+# The flat scores stored for a pick result: F1 of detection, P and S picks.
+PICK_SCORE_KEYS = {"detection_f1": "detection", "p_f1": "p", "s_f1": "s"}
+# Submitter metadata keys the site shows; any other key is kept and listed as is.
+METADATA_KEYS = ("code_url", "description", "run", "seed")
+LOCK_WAIT_S = 120.0
+T = TypeVar("T")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS submissions (
@@ -30,36 +39,71 @@ CREATE TABLE IF NOT EXISTS submissions (
     scores TEXT NOT NULL,
     metadata TEXT NOT NULL,
     result TEXT NOT NULL,
-    truth_commitment TEXT
+    truth_commitment TEXT,
+    submission_key TEXT
 )
 """
+_KEY_INDEX = "CREATE UNIQUE INDEX IF NOT EXISTS submissions_key ON submissions (submission_key)"
+_COLUMNS = (
+    "id",
+    "timestamp",
+    "dataset",
+    "family",
+    "model",
+    "convention",
+    "avg_score",
+    "scores",
+    "metadata",
+    "result",
+    "truth_commitment",
+    "submission_key",
+)
+_JSON_COLUMNS = ("scores", "metadata", "result")
+
+
+def _is_lock_error(error: sqlite3.Error) -> bool:
+    return isinstance(error, sqlite3.OperationalError) and (
+        "locked" in str(error) or "busy" in str(error)
+    )
+
+
+def _retry_locked(action: Callable[[], T]) -> T:
+    """Run `action()` until it gets past SQLite's lock errors (those it does not wait for by
+    itself, e.g. switching a fresh file to WAL) or `LOCK_WAIT_S` pass."""
+    deadline = time.monotonic() + LOCK_WAIT_S
+    while True:
+        try:
+            return action()
+        except sqlite3.OperationalError as error:
+            if not _is_lock_error(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def _connect(db_path: str | Path) -> sqlite3.Connection:
-    """Open (creating if needed) a leaderboard database in WAL mode.
+    """Open (creating if needed) a leaderboard database in WAL mode, its schema up to date.
 
-    Switching a fresh file to WAL needs a lock that SQLite does not wait for, so concurrent first
-    writers retry it; a file that is not an SQLite database is bad input.
-    """
+    A file that is not an SQLite database is bad input."""
     Path(db_path).parent.mkdir(parents=True, exist_ok=True)
     connection = sqlite3.connect(str(db_path), timeout=60, isolation_level=None)
-    deadline = time.monotonic() + 60
     try:
-        while True:
-            try:
-                connection.execute("PRAGMA journal_mode=WAL")
-                break
-            except sqlite3.OperationalError as error:
-                if "locked" not in str(error) or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
-        connection.execute(_SCHEMA)
+        _retry_locked(lambda: connection.execute("PRAGMA journal_mode=WAL"))
+        _retry_locked(lambda: _migrate(connection))
     except sqlite3.DatabaseError as error:
         connection.close()
-        if isinstance(error, sqlite3.OperationalError) and "locked" in str(error):
+        if _is_lock_error(error):
             raise
         raise InvalidInput(str(db_path), f"not a seisctf leaderboard database ({error})") from None
     return connection
+
+
+def _migrate(connection: sqlite3.Connection) -> None:
+    """Create the table, or add the columns a database made by an older seisctf lacks."""
+    connection.execute(_SCHEMA)
+    present = {row[1] for row in connection.execute("PRAGMA table_info(submissions)")}
+    if "submission_key" not in present:
+        connection.execute("ALTER TABLE submissions ADD COLUMN submission_key TEXT")
+    connection.execute(_KEY_INDEX)
 
 
 def truth_commitment_of(manifest: Mapping[str, Any]) -> str:
@@ -70,6 +114,13 @@ def truth_commitment_of(manifest: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(hashes, sort_keys=True).encode()).hexdigest()
 
 
+def scores_of(result: Mapping[str, Any], family: str) -> dict[str, float | None]:
+    """The flat scores of a result: E1..E12 for ctf; detection, P and S F1 for picks."""
+    if family == "picks" and "scores" not in result:
+        return {key: (result.get(part) or {}).get("f1") for key, part in PICK_SCORE_KEYS.items()}
+    return dict(result.get("scores", {}))
+
+
 def record(
     db_path: str | Path,
     result: Mapping[str, Any],
@@ -77,60 +128,70 @@ def record(
     family: str = "ctf",
     truth_commitment: str | None = None,
     metadata: Mapping[str, Any] | None = None,
+    submission_key: str | None = None,
 ) -> int:
-    """Add one scored submission; returns its row id."""
+    """Add one scored submission; returns its row id.
+
+    `submission_key` (default: a fresh UUID) names the entry: recording the same key again
+    returns the existing row's id instead of adding a second row."""
+    if family not in FAMILIES:
+        raise InvalidInput("family", f"{family!r} is not one of {list(FAMILIES)}")
+    key = submission_key or uuid.uuid4().hex
+    row = (
+        dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        result["dataset"],
+        family,
+        result["name"],
+        result.get("convention"),
+        result.get("avg_score"),
+        json.dumps(scores_of(result, family)),
+        json.dumps(dict(metadata or {})),
+        json.dumps(result),
+        truth_commitment,
+        key,
+    )
     connection = _connect(db_path)
+
+    def insert() -> int:
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+            connection.execute(
+                f"INSERT OR IGNORE INTO submissions ({', '.join(_COLUMNS[1:])}) "
+                f"VALUES ({', '.join('?' * len(row))})",
+                row,
+            )
+            (row_id,) = connection.execute(
+                "SELECT id FROM submissions WHERE submission_key = ?", (key,)
+            ).fetchone()
+            connection.execute("COMMIT")
+            return int(row_id)
+        except BaseException:
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
+            raise
+
     try:
-        connection.execute("BEGIN IMMEDIATE")
-        cursor = connection.execute(
-            "INSERT INTO submissions (timestamp, dataset, family, model, convention, avg_score, "
-            "scores, metadata, result, truth_commitment) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-                result["dataset"],
-                family,
-                result["name"],
-                result.get("convention"),
-                result.get("avg_score"),
-                json.dumps(result.get("scores", {})),
-                json.dumps(dict(metadata or {})),
-                json.dumps(result),
-                truth_commitment,
-            ),
-        )
-        connection.execute("COMMIT")
-        return int(cursor.lastrowid)
+        return _retry_locked(insert)
     finally:
         connection.close()
 
 
 def entries(db_path: str | Path, family: str | None = None) -> list[dict[str, Any]]:
-    """All entries, best AvgScore first within each dataset."""
+    """All entries, best AvgScore first within each dataset (None last), JSON columns parsed."""
     connection = _connect(db_path)
     try:
         rows = connection.execute(
-            "SELECT id, timestamp, dataset, family, model, convention, avg_score, scores, "
-            "metadata, truth_commitment FROM submissions ORDER BY dataset, avg_score DESC, id"
+            f"SELECT {', '.join(_COLUMNS)} FROM submissions "
+            "WHERE ? IS NULL OR family = ? ORDER BY dataset, avg_score DESC, id",
+            (family, family),
         ).fetchall()
     finally:
         connection.close()
-    keys = (
-        "id",
-        "timestamp",
-        "dataset",
-        "family",
-        "model",
-        "convention",
-        "avg_score",
-        "scores",
-        "metadata",
-        "truth_commitment",
-    )
-    found = [dict(zip(keys, row, strict=True)) for row in rows]
+    found = [dict(zip(_COLUMNS, row, strict=True)) for row in rows]
     for entry in found:
-        entry["scores"] = json.loads(entry["scores"])
-        entry["metadata"] = json.loads(entry["metadata"])
-    return [entry for entry in found if family is None or entry["family"] == family]
+        for column in _JSON_COLUMNS:
+            entry[column] = json.loads(entry[column])
+    return found
 
 
 def as_json(entries_: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -147,86 +208,47 @@ def as_json(entries_: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def _fmt(value: float | None) -> str:
-    return "—" if value is None else f"{value:.2f}"
+def _fmt(value: float | None, digits: int = 2) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
 
 
 def print_table(entries_: list[dict[str, Any]]) -> None:
-    """A rich table per dataset, ranked by AvgScore."""
+    """Rich tables per dataset: CTF entries ranked by AvgScore, pick entries with their F1s."""
     from rich.console import Console
     from rich.table import Table
 
     console = Console(width=None if Console().is_terminal else 220)
+    views = {
+        "ctf": ("AvgScore", cv.SCORE_NAMES, 2),
+        "picks": (None, tuple(PICK_SCORE_KEYS), 3),
+    }
     for dataset in sorted({e["dataset"] for e in entries_}):
-        table = Table(title=f"seisctf leaderboard — {dataset}")
-        for column in ("rank", "model", "convention", "AvgScore", *cv.SCORE_NAMES):
-            table.add_column(
-                column,
-                justify="left" if column in ("model", "convention") else "right",
-                no_wrap=True,
-            )
-        ranked = [e for e in entries_ if e["dataset"] == dataset]
-        for rank, entry in enumerate(ranked, start=1):
-            table.add_row(
-                str(rank),
-                entry["model"],
-                str(entry["convention"]),
-                _fmt(entry["avg_score"]),
-                *(_fmt(entry["scores"].get(name)) for name in cv.SCORE_NAMES),
-            )
-        console.print(table)
+        for family, (average, score_names, digits) in views.items():
+            ranked = [e for e in entries_ if e["dataset"] == dataset and e["family"] == family]
+            if not ranked:
+                continue
+            suffix = "" if family == "ctf" else " — picks"
+            table = Table(title=f"seisctf leaderboard — {dataset}{suffix}")
+            columns = ("rank", "model", "convention", *([average] if average else []))
+            for column in (*columns, *score_names):
+                table.add_column(
+                    column,
+                    justify="left" if column in ("model", "convention") else "right",
+                    no_wrap=True,
+                )
+            for rank, entry in enumerate(ranked, start=1):
+                table.add_row(
+                    str(rank),
+                    entry["model"],
+                    str(entry["convention"]),
+                    *([_fmt(entry["avg_score"])] if average else []),
+                    *(_fmt(entry["scores"].get(name), digits) for name in score_names),
+                )
+            console.print(table)
 
 
 def write_html(entries_: list[dict[str, Any]], out_dir: str | Path) -> Path:
-    """A static page (no server, no CDN): one ranked table per dataset, radar profile images."""
-    from seisctf.scoring.plots import radar_profile
+    """The static HTML leaderboard (no server, no CDN) under `out_dir`; returns its index page."""
+    from seisctf.scoring.site import write_site
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    sections = []
-    for dataset in sorted({e["dataset"] for e in entries_}):
-        ranked = [e for e in entries_ if e["dataset"] == dataset]
-        image = f"radar-{dataset}.png"
-        radar_profile(
-            {e["model"]: e["scores"] for e in ranked[:5]},
-            out / image,
-            title=f"{dataset}: score profiles",
-        )
-        header = "".join(
-            f"<th scope='col'>{h}</th>" for h in ("Rank", "Model", "AvgScore", *cv.SCORE_NAMES)
-        )
-        rows = []
-        for rank, entry in enumerate(ranked, start=1):
-            cells = "".join(_score_cell(entry["scores"].get(name)) for name in cv.SCORE_NAMES)
-            rows.append(
-                f"<tr><td>{rank}</td><th scope='row'>{html.escape(entry['model'])}</th>"
-                f"{_score_cell(entry['avg_score'])}{cells}</tr>"
-            )
-        conventions = ", ".join(sorted({str(e["convention"]) for e in ranked}))
-        commitments = ", ".join(sorted({str(e["truth_commitment"])[:16] for e in ranked}))
-        sections.append(
-            f"<section><h2>{html.escape(dataset)}</h2><p>Convention: {html.escape(conventions)}; "
-            f"truth commitment: <code>{html.escape(commitments)}</code>. Scores are "
-            f"100·(1 − error), 0 is the all-zero prediction, 100 is perfect.</p>"
-            f"<table><thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
-            f"<img src='{image}' alt='Radar profile of the twelve scores E1 to E12 of the top "
-            f"models on {html.escape(dataset)}' width='520'></section>"
-        )
-    page = (
-        "<!doctype html><html lang='en'><head><meta charset='utf-8'><title>seisctf leaderboard"
-        "</title><style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
-        "td,th{border:1px solid #ccc;padding:.3em .5em;text-align:right}</style></head><body>"
-        f"<h1>seisctf leaderboard</h1>{''.join(sections)}</body></html>"
-    )
-    index = out / "index.html"
-    index.write_text(page)
-    return index
-
-
-def _score_cell(value: float | None) -> str:
-    if value is None:
-        return "<td>—</td>"
-    # Colour around the zero baseline: red below 0, green above.
-    strength = min(abs(value), 100.0) / 100.0
-    colour = f"rgba(0,150,0,{strength:.2f})" if value >= 0 else f"rgba(200,0,0,{strength:.2f})"
-    return f"<td style='background:{colour}'>{value:.2f}</td>"
+    return write_site(entries_, out_dir)

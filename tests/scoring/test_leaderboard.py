@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import contextlib
 import json
-import multiprocessing
 import re
 import sqlite3
+import subprocess
+import sys
 import threading
 
+import numpy as np
 import pytest
+from conftest import noisy_copy, write_tiny_truth
 
 from seisctf import cli
 from seisctf import conventions as cv
+from seisctf.errors import InvalidInput
 from seisctf.scoring import leaderboard
-
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def result(
@@ -116,69 +118,86 @@ def test_truth_commitment_of_depends_only_on_the_hashes():
     assert re.fullmatch("[0-9a-f]{64}", first)
 
 
-def test_write_html_one_row_per_model_and_radar_png(db, tmp_path):
-    leaderboard.record(db, result("<script>alert(1)</script>", 5.0))
+def test_write_html_one_row_per_entry_escaped(db, tmp_path):
+    leaderboard.record(
+        db, result("<script>alert(1)</script>", 5.0), truth_commitment="commit-global"
+    )
     rows = leaderboard.entries(db)
     index = leaderboard.write_html(rows, tmp_path / "html")
     assert index == tmp_path / "html" / "index.html"
-    page = index.read_text()
-    assert page.count("<table>") == 2  # one per dataset
-    bodies = re.findall(r"<tbody>(.*?)</tbody>", page, flags=re.S)
-    assert [body.count("<tr>") for body in bodies] == [1, 6]  # das, global
+    assert "global" in index.read_text() and "das" in index.read_text()
+    page = (tmp_path / "html" / "dataset-global.html").read_text()
+    body = re.search(r'id="ctf1-ranking">.*?<tbody>(.*?)</tbody>', page, flags=re.S).group(1)
+    assert body.count("<tr>") == 6
     for entry in rows:
-        if not entry["model"].startswith("<"):
-            assert f"<th scope='row'>{entry['model']}</th>" in page
-    assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
-    assert "—" in page  # None scores shown as a dash
-    for dataset in ("global", "das"):
-        image = tmp_path / "html" / f"radar-{dataset}.png"
-        assert f"src='{image.name}'" in page
-        data = image.read_bytes()
-        assert data[:8] == PNG_MAGIC and len(data) > 1024
-        width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
-        assert width > 100 and height > 100
+        if entry["dataset"] == "global" and not entry["model"].startswith("<"):
+            assert f'<th scope="row" class="text" data-sort="{entry["model"]}">' in body
+    assert "<script>alert" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "—" in body  # None scores shown as a dash
 
 
 def test_write_html_survives_dollar_signs_in_model_names(tmp_path):
     db_path = tmp_path / "leaderboard.sqlite"
     leaderboard.record(db_path, result("team $x^$ v2", 1.0))
     index = leaderboard.write_html(leaderboard.entries(db_path), tmp_path / "html")
-    assert "team $x^$ v2" in index.read_text()
+    assert "team $x^$ v2" in (index.parent / "dataset-global.html").read_text()
+
+
+def test_record_keeps_result_metadata_and_pick_scores(tmp_path):
+    db_path = tmp_path / "leaderboard.sqlite"
+    picks = {
+        "name": "stalta",
+        "dataset": "global",
+        "detection": {"f1": 0.7},
+        "p": {"f1": 0.6},
+        "s": {"f1": None},
+        "tolerance_s": 0.5,
+        "threshold": 0.5,
+    }
+    metadata = {"code_url": "https://example.org/x", "description": "d", "seed": "3"}
+    leaderboard.record(db_path, picks, family="picks", metadata=metadata)
+    (entry,) = leaderboard.entries(db_path)
+    assert entry["result"] == picks and entry["metadata"] == metadata
+    assert entry["scores"] == {"detection_f1": 0.7, "p_f1": 0.6, "s_f1": None}
+    assert entry["avg_score"] is None and entry["convention"] is None
+    with pytest.raises(InvalidInput, match="family"):
+        leaderboard.record(db_path, picks, family="pics")
+
+
+def test_record_is_idempotent_by_submission_key(tmp_path):
+    db_path = tmp_path / "leaderboard.sqlite"
+    first = leaderboard.record(db_path, result("a", 1.0), submission_key="k1")
+    again = leaderboard.record(db_path, result("a", 2.0), submission_key="k1")
+    other = leaderboard.record(db_path, result("a", 3.0))
+    assert first == again != other
+    assert [e["avg_score"] for e in leaderboard.entries(db_path)] == [3.0, 1.0]
+
+
+def test_database_of_an_older_schema_gains_the_key_column(tmp_path):
+    db_path = tmp_path / "old.sqlite"
+    with contextlib.closing(sqlite3.connect(db_path)) as connection:
+        connection.execute(
+            "CREATE TABLE submissions (id INTEGER PRIMARY KEY AUTOINCREMENT, timestamp TEXT NOT "
+            "NULL, dataset TEXT NOT NULL, family TEXT NOT NULL, model TEXT NOT NULL, convention "
+            "TEXT, avg_score REAL, scores TEXT NOT NULL, metadata TEXT NOT NULL, result TEXT NOT "
+            "NULL, truth_commitment TEXT)"
+        )
+        connection.execute(
+            "INSERT INTO submissions VALUES (1, 't', 'global', 'ctf', 'old', 'reference', 1.0, "
+            "'{}', '{}', '{}', 'c')"
+        )
+        connection.commit()
+    leaderboard.record(db_path, result("new", 2.0))
+    rows = leaderboard.entries(db_path)
+    assert [(e["model"], e["submission_key"] is None) for e in rows] == [
+        ("new", False),
+        ("old", True),
+    ]
 
 
 # --- concurrent writers ----------------------------------------------------------------------
 
 N_WRITERS = 20
-
-
-def _record_one(db_path: str, index: int, start) -> None:
-    """A writer process: wait for all the others, then record one entry."""
-    start.wait(timeout=120)
-    leaderboard.record(db_path, result(f"writer-{index:02d}", float(index)))
-
-
-def test_concurrent_writers_lose_no_entry(tmp_path):
-    """20 writer processes released at once into one existing leaderboard (as after a first
-    score; the fresh-file race is the next test's subject)."""
-    db_path = str(tmp_path / "shared.sqlite")
-    assert leaderboard.entries(db_path) == []
-    context = multiprocessing.get_context("spawn")
-    start = context.Barrier(N_WRITERS)
-    writers = [
-        context.Process(target=_record_one, args=(db_path, i, start)) for i in range(N_WRITERS)
-    ]
-    for writer in writers:
-        writer.start()
-    for writer in writers:
-        writer.join(timeout=180)
-    assert [writer.exitcode for writer in writers] == [0] * N_WRITERS
-    rows = leaderboard.entries(db_path)
-    assert len(rows) == N_WRITERS
-    assert sorted(e["model"] for e in rows) == [f"writer-{i:02d}" for i in range(N_WRITERS)]
-    assert [e["avg_score"] for e in rows] == [float(i) for i in reversed(range(N_WRITERS))]
-    with contextlib.closing(sqlite3.connect(db_path)) as connection:
-        ids = [row[0] for row in connection.execute("SELECT id FROM submissions ORDER BY id")]
-    assert ids == list(range(1, N_WRITERS + 1))
 
 
 def test_writer_on_a_fresh_db_waits_for_another_writer(tmp_path):
@@ -206,8 +225,9 @@ def test_cli_leaderboard_prints_models_and_writes_html(db, tmp_path, capsys):
         assert original["name"] in captured.out
     assert "87.25" in captured.out
     assert captured.out.index("best-model") < captured.out.index("persistence")
-    assert (tmp_path / "html" / "index.html").is_file()
-    assert (tmp_path / "html" / "radar-global.png").read_bytes()[:8] == PNG_MAGIC
+    index = tmp_path / "html" / "index.html"
+    assert f"HTML leaderboard: {index}" in captured.out
+    assert (tmp_path / "html" / "dataset-global.html").is_file() and index.is_file()
 
 
 def test_cli_leaderboard_missing_db_exits_3(tmp_path, capsys):
@@ -225,3 +245,71 @@ def test_cli_leaderboard_not_a_database_exits_3(tmp_path, capsys):
     not_a_db.write_text("model,score\nzeros,0\n" * 100)
     assert cli.main(["leaderboard", "--db", str(not_a_db)]) == 3
     assert str(not_a_db) in capsys.readouterr().err
+
+
+# --- 20 scoring processes sharing one scheduler ------------------------------------------------
+
+
+def test_twenty_score_processes_sharing_a_scheduler_lose_no_entry(tmp_path, dask_cluster):
+    """20 `seisctf score ctf --db` processes at once, all on one real Dask cluster, into one
+    fresh leaderboard: every entry is there once, with its own scores and metadata."""
+    truth_url, _, truth = write_tiny_truth(tmp_path, "twenty-writers")
+    levels = (0.0, 0.1, 0.3, 1.0)
+    submissions = []
+    for index, level in enumerate(levels):
+        path = tmp_path / f"submission-{index}.npz"
+        np.savez(path, **noisy_copy(truth, seed=index, level=level))
+        submissions.append(str(path))
+    db_path = tmp_path / "board" / "leaderboard.sqlite"
+    writers = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "seisctf.cli",
+                "score",
+                "ctf",
+                "--truth",
+                truth_url,
+                "--submission",
+                submissions[i % len(levels)],
+                "--name",
+                f"writer-{i:02d}",
+                "--db",
+                str(db_path),
+                "--scheduler",
+                dask_cluster.address,
+                "--seed",
+                str(i),
+                "--code-url",
+                "https://example.org/writers",
+                "--quiet",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(N_WRITERS)
+    ]
+    outputs = [writer.communicate(timeout=300) for writer in writers]
+    assert [writer.returncode for writer in writers] == [0] * N_WRITERS, [
+        err for _, err in outputs if err
+    ]
+    printed = {json.loads(out)["name"]: json.loads(out) for out, _ in outputs}
+    rows = leaderboard.entries(db_path)
+    assert sorted(e["model"] for e in rows) == [f"writer-{i:02d}" for i in range(N_WRITERS)]
+    assert len({e["id"] for e in rows}) == len({e["submission_key"] for e in rows}) == N_WRITERS
+    for entry in rows:
+        index = int(entry["model"].split("-")[1])
+        assert entry["result"] == printed[entry["model"]]
+        assert entry["metadata"] == {"code_url": "https://example.org/writers", "seed": str(index)}
+        assert entry["avg_score"] == printed[entry["model"]]["avg_score"]
+    by_level = {}
+    for entry in rows:
+        level = levels[int(entry["model"].split("-")[1]) % len(levels)]
+        by_level.setdefault(level, set()).add(entry["avg_score"])
+    assert all(len(scores) == 1 for scores in by_level.values())  # same input, same score
+    assert by_level[0.0] == {100.0}
+    with contextlib.closing(sqlite3.connect(db_path)) as connection:
+        (count,) = connection.execute("SELECT COUNT(*) FROM submissions").fetchone()
+    assert count == N_WRITERS

@@ -1,0 +1,320 @@
+"""The static HTML leaderboard as markup: pages, tables, numbers, escaping, SVG figures.
+
+The browser's view of the same site (sorting, screenshots) is test_site_browser.py."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import math
+import re
+import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
+
+import pytest
+from leaderboard_fixtures import (
+    DAS_COMMITMENT,
+    GLOBAL_COMMITMENT,
+    HOSTILE,
+    HOSTILE_DESCRIPTION,
+    PICKS_COMMITMENT,
+    pick_result,
+    populate,
+)
+
+from seisctf import conventions as cv
+from seisctf.scoring import leaderboard, site
+from seisctf.scoring.uncertainty import mean_interval, misranking_probability
+
+SVG_NS = "{http://www.w3.org/2000/svg}"
+
+
+class Tables(HTMLParser):
+    """Every table of a page by id: caption, header cells and body rows of (tag, attrs, text)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: dict[str, dict] = {}
+        self._table: dict | None = None
+        self._cell: list | None = None
+        self._in_caption = False
+        self._section = ""
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "table":
+            self._table = {"caption": "", "head": [], "rows": []}
+            self.tables[attrs.get("id", f"table{len(self.tables)}")] = self._table
+        elif self._table is None:
+            return
+        elif tag == "caption":
+            self._in_caption = True
+        elif tag in ("thead", "tbody"):
+            self._section = tag
+        elif tag == "tr" and self._section == "tbody":
+            self._table["rows"].append([])
+        elif tag in ("td", "th"):
+            self._cell = [tag, attrs, ""]
+
+    def handle_endtag(self, tag):
+        if tag == "table":
+            self._table = None
+        elif tag == "caption":
+            self._in_caption = False
+        elif tag in ("td", "th") and self._cell is not None and self._table is not None:
+            cell = (self._cell[0], self._cell[1], self._cell[2].strip())
+            target = self._table["head"] if self._section == "thead" else self._table["rows"][-1]
+            target.append(cell)
+            self._cell = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell[2] += data
+        elif self._in_caption and self._table is not None:
+            self._table["caption"] += data
+
+
+def tables_of(page: str) -> dict[str, dict]:
+    parser = Tables()
+    parser.feed(page)
+    return parser.tables
+
+
+def column(table: dict, label: str) -> list[str]:
+    index = [cell[2] for cell in table["head"]].index(label)
+    return [row[index][2] for row in table["rows"]]
+
+
+@pytest.fixture(scope="module")
+def site_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("site")
+    recorded = populate(root / "leaderboard.sqlite")
+    index = leaderboard.write_html(leaderboard.entries(root / "leaderboard.sqlite"), root / "html")
+    return index.parent, recorded
+
+
+def read(site_dir, dataset: str) -> str:
+    return (site_dir[0] / site.page_names([dataset])[dataset]).read_text()
+
+
+def test_index_links_one_page_per_dataset(site_dir):
+    out, recorded = site_dir
+    names = site.page_names(["global", "das"])
+    assert sorted(p.name for p in out.iterdir()) == sorted(["index.html", *names.values()])
+    index = (out / "index.html").read_text()
+    table = tables_of(index)["datasets"]
+    assert column(table, "Dataset") == ["das", "global"]
+    for dataset, name in names.items():
+        assert f'<a href="{name}">{dataset}</a>' in index
+    assert column(table, "CTF submissions") == ["2", "12"]
+    assert column(table, "Pick submissions") == ["0", "4"]
+    assert column(table, "Best CTF model") == ["zeros", "dmd"]
+    assert table["head"][0][1]["aria-sort"] == "ascending"
+
+
+def test_pages_state_convention_and_truth_commitment(site_dir):
+    page = read(site_dir, "global")
+    provenance = re.findall(r'<p class="provenance">(.*?)</p>', page)
+    assert len(provenance) == 3  # reference CTF, paper CTF, picks
+    assert "<strong>reference</strong>" in provenance[0] and GLOBAL_COMMITMENT in provenance[0]
+    assert "<strong>paper</strong>" in provenance[1] and GLOBAL_COMMITMENT in provenance[1]
+    assert PICKS_COMMITMENT in provenance[2] and "±0.5 s" in provenance[2]
+    assert "threshold 0.5" in provenance[2]
+    assert DAS_COMMITMENT in read(site_dir, "das")
+
+
+def test_ranking_by_avg_score_with_colours_around_zero(site_dir):
+    out, recorded = site_dir
+    expected = sorted(
+        (
+            r["result"]
+            for r in recorded
+            if r["family"] == "ctf"
+            and r["result"]["dataset"] == "global"
+            and r["result"]["convention"] == "reference"
+        ),
+        key=lambda r: -r["avg_score"],
+    )
+    table = tables_of(read(site_dir, "global"))["ctf1-ranking"]
+    assert [cell[2] for cell in table["head"]] == [
+        "Rank",
+        "Model",
+        "Run",
+        "AvgScore",
+        *cv.SCORE_NAMES,
+    ]
+    assert all(cell[1]["scope"] == "col" for cell in table["head"])
+    assert len(table["rows"]) == len(expected) == 11
+    assert column(table, "Model") == [r["name"] for r in expected]
+    assert column(table, "AvgScore") == [f"{r['avg_score']:.2f}" for r in expected]
+    assert column(table, "Rank") == [str(i) for i in range(1, 12)]
+    for row, result in zip(table["rows"], expected, strict=True):
+        assert row[1][0] == "th" and row[1][1]["scope"] == "row"
+        for cell, name in zip(row[4:], cv.SCORE_NAMES, strict=True):
+            value = result["scores"][name]
+            assert float(cell[1]["data-sort"]) == value
+            step = min(5, max(1, math.ceil(abs(value) / 20)))
+            wanted = "" if value == 0 else f"{'p' if value > 0 else 'n'}{step}"
+            assert cell[1].get("class", "") == wanted
+    assert "Ranking by AvgScore" in table["caption"]
+    das = tables_of(read(site_dir, "das"))["ctf1-ranking"]
+    assert column(das, "Model") == ["zeros", "das-model"]
+    assert column(das, "E5") == ["0.00", "—"]  # unscorable
+
+
+def test_database_text_is_escaped_and_only_http_links_made(site_dir):
+    out, _ = site_dir
+    for page_path in out.glob("*.html"):
+        page = page_path.read_text()
+        assert HOSTILE not in page and "<script>alert" not in page
+        assert "javascript:" not in re.sub(r">[^<]*<", "><", page)  # never inside a tag
+        assert page.count("<script>") == 1
+    page = read(site_dir, "global")
+    assert "&lt;img src=x onerror=alert(1)&gt;" in page
+    assert "&lt;script&gt;alert(2)&lt;/script&gt; &amp; more" in page
+    assert '<a href="https://example.org/dmd" rel="nofollow noopener noreferrer">' in page
+    assert "javascript:alert(1)" in page  # shown as text, not as a link
+    hostile_rows = [
+        row for row in tables_of(page)["ctf1-submissions"]["rows"] if row[1][2] == HOSTILE
+    ]
+    assert [row[4][2] for row in hostile_rows] == ["javascript:alert(1)"]
+    assert [row[5][2] for row in hostile_rows] == [HOSTILE_DESCRIPTION]
+
+
+def test_csp_allows_exactly_the_inline_script_and_style(site_dir):
+    page = read(site_dir, "global")
+    script = re.search(r"<script>(.*?)</script>", page, flags=re.S).group(1)
+    style = re.search(r"<style>(.*?)</style>", page, flags=re.S).group(1)
+    csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page).group(1)
+    for text in (script, style):
+        digest = base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
+        assert f"'sha256-{digest}'" in csp
+    assert "default-src 'none'" in csp and "unsafe-inline" not in csp
+    assert " style=" not in page  # inline style attributes would be blocked
+
+
+def test_svg_figures_are_well_formed_and_titled(site_dir):
+    page = read(site_dir, "global")
+    figures = re.findall(r"<svg .*?</svg>", page, flags=re.S)
+    ids = []
+    for figure in figures:
+        root = ET.fromstring(figure)
+        assert root.get("role") == "img"
+        title, desc = root.find(f"{SVG_NS}title"), root.find(f"{SVG_NS}desc")
+        assert title is not None and title.text and desc is not None and desc.text
+        assert root.get("aria-labelledby") == f"{title.get('id')} {desc.get('id')}"
+        ids.append(root.get("id"))
+    assert len(ids) == len(set(ids))
+    radars = [i for i in ids if i.startswith("ctf1-radar-")]
+    assert len(radars) == 6  # one per model
+    overlay = ET.fromstring(next(f for f in figures if 'id="ctf1-overlay"' in f))
+    assert len(overlay.findall(f"{SVG_NS}polygon")) == 4 + 5  # grid rings + top-5 models
+    assert "dmd" in overlay.find(f"{SVG_NS}desc").text
+
+
+def test_uncertainty_tables_match_the_uncertainty_module(site_dir):
+    out, recorded = site_dir
+    runs: dict[str, list[float]] = {}
+    for r in recorded:
+        result = r["result"]
+        if (
+            r["family"] == "ctf"
+            and result["dataset"] == "global"
+            and (result["convention"] == "reference")
+        ):
+            runs.setdefault(result["name"], []).append(result["avg_score"])
+    tables = tables_of(read(site_dir, "global"))
+    table = tables["ctf1-uncertainty"]
+    by_model = {row[0][2]: [cell[2] for cell in row] for row in table["rows"]}
+    for model in ("dmd", "lstm"):
+        mean, low, high = mean_interval(runs[model])
+        assert by_model[model][1:] == [
+            str(len(runs[model])),
+            f"{mean:.2f}",
+            f"{low:.2f}",
+            f"{high:.2f}",
+        ]
+    assert by_model["zeros"][1:] == ["1", "0.00", "—", "—"]
+    matrix = tables["ctf1-uncertainty-misranking"]
+    heads = [cell[2] for cell in matrix["head"]][1:]
+    row = next(r for r in matrix["rows"] if r[0][2] == "dmd")
+    cell = row[1 + heads.index("lstm")][2]
+    assert cell == f"{misranking_probability(runs['dmd'], runs['lstm']):.3f}"
+    assert row[1 + heads.index("dmd")][2] == "—"
+    # A group without repeated runs (paper convention) has no uncertainty section.
+    assert "ctf2-uncertainty" not in tables and "ctf2-ranking" in tables
+
+
+def test_pick_tables_histograms_and_uncertainty(site_dir):
+    out, recorded = site_dir
+    page = read(site_dir, "global")
+    tables = tables_of(page)
+    f1 = tables["picks1-f1"]
+    assert column(f1, "Model") == ["phasenet", "phasenet", "phasenet", "stalta"]
+    assert column(f1, "P pick F1") == ["0.840", "0.810", "0.790", "0.620"]
+    assert column(f1, "Detection F1")[0] == "0.890"
+    residuals = tables["picks1-residuals"]
+    assert column(residuals, "P pick TP")[0] == "84"  # counts stay integers
+    assert column(residuals, "S pick residual MAE (s)")[0] == "0.081"
+    splits = tables["picks1-splits"]
+    assert column(splits, "Breakdown") == ["split", "station"] * 4  # per submission
+    assert column(splits, "Subset") == ["test", "AA.S00"] * 4
+    assert column(splits, "Traces") == ["120", "60"] * 4
+    histograms = re.findall(r'<svg [^>]*id="picks1-histogram-[^"]*"', page)
+    assert len(histograms) == 8  # P and S for each of 4 submissions
+    for part in ("detection", "p", "s"):
+        assert f"picks1-uncertainty-{part}" in tables
+    p_table = tables["picks1-uncertainty-p"]
+    mean, low, high = mean_interval([0.81, 0.84, 0.79])
+    assert [c[2] for c in p_table["rows"][0]] == [
+        "phasenet",
+        "3",
+        f"{mean:.3f}",
+        f"{low:.3f}",
+        f"{high:.3f}",
+    ]
+
+
+def test_pick_results_without_histograms_or_breakdowns(tmp_path):
+    db = tmp_path / "lb.sqlite"
+    bare = pick_result("bare", 0.5)
+    for key in ("splits", "groups", "residual_histogram"):
+        bare.pop(key)
+    leaderboard.record(db, bare, family="picks", truth_commitment=None)
+    page = (
+        leaderboard.write_html(leaderboard.entries(db), tmp_path / "html").parent
+        / site.page_names(["global"])["global"]
+    ).read_text()
+    assert "No residual histograms" in page and "none recorded" in page
+    assert "picks1-splits" not in page and "<svg" not in page
+    assert column(tables_of(page)["picks1-f1"], "P pick F1") == ["0.500"]
+
+
+def test_rewriting_removes_stale_dataset_pages_only(site_dir, tmp_path):
+    out = tmp_path / "html"
+    out.mkdir()
+    (out / "dataset-old.html").write_text("old")
+    (out / "notes.txt").write_text("keep")
+    db = tmp_path / "lb.sqlite"
+    populate(db)
+    leaderboard.write_html(leaderboard.entries(db), out)
+    assert not (out / "dataset-old.html").exists() and (out / "notes.txt").read_text() == "keep"
+    assert not list(out.glob(".*partial"))
+
+
+def test_page_names_are_safe_and_distinct():
+    names = site.page_names(["global", "a/b", "a_b", "../x", "a b", ""])
+    assert len(set(names.values())) == 6
+    assert names["global"] == "dataset-global.html" and names["a_b"] == "dataset-a_b.html"
+    for name in names.values():
+        assert re.fullmatch(r"dataset-[A-Za-z0-9_-]+\.html", name)
+
+
+def test_link_accepts_only_http_urls():
+    assert site.link("https://x.org/a?b=1&c=2") == (
+        '<a href="https://x.org/a?b=1&amp;c=2" rel="nofollow noopener noreferrer">'
+        "https://x.org/a?b=1&amp;c=2</a>"
+    )
+    for url in ("javascript:alert(1)", "data:text/html,hi", "//x.org", "ftp://x.org", "http:/x"):
+        assert "<a" not in site.link(url)
+    assert site.link(None) == "—"
