@@ -44,6 +44,13 @@ ROLES = (
 # The realisations one CTF bundle needs, in store order: five independent events, then three
 # parametric training values, the interpolation value and the extrapolation value.
 BUNDLE_ROLES = ROLES[:5] + ("param_train",) * 3 + ROLES[6:]
+# Roles of the extended pairs (E13+; a store holding them gets pairs 10 and 11): many parametric
+# simulations (`sweep_train`, ≥ 2) and one new value (`sweep_test`); simulations from other initial
+# conditions (`initial_train`, ≥ 1) and one more (`initial_test`).
+EXTENDED_ROLES = ("sweep_train", "sweep_test", "initial_train", "initial_test")
+# Per-sensor grid coordinates (m) of a gridded wavefield (the crustal surface grid).
+X = "x"
+Y = "y"
 
 # --- continuous waveform store (`seisctf ingest waveforms`) ------------------------------------
 WAVEFORM_VAR = "data"  # data(station, channel, time) float32, NaN in gaps, no time coordinate
@@ -287,6 +294,11 @@ TRAIN_NAMES = tuple(f"X{i}train" for i in range(1, 11))
 TEST_NAMES = tuple(f"X{i}test" for i in range(1, 10))
 
 
+def is_train_name(name: str) -> bool:
+    """A public input array (`X{i}train`, the extended pairs' included)."""
+    return name.startswith("X") and name.endswith("train") and name[1:-5].isdigit()
+
+
 @dataclass(frozen=True)
 class PairSpec:
     """One train/test pair of a CTF bundle: inputs, the withheld test array, scored metrics."""
@@ -310,6 +322,42 @@ CTF_PAIRS = (
     PairSpec(8, _PARAMETRIC_TRAIN, "X8test", (METRIC_SHORT,), burn_in="X9train"),
     PairSpec(9, _PARAMETRIC_TRAIN, "X9test", (METRIC_SHORT,), burn_in="X10train"),
 )
+
+
+@dataclass(frozen=True)
+class ExtendedNames:
+    """Array names of the extended pairs, numbered on from X11train: the sweep's training
+    arrays, its burn-in, the initial conditions' training arrays, their burn-in."""
+
+    sweep_train: tuple[str, ...]
+    sweep_burn_in: str
+    initial_train: tuple[str, ...]
+    initial_burn_in: str
+
+
+def extended_names(n_sweep: int, n_initial: int) -> ExtendedNames:
+    numbers = iter(range(11, 13 + n_sweep + n_initial))
+    sweep = tuple(f"X{next(numbers)}train" for _ in range(n_sweep))
+    sweep_burn_in = f"X{next(numbers)}train"
+    initial = tuple(f"X{next(numbers)}train" for _ in range(n_initial))
+    return ExtendedNames(sweep, sweep_burn_in, initial, f"X{next(numbers)}train")
+
+
+EXTENDED_TASKS = {10: "parametric_sweep", 11: "new_initial_conditions"}
+
+
+def extended_pairs(n_sweep: int, n_initial: int) -> tuple[PairSpec, ...]:
+    """Pairs 10 (E13 short, E14 long: forecast a new parameter value of a sweep from its
+    burn-in, trained on `n_sweep` parameter values) and 11 (E15, E16: forecast a simulation from
+    new initial conditions from its burn-in, trained on `n_initial` others); none without."""
+    if not n_sweep and not n_initial:
+        return ()
+    names = extended_names(n_sweep, n_initial)
+    metrics = (METRIC_SHORT, METRIC_LONG)
+    return (
+        PairSpec(10, names.sweep_train, "X10test", metrics, burn_in=names.sweep_burn_in),
+        PairSpec(11, names.initial_train, "X11test", metrics, burn_in=names.initial_burn_in),
+    )
 
 
 def scored_metrics(pairs: list[Mapping]) -> list[tuple[str, Mapping, str]]:

@@ -11,14 +11,14 @@ import atexit
 import os
 import sys
 
-from seisctf.cli import compare, datasets, ingest, picks, score
+from seisctf.cli import compare, crustal, datasets, ingest, picks, score
 from seisctf.cli._parse import SCORING_WORKER_MODULES, common_options
 from seisctf.errors import InvalidInput
 
 EXIT_INVALID_INPUT = 3
 # Each module adds its verbs; `groups` holds the kinds of `synth`, `ingest`, `score`, `export`
 # so a later module can add a kind (e.g. `score picks`) to an earlier verb.
-VERB_MODULES = (datasets, ingest, score, compare, picks)
+VERB_MODULES = (datasets, crustal, ingest, score, compare, picks)
 __all__ = ["EXIT_INVALID_INPUT", "SCORING_WORKER_MODULES", "build_parser", "entry_point", "main"]
 
 
