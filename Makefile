@@ -16,10 +16,20 @@ $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install -e '.[test]'
 	touch $(STAMP)
 
+# The browser tests drive Debian's Chromium through its chromedriver (Selenium; no browser
+# download). Installed when missing and apt-get is there (CI runs as root on Debian).
+CHROMEDRIVER := /usr/bin/chromedriver
+
+$(CHROMEDRIVER):
+	@if command -v apt-get >/dev/null 2>&1; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			chromium chromium-driver || echo "could not install chromium: browser tests skip"; \
+	else echo "no apt-get: install chromium and its chromedriver for the browser tests"; fi
+
 demo: $(STAMP)
 	$(BIN)/seisctf demo --workdir seisctf-demo
 
-test: $(STAMP)
+test: $(STAMP) $(CHROMEDRIVER)
 	$(BIN)/python -m pytest -q tests
 
 lint: $(STAMP)

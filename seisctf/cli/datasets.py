@@ -191,9 +191,9 @@ def _run_demo(args: argparse.Namespace) -> None:
         layout=args.layout,
         quiet=args.quiet,
     )
-    print(
-        f"wrote {Path(args.workdir) / 'leaderboard.json'} and {Path(args.workdir) / 'leaderboard'}/"
-    )
+    workdir = Path(args.workdir)
+    print(f"wrote {workdir / 'leaderboard.json'} and {workdir / 'leaderboard.sqlite'}")
+    print(f"HTML leaderboard: {(workdir / 'leaderboard' / 'index.html').resolve()}")
 
 
 def _run_synth_global(args: argparse.Namespace) -> None:
