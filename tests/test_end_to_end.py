@@ -57,7 +57,8 @@ def _store_arrays(root: Path) -> dict[str, np.ndarray]:
 @pytest.fixture(scope="module")
 def local_demo(tmp_path_factory, tiny_layout) -> Path:
     workdir = tmp_path_factory.mktemp("demo-local")
-    seisctf("demo", "--workdir", str(workdir), *SMALL, "--layout", tiny_layout, "--quiet")
+    run = seisctf("demo", "--workdir", str(workdir), *SMALL, "--layout", tiny_layout, "--quiet")
+    (workdir / "demo-stdout.txt").write_text(run.stdout)
     return workdir
 
 
@@ -74,9 +75,14 @@ def test_demo_writes_the_contract_leaderboard(local_demo):
     assert by_model["zeros"]["avg_score"] == 0.0
     assert by_model["persistence"]["avg_score"] > by_model["zeros"]["avg_score"]
     assert rows == sorted(rows, key=lambda r: -r["avg_score"])
-    index = (local_demo / "leaderboard" / "index.html").read_text()
-    assert index.count("<tr>") == 4 and "persistence" in index
-    assert (local_demo / "leaderboard" / "radar-global.png").stat().st_size > 1000
+    index = local_demo / "leaderboard" / "index.html"
+    last_line = (local_demo / "demo-stdout.txt").read_text().splitlines()[-1]
+    assert last_line == f"HTML leaderboard: {index.resolve()}"
+    assert index.read_text().count("<tr>") == 2 and "dataset-global.html" in index.read_text()
+    page = (local_demo / "leaderboard" / "dataset-global.html").read_text()
+    ranking = page[page.index('id="ctf1-ranking"') : page.index("</table>")]
+    assert ranking.count("<tr>") == 4 and "persistence" in ranking  # header + 3 baselines
+    assert page.count('<svg xmlns="http://www.w3.org/2000/svg" role="img"') == 4  # radars
     board = seisctf("leaderboard", "--db", str(local_demo / "leaderboard.sqlite"))
     assert "persistence" in board.stdout
 

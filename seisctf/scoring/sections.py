@@ -10,6 +10,7 @@ commitment, tolerance and threshold (a picks group); each group's section states
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
@@ -53,7 +54,14 @@ def _model_column() -> Column:
 
 
 def _run_column() -> Column:
-    return Column("Run", lambda e: Cell(escape(run_label(e)), int(e["id"]), "text nowrap"))
+    """The run label, sorted as text with its numbers in numeric order (seed 2 < seed 10)."""
+
+    def cell(entry: Entry) -> Cell:
+        label = run_label(entry)
+        key = re.sub(r"\d+", lambda m: m.group().zfill(12), label.casefold())
+        return Cell(escape(label), key, "text nowrap")
+
+    return Column("Run", cell, numeric=False)
 
 
 def _provenance(items: Sequence[tuple[str, str]]) -> str:
@@ -461,14 +469,22 @@ def _picks_key(entry: Entry) -> tuple:
 def dataset_page(dataset: str, entries: Sequence[Entry]) -> tuple[str, str]:
     """(title, body) of a dataset's page."""
     parts = []
-    for family, heading, key, section in (
-        ("ctf", "Wavefield CTF scores", _ctf_key, lambda i, k, g: ctf_section(i, *k, g)),
-        ("picks", "Phase picking", _picks_key, picks_section),
+    for family, heading, key, section, label in (
+        (
+            "ctf",
+            "Wavefield CTF scores",
+            _ctf_key,
+            lambda i, k, g: ctf_section(i, *k, g),
+            lambda k: f"convention {k[0]}",
+        ),
+        ("picks", "Phase picking", _picks_key, picks_section, lambda k: f"±{_plain(k[1])} s"),
     ):
         groups = group_by([e for e in entries if e["family"] == family], key)
         for index, (group, members) in enumerate(groups.items(), start=1):
             ident = f"{family}{index}"
-            suffix = f" ({index} of {len(groups)})" if len(groups) > 1 else ""
+            suffix = (
+                f" ({index} of {len(groups)}: {escape(label(group))})" if len(groups) > 1 else ""
+            )
             parts.append(
                 f'<section aria-labelledby="{ident}-h"><h2 id="{ident}-h">{heading}{suffix}'
                 f"</h2>{section(ident, group, members)}</section>"

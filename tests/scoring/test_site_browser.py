@@ -1,0 +1,175 @@
+"""The static HTML leaderboard in a real browser: Debian's headless Chromium driven through its
+chromedriver (Selenium), pages loaded from file://. Checks what a reader sees (rows, scores,
+commitments), that clicking or pressing Enter on a header button reorders the rows, that no
+script from the database runs and the page's own script is not blocked; saves screenshots to
+`test-artifacts/leaderboard/` (or $SEISCTF_TEST_ARTIFACTS/leaderboard/).
+
+`make test` installs Chromium (`chromium`, `chromium-driver`) when apt-get is there; without it
+the test is skipped, except on CI, where it fails.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from leaderboard_fixtures import GLOBAL_COMMITMENT, HOSTILE, PICKS_COMMITMENT, populate
+
+from seisctf import conventions as cv
+from seisctf.scoring import leaderboard, site
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+CHROMIUM_ARGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--window-size=1400,1000",
+)
+ARTIFACTS = Path(
+    os.environ.get("SEISCTF_TEST_ARTIFACTS", Path(__file__).parents[2] / "test-artifacts")
+)
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    missing = [path for path in (CHROMIUM, CHROMEDRIVER) if not Path(path).exists()]
+    if missing:
+        message = f"{', '.join(missing)} missing: `make test` installs chromium chromium-driver"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    os.environ["SE_OFFLINE"] = "true"  # Selenium Manager must not look for drivers online
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in CHROMIUM_ARGS:
+        options.add_argument(argument)
+    options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
+    driver.set_page_load_timeout(60)
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture(scope="module")
+def site_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("browser-site")
+    populate(root / "leaderboard.sqlite")
+    leaderboard.write_html(leaderboard.entries(root / "leaderboard.sqlite"), root / "html")
+    return root / "html"
+
+
+@pytest.fixture(scope="module")
+def artifacts():
+    folder = ARTIFACTS / "leaderboard"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    return folder
+
+
+def screenshot(driver, path: Path) -> None:
+    """The whole page: the window grown to the document's height first."""
+    height = driver.execute_script("return document.documentElement.scrollHeight")
+    driver.set_window_size(1400, min(height + 40, 12000))
+    driver.save_screenshot(str(path))
+    driver.set_window_size(1400, 1000)
+    assert path.stat().st_size > 10_000
+
+
+def texts(driver, selector: str) -> list[str]:
+    return [element.text for element in driver.find_elements("css selector", selector)]
+
+
+def column_texts(driver, table_id: str, index: int) -> list[str]:
+    return texts(driver, f"#{table_id} tbody tr > :nth-child({index + 1})")
+
+
+def severe_console_messages(driver) -> list[str]:
+    return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+
+
+def test_index_lists_datasets_and_links_their_pages(browser, site_dir, artifacts):
+    browser.get((site_dir / "index.html").as_uri())
+    assert browser.title == "seisctf leaderboard"
+    assert column_texts(browser, "datasets", 0) == ["das", "global"]
+    assert column_texts(browser, "datasets", 3) == ["2", "8"]  # distinct models
+    screenshot(browser, artifacts / "index.png")
+    browser.find_element("link text", "global").click()
+    assert browser.current_url.endswith(site.page_names(["global"])["global"])
+    assert browser.title == "seisctf leaderboard: global"
+    assert severe_console_messages(browser) == []
+
+
+def test_dataset_page_rows_scores_commitments_and_sorting(browser, site_dir, artifacts):
+    from selenium.common.exceptions import NoAlertPresentException
+    from selenium.webdriver.common.keys import Keys
+
+    entries = [
+        e
+        for e in leaderboard.entries(site_dir.parent / "leaderboard.sqlite", family="ctf")
+        if e["dataset"] == "global" and e["convention"] == "reference"
+    ]
+    browser.get((site_dir / site.page_names(["global"])["global"]).as_uri())
+    provenance = texts(browser, "p.provenance")
+    assert GLOBAL_COMMITMENT in provenance[0] and "reference" in provenance[0]
+    assert "paper" in provenance[1] and PICKS_COMMITMENT in provenance[2]
+    ranking = "ctf1-ranking"
+    models = column_texts(browser, ranking, 1)
+    assert len(models) == len(entries) == 11 and HOSTILE in models  # shown as text
+    assert column_texts(browser, ranking, 3) == [f"{e['avg_score']:.2f}" for e in entries]
+    screenshot(browser, artifacts / "dataset-global.png")
+
+    header = browser.find_element("css selector", f"#{ranking} thead th:nth-child(2) button")
+    header.click()
+    assert models != column_texts(browser, ranking, 1)
+    assert column_texts(browser, ranking, 1) == sorted(models, key=str.casefold)
+    th = browser.find_element("css selector", f"#{ranking} thead th:nth-child(2)")
+    assert th.get_attribute("aria-sort") == "ascending"
+    header.click()
+    assert column_texts(browser, ranking, 1) == sorted(models, key=str.casefold, reverse=True)
+    assert th.get_attribute("aria-sort") == "descending"
+
+    e3 = browser.find_element("css selector", f"#{ranking} thead th:nth-child(7) button")
+    assert e3.text.startswith("E3")
+    e3.send_keys(Keys.ENTER)  # a keyboard user sorts the same way
+    wanted = sorted((e["scores"]["E3"] for e in entries), reverse=True)
+    assert column_texts(browser, ranking, 6) == [f"{v:.2f}" for v in wanted]
+    others = browser.find_elements("css selector", f"#{ranking} thead th[aria-sort]")
+    assert [o.text.strip(" ▲▼") for o in others] == ["E3"]
+    assert "Sorted by E3, descending" in browser.find_element("id", "sort-status").text
+    screenshot(browser, artifacts / "dataset-global-sorted-by-E3.png")
+
+    assert column_texts(browser, "picks1-f1", 1) == ["phasenet"] * 3 + ["stalta"]
+    pf1 = browser.find_element("css selector", "#picks1-f1 thead th:nth-child(9) button")
+    assert pf1.text.startswith("P pick F1")
+    pf1.click()
+    pf1.click()  # numeric columns sort descending first; the second click ascends
+    assert column_texts(browser, "picks1-f1", 8) == ["0.620", "0.790", "0.810", "0.840"]
+    svg_titles = browser.execute_script(
+        "return Array.from(document.querySelectorAll('svg > title')).map(t => t.textContent)"
+    )
+    assert "Score profiles of the top 5 models" in svg_titles
+    assert sum("pick residuals" in title for title in svg_titles) == 8
+    with pytest.raises(NoAlertPresentException):  # the hostile name's onerror never ran
+        browser.switch_to.alert  # noqa: B018
+    assert severe_console_messages(browser) == []
+
+
+def test_das_page_shows_the_unscorable_task(browser, site_dir, artifacts):
+    browser.get((site_dir / site.page_names(["das"])["das"]).as_uri())
+    assert column_texts(browser, "ctf1-ranking", 1) == ["zeros", "das-model"]
+    e5 = cv.SCORE_NAMES.index("E5") + 4
+    assert column_texts(browser, "ctf1-ranking", e5) == ["0.00", "—"]
+    screenshot(browser, artifacts / "dataset-das.png")
+    assert severe_console_messages(browser) == []
