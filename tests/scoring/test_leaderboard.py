@@ -313,3 +313,39 @@ def test_twenty_score_processes_sharing_a_scheduler_lose_no_entry(tmp_path, dask
     with contextlib.closing(sqlite3.connect(db_path)) as connection:
         (count,) = connection.execute("SELECT COUNT(*) FROM submissions").fetchone()
     assert count == N_WRITERS
+
+
+def test_submitter_options_are_checked_before_scoring():
+    from seisctf.cli._parse import submitter_metadata
+
+    def parse(*options: str) -> dict:
+        args = cli.build_parser().parse_args(
+            ["score", "ctf", "--truth", "t", "--submission", "s", *options]
+        )
+        return submitter_metadata(args)
+
+    assert parse() == {}
+    assert parse(
+        "--code-url", "https://x.org/a", "--description", "d", "--run", "2", "--seed", "7",
+        "--meta", "budget=3", "--meta", "note=a=b",
+    ) == {
+        "budget": "3", "note": "a=b", "code_url": "https://x.org/a", "description": "d",
+        "run": "2", "seed": "7",
+    }  # fmt: skip
+    for bad in (["--code-url", "javascript:alert(1)"], ["--code-url", "x.org"], ["--meta", "x"]):
+        with pytest.raises(InvalidInput):
+            parse(*bad)
+    with pytest.raises(InvalidInput, match="longer than"):
+        parse("--description", "x" * 2001)
+
+
+def test_print_table_shows_pick_entries_with_their_f1(tmp_path, capsys):
+    db_path = tmp_path / "leaderboard.sqlite"
+    leaderboard.record(db_path, result("ctf-model", 12.5))
+    picks = {"name": "picker", "dataset": "global", "scores": {"detection_f1": 0.9,
+             "p_f1": 0.8125, "s_f1": None}}  # fmt: skip
+    leaderboard.record(db_path, picks, family="picks")
+    leaderboard.print_table(leaderboard.entries(db_path))
+    out = capsys.readouterr().out
+    assert "seisctf leaderboard — global — picks" in out and "p_f1" in out
+    assert "0.812" in out and "12.50" in out and "picker" in out
