@@ -90,9 +90,9 @@ def _names_column(frame: pd.DataFrame, what: str) -> np.ndarray:
         rows = ", ".join(str(int(row)) for row in missing[:SHOWN_NAMES])
         raise InvalidInput(what, f"{missing.size} row(s) without a {TRACE_NAME} (rows {rows})")
     values = column.to_numpy(dtype=object)
-    not_text = np.flatnonzero([not isinstance(value, str) for value in values])
-    if not_text.size:
-        raise InvalidInput(what, f"column {TRACE_NAME!r} holds non-text values")
+    if not isinstance(column.dtype, pd.StringDtype):  # object columns may hold anything
+        if not all(isinstance(value, str) for value in values):
+            raise InvalidInput(what, f"column {TRACE_NAME!r} holds non-text values")
     return values
 
 
@@ -123,15 +123,28 @@ def read_pick_submission(
     storage_options: storage.StorageOptions | None = None,
     *,
     max_bytes: int = MAX_SUBMISSION_BYTES,
+    check_unique: bool = True,
 ) -> pd.DataFrame:
     """The submission as a DataFrame with exactly the four contract columns (`trace_name` str;
     `detection`, `p_time_s`, `s_time_s` float64, NaN where there is no pick), row order kept,
     every check of the module doc that needs no truth done."""
-    return validate_pick_table(read_table(source, storage_options, max_bytes=max_bytes), source)
+    table = read_table(source, storage_options, max_bytes=max_bytes)
+    return validate_pick_table(table, source, check_unique=check_unique)
 
 
-def validate_pick_table(frame: pd.DataFrame, what: str) -> pd.DataFrame:
-    """Check a raw pick table (module doc) and return it typed; see `read_pick_submission`."""
+def refuse_duplicates(names: np.ndarray, what: str) -> None:
+    """Bad input naming the trace names listed more than once."""
+    duplicated = pd.Series(names).duplicated(keep="first").to_numpy()
+    if duplicated.any():
+        raise InvalidInput(what, describe_traces(np.unique(names[duplicated]), "listed twice"))
+
+
+def validate_pick_table(
+    frame: pd.DataFrame, what: str, *, check_unique: bool = True
+) -> pd.DataFrame:
+    """Check a raw pick table (module doc) and return it typed; see `read_pick_submission`.
+    `check_unique=False` leaves the duplicate check to the caller (`scoring.picks.align` skips
+    it for a table in the store's order)."""
     missing = [name for name in PICK_COLUMNS if name not in frame.columns]
     if missing:
         raise InvalidInput(
@@ -140,9 +153,8 @@ def validate_pick_table(frame: pd.DataFrame, what: str) -> pd.DataFrame:
     if len(frame) == 0:
         raise InvalidInput(what, "holds no rows")
     names = _names_column(frame, what)
-    duplicated = pd.Series(names).duplicated(keep="first").to_numpy()
-    if duplicated.any():
-        raise InvalidInput(what, describe_traces(np.unique(names[duplicated]), "listed twice"))
+    if check_unique:
+        refuse_duplicates(names, what)
     detection = _numeric_column(frame, DETECTION, names, what)
     outside = ~((detection >= 0.0) & (detection <= 1.0))  # NaN is outside too
     if outside.any():

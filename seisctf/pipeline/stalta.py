@@ -215,7 +215,7 @@ def stalta_picks(
         "stalta",
         parameters=asdict(parameters),
         tuned_on=tune_split,
-        tuning_grid=TUNING_GRID if grid is not None else None,
+        tuning_grid={k: list(v) for k, v in TUNING_GRID.items()} if grid is not None else None,
         tuning_objective="mean of detection, P and S F1" if grid is not None else None,
         tuning_scores=grid,
     )

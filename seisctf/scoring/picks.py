@@ -169,15 +169,24 @@ class Aligned:
 def align(
     truth_names: np.ndarray, scored: np.ndarray, submission: pd.DataFrame, what: str
 ) -> Aligned:
-    """Match a checked pick table (`pick_table.validate_pick_table`) to the store's trace names
-    (all of them, store order) and the scored positions; unknown names and scored traces without
-    a row are bad input naming them."""
-    index = pd.Index(truth_names)
-    rows = index.get_indexer(pd.Index(submission[pick_table.TRACE_NAME].to_numpy(dtype=object)))
+    """Match a checked pick table (`pick_table.validate_pick_table`, duplicates not yet
+    checked) to the store's trace names (all of them, store order) and the scored positions;
+    duplicate and unknown names, and scored traces without a row, are bad input naming them.
+    A table listing exactly the scored traces in store order (as the baseline pickers write
+    it) is matched without hashing a name."""
+    names = submission[pick_table.TRACE_NAME].to_numpy(dtype=object)
+    values = np.stack(
+        [submission[name].to_numpy(dtype=np.float64) for name in pick_table.PICK_COLUMNS[1:]]
+    )
+    if len(names) == len(scored) and np.array_equal(names, truth_names[scored]):
+        return Aligned(values[0], values[1:], 0)
+    pick_table.refuse_duplicates(names, what)
+    rows = pd.Index(truth_names).get_indexer(pd.Index(names))
     unknown = rows < 0
     if unknown.any():
-        names = submission[pick_table.TRACE_NAME].to_numpy()[unknown]
-        raise InvalidInput(what, pick_table.describe_traces(names, "not in the truth store"))
+        raise InvalidInput(
+            what, pick_table.describe_traces(names[unknown], "not in the truth store")
+        )
     row_of_trace = np.full(len(truth_names), -1, dtype=np.int64)
     row_of_trace[rows] = np.arange(len(rows))
     taken = row_of_trace[scored]
@@ -186,11 +195,7 @@ def align(
         raise InvalidInput(
             what, pick_table.describe_traces(truth_names[scored[absent]], "of the split missing")
         )
-    detection = submission[pick_table.DETECTION].to_numpy(dtype=np.float64)[taken]
-    picks = np.stack(
-        [submission[name].to_numpy(dtype=np.float64)[taken] for name in pick_table.TIME_COLUMNS]
-    )
-    return Aligned(detection, picks, int(len(rows) - len(taken)))
+    return Aligned(values[0, taken], values[1:, taken], int(len(rows) - len(taken)))
 
 
 # --- groups ----------------------------------------------------------------------------------
@@ -237,7 +242,9 @@ def truth_commitment(
     names: np.ndarray, p_arrival_sample: np.ndarray, s_arrival_sample: np.ndarray, rate_hz: float
 ) -> str:
     """Hex SHA-256 of the scored labels (module doc, "Truth commitment")."""
-    order = np.argsort(np.asarray(names).astype(np.dtypes.StringDType()), kind="stable")
+    text = np.asarray(names).astype(np.dtypes.StringDType())
+    in_order = len(text) < 2 or bool(np.all(text[:-1] <= text[1:]))
+    order = np.arange(len(text)) if in_order else np.argsort(text, kind="stable")
     digest = hashlib.sha256(COMMITMENT_HEADER)
     digest.update(f"sampling_rate_hz={float(rate_hz)!r}\n".encode())
     digest.update("\n".join(np.asarray(names, dtype=object)[order].tolist()).encode())
@@ -278,7 +285,7 @@ def score_pick_table(
         raise InvalidInput("--threshold", f"must be a probability in [0, 1], got {threshold}")
     scored = truth.scored(split)
     labels = truth.labels.iloc[scored].reset_index(drop=True)
-    aligned = align(truth.labels[cv.TRACE_NAME].to_numpy(), scored, submission, what)
+    aligned = align(truth.labels[cv.TRACE_NAME].to_numpy(dtype=object), scored, submission, what)
     arrival_s = labels[["p_arrival_s", "s_arrival_s"]].to_numpy(dtype=np.float64).T.copy()
     earthquake = ~np.isnan(arrival_s).all(axis=0)
     options = {"tolerance_s": float(tolerance_s), "threshold": float(threshold)}
@@ -339,12 +346,14 @@ def score_picks(
 ) -> dict[str, Any]:
     """Score a pick table (a CSV or Parquet path/URL, or a DataFrame of the contract's columns)
     against the event-window store at `truth_url`; returns the results object. `name` defaults
-    to the file's stem."""
-    truth = read_truth(truth_url, group_by, storage_options, quiet=quiet)
+    to the file's stem. The table is checked before the store is read."""
     if isinstance(submission, pd.DataFrame):
-        what, table = "submission", pick_table.validate_pick_table(submission, "submission")
+        what = "submission"
+        table = pick_table.validate_pick_table(submission, what, check_unique=False)
     else:
-        what, table = str(submission), pick_table.read_pick_submission(submission, storage_options)
+        what = str(submission)
+        table = pick_table.read_pick_submission(submission, storage_options, check_unique=False)
+    truth = read_truth(truth_url, group_by, storage_options, quiet=quiet)
     return score_pick_table(
         truth,
         table,
@@ -370,7 +379,7 @@ def mean_f1_objective(
     if split == "test":
         raise InvalidInput("--tune-split", "tuning on the test split is not allowed")
     scored = truth.scored(split)
-    all_names = truth.labels[cv.TRACE_NAME].to_numpy()
+    all_names = truth.labels[cv.TRACE_NAME].to_numpy(dtype=object)
     arrival_s = truth.labels[["p_arrival_s", "s_arrival_s"]].to_numpy(np.float64)[scored].T.copy()
     earthquake = ~np.isnan(arrival_s).all(axis=0)
 
