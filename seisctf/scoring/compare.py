@@ -32,6 +32,8 @@ def _cell(rows: pd.DataFrame, *, deterministic: bool, identical: str | None, lev
     # Independent units of the mean: the draws, or every run where the draws are one set.
     units = values if identical else draw_means.to_numpy(float)
     mean, se, df = un.mean_se_df(units)
+    if deterministic and identical and np.ptp(units) == 0:
+        se = 0.0  # no randomness left at all: the one value is exact
     _, low, high = un.t_interval(mean, se, df, level)
     entry: dict[str, Any] = {
         "approach": rows["approach"].iat[0],
@@ -99,6 +101,9 @@ def _cell(rows: pd.DataFrame, *, deterministic: bool, identical: str | None, lev
         "estimate": anova.training_variance,
         "interval": list(training_interval),
     }
+    if anova.ms_within == 0:
+        notes.append("no variation between seeds: REML not fitted (training variance 0)")
+        return entry, [max(anova.data_variance, 0.0), 0.0]
     fit = un.reml_fit("value ~ 1", rows.assign(value=values), "data_draw")
     if fit is None:
         notes.append("REML fit failed; the single-run variances use max(MoM, 0)")

@@ -156,6 +156,7 @@ def test_deterministic_approach_and_identical_draws(tmp_path):
         cell = cells[approach, "12"]
         assert not cell["data_identifiable"] and cell["data_variance"] is None
         assert any("not identifiable" in note for note in cell["notes"])
+    assert cells["stalta", "12"]["interval"] == [0.55, 0.55]  # no randomness left at all
     net = cells["net", "12"]
     values = runs[(runs.approach == "net") & (runs.budget == 12)]["value"]
     assert net["training_variance"]["estimate"] == pytest.approx(np.var(values, ddof=1))
@@ -167,6 +168,19 @@ def test_deterministic_approach_and_identical_draws(tmp_path):
     with pytest.raises(InvalidInput, match="approach big, budget 12: one data draw"):
         compare_runs(one_draw)
     assert compare_runs(one_draw, identical=identical)["metrics"]["f1"]["cells"]
+
+
+def test_equal_seeds_are_estimated_not_declared_deterministic():
+    cells = {("flat", 1.0): (0.7, 0.05, 0.0), ("flat", 3.0): (0.8, 0.05, 0.0)}
+    runs = simulate_runs(cells, n_draws=4, seed=2)
+    runs = pd.concat([runs.assign(training_seed=s) for s in (0, 1)])  # two seeds, equal values
+    section = compare_runs(validate_runs(runs))["metrics"]["f1"]
+    assert section["deterministic_approaches"] == []
+    for cell in section["cells"]:
+        assert cell["training_variance"]["estimate"] == 0.0 and not cell["deterministic"]
+        assert any("no variation between seeds" in note for note in cell["notes"])
+        expected = np.var(list(cell["draw_means"].values()), ddof=1)
+        assert cell["data_variance"]["estimate"] == pytest.approx(expected)
 
 
 def test_identical_budgets_from_column_and_audit():
