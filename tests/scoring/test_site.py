@@ -318,3 +318,43 @@ def test_link_accepts_only_http_urls():
     for url in ("javascript:alert(1)", "data:text/html,hi", "//x.org", "ftp://x.org", "http:/x"):
         assert "<a" not in site.link(url)
     assert site.link(None) == "—"
+
+
+def test_real_pick_scorer_results_render(tmp_path):
+    """Results of the real pick scorer (a small event-window store, picks built from its
+    labels) go through the leaderboard into the page with their numbers."""
+    import numpy as np
+    import pandas as pd
+    from event_window_fixtures import RATE, write_picking_windows
+
+    from seisctf.scoring.picks import score_picks
+
+    store = str(tmp_path / "windows.zarr")
+    dataset = write_picking_windows(store, n_earthquake=8, n_noise=4)
+    p_s = dataset[cv.P_ARRIVAL_SAMPLE].values / RATE
+    s_s = dataset[cv.S_ARRIVAL_SAMPLE].values / RATE
+    names = dataset[cv.TRACE_NAME].values
+    db = tmp_path / "lb.sqlite"
+    for shift_s in (0.0, 0.3, 0.7):
+        table = pd.DataFrame(
+            {
+                "trace_name": names,
+                "detection": np.where(np.isnan(p_s), 0.1, 0.9),
+                "p_time_s": p_s + shift_s,
+                "s_time_s": s_s,
+            }
+        )
+        result = score_picks(store, table, name=f"shift-{shift_s}", split="all")
+        leaderboard.record(db, result, family="picks", truth_commitment=result["truth_commitment"])
+    index = leaderboard.write_html(leaderboard.entries(db), tmp_path / "html")
+    page = (index.parent / site.page_names([result["dataset"]])[result["dataset"]]).read_text()
+    tables = tables_of(page)
+    assert column(tables["picks1-f1"], "Model") == ["shift-0.0", "shift-0.3", "shift-0.7"]
+    assert column(tables["picks1-f1"], "P pick F1") == ["1.000", "1.000", "0.000"]
+    assert column(tables["picks1-f1"], "S pick F1") == ["1.000"] * 3
+    assert column(tables["picks1-residuals"], "P pick residual mean (s)")[:2] == [
+        "0.000",
+        "0.300",
+    ]
+    assert result["truth_commitment"] in page
+    assert len(re.findall(r'<svg [^>]*id="picks1-histogram-', page)) == 6
