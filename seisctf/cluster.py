@@ -36,6 +36,14 @@ PRE_SPAWN_ENVIRON = {
     "MKL_NUM_THREADS": 1,
     "OPENBLAS_NUM_THREADS": 1,
 }
+# Spill and pause thresholds of embedded workers, as fractions of their memory limit. A worker
+# process holds ~230 MiB of imports and allocator state before any data (measured after a
+# pipeline chain), so at a 400 MiB limit distributed's defaults (spill at 70 %, pause at 80 %)
+# left ~50 MiB for data and spilled nearly every block: 1.0-1.3 GiB per worker for a 1 GiB
+# chain, 0.2-0.4 GiB at these values (benchmarks/RESULTS.md). Tasks here stream bounded blocks,
+# so the room between spill and the 95 % terminate threshold is enough.
+# Applied where the user's dask config still has distributed's defaults.
+EMBEDDED_MEMORY_FRACTIONS = {"spill": (0.7, 0.85), "pause": (0.8, 0.9)}
 # An embedded cluster still starting in the background (`dask_client(background=True)`).
 _starting: Future | None = None
 
@@ -82,7 +90,12 @@ def _start_local(
 
     for name in ("distributed", "distributed.worker", "distributed.scheduler"):
         logging.getLogger(name).setLevel(logging.ERROR)
-    with dask.config.set({"distributed.worker.multiprocessing-method": method}):
+    memory = {
+        f"distributed.worker.memory.{name}": ours
+        for name, (default, ours) in EMBEDDED_MEMORY_FRACTIONS.items()
+        if dask.config.get(f"distributed.worker.memory.{name}") == default
+    }
+    with dask.config.set({"distributed.worker.multiprocessing-method": method, **memory}):
         cluster = LocalCluster(
             n_workers=n_workers,
             threads_per_worker=1,

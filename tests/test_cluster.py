@@ -60,3 +60,18 @@ def test_background_start_failure_reaches_the_caller():
     with pytest.raises(Exception, match="no_such_module|No module|failed to start"):
         with dask_client(quiet=True, preload=("seisctf.no_such_module",), background=True):
             compute(da.ones(3, chunks=1).sum(), quiet=True)
+
+
+def _thresholds(dask_worker) -> tuple[float, float]:
+    manager = dask_worker.memory_manager
+    return manager.memory_spill_fraction, manager.memory_pause_fraction
+
+
+def test_embedded_workers_spill_late_unless_the_user_configured_otherwise():
+    import dask
+
+    with dask_client(n_workers=1, memory_limit="400MiB", quiet=True) as client:
+        assert set(client.run(_thresholds).values()) == {(0.85, 0.9)}
+    with dask.config.set({"distributed.worker.memory.spill": 0.6}):
+        with dask_client(n_workers=1, memory_limit="400MiB", quiet=True) as client:
+            assert set(client.run(_thresholds).values()) == {(0.6, 0.9)}
