@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
 
@@ -84,6 +84,10 @@ def _details_table(ident: str, entries: Sequence[Entry]) -> str:
         text = "; ".join(f"{k}={v}" for k, v in sorted(extra.items()))
         return text_cell(text)
 
+    def code(entry: Entry) -> Cell:
+        url = (entry.get("metadata") or {}).get("code_url")
+        return Cell(link(url), url.casefold() if isinstance(url, str) and url else None, "text")
+
     def verified(entry: Entry) -> Cell:
         flag = (entry.get("result") or {}).get("truth_sha256_verified")
         return text_cell(None if flag is None else ("yes" if flag else "no"))
@@ -93,11 +97,7 @@ def _details_table(ident: str, entries: Sequence[Entry]) -> str:
         _model_column(),
         _run_column(),
         Column("Submitted (UTC)", lambda e: text_cell(e["timestamp"]), numeric=False),
-        Column(
-            "Code",
-            lambda e: Cell(link((e.get("metadata") or {}).get("code_url")), None, "text"),
-            numeric=False,
-        ),
+        Column("Code", code, numeric=False),
         Column(
             "Description",
             lambda e: text_cell((e.get("metadata") or {}).get("description")),
@@ -207,7 +207,9 @@ def _mean_avg(entries: Sequence[Entry]) -> float:
     return sum(values) / len(values) if values else -math.inf
 
 
-def ctf_section(ident: str, convention: str | None, commitment: str | None, entries) -> str:
+def ctf_section(
+    ident: str, convention: str | None, commitment: str | None, entries: Sequence[Entry]
+) -> str:
     """Ranking by AvgScore, radar profiles, uncertainty and submissions of one CTF group."""
     ranked = sorted(entries, key=lambda e: (_descending(e["avg_score"]), e["id"]))
     rank = {id(entry): index for index, entry in enumerate(ranked, start=1)}
@@ -278,7 +280,10 @@ def _part(entry: Entry, part: str) -> Mapping[str, Any]:
     return (entry.get("result") or {}).get(part) or {}
 
 
-def _metric_columns(parts, metrics, digits: int = 3) -> list[Column]:
+def _metric_columns(
+    parts: Sequence[tuple[str, str]], metrics: Sequence[tuple[str, str]], digits: int = 3
+) -> list[Column]:
+    """One column per (part, metric): e.g. "P pick F1" from ("p", "P pick"), ("f1", "F1")."""
     return [
         Column(
             f"{label} {metric_label}",
@@ -492,7 +497,9 @@ def dataset_page(dataset: str, entries: Sequence[Entry]) -> tuple[str, str]:
     return f"seisctf leaderboard: {dataset}", "".join(parts)
 
 
-def index_page(by_dataset: Mapping[str, Sequence[Entry]], names: Mapping[str, str]) -> tuple:
+def index_page(
+    by_dataset: Mapping[str, Sequence[Entry]], names: Mapping[str, str]
+) -> tuple[str, str]:
     """(title, body) of the index: one row per dataset, linking its page."""
 
     def best(entries: Sequence[Entry]) -> Entry | None:
@@ -501,7 +508,7 @@ def index_page(by_dataset: Mapping[str, Sequence[Entry]], names: Mapping[str, st
         ]
         return max(scored, key=lambda e: (e["avg_score"], -e["id"]), default=None)
 
-    def listing(values) -> Cell:
+    def listing(values: Iterable[object]) -> Cell:
         shown = sorted({str(v) for v in values if v})
         return text_cell(", ".join(shown) or None)
 
