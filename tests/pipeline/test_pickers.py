@@ -133,3 +133,23 @@ def test_aic_onset_finds_a_step_in_variance():
     rng = np.random.default_rng(0)
     signal = np.r_[rng.standard_normal(400), 8 * rng.standard_normal(300)]
     assert abs(stalta._aic_onset([signal], 100, 600) - 400) <= 3
+
+
+def test_cli_pick_stalta_then_score_and_refusals(
+    store, phasenet_weights, tmp_path, capsys, dask_cluster
+):
+    from seisctf.cli import main
+
+    common = ["--quiet", "--scheduler", dask_cluster.address]
+    out = tmp_path / "stalta.csv"
+    assert main(["pick", "stalta", store, "--out", str(out), "--tune-split", "none", *common]) == 0
+    assert f"picks: {out}" in capsys.readouterr().out
+    argv = ["score", "picks", "--truth", store, "--submission", str(out), *common]
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["p"]["f1"] > 0.8
+    bad = ["pick", "seisbench", store, "--out", str(tmp_path / "x.csv"), "--model", "Nope"]
+    assert main([*bad, "--weights", phasenet_weights["state"], *common]) == 3
+    assert "'Nope' is not a model class" in capsys.readouterr().err
+    same_split = ["pick", "stalta", store, "--out", str(out), "--split", "dev"]
+    assert main([*same_split, *common]) == 3
+    assert "tune on another split" in capsys.readouterr().err

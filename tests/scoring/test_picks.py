@@ -96,7 +96,7 @@ def _assert_metrics_equal(ours: dict, reference: dict) -> None:
                 assert got == pytest.approx(expected, rel=1e-9, abs=1e-12), (key, field)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(picking_cases())
 def test_scores_equal_the_per_trace_loop_overall_per_split_and_per_group(case):
     labels, submission = case
