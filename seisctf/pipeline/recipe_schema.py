@@ -24,6 +24,10 @@ POSITIVE = {"type": "number", "exclusiveMinimum": 0}
 POSITIVE_INT = {"type": "integer", "minimum": 1}
 URL = {"type": "string", "minLength": 1}
 SECONDS_WINDOW = {"type": "array", "items": NUMBER, "minItems": 2, "maxItems": 2}
+# Bounds of a recipe document (the shipped ones have under 30 values and 6 levels).
+MAX_RECIPE_BYTES = 2**20
+MAX_NODES = 10_000  # values once aliases are expanded
+MAX_DEPTH = 64
 
 
 def parameters(properties: Mapping[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -69,22 +73,42 @@ def document_schema(sources: list[str], transforms: list[str], outputs: list[str
 
 
 class _Lines:
-    """Line (1-based) of every key and item of a YAML document, by location."""
+    """Line (1-based) of every key and item of a YAML document, by location.
+
+    Walking the composed document also bounds it: aliases may not expand it beyond
+    `MAX_NODES` values (a "billion laughs" document) nor refer to their own ancestors, and it
+    may not nest deeper than `MAX_DEPTH`."""
 
     def __init__(self, text: str, where: str) -> None:
         self.where = where
         self.lines: dict[Location, int] = {}
+        self.visited = 0
         try:
             node = yaml.compose(text, Loader=yaml.SafeLoader)
         except yaml.YAMLError as error:
-            mark = getattr(error, "problem_mark", None)
-            line = mark.line + 1 if mark else 1
-            raise InvalidInput(f"{where}:{line}", f"not valid YAML: {error}") from None
+            raise _yaml_problem(error, where) from None
+        except RecursionError:
+            raise InvalidInput(f"{where}:1", f"nested deeper than {MAX_DEPTH} levels") from None
         if node is not None:
-            self._walk(node, ())
+            self._walk(node, (), ())
 
-    def _walk(self, node: yaml.Node, location: Location) -> None:
-        self.lines.setdefault(location, node.start_mark.line + 1)
+    def _walk(self, node: yaml.Node, location: Location, ancestors: tuple[int, ...]) -> None:
+        line = node.start_mark.line + 1
+        self.visited += 1
+        if self.visited > MAX_NODES:
+            raise InvalidInput(
+                f"{self.where}:{line}",
+                f"{describe(location)}: more than {MAX_NODES} values once aliases are expanded "
+                "(a YAML bomb?)",
+            )
+        if id(node) in ancestors:
+            raise InvalidInput(f"{self.where}:{line}", f"{describe(location)}: recursive alias")
+        if len(ancestors) >= MAX_DEPTH:
+            raise InvalidInput(
+                f"{self.where}:{line}", f"{describe(location)}: nested deeper than {MAX_DEPTH}"
+            )
+        self.lines.setdefault(location, line)
+        ancestors = (*ancestors, id(node))
         if isinstance(node, yaml.MappingNode):
             seen: set[Any] = set()
             for key_node, value_node in node.value:
@@ -96,16 +120,25 @@ class _Lines:
                     )
                 seen.add(key)
                 self.lines[location + (key,)] = key_node.start_mark.line + 1
-                self._walk(value_node, location + (key,))
+                self._walk(value_node, location + (key,), ancestors)
         elif isinstance(node, yaml.SequenceNode):
             for index, item in enumerate(node.value):
-                self._walk(item, location + (index,))
+                self._walk(item, location + (index,), ancestors)
 
     def of(self, location: Location) -> int:
         """The line of `location`, or of its nearest ancestor present in the document."""
         while location not in self.lines and location:
             location = location[:-1]
         return self.lines.get(location, 1)
+
+
+def _yaml_problem(error: yaml.YAMLError, where: str) -> InvalidInput:
+    """A PyYAML error (syntax, or a tag safe_load does not construct) at its line."""
+    mark = getattr(error, "problem_mark", None)
+    line = mark.line + 1 if mark else 1
+    parts = [getattr(error, "context", None), getattr(error, "problem", None)]
+    text = ", ".join(part for part in parts if part) or str(error).splitlines()[0]
+    return InvalidInput(f"{where}:{line}", f"not valid YAML: {text}")
 
 
 def describe(location: Location) -> str:
@@ -173,9 +206,19 @@ def read_recipe(source: str | Path, text: str | None = None) -> RecipeText:
         path = Path(source)
         if not path.is_file():
             raise InvalidInput(where, "recipe file not found")
-        text = path.read_text()
+        if path.stat().st_size > MAX_RECIPE_BYTES:
+            raise InvalidInput(
+                where, f"{path.stat().st_size} bytes; a recipe is at most {MAX_RECIPE_BYTES}"
+            )
+        try:
+            text = path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise InvalidInput(where, f"not UTF-8 text (byte {error.start})") from None
     lines = _Lines(text, where)
-    data = yaml.safe_load(text)
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise _yaml_problem(error, where) from None
     if not isinstance(data, dict):
         raise InvalidInput(f"{where}:1", "a recipe is a YAML mapping (recipe: 1, source, outputs)")
     return RecipeText(data=data, text=text, where=where, lines=lines)
