@@ -9,6 +9,7 @@ data twice gives the same bytes (mode "w" replaces the store; chunking depends o
 from __future__ import annotations
 
 import json
+import math
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -93,6 +94,28 @@ def require_complete(group: zarr.Group, url: str) -> zarr.Group:
     return group
 
 
+# Sizes an array's metadata may declare before anything lazy is built over it: a Dask array of
+# more chunks does not fit in memory (its chunk tuples alone), a chunk this large cannot be
+# decoded. seisctf's own stores stay far below (chunks of at most tens of MiB).
+MAX_DECLARED_CHUNKS = 2**26
+MAX_DECLARED_CHUNK_BYTES = 2**31
+
+
+def check_declared_sizes(array: zarr.Array, what: str) -> zarr.Array:
+    """Refuse an array whose metadata declares an absurd number or size of chunks."""
+    chunks = tuple(array.chunks)
+    count = math.prod(-(-n // c) for n, c in zip(array.shape, chunks, strict=True))
+    chunk_bytes = math.prod(getattr(array, "shards", None) or chunks) * array.dtype.itemsize
+    if count > MAX_DECLARED_CHUNKS or chunk_bytes > MAX_DECLARED_CHUNK_BYTES:
+        raise InvalidInput(
+            what,
+            f"metadata declares shape {tuple(array.shape)} in chunks {chunks}: {count} "
+            f"chunks of {chunk_bytes} bytes (limits {MAX_DECLARED_CHUNKS} chunks, "
+            f"{MAX_DECLARED_CHUNK_BYTES} bytes)",
+        )
+    return array
+
+
 def write_dataset(
     dataset: xr.Dataset,
     url: str,
@@ -130,7 +153,9 @@ def write_dataset(
 
 def open_dataset(url: str, storage_options: StorageOptions | None = None) -> xr.Dataset:
     """Open a complete seisctf store lazily (Dask-backed) with xarray."""
-    require_complete(open_group(url, storage_options), url)
+    group = require_complete(open_group(url, storage_options), url)
+    for name, array in group.arrays():
+        check_declared_sizes(array, join(url, name))
     # Chunk reads inlined: each is then a root task the scheduler queues, instead of every read
     # depending on one shared array task and running far ahead of its consumers.
     return xr.open_dataset(
@@ -188,7 +213,7 @@ def read_array(url: str, name: str, storage_options: StorageOptions | None = Non
     group = open_group(url, storage_options)
     if name not in group:
         raise InvalidInput(f"{url}/{name}", "array not found in the group")
-    return da.from_zarr(group[name])
+    return da.from_zarr(check_declared_sizes(group[name], f"{url}/{name}"))
 
 
 def read_attrs(url: str, storage_options: StorageOptions | None = None) -> dict[str, Any]:

@@ -156,6 +156,42 @@ class MappedArray:
         return np.array(mapped[key])
 
 
+# Decoding untrusted chunk bytes fails in many ways (codecs raise RuntimeError, a short chunk a
+# ValueError on reshape); each is bad input. I/O errors (OSError) are not: they keep their type.
+DECODE_ERRORS = (ValueError, RuntimeError, TypeError, zarr.errors.BaseZarrError)
+
+
+@dataclass(frozen=True)
+class CheckedArray:
+    """A submitted zarr array read block by block (by Dask workers): a chunk that does not
+    decode (corrupt or truncated bytes) is bad input naming the array and its rows."""
+
+    array: Any
+    what: str
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.array.shape)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(self.array.dtype)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        try:
+            return np.asarray(self.array[key])
+        except DECODE_ERRORS as error:
+            rows = key[0] if isinstance(key, tuple) and key else key
+            where = f"rows {rows.start}-{rows.stop - 1}" if isinstance(rows, slice) else "values"
+            raise InvalidInput(
+                self.what, f"{where} cannot be decoded ({type(error).__name__}: {error})"
+            ) from None
+
+
 # --- readers, one per format -------------------------------------------------------------------
 
 
@@ -526,10 +562,13 @@ def open_submission(
     arrays = read_submission_arrays(
         source, storage_options, manifest=manifest, limits=limits, scratch_dir=scratch_dir
     )
+    what = source if isinstance(source, str) else "submission"
     opened = {}
     for name, shape in expected_shapes(manifest).items():
         chunks = cv.time_space_chunks(*shape)
         array = arrays[name]
+        if isinstance(array, zarr.Array):
+            array = CheckedArray(array, f"{what}:{name}")
         if not isinstance(array, da.Array):
             array = da.from_array(array, chunks=chunks, asarray=True)
         opened[name] = array.rechunk(chunks).astype(array.dtype.newbyteorder("="))
