@@ -55,9 +55,72 @@ def is_remote(url: str) -> bool:
     return "://" in str(url) and not str(url).startswith("file://")
 
 
+# S3 requests that fail for want of a server (connection refused or reset, timeouts, 5xx,
+# throttling) are retried by botocore ("standard" mode: up to this many retries after the first
+# attempt, waiting random(0, min(2**retry, 20)) s before each). The environment variable is read
+# where the store is opened (the command's process and each worker); a storage option
+# `config_kwargs.retries.max_attempts=N` (attempts, the first included) overrides it and travels
+# with the tasks.
+S3_RETRIES_ENV = "SEISCTF_S3_RETRIES"
+DEFAULT_S3_RETRIES = 10
+
+
+def s3_retries() -> int:
+    """Retries of a failed S3 request: `$SEISCTF_S3_RETRIES` (0 or more), else 10."""
+    import os
+
+    text = os.environ.get(S3_RETRIES_ENV, "").strip()
+    if not text:
+        return DEFAULT_S3_RETRIES
+    try:
+        retries = int(text)
+    except ValueError:
+        retries = -1
+    if retries < 0:
+        raise InvalidInput(S3_RETRIES_ENV, f"expected a whole number of retries >= 0, got {text!r}")
+    return retries
+
+
+def _with_defaults(defaults: Mapping[str, Any], given: Mapping[str, Any]) -> StorageOptions:
+    """`given` over `defaults`, nested dicts merged key by key."""
+    merged = dict(defaults)
+    for key, value in given.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = _with_defaults(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
 def options_for(url: str, storage_options: StorageOptions | None) -> StorageOptions | None:
-    """Storage options apply to fsspec URLs only; zarr refuses them for local paths."""
-    return (storage_options or None) if is_remote(url) else None
+    """Storage options apply to fsspec URLs only; zarr refuses them for local paths. S3 URLs get
+    seisctf's retry defaults under the given options."""
+    if not is_remote(url):
+        return None
+    if str(url).startswith(("s3://", "s3a://")):
+        retries = {"max_attempts": s3_retries() + 1, "mode": "standard"}
+        return _with_defaults({"config_kwargs": {"retries": retries}}, storage_options or {})
+    return storage_options or None
+
+
+def is_storage_outage(error: BaseException) -> bool:
+    """Whether `error` says the storage did not answer (no connection, a connection lost, a
+    timeout) rather than anything about the data: a run that fails so can be re-run as it is."""
+    kinds: list[type] = [ConnectionError, TimeoutError]
+    try:
+        from botocore.exceptions import ConnectionError as BotoConnectionError
+        from botocore.exceptions import HTTPClientError
+
+        kinds += [BotoConnectionError, HTTPClientError]
+    except ImportError:  # pragma: no cover - s3fs is a dependency
+        pass
+    try:
+        from aiohttp import ClientConnectionError
+
+        kinds.append(ClientConnectionError)
+    except ImportError:  # pragma: no cover
+        pass
+    return isinstance(error, tuple(kinds))
 
 
 def join(url: str, *parts: str) -> str:
@@ -82,10 +145,18 @@ def open_group(
 def finish_group(
     url: str, attrs: Mapping[str, Any], storage_options: StorageOptions | None
 ) -> None:
-    """Write a group's attrs and its completion marker, then consolidate metadata: always last."""
+    """Write a group's attrs, consolidate its metadata, then mark it complete: always last.
+
+    The marker goes in by one write of the group's `zarr.json` that also holds the consolidated
+    metadata (one object: atomic on object stores; on local disks zarr writes a temporary file
+    and renames it), so no reader sees a store marked complete without its metadata."""
     group = open_group(url, storage_options, mode="r+")
-    group.attrs.update({**attrs, conventions.ATTR_COMPLETE: True})
+    group.attrs.update(
+        {key: value for key, value in attrs.items() if key != conventions.ATTR_COMPLETE}
+    )
     zarr.consolidate_metadata(group.store)
+    consolidated = zarr.open_group(group.store, mode="r+", zarr_format=3, use_consolidated=True)
+    consolidated.attrs[conventions.ATTR_COMPLETE] = True
 
 
 def require_complete(group: zarr.Group, url: str) -> zarr.Group:

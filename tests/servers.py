@@ -64,6 +64,7 @@ class S3Server:
     endpoint_url: str
     process: subprocess.Popen
     directory: Path
+    ports: dict[str, int]
 
     @property
     def storage_options(self) -> dict:
@@ -78,11 +79,8 @@ class S3Server:
         return s3fs.S3FileSystem(**self.storage_options)
 
 
-def start_s3(directory: Path, timeout_s: float = 60.0) -> S3Server:
-    """`weed server -s3` on loopback with its own ports and data folder; waits until S3 answers."""
-    ports = {name: free_port(grpc_offset=True) for name in ("master", "volume", "filer", "s3")}
-    directory.mkdir(parents=True, exist_ok=True)
-    command = [
+def _weed_command(directory: Path, ports: dict[str, int]) -> list[str]:
+    return [
         weed_binary(),
         "server",
         "-s3",
@@ -99,16 +97,34 @@ def start_s3(directory: Path, timeout_s: float = 60.0) -> S3Server:
         # sparse files capped at 64 MB, so slots cost nothing until written.
         "-volume.max=2000",
         "-master.telemetry=false",
+        # A restarted master waits this long for a leader before serving (default 10 s): the
+        # only master, it wins at once.
+        "-master.electionTimeout=1s",
         # SeaweedFS >= 4 also serves Iceberg (8181) and Lance (9101) on fixed ports: off, so that
         # servers of concurrent test runs do not collide.
         "-s3.port.iceberg=0",
         "-s3.port.lance=0",
     ]
-    log = open(directory / "weed.log", "wb")  # noqa: SIM115 - closed with the process
+
+
+def start_s3(
+    directory: Path, timeout_s: float = 60.0, ports: dict[str, int] | None = None
+) -> S3Server:
+    """`weed server -s3` on loopback with its own ports (or `ports`: those of a stopped server
+    to start again on the same data folder) and data folder; waits until S3 answers."""
+    ports = ports or {
+        name: free_port(grpc_offset=True) for name in ("master", "volume", "filer", "s3")
+    }
+    directory.mkdir(parents=True, exist_ok=True)
+    log = open(directory / "weed.log", "ab")  # noqa: SIM115 - closed with the process
     process = subprocess.Popen(
-        command, stdout=log, stderr=subprocess.STDOUT, cwd=directory, start_new_session=True
+        _weed_command(directory, ports),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        cwd=directory,
+        start_new_session=True,
     )
-    server = S3Server(f"http://{LOOPBACK}:{ports['s3']}", process, directory)
+    server = S3Server(f"http://{LOOPBACK}:{ports['s3']}", process, directory, ports)
     deadline = time.monotonic() + timeout_s
     bucket = f"probe-{os.getpid()}"
     while time.monotonic() < deadline:
@@ -116,7 +132,8 @@ def start_s3(directory: Path, timeout_s: float = 60.0) -> S3Server:
             raise RuntimeError(f"weed exited early: {(directory / 'weed.log').read_text()[-2000:]}")
         try:
             fs = server.filesystem()
-            fs.mkdir(bucket)
+            if not fs.exists(bucket):
+                fs.mkdir(bucket)
             fs.pipe(f"{bucket}/ready", b"ok")
             if fs.cat(f"{bucket}/ready") == b"ok":
                 return server
@@ -124,6 +141,12 @@ def start_s3(directory: Path, timeout_s: float = 60.0) -> S3Server:
             time.sleep(0.5)
     stop_process(process)
     raise RuntimeError(f"S3 server did not answer within {timeout_s} s")
+
+
+def restart_s3(server: S3Server, timeout_s: float = 60.0) -> S3Server:
+    """Start a stopped (or killed) server again: same data folder, same ports."""
+    stop_process(server.process)
+    return start_s3(server.directory, timeout_s, ports=server.ports)
 
 
 @dataclass

@@ -1,7 +1,8 @@
 """The command line: `seisctf <verb> …`, thin over the library (parse, get a client, call, print).
 
 Exit codes: 0 success, 2 usage error (argparse), 3 invalid input (InvalidInput, one line, no
-traceback), 1 anything else.
+traceback), 1 anything else (storage that does not answer after the retries: a message naming
+the object, no traceback; any other error keeps its traceback).
 """
 
 from __future__ import annotations
@@ -16,10 +17,18 @@ from seisctf.cli._parse import SCORING_WORKER_MODULES, common_options
 from seisctf.errors import InvalidInput
 
 EXIT_INVALID_INPUT = 3
+EXIT_STORAGE_UNAVAILABLE = 1
 # Each module adds its verbs; `groups` holds the kinds of `synth`, `ingest`, `score`, `export`
 # so a later module can add a kind (e.g. `score picks`) to an earlier verb.
 VERB_MODULES = (datasets, crustal, ingest, score, compare, picks)
-__all__ = ["EXIT_INVALID_INPUT", "SCORING_WORKER_MODULES", "build_parser", "entry_point", "main"]
+__all__ = [
+    "EXIT_INVALID_INPUT",
+    "EXIT_STORAGE_UNAVAILABLE",
+    "SCORING_WORKER_MODULES",
+    "build_parser",
+    "entry_point",
+    "main",
+]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,6 +60,20 @@ def main(argv: list[str] | None = None) -> int:
     except InvalidInput as error:
         print(f"seisctf: invalid input: {error}", file=sys.stderr)
         return EXIT_INVALID_INPUT
+    except Exception as error:
+        from seisctf.storage import is_storage_outage
+
+        if not is_storage_outage(error):
+            raise
+        # Not bad input (exit 3) and not a bug (a traceback): the storage did not answer, after
+        # the retries. Nothing unfinished is marked complete; an ingest resumes when re-run.
+        print(
+            f"seisctf: storage unavailable: {type(error).__name__}: {error}\n"
+            "seisctf: nothing unfinished was marked complete; re-run the same command once the "
+            "storage answers (an ingest resumes where it stopped)",
+            file=sys.stderr,
+        )
+        return EXIT_STORAGE_UNAVAILABLE
     return 0
 
 
@@ -69,4 +92,3 @@ def entry_point() -> None:
     flushed and closed by then). An unexpected exception leaves the normal way, with its
     traceback."""
     fast_exit(main())
-

@@ -502,8 +502,9 @@ def _checkpoint(dataset: xr.Dataset, context: BuildContext, index: int) -> xr.Da
 def remove_checkpoints(context: BuildContext) -> None:
     import fsspec
 
-    # The scratch folder is this build's own (named after its private output).
-    for url in [*context.checkpoints, *([context.scratch] if context.checkpoints else [])]:
+    # The scratch folder is this build's own (named after its private output); also removed
+    # when this run made no checkpoint, since an interrupted earlier run may have left one.
+    for url in [*context.checkpoints, *([context.scratch] if context.scratch else [])]:
         options = storage.options_for(url, context.storage_options) or {}
         filesystem, path = fsspec.core.url_to_fs(url, **options)
         if filesystem.exists(path):

@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from seisctf import conventions as cv
+from seisctf import storage
 from seisctf.errors import InvalidInput
 from seisctf.recipes.waveform_plan import is_url
 
@@ -297,7 +298,7 @@ class _RemoteCache:
 
         digest, size = hashlib.sha256(), 0
         handle, local = tempfile.mkstemp(dir=self.folder, suffix=os.path.splitext(url)[1])
-        source = fsspec.open(url, "rb", **(storage_options or {}))
+        source = fsspec.open(url, "rb", **(storage.options_for(url, storage_options) or {}))
         with os.fdopen(handle, "wb") as out, source as src:
             for piece in iter(lambda: src.read(2**22), b""):
                 digest.update(piece)

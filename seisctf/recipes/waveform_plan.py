@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from seisctf import storage
 from seisctf.errors import InvalidInput
 
 DEFAULT_BLOCK_SAMPLES = 2**18
@@ -114,7 +115,7 @@ def is_url(path: str) -> bool:
 def _filesystem(url: str, storage_options: dict | None) -> tuple[Any, str]:
     import fsspec
 
-    fs, _ = fsspec.core.url_to_fs(url, **(storage_options or {}))
+    fs, _ = fsspec.core.url_to_fs(url, **(storage.options_for(url, storage_options) or {}))
     return fs, fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
 
 
@@ -123,7 +124,9 @@ def read_input(path: str, storage_options: dict | None = None) -> bytes:
     if is_url(path):
         import fsspec
 
-        with fsspec.open(path, "rb", **(storage_options or {})) as handle:
+        with fsspec.open(
+            path, "rb", **(storage.options_for(path, storage_options) or {})
+        ) as handle:
             return handle.read()
     with open(path, "rb") as handle:
         return handle.read()
