@@ -11,6 +11,12 @@ about a minute on 2 cores. `--sensors` sets the channel count (at least 2 · mod
 for the long-time score); `--duration` applies to the global dataset only (the DAS record's
 length follows from the layout).
 
+`--dataset crustal` runs `demo-crustal.yaml`: 8836 sensors (a 94 × 94 surface grid, 100 m apart),
+20 simulations at 100 Hz (the ten core realisations, a sweep of 4 + 1 and 4 + 1 new initial
+conditions), the `crustal` layout with the extended pairs E13–E16; `--sensors` must be a square
+number (the grid's side squared); the record's length follows from the layout. A few minutes on 2
+cores (benchmarks/RESULTS.md).
+
 The demo is not a challenge: unless `--secret`/`SEISCTF_SECRET` is given it uses the published
 secret `DEMO_SECRET`, so its outputs are byte-identical on every machine and cluster.
 """
@@ -29,8 +35,9 @@ from seisctf.errors import InvalidInput
 
 DEMO_SECRET = "seisctf-demo-not-a-secret"
 BASELINE_MODELS = ("zeros", "persistence", "mean")
-DATASETS = ("global", "das")
-DEFAULT_SENSORS = {"global": 2048, "das": 256}
+DATASETS = ("global", "das", "crustal")
+DEFAULT_SENSORS = {"global": 2048, "das": 256, "crustal": 94 * 94}
+DEFAULT_LAYOUTS = {"global": "seismo", "das": "das", "crustal": "crustal"}
 
 
 def _source(dataset: str, n_sensors: int | None, duration_s: float) -> dict[str, Any]:
@@ -38,6 +45,8 @@ def _source(dataset: str, n_sensors: int | None, duration_s: float) -> dict[str,
     sensors = n_sensors or DEFAULT_SENSORS[dataset]
     if dataset == "das":
         return {"synthetic_das": {"channels": sensors}}
+    if dataset == "crustal":
+        return {"synthetic_crustal": {"sensors": sensors}}
     return {
         "synthetic_global": {
             "sensors": sensors,
@@ -75,7 +84,7 @@ def run_demo(
 
     The dataset comes from the shipped recipe `demo-<dataset>.yaml` (`seisctf build`), with the
     sensors (default `DEFAULT_SENSORS`), duration (global) and layout given here (default:
-    `seismo` for global, `das` for das)."""
+    `DEFAULT_LAYOUTS`)."""
     from seisctf.pipeline.baselines import write_baseline
     from seisctf.pipeline.recipe import build_file, shipped
     from seisctf.scoring import leaderboard
@@ -95,7 +104,7 @@ def run_demo(
         paths = demo_paths(workdir, name)
         overrides = {
             "source": _source(name, n_sensors, duration_s),
-            "splits": {"ctf": {"layout": layout or ("das" if name == "das" else "seismo")}},
+            "splits": {"ctf": {"layout": layout or DEFAULT_LAYOUTS[name]}},
         }
         build_file(
             shipped(f"demo-{name}"),

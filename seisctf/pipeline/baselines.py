@@ -56,9 +56,9 @@ def predict(
     if model not in BASELINES:
         raise InvalidInput(f"baseline {model!r}", f"unknown; choose from {sorted(BASELINES)}")
     manifest = storage.read_attrs(public_url, storage_options)[cv.ATTR_CTF]
-    public = {
-        name: storage.read_array(public_url, name, storage_options) for name in cv.TRAIN_NAMES
-    }
+    inputs = {name for pair in manifest["pairs"] for name in pair["train"]}
+    inputs |= {pair["burn_in"] for pair in manifest["pairs"] if pair.get("burn_in")}
+    public = {name: storage.read_array(public_url, name, storage_options) for name in inputs}
     return {
         pair["test"]: BASELINES[model](pair, public).astype(np.float32)
         for pair in manifest["pairs"]

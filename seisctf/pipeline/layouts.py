@@ -5,7 +5,17 @@ A layout fixes shapes only; the sensors (space axis) are whatever the wavefield 
 few-snapshot and burn-in matrices 500 steps starting at 1500, forecasts 1000 steps from 2000,
 reconstructions over the 2000 training steps. `das` is the same with the fibre's channels: a
 DAS store reaches it through `das_wavefield.das_wavefield` (ten guarded slots, each decimated
-5 Hz → 1 Hz with the causal anti-alias filter; sensors in fibre order).
+5 Hz → 1 Hz with the causal anti-alias filter; sensors in fibre order). `crustal` follows the
+published crustal dataset (surface grid, 0.01 s steps at the default 100 Hz): training matrices 500
+steps, few-snapshot and burn-in matrices 200 steps from 300, forecasts 100 steps from 500,
+reconstructions over the 500 training steps.
+
+Extended pairs (any layout; built when the wavefield holds realisations with
+`conventions.EXTENDED_ROLES`): pair 10 trains on the `sweep_train` simulations' training windows
+(X11train …, by parameter value) with the `sweep_test` simulation's few-snapshot window as burn-in
+and forecasts its forecast window (X10test); pair 11 likewise with `initial_train` and
+`initial_test` (X11test). Each is its own normalisation group, its burn-in normalised with its
+training constants, as pairs 8 and 9.
 
 Noise levels are white Gaussian noise whose standard deviation is a fraction of each trace's RMS
 over the same window of the clean field: medium 0.2 (SNR 14 dB), high 0.5 (SNR 6 dB). Few-snapshot
@@ -25,6 +35,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
+from seisctf.conventions import extended_names
 from seisctf.errors import InvalidInput
 
 
@@ -72,7 +83,21 @@ class Window:
         return self.start + self.steps
 
 
-LAYOUTS = {"seismo": Layout("seismo"), "das": Layout("das")}
+LAYOUTS = {
+    "seismo": Layout("seismo"),
+    "das": Layout("das"),
+    "crustal": Layout(
+        "crustal",
+        train_steps=500,
+        few_start=300,
+        few_steps=200,
+        forecast_start=500,
+        forecast_steps=100,
+    ),
+}
+# Roles whose arrays are burn-ins: normalised with their group's training constants, not part of
+# them.
+BURN_IN_ROLES = ("param_interp", "param_extrap", "sweep_test", "initial_test")
 
 
 def load_layout(name_or_path: str | None) -> Layout:
@@ -98,12 +123,24 @@ def load_layout(name_or_path: str | None) -> Layout:
     return Layout(**{"name": path.stem, **values})
 
 
-def array_windows(layout: Layout) -> dict[str, Window]:
-    """The window of every public (X*train) and truth (X*test) array of the bundle."""
+def array_windows(layout: Layout, n_sweep: int = 0, n_initial: int = 0) -> dict[str, Window]:
+    """The window of every public (X*train) and truth (X*test) array of the bundle; with the
+    extended pairs' arrays when `n_sweep` / `n_initial` (their training simulations) are given."""
     train = (0, layout.train_steps)
     few = (layout.few_start, layout.few_steps)
     forecast = (layout.forecast_start, layout.forecast_steps)
-    return {
+    extended: dict[str, Window] = {}
+    if n_sweep or n_initial:
+        names = extended_names(n_sweep, n_initial)
+        for group, training, burn_in, test in (
+            ("sweep", names.sweep_train, names.sweep_burn_in, "X10test"),
+            ("initial", names.initial_train, names.initial_burn_in, "X11test"),
+        ):
+            for index, name in enumerate(training):
+                extended[name] = Window(f"{group}_train", *train, role_index=index)
+            extended[burn_in] = Window(f"{group}_test", *few)
+            extended[test] = Window(f"{group}_test", *forecast)
+    core = {
         "X1train": Window("forecast", *train),
         "X2train": Window("noise_medium", *train, noise="noise_medium"),
         "X3train": Window("noise_high", *train, noise="noise_high"),
@@ -124,11 +161,16 @@ def array_windows(layout: Layout) -> dict[str, Window]:
         "X8test": Window("param_interp", *forecast),
         "X9test": Window("param_extrap", *forecast),
     }
+    return core | extended
 
 
 def normalisation_group(role: str) -> str:
-    """Arrays of one group share per-sensor normalisation constants (all parametric roles share)."""
-    return "param" if role.startswith("param_") else role
+    """Arrays of one group share per-sensor normalisation constants (all parametric roles share;
+    so do the sweep's and the initial conditions' roles)."""
+    for group in ("param", "sweep", "initial"):
+        if role.startswith(group + "_"):
+            return group
+    return role
 
 
 def check_layout(layout: Layout, n_time: int, n_space: int, what: str) -> None:

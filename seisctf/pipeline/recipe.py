@@ -36,7 +36,13 @@ from seisctf.pipeline.recipe_schema import (
     parameters,
     read_recipe,
 )
-from seisctf.pipeline.recipe_sources import _copy_store, source_store_url, split_options
+from seisctf.pipeline.recipe_sources import (
+    CRUSTAL_COUNTS,
+    CRUSTAL_POSITIVE,
+    _copy_store,
+    source_store_url,
+    split_options,
+)
 
 WITHHELD = "[withheld]"
 SHIPPED = Path(__file__).resolve().parent.parent / "recipes"  # recipes shipped in the package
@@ -103,6 +109,19 @@ SOURCES: dict[str, Step] = {
                 "ctf_rate_hz": POSITIVE,
                 "earthquakes": {"type": "boolean"},
                 "noise_rms": {"type": "number", "minimum": 0},
+                **_SEED,
+            }
+        ),
+    ),
+    "synthetic_crustal": Step(
+        "seisctf.pipeline.recipe_sources:synthetic_crustal",
+        parameters(
+            {
+                "sensors": POSITIVE_INT,
+                **{name: {"type": "integer", "minimum": 0} for name in CRUSTAL_COUNTS},
+                **{name: POSITIVE for name in CRUSTAL_POSITIVE},
+                "perturbation_std": {"type": "number", "minimum": 0},
+                "medium": {"enum": ["von_karman", "gaussian"]},
                 **_SEED,
             }
         ),

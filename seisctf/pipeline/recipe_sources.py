@@ -51,6 +51,49 @@ def synthetic_das(context: BuildContext, *, seed: int | None = None, **options: 
     return synthetic_das_record(layout=context.layout or "das", seed=seed, **options)
 
 
+# Parameters of the `synthetic_crustal` source besides `sensors`, `perturbation_std`, `medium`,
+# `seed` (schema in recipe.py).
+CRUSTAL_COUNTS = ("parametric", "initial_conditions")
+CRUSTAL_POSITIVE = (
+    "sensor_spacing_m",
+    "sampling_rate_hz",
+    "duration_s",
+    "spacing_m",
+    "depth_m",
+    "correlation_length_m",
+)
+
+
+def synthetic_crustal(
+    context: BuildContext,
+    *,
+    sensors: int = 94 * 94,
+    sampling_rate_hz: float = 100.0,
+    duration_s: float | None = None,
+    medium: str = "von_karman",
+    seed: int | None = None,
+    **options: Any,
+) -> xr.Dataset:
+    """The crustal surface wavefields (`seisctf.recipes.crustal.sweep.crustal_store`): a square
+    grid of `sensors`; the duration is the recipe's CTF layout's (`splits.ctf.layout`, default
+    `crustal`) at the rate unless given; seed from the secret."""
+    from seisctf.pipeline.layouts import load_layout
+    from seisctf.recipes.crustal.sweep import crustal_store, isqrt_sensors
+
+    if seed is None:
+        seed = keys.derive_seed(context.require_secret("source.synthetic_crustal"), "synth/crustal")
+    if duration_s is None:
+        duration_s = load_layout(context.layout or "crustal").required_steps / sampling_rate_hz
+    return crustal_store(
+        seed=seed,
+        grid=isqrt_sensors(sensors),
+        sampling_rate_hz=sampling_rate_hz,
+        duration_s=duration_s,
+        medium_kind=medium,
+        **options,
+    )
+
+
 def existing_store(context: BuildContext, *, url: str) -> xr.Dataset:
     """A complete seisctf store, opened lazily."""
     return storage.open_dataset(context.resolve(url), context.storage_options)

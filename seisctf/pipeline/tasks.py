@@ -23,6 +23,7 @@ from seisctf import conventions as cv
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
 from seisctf.pipeline.layouts import (
+    BURN_IN_ROLES,
     Layout,
     Window,
     array_windows,
@@ -30,6 +31,9 @@ from seisctf.pipeline.layouts import (
     normalisation_group,
 )
 from seisctf.pipeline.noise import gaussian_noise
+
+# Roles whose realisations are taken in the order of their parameter values.
+SORTED_BY_PARAMETER = ("param_train", "sweep_train")
 
 
 @dataclass
@@ -42,7 +46,7 @@ class Bundle:
 def _realisation_index(wavefield: xr.Dataset, window: Window, what: str) -> int:
     roles = [str(role) for role in wavefield[cv.ROLE].values]
     matches = [i for i, role in enumerate(roles) if role == window.role]
-    if window.role == "param_train" and cv.PARAMETER_VALUE in wavefield.coords:
+    if window.role in SORTED_BY_PARAMETER and cv.PARAMETER_VALUE in wavefield.coords:
         values = wavefield[cv.PARAMETER_VALUE].values
         matches.sort(key=lambda i: values[i])
     if len(matches) <= window.role_index:
@@ -83,8 +87,8 @@ def _normalisers(
     members: dict[str, list[da.Array]] = {}
     for name, array in public_raw.items():
         role = windows[name].role
-        if role in ("param_interp", "param_extrap"):
-            continue  # burn-in windows are normalised with the parametric training constants
+        if role in BURN_IN_ROLES:
+            continue  # burn-in windows are normalised with their group's training constants
         members.setdefault(normalisation_group(role), []).append(array)
     scales = {}
     for group, arrays in members.items():
@@ -102,14 +106,15 @@ def build_bundle(
     cv.validate_wavefield(wavefield, what)
     n_time, n_space = wavefield.sizes[cv.TIME], wavefield.sizes[cv.SENSOR]
     check_layout(layout, n_time, n_space, what)
-    windows = array_windows(layout)
+    n_sweep, n_initial = extended_counts(wavefield, what)
+    windows = array_windows(layout, n_sweep, n_initial)
     noise_levels = {"noise_medium": layout.noise_medium, "noise_high": layout.noise_high}
 
     public_raw: dict[str, da.Array] = {}
     truth_raw: dict[str, da.Array] = {}
     for name, window in windows.items():
         clean = _clean_window(wavefield, window, what)
-        if name in cv.TRAIN_NAMES:
+        if cv.is_train_name(name):
             if window.noise:
                 key = keys.derive_seed(secret, f"noise/{name}")
                 clean = _add_noise(clean, noise_levels[window.noise], key)
@@ -124,7 +129,7 @@ def build_bundle(
 
     public = {name: normalise(name, array) for name, array in public_raw.items()}
     truth = {name: normalise(name, array) for name, array in truth_raw.items()}
-    manifest = _manifest(wavefield, layout, windows)
+    manifest = _manifest(wavefield, layout, windows, cv.extended_pairs(n_sweep, n_initial))
     validation = validation_targets(manifest["pairs"], layout)
     public.update({entry["target"]: _cut(public[entry["source"]], entry) for entry in validation})
     manifest["validation"] = validation
@@ -135,7 +140,8 @@ def validation_targets(pairs: list[dict[str, Any]], layout: Layout) -> list[dict
     """Per pair, a target cut from the end of its own most recent input (the burn-in where there
     is one, else its last training matrix): participants fit on the rows before `start_index` and
     predict the held-out end, then score themselves with `seisctf score ctf --validation`."""
-    windows = array_windows(layout)
+    training = {pair["id"]: len(pair["train"]) for pair in pairs}
+    windows = array_windows(layout, training.get(10, 0), training.get(11, 0))
     entries = []
     for pair in pairs:
         source = pair.get("burn_in") or pair["train"][-1]
@@ -158,6 +164,28 @@ def _cut(source: da.Array, entry: Mapping[str, Any]) -> da.Array:
     return source[entry["start_index"] :]
 
 
+def extended_counts(wavefield: xr.Dataset, what: str) -> tuple[int, int]:
+    """(sweep training simulations, initial-condition training simulations) of the extended
+    pairs: (0, 0) for a store without their roles; InvalidInput for an incomplete set."""
+    roles = [str(role) for role in wavefield[cv.ROLE].values] if cv.ROLE in wavefield else []
+    counts = {role: roles.count(role) for role in cv.EXTENDED_ROLES}
+    if not any(counts.values()):
+        return 0, 0
+    complete = (
+        counts["sweep_train"] >= 2
+        and counts["sweep_test"] == 1
+        and counts["initial_train"] >= 1
+        and counts["initial_test"] == 1
+    )
+    if not complete:
+        raise InvalidInput(
+            what,
+            "extended pairs need ≥ 2 'sweep_train', one 'sweep_test', ≥ 1 'initial_train' and "
+            f"one 'initial_test' realisations; the store has {counts}",
+        )
+    return counts["sweep_train"], counts["initial_train"]
+
+
 def _parameters(wavefield: xr.Dataset) -> dict[str, Any] | None:
     name = wavefield.attrs.get(cv.ATTR_PARAMETER_NAME)
     if not name or cv.PARAMETER_VALUE not in wavefield.coords:
@@ -172,14 +200,21 @@ def _parameters(wavefield: xr.Dataset) -> dict[str, Any] | None:
         "train": sorted(by_role.get("param_train", [])),
         "interpolation": by_role.get("param_interp", [None])[0],
         "extrapolation": by_role.get("param_extrap", [None])[0],
+        "sweep_train": sorted(by_role.get("sweep_train", [])),
+        "sweep_test": by_role.get("sweep_test", [None])[0],
     }
 
 
-def _manifest(wavefield: xr.Dataset, layout: Layout, windows: dict[str, Window]) -> dict[str, Any]:
+def _manifest(
+    wavefield: xr.Dataset,
+    layout: Layout,
+    windows: dict[str, Window],
+    extended: tuple[cv.PairSpec, ...] = (),
+) -> dict[str, Any]:
     n_space = wavefield.sizes[cv.SENSOR]
     parameters = _parameters(wavefield)
     pairs = []
-    for spec in cv.CTF_PAIRS:
+    for spec in cv.CTF_PAIRS + extended:
         window = windows[spec.test]
         pair: dict[str, Any] = {
             "id": spec.id,
@@ -191,13 +226,19 @@ def _manifest(wavefield: xr.Dataset, layout: Layout, windows: dict[str, Window])
         }
         if spec.burn_in:
             pair["burn_in"] = spec.burn_in
-            if parameters:
-                test_value = parameters["interpolation" if spec.id == 8 else "extrapolation"]
-                pair["parameters"] = {
-                    "name": parameters["name"],
-                    "train": parameters["train"],
-                    "test": test_value,
-                }
+        if spec.id in cv.EXTENDED_TASKS:
+            pair["task"] = cv.EXTENDED_TASKS[spec.id]
+        if parameters and spec.id in (8, 9, 10):
+            train, test = {
+                8: ("train", "interpolation"),
+                9: ("train", "extrapolation"),
+                10: ("sweep_train", "sweep_test"),
+            }[spec.id]
+            pair["parameters"] = {
+                "name": parameters["name"],
+                "train": parameters[train],
+                "test": parameters[test],
+            }
         pairs.append(pair)
     return {
         "dataset": str(wavefield.attrs.get(cv.ATTR_DATASET, "unknown")),

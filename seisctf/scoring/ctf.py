@@ -346,20 +346,35 @@ def score_arrays(
                 convention, metric, truth_value, error_value, scales.get(pair["test"], 1.0)
             )
             raw_scores[score_name], scores[score_name] = metrics.score_from_error(error)
-        scorable = [value for value in scores.values() if value is not None]
         results.append(
             {
                 "name": name,
                 "dataset": manifest["dataset"],
                 "convention": convention,
                 "scores": scores,
-                "avg_score": float(np.mean(scorable)) if scorable else None,
+                **averages(scores),
                 "raw_scores": raw_scores,
                 "truth_sha256_verified": verified,
                 "unscorable": [score for score, value in scores.items() if value is None],
             }
         )
     return results
+
+
+def averages(scores: Mapping[str, float | None]) -> dict[str, float | None]:
+    """`avg_score`: the mean of the scorable E1..E12 (the contract's AvgScore, comparable across
+    bundles); with extended pairs also `extended_avg_score`, the mean of the scorable E13+."""
+
+    def mean(names: list[str]) -> float | None:
+        values = [scores[name] for name in names if scores[name] is not None]
+        return float(np.mean(values)) if values else None
+
+    core = [name for name in scores if name in cv.SCORE_NAMES]
+    extended = [name for name in scores if name not in cv.SCORE_NAMES]
+    result = {"avg_score": mean(core)}
+    if extended:
+        result["extended_avg_score"] = mean(extended)
+    return result
 
 
 def open_submissions(

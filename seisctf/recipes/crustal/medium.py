@@ -45,8 +45,8 @@ MEDIUM_KINDS = ("von_karman", "gaussian")
 @dataclass(frozen=True)
 class Grid:
     """A regular grid of `spacing_m` with normal-stress node (k, i, j) at depth k·h, x = x0 + i·h,
-    y = y0 + j·h; arrays are indexed (z, x, y), shape (nz, nx, ny). The outer `sponge_cells` on
-    the four sides and at the bottom absorb; the top row (k = 0) is the free surface."""
+    y = y0 + j·h; arrays are indexed (z, x, y), shape (nz, nx, ny). The outer `pml_cells` on the
+    four sides and at the bottom absorb (C-PML); the top row (k = 0) is the free surface."""
 
     spacing_m: float
     nz: int
@@ -54,15 +54,15 @@ class Grid:
     ny: int
     x0_m: float
     y0_m: float
-    sponge_cells: int
+    pml_cells: int
 
     @property
     def shape(self) -> tuple[int, int, int]:
         return (self.nz, self.nx, self.ny)
 
     def core_bounds_m(self) -> dict[str, tuple[float, float]]:
-        """x, y and depth ranges (m) of the nodes outside the sponge."""
-        h, n = self.spacing_m, self.sponge_cells
+        """x, y and depth ranges (m) of the nodes outside the absorbing layer."""
+        h, n = self.spacing_m, self.pml_cells
         return {
             "x": (self.x0_m + n * h, self.x0_m + (self.nx - 1 - n) * h),
             "y": (self.y0_m + n * h, self.y0_m + (self.ny - 1 - n) * h),
@@ -75,7 +75,7 @@ class Grid:
             "shape_zxy": list(self.shape),
             "x0_m": self.x0_m,
             "y0_m": self.y0_m,
-            "sponge_cells": self.sponge_cells,
+            "pml_cells": self.pml_cells,
         }
 
 
@@ -86,25 +86,25 @@ def grid_for_extent(
     spacing_m: float,
     depth_m: float,
     margin_m: float,
-    sponge_cells: int,
+    pml_cells: int,
 ) -> Grid:
     """The grid whose core covers x in [−margin, x_extent + margin], y likewise (centred) and
-    depths 0 … depth_m, with `sponge_cells` more on the sides and at the bottom."""
+    depths 0 … depth_m, with `pml_cells` more on the sides and at the bottom."""
     for name, value in (("spacing_m", spacing_m), ("depth_m", depth_m)):
         if not (math.isfinite(value) and value > 0):
             raise InvalidInput(name, f"must be positive, got {value}")
-    if not (math.isfinite(margin_m) and margin_m >= 0) or sponge_cells < 0:
-        raise InvalidInput("grid", "margin_m and sponge_cells must be non-negative")
+    if not (math.isfinite(margin_m) and margin_m >= 0) or pml_cells < 0:
+        raise InvalidInput("grid", "margin_m and pml_cells must be non-negative")
 
     def axis(extent: float) -> tuple[int, float]:
         cells = math.ceil((extent + 2 * margin_m) / spacing_m - 1e-9)
         first = (extent - cells * spacing_m) / 2.0  # centred on the sensors
-        return cells + 1 + 2 * sponge_cells, first - sponge_cells * spacing_m
+        return cells + 1 + 2 * pml_cells, first - pml_cells * spacing_m
 
     nx, x0 = axis(x_extent_m)
     ny, y0 = axis(y_extent_m)
-    nz = math.ceil(depth_m / spacing_m - 1e-9) + 1 + sponge_cells
-    return Grid(float(spacing_m), nz, nx, ny, x0, y0, int(sponge_cells))
+    nz = math.ceil(depth_m / spacing_m - 1e-9) + 1 + pml_cells
+    return Grid(float(spacing_m), nz, nx, ny, x0, y0, int(pml_cells))
 
 
 @dataclass(frozen=True)
@@ -125,6 +125,16 @@ class MediumParameters:
     @property
     def density_kg_m3(self) -> float:
         return GARDNER_COEFFICIENT * self.vp_m_s**0.25
+
+    @property
+    def vp_max_m_s(self) -> float:
+        """The fastest P velocity the clipped perturbations allow: vp0 (1 + 3ε)."""
+        return self.vp_m_s * (1.0 + PERTURBATION_CLIP * self.perturbation_std)
+
+    @property
+    def vs_min_m_s(self) -> float:
+        """The slowest S velocity the clipped perturbations allow: vs0 (1 − 3ε)."""
+        return self.vs_m_s * (1.0 - PERTURBATION_CLIP * self.perturbation_std)
 
     def checked(self, what: str = "medium") -> MediumParameters:
         """Self, or InvalidInput naming the parameter out of range."""

@@ -1,21 +1,23 @@
 """One crustal simulation end to end: grid, medium, source, time stepping, surface record.
 
 `CrustalConfig` holds what every realisation of a store shares (sensors, output rate and
-duration, the finite-difference grid and sponge); `Realisation` what varies (source, medium
-parameters, CTF role). `simulate(config, realisation, medium_seed)` is a pure function of them:
-(3, n_time, n_sensors) float32, components up, north, east (m/s).
+duration, the finite-difference grid and its absorbing layers); `Realisation` what varies
+(source, medium parameters, CTF role). `simulate(config, realisation, medium_seed)` is a pure
+function of them: (3, n_time, n_sensors) float32, components up, north, east (m/s).
 
 Time: the output's sample m is at t = m / rate. The internal step is the sample interval divided
 by an integer `substeps` (the fewest keeping the Courant number ≤ 0.9 × the CFL limit, or
 `time_step_s` when given: it must divide the sample interval and obey the limit, else
-InvalidInput). The simulation starts `lead` samples before t = 0 when the source would otherwise
-start before it (origin time < 4 half-widths), so a record may begin mid-event, and runs
-`resampling_tail_samples` past the end for the resampling filter.
+InvalidInput). Both use the fastest P velocity the medium's clipped perturbations allow,
+vp0 (1 + 3ε), so they are known, and checked, before anything runs. The simulation starts `lead`
+samples before t = 0 when the source would otherwise start before it (origin time < 4
+half-widths), so a record may begin mid-event, and runs `resampling_tail_samples` past the end
+for the resampling filter.
 
 Resolution: the grid must carry at least `min_points_per_wavelength` (4) nodes per S wavelength
-at the source's highest frequency (where its spectrum falls to 1 %, 0.683 / τ) in the slowest
-part of the medium; coarser is refused (InvalidInput), since 4th-order differences disperse
-beyond that.
+at the source's highest frequency (where its spectrum falls to 1 %, 0.683 / τ) at the slowest S
+velocity the perturbations allow, vs0 (1 − 3ε); coarser is refused (InvalidInput), since
+4th-order differences disperse beyond that.
 """
 
 from __future__ import annotations
@@ -52,8 +54,8 @@ class CrustalConfig:
     spacing_m: float = 200.0
     depth_m: float = 6000.0
     margin_m: float = 600.0
-    sponge_cells: int = 20
-    sponge_damping_per_s: float = 12.0
+    pml_cells: int = 10
+    pml_reflection: float = 1e-3
     time_step_s: float | None = None
     min_points_per_wavelength: float = 4.0
 
@@ -69,7 +71,7 @@ class CrustalConfig:
             spacing_m=self.spacing_m,
             depth_m=self.depth_m,
             margin_m=self.margin_m,
-            sponge_cells=self.sponge_cells,
+            pml_cells=self.pml_cells,
         )
 
     def checked(self) -> CrustalConfig:
@@ -78,8 +80,8 @@ class CrustalConfig:
             raise InvalidInput("crustal config", "sampling_rate_hz must be positive")
         if self.n_time < 1:
             raise InvalidInput("duration_s", f"must give at least one sample, got {duration}")
-        if self.sponge_cells < 0 or self.sponge_damping_per_s < 0:
-            raise InvalidInput("sponge", "sponge_cells and sponge_damping_per_s must be ≥ 0")
+        if self.pml_cells < 0 or not 0 < self.pml_reflection < 1:
+            raise InvalidInput("pml", "pml_cells must be ≥ 0 and pml_reflection in (0, 1)")
         self.grid()
         return self
 
@@ -96,8 +98,8 @@ class CrustalConfig:
             "spacing_m": self.spacing_m,
             "depth_m": self.depth_m,
             "margin_m": self.margin_m,
-            "sponge_cells": self.sponge_cells,
-            "sponge_damping_per_s": self.sponge_damping_per_s,
+            "pml_cells": self.pml_cells,
+            "pml_reflection": self.pml_reflection,
             "time_step_s": self.time_step_s,
             "min_points_per_wavelength": self.min_points_per_wavelength,
         }
@@ -126,9 +128,10 @@ class TimePlan:
     courant: float
 
 
-def time_plan(config: CrustalConfig, realisation: Realisation, vp_max_m_s: float) -> TimePlan:
+def time_plan(config: CrustalConfig, realisation: Realisation) -> TimePlan:
     """The stepping of `realisation` (module docstring); InvalidInput for an unstable or
     non-dividing time step."""
+    vp_max_m_s = realisation.medium.vp_max_m_s
     interval = 1.0 / config.sampling_rate_hz
     if config.time_step_s is None:
         substeps = stable_substeps(interval, vp_max_m_s, config.spacing_m)
@@ -150,9 +153,10 @@ def time_plan(config: CrustalConfig, realisation: Realisation, vp_max_m_s: float
     return TimePlan(time_step, substeps, lead, samples * substeps, courant)
 
 
-def check_resolution(config: CrustalConfig, source: PointSource, vs_min_m_s: float) -> float:
+def check_resolution(config: CrustalConfig, realisation: Realisation) -> float:
     """Nodes per S wavelength at the source's highest frequency; InvalidInput below the
     config's minimum."""
+    source, vs_min_m_s = realisation.source, realisation.medium.vs_min_m_s
     f_max = SOURCE_BAND_FACTOR / source.half_duration_s
     points = vs_min_m_s / (f_max * config.spacing_m)
     if points < config.min_points_per_wavelength:
@@ -166,6 +170,11 @@ def check_resolution(config: CrustalConfig, source: PointSource, vs_min_m_s: flo
     return points
 
 
+def dominant_frequency_hz(source: PointSource) -> float:
+    """Peak of the far-field velocity spectrum ω exp(−(ωτ)²/4): f = √2 / (2π τ)."""
+    return math.sqrt(2.0) / (2.0 * math.pi * source.half_duration_s)
+
+
 def simulate(config: CrustalConfig, realisation: Realisation, medium_seed: int) -> np.ndarray:
     """The surface record of one realisation, (3, n_time, n_sensors) float32: up, north, east
     ground velocity (m/s) at the sensors, sample m at t = m / rate."""
@@ -175,10 +184,14 @@ def simulate(config: CrustalConfig, realisation: Realisation, medium_seed: int) 
     material = crustal_medium.staggered(
         crustal_medium.material(grid, realisation.medium, medium_seed)
     )
-    check_resolution(config, source, material.vs_min)
-    plan = time_plan(config, realisation, material.vp_max)
+    check_resolution(config, realisation)
+    plan = time_plan(config, realisation)
     solver = Solver(
-        grid, material, plan.time_step_s, sponge_damping_per_s=config.sponge_damping_per_s
+        grid,
+        material,
+        plan.time_step_s,
+        source_frequency_hz=dominant_frequency_hz(source),
+        pml_reflection=config.pml_reflection,
     )
     solver.add_source(injection(grid, source), source)
     recorder = SurfaceRecorder(grid, config.sensors, plan.n_steps, plan.substeps)

@@ -11,7 +11,8 @@ stresses at whole ones. Every spatial derivative is the 4th-order staggered diff
     ∂f(p) ≈ [c1 (f(p + h/2) − f(p − h/2)) + c2 (f(p + 3h/2) − f(p − 3h/2))] / h,
     c1 = 9/8, c2 = −1/24,
 
-with values outside the grid taken as zero (the sponge damps everything before it gets there).
+with values outside the grid taken as zero (the absorbing layer damps everything before it gets
+there).
 Stability (CFL): vp_max Δt / h ≤ 1 / (√3 (c1 − c2)) = 0.4949 (`CFL_LIMIT`); a larger time step is
 refused (InvalidInput).
 
@@ -21,14 +22,17 @@ normal-stress row k = 0, where σzz = 0; σzz, σxz and σyz are antisymmetric a
 needed above the surface are their mirror images, vi(−z) = vi(z): with these images the discrete
 operators of the velocity and stress updates are exact negative adjoints of each other (weights ½
 on the surface row of the integer-level fields), so the scheme conserves the discrete energy
-(`energy`) without sponge once the source has stopped — tested. The surface records vx, vy on
-row 0 and vz half a cell below it.
+(`EnergyMeter`) without absorbing layers once the source has stopped — tested. The surface
+records vx, vy on row 0 and vz half a cell below it.
 
-Absorbing boundaries (a sponge; Cerjan et al. 1985, Geophysics 50): within `sponge_cells` of the
-four sides and the bottom every field is multiplied each step by exp(−Δt d), d = d_max (1 −
-s/N)², s the cell's distance from the outer edge in cells, N the sponge width; the factors of
-the three axes multiply. d_max (`sponge_damping_per_s`, 1/s) and N set its reflection (tested
-against a reference run on a larger grid).
+Absorbing boundaries: a convolutional perfectly matched layer (C-PML with complex frequency
+shifting; Roden & Gedney 2000; Komatitsch & Martin 2007, Geophysics 72) of `pml_cells` N on the
+four sides and at the bottom. In it every spatial derivative ∂a f is replaced by ∂a f + ψ, with
+one memory variable ψ per derivative term, ψ^n = b ψ^(n−1) + a (∂a f)^n, b = exp(−(d + α) Δt),
+a = d (b − 1) / (d + α) (κ = 1); d = d0 (s/N)², α = α_max (1 − s/N), s the distance into the
+layer in cells (at each derivative's own staggered position), d0 = 3 vp_max ln(1/R) / (2 N h),
+R = `pml_reflection` (1e-3), α_max = π f_c with f_c the source's dominant frequency. Its
+reflection is tested against a reference run on a larger grid.
 
 Source timing: the stress update from step n to n+1 adds the source at t_n instead of t_n + Δt/2,
 which delays the solution by Δt/2, so the velocities after step n's velocity update (time
@@ -78,26 +82,82 @@ def stable_substeps(sample_interval_s: float, vp_max_m_s: float, spacing_m: floa
     return max(1, math.ceil(sample_interval_s / largest - 1e-9))
 
 
-def sponge_factors(grid: Grid, damping_per_s: float, time_step_s: float) -> np.ndarray:
-    """Per-step factors exp(−Δt d) (float32, the grid's shape): 1 outside the sponge."""
-    n = grid.sponge_cells
+@dataclass(frozen=True, eq=False)
+class _Slab:
+    """One side's layer along one axis: its index range along the axis, and the C-PML
+    coefficients b, a (float32, broadcastable) at integer (False) and half (True) positions."""
 
-    def profile(length: int, both_sides: bool) -> np.ndarray:
-        d = np.zeros(length)
-        if n == 0:
-            return d
-        ramp = damping_per_s * (1.0 - np.arange(n) / n) ** 2  # s = 0 is the outermost cell
-        d[length - n :] = ramp[::-1]
-        if both_sides:
-            d[:n] = np.maximum(d[:n], ramp)
-        return d
+    where: slice
+    b: dict[bool, np.ndarray]
+    a: dict[bool, np.ndarray]
 
-    total = (
-        profile(grid.nz, both_sides=False)[:, None, None]
-        + profile(grid.nx, both_sides=True)[None, :, None]
-        + profile(grid.ny, both_sides=True)[None, None, :]
-    )
-    return np.exp(-time_step_s * total).astype(np.float32)
+
+def _slab(axis: int, length: int, side: str, n: int, d0: float, alpha_max: float, dt: float):
+    where = slice(0, n) if side == "low" else slice(length - 1 - n, length)
+    index = np.arange(where.start, where.stop, dtype=np.float64)
+    b, a = {}, {}
+    for half in (False, True):
+        position = index + (0.5 if half else 0.0)
+        depth = n - position if side == "low" else position - (length - 1 - n)
+        s = np.clip(depth / n, 0.0, None)
+        d = d0 * s**2
+        alpha = np.where(depth > 0, alpha_max * (1.0 - s), 0.0)
+        total = d + alpha
+        decay = np.exp(-total * dt)
+        gain = np.divide(d * (decay - 1.0), total, out=np.zeros_like(d), where=total > 0)
+        shape = [1, 1, 1]
+        shape[axis] = len(index)
+        b[half] = decay.reshape(shape).astype(np.float32)
+        a[half] = gain.reshape(shape).astype(np.float32)
+    return _Slab(where, b, a)
+
+
+class Pml:
+    """C-PML memory variables and coefficients of a grid (module docstring): `correct` turns a
+    difference into its PML-corrected value inside the layers, in place."""
+
+    def __init__(
+        self,
+        grid: Grid,
+        vp_max_m_s: float,
+        time_step_s: float,
+        frequency_hz: float,
+        reflection: float = 1e-3,
+    ) -> None:
+        n = grid.pml_cells
+        self.slabs: dict[int, list[_Slab]] = {axis: [] for axis in range(3)}
+        self.memory: dict[tuple[str, int], list[np.ndarray]] = {}
+        if not n:
+            return
+        d0 = 3.0 * vp_max_m_s * math.log(1.0 / reflection) / (2.0 * n * grid.spacing_m)
+        alpha_max = math.pi * frequency_hz
+        for axis, length in enumerate(grid.shape):
+            sides = ("high",) if axis == 0 else ("low", "high")  # the top is the free surface
+            self.slabs[axis] = [
+                _slab(axis, length, side, n, d0, alpha_max, time_step_s) for side in sides
+            ]
+
+    def correct(self, key: tuple[str, int], half: bool, difference: np.ndarray) -> None:
+        """ψ ← b ψ + a D, then D ← D + ψ, in the layers along axis key[1] (D: (nz, nx, ny))."""
+        slabs = self.slabs[key[1]]
+        if not slabs:
+            return
+        memory = self.memory.get(key)
+        if memory is None:
+            memory = self.memory[key] = [
+                np.zeros(difference[_along(key[1], slab.where)].shape, np.float32) for slab in slabs
+            ]
+        for slab, psi in zip(slabs, memory, strict=True):
+            view = difference[_along(key[1], slab.where)]
+            psi *= slab.b[half]
+            psi += slab.a[half] * view
+            view += psi
+
+
+def _along(axis: int, where: slice) -> tuple[slice, ...]:
+    index = [slice(None)] * 3
+    index[axis] = where
+    return tuple(index)
 
 
 def _interior(axis_offsets: tuple[int, int, int], shape: tuple[int, int, int]) -> tuple:
@@ -132,7 +192,8 @@ class Solver:
         material: Staggered,
         time_step_s: float,
         *,
-        sponge_damping_per_s: float,
+        source_frequency_hz: float,
+        pml_reflection: float = 1e-3,
     ) -> None:
         check_time_step(time_step_s, material.vp_max, grid.spacing_m)
         self.grid, self.time_step_s = grid, time_step_s
@@ -150,9 +211,7 @@ class Solver:
             "sxz": scale * material.mu_xz,
             "syz": scale * material.mu_yz,
         }
-        self.sponge = (
-            sponge_factors(grid, sponge_damping_per_s, time_step_s) if grid.sponge_cells else None
-        )
+        self.pml = Pml(grid, material.vp_max, time_step_s, source_frequency_hz, pml_reflection)
         self._buffers = [np.empty(grid.shape, dtype=np.float32) for _ in range(5)]
         shape = grid.shape
         self._slices = {
@@ -174,9 +233,11 @@ class Solver:
             self._sources.append((array, padded_flat, values, source))
 
     # --- stencils -------------------------------------------------------------------------
-    def _difference(self, field: np.ndarray, axis: int, forward: bool, out: np.ndarray) -> None:
-        """out = (f(+½) − f(−½)) + (c2/c1)(f(+3/2) − f(−3/2)) along `axis`: the derivative
-        times h / c1 (folded into the coefficients). Forward: from integer to half nodes."""
+    def _difference(self, name: str, axis: int, forward: bool, out: np.ndarray) -> None:
+        """out = (f(+½) − f(−½)) + (c2/c1)(f(+3/2) − f(−3/2)) of field `name` along `axis`: the
+        derivative times h / c1 (folded into the coefficients), C-PML-corrected in the layers.
+        Forward: from integer to half-integer positions along `axis`."""
+        field = self.fields.arrays[name]
         near, far = ((1, 0), (2, -1)) if forward else ((0, -1), (1, -2))
         tmp = self._buffers[4]
         s = self._slices
@@ -184,6 +245,7 @@ class Solver:
         np.subtract(field[s[axis, far[0]]], field[s[axis, far[1]]], out=tmp)
         tmp *= np.float32(C2 / C1)
         out += tmp
+        self.pml.correct((name, axis), forward, out)
 
     def _mirror(self, name: str, sign: float, half_level: bool) -> None:
         """Fill the two ghost rows above the surface with ±the rows below it."""
@@ -203,9 +265,9 @@ class Solver:
             ("vy", (("sxy", 1, False), ("syy", 2, True), ("syz", 0, False))),
             ("vz", (("sxz", 1, False), ("syz", 2, False), ("szz", 0, True))),
         ):
-            self._difference(f.arrays[terms[0][0]], terms[0][1], terms[0][2], a)
+            self._difference(terms[0][0], terms[0][1], terms[0][2], a)
             for stress, axis, forward in terms[1:]:
-                self._difference(f.arrays[stress], axis, forward, b)
+                self._difference(stress, axis, forward, b)
                 a += b
             a *= self.coefficients[name]
             view = f.interior(name)
@@ -217,9 +279,9 @@ class Solver:
         self._mirror("vx", 1.0, half_level=False)
         self._mirror("vy", 1.0, half_level=False)
         self._mirror("vz", 1.0, half_level=True)
-        self._difference(f.arrays["vx"], 1, False, dx)
-        self._difference(f.arrays["vy"], 2, False, dy)
-        self._difference(f.arrays["vz"], 0, False, dz)
+        self._difference("vx", 1, False, dx)
+        self._difference("vy", 2, False, dy)
+        self._difference("vz", 0, False, dz)
         np.add(dx, dy, out=total)
         total += dz
         total *= k["lam"]
@@ -234,8 +296,8 @@ class Solver:
             ("sxz", ("vx", 0), ("vz", 1)),
             ("syz", ("vy", 0), ("vz", 2)),
         ):
-            self._difference(f.arrays[first], first_axis, True, dx)
-            self._difference(f.arrays[second], second_axis, True, dy)
+            self._difference(first, first_axis, True, dx)
+            self._difference(second, second_axis, True, dy)
             dx += dy
             dx *= k[name]
             view = f.interior(name)
@@ -246,15 +308,11 @@ class Solver:
 
     def step(self, time_s: float, observers: Sequence[Callable[[float, Fields], None]] = ()):
         """One leapfrog step from time t: velocities, observers (labelled t), stresses with the
-        source at t, sponge."""
+        source at t."""
         self._update_velocities()
         for observe in observers:
             observe(time_s, self.fields)
         self._update_stresses(time_s)
-        if self.sponge is not None:
-            for name in VELOCITIES + STRESSES:
-                view = self.fields.interior(name)
-                view *= self.sponge
 
 
 def run(
@@ -271,10 +329,11 @@ def run(
 class EnergyMeter:
     """Observer of the discrete energy the scheme conserves (J): kinetic ½ Σ ρ v^{n−½}·v^{n+½}
     plus strain ½ Σ σ:S:σ (S the compliance), times h³, with weight ½ on the surface row of
-    the integer-level fields (vx, vy, σxx, σyy, σxy). Records every `every`-th step."""
+    the integer-level fields (vx, vy, σxx, σyy, σxy). Records every `every`-th step: time (s),
+    total and kinetic energy (J)."""
 
     def __init__(self, grid: Grid, material: Staggered, every: int = 1) -> None:
-        self.every, self.times_s, self.energy_j = every, [], []
+        self.every, self.times_s, self.energy_j, self.kinetic_j = every, [], [], []
         self.volume = grid.spacing_m**3
         weights = np.ones((grid.nz, 1, 1))
         weights[0] = 0.5
@@ -308,5 +367,6 @@ class EnergyMeter:
                 strain += np.sum(compliance * fields.interior(name).astype(np.float64) ** 2)
             self.times_s.append(time_s)
             self.energy_j.append(float((kinetic + strain) * self.volume))
+            self.kinetic_j.append(float(kinetic * self.volume))
         self._previous = current
         self._count += 1

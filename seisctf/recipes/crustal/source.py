@@ -72,7 +72,7 @@ class PointSource:
 
     def checked(self, grid: Grid, what: str = "source") -> PointSource:
         """Self, or InvalidInput when a value is out of range or the source is outside the
-        grid's core (not in the sponge, at least two cells below the free surface)."""
+        grid's core (not in the absorbing layer, at least two cells below the free surface)."""
         values = (
             self.x_m,
             self.y_m,

@@ -33,7 +33,13 @@ from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
 from seisctf.recipes.crustal.medium import MediumParameters
 from seisctf.recipes.crustal.recording import COMPONENTS, SensorGrid
-from seisctf.recipes.crustal.simulation import CrustalConfig, Realisation, simulate
+from seisctf.recipes.crustal.simulation import (
+    CrustalConfig,
+    Realisation,
+    check_resolution,
+    simulate,
+    time_plan,
+)
 from seisctf.recipes.crustal.source import PointSource
 
 DATASET = "crustal"
@@ -52,7 +58,7 @@ FRAME = "x north, y east, z down (Aki & Richards); sensor grid from x = y = 0 on
 SCHEME = (
     "3D elastic velocity-stress, staggered grid, 2nd order in time (leapfrog), 4th order in "
     "space; free surface by stress imaging with mirrored velocities (energy-conserving); "
-    "Cerjan-type sponge on the sides and bottom; Gaussian moment-rate double couple"
+    "C-PML on the sides and bottom; Gaussian moment-rate double couple"
 )
 
 
@@ -156,6 +162,8 @@ def check_realisations(config: CrustalConfig, realisations: Sequence[Realisation
             raise InvalidInput(what, f"role must be one of {known}")
         realisation.medium.checked(what)
         realisation.source.checked(grid, what)
+        check_resolution(config, realisation)
+        time_plan(config, realisation)
 
 
 def synthesize_crustal(
