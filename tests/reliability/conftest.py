@@ -115,6 +115,11 @@ def write_das_files(root: Path, files: int = 4, channels: int = 64) -> Path:
     return root
 
 
+@pytest.fixture(scope="session")
+def waveform_archive(tmp_path_factory) -> Path:
+    return write_waveform_archive(tmp_path_factory.mktemp("archive"))
+
+
 @dataclass(frozen=True)
 class Inputs:
     archive: Path
@@ -125,7 +130,7 @@ class Inputs:
 
 
 @pytest.fixture(scope="session")
-def inputs(tmp_path_factory) -> Inputs:
+def inputs(tmp_path_factory, waveform_archive) -> Inputs:
     """Every job's inputs, made once (the bundle with the library, on the local scheduler)."""
     import dask
 
@@ -146,7 +151,7 @@ def inputs(tmp_path_factory) -> Inputs:
             write_baseline(model, str(bundle / "public.zarr"), str(path), quiet=True)
             submissions.append(path)
     return Inputs(
-        archive=write_waveform_archive(root / "archive"),
+        archive=waveform_archive,
         das=write_das_files(root / "das"),
         recipe=recipe,
         truth=bundle / "truth.zarr",

@@ -191,8 +191,15 @@ def store_objects(root: Path) -> dict[str, str]:
     }
 
 
-def partial_files(root: Path) -> list[Path]:
-    return sorted(path for path in root.rglob(f"*{PARTIAL_SUFFIX}") if path.is_file())
+def remote_objects(filesystem: Any, prefix: str) -> dict[str, str]:
+    """sha256 of every object below `prefix` of an fsspec filesystem, by key below it."""
+    filesystem.invalidate_cache()
+    root = prefix.split("://", 1)[-1].rstrip("/")
+    return {
+        name[len(root) + 1 :]: hashlib.sha256(filesystem.cat_file(name)).hexdigest()
+        for name in sorted(filesystem.find(root))
+        if name != root
+    }
 
 
 def decode_every_chunk(url: str, storage_options: Mapping[str, Any] | None = None) -> int:

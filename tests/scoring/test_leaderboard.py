@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
+import os
 import re
 import sqlite3
 import subprocess
 import sys
 import threading
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -250,10 +254,26 @@ def test_cli_leaderboard_not_a_database_exits_3(tmp_path, capsys):
 # --- 20 scoring processes sharing one scheduler ------------------------------------------------
 
 
+def _file_digests(root: Path) -> dict[str, str]:
+    return {
+        str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(root.rglob("*"))
+        if path.is_file()
+    }
+
+
+@pytest.mark.slow
 def test_twenty_score_processes_sharing_a_scheduler_lose_no_entry(tmp_path, dask_cluster):
     """20 `seisctf score ctf --db` processes at once, all on one real Dask cluster, into one
-    fresh leaderboard: every entry is there once, with its own scores and metadata."""
+    fresh leaderboard: every entry is there once, with its own scores and metadata; the cluster
+    stays healthy (the same worker processes, nothing left on the scheduler, which still
+    computes) and the truth store is unchanged."""
+    from distributed import Client
+
     truth_url, _, truth = write_tiny_truth(tmp_path, "twenty-writers")
+    truth_objects = _file_digests(Path(truth_url))
+    with Client(dask_cluster.address, set_as_default=False, timeout="30s") as client:
+        workers = client.run(os.getpid)  # {address: pid}: a lost or restarted worker changes it
     levels = (0.0, 0.1, 0.3, 1.0)
     submissions = []
     for index, level in enumerate(levels):
@@ -313,6 +333,18 @@ def test_twenty_score_processes_sharing_a_scheduler_lose_no_entry(tmp_path, dask
     with contextlib.closing(sqlite3.connect(db_path)) as connection:
         (count,) = connection.execute("SELECT COUNT(*) FROM submissions").fetchone()
     assert count == N_WRITERS
+    with Client(dask_cluster.address, set_as_default=False, timeout="30s") as client:
+        assert client.run(os.getpid) == workers
+
+        def tasks_left() -> int:  # a lambda goes to the scheduler by value
+            return client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks))
+
+        deadline = time.monotonic() + 60  # the writers' keys go as their clients disconnect
+        while tasks_left() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert tasks_left() == 0
+        assert client.submit(sum, [1, 2], pure=False).result(timeout=60) == 3
+    assert _file_digests(Path(truth_url)) == truth_objects
 
 
 def test_submitter_options_are_checked_before_scoring():
