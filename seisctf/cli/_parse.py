@@ -89,3 +89,60 @@ def submitter_metadata(args: argparse.Namespace) -> dict[str, str]:
         if len(value) > MAX_METADATA_CHARS:
             raise InvalidInput(f"metadata {key}", f"longer than {MAX_METADATA_CHARS} characters")
     return metadata
+
+
+def release_options(parser: argparse.ArgumentParser) -> None:
+    """`--release`, `--participant`, `--quota-db`, `--quota` (docs/release.md), shared by every
+    `score` kind; read back with `release_request`."""
+    from seisctf.scoring.release import DEFAULT_QUOTA
+
+    group = parser.add_argument_group("release to a participant (docs/release.md)")
+    group.add_argument(
+        "--release",
+        action="store_true",
+        help="the participant's view: rounded scores only, counted against a quota",
+    )
+    group.add_argument("--participant", help="who receives the released scores (--release)")
+    group.add_argument("--quota-db", help="SQLite file counting releases (default: --db)")
+    group.add_argument(
+        "--quota",
+        type=int,
+        default=DEFAULT_QUOTA,
+        help=f"releases per participant in any 24 h (default {DEFAULT_QUOTA})",
+    )
+
+
+def release_request(args: argparse.Namespace):
+    """The `Release` asked for with `--release` (None without it), checked before any work."""
+    from seisctf.errors import InvalidInput
+    from seisctf.scoring.release import Release
+
+    if not args.release:
+        if args.participant or args.quota_db:
+            raise InvalidInput("--participant/--quota-db", "only apply with --release")
+        return None
+    if not args.participant:
+        raise InvalidInput("--release", "needs --participant NAME")
+    quota_db = args.quota_db or args.db
+    if not quota_db:
+        raise InvalidInput("--release", "needs --quota-db FILE (or --db) to count releases")
+    return Release(args.participant, quota_db, args.quota)
+
+
+def write_json(path: str, value: object) -> None:
+    """Write JSON whole or not at all: a temporary file beside `path`, renamed into place."""
+    import json
+    import os
+    import tempfile
+    from pathlib import Path
+
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, partial = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(handle, "w") as file:
+            json.dump(value, file, indent=2)
+        os.replace(partial, target)
+    except BaseException:
+        Path(partial).unlink(missing_ok=True)
+        raise

@@ -6,8 +6,14 @@ import argparse
 import json
 from pathlib import Path
 
+from seisctf.cli._parse import (
+    release_options,
+    release_request,
+    submitter_metadata,
+    submitter_options,
+    write_json,
+)
 from seisctf.cli._parse import storage_options as _options
-from seisctf.cli._parse import submitter_metadata, submitter_options
 
 SPLITS = ("train", "dev", "test", "all")
 GROUPINGS = ("station", "magnitude", "snr")
@@ -37,6 +43,7 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     score.add_argument("--db", help="add the result to this SQLite leaderboard")
     score.add_argument("--histogram", help="PNG histogram of the P and S residuals")
     submitter_options(score)
+    release_options(score)
     score.set_defaults(run=_run_score_picks)
 
     pick = verbs.add_parser("pick", help="baseline pickers writing a pick table")
@@ -78,33 +85,46 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
 
 
 def _run_score_picks(args: argparse.Namespace) -> None:
+    from seisctf.errors import InvalidInput
     from seisctf.scoring import leaderboard, picks
+    from seisctf.scoring.release import quota_slots, release_picks
 
     metadata = submitter_metadata(args)
-    result = picks.score_picks(
-        args.truth,
-        args.submission,
-        name=args.name,
-        tolerance_s=args.tolerance,
-        threshold=args.threshold,
-        split=args.split,
-        group_by=tuple(dict.fromkeys(args.group_by)),
-        storage_options=_options(args),
-        quiet=args.quiet,
-    )
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2))
-    if args.db:
-        leaderboard.record(
-            args.db,
-            result,
-            family="picks",
-            truth_commitment=result["truth_commitment"],
-            metadata=metadata,
+    release = release_request(args)
+    if release and (args.group_by or args.histogram):
+        raise InvalidInput(
+            "--group-by/--histogram", "per-group and per-residual values are not released"
         )
-    if args.histogram:
-        picks.plot_residual_histogram(result, args.histogram)
-    print(json.dumps(result, indent=2))
+    if args.db:
+        leaderboard.check_database(args.db)
+    name = args.name or Path(str(args.submission).rstrip("/")).stem
+    with quota_slots(release, "picks", [name]):
+        result = picks.score_picks(
+            args.truth,
+            args.submission,
+            name=name,
+            tolerance_s=args.tolerance,
+            threshold=args.threshold,
+            split=args.split,
+            group_by=tuple(dict.fromkeys(args.group_by)),
+            storage_options=_options(args),
+            quiet=args.quiet,
+        )
+        if release:
+            result = release_picks(result)
+        if args.db:
+            leaderboard.record(
+                args.db,
+                result,
+                family="picks",
+                truth_commitment=result["truth_commitment"],
+                metadata=metadata,
+            )
+        if args.json:
+            write_json(args.json, result)
+        if args.histogram:
+            picks.plot_residual_histogram(result, args.histogram)
+        print(json.dumps(result, indent=2))
 
 
 def _run_pick_stalta(args: argparse.Namespace) -> None:

@@ -8,8 +8,11 @@ from pathlib import Path
 
 from seisctf.cli._parse import (
     SCORING_WORKER_MODULES,
+    release_options,
+    release_request,
     submitter_metadata,
     submitter_options,
+    write_json,
 )
 from seisctf.cli._parse import storage_options as _options
 from seisctf.errors import InvalidInput
@@ -45,6 +48,7 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     score_ctf.add_argument("--db", help="add the results to this SQLite leaderboard")
     score_ctf.add_argument("--plot", help="radar profile PNG of the scores")
     submitter_options(score_ctf)
+    release_options(score_ctf)
     score_ctf.set_defaults(run=_run_score_ctf, worker_modules=SCORING_WORKER_MODULES)
 
     board = verbs.add_parser("leaderboard", parents=[common], help="show the leaderboard")
@@ -61,6 +65,7 @@ def _run_score_ctf(args: argparse.Namespace) -> None:
     from seisctf.scoring import leaderboard
     from seisctf.scoring.ctf import open_truth, score_ctf, score_validation
     from seisctf.scoring.plots import radar_profile
+    from seisctf.scoring.release import quota_slots, release_ctf
 
     if args.validation != bool(args.public) or bool(args.truth) == args.validation:
         raise InvalidInput("score ctf", "give --truth URL, or --validation with --public URL")
@@ -69,9 +74,14 @@ def _run_score_ctf(args: argparse.Namespace) -> None:
             "--db", "validation scores stay local; the leaderboard takes referee scores"
         )
     metadata = submitter_metadata(args)
+    release = release_request(args)
+    if release and args.validation:
+        raise InvalidInput("--release", "applies to referee scores (--truth), not --validation")
     names = args.name or [Path(s.rstrip("/")).stem for s in args.submission]
     if len(names) != len(args.submission) or len(set(names)) != len(names):
         raise InvalidInput("--name", "give one distinct name per submission")
+    if args.db:
+        leaderboard.check_database(args.db)
     options = _options(args)
     submissions = dict(zip(names, args.submission, strict=True))
     limits = None
@@ -82,24 +92,27 @@ def _run_score_ctf(args: argparse.Namespace) -> None:
             max_total_bytes=args.max_submission_bytes, max_array_bytes=args.max_submission_bytes
         )
     score = score_validation if args.validation else score_ctf
-    results = score(
-        args.public if args.validation else args.truth,
-        submissions,
-        convention=args.convention,
-        storage_options=options,
-        limits=limits,
-        quiet=args.quiet,
-    )
-    output = results[0] if len(results) == 1 else results
-    if args.json:
-        Path(args.json).write_text(json.dumps(output, indent=2))
-    if args.db:
-        commitment = leaderboard.truth_commitment_of(open_truth(args.truth, options)[0])
-        for result in results:
-            leaderboard.record(args.db, result, truth_commitment=commitment, metadata=metadata)
-    if args.plot:
-        radar_profile({r["name"]: r["scores"] for r in results}, args.plot)
-    print(json.dumps(output, indent=2))
+    with quota_slots(release, "ctf", names):
+        results = score(
+            args.public if args.validation else args.truth,
+            submissions,
+            convention=args.convention,
+            storage_options=options,
+            limits=limits,
+            quiet=args.quiet,
+        )
+        if release:
+            results = [release_ctf(result) for result in results]
+        output = results[0] if len(results) == 1 else results
+        if args.db:
+            commitment = leaderboard.truth_commitment_of(open_truth(args.truth, options)[0])
+            for result in results:
+                leaderboard.record(args.db, result, truth_commitment=commitment, metadata=metadata)
+        if args.json:
+            write_json(args.json, output)
+        if args.plot:
+            radar_profile({r["name"]: r["scores"] for r in results}, args.plot)
+        print(json.dumps(output, indent=2))
 
 
 def _run_leaderboard(args: argparse.Namespace) -> None:

@@ -249,6 +249,41 @@ def _overflow_scales(maxabs: Mapping[str, float]) -> dict[str, float]:
     }
 
 
+def _verify_truth(
+    manifest: Mapping[str, Any],
+    truth_stored: Mapping[str, da.Array],
+    salt: str | None,
+    digest_values: Mapping[str, Any],
+    what: str,
+) -> bool:
+    """True when every truth array hashes to its published commitment (the block commitment's
+    root from `digest_values`, else a stream over the array); InvalidInput naming the arrays
+    otherwise: no score of an unverified truth leaves the referee."""
+    blocks = manifest.get("truth_sha256_blocks")
+    published = manifest.get("truth_sha256") or {}
+    if blocks:
+        altered = [
+            name
+            for name in truth_stored
+            if commitment.block_root(digest_values[name], salt) != blocks.get(name)
+        ]
+    elif published:
+        altered = [
+            name
+            for name, array in truth_stored.items()
+            if published.get(name) != commitment.sha256_commitment(array, salt)
+        ]
+    else:
+        raise InvalidInput(what, "publishes no truth commitment (truth_sha256); refusing to score")
+    if altered:
+        raise InvalidInput(
+            f"{what}: {', '.join(altered)}",
+            "does not hash to the published commitment (truth_sha256): the truth or its salt "
+            "changed after publication; refusing to score",
+        )
+    return True
+
+
 def score_arrays(
     manifest: Mapping[str, Any],
     truth_stored: Mapping[str, da.Array],
@@ -259,9 +294,12 @@ def score_arrays(
     verify: bool = True,
     gram_max_side: int = GRAM_MAX_SIDE,
     quiet: bool = False,
+    what: str = "truth",
 ) -> list[dict[str, Any]]:
     """Score opened submissions (float Dask arrays by test name) against truth arrays.
 
+    With `verify`, the truth must hash to the manifest's commitment (checked in the same pass
+    that reads it; InvalidInput naming `what` and the arrays otherwise).
     `gram_max_side`: 2-norms of windows whose smaller side is longer use Lanczos instead of a Gram
     matrix (whose memory grows as that side squared)."""
     from seisctf.scoring.submission import raise_if_nonfinite, value_report
@@ -306,19 +344,7 @@ def score_arrays(
         per_submission, truth_stats, digests, label="scoring", quiet=quiet
     )
     truth_values = _resolve_lanczos(truth_values, quiet)
-    if blocks:
-        verified = all(
-            commitment.block_root(digest_values[name], salt) == blocks.get(name)
-            for name in truth_stored
-        )
-    elif verify:
-        published = manifest.get("truth_sha256") or {}
-        verified = bool(published) and all(
-            published.get(name) == commitment.sha256_commitment(array, salt)
-            for name, array in truth_stored.items()
-        )
-    else:
-        verified = None
+    verified = _verify_truth(manifest, truth_stored, salt, digest_values, what) if verify else None
     results = []
     for name, arrays in submissions.items():
         values = computed[name]
@@ -405,7 +431,9 @@ def score_ctf(
     one truth group, in one pass that reads each truth chunk once for all of them."""
     manifest, salt, truth = open_truth(truth_url, storage_options)
     opened = open_submissions(submissions, manifest, storage_options, limits)
-    return score_arrays(manifest, truth, opened, convention=convention, salt=salt, quiet=quiet)
+    return score_arrays(
+        manifest, truth, opened, convention=convention, salt=salt, quiet=quiet, what=truth_url
+    )
 
 
 def validation_manifest(public_manifest: Mapping[str, Any]) -> dict[str, Any]:

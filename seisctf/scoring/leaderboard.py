@@ -97,6 +97,13 @@ def _connect(db_path: str | Path) -> sqlite3.Connection:
     return connection
 
 
+def check_database(db_path: str | Path) -> None:
+    """InvalidInput, before any scoring, when an existing file is not a leaderboard database
+    (a missing one is created when the first entry is recorded)."""
+    if Path(db_path).exists():
+        _connect(db_path).close()
+
+
 def _migrate(connection: sqlite3.Connection) -> None:
     """Create the table, or add the columns a database made by an older seisctf lacks."""
     connection.execute(_SCHEMA)

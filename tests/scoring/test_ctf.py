@@ -162,7 +162,7 @@ def test_truth_chunking_does_not_change_scores(tmp_path, truth_url):
     assert second["truth_sha256_verified"]
 
 
-def test_tampered_truth_is_not_verified(tmp_path, truth_url):
+def test_tampered_truth_is_refused(tmp_path, truth_url):
     manifest, truth = _truth_numpy(truth_url)
     tampered_url = str(tmp_path / "tampered.zarr")
     truth["X3test"][5, 5] += 1.0
@@ -172,10 +172,9 @@ def test_tampered_truth_is_not_verified(tmp_path, truth_url):
         storage.read_attrs(truth_url),
         quiet=True,
     )
-    result = score_ctf(
-        tampered_url, {"zeros": {n: np.zeros_like(a) for n, a in truth.items()}}, quiet=True
-    )[0]
-    assert result["truth_sha256_verified"] is False
+    zeros = {n: np.zeros_like(a) for n, a in truth.items()}
+    with pytest.raises(InvalidInput, match=r"tampered.zarr: X3test: does not hash to the publ"):
+        score_ctf(tampered_url, {"zeros": zeros}, quiet=True)
 
 
 def test_scoring_path_does_not_import_heavy_libraries():

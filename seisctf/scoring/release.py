@@ -1,0 +1,213 @@
+"""The score release policy: what a participant sees (`seisctf score ctf|picks --release`).
+
+A released result is built key by key from an allow-list (a key the referee adds later is not
+released until it is listed here): scores rounded to `CTF_DIGITS` (E1..E12, AvgScore) or
+`PICK_DIGITS` (precision, recall, F1) decimals, pick residual statistics to `RESIDUAL_DIGITS`
+decimals of a second; no raw (unclipped) scores, no counts, no per-split, per-group or per-trace
+values, no residual histogram. Every release counts against a quota: at most `quota` releases
+per participant in any `QUOTA_WINDOW_S` (a rolling 24 h), kept in an SQLite table `releases`
+(one `BEGIN IMMEDIATE` transaction takes the slots, so concurrent referees cannot exceed it). A
+slot is taken before scoring and given back if the run fails (nothing was released). The
+reasons (how much a release tells about the truth) are in docs/release.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import sqlite3
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from seisctf.errors import InvalidInput
+
+POLICY = "seisctf-release-1"
+CTF_DIGITS = 1  # E1..E12 and AvgScore in steps of 0.1 (of a score between -100 and 100)
+PICK_DIGITS = 2  # precision, recall, F1 in steps of 0.01
+RESIDUAL_DIGITS = 2  # residual mean, std and MAE in steps of 0.01 s
+DEFAULT_QUOTA = 5
+QUOTA_WINDOW_S = 24 * 3600
+MAX_PARTICIPANT_CHARS = 200
+CTF_KEYS = ("name", "dataset", "convention", "truth_sha256_verified")
+PICK_KEYS = ("name", "dataset", "split", "n_traces", "tolerance_s", "threshold",
+             "truth_commitment")  # fmt: skip
+PICK_PARTS = ("detection", "p", "s")
+RATES = ("precision", "recall", "f1")
+RESIDUALS = ("residual_mean_s", "residual_std_s", "residual_mae_s")
+_SCHEMA = """CREATE TABLE IF NOT EXISTS releases (
+    id INTEGER PRIMARY KEY, participant TEXT NOT NULL, family TEXT NOT NULL, name TEXT,
+    time_s REAL NOT NULL, state TEXT NOT NULL)"""
+_INDEX = "CREATE INDEX IF NOT EXISTS releases_participant ON releases (participant, time_s)"
+
+
+def rounded(value: float | None, digits: int) -> float | None:
+    """`value` rounded to `digits` decimals (None stays None; -0.0 becomes 0.0)."""
+    return None if value is None else round(float(value), digits) + 0.0
+
+
+def _policy(**steps: float) -> dict[str, Any]:
+    return {"policy": POLICY, **steps}
+
+
+def release_ctf(result: Mapping[str, Any]) -> dict[str, Any]:
+    """The participant's view of a `score ctf` result: E1..E12 and the averages rounded."""
+    released = {key: result[key] for key in CTF_KEYS if key in result}
+    released["scores"] = {
+        name: rounded(value, CTF_DIGITS) for name, value in result["scores"].items()
+    }
+    for key in ("avg_score", "extended_avg_score"):
+        if key in result:
+            released[key] = rounded(result[key], CTF_DIGITS)
+    released["release"] = _policy(score_step=10.0**-CTF_DIGITS)
+    return released
+
+
+def release_picks(result: Mapping[str, Any]) -> dict[str, Any]:
+    """The participant's view of a `score picks` result: rates and residual statistics
+    rounded; no counts, breakdowns or histogram."""
+    released: dict[str, Any] = {"family": "picks"}
+    released |= {key: result[key] for key in PICK_KEYS if key in result}
+    for part in PICK_PARTS:
+        values = result[part]
+        released[part] = {key: rounded(values.get(key), PICK_DIGITS) for key in RATES}
+        if part != "detection":
+            released[part] |= {key: rounded(values.get(key), RESIDUAL_DIGITS) for key in RESIDUALS}
+    released["scores"] = {f"{part}_f1": released[part]["f1"] for part in PICK_PARTS}
+    released["release"] = _policy(
+        rate_step=10.0**-PICK_DIGITS, residual_step_s=10.0**-RESIDUAL_DIGITS
+    )
+    return released
+
+
+# --- the quota ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Release:
+    """A request to release scores to `participant`, counted in the SQLite file `quota_db`."""
+
+    participant: str
+    quota_db: str
+    quota: int = DEFAULT_QUOTA
+
+    def __post_init__(self) -> None:
+        name = self.participant
+        if not name.strip() or len(name) > MAX_PARTICIPANT_CHARS or not name.isprintable():
+            raise InvalidInput(
+                f"--participant {name!r}",
+                f"expected 1 to {MAX_PARTICIPANT_CHARS} printable characters",
+            )
+        if self.quota < 1:
+            raise InvalidInput("--quota", f"expected at least 1 release per 24 h, got {self.quota}")
+
+
+def _connect(path: str) -> sqlite3.Connection:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    connection = sqlite3.connect(path, timeout=60, isolation_level=None)
+    try:
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute(_SCHEMA)
+        connection.execute(_INDEX)
+    except sqlite3.DatabaseError as error:
+        connection.close()
+        if "locked" in str(error) or "busy" in str(error):
+            raise
+        raise InvalidInput(path, f"not a release quota database ({error})") from None
+    return connection
+
+
+def _utc(seconds: float) -> str:
+    return dt.datetime.fromtimestamp(seconds, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def reserve(
+    release: Release, family: str, names: Sequence[str], now_s: float | None = None
+) -> list[int]:
+    """Take one slot per name (state `pending`) or none: InvalidInput when the participant's
+    releases in the last `QUOTA_WINDOW_S` and these would exceed the quota."""
+    now_s = time.time() if now_s is None else now_s
+    if len(names) > release.quota:
+        raise InvalidInput(
+            "--submission", f"{len(names)} submissions, above the quota of {release.quota}"
+        )
+    connection = _connect(release.quota_db)
+    try:
+        connection.execute("BEGIN IMMEDIATE")
+        since = now_s - QUOTA_WINDOW_S
+        times = [
+            row[0]
+            for row in connection.execute(
+                "SELECT time_s FROM releases WHERE participant = ? AND time_s > ? ORDER BY time_s",
+                (release.participant, since),
+            )
+        ]
+        if len(times) + len(names) > release.quota:
+            connection.execute("ROLLBACK")
+            free_at = times[len(times) + len(names) - release.quota - 1] + QUOTA_WINDOW_S
+            raise InvalidInput(
+                f"--participant {release.participant}",
+                f"{len(times)} of {release.quota} releases used in the last 24 h, "
+                f"{len(names)} asked for; nothing was scored. Next possible at "
+                f"{_utc(free_at)} UTC",
+            )
+        ids = []
+        for name in names:
+            cursor = connection.execute(
+                "INSERT INTO releases (participant, family, name, time_s, state) "
+                "VALUES (?, ?, ?, ?, 'pending')",
+                (release.participant, family, name, now_s),
+            )
+            ids.append(int(cursor.lastrowid))
+        connection.execute("COMMIT")
+        return ids
+    finally:
+        if connection.in_transaction:
+            connection.execute("ROLLBACK")
+        connection.close()
+
+
+def settle(release: Release, ids: Sequence[int], released: bool) -> None:
+    """Mark reserved slots `released`, or give them back (delete) when nothing was released."""
+    connection = _connect(release.quota_db)
+    try:
+        marks = ",".join("?" * len(ids))
+        if released:
+            statement = f"UPDATE releases SET state = 'released' WHERE id IN ({marks})"
+        else:
+            statement = f"DELETE FROM releases WHERE id IN ({marks})"
+        connection.execute(statement, tuple(ids))
+    finally:
+        connection.close()
+
+
+@contextlib.contextmanager
+def quota_slots(release: Release | None, family: str, names: Sequence[str]) -> Iterator[None]:
+    """Around a scoring run: slots taken before (InvalidInput over quota), kept when the block
+    finishes, given back when it raises. `release` None (organisers): nothing counted."""
+    if release is None:
+        yield
+        return
+    ids = reserve(release, family, names)
+    try:
+        yield
+    except BaseException:
+        settle(release, ids, released=False)
+        raise
+    settle(release, ids, released=True)
+
+
+def used(release: Release, now_s: float | None = None) -> int:
+    """Releases counted against the participant now (pending or released)."""
+    now_s = time.time() if now_s is None else now_s
+    connection = _connect(release.quota_db)
+    try:
+        (count,) = connection.execute(
+            "SELECT COUNT(*) FROM releases WHERE participant = ? AND time_s > ?",
+            (release.participant, now_s - QUOTA_WINDOW_S),
+        ).fetchone()
+        return int(count)
+    finally:
+        connection.close()

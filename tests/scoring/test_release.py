@@ -1,0 +1,231 @@
+"""The score release policy (docs/release.md): a released result holds only rounded values and
+none of the referee's other keys, the quota holds across processes (SQLite transactions) and
+over the rolling 24 h, refusals take nothing from it, and organisers' output is unchanged."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from event_window_fixtures import write_picking_windows
+from root_conftest import root_conftest
+
+from seisctf import conventions as cv
+from seisctf.cli import main
+from seisctf.errors import InvalidInput
+from seisctf.scoring import leaderboard, release
+from seisctf.scoring.ctf import score_ctf
+from seisctf.scoring.picks import score_picks
+
+RATE = 100.0
+CTF_RELEASED_KEYS = {"name", "dataset", "convention", "truth_sha256_verified", "scores",
+                     "avg_score", "release"}  # fmt: skip
+PICKS_RELEASED_KEYS = {"family", "name", "dataset", "split", "n_traces", "tolerance_s",
+                       "threshold", "truth_commitment", "detection", "p", "s", "scores",
+                       "release"}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def ctf(tmp_path_factory, pytestconfig):
+    """(truth URL, path of a noisy .npz submission)."""
+    helpers = root_conftest(pytestconfig)
+    root = tmp_path_factory.mktemp("release-ctf")
+    truth_url, _, truth = helpers.write_tiny_truth(root, "release-secret")
+    path = root / "noisy.npz"
+    np.savez(path, **helpers.noisy_copy(truth, seed=5, level=0.3))
+    return truth_url, path
+
+
+@pytest.fixture(scope="module")
+def picks(tmp_path_factory):
+    """(store URL, path of a CSV pick table with picks 0.123 s late and 0.2468 s early)."""
+    root = tmp_path_factory.mktemp("release-picks")
+    url = str(root / "picks.zarr")
+    dataset = write_picking_windows(url)
+    test = dataset[cv.SPLIT_VAR].values == "test"
+    p = dataset[cv.P_ARRIVAL_SAMPLE].values[test] / RATE
+    s = dataset[cv.S_ARRIVAL_SAMPLE].values[test] / RATE
+    table = pd.DataFrame({"trace_name": dataset[cv.TRACE_NAME].values[test].astype(str),
+                          "detection": np.where(np.isnan(p), 0.2, 0.9),
+                          "p_time_s": p + 0.123, "s_time_s": s - 0.2468})  # fmt: skip
+    table.loc[0, "p_time_s"] = 0.0  # one false pick: precision and recall below 1
+    path = root / "picks.csv"
+    table.to_csv(path, index=False)
+    return url, path
+
+
+def _decimals_at_most(value: float | None, digits: int) -> bool:
+    return value is None or value == round(value, digits)
+
+
+def test_released_ctf_result_is_rounded_and_holds_no_raw_values(ctf):
+    truth_url, path = ctf
+    full = score_ctf(truth_url, {"noisy": str(path)}, quiet=True)[0]
+    released = release.release_ctf(full)
+    assert set(released) == CTF_RELEASED_KEYS
+    assert released["scores"] == {k: round(v, 1) for k, v in full["scores"].items()}
+    assert all(_decimals_at_most(v, 1) for v in released["scores"].values())
+    assert released["avg_score"] == round(full["avg_score"], 1)
+    assert any(v != round(v, 1) for v in full["scores"].values())  # rounding did something
+    text = json.dumps(released)
+    for value in full["raw_scores"].values():
+        assert repr(value) not in text
+    assert released["release"] == {"policy": release.POLICY, "score_step": 0.1}
+
+
+def test_released_picks_result_has_rates_and_residuals_rounded_and_no_counts(picks):
+    url, path = picks
+    full = score_picks(url, str(path), group_by=("station",))
+    released = release.release_picks(full)
+    assert set(released) == PICKS_RELEASED_KEYS
+    for part in ("detection", "p", "s"):
+        kept = {"precision", "recall", "f1"} | ({"residual_mean_s", "residual_std_s",
+                                                  "residual_mae_s"} if part != "detection"
+                                                 else set())  # fmt: skip
+        assert set(released[part]) == kept
+        for key in kept:
+            assert released[part][key] == pytest.approx(full[part][key], abs=0.005)
+            assert _decimals_at_most(released[part][key], 2)
+    assert released["p"]["residual_mean_s"] == 0.12 and full["p"]["f1"] < 1
+    assert released["s"]["residual_mean_s"] == -0.25
+    assert released["scores"] == {f"{k}_f1": released[k]["f1"] for k in ("detection", "p", "s")}
+
+
+def _reserving_code(db: Path, participant: str, quota: int, attempts: int) -> str:
+    """Python code of a process taking `attempts` releases one by one: prints how many it got."""
+    code = (
+        "import sys; from seisctf.scoring import release; from seisctf.errors import InvalidInput\n"
+        f"r = release.Release({participant!r}, {str(db)!r}, {quota}); got = 0\n"
+        f"for _ in range({attempts}):\n"
+        "    try: release.reserve(r, 'ctf', ['m']); got += 1\n"
+        "    except InvalidInput: pass\n"
+        "print(got)\n"
+    )
+    return code
+
+
+def test_quota_holds_across_concurrent_processes(tmp_path):
+    db = tmp_path / "quota.sqlite"
+    code = _reserving_code(db, "team-a", quota=5, attempts=3)
+    processes = [
+        subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+        for _ in range(8)
+    ]
+    got = [int(process.communicate(timeout=120)[0]) for process in processes]
+    assert sum(got) == 5, got
+    assert release.used(release.Release("team-a", str(db), 5)) == 5
+    assert release.used(release.Release("team-b", str(db), 5)) == 0
+
+
+def test_quota_window_is_a_rolling_day_and_failures_give_slots_back(tmp_path):
+    ask = release.Release("team-a", str(tmp_path / "quota.sqlite"), quota=2)
+    day = release.QUOTA_WINDOW_S
+    release.reserve(ask, "ctf", ["old"], now_s=1_000_000.0)
+    release.reserve(ask, "picks", ["newer"], now_s=1_000_000.0 + day / 2)
+    with pytest.raises(InvalidInput, match=r"2 of 2 releases used .*1970-01-13T13:46:40 UTC"):
+        release.reserve(ask, "ctf", ["again"], now_s=1_000_000.0 + day - 1)
+    release.reserve(ask, "ctf", ["later"], now_s=1_000_000.0 + day + 1)  # the first expired
+    with pytest.raises(InvalidInput, match="3 submissions, above the quota of 2"):
+        release.reserve(ask, "ctf", ["a", "b", "c"])
+    fresh = release.Release("team-c", ask.quota_db, quota=1)
+    with pytest.raises(RuntimeError), release.quota_slots(fresh, "ctf", ["m"]):
+        assert release.used(fresh) == 1
+        raise RuntimeError("scoring failed")
+    assert release.used(fresh) == 0
+    with release.quota_slots(fresh, "ctf", ["m"]):
+        pass
+    assert release.used(fresh) == 1
+
+
+def _score_ctf(truth_url: str, path: Path, scheduler: str, *extra: str) -> list[str]:
+    return ["score", "ctf", "--truth", truth_url, "--submission", str(path), "--quiet",
+            "--scheduler", scheduler, *extra]  # fmt: skip
+
+
+def test_cli_release_records_rounded_scores_until_the_quota(ctf, tmp_path, capsys, dask_cluster):
+    truth_url, path = ctf
+    db, out = tmp_path / "board.sqlite", tmp_path / "released.json"
+    argv = _score_ctf(truth_url, path, dask_cluster.address, "--release", "--participant",
+                      "team-a", "--quota", "2", "--db", str(db), "--json", str(out))  # fmt: skip
+    for _ in range(2):
+        assert main(argv) == 0
+        printed = json.loads(capsys.readouterr().out)
+    assert printed == json.loads(out.read_text())
+    assert set(printed) == CTF_RELEASED_KEYS and printed["truth_sha256_verified"] is True
+    out.unlink()
+    assert main(argv) == 3
+    err = capsys.readouterr().err
+    assert "--participant team-a: 2 of 2 releases used in the last 24 h" in err
+    assert "nothing was scored" in err and not out.exists()
+    entries = leaderboard.entries(db)
+    assert len(entries) == 2 and all("raw_scores" not in e["result"] for e in entries)
+    assert entries[0]["scores"] == printed["scores"]
+    leaderboard.write_html(entries, tmp_path / "site")  # the site renders released entries
+
+
+def test_cli_release_refusals_take_nothing(ctf, picks, tmp_path, capsys, dask_cluster):
+    truth_url, _ = ctf
+    url, table = picks
+    quota = tmp_path / "quota.sqlite"
+    asks = ["--release", "--participant", "team-a", "--quota-db", str(quota)]
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, X1test=np.zeros((3, 3)))
+    cases = {
+        "bad submission": (_score_ctf(truth_url, bad, dask_cluster.address, *asks),
+                           "missing arrays"),
+        "no participant": (_score_ctf(truth_url, bad, dask_cluster.address, "--release",
+                                      "--quota-db", str(quota)), "needs --participant"),
+        "no quota db": (_score_ctf(truth_url, bad, dask_cluster.address, "--release",
+                                   "--participant", "team-a"), "needs --quota-db"),
+        "participant alone": (_score_ctf(truth_url, bad, dask_cluster.address,
+                                         "--participant", "team-a"), "only apply with --release"),
+        "histogram": (["score", "picks", "--truth", url, "--submission", str(table), "--quiet",
+                       "--histogram", str(tmp_path / "h.png"), *asks], "not released"),
+    }  # fmt: skip
+    for case, (argv, message) in cases.items():
+        assert main(argv) == 3, case
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err, (case, err)
+    assert release.used(release.Release("team-a", str(quota))) == 0
+    picks_argv = ["score", "picks", "--truth", url, "--submission", str(table), "--quiet", *asks]
+    assert main(picks_argv) == 0
+    released = json.loads(capsys.readouterr().out)
+    assert set(released) == PICKS_RELEASED_KEYS
+    assert release.used(release.Release("team-a", str(quota))) == 1
+
+
+def test_organiser_output_is_unchanged(ctf, tmp_path, capsys, dask_cluster):
+    truth_url, path = ctf
+    out = tmp_path / "full.json"
+    argv = _score_ctf(truth_url, path, dask_cluster.address, "--json", str(out))
+    assert main(argv) == 0
+    full = json.loads(out.read_text())
+    assert full == json.loads(json.dumps(score_ctf(truth_url, {"noisy": str(path)},
+                                                   quiet=True)[0]))  # fmt: skip
+    assert "raw_scores" in full and "release" not in full
+
+
+def test_concurrent_cli_releases_share_one_quota(ctf, tmp_path, dask_cluster):
+    """Three `seisctf score ctf --release` processes at once, quota 2: two score, one is
+    refused."""
+    truth_url, path = ctf
+    quota = tmp_path / "quota.sqlite"
+    argv = _score_ctf(truth_url, path, dask_cluster.address, "--release", "--participant",
+                      "team-a", "--quota", "2", "--quota-db", str(quota))  # fmt: skip
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-m", "seisctf.cli", *argv],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        for _ in range(3)
+    ]
+    outcomes = [(p.wait(timeout=300), p.stderr.read()) for p in processes]
+    assert sorted(code for code, _ in outcomes) == [0, 0, 3], outcomes
+    assert release.used(release.Release("team-a", str(quota))) == 2
