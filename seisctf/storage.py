@@ -57,7 +57,7 @@ def is_remote(url: str) -> bool:
 
 # S3 requests that fail for want of a server (connection refused or reset, timeouts, 5xx,
 # throttling) are retried by botocore ("standard" mode: up to this many retries after the first
-# attempt, waiting random(0, min(2**retry, 20)) s before each). The environment variable is read
+# attempt, waiting random(0, min(2**(n-1), 20)) s before the n-th). The environment variable is read
 # where the store is opened (the command's process and each worker); a storage option
 # `config_kwargs.retries.max_attempts=N` (attempts, the first included) overrides it and travels
 # with the tasks.

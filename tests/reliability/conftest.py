@@ -59,7 +59,7 @@ class Cluster:
     client: object
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def restarting_cluster():
     """A real scheduler and two `dask worker` processes, each under a nanny that starts a new
     worker when one dies. Only for the tests that kill workers or storage (not shared with the

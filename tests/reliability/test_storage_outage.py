@@ -36,6 +36,9 @@ from seisctf import storage
 from seisctf.errors import InvalidInput
 
 BUCKET = "outage"
+# SeaweedFS keeps a folder entry where an array was deleted (the ingest's progress array), which
+# zarr's listing of the group then reports; real S3 has no folders.
+pytestmark = pytest.mark.filterwarnings("ignore:Object at ingest_progress is not recognized")
 
 
 class RestartableS3:
@@ -98,12 +101,10 @@ def kill_server_mid_write(client, s3: RestartableS3, process) -> dict:
 
 
 @pytest.mark.slow
-def test_an_outage_within_the_retries_is_ridden_through(
-    s3, restarting_cluster, waveform_archive, reference
-):
+def test_an_outage_within_the_retries_is_ridden_through(s3, cluster, waveform_archive, reference):
     url = f"s3://{BUCKET}/ridden-through.zarr"
-    process = start(ingest(waveform_archive, url, s3, restarting_cluster.address))
-    kill = kill_server_mid_write(restarting_cluster.client, s3, process)
+    process = start(ingest(waveform_archive, url, s3, cluster.address))
+    kill = kill_server_mid_write(cluster.client, s3, process)
     assert kill["running"]  # block tasks were writing when the server went
     s3.restart()
     # Still running: it cannot finish without the storage, so it waited through the outage.
@@ -115,14 +116,14 @@ def test_an_outage_within_the_retries_is_ridden_through(
 
 @pytest.mark.slow
 def test_an_outage_beyond_the_retries_fails_clearly_and_resumes(
-    s3, restarting_cluster, waveform_archive, reference
+    s3, cluster, waveform_archive, reference
 ):
     url = f"s3://{BUCKET}/resumed.zarr"
     # One attempt per request (the option travels with the tasks to every worker).
-    command = ingest(waveform_archive, url, s3, restarting_cluster.address,
+    command = ingest(waveform_archive, url, s3, cluster.address,
                      **{"config_kwargs.retries.max_attempts": "1"})  # fmt: skip
     process = start(command)
-    kill_server_mid_write(restarting_cluster.client, s3, process)
+    kill_server_mid_write(cluster.client, s3, process)
     code, out, err = finish(process)  # the server stays down meanwhile
     assert code == 1, err
     assert "seisctf: storage unavailable:" in err and "re-run" in err
