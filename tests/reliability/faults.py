@@ -79,9 +79,10 @@ def wait_for(
 
 class KillOnFinished(SchedulerPlugin):
     """A scheduler plugin that SIGKILLs a process at a task event, inside the scheduler (no
-    polling delay): when the `after`-th task whose key prefix starts with `prefix` has finished
-    while another one runs. The process killed is `pid`, or (with `worker_pids`) the process of
-    a worker running such a task, another worker than the one that just finished if possible."""
+    polling delay): when the `after`-th task whose key prefix starts with `prefix` has finished.
+    The process killed is `pid`, or (with `worker_pids`) the process of a worker running another
+    such task at that moment (the plugin waits for a finish with one running), another worker
+    than the one that just finished if possible."""
 
     name = "seisctf-kill-on-finished"
 
@@ -116,11 +117,13 @@ class KillOnFinished(SchedulerPlugin):
         if task is None or not task.prefix.name.startswith(self.prefix):
             return
         self.finished += 1
-        running = self._running()
-        if self.finished < self.after or not running:
+        if self.finished < self.after:
             return
+        running = self._running()
         target, address = self.pid, None
         if self.worker_pids:
+            if not running:
+                return
             others = [a for a in running if a != kwargs.get("worker")] or list(running)
             address = max(others, key=running.get)
             target = self.worker_pids[address]

@@ -35,6 +35,7 @@ from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.errors import InvalidInput
 
+pytest_plugins = ("fault_fixtures",)
 BUCKET = "outage"
 # SeaweedFS keeps a folder entry where an array was deleted (the ingest's progress array), which
 # zarr's listing of the group then reports; real S3 has no folders.
@@ -70,10 +71,10 @@ def ingest(archive: Path, store: str, s3: RestartableS3, scheduler: str, **optio
 
 
 @pytest.fixture(scope="module")
-def reference(s3, restarting_cluster, waveform_archive) -> dict[str, str]:
+def reference(s3, restarting_cluster, miniseed_archive) -> dict[str, str]:
     """The objects of the store an undisturbed ingest writes to the server."""
     url = f"s3://{BUCKET}/reference.zarr"
-    code, _, err = run(ingest(waveform_archive, url, s3, restarting_cluster.address))
+    code, _, err = run(ingest(miniseed_archive, url, s3, restarting_cluster.address))
     assert code == 0, err
     return remote_objects(s3.server.filesystem(), url)
 
@@ -101,10 +102,12 @@ def kill_server_mid_write(client, s3: RestartableS3, process) -> dict:
 
 
 @pytest.mark.slow
-def test_an_outage_within_the_retries_is_ridden_through(s3, cluster, waveform_archive, reference):
+def test_an_outage_within_the_retries_is_ridden_through(
+    s3, killable_cluster, miniseed_archive, reference
+):
     url = f"s3://{BUCKET}/ridden-through.zarr"
-    process = start(ingest(waveform_archive, url, s3, cluster.address))
-    kill = kill_server_mid_write(cluster.client, s3, process)
+    process = start(ingest(miniseed_archive, url, s3, killable_cluster.address))
+    kill = kill_server_mid_write(killable_cluster.client, s3, process)
     assert kill["running"]  # block tasks were writing when the server went
     s3.restart()
     # Still running: it cannot finish without the storage, so it waited through the outage.
@@ -116,14 +119,14 @@ def test_an_outage_within_the_retries_is_ridden_through(s3, cluster, waveform_ar
 
 @pytest.mark.slow
 def test_an_outage_beyond_the_retries_fails_clearly_and_resumes(
-    s3, cluster, waveform_archive, reference
+    s3, killable_cluster, miniseed_archive, reference
 ):
     url = f"s3://{BUCKET}/resumed.zarr"
     # One attempt per request (the option travels with the tasks to every worker).
-    command = ingest(waveform_archive, url, s3, cluster.address,
+    command = ingest(miniseed_archive, url, s3, killable_cluster.address,
                      **{"config_kwargs.retries.max_attempts": "1"})  # fmt: skip
     process = start(command)
-    kill_server_mid_write(cluster.client, s3, process)
+    kill_server_mid_write(killable_cluster.client, s3, process)
     code, out, err = finish(process)  # the server stays down meanwhile
     assert code == 1, err
     assert "seisctf: storage unavailable:" in err and "re-run" in err

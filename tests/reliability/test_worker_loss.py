@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pytest
 import zarr
-from conftest import N_WORKERS, SECRET, Inputs
+from fault_fixtures import N_WORKERS, SECRET, Inputs
 from faults import (
     KillOnFinished,
     finish,
@@ -36,6 +36,7 @@ from faults import (
     worker_pids,
 )
 
+pytest_plugins = ("fault_fixtures",)
 pytestmark = pytest.mark.slow
 
 
@@ -51,7 +52,7 @@ class Job:
     stores: tuple[str, ...] = ()
     client_prefix: str | None = None
     resumable_variable: str | None = None  # the data variable of an ingest that resumes
-    # Where the `inputs` fixture already wrote this job's outputs, undisturbed (by the library,
+    # Where the `job_inputs` fixture already wrote this job's outputs, undisturbed (by the library,
     # on the local threaded scheduler): the reference, without another run.
     made_by_inputs: Callable[[Inputs], Path] | None = None
 
@@ -118,17 +119,17 @@ def outputs(job: Job, workdir: Path) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def reference(restarting_cluster, inputs, tmp_path_factory) -> Callable[[Job], dict[str, Any]]:
+def reference(restarting_cluster, job_inputs, tmp_path_factory) -> Callable[[Job], dict[str, Any]]:
     """Outputs of an undisturbed run of a job (run once, on the same cluster, unless the inputs
     fixture made them)."""
     found: dict[str, dict[str, Any]] = {}
 
     def of(job: Job) -> dict[str, Any]:
         if job.name not in found and job.made_by_inputs:
-            found[job.name] = outputs(job, job.made_by_inputs(inputs))
+            found[job.name] = outputs(job, job.made_by_inputs(job_inputs))
         elif job.name not in found:
             workdir = tmp_path_factory.mktemp(f"reference-{job.name}")
-            code, _, err = run(job.command(inputs, workdir, restarting_cluster.address))
+            code, _, err = run(job.command(job_inputs, workdir, restarting_cluster.address))
             assert code == 0, err
             found[job.name] = outputs(job, workdir)
             assert all(found[job.name][store] for store in job.stores)
@@ -138,13 +139,15 @@ def reference(restarting_cluster, inputs, tmp_path_factory) -> Callable[[Job], d
 
 
 @pytest.mark.parametrize("job", JOBS, ids=IDS)
-def test_a_worker_killed_mid_run_changes_no_output(job, cluster, inputs, reference, tmp_path):
+def test_a_worker_killed_mid_run_changes_no_output(
+    job, killable_cluster, job_inputs, reference, tmp_path
+):
     expected = reference(job)
-    client = cluster.client
+    client = killable_cluster.client
     before = worker_pids(client)
     plugin = KillOnFinished(job.prefix, worker_pids=before)
     with kill_on_finished(client, plugin) as fired:
-        process = start(job.command(inputs, tmp_path, cluster.address))
+        process = start(job.command(job_inputs, tmp_path, killable_cluster.address))
         kill = fired(process)
         code, _, err = finish(process)
     assert code == 0, err
@@ -172,11 +175,11 @@ def chunk_times(variable: Path) -> dict[str, int]:
 
 @pytest.mark.parametrize("job", JOBS, ids=IDS)
 def test_the_command_killed_mid_run_reruns_to_identical_outputs(
-    job, cluster, inputs, reference, tmp_path
+    job, killable_cluster, job_inputs, reference, tmp_path
 ):
     expected = reference(job)
-    client = cluster.client
-    command = job.command(inputs, tmp_path, cluster.address)
+    client = killable_cluster.client
+    command = job.command(job_inputs, tmp_path, killable_cluster.address)
     process = start(command)
     plugin = KillOnFinished(job.client_prefix or job.prefix, pid=process.pid)
     with kill_on_finished(client, plugin) as fired:

@@ -1,6 +1,8 @@
-"""Fixtures of the reliability tests: a Dask cluster whose workers may be killed (their nannies
-start new ones), and small inputs for every kind of job: a miniSEED archive, PRODML DAS files,
-a recipe, and a CTF bundle with baseline submissions."""
+"""Fixtures of the fault tests, a pytest plugin (`pytest_plugins = ("fault_fixtures",)` in the
+test modules; not a conftest.py, which `from conftest import …` elsewhere would then reach): a
+Dask cluster whose workers may be killed (their nannies start new ones), and small inputs for
+every kind of job: a miniSEED archive, PRODML DAS files, a recipe, and a CTF bundle with
+baseline submissions."""
 
 from __future__ import annotations
 
@@ -77,7 +79,7 @@ def restarting_cluster():
 
 
 @pytest.fixture
-def cluster(restarting_cluster):
+def killable_cluster(restarting_cluster):
     """The restarting cluster, with all its workers up (a previous test may have killed one)."""
     restarting_cluster.client.wait_for_workers(N_WORKERS, timeout=300)
     return restarting_cluster
@@ -116,7 +118,7 @@ def write_das_files(root: Path, files: int = 4, channels: int = 64) -> Path:
 
 
 @pytest.fixture(scope="session")
-def waveform_archive(tmp_path_factory) -> Path:
+def miniseed_archive(tmp_path_factory) -> Path:
     return write_waveform_archive(tmp_path_factory.mktemp("archive"))
 
 
@@ -130,7 +132,7 @@ class Inputs:
 
 
 @pytest.fixture(scope="session")
-def inputs(tmp_path_factory, waveform_archive) -> Inputs:
+def job_inputs(tmp_path_factory, miniseed_archive) -> Inputs:
     """Every job's inputs, made once (the bundle with the library, on the local scheduler)."""
     import dask
 
@@ -151,7 +153,7 @@ def inputs(tmp_path_factory, waveform_archive) -> Inputs:
             write_baseline(model, str(bundle / "public.zarr"), str(path), quiet=True)
             submissions.append(path)
     return Inputs(
-        archive=waveform_archive,
+        archive=miniseed_archive,
         das=write_das_files(root / "das"),
         recipe=recipe,
         truth=bundle / "truth.zarr",
