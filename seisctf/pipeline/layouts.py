@@ -32,6 +32,7 @@ withheld window are not amplified without bound.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
@@ -111,16 +112,37 @@ def load_layout(name_or_path: str | None) -> Layout:
         raise InvalidInput(
             f"layout {name_or_path!r}", f"not one of {sorted(LAYOUTS)} nor a YAML file"
         )
-    import yaml
+    from seisctf.pipeline.recipe_schema import parse_yaml, read_text
 
-    values = yaml.safe_load(path.read_text()) or {}
-    known = {field.name for field in fields(Layout)}
-    unknown = sorted(set(values) - known)
-    if not isinstance(values, dict) or unknown:
+    values = parse_yaml(read_text(path, str(path)), str(path))[0] or {}
+    known = {field.name: field.type for field in fields(Layout)}
+    if not isinstance(values, dict):
+        raise InvalidInput(str(path), f"a layout is a YAML mapping of some of {sorted(known)}")
+    unknown = sorted(str(key) for key in set(values) - set(known))
+    if unknown:
         raise InvalidInput(
             str(path), f"unknown layout keys {unknown}; expected some of {sorted(known)}"
         )
+    for key, value in values.items():
+        _check_layout_value(str(path), key, known[key], value)
     return Layout(**{"name": path.stem, **values})
+
+
+def _check_layout_value(what: str, key: str, kind: str, value: object) -> None:
+    """A layout file's value: text for `name`, whole numbers (at least 1 for counts of steps,
+    rows and modes; starts from 0) and finite non-negative fractions."""
+    if kind == "str":
+        valid, expected = isinstance(value, str) and bool(value), "a name"
+    elif kind == "int":
+        least = 0 if key.endswith("_start") else 1
+        valid = isinstance(value, int) and not isinstance(value, bool) and value >= least
+        expected = f"a whole number >= {least}"
+    else:
+        valid = isinstance(value, int | float) and not isinstance(value, bool)
+        valid = valid and math.isfinite(value) and value >= 0
+        expected = "a finite number >= 0"
+    if not valid:
+        raise InvalidInput(what, f"{key}: expected {expected}, got {value!r}")
 
 
 def array_windows(layout: Layout, n_sweep: int = 0, n_initial: int = 0) -> dict[str, Window]:

@@ -199,26 +199,37 @@ def _message(error: Any) -> str:
     return error.message
 
 
+def read_text(path: Path, where: str) -> str:
+    """A YAML file's text: at most MAX_RECIPE_BYTES of UTF-8, else InvalidInput."""
+    if not path.is_file():
+        raise InvalidInput(where, "file not found")
+    if path.stat().st_size > MAX_RECIPE_BYTES:
+        raise InvalidInput(where, f"{path.stat().st_size} bytes; at most {MAX_RECIPE_BYTES}")
+    try:
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InvalidInput(where, f"not UTF-8 text (byte {error.start})") from None
+
+
+def parse_yaml(text: str, where: str) -> tuple[Any, _Lines]:
+    """(data, lines) of a YAML document read with the safe loader, within the bounds of
+    `_Lines` (size of the expanded document, nesting, no recursive alias); InvalidInput
+    naming the line otherwise."""
+    lines = _Lines(text, where)
+    try:
+        return yaml.safe_load(text), lines
+    except yaml.YAMLError as error:
+        raise _yaml_problem(error, where) from None
+
+
 def read_recipe(source: str | Path, text: str | None = None) -> RecipeText:
     """Parse a recipe file (or `text`, reported as `source`) into data with line numbers."""
     where = str(source)
     if text is None:
-        path = Path(source)
-        if not path.is_file():
+        if not Path(source).is_file():
             raise InvalidInput(where, "recipe file not found")
-        if path.stat().st_size > MAX_RECIPE_BYTES:
-            raise InvalidInput(
-                where, f"{path.stat().st_size} bytes; a recipe is at most {MAX_RECIPE_BYTES}"
-            )
-        try:
-            text = path.read_bytes().decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise InvalidInput(where, f"not UTF-8 text (byte {error.start})") from None
-    lines = _Lines(text, where)
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise _yaml_problem(error, where) from None
+        text = read_text(Path(source), where)
+    data, lines = parse_yaml(text, where)
     if not isinstance(data, dict):
         raise InvalidInput(f"{where}:1", "a recipe is a YAML mapping (recipe: 1, source, outputs)")
     return RecipeText(data=data, text=text, where=where, lines=lines)

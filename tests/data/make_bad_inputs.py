@@ -392,13 +392,13 @@ def _recipe(body: str) -> Callable[[Path], None]:
     return _text(f"recipe: 1\n{body}outputs:\n  store: {{url: wavefield.zarr}}\n")
 
 
-def _billion_laughs(path: Path) -> None:
+def billion_laughs() -> str:
+    """Nine levels of nine aliases: 10^9 strings once expanded, 1 KiB as written."""
     lines = ['lol0: &lol0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
     for level in range(1, 10):
         refs = ", ".join([f"*lol{level - 1}"] * 9)
         lines.append(f"lol{level}: &lol{level} [{refs}]")
-    path.write_text("recipe: 1\n" + "\n".join(lines) + "\nsource:\n  synthetic_global: {}\n"
-                    "outputs:\n  store: {url: x.zarr}\n")  # fmt: skip
+    return "\n".join(lines) + "\n"
 
 
 WAVEFORMS = ("ingest", "waveforms", "{input}", "--out", "{out}", "--strict")
@@ -412,6 +412,7 @@ BUILD = ("build", "{input}", "--workdir", "{out}")
 TRUTH = ("score", "ctf", "--truth", "{input}", "--submission", "{support}/zeros.npz", "--json",
          "{out}")  # fmt: skip
 COMPARE = ("compare", "{input}", "--out", "{out}")
+DEMO = ("demo", "--layout", "{input}", "--workdir", "{out}")
 PICK_HEADER = "trace_name,detection,p_time_s,s_time_s\n"
 
 
@@ -556,7 +557,8 @@ CASES: tuple[Case, ...] = (
          _recipe("source:\n  synthetic_global: {sensors: 64}\n"
                  "transforms:\n  - fourier_magic: {strength: 11}\n"), BUILD, ("fourier_magic",)),
     Case("recipe-billion-laughs.yaml", "nine levels of nine aliases (10^9 strings)",
-         _billion_laughs, BUILD, ("YAML bomb",)),
+         _recipe(billion_laughs() + "source:\n  synthetic_global: {}\n"), BUILD,
+         ("YAML bomb",)),
     Case("recipe-recursive-alias.yaml", "an alias inside its own anchor",
          _recipe("source: &loop\n  synthetic_global: *loop\n"), BUILD, ("recursive alias",)),
     Case("recipe-python-tag.yaml", "a python/object/apply tag (runs code in unsafe loaders)",
@@ -568,6 +570,15 @@ CASES: tuple[Case, ...] = (
          BUILD, ("UTF-8",)),
     Case("recipe-wrong-type.yaml", "sensors given as text",
          _recipe("source:\n  synthetic_global: {sensors: many}\n"), BUILD, ("sensors", "'many'")),
+    # --- CTF layouts (demo --layout: refused before any work) ---------------------------------
+    Case("layout-scalar.yaml", "a layout that is a number", _text("5\n"), DEMO,
+         ("a layout is a YAML mapping",)),
+    Case("layout-wrong-type.yaml", "train_steps given as text", _text("train_steps: many\n"),
+         DEMO, ("train_steps: expected a whole number",)),
+    Case("layout-negative.yaml", "a negative forecast length", _text("forecast_steps: -100\n"),
+         DEMO, ("forecast_steps: expected a whole number >= 1, got -100",)),
+    Case("layout-billion-laughs.yaml", "a layout of nested aliases", _text(billion_laughs()),
+         DEMO, ("YAML bomb",)),
     # --- leaderboards and run tables -------------------------------------------------------------
     Case("leaderboard-not-sqlite.sqlite", "a SQLite header followed by garbage", _sqlite_junk,
          ("leaderboard", "--db", "{input}"), ()),
