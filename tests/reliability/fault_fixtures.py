@@ -12,10 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from das_vendor_files import write_prodml
+from faults import N_WORKERS, SECRET, Inputs
 from servers import start_dask_cluster, stop_dask_cluster
 
-N_WORKERS = 2
-SECRET = "reliability-secret"
 # The recipe: a synthetic wavefield, a filter, noise (its input checkpointed to a scratch store),
 # the store and a CTF bundle of the tiny layout.
 TINY_LAYOUT_YAML = """\
@@ -120,15 +119,6 @@ def write_das_files(root: Path, files: int = 4, channels: int = 64) -> Path:
 @pytest.fixture(scope="session")
 def miniseed_archive(tmp_path_factory) -> Path:
     return write_waveform_archive(tmp_path_factory.mktemp("archive"))
-
-
-@dataclass(frozen=True)
-class Inputs:
-    archive: Path
-    das: Path
-    recipe: Path
-    truth: Path
-    submissions: tuple[Path, ...]
 
 
 @pytest.fixture(scope="session")

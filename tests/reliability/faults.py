@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -27,6 +28,8 @@ from distributed.diagnostics.plugin import SchedulerPlugin
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 T = TypeVar("T")
+N_WORKERS = 2  # of the fixtures' restarting cluster
+SECRET = "reliability-secret"
 # Deadlines for a loaded 2-core machine: generous; a wait returns as soon as its condition holds.
 RUN_TIMEOUT_S = 600.0
 EVENT_TIMEOUT_S = 300.0
@@ -72,6 +75,17 @@ def wait_for(
             return value
         time.sleep(interval_s)
     raise TimeoutError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """Inputs of the jobs (`fault_fixtures.job_inputs`)."""
+
+    archive: Path
+    das: Path
+    recipe: Path
+    truth: Path
+    submissions: tuple[Path, ...]
 
 
 # --- the scheduler's view ----------------------------------------------------------------------

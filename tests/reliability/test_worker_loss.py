@@ -22,8 +22,10 @@ from typing import Any
 import numpy as np
 import pytest
 import zarr
-from fault_fixtures import N_WORKERS, SECRET, Inputs
 from faults import (
+    N_WORKERS,
+    SECRET,
+    Inputs,
     KillOnFinished,
     finish,
     is_marked_complete,
