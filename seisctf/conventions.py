@@ -48,9 +48,11 @@ BUNDLE_ROLES = ROLES[:5] + ("param_train",) * 3 + ROLES[6:]
 # simulations (`sweep_train`, ≥ 2) and one new value (`sweep_test`); simulations from other initial
 # conditions (`initial_train`, ≥ 1) and one more (`initial_test`).
 EXTENDED_ROLES = ("sweep_train", "sweep_test", "initial_train", "initial_test")
-# Per-sensor grid coordinates (m) of a gridded wavefield (the crustal surface grid).
+# Per-sensor grid coordinates (m) of a gridded wavefield (the crustal surface grid), and the
+# grid's shape {"n_x", "n_y", "spacing_m"} (sensor = row × n_y + column), copied into the manifest.
 X = "x"
 Y = "y"
+ATTR_SENSOR_GRID = "sensor_grid"
 
 # --- continuous waveform store (`seisctf ingest waveforms`) ------------------------------------
 WAVEFORM_VAR = "data"  # data(station, channel, time) float32, NaN in gaps, no time coordinate

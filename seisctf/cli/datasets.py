@@ -22,12 +22,15 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     demo.add_argument(
         "--sensors",
         type=int,
-        help="number of sensors (default: 2048 for global, 256 DAS channels for das)",
+        help="number of sensors (default: 2048 for global, 256 DAS channels for das, "
+        "94 × 94 = 8836 for crustal, which needs a square number)",
     )
     demo.add_argument(
         "--duration", type=float, default=3000.0, help="seconds of wavefield (global only)"
     )
-    demo.add_argument("--layout", help="layout name or YAML file (default seismo)")
+    demo.add_argument(
+        "--layout", help="layout name or YAML file (default: the dataset's: seismo, das, crustal)"
+    )
     demo.set_defaults(run=_run_demo)
 
     synth = verbs.add_parser("synth", help="offline synthetic wavefields")

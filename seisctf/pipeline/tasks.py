@@ -213,6 +213,8 @@ def _manifest(
 ) -> dict[str, Any]:
     n_space = wavefield.sizes[cv.SENSOR]
     parameters = _parameters(wavefield)
+    sensor_grid = wavefield.attrs.get(cv.ATTR_SENSOR_GRID)
+    grid = {cv.ATTR_SENSOR_GRID: dict(sensor_grid)} if sensor_grid else {}
     pairs = []
     for spec in cv.CTF_PAIRS + extended:
         window = windows[spec.test]
@@ -256,6 +258,7 @@ def _manifest(
             "floor_fraction_of_median": layout.normalisation_floor,
         },
         "sensor_order": str(wavefield.attrs.get(cv.ATTR_SENSOR_ORDER, "")),
+        **grid,
         "pairs": pairs,
     }
 

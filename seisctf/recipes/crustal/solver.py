@@ -11,8 +11,9 @@ stresses at whole ones. Every spatial derivative is the 4th-order staggered diff
     ∂f(p) ≈ [c1 (f(p + h/2) − f(p − h/2)) + c2 (f(p + 3h/2) − f(p − 3h/2))] / h,
     c1 = 9/8, c2 = −1/24,
 
-with values outside the grid taken as zero (the absorbing layer damps everything before it gets
+with values outside the grid taken as zero (the absorbing layers damp everything before it gets
 there).
+
 Stability (CFL): vp_max Δt / h ≤ 1 / (√3 (c1 − c2)) = 0.4949 (`CFL_LIMIT`); a larger time step is
 refused (InvalidInput).
 
@@ -22,8 +23,9 @@ normal-stress row k = 0, where σzz = 0; σzz, σxz and σyz are antisymmetric a
 needed above the surface are their mirror images, vi(−z) = vi(z): with these images the discrete
 operators of the velocity and stress updates are exact negative adjoints of each other (weights ½
 on the surface row of the integer-level fields), so the scheme conserves the discrete energy
-(`EnergyMeter`) without absorbing layers once the source has stopped — tested. The surface
-records vx, vy on row 0 and vz half a cell below it.
+(`EnergyMeter`; it includes the static strain a Gaussian moment rate leaves around the source)
+without absorbing layers once the source has stopped — tested. The surface records vx, vy on
+row 0 and vz half a cell below it.
 
 Absorbing boundaries: a convolutional perfectly matched layer (C-PML with complex frequency
 shifting; Roden & Gedney 2000; Komatitsch & Martin 2007, Geophysics 72) of `pml_cells` N on the

@@ -203,6 +203,7 @@ def synthesize_crustal(
         cv.ATTR_SAMPLING_RATE: float(config.sampling_rate_hz),
         cv.ATTR_SENSOR_ORDER: SENSOR_ORDER,
         cv.ATTR_PARAMETER_NAME: PARAMETER_NAME,
+        cv.ATTR_SENSOR_GRID: config.as_dict()["sensor_grid"],
         "units": "m/s",
         "quantity": "ground velocity",
         "components": {name: component for component, name in VARIABLES.items()},
