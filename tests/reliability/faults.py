@@ -1,8 +1,9 @@
 """Fault injection for the reliability tests: seisctf commands run as subprocesses on a real Dask
-cluster the test started, and killed (a worker, or the command itself) once some of their tasks
-have finished; stores compared object by object.
+cluster the test started; a scheduler plugin kills a process (a worker, the command, the S3
+server) at the moment the first of the job's tasks finishes; stores compared object by object.
 
-The waits poll the scheduler (a round trip of a few ms) until a condition holds, with generous
+The kill happens inside the scheduler, at the task event itself. The test's own waits (for the
+plugin's report, for idle workers) poll the cluster until a condition holds, with generous
 deadlines: they synchronise on what the cluster reports, never on elapsed time.
 """
 
@@ -40,14 +41,10 @@ def seisctf_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "seisctf.cli", *args]
 
 
-def start(command: Sequence[str], env: Mapping[str, str] | None = None) -> subprocess.Popen:
+def start(command: Sequence[str]) -> subprocess.Popen:
     """Start a command with its output captured (small: commands run with `--quiet`)."""
     return subprocess.Popen(
-        list(command),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, **(env or {})},
+        list(command), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
 
 
@@ -57,8 +54,8 @@ def finish(process: subprocess.Popen, timeout_s: float = RUN_TIMEOUT_S) -> tuple
     return process.returncode, out, err
 
 
-def run(command: Sequence[str], env: Mapping[str, str] | None = None) -> tuple[int, str, str]:
-    return finish(start(command, env))
+def run(command: Sequence[str]) -> tuple[int, str, str]:
+    return finish(start(command))
 
 
 def wait_for(
