@@ -202,17 +202,21 @@ def entries(db_path: str | Path, family: str | None = None) -> list[dict[str, An
 
 
 def as_json(entries_: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The contract's leaderboard.json rows."""
-    return [
-        {
+    """The contract's leaderboard.json rows (with `extended_avg_score` where E13+ exist)."""
+    rows = []
+    for e in entries_:
+        row = {
             "model": e["model"],
             "dataset": e["dataset"],
             "convention": e["convention"],
             "scores": e["scores"],
             "avg_score": e["avg_score"],
         }
-        for e in entries_
-    ]
+        extended = (e.get("result") or {}).get("extended_avg_score")
+        if extended is not None:
+            row["extended_avg_score"] = extended
+        rows.append(row)
+    return rows
 
 
 def _fmt(value: float | None, digits: int = 2) -> str:

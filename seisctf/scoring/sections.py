@@ -194,9 +194,19 @@ def uncertainty_section(
 # --- CTF -----------------------------------------------------------------------------------
 
 
-def _mean_profile(entries: Sequence[Entry]) -> dict[str, float | None]:
+def _score_names(entries: Sequence[Entry]) -> tuple[str, ...]:
+    """E1..E12, then any extended scores (E13+, crustal bundles) the entries hold, in order."""
+    extended = {name for e in entries for name in e["scores"] if name not in cv.SCORE_NAMES}
+    return cv.SCORE_NAMES + tuple(
+        sorted(extended, key=lambda name: (int(name[1:]) if name[1:].isdigit() else 0, name))
+    )
+
+
+def _mean_profile(
+    entries: Sequence[Entry], names: Sequence[str] = cv.SCORE_NAMES
+) -> dict[str, float | None]:
     profile = {}
-    for name in cv.SCORE_NAMES:
+    for name in names:
         values = [v for e in entries if (v := _finite(e["scores"].get(name))) is not None]
         profile[name] = sum(values) / len(values) if values else None
     return profile
@@ -213,6 +223,7 @@ def ctf_section(
     """Ranking by AvgScore, radar profiles, uncertainty and submissions of one CTF group."""
     ranked = sorted(entries, key=lambda e: (_descending(e["avg_score"]), e["id"]))
     rank = {id(entry): index for index, entry in enumerate(ranked, start=1)}
+    names = _score_names(ranked)
     columns = [
         Column("Rank", lambda e: number_cell(rank[id(e)])),
         _model_column(),
@@ -220,7 +231,7 @@ def ctf_section(
         Column("AvgScore", lambda e: score_cell(_finite(e["avg_score"]))),
         *(
             Column(name, lambda e, name=name: score_cell(_finite(e["scores"].get(name))))
-            for name in cv.SCORE_NAMES
+            for name in names
         ),
     ]
     by_model = group_by(ranked, lambda e: e["model"])
@@ -230,8 +241,8 @@ def ctf_section(
         f"(convention {escape(str(convention))})"
     )
     overlay = svg.radar(
-        [(model, _mean_profile(by_model[model])) for model in models[:TOP_MODELS]],
-        cv.SCORE_NAMES,
+        [(model, _mean_profile(by_model[model], names)) for model in models[:TOP_MODELS]],
+        names,
         ident=f"{ident}-overlay",
         title=f"Score profiles of the top {min(TOP_MODELS, len(models))} models",
         size=420,
@@ -243,8 +254,8 @@ def ctf_section(
             f" (mean of {len(runs)} runs)" if len(runs) > 1 else ""
         )
         chart = svg.radar(
-            [(model, _mean_profile(runs))],
-            cv.SCORE_NAMES,
+            [(model, _mean_profile(runs, names))],
+            names,
             ident=f"{ident}-radar-{index}",
             title=title,
             size=260,

@@ -18,6 +18,7 @@ from leaderboard_fixtures import (
     HOSTILE,
     HOSTILE_DESCRIPTION,
     PICKS_COMMITMENT,
+    ctf_result,
     pick_result,
     populate,
 )
@@ -359,3 +360,23 @@ def test_real_pick_scorer_results_render(tmp_path):
     ]
     assert result["truth_commitment"] in page
     assert len(re.findall(r'<svg [^>]*id="picks1-histogram-', page)) == 6
+
+
+def test_extended_scores_get_columns_and_json_keeps_their_average(tmp_path):
+    db = tmp_path / "lb.sqlite"
+    scores = {f"E{i}": float(i) for i in range(1, 17)}
+    result = ctf_result("sim", scores, dataset="crustal")
+    result["avg_score"] = sum(range(1, 13)) / 12
+    result["extended_avg_score"] = sum(range(13, 17)) / 4
+    leaderboard.record(db, result, truth_commitment=GLOBAL_COMMITMENT)
+    rows = leaderboard.entries(db)
+    page = (
+        leaderboard.write_html(rows, tmp_path / "html").parent
+        / site.page_names(["crustal"])["crustal"]
+    ).read_text()
+    ranking = next(t for t in tables_of(page).values() if "AvgScore" in str(t["head"]))
+    labels = [cell[2] for cell in ranking["head"]]
+    assert labels[-16:] == [f"E{i}" for i in range(1, 17)]
+    assert column(ranking, "E16") == ["16.00"] and column(ranking, "E10") == ["10.00"]
+    (row,) = leaderboard.as_json(rows)
+    assert row["extended_avg_score"] == 14.5 and row["scores"]["E15"] == 15.0
