@@ -112,6 +112,11 @@ class _Lines:
         if isinstance(node, yaml.MappingNode):
             seen: set[Any] = set()
             for key_node, value_node in node.value:
+                if not isinstance(key_node, yaml.ScalarNode):
+                    raise InvalidInput(
+                        f"{self.where}:{key_node.start_mark.line + 1}",
+                        f"{describe(location)}: a key must be a plain name, not a list or mapping",
+                    )
                 key = key_node.value
                 if key in seen:
                     raise InvalidInput(

@@ -19,6 +19,7 @@ import shutil
 import stat
 import struct
 import tempfile
+import tokenize
 import weakref
 import zipfile
 import zlib
@@ -45,6 +46,9 @@ CODEC_SLACK_BYTES = 2**20  # a stored zarr chunk may exceed its raw size by code
 ZIP_METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflated"}
 # Untrusted zarr metadata fails in many ways; each is bad input, not a bug of seisctf.
 METADATA_ERRORS = (ValueError, TypeError, KeyError, FileNotFoundError, zarr.errors.BaseZarrError)
+# A damaged zip (a local file, so never a storage outage) fails in these ways; zipfile raises
+# NotImplementedError for flag bits it does not support.
+ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError)
 Shapes = Mapping[str, tuple[int, ...]]
 
 
@@ -128,7 +132,7 @@ def _read_npy_header(what: str, stream: Any) -> tuple[tuple[int, ...], np.dtype,
             shape, fortran_order, dtype = np.lib.format.read_array_header_1_0(stream)
         else:
             shape, fortran_order, dtype = np.lib.format.read_array_header_2_0(stream)
-    except (ValueError, TypeError, SyntaxError, EOFError, zipfile.BadZipFile, zlib.error) as error:
+    except (ValueError, TypeError, SyntaxError, tokenize.TokenError, *ZIP_ERRORS) as error:
         raise InvalidInput(what, f"not a plain .npy array (unreadable header: {error})") from None
     return tuple(shape), dtype, bool(fortran_order)
 
@@ -168,6 +172,7 @@ class CheckedArray:
 
     array: Any
     what: str
+    errors: tuple[type[BaseException], ...] = DECODE_ERRORS
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -184,7 +189,7 @@ class CheckedArray:
     def __getitem__(self, key: Any) -> np.ndarray:
         try:
             return np.asarray(self.array[key])
-        except DECODE_ERRORS as error:
+        except self.errors as error:
             rows = key[0] if isinstance(key, tuple) and key else key
             where = f"rows {rows.start}-{rows.stop - 1}" if isinstance(rows, slice) else "values"
             raise InvalidInput(
@@ -300,7 +305,7 @@ def _open_zip(path: Path, limits: SubmissionLimits, harmless_bytes: int) -> zipf
         )
     try:
         archive = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, ValueError, EOFError) as error:
+    except (ValueError, *ZIP_ERRORS) as error:
         raise InvalidInput(str(path), f"not a readable zip file ({error})") from None
     infos, seen, total = archive.infolist(), set(), 0
     for info in infos:
@@ -357,7 +362,7 @@ def _stream_to_scratch(
                 raise InvalidInput(what, "more data than its .npy header declares")
     except BaseException as error:
         shutil.rmtree(directory, ignore_errors=True)
-        if isinstance(error, zipfile.BadZipFile | zlib.error | EOFError | OSError):
+        if isinstance(error, ZIP_ERRORS):
             raise InvalidInput(what, f"corrupt compressed data ({error})") from None
         raise
     weakref.finalize(target, shutil.rmtree, directory, True)
@@ -397,9 +402,13 @@ def _npz_arrays(
                     what, path, start, info.file_size, name, expected, limits
                 )
                 continue
-            with archive.open(info) as stream:
-                shape, dtype, _ = _read_npy_header(what, stream)
-                declared = stream.tell() + _check_array(what, name, shape, dtype, expected, limits)
+            try:
+                with archive.open(info) as stream:
+                    shape, dtype, _ = _read_npy_header(what, stream)
+                    header_bytes = stream.tell()
+            except ZIP_ERRORS as error:
+                raise InvalidInput(what, f"corrupt zip member ({error})") from None
+            declared = header_bytes + _check_array(what, name, shape, dtype, expected, limits)
             if info.file_size != declared:
                 raise InvalidInput(
                     what,
@@ -420,13 +429,18 @@ def _chunk_bytes(array: zarr.Array) -> int:
 
 
 def _group_arrays(
-    what: str, open_group: Any, expected: Shapes | None, limits: SubmissionLimits
+    what: str,
+    open_group: Any,
+    expected: Shapes | None,
+    limits: SubmissionLimits,
+    errors: tuple[type[BaseException], ...] = METADATA_ERRORS,
 ) -> dict[str, zarr.Array]:
-    """The arrays at a zarr group's root, checked from metadata; arrays in subgroups are refused."""
+    """The arrays at a zarr group's root, checked from metadata; arrays in subgroups are refused.
+    `errors`: what reading the metadata raises for bad input."""
     try:
         group = open_group()
         members = list(group.members(max_depth=None))
-    except METADATA_ERRORS as error:
+    except errors as error:
         raise InvalidInput(
             what, f"no readable zarr group ({type(error).__name__}: {error})"
         ) from None
@@ -470,6 +484,7 @@ def _zip_group_arrays(path: Path, expected: Shapes | None, limits: SubmissionLim
         lambda: zarr.open_group(store, mode="r", path=tops[0].rstrip("/") or None),
         expected,
         limits,
+        METADATA_ERRORS + ZIP_ERRORS,
     )
     for name, array in arrays.items():  # a chunk member is read whole: bound it by the chunk
         most = _chunk_bytes(array) + CODEC_SLACK_BYTES
@@ -568,7 +583,9 @@ def open_submission(
         chunks = cv.time_space_chunks(*shape)
         array = arrays[name]
         if isinstance(array, zarr.Array):
-            array = CheckedArray(array, f"{what}:{name}")
+            zipped = isinstance(array.store, zarr.storage.ZipStore)
+            errors = DECODE_ERRORS + ZIP_ERRORS if zipped else DECODE_ERRORS
+            array = CheckedArray(array, f"{what}:{name}", errors)
         if not isinstance(array, da.Array):
             array = da.from_array(array, chunks=chunks, asarray=True)
         opened[name] = array.rechunk(chunks).astype(array.dtype.newbyteorder("="))

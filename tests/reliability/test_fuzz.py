@@ -1,0 +1,244 @@
+"""Fuzzing (hypothesis) of the two parsers that take text and bytes from strangers: the CTF
+submission intake (random names, dtypes, shapes and values written as .npz, a folder of .npy,
+a zarr group or a zipped one, then random bytes changed or cut) and the recipe YAML reader
+(random documents, random edits of a valid recipe's structure and of its text). The only
+outcomes allowed are success and `InvalidInput`: any other exception is a bug."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import zipfile
+from pathlib import Path
+
+import dask
+import numpy as np
+import pytest
+import yaml
+import zarr
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from seisctf.errors import InvalidInput
+from seisctf.pipeline import recipe
+from seisctf.scoring.submission import open_submission, value_report
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "data"))
+
+from make_bad_inputs import npy_bytes, write_npz, zip_folder  # noqa: E402
+
+NAMES = tuple(f"X{i}test" for i in range(1, 10))
+SHAPES = {name: (6 + (i % 3), 4) for i, name in enumerate(NAMES)}
+MANIFEST = {"pairs": [{"test": name, "shape": list(shape)} for name, shape in SHAPES.items()]}
+DTYPES = ("<f4", ">f8", "<f2", "<i4", "|u1", "|b1", "<c8", "|O", "<U3", "|S2", "|V8",
+          "<M8[s]", [("a", "<f4"), ("b", "<f4")])  # fmt: skip
+VALUES = (0.0, -0.0, 1.5, -2.0, 1e300, np.nan, np.inf, -np.inf)
+FORMATS = ("npz", "npy", "zarr", "zip")
+# Submissions of exotic dtypes are written on purpose.
+pytestmark = pytest.mark.filterwarnings("ignore:The data type .* does not have a Zarr V3")
+FUZZ = settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+
+
+@st.composite
+def submission_arrays(draw) -> dict[str, np.ndarray]:
+    """Mostly the expected names and shapes; sometimes others, other dtypes, non-finite values."""
+    arrays = {}
+    for name, shape in SHAPES.items():
+        if draw(st.integers(0, 19)) == 0:
+            continue  # missing
+        if draw(st.integers(0, 9)) == 0:
+            name = draw(st.text("abcXtest0123456789_.-", min_size=1, max_size=12))
+        if draw(st.integers(0, 5)) == 0:
+            shape = tuple(draw(st.lists(st.integers(0, 9), min_size=0, max_size=3)))
+        dtype = np.dtype("<f4") if draw(st.booleans()) else np.dtype(draw(st.sampled_from(DTYPES)))
+        value = draw(st.sampled_from(VALUES)) if draw(st.integers(0, 3)) == 0 else 0.25
+        array = np.zeros(shape, dtype=dtype)
+        if dtype.kind in "fcO":
+            with np.errstate(over="ignore"):  # 1e300 in float16/32 is inf: a case too
+                array[...] = value
+        arrays[name] = array
+    return arrays
+
+
+def write_submission(arrays: dict[str, np.ndarray], kind: str, root: Path) -> Path:
+    """`arrays` as a submission of `kind`; arrays a format cannot hold are written as .npy
+    bytes where the format has files, else left out."""
+    if kind == "npz":
+        return write_npz(root / "s.npz", arrays)
+    if kind == "npy":
+        (root / "npy").mkdir()
+        for name, array in arrays.items():
+            (root / "npy" / f"{name}.npy").write_bytes(npy_bytes(array))
+        return root / "npy"
+    group = root / "g.zarr"
+    zarr.open_group(str(group), mode="w", zarr_format=3)
+    for name, array in arrays.items():
+        try:
+            _add_array(group, name, array)
+        except (TypeError, ValueError, NotImplementedError, zarr.errors.BaseZarrError):
+            continue  # zarr cannot store it: the submission just lacks it
+    if kind == "zarr":
+        return group
+    return zip_folder(group, root / "s.zip")
+
+
+def _add_array(group: Path, name: str, array: np.ndarray) -> None:
+    target = zarr.open_group(str(group), mode="r+")
+    chunks = tuple(max(1, n // 2) for n in array.shape) or None
+    stored = target.create_array(name, shape=array.shape, dtype=array.dtype, chunks=chunks)
+    stored[...] = array
+
+
+def damage(path: Path, edits: list[tuple[int, int]], cut: int | None) -> None:
+    """Change bytes (relative offset in permille, new value) of one file of the submission (its
+    largest), then cut it to `cut` permille of its length."""
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    if not files:
+        return
+    target = max(files, key=lambda p: (p.stat().st_size, str(p)))
+    data = bytearray(target.read_bytes())
+    for offset, value in edits:
+        if data:
+            data[offset * len(data) // 1000 % len(data)] = value
+    if cut is not None:
+        data = data[: cut * len(data) // 1000]
+    target.write_bytes(bytes(data))
+
+
+def read_everything(source: Path) -> None:
+    """The intake, then every value read (as the scoring pass reads them)."""
+    opened = open_submission(str(source), MANIFEST)
+    reports = [value_report(array) for array in opened.values()]
+    dask.compute(*reports, scheduler="synchronous")
+
+
+@FUZZ
+@given(
+    arrays=submission_arrays(),
+    kind=st.sampled_from(FORMATS),
+    edits=st.lists(st.tuples(st.integers(0, 999), st.integers(0, 255)), max_size=4),
+    cut=st.one_of(st.none(), st.integers(0, 999)),
+)
+def test_submission_intake_accepts_or_refuses_as_bad_input(arrays, kind, edits, cut, tmp_path):
+    root = tmp_path / f"case-{abs(hash((kind, tuple(edits), cut))) % 10**9}"
+    root.mkdir()
+    try:
+        source = write_submission(arrays, kind, root)
+        damage(source, edits, cut)
+        try:
+            read_everything(source)
+            event("accepted")
+        except InvalidInput:
+            event("refused")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+# --- recipes ----------------------------------------------------------------------------------
+
+SHIPPED = recipe.shipped("demo-global")
+VALID = yaml.safe_load(SHIPPED.read_text())
+YAML_CHARACTERS = "&*!:{}[],-#|>'\"%@`? \t\n\r\x00\x85\ufeffab01."
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=True),
+    st.text(max_size=20),
+)
+documents = st.recursive(
+    scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+def load_text(text: str, tmp_path: Path) -> None:
+    """`recipe.load` of the text as a file (the bytes checks included); InvalidInput passes."""
+    path = tmp_path / "fuzz.yaml"
+    path.write_bytes(text.encode("utf-8", errors="surrogatepass"))
+    try:
+        recipe.load(path)
+        event("accepted")
+    except InvalidInput:
+        event("refused")
+
+
+def _locations(value, location=()):
+    yield location
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _locations(item, (*location, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _locations(item, (*location, index))
+
+
+LOCATIONS = list(_locations(VALID))
+
+
+def replaced(document, location, value):
+    """A deep copy of `document` with the value at `location` replaced (None: deleted)."""
+    if not location:
+        return value
+    copy = dict(document) if isinstance(document, dict) else list(document)
+    head, *rest = location
+    if rest:
+        copy[head] = replaced(document[head], tuple(rest), value)
+    elif value is None and isinstance(copy, dict):
+        copy.pop(head)
+    else:
+        copy[head] = value
+    return copy
+
+
+@FUZZ
+@given(document=documents)
+def test_random_yaml_documents_are_recipes_or_bad_input(document, tmp_path):
+    load_text(yaml.safe_dump(document, allow_unicode=True), tmp_path)
+
+
+@FUZZ
+@given(
+    location=st.sampled_from(LOCATIONS),
+    value=documents,
+    extra=st.dictionaries(st.text(max_size=6), scalars, max_size=2),
+)
+def test_edits_of_a_valid_recipe_are_recipes_or_bad_input(location, value, extra, tmp_path):
+    document = replaced(VALID, location, value)
+    if isinstance(document, dict):
+        document = {**document, **extra}
+    load_text(yaml.safe_dump(document, allow_unicode=True), tmp_path)
+
+
+@FUZZ
+@given(
+    edits=st.lists(
+        st.tuples(st.integers(0, 10**6), st.integers(0, 3), st.text(YAML_CHARACTERS, max_size=3)),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_text_edits_of_a_valid_recipe_are_recipes_or_bad_input(edits, tmp_path):
+    text = SHIPPED.read_text()
+    for position, removed, inserted in edits:
+        at = position % (len(text) + 1)
+        text = text[:at] + inserted + text[at + removed :]
+    load_text(text, tmp_path)
+
+
+def test_the_unedited_recipe_loads():
+    assert recipe.load(SHIPPED).data == VALID
+
+
+@pytest.mark.parametrize("kind", FORMATS)
+def test_a_valid_submission_of_each_format_reads(kind, tmp_path):
+    arrays = {name: np.full(shape, 0.25, np.float32) for name, shape in SHAPES.items()}
+    read_everything(write_submission(arrays, kind, tmp_path))
+    assert zipfile.is_zipfile(tmp_path / "s.zip") == (kind == "zip")
