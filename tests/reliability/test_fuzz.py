@@ -37,7 +37,7 @@ FORMATS = ("npz", "npy", "zarr", "zip")
 # Submissions of exotic dtypes are written on purpose.
 pytestmark = pytest.mark.filterwarnings("ignore:The data type .* does not have a Zarr V3")
 FUZZ = settings(
-    max_examples=60,
+    max_examples=100,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
