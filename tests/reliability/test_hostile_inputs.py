@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import write_tiny_truth
 from event_window_fixtures import write_picking_windows
-from root_conftest import root_conftest
 
 from seisctf import conventions as cv
 
@@ -69,10 +69,9 @@ def _commands(root: Path, truth: str, picks: str, scheduler: str) -> dict[str, l
 
 
 @pytest.fixture(scope="module")
-def corpus_run(tmp_path_factory, dask_cluster, pytestconfig):
+def corpus_run(tmp_path_factory, dask_cluster):
     """(commands, results) of every case, by case name, run against the shared cluster."""
     root = tmp_path_factory.mktemp("hostile")
-    write_tiny_truth = root_conftest(pytestconfig).write_tiny_truth
     truth, manifest, _ = write_tiny_truth(root / "bundle", "hostile-corpus")
     assert {pair["test"]: tuple(pair["shape"]) for pair in manifest["pairs"]} == corpus.CTF_SHAPES
     picks = str(root / "picks.zarr")

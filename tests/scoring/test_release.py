@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import noisy_copy, write_tiny_truth
 from event_window_fixtures import write_picking_windows
-from root_conftest import root_conftest
 
 from seisctf import conventions as cv
 from seisctf.cli import main
@@ -31,13 +31,12 @@ PICKS_RELEASED_KEYS = {"family", "name", "dataset", "split", "n_traces", "tolera
 
 
 @pytest.fixture(scope="module")
-def ctf(tmp_path_factory, pytestconfig):
+def ctf(tmp_path_factory):
     """(truth URL, path of a noisy .npz submission)."""
-    helpers = root_conftest(pytestconfig)
     root = tmp_path_factory.mktemp("release-ctf")
-    truth_url, _, truth = helpers.write_tiny_truth(root, "release-secret")
+    truth_url, _, truth = write_tiny_truth(root, "release-secret")
     path = root / "noisy.npz"
-    np.savez(path, **helpers.noisy_copy(truth, seed=5, level=0.3))
+    np.savez(path, **noisy_copy(truth, seed=5, level=0.3))
     return truth_url, path
 
 
