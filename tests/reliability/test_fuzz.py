@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -39,6 +40,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:The data type .* does not have a
 FUZZ = settings(
     max_examples=100,
     deadline=None,
+    print_blob=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 
@@ -124,8 +126,7 @@ def read_everything(source: Path) -> None:
     cut=st.one_of(st.none(), st.integers(0, 999)),
 )
 def test_submission_intake_accepts_or_refuses_as_bad_input(arrays, kind, edits, cut, tmp_path):
-    root = tmp_path / f"case-{abs(hash((kind, tuple(edits), cut))) % 10**9}"
-    root.mkdir()
+    root = Path(tempfile.mkdtemp(dir=tmp_path))  # a fresh folder per example
     try:
         source = write_submission(arrays, kind, root)
         damage(source, edits, cut)
