@@ -282,7 +282,11 @@ def read_inventories(paths: Sequence[str]) -> Any:
         try:
             inventory += obspy.read_inventory(path)
         except Exception as error:  # noqa: BLE001
-            raise InvalidInput(path, f"cannot read the inventory ({error})") from None
+            raise InvalidInput(
+                path,
+                f"cannot read the inventory ({error}); expected StationXML (or another obspy "
+                "inventory format) with the coordinates of every station and channel",
+            ) from None
     return inventory
 
 

@@ -438,7 +438,8 @@ CASES: tuple[Case, ...] = (
          WAVEFORMS, ()),
     # --- station metadata ------------------------------------------------------------------------
     Case("stationxml-no-coordinates.xml", "a station and channel without latitude/longitude",
-         _text(STATIONXML.format(coordinates="")), INVENTORY, ("inventory",)),
+         _text(STATIONXML.format(coordinates="")), INVENTORY,
+         ("cannot read the inventory", "coordinates of every station")),
     Case("stationxml-truncated.xml", "StationXML cut in the middle of an element",
          _text(STATIONXML.format(coordinates=COORDINATES)[:400]), INVENTORY, ("inventory",)),
     Case("stationxml-binary.xml", "random bytes named .xml", _random_bytes(1, 700), INVENTORY,
