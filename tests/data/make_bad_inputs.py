@@ -5,7 +5,8 @@
 Deterministic: the same bytes on every run (zip members dated 1980-01-01, HDF5 without
 timestamps, obspy's shipped test files as the real starting points), so the committed corpus
 is exactly what this script writes (tests/reliability/test_hostile_inputs.py checks it byte
-for byte). No file is edited by hand.
+for byte; Parquet files by their table, as their footer names pyarrow's version). No file is
+edited by hand.
 
 Each `Case` names its input (a file or folder under OUT), the `seisctf` command line that
 reads it, and fragments its one-line error must contain. Placeholders in commands:
