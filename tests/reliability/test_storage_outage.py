@@ -109,9 +109,9 @@ def test_an_outage_within_the_retries_is_ridden_through(
     process = start(ingest(miniseed_archive, url, s3, killable_cluster.address))
     kill = kill_server_mid_write(killable_cluster.client, s3, process)
     assert kill["running"]  # block tasks were writing when the server went
+    # `kill_server_mid_write` saw the ingest still running with the server dead; once the
+    # server is back it may finish at any moment (checking it is still running here raced).
     s3.restart()
-    # Still running: it cannot finish without the storage, so it waited through the outage.
-    assert process.poll() is None, finish(process)
     code, _, err = finish(process)
     assert code == 0, err
     assert_whole(url, s3, reference)
