@@ -32,6 +32,29 @@ def storage_options(args: argparse.Namespace) -> dict:
     return parse_storage_options(args.storage_option)
 
 
+def generator_seed_options(parser: argparse.ArgumentParser) -> None:
+    """`--seed` and `--secret` of a synthetic generator (`generator_seed` reads them)."""
+    parser.add_argument(
+        "--seed",
+        type=int,
+        help="generator seed (default: derived from --secret/$SEISCTF_SECRET, else 0)",
+    )
+    parser.add_argument("--secret", help="organiser secret to derive the seed from")
+
+
+def generator_seed(args: argparse.Namespace, purpose: str) -> int:
+    """`--seed`, else the seed derived for `purpose` (e.g. "synth/das") from `--secret` or
+    $SEISCTF_SECRET, else 0."""
+    import os
+
+    from seisctf import keys
+
+    if args.seed is not None:
+        return args.seed
+    secret = args.secret or os.environ.get(keys.SECRET_ENV)
+    return keys.derive_seed(secret, purpose) if secret else 0
+
+
 SUBMITTER_OPTIONS = {
     "code_url": "http(s) URL of the submission's code",
     "description": "one-line description of the submission",

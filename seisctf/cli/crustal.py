@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import os
 
-from seisctf.cli._parse import storage_options
+from seisctf.cli._parse import generator_seed, generator_seed_options, storage_options
 
 
 def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
@@ -61,25 +60,15 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
         default="von_karman",
         help="autocorrelation of the perturbations",
     )
-    crustal.add_argument(
-        "--seed",
-        type=int,
-        help="generator seed (default: derived from --secret/$SEISCTF_SECRET, else 0)",
-    )
-    crustal.add_argument("--secret", help="organiser secret to derive the seed from")
+    generator_seed_options(crustal)
     crustal.set_defaults(run=_run_synth_crustal)
 
 
 def _run_synth_crustal(args: argparse.Namespace) -> None:
-    from seisctf import keys, storage
+    from seisctf import storage
     from seisctf.recipes.crustal.sweep import crustal_store
 
-    secret = args.secret or os.environ.get(keys.SECRET_ENV)
-    seed = (
-        args.seed
-        if args.seed is not None
-        else (keys.derive_seed(secret, "synth/crustal") if secret else 0)
-    )
+    seed = generator_seed(args, "synth/crustal")
     dataset = crustal_store(
         seed=seed,
         grid=args.grid,

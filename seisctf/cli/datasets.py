@@ -7,6 +7,7 @@ import json
 import os
 from pathlib import Path
 
+from seisctf.cli._parse import generator_seed, generator_seed_options
 from seisctf.cli._parse import storage_options as _options
 
 
@@ -42,12 +43,7 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     synth_global.add_argument("--sensors", type=int, default=2048)
     synth_global.add_argument("--duration", type=float, default=3000.0, help="seconds")
     synth_global.add_argument("--rate", type=float, default=1.0, help="sampling rate, Hz")
-    synth_global.add_argument(
-        "--seed",
-        type=int,
-        help="generator seed (default: derived from --secret/$SEISCTF_SECRET, else 0)",
-    )
-    synth_global.add_argument("--secret", help="organiser secret to derive the seed from")
+    generator_seed_options(synth_global)
     synth_global.set_defaults(run=_run_synth_global)
     synth_das = synth_kinds.add_parser(
         "das",
@@ -69,12 +65,7 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     synth_das.add_argument(
         "--noise-rms", type=float, default=3e-9, help="instrument noise, strain rate 1/s"
     )
-    synth_das.add_argument(
-        "--seed",
-        type=int,
-        help="generator seed (default: derived from --secret/$SEISCTF_SECRET, else 0)",
-    )
-    synth_das.add_argument("--secret", help="organiser secret to derive the seed from")
+    generator_seed_options(synth_das)
     synth_das.set_defaults(run=_run_synth_das)
 
     groups["synth"] = synth_kinds
@@ -200,15 +191,10 @@ def _run_demo(args: argparse.Namespace) -> None:
 
 
 def _run_synth_global(args: argparse.Namespace) -> None:
-    from seisctf import keys, storage
+    from seisctf import storage
     from seisctf.recipes.global_wavefield import synthesize_global
 
-    secret = args.secret or os.environ.get(keys.SECRET_ENV)
-    seed = (
-        args.seed
-        if args.seed is not None
-        else (keys.derive_seed(secret, "synth/global") if secret else 0)
-    )
+    seed = generator_seed(args, "synth/global")
     dataset = synthesize_global(
         n_sensors=args.sensors, duration_s=args.duration, sampling_rate_hz=args.rate, seed=seed
     )
@@ -217,15 +203,10 @@ def _run_synth_global(args: argparse.Namespace) -> None:
 
 
 def _run_synth_das(args: argparse.Namespace) -> None:
-    from seisctf import keys, storage
+    from seisctf import storage
     from seisctf.pipeline.das_wavefield import synthetic_das_record
 
-    secret = args.secret or os.environ.get(keys.SECRET_ENV)
-    seed = (
-        args.seed
-        if args.seed is not None
-        else (keys.derive_seed(secret, "synth/das") if secret else 0)
-    )
+    seed = generator_seed(args, "synth/das")
     dataset = synthetic_das_record(
         channels=args.channels,
         channel_spacing_m=args.spacing,
