@@ -167,8 +167,9 @@ def _quantity(data: xr.DataArray, what: str) -> str:
     return str(quantity)
 
 
-def _gradient_block(block: np.ndarray, *, spacing: float, time_axis: int) -> np.ndarray:
-    derivative = np.gradient(block, spacing, axis=time_axis)
+def _gradient_block(block: np.ndarray, *, spacing: float) -> np.ndarray:
+    """Time derivative along the last axis (`map_halo`'s layout)."""
+    derivative = np.gradient(block, spacing, axis=-1)
     derivative[np.isnan(block)] = np.nan  # a gap stays a gap (numpy fills it from neighbours)
     return derivative
 
@@ -179,9 +180,7 @@ def _differentiate(data: xr.DataArray, rate_hz: float, what: str) -> xr.DataArra
         raise InvalidInput(f"{what} input", f"has {data.sizes[cv.TIME]} sample; needs 2+")
     values = data.data if isinstance(data.data, da.Array) else da.from_array(data.values, -1)
     depth = 1 if len(values.chunks[axis]) > 1 else 0
-    derivative = map_halo(
-        _gradient_block, values, axis, (depth, depth), spacing=1.0 / rate_hz, time_axis=axis
-    )
+    derivative = map_halo(_gradient_block, values, axis, (depth, depth), spacing=1.0 / rate_hz)
     return data.copy(data=derivative)
 
 

@@ -197,40 +197,36 @@ def _near_gaps(gaps: np.ndarray, radius: int, axis: int) -> np.ndarray:
 
 
 # Samples per group of traces filtered at once: sosfiltfilt's half-dozen temporaries then stay
-# near 1 MiB each instead of the whole block's size (worker memory, not arithmetic: each trace
+# near 4 MiB each instead of the whole block's size (worker memory, not arithmetic: each trace
 # is filtered by the same operations either way, so the bits do not change).
-_FILTER_GROUP_SAMPLES = 1 << 17
+_FILTER_GROUP_SAMPLES = 1 << 19
 
 
-def _trace_groups(shape: tuple[int, ...], time_axis: int) -> list[tuple[slice, ...]]:
-    """Index tuples cutting a block into groups of whole traces along its largest other axis."""
-    if len(shape) == 1:
-        return [(slice(None),)]
-    trace_axis = max(
-        (axis for axis in range(len(shape)) if axis != time_axis), key=shape.__getitem__
-    )
-    per_index = math.prod(shape) // max(shape[trace_axis], 1)
-    step = max(1, _FILTER_GROUP_SAMPLES // max(per_index, 1))
-    groups = []
-    for start in range(0, shape[trace_axis], step):
-        index = [slice(None)] * len(shape)
-        index[trace_axis] = slice(start, start + step)
-        groups.append(tuple(index))
-    return groups or [(slice(None),) * len(shape)]
+def _row_groups(rows: np.ndarray) -> list[slice]:
+    """Slices cutting 2-D `rows` (trace, time) into groups of whole traces."""
+    step = max(1, _FILTER_GROUP_SAMPLES // max(rows.shape[1], 1))
+    return [slice(start, start + step) for start in range(0, rows.shape[0], step)]
 
 
-def _filtfilt_block(
-    block: np.ndarray, *, sos: np.ndarray, time_axis: int, halo_samples: int
-) -> np.ndarray:
-    """sosfiltfilt along `time_axis` with the NaN policy, float64, group of traces by group."""
-    filtered = np.empty(block.shape, dtype=np.float64)
-    for index in _trace_groups(block.shape, time_axis):
-        part = block[index]
-        gaps = np.isnan(part)
-        result = signal.sosfiltfilt(sos, np.where(gaps, 0.0, part), axis=time_axis)
-        if gaps.any():
-            result[_near_gaps(gaps, halo_samples, time_axis)] = np.nan
-        filtered[index] = result
+def _zero_filled(region: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """(region as 2-D rows (trace, time) with NaN set to 0 in place, NaN mask or None)."""
+    gaps = np.isnan(region)
+    if not gaps.any():
+        return region.reshape(-1, region.shape[-1]), None
+    region[gaps] = 0.0
+    return region.reshape(-1, region.shape[-1]), gaps
+
+
+def _filtfilt_block(region: np.ndarray, *, sos: np.ndarray, halo_samples: int) -> np.ndarray:
+    """sosfiltfilt along the last axis of a C-contiguous float64 `region` (overwritten), with
+    the NaN policy; float64, group of traces by group."""
+    rows, gaps = _zero_filled(region)
+    filtered = np.empty(rows.shape, dtype=np.float64)
+    for group in _row_groups(rows):
+        filtered[group] = signal.sosfiltfilt(sos, rows[group], axis=-1)
+    filtered = filtered.reshape(region.shape)
+    if gaps is not None:
+        filtered[_near_gaps(gaps, halo_samples, -1)] = np.nan
     return filtered
 
 
@@ -264,13 +260,7 @@ def _zero_phase(data: xr.DataArray, sos: np.ndarray, tolerance: float, what: str
     values = with_min_chunks(_dask_values(data), axis, max(halo_samples, padlen + 1))
     depth = halo_samples if len(values.chunks[axis]) > 1 else 0
     filtered = map_halo(
-        _filtfilt_block,
-        values,
-        axis,
-        (depth, depth),
-        sos=sos,
-        time_axis=axis,
-        halo_samples=halo_samples,
+        _filtfilt_block, values, axis, (depth, depth), sos=sos, halo_samples=halo_samples
     )
     return data.copy(data=filtered)
 
@@ -292,27 +282,21 @@ def _after_gaps(gaps: np.ndarray, radius: int, axis: int) -> np.ndarray:
     return seen > earlier
 
 
-def _sosfilt_block(
-    block: np.ndarray, *, sos: np.ndarray, time_axis: int, halo_samples: int
-) -> np.ndarray:
-    """sosfilt along `time_axis` from the steady state of each trace's first sample, with the
-    causal NaN policy; float64, group of traces by group."""
-    filtered = np.empty(block.shape, dtype=np.float64)
-    if block.shape[time_axis] == 0:
+def _sosfilt_block(region: np.ndarray, *, sos: np.ndarray, halo_samples: int) -> np.ndarray:
+    """sosfilt along the last axis of a C-contiguous float64 `region` (overwritten) from the
+    steady state of each trace's first sample, with the causal NaN policy; float64, group of
+    traces by group."""
+    filtered = np.empty(region.shape, dtype=np.float64)
+    if region.shape[-1] == 0:
         return filtered
-    steady = signal.sosfilt_zi(sos)  # (n_sections, 2): state after a unit step
-    for index in _trace_groups(block.shape, time_axis):
-        part = block[index]
-        gaps = np.isnan(part)
-        filled = np.where(gaps, 0.0, part)
-        zi_shape = [len(sos), *(1,) * part.ndim]
-        zi_shape[time_axis + 1] = 2
-        first = np.take(filled, [0], axis=time_axis)[np.newaxis]
-        zi = steady.reshape(zi_shape) * first
-        result, _ = signal.sosfilt(sos, filled, axis=time_axis, zi=zi)
-        if gaps.any():
-            result[_after_gaps(gaps, halo_samples, time_axis)] = np.nan
-        filtered[index] = result
+    rows, gaps = _zero_filled(region)
+    filtered_rows = filtered.reshape(rows.shape)
+    steady = signal.sosfilt_zi(sos)[:, np.newaxis, :]  # (n_sections, 1, 2): after a unit step
+    for group in _row_groups(rows):
+        zi = steady * rows[group, :1][np.newaxis]
+        filtered_rows[group], _ = signal.sosfilt(sos, rows[group], axis=-1, zi=zi)
+    if gaps is not None:
+        filtered[_after_gaps(gaps, halo_samples, -1)] = np.nan
     return filtered
 
 
@@ -326,13 +310,7 @@ def _causal(data: xr.DataArray, sos: np.ndarray, tolerance: float, what: str) ->
     values = with_min_chunks(_dask_values(data), axis, halo_samples)
     depth = halo_samples if len(values.chunks[axis]) > 1 else 0
     filtered = map_halo(
-        _sosfilt_block,
-        values,
-        axis,
-        (depth, 0),
-        sos=sos,
-        time_axis=axis,
-        halo_samples=halo_samples,
+        _sosfilt_block, values, axis, (depth, 0), sos=sos, halo_samples=halo_samples
     )
     return data.copy(data=filtered)
 

@@ -8,6 +8,10 @@ one task that receives its block as it is (float32 stays float32 until then) and
 neighbours' edges, writes the region [start − left, stop + right) into one float64 array,
 applies the function and returns the block's own part. At the array's ends there is no halo
 (boundary "none"): the function sees the true edge there.
+
+The region is laid out with the halo axis last and C-contiguous (one transposing copy), so
+each trace is a contiguous row: filters along it then run without strided copies. The block
+returned is a view in the input's axis order.
 """
 
 from __future__ import annotations
@@ -67,20 +71,20 @@ def _halo_task(
     axis: int,
     kwargs: dict[str, Any],
 ) -> np.ndarray:
-    """function(before ‖ block ‖ after along `axis`, as float64) cut back to `block`'s part."""
+    """function(before ‖ block ‖ after along `axis`, as float64 with `axis` moved last) cut
+    back to `block`'s part, in `block`'s axis order."""
     left = 0 if before is None else before.shape[axis]
     right = 0 if after is None else after.shape[axis]
     n = block.shape[axis]
-    shape = list(block.shape)
-    shape[axis] = left + n + right
-    region = np.empty(shape, dtype=np.float64)
+    shape = [size for position, size in enumerate(block.shape) if position != axis]
+    region = np.empty([*shape, left + n + right], dtype=np.float64)
     if before is not None:
-        region[_along(axis, block.ndim, slice(0, left))] = before
-    region[_along(axis, block.ndim, slice(left, left + n))] = block
+        region[..., :left] = np.moveaxis(before, axis, -1)
+    region[..., left : left + n] = np.moveaxis(block, axis, -1)
     if after is not None:
-        region[_along(axis, block.ndim, slice(left + n, None))] = after
+        region[..., left + n :] = np.moveaxis(after, axis, -1)
     result = function(region, **kwargs)
-    return result[_along(axis, block.ndim, slice(left, left + n))]
+    return np.moveaxis(result[..., left : left + n], -1, axis)
 
 
 def _neighbour(
@@ -100,8 +104,9 @@ def map_halo(
 ) -> da.Array:
     """float64 array like `values`, block i = function(region i)[its own samples], where region
     i is block i extended by `depth` = (left, right) samples of its neighbours along `axis`
-    (none past the array's ends), as float64. `function` maps a float64 region to an array of
-    the same shape. Every chunk along `axis` must hold at least max(depth) samples (see
+    (none past the array's ends), as float64 with `axis` moved last (C-contiguous). `function`
+    maps such a region (which it may overwrite) to an array of the same shape, `axis` last
+    too. Every chunk along `axis` must hold at least max(depth) samples (see
     `with_min_chunks`) unless there is one chunk."""
     sizes = values.chunks[axis]
     n_blocks = len(sizes)

@@ -1,9 +1,8 @@
 """Counter-based noise and noise-injection transforms, bit-identical for any chunking.
 
-Each element's two uniforms come from SplitMix64's output function applied to its global flat
-index (Steele, Lea & Flood 2014, "Fast splittable pseudorandom number generators"), mixed with a
-64-bit key; Box-Muller turns them into one standard normal. Nothing depends on how the array is
-chunked or which worker computes a block, so noisy arrays are bit-identical on any cluster.
+The random numbers come from `counter_rng` (SplitMix64 of each element's global flat index and
+Box-Muller): nothing depends on how the array is chunked or which worker computes a block, so
+noisy arrays are bit-identical on any cluster.
 
 The transforms (`add_gaussian_noise`, `add_coloured_noise`, `add_real_noise`) take a lazy
 DataArray with a `time` dim at any axis position (every other dim indexes independent traces)
@@ -14,11 +13,8 @@ traces. Seeds are never recorded in attrs.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import math
-import operator
-from collections.abc import Sequence
 
 import dask
 import dask.array as da
@@ -28,11 +24,27 @@ import xarray as xr
 
 from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
+from seisctf.pipeline.counter_rng import (
+    counter_choice,
+    flat_positions,
+    gaussian_noise,
+    key_mix,
+    noise_key,
+    normals_in_block,
+    normals_slab,
+    row_slabs,
+    standard_normal,
+    standard_normal_at,
+    substream_key,
+)
 from seisctf.pipeline.history import recorded
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX2 = np.uint64(0x94D049BB133111EB)
+__all__ = [  # the generator's public names, re-exported for existing importers
+    "gaussian_noise",
+    "noise_key",
+    "standard_normal",
+    "standard_normal_at",
+]
 
 # Noise-bank dims (event-window store contract: waveforms(trace, channel, sample)).
 NOISE_TRACE = "trace"
@@ -43,190 +55,6 @@ NOISE_CATEGORY = "trace_category"
 # Block size of the whole-trace RMS pass (it holds ~4 temporaries of this size).
 # Output elements per tile of the FIR loop: the accumulator stays in cache across the taps.
 _FIR_TILE = 1 << 15
-
-
-def _splitmix64(values: np.ndarray) -> np.ndarray:
-    z = values * _GOLDEN
-    z = (z ^ (z >> np.uint64(30))) * _MIX1
-    z = (z ^ (z >> np.uint64(27))) * _MIX2
-    return z ^ (z >> np.uint64(31))
-
-
-def _splitmix64_into(values: np.ndarray, out: np.ndarray, scratch: np.ndarray) -> np.ndarray:
-    """`_splitmix64(values)` written into `out`, with no temporary arrays (same bits)."""
-    np.multiply(values, _GOLDEN, out=out)
-    for shift, multiplier in ((30, _MIX1), (27, _MIX2)):
-        np.right_shift(out, np.uint64(shift), out=scratch)
-        np.bitwise_xor(out, scratch, out=out)
-        np.multiply(out, multiplier, out=out)
-    np.right_shift(out, np.uint64(31), out=scratch)
-    return np.bitwise_xor(out, scratch, out=out)
-
-
-def _uniform_open(bits: np.ndarray) -> np.ndarray:
-    """Top 53 bits -> uniform in (0, 1], never 0 so the logarithm below is finite."""
-    return ((bits >> np.uint64(11)).astype(np.float64) + 1.0) * (1.0 / 2.0**53)
-
-
-def _uniform_open_into(bits: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """`_uniform_open(bits)` written into float64 `out` (same values); `bits` is overwritten."""
-    np.right_shift(bits, np.uint64(11), out=bits)
-    out[...] = bits
-    out += 1.0
-    out *= 1.0 / 2.0**53
-    return out
-
-
-# Elements per slab of the normal generator: its five scratch arrays stay in the CPU's cache.
-_NORMAL_SLAB = 1 << 16
-
-
-def _normals_into(mixed_key: np.uint64, flat_index: np.ndarray, out: np.ndarray) -> None:
-    """`standard_normal_at` of 1-D uint64 `flat_index` written into 1-D float64 `out`, slab by
-    slab with in-place arithmetic (the same operations in the same order: the same bits)."""
-    size = min(flat_index.size, _NORMAL_SLAB)
-    base, bits, scratch = (np.empty(size, dtype=np.uint64) for _ in range(3))
-    angle = np.empty(size, dtype=np.float64)
-    for start in range(0, flat_index.size, _NORMAL_SLAB):
-        stop = min(start + _NORMAL_SLAB, flat_index.size)
-        n = stop - start
-        slab_base, slab_bits, slab_scratch = base[:n], bits[:n], scratch[:n]
-        radius, slab_angle = out[start:stop], angle[:n]
-        np.left_shift(flat_index[start:stop], np.uint64(1), out=slab_base)
-        np.bitwise_xor(slab_base, mixed_key, out=slab_base)
-        _uniform_open_into(_splitmix64_into(slab_base, slab_bits, slab_scratch), radius)
-        np.log(radius, out=radius)
-        radius *= -2.0
-        np.sqrt(radius, out=radius)
-        slab_base += np.uint64(1)
-        _uniform_open_into(_splitmix64_into(slab_base, slab_bits, slab_scratch), slab_angle)
-        slab_angle *= 2.0 * np.pi
-        np.cos(slab_angle, out=slab_angle)
-        radius *= slab_angle
-
-
-def standard_normal_at(key: int, flat_index: np.ndarray) -> np.ndarray:
-    """Standard normal float64 values at the given global flat indices (any shape).
-
-    Value at index i: sqrt(-2 ln U1) · cos(2π U2) with U1, U2 uniforms in (0, 1] from the top 53
-    bits of SplitMix64(2i ⊕ k) and SplitMix64((2i ⊕ k) + 1), k = SplitMix64(key)."""
-    flat = np.ascontiguousarray(flat_index, dtype=np.uint64)
-    mixed_key = _splitmix64(np.array([key], dtype=np.uint64))[0]
-    values = np.empty(flat.shape, dtype=np.float64)
-    _normals_into(mixed_key, flat.reshape(-1), values.reshape(-1))
-    return values
-
-
-def _flat_positions(
-    location: Sequence[tuple[int, int]], counter_shape: Sequence[int]
-) -> np.ndarray:
-    """uint64 C-order flat indices in `counter_shape` of the block spanning `location`.
-
-    `location` holds one (start, stop) per axis; the result has the block's shape.
-    """
-    strides, stride = [], 1
-    for size in reversed(counter_shape):
-        strides.append(stride)
-        stride *= size
-    flat = np.zeros((), dtype=np.uint64)
-    for axis, ((start, stop), axis_stride) in enumerate(
-        zip(location, reversed(strides), strict=True)
-    ):
-        positions = np.arange(start, stop, dtype=np.uint64) * np.uint64(axis_stride)
-        flat = flat + positions.reshape((-1,) + (1,) * (len(location) - axis - 1))
-    return flat
-
-
-def normals_in_block(
-    key: int, location: Sequence[tuple[int, int]], counter_shape: Sequence[int]
-) -> np.ndarray:
-    """`standard_normal_at(key, _flat_positions(location, counter_shape))`, made slab by slab
-    along the first axis so no block-sized index array is held (the same bits)."""
-    shape = tuple(stop - start for start, stop in location)
-    if not shape:
-        return standard_normal_at(key, _flat_positions(location, counter_shape))
-    values = np.empty(shape, dtype=np.float64)
-    if values.size == 0:
-        return values
-    mixed_key = _splitmix64(np.array([key], dtype=np.uint64))[0]
-    rows = max(1, _NORMAL_SLAB // max(1, values.size // shape[0]))
-    first, last = location[0]
-    for start in range(first, last, rows):
-        stop = min(start + rows, last)
-        slab = [(start, stop), *location[1:]]
-        positions = _flat_positions(slab, counter_shape)
-        _normals_into(
-            mixed_key, positions.reshape(-1), values[start - first : stop - first].reshape(-1)
-        )
-    return values
-
-
-def _normal_block(
-    key: int, counter_shape: tuple[int, ...], block_info: dict | None = None
-) -> np.ndarray:
-    return normals_in_block(key, block_info[None]["array-location"], counter_shape)
-
-
-def standard_normal(key: int, shape: tuple[int, ...], chunks) -> da.Array:
-    """Lazy float64 standard normal noise of any N-D `shape`, keyed by `key` (0 <= key < 2**64).
-
-    Element `index` is `standard_normal_at(key, np.ravel_multi_index(index, shape))`, so
-    `chunks` (anything `dask.array` accepts) cannot change any value. For 2-D shapes this is
-    `gaussian_noise` bit for bit.
-    """
-    if not 0 <= key < 2**64:
-        raise InvalidInput("key", f"must be an integer in [0, 2**64), got {key}")
-    shape = tuple(operator.index(size) for size in shape)
-    if math.prod(shape) >= 2**62:
-        raise InvalidInput("shape", f"{shape} has too many elements for the 64-bit counter")
-    return da.map_blocks(
-        _normal_block,
-        key,
-        shape,
-        chunks=da.core.normalize_chunks(chunks, shape, dtype=np.float64),
-        dtype=np.float64,
-        meta=np.empty((0,) * len(shape)),
-    )
-
-
-def gaussian_noise(key: int, shape: tuple[int, int], chunks: tuple[int, int]) -> da.Array:
-    """Lazy (time, space) float64 standard normal noise keyed by `key` and global position."""
-    return standard_normal(key, shape, chunks)
-
-
-# --- keys ---------------------------------------------------------------------------------------
-
-
-def noise_key(seed: int, variable: str) -> int:
-    """The 64-bit noise key of `variable` under `seed`.
-
-    The first 8 bytes (little-endian) of BLAKE2b(decimal seed, NUL, UTF-8 variable name),
-    personalised "seisctf.noise", so every (seed, variable) pair gets its own noise stream.
-    """
-    if isinstance(seed, bool) or not hasattr(seed, "__index__"):
-        raise InvalidInput("seed", f"must be an integer, got {type(seed).__name__}")
-    seed = operator.index(seed)
-    if not isinstance(variable, str) or not variable:
-        raise InvalidInput("variable", f"must be a non-empty string, got {variable!r}")
-    message = str(seed).encode() + b"\0" + variable.encode()
-    digest = hashlib.blake2b(message, digest_size=8, person=b"seisctf.noise").digest()
-    return int.from_bytes(digest, "little")
-
-
-def _substream_key(key: int, stream: str) -> int:
-    """An independent key for one use of `key` (coloured noise, window choice, ...)."""
-    digest = hashlib.blake2b(
-        key.to_bytes(8, "little"), digest_size=8, person=stream.encode()
-    ).digest()
-    return int.from_bytes(digest, "little")
-
-
-def _counter_choice(key: int, counters: np.ndarray, n_choices: int) -> np.ndarray:
-    """int64 choices in [0, n_choices): SplitMix64(counter XOR SplitMix64(key)) mod n_choices."""
-    with np.errstate(over="ignore"):
-        mixed_key = _splitmix64(np.array(key, dtype=np.uint64))
-        bits = _splitmix64(np.asarray(counters, dtype=np.uint64) ^ mixed_key)
-    return (bits % np.uint64(n_choices)).astype(np.int64)
 
 
 # --- validation ---------------------------------------------------------------------------------
@@ -331,18 +159,12 @@ def _combine_sums(partials: np.ndarray, time_axis: int) -> np.ndarray:
     return np.sqrt(totals[..., 0] / np.maximum(totals[..., 1], 1))
 
 
-def _trace_rms(values: da.Array, time_axis: int, window: slice = slice(None)) -> np.ndarray:
-    """NaN-aware RMS of each trace over `window` of time, computed now: `values`' shape with
-    time length 1; 0 for a trace with no finite sample there.
-
-    Sums run over time blocks of `RMS_BLOCK_SAMPLES` (whatever `values`' chunks; other axes cut
-    to keep a block near `RMS_BLOCK_BYTES`), then the blocks' sums are added in time order, so
-    the bits do not depend on the chunking. It is computed at once, in its own pass, because a
-    lazy level would make Dask hold every block of the (filtered, …) data until the last one
-    is summed: the noisy output then streams in bounded memory, at the price of computing what
-    feeds `values` twice."""
-    from seisctf.cluster import compute
-
+def trace_sums(values: da.Array, time_axis: int, window: slice = slice(None)) -> da.Array:
+    """Lazy per-trace [sum of squares, count] of the finite samples of `values` over `window`
+    of time, one entry per time block of `RMS_BLOCK_SAMPLES`: `values`' shape with one sample
+    per block along time and a new last axis of 2. `rms_from_sums` of the computed result is
+    the RMS; its bits do not depend on `values`' chunks (blocks are a constant; other axes are
+    cut to keep a block near `RMS_BLOCK_BYTES`)."""
     windowed = values[(slice(None),) * time_axis + (window,)]
     # Other axes keep their chunks (no block then waits for several of the data's) unless a
     # block would get too big.
@@ -355,7 +177,7 @@ def _trace_rms(values: da.Array, time_axis: int, window: slice = slice(None)) ->
         },
         block_size_limit=RMS_BLOCK_BYTES,
     )
-    partials = blocks.map_blocks(
+    return blocks.map_blocks(
         _block_sums,
         time_axis,
         chunks=tuple(
@@ -365,10 +187,28 @@ def _trace_rms(values: da.Array, time_axis: int, window: slice = slice(None)) ->
         new_axis=values.ndim,
         dtype=np.float64,
     )
+
+
+def rms_from_sums(sums: np.ndarray, time_axis: int) -> np.ndarray:
+    """RMS per trace (time length 1; 0 for a trace with no finite sample) from computed
+    `trace_sums`, the blocks added in time order."""
+    return _combine_sums(sums, time_axis)
+
+
+def _trace_rms(values: da.Array, time_axis: int, window: slice = slice(None)) -> np.ndarray:
+    """NaN-aware RMS of each trace over `window` of time, computed now: `values`' shape with
+    time length 1; 0 for a trace with no finite sample there (see `trace_sums`).
+
+    It is computed at once, in its own pass, because a lazy level would make Dask hold every
+    block of the (filtered, …) data until the last one is summed: the noisy output then streams
+    in bounded memory, at the price of computing what feeds `values` twice (a recipe instead
+    sums while it checkpoints `values`, see `gaussian_level_sums`)."""
+    from seisctf.cluster import compute
+
     # The blocks' sums are brought to the client (a few numbers per trace and block) and added
     # there in time order: the pass streams block by block.
-    sums = compute(partials, quiet=True)[0]
-    return _combine_sums(sums, time_axis)
+    sums = compute(trace_sums(values, time_axis, window), quiet=True)[0]
+    return rms_from_sums(sums, time_axis)
 
 
 def _noise_sigma(rms: da.Array, level: dict[str, float]) -> da.Array:
@@ -416,6 +256,32 @@ def _rms_samples(rms_window, rate: float, n_time: int) -> tuple[slice, list[floa
     return slice(first, end), [start, stop]
 
 
+def _rms_window(data: xr.DataArray, rms_window) -> tuple[slice, list[float] | None]:
+    """(sample slice, window in s for the record) of `rms_window`; None: the whole trace."""
+    if rms_window is None:
+        return slice(None), None
+    return _rms_samples(rms_window, _sampling_rate(data), data.sizes[cv.TIME])
+
+
+def _checked_rms(trace_rms, data: xr.DataArray, time_axis: int) -> np.ndarray:
+    expected = tuple(1 if axis == time_axis else size for axis, size in enumerate(data.shape))
+    rms = np.asarray(trace_rms, dtype=np.float64)
+    if rms.shape != expected:
+        raise InvalidInput("trace_rms", f"expected shape {expected}, got {rms.shape}")
+    return rms
+
+
+def gaussian_level_sums(
+    data: xr.DataArray, *, rms_window: tuple[float, float] | None = None, **_parameters
+) -> da.Array:
+    """Lazy `trace_sums` of the RMS that `add_gaussian_noise(data, rms_window=...)` scales its
+    noise by (its other parameters are ignored), to compute alongside other work over `data`
+    and pass on as `trace_rms=rms_from_sums(computed, time axis)`."""
+    time_axis = _time_axis(data)
+    window, _ = _rms_window(data, rms_window)
+    return trace_sums(_float64_values(data), time_axis, window)
+
+
 def add_gaussian_noise(
     data: xr.DataArray,
     *,
@@ -424,6 +290,7 @@ def add_gaussian_noise(
     snr_db: float | None = None,
     rms_fraction: float | None = None,
     rms_window: tuple[float, float] | None = None,
+    trace_rms: np.ndarray | None = None,
 ) -> xr.DataArray:
     """`data` plus white Gaussian noise, its standard deviation set per trace.
 
@@ -434,26 +301,26 @@ def add_gaussian_noise(
     (samples round(start·rate) to round(stop·rate), exclusive; None: the whole trace). NaN stays
     NaN; a trace with no finite sample in the window gets no noise. The noise at each element is
     `standard_normal(noise_key(seed, variable), data.shape, ...)` at its position. CTF levels:
-    rms_fraction 0.2 ("medium") and 0.5 ("high"). Returns a lazy DataArray like `data`.
+    rms_fraction 0.2 ("medium") and 0.5 ("high"). `trace_rms`: that RMS if already computed
+    (`rms_from_sums` of `gaussian_level_sums(data, rms_window=...)`, computed), else a pass
+    over `data` computes it now. Returns a lazy DataArray like `data`, in its float dtype.
     """
     time_axis = _time_axis(data)
     level = _level(snr_db=snr_db, rms_fraction=rms_fraction)
     key = noise_key(seed, variable)
-    window, window_seconds = (slice(None), None)
-    if rms_window is not None:
-        window, window_seconds = _rms_samples(rms_window, _sampling_rate(data), data.sizes[cv.TIME])
-    values = _float64_values(data)
-    sigma = _noise_sigma(_trace_rms(values, time_axis, window), level)
+    window, window_seconds = _rms_window(data, rms_window)
+    if trace_rms is None:
+        trace_rms = _trace_rms(_float64_values(data), time_axis, window)
+    sigma = _noise_sigma(_checked_rms(trace_rms, data, time_axis), level)
     # Noise made in the task that adds it (no separate generator tasks, which Dask would run
     # ahead of the data and hold): the same values as `standard_normal(key, …)`.
-    noisy = values.map_blocks(
-        _plus_noise_block, sigma, key, values.shape, time_axis, dtype=np.float64
-    )
     dtype = data.dtype if data.dtype.kind == "f" else np.dtype(np.float64)
-    parameters = {**level, "rms_window": window_seconds}
-    return recorded(
-        data.copy(deep=False, data=noisy.astype(dtype)), data, "add_gaussian_noise", parameters
+    values = data.data if isinstance(data.data, da.Array) else da.asarray(data.data)
+    noisy = values.map_blocks(
+        _plus_noise_block, sigma, key, values.shape, time_axis, dtype, dtype=dtype
     )
+    parameters = {**level, "rms_window": window_seconds}
+    return recorded(data.copy(deep=False, data=noisy), data, "add_gaussian_noise", parameters)
 
 
 def _plus_noise_block(
@@ -462,17 +329,28 @@ def _plus_noise_block(
     key: int,
     shape: tuple[int, ...],
     time_axis: int,
+    dtype: np.dtype,
     block_info: dict | None = None,
 ) -> np.ndarray:
-    """block + sigma × standard normal at the block's global positions (sigma: per trace, time
-    length 1, for the whole array)."""
+    """block + sigma × standard normal at the block's global positions, in float64, rounded to
+    `dtype` (sigma: per trace, time length 1, for the whole array). Slab by slab in this
+    thread's scratch: the only new array is the result."""
     location = block_info[0]["array-location"]
     trace_part = tuple(
         slice(0, 1) if axis == time_axis else slice(*span) for axis, span in enumerate(location)
     )
-    noisy = normals_in_block(key, location, shape)
-    noisy *= sigma[trace_part]
-    noisy += block  # block + sigma × unit, bit for bit, without temporaries
+    block_sigma = sigma[trace_part]
+    noisy = np.empty(block.shape, dtype=dtype)
+    if noisy.size == 0:
+        return noisy
+    mixed_key = key_mix(key)
+    first = location[0][0]
+    for slab in row_slabs(location):
+        rows = slice(slab[0][0] - first, slab[0][1] - first)
+        values = normals_slab(mixed_key, slab, shape)
+        values *= block_sigma if time_axis == 0 else block_sigma[rows]
+        values += block[rows]  # block + sigma × unit (block exactly as float64), bit for bit
+        noisy[rows] = values
     return noisy
 
 
@@ -585,7 +463,7 @@ def add_coloured_noise(
     """
     time_axis = _time_axis(data)
     level = _level(snr_db=snr_db, rms_fraction=rms_fraction)
-    key = _substream_key(noise_key(seed, variable), "coloured")
+    key = substream_key(noise_key(seed, variable), "coloured")
     frequencies = _float_list("frequencies", frequencies)
     amplitudes = _float_list("amplitudes", amplitudes)
     taps = _unit_power_taps(frequencies, amplitudes, numtaps, _sampling_rate(data))
@@ -700,9 +578,9 @@ def _real_noise_block(
     """Noise-bank samples of one block: trace i takes window `choice(keys[0], i)` from sample
     `choice(keys[1], i)` on, wrapping around (tiling) the window."""
     location = block_info[None]["array-location"]
-    trace_index = _flat_positions([location[axis] for axis in trace_axes], trace_shape)
-    windows = _counter_choice(keys[0], trace_index, bank.shape[0])
-    offsets = _counter_choice(keys[1], trace_index, bank.shape[-1])
+    trace_index = flat_positions([location[axis] for axis in trace_axes], trace_shape)
+    windows = counter_choice(keys[0], trace_index, bank.shape[0])
+    offsets = counter_choice(keys[1], trace_index, bank.shape[-1])
     samples = (offsets[..., None] + np.arange(*location[time_axis])) % bank.shape[-1]
     if channel_axis is None:
         noise = bank[windows[..., None], 0, samples]
@@ -749,7 +627,7 @@ def add_real_noise(
     unit_noise = da.map_blocks(
         _real_noise_block,
         dask.delayed(bank),
-        (_substream_key(key, "window"), _substream_key(key, "offset")),
+        (substream_key(key, "window"), substream_key(key, "offset")),
         trace_axes,
         tuple(values.shape[axis] for axis in trace_axes),
         channel_axis,

@@ -16,6 +16,8 @@ from collections.abc import Mapping
 
 import xarray as xr
 
+from seisctf import conventions as cv
+
 DEFAULT_BLOCK_BYTES = 16 * 2**20
 
 
@@ -46,3 +48,23 @@ def rechunk(
         if array.chunks is not None and any(dim in chunks for dim in array.dims)
     }
     return dataset.assign(changed)
+
+
+def rechunk_for_store(dataset: xr.Dataset, chunks: Mapping[str, int] | None) -> xr.Dataset:
+    """Chunks of the output: the recipe's, else `time_space_chunks` of each variable's (time,
+    last other dim) shape and 1 along the rest; rechunked in bounded memory."""
+    rechunked = {}
+    for name, array in dataset.data_vars.items():
+        if array.chunks is None:
+            continue
+        if chunks:
+            target = {dim: size for dim, size in chunks.items() if dim in array.dims}
+        elif cv.TIME in array.dims and array.ndim >= 2:
+            space = [dim for dim in array.dims if dim != cv.TIME][-1]
+            time_chunk, space_chunk = cv.time_space_chunks(array.sizes[cv.TIME], array.sizes[space])
+            others = {dim: 1 for dim in array.dims if dim not in (cv.TIME, space)}
+            target = {cv.TIME: time_chunk, space: space_chunk, **others}
+        else:
+            continue
+        rechunked[name] = rechunk_array(array, target)
+    return dataset.assign(rechunked)

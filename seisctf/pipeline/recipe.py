@@ -25,6 +25,8 @@ import xarray as xr
 from seisctf import conventions as cv
 from seisctf import keys, storage
 from seisctf.errors import InvalidInput
+from seisctf.pipeline.checkpoint import remove_checkpoints
+from seisctf.pipeline.rechunk import rechunk_for_store
 from seisctf.pipeline.recipe_schema import (
     NUMBER,
     POSITIVE,
@@ -60,9 +62,12 @@ class Step:
     # Needs a whole-trace statistic of its input (a level, a mean): its input is checkpointed
     # to a scratch store first, so what feeds it runs once (see `apply_transforms`).
     two_pass: bool = False
-    # Streams chunk by chunk at disk-read speed (filters): recomputing it costs less than a
-    # checkpoint's write and read, so it does not call for one.
+    # Streams chunk by chunk at disk-read speed (taper, channel selection): recomputing it
+    # costs less than a checkpoint's write and read, so it does not call for one.
     cheap: bool = False
+    # "module:function" giving the lazy per-block sums of the two-pass statistic for the
+    # transform's parameters; the function then takes `trace_rms` (see `_checkpoint`).
+    level_sums: str | None = None
     # Turns the recipe's parameters into the function's (e.g. opens a store it names).
     prepare: Callable[[BuildContext, dict[str, Any]], dict[str, Any]] | None = None
     # A source that ingests files into a store (`BuildContext.source_url`) and opens it: run
@@ -214,6 +219,7 @@ TRANSFORMS: dict[str, Step] = {
         "seisctf.pipeline.noise:add_gaussian_noise",
         parameters({**_LEVEL, "rms_window": SECONDS_WINDOW, **_SEED}),
         seeded=True,
+        level_sums="seisctf.pipeline.noise:gaussian_level_sums",
     ),
     "add_coloured_noise": Step(
         "seisctf.pipeline.noise:add_coloured_noise",
@@ -287,7 +293,7 @@ TRANSFORMS["convert_quantity"] = Step(
 for _name in ("detrend", "normalise", "add_gaussian_noise", "add_coloured_noise", "add_real_noise"):
     TRANSFORMS[_name] = replace(TRANSFORMS[_name], two_pass=True)
 _DAS_CHEAP = ("select_channels", "spatial_decimate", "convert_quantity")
-for _name in ("butterworth", "taper", "decimate", "resample", *_DAS_CHEAP):
+for _name in ("taper", "decimate", "resample", *_DAS_CHEAP):
     TRANSFORMS[_name] = replace(TRANSFORMS[_name], cheap=True)
 
 OUTPUTS: dict[str, Mapping[str, Any]] = {
@@ -501,34 +507,38 @@ def _up_to_date(url: str, fingerprint: str, context: BuildContext) -> bool:
     return (attrs.get(cv.ATTR_PROVENANCE) or {}).get("fingerprint") == fingerprint
 
 
-def _checkpoint(dataset: xr.Dataset, context: BuildContext, index: int) -> xr.Dataset:
-    """`dataset` written to a scratch store (float64 as computed, uncompressed) and reopened
-    lazily: a transform that takes a whole-trace statistic of its input then reads it twice
-    instead of making Dask either compute everything upstream twice or hold it all."""
+def _time_variables(dataset: xr.Dataset):
+    """(name, variable) of each data variable with a time dim, the dataset's sampling rate on
+    it (stores keep the rate on the dataset; transforms read it from the variable)."""
+    for variable, array in dataset.data_vars.items():
+        if cv.TIME not in array.dims:
+            continue
+        if cv.ATTR_SAMPLING_RATE not in array.attrs and cv.ATTR_SAMPLING_RATE in dataset.attrs:
+            array = array.assign_attrs(
+                {cv.ATTR_SAMPLING_RATE: dataset.attrs[cv.ATTR_SAMPLING_RATE]}
+            )
+        yield variable, array
+
+
+def _checkpoint(
+    dataset: xr.Dataset, recipe: RecipeText, context: BuildContext, index: int, spec: Step
+) -> tuple[xr.Dataset, dict[str, Any]]:
+    """(`dataset` checkpointed to scratch and reopened, {variable: trace RMS} for a transform
+    with `level_sums`, summed from the blocks as they are written)."""
+    from seisctf.pipeline.checkpoint import write_checkpoint
+
+    ((name, values),) = recipe.data["transforms"][index].items()
+    dataset, sums = rechunk_for_store(dataset, None), {}
+    for variable, array in _time_variables(dataset) if spec.level_sums else ():
+        try:
+            sums[variable] = (Step(spec.level_sums, {}).function()(array, **(values or {})),)
+        except InvalidInput as error:
+            raise recipe.error(("transforms", index, name), str(error)) from None
+        sums[variable] += (array.get_axis_num(cv.TIME),)
     url = f"{context.scratch}/before-transforms-{index}.zarr"
-    storage.write_dataset(
-        _rechunk_for_store(dataset, None),
-        url,
-        context.storage_options,
-        label=f"checkpoint before transforms[{index}]",
-        quiet=context.quiet,
-        compress=False,
-    )
     context.checkpoints.append(url)
-    return storage.open_dataset(url, context.storage_options)
-
-
-def remove_checkpoints(context: BuildContext) -> None:
-    import fsspec
-
-    # The scratch folder is this build's own (named after its private output); also removed
-    # when this run made no checkpoint, since an interrupted earlier run may have left one.
-    for url in [*context.checkpoints, *([context.scratch] if context.scratch else [])]:
-        options = storage.options_for(url, context.storage_options) or {}
-        filesystem, path = fsspec.core.url_to_fs(url, **options)
-        if filesystem.exists(path):
-            filesystem.rm(path, recursive=True)
-    context.checkpoints.clear()
+    label = f"checkpoint before transforms[{index}]"
+    return write_checkpoint(dataset, url, context.storage_options, sums, label, context.quiet)
 
 
 def apply_transforms(
@@ -537,28 +547,23 @@ def apply_transforms(
     """Every transform of the recipe, in order, on every data variable with a time dim.
     Transforms compute in float64; each variable keeps its stored float dtype (a float32 store
     stays float32). A two-pass transform (a level, a mean) reads its input twice: when that
-    input is a store read through cheap transforms only (`stored`, filters), it is recomputed;
-    otherwise (a generator, noise, a checkpoint-worthy chain) it is checkpointed to a scratch
-    store first. Measured on 2 workers: re-reading and re-filtering 512 MiB took 7 s, writing
-    and re-reading it as a float64 checkpoint 12 s (benchmarks/RESULTS.md)."""
+    input is a store read through cheap transforms only (`stored`), it is re-read; otherwise
+    (a generator, a filter, noise) it is checkpointed to a scratch store first, with the
+    transform's level summed in the same pass where it has `level_sums`. Measured on 2 workers
+    (benchmarks/RESULTS.md): a float64 checkpoint with the level summed alongside costs less
+    than filtering twice."""
     stored_dtypes = {name: array.dtype for name, array in dataset.data_vars.items()}
     for index, step in enumerate(recipe.data.get("transforms") or []):
         ((name, values),) = step.items()
         spec = TRANSFORMS[name]
         function = spec.function()
+        levels: dict[str, Any] = {}
         if spec.two_pass and not stored and context.scratch:
-            dataset = _checkpoint(dataset, context, index)
+            dataset, levels = _checkpoint(dataset, recipe, context, index, spec)
             stored = True
         stored = stored and spec.cheap
         changed = {}
-        for variable, array in dataset.data_vars.items():
-            if cv.TIME not in array.dims:
-                continue
-            if cv.ATTR_SAMPLING_RATE not in array.attrs and cv.ATTR_SAMPLING_RATE in dataset.attrs:
-                # Stores keep the rate on the dataset; transforms read it from the variable.
-                array = array.assign_attrs(
-                    {cv.ATTR_SAMPLING_RATE: dataset.attrs[cv.ATTR_SAMPLING_RATE]}
-                )
+        for variable, array in _time_variables(dataset):
             arguments = dict(values or {})
             if spec.seeded:
                 if "seed" not in arguments:
@@ -567,6 +572,8 @@ def apply_transforms(
                         f"transforms/{index}/{name}",
                     )
                 arguments["variable"] = str(variable)
+            if variable in levels:
+                arguments["trace_rms"] = levels[variable]
             try:
                 if spec.prepare:
                     arguments = spec.prepare(context, arguments)
@@ -606,28 +613,6 @@ def _replace_time_variables(dataset: xr.Dataset, changed: Mapping[str, xr.DataAr
         if key in sample.attrs and (key in dataset.attrs or key == cv.ATTR_SAMPLING_RATE):
             result.attrs[key] = sample.attrs[key]
     return result
-
-
-def _rechunk_for_store(dataset: xr.Dataset, chunks: Mapping[str, int] | None) -> xr.Dataset:
-    """Chunks of the output: the recipe's, else `time_space_chunks` of each variable's (time,
-    last other dim) shape and 1 along the rest; rechunked in bounded memory."""
-    from seisctf.pipeline.rechunk import rechunk_array
-
-    rechunked = {}
-    for name, array in dataset.data_vars.items():
-        if array.chunks is None:
-            continue
-        if chunks:
-            target = {dim: size for dim, size in chunks.items() if dim in array.dims}
-        elif cv.TIME in array.dims and array.ndim >= 2:
-            space = [dim for dim in array.dims if dim != cv.TIME][-1]
-            time_chunk, space_chunk = cv.time_space_chunks(array.sizes[cv.TIME], array.sizes[space])
-            others = {dim: 1 for dim in array.dims if dim not in (cv.TIME, space)}
-            target = {cv.TIME: time_chunk, space: space_chunk, **others}
-        else:
-            continue
-        rechunked[name] = rechunk_array(array, target)
-    return dataset.assign(rechunked)
 
 
 def build(recipe: RecipeText, context: BuildContext) -> BuildContext:
@@ -672,7 +657,13 @@ def build(recipe: RecipeText, context: BuildContext) -> BuildContext:
     try:
         _write_outputs(recipe, context, dataset)
     finally:
-        remove_checkpoints(context)
+        # The scratch folder is this build's own (named after its private output); also removed
+        # when this run made no checkpoint, since an interrupted earlier run may have left one.
+        remove_checkpoints(
+            [*context.checkpoints, *([context.scratch] if context.scratch else [])],
+            context.storage_options,
+        )
+        context.checkpoints.clear()
     return context
 
 
@@ -687,7 +678,7 @@ def _write_outputs(recipe: RecipeText, context: BuildContext, dataset) -> None:
         if _up_to_date(store_url, record["fingerprint"], context):
             context.skipped.append(store_url)
         else:
-            result = _rechunk_for_store(dataset(), spec.get("chunks"))
+            result = rechunk_for_store(dataset(), spec.get("chunks"))
             result = result.assign_attrs({cv.ATTR_PROVENANCE: record})
             storage.write_dataset(
                 result, store_url, context.storage_options, label="build store", quiet=context.quiet

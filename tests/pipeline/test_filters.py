@@ -323,7 +323,10 @@ def test_causal_butterworth_equals_sosfilt_and_never_sees_later_samples(dims, dr
                                          zero_phase=False))  # fmt: skip
     earlier = np.take(actual, np.arange(start), axis=time_axis)
     assert np.take(later, np.arange(start), axis=time_axis).tobytes() == earlier.tobytes()
-    assert not np.array_equal(later, actual, equal_nan=True)
+    n_time = values.shape[time_axis]
+    if np.isfinite(np.take(actual, np.arange(start, n_time), axis=time_axis)).any():
+        # The later samples do reach the output (unless gaps blank all of it from `start` on).
+        assert not np.array_equal(later, actual, equal_nan=True)
 
 
 @pytest.mark.parametrize("dims", LAYOUTS)

@@ -298,7 +298,7 @@ def test_coloured_noise_is_centred_fir_of_white_noise_beyond_the_ends():
         data, seed=seed, variable="u", rms_fraction=1.0, numtaps=numtaps, **SPECTRUM
     )
     halo = numtaps // 2
-    key = noise_module._substream_key(noise_key(seed, "u"), "coloured")
+    key = noise_module.substream_key(noise_key(seed, "u"), "coloured")
     white = standard_normal(key, (2, n_time + 2 * halo), -1).compute()
     taps = scipy.signal.firwin2(numtaps, SPECTRUM["frequencies"], SPECTRUM["amplitudes"], fs=RATE)
     taps /= np.sqrt(np.sum(taps**2))

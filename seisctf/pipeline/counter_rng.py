@@ -1,0 +1,259 @@
+"""Counter-based standard normal noise: values are pure functions of (key, global position).
+
+Each element's two uniforms come from SplitMix64's output function applied to its global flat
+index (Steele, Lea & Flood 2014, "Fast splittable pseudorandom number generators"), mixed with a
+64-bit key; Box-Muller turns them into one standard normal. Nothing depends on how the array is
+chunked or which worker computes a block, so noisy arrays are bit-identical on any cluster.
+Keys come from `noise_key(seed, variable)` (BLAKE2b); `substream_key` derives independent keys
+for other uses of one key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import operator
+import threading
+from collections.abc import Sequence
+
+import dask.array as da
+import numpy as np
+
+from seisctf.errors import InvalidInput
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+
+
+def _splitmix64(values: np.ndarray) -> np.ndarray:
+    z = values * _GOLDEN
+    z = (z ^ (z >> np.uint64(30))) * _MIX1
+    z = (z ^ (z >> np.uint64(27))) * _MIX2
+    return z ^ (z >> np.uint64(31))
+
+
+def _splitmix64_into(values: np.ndarray, out: np.ndarray, scratch: np.ndarray) -> np.ndarray:
+    """`_splitmix64(values)` written into `out`, with no temporary arrays (same bits)."""
+    np.multiply(values, _GOLDEN, out=out)
+    for shift, multiplier in ((30, _MIX1), (27, _MIX2)):
+        np.right_shift(out, np.uint64(shift), out=scratch)
+        np.bitwise_xor(out, scratch, out=out)
+        np.multiply(out, multiplier, out=out)
+    np.right_shift(out, np.uint64(31), out=scratch)
+    return np.bitwise_xor(out, scratch, out=out)
+
+
+def _uniform_open(bits: np.ndarray) -> np.ndarray:
+    """Top 53 bits -> uniform in (0, 1], never 0 so the logarithm below is finite."""
+    return ((bits >> np.uint64(11)).astype(np.float64) + 1.0) * (1.0 / 2.0**53)
+
+
+def _uniform_open_into(bits: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """`_uniform_open(bits)` written into float64 `out` (same values); `bits` is overwritten."""
+    np.right_shift(bits, np.uint64(11), out=bits)
+    out[...] = bits
+    out += 1.0
+    out *= 1.0 / 2.0**53
+    return out
+
+
+# Elements per slab of the normal generator: its scratch arrays stay in the CPU's cache.
+_NORMAL_SLAB = 1 << 16
+# Each thread's scratch of the generator, kept between calls: a worker whose allocator returns
+# freed memory to the kernel at once (distributed sets MALLOC_TRIM_THRESHOLD_) would otherwise
+# fault fresh pages in for every slab (noise for 8192 × 128 samples: 55 ms instead of 30).
+_scratch = threading.local()
+
+
+def _cached(name: str, size: int, dtypes: Sequence[type]) -> tuple[np.ndarray, ...]:
+    """Arrays of `dtypes`, `size` elements each, from this thread's cache under `name` (grown
+    when needed; only up to 4 × _NORMAL_SLAB elements are kept)."""
+    cached = getattr(_scratch, name, None)
+    if cached is None or cached[0].size < size:
+        cached = tuple(np.empty(max(size, _NORMAL_SLAB), dtype=dtype) for dtype in dtypes)
+        if size <= 4 * _NORMAL_SLAB:
+            setattr(_scratch, name, cached)
+    return tuple(array[:size] for array in cached)
+
+
+def _normals_into(mixed_key: np.uint64, flat_index: np.ndarray, out: np.ndarray) -> None:
+    """`standard_normal_at` of 1-D uint64 `flat_index` written into 1-D float64 `out`, slab by
+    slab with in-place arithmetic (the same operations in the same order: the same bits)."""
+    base, bits, scratch, angle = _cached(
+        "generator",
+        min(flat_index.size, _NORMAL_SLAB),
+        (np.uint64, np.uint64, np.uint64, np.float64),
+    )
+    for start in range(0, flat_index.size, _NORMAL_SLAB):
+        stop = min(start + _NORMAL_SLAB, flat_index.size)
+        n = stop - start
+        slab_base, slab_bits, slab_scratch = base[:n], bits[:n], scratch[:n]
+        radius, slab_angle = out[start:stop], angle[:n]
+        np.left_shift(flat_index[start:stop], np.uint64(1), out=slab_base)
+        np.bitwise_xor(slab_base, mixed_key, out=slab_base)
+        _uniform_open_into(_splitmix64_into(slab_base, slab_bits, slab_scratch), radius)
+        np.log(radius, out=radius)
+        radius *= -2.0
+        np.sqrt(radius, out=radius)
+        slab_base += np.uint64(1)
+        _uniform_open_into(_splitmix64_into(slab_base, slab_bits, slab_scratch), slab_angle)
+        slab_angle *= 2.0 * np.pi
+        np.cos(slab_angle, out=slab_angle)
+        radius *= slab_angle
+
+
+def key_mix(key: int) -> np.uint64:
+    """SplitMix64(key): the key as the generator mixes it into every counter."""
+    return _splitmix64(np.array([key], dtype=np.uint64))[0]
+
+
+def standard_normal_at(key: int, flat_index: np.ndarray) -> np.ndarray:
+    """Standard normal float64 values at the given global flat indices (any shape).
+
+    Value at index i: sqrt(-2 ln U1) · cos(2π U2) with U1, U2 uniforms in (0, 1] from the top 53
+    bits of SplitMix64(2i ⊕ k) and SplitMix64((2i ⊕ k) + 1), k = SplitMix64(key)."""
+    flat = np.ascontiguousarray(flat_index, dtype=np.uint64)
+    mixed_key = key_mix(key)
+    values = np.empty(flat.shape, dtype=np.float64)
+    _normals_into(mixed_key, flat.reshape(-1), values.reshape(-1))
+    return values
+
+
+def _flat_strides(counter_shape: Sequence[int]) -> list[int]:
+    """C-order element strides of `counter_shape`."""
+    strides, stride = [], 1
+    for size in reversed(counter_shape):
+        strides.append(stride)
+        stride *= size
+    return strides[::-1]
+
+
+def flat_positions(location: Sequence[tuple[int, int]], counter_shape: Sequence[int]) -> np.ndarray:
+    """uint64 C-order flat indices in `counter_shape` of the block spanning `location`.
+
+    `location` holds one (start, stop) per axis; the result has the block's shape.
+    """
+    shape = tuple(stop - start for start, stop in location)
+    return _flat_positions_into(location, counter_shape, np.empty(shape, dtype=np.uint64))
+
+
+def _flat_positions_into(
+    location: Sequence[tuple[int, int]], counter_shape: Sequence[int], out: np.ndarray
+) -> np.ndarray:
+    """`flat_positions(location, counter_shape)` written into uint64 `out` (the block's shape)."""
+    out[...] = 0
+    for axis, ((start, stop), axis_stride) in enumerate(
+        zip(location, _flat_strides(counter_shape), strict=True)
+    ):
+        positions = np.arange(start, stop, dtype=np.uint64) * np.uint64(axis_stride)
+        out += positions.reshape((-1,) + (1,) * (len(location) - axis - 1))
+    return out
+
+
+def row_slabs(location: Sequence[tuple[int, int]]) -> list[list[tuple[int, int]]]:
+    """`location` cut along its first axis into slabs of about `_NORMAL_SLAB` elements."""
+    shape = [stop - start for start, stop in location]
+    rows = max(1, _NORMAL_SLAB // max(1, math.prod(shape[1:])))
+    first, last = location[0]
+    return [[(start, min(start + rows, last)), *location[1:]] for start in range(first, last, rows)]
+
+
+def normals_slab(
+    mixed_key: np.uint64, slab: Sequence[tuple[int, int]], counter_shape: Sequence[int]
+) -> np.ndarray:
+    """float64 normals of one slab (its shape), in this thread's scratch: valid until the next
+    call on this thread."""
+    shape = tuple(stop - start for start, stop in slab)
+    size = math.prod(shape)
+    positions, values = _cached("slab", size, (np.uint64, np.float64))
+    _flat_positions_into(slab, counter_shape, positions.reshape(shape))
+    _normals_into(mixed_key, positions, values)
+    return values.reshape(shape)
+
+
+def normals_in_block(
+    key: int, location: Sequence[tuple[int, int]], counter_shape: Sequence[int]
+) -> np.ndarray:
+    """`standard_normal_at(key, flat_positions(location, counter_shape))`, made slab by slab
+    along the first axis so no block-sized index array is held (the same bits)."""
+    shape = tuple(stop - start for start, stop in location)
+    if not shape:
+        return standard_normal_at(key, flat_positions(location, counter_shape))
+    values = np.empty(shape, dtype=np.float64)
+    if values.size == 0:
+        return values
+    mixed_key = key_mix(key)
+    first = location[0][0]
+    for slab in row_slabs(location):
+        start, stop = slab[0]
+        values[start - first : stop - first] = normals_slab(mixed_key, slab, counter_shape)
+    return values
+
+
+def _normal_block(
+    key: int, counter_shape: tuple[int, ...], block_info: dict | None = None
+) -> np.ndarray:
+    return normals_in_block(key, block_info[None]["array-location"], counter_shape)
+
+
+def standard_normal(key: int, shape: tuple[int, ...], chunks) -> da.Array:
+    """Lazy float64 standard normal noise of any N-D `shape`, keyed by `key` (0 <= key < 2**64).
+
+    Element `index` is `standard_normal_at(key, np.ravel_multi_index(index, shape))`, so
+    `chunks` (anything `dask.array` accepts) cannot change any value. For 2-D shapes this is
+    `gaussian_noise` bit for bit.
+    """
+    if not 0 <= key < 2**64:
+        raise InvalidInput("key", f"must be an integer in [0, 2**64), got {key}")
+    shape = tuple(operator.index(size) for size in shape)
+    if math.prod(shape) >= 2**62:
+        raise InvalidInput("shape", f"{shape} has too many elements for the 64-bit counter")
+    return da.map_blocks(
+        _normal_block,
+        key,
+        shape,
+        chunks=da.core.normalize_chunks(chunks, shape, dtype=np.float64),
+        dtype=np.float64,
+        meta=np.empty((0,) * len(shape)),
+    )
+
+
+def gaussian_noise(key: int, shape: tuple[int, int], chunks: tuple[int, int]) -> da.Array:
+    """Lazy (time, space) float64 standard normal noise keyed by `key` and global position."""
+    return standard_normal(key, shape, chunks)
+
+
+# --- keys ---------------------------------------------------------------------------------------
+
+
+def noise_key(seed: int, variable: str) -> int:
+    """The 64-bit noise key of `variable` under `seed`.
+
+    The first 8 bytes (little-endian) of BLAKE2b(decimal seed, NUL, UTF-8 variable name),
+    personalised "seisctf.noise", so every (seed, variable) pair gets its own noise stream.
+    """
+    if isinstance(seed, bool) or not hasattr(seed, "__index__"):
+        raise InvalidInput("seed", f"must be an integer, got {type(seed).__name__}")
+    seed = operator.index(seed)
+    if not isinstance(variable, str) or not variable:
+        raise InvalidInput("variable", f"must be a non-empty string, got {variable!r}")
+    message = str(seed).encode() + b"\0" + variable.encode()
+    digest = hashlib.blake2b(message, digest_size=8, person=b"seisctf.noise").digest()
+    return int.from_bytes(digest, "little")
+
+
+def substream_key(key: int, stream: str) -> int:
+    """An independent key for one use of `key` (coloured noise, window choice, ...)."""
+    digest = hashlib.blake2b(
+        key.to_bytes(8, "little"), digest_size=8, person=stream.encode()
+    ).digest()
+    return int.from_bytes(digest, "little")
+
+
+def counter_choice(key: int, counters: np.ndarray, n_choices: int) -> np.ndarray:
+    """int64 choices in [0, n_choices): SplitMix64(counter XOR SplitMix64(key)) mod n_choices."""
+    with np.errstate(over="ignore"):
+        mixed_key = _splitmix64(np.array(key, dtype=np.uint64))
+        bits = _splitmix64(np.asarray(counters, dtype=np.uint64) ^ mixed_key)
+    return (bits % np.uint64(n_choices)).astype(np.int64)
