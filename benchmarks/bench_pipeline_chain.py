@@ -6,9 +6,9 @@ Builds a (time, sensor) float32 store at 100 Hz of --samples × --sensors (defau
   (a) the chain on a LocalCluster of --workers single-threaded workers limited to --worker-mib,
       as a recipe (`seisctf build`, CHAIN_RECIPE below): `butterworth(freqmin=1, freqmax=10,
       order=4)` then `add_gaussian_noise(rms_fraction=0.2)`, read from and written to zarr (the
-      filter is cheap to redo, so the noise's per-trace RMS pass and its output pass both
-      filter; no checkpoint), timed as a whole; peak RSS of every worker (`ru_maxrss` after a
-      restart) and what they spilled;
+      filtered data go to a float64 scratch checkpoint with the per-trace RMS summed in the
+      same write; the noise pass reads it back once), timed as a whole; peak RSS of every
+      worker (`ru_maxrss` after a restart) and what they spilled;
   (b) in-memory scipy on the part that fits: the first --fit-fraction of the time axis loaded
       into one numpy array, `scipy.signal.sosfiltfilt` with the same SOS, per-trace RMS, numpy
       Gaussian noise added: timed load and compute separately, medians of three runs.
