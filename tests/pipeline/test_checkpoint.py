@@ -88,9 +88,7 @@ def test_level_sums_give_the_rms_the_noise_computes(time_chunk):
     expected = np.sqrt(np.nanmean(traces.values[1000:20000] ** 2, axis=0, keepdims=True))
     np.testing.assert_allclose(rms, expected, rtol=1e-12)
     given = add_gaussian_noise(traces, seed=3, variable="u", rms_fraction=0.5, trace_rms=rms)
-    computed = add_gaussian_noise(
-        traces, seed=3, variable="u", rms_fraction=0.5, rms_window=window
-    )
+    computed = add_gaussian_noise(traces, seed=3, variable="u", rms_fraction=0.5, rms_window=window)
     np.testing.assert_array_equal(given.values, computed.values)
     with pytest.raises(InvalidInput, match="trace_rms"):
         add_gaussian_noise(traces, seed=3, variable="u", rms_fraction=0.5, trace_rms=rms[0])
