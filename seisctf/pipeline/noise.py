@@ -52,7 +52,6 @@ NOISE_CHANNEL = "channel"
 NOISE_SAMPLE = "sample"
 NOISE_CATEGORY = "trace_category"
 
-# Block size of the whole-trace RMS pass (it holds ~4 temporaries of this size).
 # Output elements per tile of the FIR loop: the accumulator stays in cache across the taps.
 _FIR_TILE = 1 << 15
 

@@ -531,10 +531,10 @@ def _checkpoint(
     dataset, sums = rechunk_for_store(dataset, None), {}
     for variable, array in _time_variables(dataset) if spec.level_sums else ():
         try:
-            sums[variable] = (Step(spec.level_sums, {}).function()(array, **(values or {})),)
+            lazy = Step(spec.level_sums, {}).function()(array, **(values or {}))
         except InvalidInput as error:
             raise recipe.error(("transforms", index, name), str(error)) from None
-        sums[variable] += (array.get_axis_num(cv.TIME),)
+        sums[variable] = (lazy, array.get_axis_num(cv.TIME))
     url = f"{context.scratch}/before-transforms-{index}.zarr"
     context.checkpoints.append(url)
     label = f"checkpoint before transforms[{index}]"

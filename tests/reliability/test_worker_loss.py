@@ -199,7 +199,10 @@ def test_the_command_killed_mid_run_reruns_to_identical_outputs(
     if job.resumable_variable:
         (store,) = job.stores
         done = done_blocks(tmp_path / store)
-        assert 0 < done.sum() < done.size
+        # Usually some blocks are left; on a loaded machine the workers may finish them all
+        # before the scheduler drops the dead client's tasks. Either way the store is unmarked
+        # and the re-run below must rewrite none of the finished blocks.
+        assert 0 < done.sum() <= done.size
         kept = chunk_times(tmp_path / store / job.resumable_variable)
         assert len(kept) >= done.sum()
 
