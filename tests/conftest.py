@@ -30,6 +30,10 @@ TINY_LAYOUT = Layout(
     k_long=20,
     modes=16,
 )
+# The same layout as a layout file's YAML (its name comes from the file name).
+TINY_LAYOUT_YAML = "".join(
+    f"{key}: {value}\n" for key, value in TINY_LAYOUT.as_dict().items() if key != "name"
+)
 
 
 def smooth_wavefield(

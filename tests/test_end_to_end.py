@@ -13,24 +13,18 @@ import numpy as np
 import pytest
 import xarray as xr
 import zarr
+from conftest import TINY_LAYOUT_YAML
 
 from seisctf import conventions as cv
 from seisctf.cli import main
 
-TINY_YAML = """train_steps: 200
-few_start: 150
-few_steps: 50
-forecast_start: 200
-forecast_steps: 100
-modes: 16
-"""
 SMALL = ["--sensors", "64", "--duration", "300"]
 
 
 @pytest.fixture(scope="module")
 def tiny_layout(tmp_path_factory) -> str:
     path = tmp_path_factory.mktemp("layout") / "tiny.yaml"
-    path.write_text(TINY_YAML)
+    path.write_text(TINY_LAYOUT_YAML)
     return str(path)
 
 

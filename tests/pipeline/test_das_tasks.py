@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import xarray as xr
 import zarr
+from conftest import TINY_LAYOUT_YAML
 from scipy import signal
 
 from seisctf import conventions as cv
@@ -27,15 +28,6 @@ from seisctf.pipeline.tasks import build_bundle, write_bundle
 SECRET = "das-tasks-test-secret"
 CHANNELS = 40
 # The tiny layout of tests/conftest.py: 300 steps per segment, modes 16 (needs 31 channels).
-TINY_YAML = """train_steps: 200
-few_start: 150
-few_steps: 50
-forecast_start: 200
-forecast_steps: 100
-k_short: 20
-k_long: 20
-modes: 16
-"""
 FORECAST_TRUTHS = {"X1test", "X3test", "X5test", "X6test", "X7test", "X8test", "X9test"}
 
 
@@ -50,7 +42,7 @@ def _arrays(url: str | Path) -> dict[str, np.ndarray]:
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("das-layout") / "tiny.yaml"
-    path.write_text(TINY_YAML)
+    path.write_text(TINY_LAYOUT_YAML)
     return path
 
 
@@ -319,7 +311,7 @@ outputs:
         bad.write_text(recipe.read_text() + "splits:\n  ctf: {layout: nowhere}\n")
         build_file(bad, workdir=tmp_path, quiet=True)
     small = tmp_path / "small.yaml"
-    small.write_text(TINY_YAML)
+    small.write_text(TINY_LAYOUT_YAML)
     text = recipe.read_text() + f"splits:\n  ctf: {{layout: {small}}}\n"
     recipe.write_text(text)
     build_file(recipe, workdir=tmp_path, quiet=True)

@@ -11,23 +11,13 @@ from pathlib import Path
 import pytest
 import yaml
 import zarr
+from conftest import TINY_LAYOUT_YAML
 
 from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
 from seisctf.pipeline import recipe as recipes
 
 SECRET = "recipe-test-secret"
-
-TINY_LAYOUT_YAML = """\
-train_steps: 200
-few_start: 150
-few_steps: 50
-forecast_start: 200
-forecast_steps: 100
-k_short: 20
-k_long: 20
-modes: 16
-"""
 
 
 def recipe_text(layout: str, noise: float = 0.1, chunks: int | None = None) -> str:

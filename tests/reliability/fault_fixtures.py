@@ -11,22 +11,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import TINY_LAYOUT_YAML
 from das_vendor_files import write_prodml
 from faults import N_WORKERS, SECRET, Inputs
 from servers import start_dask_cluster, stop_dask_cluster
 
 # The recipe: a synthetic wavefield, a filter, noise (its input checkpointed to a scratch store),
 # the store and a CTF bundle of the tiny layout.
-TINY_LAYOUT_YAML = """\
-train_steps: 200
-few_start: 150
-few_steps: 50
-forecast_start: 200
-forecast_steps: 100
-k_short: 20
-k_long: 20
-modes: 16
-"""
 RECIPE_YAML = """\
 recipe: 1
 name: reliability

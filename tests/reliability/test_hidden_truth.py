@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import zarr
+from conftest import TINY_LAYOUT_YAML
 
 from seisctf import conventions as cv
 from seisctf import keys
@@ -29,8 +30,6 @@ REPOSITORY = TESTS.parent
 SECRET = "hidden-truth-test-secret-2c9e41"
 DATASETS = ("global", "das")
 SMALL = {"global": ["--sensors", "64", "--duration", "300"], "das": ["--sensors", "64"]}
-TINY_LAYOUT = "train_steps: 200\nfew_start: 150\nfew_steps: 50\nforecast_start: 200\n"
-TINY_LAYOUT += "forecast_steps: 100\nmodes: 16\n"
 RUN = 8  # consecutive samples
 
 
@@ -47,7 +46,7 @@ def demos(tmp_path_factory, dask_cluster) -> dict[str, Path]:
     """The workdir of each demo, built at once by two `seisctf demo` processes."""
     root = tmp_path_factory.mktemp("hidden-truth")
     layout = root / "tiny.yaml"
-    layout.write_text(TINY_LAYOUT)
+    layout.write_text(TINY_LAYOUT_YAML)
     options = ["--layout", str(layout), "--secret", SECRET, "--quiet"]
     options += ["--scheduler", dask_cluster.address]
     runs = {
