@@ -11,15 +11,21 @@ Builds a (time, sensor) float32 store at 100 Hz of --samples × --sensors (defau
       worker (`ru_maxrss` after a restart) and what they spilled;
   (b) in-memory scipy on the part that fits: the first --fit-fraction of the time axis loaded
       into one numpy array, `scipy.signal.sosfiltfilt` with the same SOS, per-trace RMS, numpy
-      Gaussian noise added: timed load and compute separately, medians of three runs.
+      Gaussian noise added, the float32 result written to a zarr store with the same chunks and
+      codec as the chain's: load, compute and write timed separately, medians of three runs;
+  (c) the floor: the same recipe on the same cluster with the filter's and the noise's
+      arithmetic replaced by pass-throughs in the workers (`--no-floor` skips it): what reading,
+      halo exchange, checkpoint, sums, writing and scheduling cost without them.
 
 Throughput is samples (time × sensor) per second; the goal is chain ÷ scipy ≥ 0.7, where scipy's
-time counts its compute (the part of the work both do); the load-included ratio is printed too.
+time counts its compute (the part of the work both do); the ratios with scipy's load, and with
+its load and write (store to store, like the chain), are printed too. The floor's ratio bounds
+what any filter and noise arithmetic could reach on this machine.
 The chain's values on that part are compared with scipy's filter (noise differs by generator;
 the check subtracts it: chain − noise is recomputed from the same counter-based generator).
 
     .venv/bin/python benchmarks/bench_pipeline_chain.py [--samples 2097152] [--sensors 128]
-        [--worker-mib 400] [--workers 2] [--fit-fraction 0.125]
+        [--worker-mib 400] [--workers 2] [--fit-fraction 0.125] [--no-floor]
 """
 
 from __future__ import annotations
@@ -76,19 +82,41 @@ outputs:
 """
 
 
-def chain(workdir: Path, quiet: bool) -> None:
+def chain(workdir: Path, quiet: bool, input_url: str = "input.zarr") -> None:
     """The chain as users run it: `seisctf build` of CHAIN_RECIPE on the active cluster."""
     from seisctf.pipeline.recipe import build_file
 
+    workdir.mkdir(exist_ok=True)
     recipe = workdir / "chain.yaml"
-    recipe.write_text(CHAIN_RECIPE)
+    recipe.write_text(CHAIN_RECIPE.replace("url: input.zarr", f"url: {input_url}"))
     build_file(recipe, workdir=workdir, quiet=quiet)
 
 
-def scipy_in_memory(url: str, n_rows: int) -> tuple[float, float, np.ndarray]:
-    """(load s, compute s, filtered part) of the in-memory reference on the first n_rows."""
+def _region_unchanged(region: np.ndarray, **_kwargs) -> np.ndarray:
+    return region
+
+
+def _block_without_noise(block: np.ndarray, sigma, key, shape, time_axis, dtype, block_info=None):
+    return block.astype(dtype)
+
+
+def _without_arithmetic() -> None:
+    """In a worker: the zero-phase filter's and the Gaussian noise's block functions replaced by
+    pass-throughs. Tasks name their functions by module and name, so the floor run's graph is
+    the chain's own, with everything but that arithmetic (a restart restores the real ones)."""
+    from seisctf.pipeline import filters, noise
+
+    filters._filtfilt_block = _region_unchanged
+    noise._plus_noise_block = _block_without_noise
+
+
+def scipy_in_memory(url: str, n_rows: int, out_url: str) -> tuple[float, float, float, np.ndarray]:
+    """(load s, compute s, write s, filtered part) of the in-memory reference on the first
+    n_rows; the float32 result is written to `out_url` with the chain's chunks and codec."""
     import scipy.signal
     import zarr
+
+    from seisctf import conventions as cv
 
     start = time.perf_counter()
     values = np.asarray(zarr.open_group(url, mode="r")["u"][:n_rows], dtype=np.float64)
@@ -99,9 +127,19 @@ def scipy_in_memory(url: str, n_rows: int) -> tuple[float, float, np.ndarray]:
     noisy = filtered + RMS_FRACTION * rms * np.random.default_rng(SEED).standard_normal(
         filtered.shape
     )
-    noisy.astype(np.float32)
+    noisy = noisy.astype(np.float32)
     done = time.perf_counter()
-    return loaded - start, done - loaded, filtered
+    result = zarr.create_array(
+        out_url,
+        shape=noisy.shape,
+        chunks=cv.time_space_chunks(*noisy.shape),
+        dtype=np.float32,
+        compressors=cv.data_compressor(),
+        overwrite=True,
+    )
+    result[...] = noisy
+    written = time.perf_counter()
+    return loaded - start, done - loaded, written - done, filtered
 
 
 def main() -> None:
@@ -111,6 +149,7 @@ def main() -> None:
     parser.add_argument("--worker-mib", type=int, default=400)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--fit-fraction", type=float, default=0.125)
+    parser.add_argument("--no-floor", action="store_true", help="skip the floor run (c)")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args()
 
@@ -133,13 +172,20 @@ def main() -> None:
             chain_s = time.perf_counter() - start
             peaks = client.run(peak_memory_bytes)
             spilled = client.run(_spilled_bytes)
+            floor_s = None
+            if not args.no_floor:
+                client.restart()
+                client.run(_without_arithmetic)
+                start = time.perf_counter()
+                chain(Path(tmp) / "floor", quiet=not args.verbose, input_url=url)
+                floor_s = time.perf_counter() - start
         n_rows = int(args.samples * args.fit_fraction)
         # The in-memory reference is cheap: its median of three runs (the shared machine's
         # noise moves one run by ±20 %).
-        runs = [scipy_in_memory(url, n_rows) for _ in range(3)]
-        load_s = statistics.median(run[0] for run in runs)
-        compute_s = statistics.median(run[1] for run in runs)
-        reference = runs[0][2]
+        part_url = str(Path(tmp) / "scipy.zarr")
+        runs = [scipy_in_memory(url, n_rows, part_url) for _ in range(3)]
+        load_s, compute_s, write_s = (statistics.median(run[i] for run in runs) for i in range(3))
+        reference = runs[0][3]
         del runs
         # The chain's filter on that part, without its noise: recompute the lazy filter only.
         from seisctf import storage
@@ -159,6 +205,7 @@ def main() -> None:
     chain_rate = total / chain_s
     scipy_rate = part / compute_s
     scipy_loaded_rate = part / (load_s + compute_s)
+    scipy_stored_rate = part / (load_s + compute_s + write_s)
     print(
         f"\nPipeline chain (butterworth {FREQMIN}–{FREQMAX} Hz order {ORDER}, zero-phase; "
         f"gaussian noise {RMS_FRACTION} × RMS) on {args.samples} × {args.sensors} float32 at "
@@ -174,13 +221,26 @@ def main() -> None:
         f"| chain on Dask (read zarr, filter, RMS, noise, write zarr) | {total:,} | "
         f"{chain_s:.2f} | {chain_rate / 1e6:.2f} | **{chain_rate / scipy_rate:.2f}×** |"
     )
+    if floor_s is not None:
+        print(
+            f"| floor: the same recipe, filter and noise arithmetic passed through | {total:,} | "
+            f"{floor_s:.2f} | {total / floor_s / 1e6:.2f} | {total / floor_s / scipy_rate:.2f}× |"
+        )
     print(
         f"| scipy in memory, compute only (sosfiltfilt, RMS, noise) | {part:,} | {compute_s:.2f} "
         f"| {scipy_rate / 1e6:.2f} | 1.00 |"
     )
+    for what, seconds, rate in (
+        ("load + compute", load_s + compute_s, scipy_loaded_rate),
+        ("load + compute + write", load_s + compute_s + write_s, scipy_stored_rate),
+    ):
+        print(
+            f"| scipy in memory, {what} | {part:,} | {seconds:.2f} | {rate / 1e6:.2f} | "
+            f"{rate / scipy_rate:.2f} |"
+        )
     print(
-        f"| scipy in memory, load + compute | {part:,} | {load_s + compute_s:.2f} | "
-        f"{scipy_loaded_rate / 1e6:.2f} | {scipy_loaded_rate / scipy_rate:.2f} |"
+        f"\nChain against scipy store to store: **{chain_rate / scipy_stored_rate:.2f}×**"
+        + (f"; floor against it: {total / floor_s / scipy_stored_rate:.2f}×" if floor_s else "")
     )
     print("\n| worker | peak RSS MiB | ÷ limit | idle after restart MiB | spilled MiB |")
     print("|---|---:|---:|---:|---:|")

@@ -124,31 +124,37 @@ RMS_BLOCK_BYTES = 8 * 2**20
 
 
 # Time samples per slab of `_block_sums` (its temporaries stay in cache).
-_SUM_SLAB_ELEMENTS = 1 << 12
+_SUM_SLAB_ELEMENTS = 1 << 14
 
 
 def _block_sums(block: np.ndarray, time_axis: int) -> np.ndarray:
     """[sum of squares, count] of the finite samples of each trace of one time block, stacked
-    on a new last axis; time length 1. Added strictly in time order, one sample after the other
-    (as `np.add.accumulate` along time would), whatever the block's memory layout (sum() would
-    not be): slab by slab of time, each slab's accumulate starting from the running total."""
+    on a new last axis; time length 1. Added strictly in time order, one sample after the other,
+    whatever the block's memory layout (a plain sum() would not be): slab by slab of time, each
+    slab's rows added to the running total in order. NumPy reduces the outer axis of a
+    C-contiguous 2-D array row after row when there are several columns (pairwise only along
+    the contiguous axis), so one trace alone takes `np.add.accumulate`; a test pins the order."""
     samples = np.moveaxis(block, time_axis, 0)
     n_time, trace_shape = samples.shape[0], samples.shape[1:]
-    total = np.zeros((1, *trace_shape), dtype=np.float64)
-    count = np.zeros(trace_shape, dtype=np.int64)
-    rows = max(1, _SUM_SLAB_ELEMENTS // max(1, math.prod(trace_shape)))
-    running = np.empty((rows + 1, *trace_shape), dtype=np.float64)
+    n_traces = math.prod(trace_shape)
+    samples = samples.reshape(n_time, n_traces)
+    total = np.zeros(n_traces, dtype=np.float64)
+    count = np.zeros(n_traces, dtype=np.int64)
+    rows = max(1, _SUM_SLAB_ELEMENTS // max(1, n_traces))
+    running = np.empty((rows + 1, n_traces), dtype=np.float64)
     for start in range(0, n_time, rows):
         slab = samples[start : start + rows]
         finite = np.isfinite(slab)
         count += finite.sum(axis=0)
         part = running[: slab.shape[0] + 1]
-        part[0] = total[0]
+        part[0] = total
         np.multiply(slab, slab, out=part[1:])
         np.copyto(part[1:], 0.0, where=~finite)
-        np.add.accumulate(part, axis=0, out=part)
-        total[0] = part[-1]
-    sums = np.stack([total[0], count.astype(np.float64)], axis=-1)
+        if n_traces > 1:
+            np.add.reduce(part, axis=0, out=total)
+        else:
+            total[:] = np.add.accumulate(part, axis=0)[-1]
+    sums = np.stack([total, count.astype(np.float64)], axis=-1).reshape(*trace_shape, 2)
     return np.expand_dims(sums, time_axis)
 
 

@@ -266,6 +266,28 @@ def test_gaussian_noise_has_the_requested_level_per_trace(parameters):
     assert np.abs(noise.mean(axis=0)).max() < 0.05 * expected.min()
 
 
+@pytest.mark.parametrize(
+    ("shape", "time_axis"),
+    [((9000, 1), 0), ((9000, 2), 0), ((5000, 128), 0), ((3, 7000), 1), ((2, 4000, 3), 1)],
+)
+def test_block_sums_add_each_trace_in_time_order(shape, time_axis):
+    """The level's sums are sequential in time for one trace and for many, in any memory layout
+    (pairwise summation would change bits with how many traces a block holds)."""
+    rng = np.random.default_rng(5)
+    block = rng.standard_normal(shape) * 10.0 ** rng.uniform(-6, 6, shape)
+    block[rng.random(shape) < 0.02] = np.nan
+    samples = np.moveaxis(block, time_axis, 0).reshape(shape[time_axis], -1)
+    expected_sum = np.zeros(samples.shape[1])
+    for row in samples:  # one sample after the other, plain float64 additions
+        expected_sum = expected_sum + np.where(np.isfinite(row), row * row, 0.0)
+    expected_count = np.isfinite(samples).sum(axis=0)
+    for layout in (block, np.asfortranarray(block)):
+        sums = np.moveaxis(noise_module._block_sums(layout, time_axis), time_axis, 0)[0]
+        sums = sums.reshape(-1, 2)
+        assert np.array_equal(sums[:, 0], expected_sum)
+        assert np.array_equal(sums[:, 1], expected_count)
+
+
 def test_gaussian_noise_level_comes_from_the_rms_window():
     data = recorded_data((3, 30_000), 1, chunks=(2, 7000))
     result = add_gaussian_noise(data, seed=3, variable="u", rms_fraction=0.5, rms_window=(3, 9))
