@@ -2,12 +2,15 @@
 
 Writers use one short transaction per entry (`BEGIN IMMEDIATE`, a busy timeout), so concurrent
 `seisctf score --db` processes queue instead of losing entries. Each entry carries a unique
-`submission_key`, so a writer that retries after an ambiguous failure never adds it twice.
+`submission_key`, so a writer that retries after an ambiguous failure never adds it twice; the
+CLI derives it from the entry itself (`entry_key`), so a re-run of a command that was stopped
+after recording does not add it twice either.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import sqlite3
 import time
@@ -126,6 +129,29 @@ def scores_of(result: Mapping[str, Any], family: str) -> dict[str, float | None]
     if family == "picks" and "scores" not in result:
         return {key: (result.get(part) or {}).get("f1") for key, part in PICK_SCORE_KEYS.items()}
     return dict(result.get("scores", {}))
+
+
+def entry_key(
+    result: Mapping[str, Any],
+    *,
+    family: str = "ctf",
+    truth_commitment: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> str:
+    """sha256 of what an entry is: the family, the truth commitment, the submitter's metadata
+    and the scored result. The same submission scored again against the same truth with the
+    same metadata gets the same key, so `record` keeps one row for it."""
+    canonical = json.dumps(
+        {
+            "family": family,
+            "truth_commitment": truth_commitment,
+            "metadata": dict(metadata or {}),
+            "result": result,
+        },
+        sort_keys=True,
+        default=str,
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def record(

@@ -381,3 +381,35 @@ def test_print_table_shows_pick_entries_with_their_f1(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "seisctf leaderboard — global — picks" in out and "p_f1" in out
     assert "0.812" in out and "12.50" in out and "picker" in out
+
+
+def test_scoring_the_same_submission_again_keeps_one_entry(tmp_path, dask_cluster, capsys):
+    """`score ctf --db` run again on the same submission and truth with the same metadata (a
+    re-run after the first was stopped once it had recorded) keeps one row; other metadata is
+    another entry."""
+    truth_url, _, truth = write_tiny_truth(tmp_path, "again")
+    path = tmp_path / "model.npz"
+    np.savez(path, **noisy_copy(truth, seed=1, level=0.2))
+    db_path = tmp_path / "board.sqlite"
+
+    def score(*extra: str) -> None:
+        argv = ["score", "ctf", "--truth", truth_url, "--submission", str(path), "--quiet"]
+        argv += ["--db", str(db_path), "--scheduler", dask_cluster.address, *extra]
+        assert cli.main(argv) == 0
+        capsys.readouterr()
+
+    score("--seed", "1")
+    first = leaderboard.entries(db_path)
+    score("--seed", "1")
+    again = leaderboard.entries(db_path)
+    assert len(first) == 1
+    assert [(e["id"], e["submission_key"], e["result"]) for e in again] == [
+        (e["id"], e["submission_key"], e["result"]) for e in first
+    ]
+    assert first[0]["submission_key"] == leaderboard.entry_key(
+        first[0]["result"],
+        truth_commitment=first[0]["truth_commitment"],
+        metadata={"seed": "1"},
+    )
+    score("--seed", "2")
+    assert sorted(e["metadata"]["seed"] for e in leaderboard.entries(db_path)) == ["1", "2"]
