@@ -4,6 +4,13 @@ Each element's two uniforms come from SplitMix64's output function applied to it
 index (Steele, Lea & Flood 2014, "Fast splittable pseudorandom number generators"), mixed with a
 64-bit key; Box-Muller turns them into one standard normal. Nothing depends on how the array is
 chunked or which worker computes a block, so noisy arrays are bit-identical on any cluster.
+
+Nor on the machine: the logarithm and the cosine of Box-Muller are computed from IEEE 754
+arithmetic alone (+, -, ×, ÷, frexp: exact or correctly rounded everywhere), with fdlibm's
+polynomials (Sun Microsystems 1993: e_log.c, k_sin.c, k_cos.c). `np.log` runs NumPy's own
+AVX-512 code where the CPU has it and the C library's elsewhere, which differ in the last bit for
+~0.3 % of arguments, and C libraries' `cos` differ between systems: noise made with them would
+change with the machine that makes it.
 Keys come from `noise_key(seed, variable)` (BLAKE2b); `substream_key` derives independent keys
 for other uses of one key.
 """
@@ -58,6 +65,152 @@ def _uniform_open_into(bits: np.ndarray, out: np.ndarray) -> np.ndarray:
     return out
 
 
+# fdlibm (Sun Microsystems 1993): e_log.c, k_sin.c, k_cos.c.
+_SQRT_HALF = 0.70710678118654752440
+_LN2_HI = 6.93147180369123816490e-01
+_LN2_LO = 1.90821492927058770002e-10
+_LG1, _LG2, _LG3, _LG4, _LG5, _LG6, _LG7 = (
+    6.666666666666735130e-01,
+    3.999999999940941908e-01,
+    2.857142874366239149e-01,
+    2.222219843214978396e-01,
+    1.818357216161805012e-01,
+    1.531383769920937332e-01,
+    1.479819860511658591e-01,
+)
+_S1, _S2, _S3, _S4, _S5, _S6 = (
+    -1.66666666666666324348e-01,
+    8.33333333332248946124e-03,
+    -1.98412698298579493134e-04,
+    2.75573137070700676789e-06,
+    -2.50507602534068634195e-08,
+    1.58969099521155010221e-10,
+)
+_C1, _C2, _C3, _C4, _C5, _C6 = (
+    4.16666666666666019037e-02,
+    -1.38888888888741095749e-03,
+    2.48015872894767294178e-05,
+    -2.75573143513906633035e-07,
+    2.08757232129817482790e-09,
+    -1.13596475577881948265e-11,
+)
+_TWO_PI = 2.0 * np.pi
+
+
+def _horner_into(
+    out: np.ndarray, variable: np.ndarray, coefficients: Sequence[float]
+) -> np.ndarray:
+    """out = c0 + v·(c1 + v·(c2 + …)), innermost first (fdlibm's order of operations)."""
+    *rest, last = coefficients
+    np.multiply(variable, last, out=out)
+    for coefficient in reversed(rest[1:]):
+        out += coefficient
+        out *= variable
+    out += rest[0]
+    return out
+
+
+def _log_into(
+    x: np.ndarray,
+    f: np.ndarray,
+    s: np.ndarray,
+    z: np.ndarray,
+    w: np.ndarray,
+    term: np.ndarray,
+    low: np.ndarray,
+    exponent: np.ndarray,
+) -> np.ndarray:
+    """ln of positive normal float64 `x`, in place (fdlibm's e_log.c without its shortcuts,
+    within an ulp); the others are scratch of x's size (float64 × 6, intc). Selections are
+    products with 0/1 (exact), not masked writes (ten times slower in NumPy)."""
+    np.frexp(x, out=(f, exponent))  # x = f · 2^exponent, f in [1/2, 1)
+    np.less(f, _SQRT_HALF, out=low)
+    w[...] = exponent
+    w -= low  # k
+    low += 1.0
+    f *= low  # in [√½, √2): exact
+    f -= 1.0
+    np.add(f, 2.0, out=s)
+    np.divide(f, s, out=s)
+    np.multiply(s, s, out=z)
+    np.multiply(z, z, out=term)
+    # R = t2 + t1: t1 = w(Lg2 + w(Lg4 + w·Lg6)) in x, t2 = z(Lg1 + w(Lg3 + w(Lg5 + w·Lg7)))
+    _horner_into(x, term, (_LG2, _LG4, _LG6))
+    x *= term
+    _horner_into(low, term, (_LG1, _LG3, _LG5, _LG7))
+    low *= z
+    np.add(low, x, out=x)
+    np.multiply(f, f, out=z)
+    z *= 0.5  # hfsq
+    x += z
+    x *= s  # s(hfsq + R)
+    np.multiply(w, _LN2_LO, out=term)
+    x += term
+    np.subtract(z, x, out=z)
+    z -= f  # (hfsq - (s(hfsq + R) + k·ln2_lo)) - f
+    w *= _LN2_HI
+    return np.subtract(w, z, out=x)
+
+
+def _cos_two_pi_into(
+    u: np.ndarray,
+    z: np.ndarray,
+    sine: np.ndarray,
+    cosine: np.ndarray,
+    poly: np.ndarray,
+    extra: np.ndarray,
+    far: np.ndarray,
+    use_sine: np.ndarray,
+) -> np.ndarray:
+    """cos(2π u) for float64 `u` in [0, 1], in place: reduced exactly to [0, π/4] by symmetry
+    (u is a multiple of 2^-53, so every step of the reduction is exact), then fdlibm's sine or
+    cosine kernel; the others are scratch of u's size (float64 × 7)."""
+    u -= 0.5
+    np.abs(u, out=u)  # v = |u - 1/2|: cos(2πu) = -cos(2πv)
+    np.greater(u, 0.25, out=far)
+    np.multiply(u, -2.0, out=extra)
+    extra += 0.5
+    extra *= far
+    u += extra  # r = ½ - v where v > ¼, else v: cos(2πv) = ∓cos(2πr)
+    np.greater(u, 0.125, out=use_sine)
+    np.multiply(u, -2.0, out=extra)
+    extra += 0.25
+    extra *= use_sine
+    u += extra  # ¼ - r where r > ⅛ (cos(2πr) = sin(2π(¼ - r))), else r
+    u *= _TWO_PI  # x in [0, π/4]
+    np.multiply(u, u, out=z)
+    # sine: x + (z·x)(S1 + z(S2 + z(S3 + z(S4 + z(S5 + z·S6)))))
+    _horner_into(sine, z, (_S2, _S3, _S4, _S5, _S6))
+    sine *= z
+    sine += _S1
+    np.multiply(z, u, out=extra)
+    sine *= extra
+    sine += u
+    # cosine: w' + (((1 - w') - hz) + z·r), r = z(C1 + z(C2 + z·C3)) + (w·w)(C4 + z(C5 + z·C6)),
+    # w = z·z, hz = z/2, w' = 1 - hz
+    _horner_into(cosine, z, (_C1, _C2, _C3))
+    cosine *= z
+    _horner_into(poly, z, (_C4, _C5, _C6))
+    np.multiply(z, z, out=extra)
+    extra *= extra
+    poly *= extra
+    cosine += poly
+    cosine *= z
+    z *= 0.5
+    np.subtract(1.0, z, out=extra)
+    np.subtract(1.0, extra, out=poly)
+    poly -= z
+    poly += cosine
+    np.add(extra, poly, out=cosine)
+    sine *= use_sine  # select by 0/1 products: x·1 = x, y·0 = ±0, x ± 0 = x
+    np.subtract(1.0, use_sine, out=use_sine)
+    cosine *= use_sine
+    cosine += sine
+    far *= 2.0
+    far -= 1.0  # +1 where far, else -1
+    return np.multiply(cosine, far, out=u)
+
+
 # Elements per slab of the normal generator: its scratch arrays stay in the CPU's cache.
 _NORMAL_SLAB = 1 << 16
 # Each thread's scratch of the generator, kept between calls: a worker whose allocator returns
@@ -80,26 +233,26 @@ def _cached(name: str, size: int, dtypes: Sequence[type]) -> tuple[np.ndarray, .
 def _normals_into(mixed_key: np.uint64, flat_index: np.ndarray, out: np.ndarray) -> None:
     """`standard_normal_at` of 1-D uint64 `flat_index` written into 1-D float64 `out`, slab by
     slab with in-place arithmetic (the same operations in the same order: the same bits)."""
-    base, bits, scratch, angle = _cached(
+    base, bits, scratch, angle, *floats, exponent = _cached(
         "generator",
         min(flat_index.size, _NORMAL_SLAB),
-        (np.uint64, np.uint64, np.uint64, np.float64),
+        (np.uint64, np.uint64, np.uint64, np.float64, *(np.float64,) * 7, np.intc),
     )
     for start in range(0, flat_index.size, _NORMAL_SLAB):
         stop = min(start + _NORMAL_SLAB, flat_index.size)
         n = stop - start
         slab_base, slab_bits, slab_scratch = base[:n], bits[:n], scratch[:n]
         radius, slab_angle = out[start:stop], angle[:n]
+        slab_floats = [array[:n] for array in floats]
         np.left_shift(flat_index[start:stop], np.uint64(1), out=slab_base)
         np.bitwise_xor(slab_base, mixed_key, out=slab_base)
         _uniform_open_into(_splitmix64_into(slab_base, slab_bits, slab_scratch), radius)
-        np.log(radius, out=radius)
+        _log_into(radius, *slab_floats[:6], exponent[:n])
         radius *= -2.0
         np.sqrt(radius, out=radius)
         slab_base += np.uint64(1)
         _uniform_open_into(_splitmix64_into(slab_base, slab_bits, slab_scratch), slab_angle)
-        slab_angle *= 2.0 * np.pi
-        np.cos(slab_angle, out=slab_angle)
+        _cos_two_pi_into(slab_angle, *slab_floats)
         radius *= slab_angle
 
 

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import math
+import os
+import subprocess
+import sys
+
 import dask.array as da
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
@@ -61,3 +67,55 @@ def test_gaussian_noise_and_standard_normal_keep_the_original_2d_values(shape, c
     ).compute()
     np.testing.assert_array_equal(gaussian_noise(key, shape, chunks).compute(), original)
     np.testing.assert_array_equal(standard_normal(key, shape, chunks).compute(), original)
+
+
+def test_box_muller_log_and_cos_are_accurate_to_an_ulp():
+    """The generator's own ln and cos(2π·) (IEEE arithmetic only) against the C library's."""
+    from seisctf.pipeline import counter_rng
+
+    rng = np.random.default_rng(4)
+    uniforms = (rng.integers(0, 2**53, 50_000, dtype=np.uint64).astype(np.float64) + 1) / 2.0**53
+    uniforms[:6] = [2.0**-53, 0.125, 0.25, 0.5, 0.75, 1.0]
+    scratch = [np.empty(uniforms.size) for _ in range(7)]
+    exponent = np.empty(uniforms.size, dtype=np.intc)
+    logs = counter_rng._log_into(uniforms.copy(), *scratch[:6], exponent)
+    expected = np.array([math.log(value) for value in uniforms])
+    assert np.all(np.abs(logs - expected) <= np.spacing(np.abs(expected)))
+    cosines = counter_rng._cos_two_pi_into(uniforms.copy(), *scratch)
+    expected = np.array([math.cos(2.0 * math.pi * value) for value in uniforms])
+    # math.cos(2π u) rounds 2π u first (~4e-16 at u = 1); the reduction here is exact.
+    assert np.abs(cosines - expected).max() < 1e-15
+    assert list(cosines[[0, 2, 3, 4, 5]]) == [1.0, 0.0, -1.0, 0.0, 1.0]
+    assert abs(cosines[1] - math.sqrt(0.5)) <= np.spacing(math.sqrt(0.5))
+
+
+_NOISE_DIGEST = (
+    "import hashlib, numpy as np; from seisctf.pipeline.noise import standard_normal_at; "
+    "u = (np.arange(1, 20001, dtype=np.float64) / 20001.0); "
+    "print(hashlib.sha256(np.log(u).tobytes()).hexdigest(), "
+    "hashlib.sha256(standard_normal_at(99, np.arange(200_000)).tobytes()).hexdigest())"
+)
+
+
+def test_noise_bits_do_not_depend_on_the_cpu():
+    """NumPy picks its ln per CPU (its AVX-512 code, else the C library's): the noise must come
+    out the same either way. Run with NumPy's AVX-512 code switched off, as on a CPU without
+    it; skipped where there is none to switch off (then np.log is the same both ways)."""
+
+    def digests(environment: dict[str, str]) -> list[str]:
+        done = subprocess.run(
+            [sys.executable, "-c", _NOISE_DIGEST],
+            env={**os.environ, **environment},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        if done.returncode != 0:
+            pytest.skip(f"NumPy refused the CPU feature setting: {done.stderr.strip()[-200:]}")
+        return done.stdout.split()
+
+    default_log, default_noise = digests({})
+    plain_log, plain_noise = digests({"NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL AVX512_SPR"})
+    if plain_log == default_log:
+        pytest.skip("np.log is the same with and without NumPy's AVX-512 code on this machine")
+    assert plain_noise == default_noise
