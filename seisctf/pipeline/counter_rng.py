@@ -212,7 +212,7 @@ def _cos_two_pi_into(
 
 
 # Elements per slab of the normal generator: its scratch arrays stay in the CPU's cache.
-_NORMAL_SLAB = 1 << 16
+_NORMAL_SLAB = 1 << 15
 # Each thread's scratch of the generator, kept between calls: a worker whose allocator returns
 # freed memory to the kernel at once (distributed sets MALLOC_TRIM_THRESHOLD_) would otherwise
 # fault fresh pages in for every slab (noise for 8192 × 128 samples: 55 ms instead of 30).
