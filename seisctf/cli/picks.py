@@ -113,13 +113,13 @@ def _run_score_picks(args: argparse.Namespace) -> None:
         if release:
             result = release_picks(result)
         if args.db:
-            what = {
-                "family": "picks",
-                "truth_commitment": result["truth_commitment"],
-                "metadata": metadata,
-            }
-            key = leaderboard.entry_key(result, **what)
-            leaderboard.record(args.db, result, **what, submission_key=key)
+            leaderboard.record(
+                args.db,
+                result,
+                family="picks",
+                truth_commitment=result["truth_commitment"],
+                metadata=metadata,
+            )
         if args.json:
             write_json(args.json, result)
         if args.histogram:

@@ -107,9 +107,7 @@ def _run_score_ctf(args: argparse.Namespace) -> None:
         if args.db:
             commitment = leaderboard.truth_commitment_of(open_truth(args.truth, options)[0])
             for result in results:
-                what = {"truth_commitment": commitment, "metadata": metadata}
-                key = leaderboard.entry_key(result, **what)
-                leaderboard.record(args.db, result, **what, submission_key=key)
+                leaderboard.record(args.db, result, truth_commitment=commitment, metadata=metadata)
         if args.json:
             write_json(args.json, output)
         if args.plot:

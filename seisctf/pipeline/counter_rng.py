@@ -11,6 +11,7 @@ polynomials (Sun Microsystems 1993: e_log.c, k_sin.c, k_cos.c). `np.log` runs Nu
 AVX-512 code where the CPU has it and the C library's elsewhere, which differ in the last bit for
 ~0.3 % of arguments, and C libraries' `cos` differ between systems: noise made with them would
 change with the machine that makes it.
+
 Keys come from `noise_key(seed, variable)` (BLAKE2b); `substream_key` derives independent keys
 for other uses of one key.
 """

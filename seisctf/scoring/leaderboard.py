@@ -2,9 +2,9 @@
 
 Writers use one short transaction per entry (`BEGIN IMMEDIATE`, a busy timeout), so concurrent
 `seisctf score --db` processes queue instead of losing entries. Each entry carries a unique
-`submission_key`, so a writer that retries after an ambiguous failure never adds it twice; the
-CLI derives it from the entry itself (`entry_key`), so a re-run of a command that was stopped
-after recording does not add it twice either.
+`submission_key`, by default derived from the entry itself (`entry_key`), so neither a writer
+that retries after an ambiguous failure nor a re-run of a command stopped after recording adds it
+twice.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import hashlib
 import json
 import sqlite3
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -165,11 +164,13 @@ def record(
 ) -> int:
     """Add one scored submission; returns its row id.
 
-    `submission_key` (default: a fresh UUID) names the entry: recording the same key again
-    returns the existing row's id instead of adding a second row."""
+    `submission_key` (default: `entry_key` of the entry) names the entry: recording the same
+    key again returns the existing row's id instead of adding a second row."""
     if family not in FAMILIES:
         raise InvalidInput("family", f"{family!r} is not one of {list(FAMILIES)}")
-    key = submission_key or uuid.uuid4().hex
+    key = submission_key or entry_key(
+        result, family=family, truth_commitment=truth_commitment, metadata=metadata
+    )
     row = (
         dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         result["dataset"],
