@@ -110,8 +110,9 @@ def test_noise_bits_do_not_depend_on_the_cpu():
             text=True,
             timeout=120,
         )
-        if done.returncode != 0:
+        if done.returncode != 0 and environment:
             pytest.skip(f"NumPy refused the CPU feature setting: {done.stderr.strip()[-200:]}")
+        assert done.returncode == 0, done.stderr
         return done.stdout.split()
 
     default_log, default_noise = digests({})
