@@ -52,13 +52,9 @@ def _splitmix64_into(values: np.ndarray, out: np.ndarray, scratch: np.ndarray) -
     return np.bitwise_xor(out, scratch, out=out)
 
 
-def _uniform_open(bits: np.ndarray) -> np.ndarray:
-    """Top 53 bits -> uniform in (0, 1], never 0 so the logarithm below is finite."""
-    return ((bits >> np.uint64(11)).astype(np.float64) + 1.0) * (1.0 / 2.0**53)
-
-
 def _uniform_open_into(bits: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """`_uniform_open(bits)` written into float64 `out` (same values); `bits` is overwritten."""
+    """Top 53 bits of `bits` -> uniforms in (0, 1] (never 0, so their logarithm is finite),
+    written into float64 `out`; `bits` is overwritten."""
     np.right_shift(bits, np.uint64(11), out=bits)
     out[...] = bits
     out += 1.0
@@ -408,6 +404,5 @@ def substream_key(key: int, stream: str) -> int:
 def counter_choice(key: int, counters: np.ndarray, n_choices: int) -> np.ndarray:
     """int64 choices in [0, n_choices): SplitMix64(counter XOR SplitMix64(key)) mod n_choices."""
     with np.errstate(over="ignore"):
-        mixed_key = _splitmix64(np.array(key, dtype=np.uint64))
-        bits = _splitmix64(np.asarray(counters, dtype=np.uint64) ^ mixed_key)
+        bits = _splitmix64(np.asarray(counters, dtype=np.uint64) ^ key_mix(key))
     return (bits % np.uint64(n_choices)).astype(np.int64)

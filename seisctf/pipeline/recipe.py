@@ -25,7 +25,7 @@ import xarray as xr
 from seisctf import conventions as cv
 from seisctf import keys, storage
 from seisctf.errors import InvalidInput
-from seisctf.pipeline.checkpoint import remove_checkpoints
+from seisctf.pipeline.checkpoint import remove_checkpoints, write_checkpoint
 from seisctf.pipeline.rechunk import rechunk_for_store
 from seisctf.pipeline.recipe_schema import (
     NUMBER,
@@ -75,10 +75,15 @@ class Step:
     ingest: bool = False
 
     def function(self) -> Callable[..., Any]:
-        import importlib
+        return _resolve(self.target)
 
-        module, name = self.target.split(":")
-        return getattr(importlib.import_module(module), name)
+
+def _resolve(target: str) -> Callable[..., Any]:
+    """The function a "module:function" string names."""
+    import importlib
+
+    module, name = target.split(":")
+    return getattr(importlib.import_module(module), name)
 
 
 _LEVEL = {"snr_db": NUMBER, "rms_fraction": POSITIVE}
@@ -525,13 +530,11 @@ def _checkpoint(
 ) -> tuple[xr.Dataset, dict[str, Any]]:
     """(`dataset` checkpointed to scratch and reopened, {variable: trace RMS} for a transform
     with `level_sums`, summed from the blocks as they are written)."""
-    from seisctf.pipeline.checkpoint import write_checkpoint
-
     ((name, values),) = recipe.data["transforms"][index].items()
     dataset, sums = rechunk_for_store(dataset, None), {}
     for variable, array in _time_variables(dataset) if spec.level_sums else ():
         try:
-            lazy = Step(spec.level_sums, {}).function()(array, **(values or {}))
+            lazy = _resolve(spec.level_sums)(array, **(values or {}))
         except InvalidInput as error:
             raise recipe.error(("transforms", index, name), str(error)) from None
         sums[variable] = (lazy, array.get_axis_num(cv.TIME))
