@@ -117,8 +117,9 @@ def _float64_values(data: xr.DataArray) -> da.Array:
 # --- per-trace levels ---------------------------------------------------------------------------
 
 
-# Time blocks of the per-trace sums: a constant, so the sums' rounding never depends on how the
-# data happen to be chunked, and small enough that no task needs whole traces in memory.
+# Time blocks of the per-trace sums: cut at multiples of this many samples from a trace's first
+# sample (a constant, so the sums' rounding never depends on how the data happen to be chunked),
+# and small enough that no task needs whole traces in memory.
 RMS_BLOCK_SAMPLES = 8_192
 RMS_BLOCK_BYTES = 8 * 2**20
 
@@ -128,12 +129,13 @@ _SUM_SLAB_ELEMENTS = 1 << 14
 
 
 def _block_sums(block: np.ndarray, time_axis: int) -> np.ndarray:
-    """[sum of squares, count] of the finite samples of each trace of one time block, stacked
-    on a new last axis; time length 1. Added strictly in time order, one sample after the other,
-    whatever the block's memory layout (a plain sum() would not be): slab by slab of time, each
-    slab's rows added to the running total in order. NumPy reduces the outer axis of a
-    C-contiguous 2-D array row after row when there are several columns (pairwise only along
-    the contiguous axis), so one trace alone takes `np.add.accumulate`; a test pins the order."""
+    """[sum of squares, count] of the finite samples of each trace of one time block (any real
+    dtype, squared in float64), stacked on a new last axis; time length 1. Added strictly in
+    time order, one sample after the other, whatever the block's memory layout (a plain sum()
+    would not be): slab by slab of time, each slab's rows added to the running total in order.
+    NumPy reduces the outer axis of a C-contiguous 2-D array row after row when there are
+    several columns (pairwise only along the contiguous axis), so one trace alone takes
+    `np.add.accumulate`; a test pins the order."""
     samples = np.moveaxis(block, time_axis, 0)
     n_time, trace_shape = samples.shape[0], samples.shape[1:]
     n_traces = math.prod(trace_shape)
@@ -148,7 +150,7 @@ def _block_sums(block: np.ndarray, time_axis: int) -> np.ndarray:
         count += finite.sum(axis=0)
         part = running[: slab.shape[0] + 1]
         part[0] = total
-        np.multiply(slab, slab, out=part[1:])
+        np.multiply(slab, slab, out=part[1:], dtype=np.float64)
         np.copyto(part[1:], 0.0, where=~finite)
         if n_traces > 1:
             np.add.reduce(part, axis=0, out=total)
@@ -158,26 +160,58 @@ def _block_sums(block: np.ndarray, time_axis: int) -> np.ndarray:
     return np.expand_dims(sums, time_axis)
 
 
-def _combine_sums(partials: np.ndarray, time_axis: int) -> np.ndarray:
-    """RMS from the blocks' [sum of squares, count], added in time order; time length 1."""
-    totals = np.take(np.add.accumulate(partials, axis=time_axis), [-1], axis=time_axis)
-    return np.sqrt(totals[..., 0] / np.maximum(totals[..., 1], 1))
+def level_blocks(start: int, stop: int) -> list[tuple[int, int]]:
+    """The (start, stop) sample ranges of the level blocks covering samples [start, stop) of a
+    trace: cut at every multiple of `RMS_BLOCK_SAMPLES` (none if stop <= start)."""
+    if stop <= start:
+        return []
+    edges = [
+        start,
+        *range((start // RMS_BLOCK_SAMPLES + 1) * RMS_BLOCK_SAMPLES, stop, RMS_BLOCK_SAMPLES),
+        stop,
+    ]
+    return list(itertools.pairwise(edges))
+
+
+def chunk_level_sums(
+    chunk: np.ndarray, time_axis: int, chunk_start: int, window: tuple[int, int]
+) -> np.ndarray:
+    """`_block_sums` of each level block of samples `window` = (start, stop) that falls in this
+    chunk (which starts at sample `chunk_start`), stacked in time order along `time_axis`: the
+    chunk's share of `trace_sums`. Exact only if no level block crosses the chunk's edges
+    (the chunk starts and stops at multiples of `RMS_BLOCK_SAMPLES`, or at the trace's end)."""
+    start = max(window[0], chunk_start)
+    stop = min(window[1], chunk_start + chunk.shape[time_axis])
+    parts = [
+        _block_sums(
+            chunk[(slice(None),) * time_axis + (slice(a - chunk_start, b - chunk_start),)],
+            time_axis,
+        )
+        for a, b in level_blocks(start, stop)
+    ]
+    if not parts:
+        shape = [0 if axis == time_axis else size for axis, size in enumerate(chunk.shape)]
+        return np.empty((*shape, 2), dtype=np.float64)
+    return np.concatenate(parts, axis=time_axis)
 
 
 def trace_sums(values: da.Array, time_axis: int, window: slice = slice(None)) -> da.Array:
     """Lazy per-trace [sum of squares, count] of the finite samples of `values` over `window`
-    of time, one entry per time block of `RMS_BLOCK_SAMPLES`: `values`' shape with one sample
-    per block along time and a new last axis of 2. `rms_from_sums` of the computed result is
-    the RMS; its bits do not depend on `values`' chunks (blocks are a constant; other axes are
-    cut to keep a block near `RMS_BLOCK_BYTES`)."""
-    windowed = values[(slice(None),) * time_axis + (window,)]
+    of time, one entry per level block (`level_blocks` of the window: cut at multiples of
+    `RMS_BLOCK_SAMPLES` from the first sample): `values`' shape with one sample per block along
+    time and a new last axis of 2. `rms_from_sums` of the computed result is the RMS; its bits
+    do not depend on `values`' chunks (other axes are cut to keep a block near
+    `RMS_BLOCK_BYTES`)."""
+    first, end, _ = window.indices(values.shape[time_axis])
+    windowed = values[(slice(None),) * time_axis + (slice(first, end),)]
+    block_sizes = tuple(stop - start for start, stop in level_blocks(first, end))
     # Other axes keep their chunks (no block then waits for several of the data's) unless a
     # block would get too big.
     other = math.prod(max(c) for axis, c in enumerate(windowed.chunks) if axis != time_axis)
     too_big = RMS_BLOCK_SAMPLES * other * 8 > RMS_BLOCK_BYTES
     blocks = windowed.rechunk(
         {
-            axis: RMS_BLOCK_SAMPLES if axis == time_axis else ("auto" if too_big else c)
+            axis: block_sizes if axis == time_axis else ("auto" if too_big else c)
             for axis, c in enumerate(windowed.chunks)
         },
         block_size_limit=RMS_BLOCK_BYTES,
@@ -200,6 +234,12 @@ def rms_from_sums(sums: np.ndarray, time_axis: int) -> np.ndarray:
     return _combine_sums(sums, time_axis)
 
 
+def _combine_sums(partials: np.ndarray, time_axis: int) -> np.ndarray:
+    """RMS from the blocks' [sum of squares, count], added in time order; time length 1."""
+    totals = np.take(np.add.accumulate(partials, axis=time_axis), [-1], axis=time_axis)
+    return np.sqrt(totals[..., 0] / np.maximum(totals[..., 1], 1))
+
+
 def _trace_rms(values: da.Array, time_axis: int, window: slice = slice(None)) -> np.ndarray:
     """NaN-aware RMS of each trace over `window` of time, computed now: `values`' shape with
     time length 1; 0 for a trace with no finite sample there (see `trace_sums`).
@@ -207,7 +247,7 @@ def _trace_rms(values: da.Array, time_axis: int, window: slice = slice(None)) ->
     It is computed at once, in its own pass, because a lazy level would make Dask hold every
     block of the (filtered, …) data until the last one is summed: the noisy output then streams
     in bounded memory, at the price of computing what feeds `values` twice (a recipe instead
-    sums while it checkpoints `values`, see `gaussian_level_sums`)."""
+    sums while it checkpoints `values`, see `gaussian_level_window`)."""
     from seisctf.cluster import compute
 
     # The blocks' sums are brought to the client (a few numbers per trace and block) and added
@@ -276,15 +316,15 @@ def _checked_rms(trace_rms, data: xr.DataArray, time_axis: int) -> np.ndarray:
     return rms
 
 
-def gaussian_level_sums(
+def gaussian_level_window(
     data: xr.DataArray, *, rms_window: tuple[float, float] | None = None, **_parameters
-) -> da.Array:
-    """Lazy `trace_sums` of the RMS that `add_gaussian_noise(data, rms_window=...)` scales its
-    noise by (its other parameters are ignored), to compute alongside other work over `data`
-    and pass on as `trace_rms=rms_from_sums(computed, time axis)`."""
-    time_axis = _time_axis(data)
-    window, _ = _rms_window(data, rms_window)
-    return trace_sums(_float64_values(data), time_axis, window)
+) -> slice:
+    """The samples of time (a slice) whose per-trace RMS `add_gaussian_noise(data,
+    rms_window=...)` scales its noise by (its other parameters are ignored): sum them with
+    `trace_sums` (or `chunk_level_sums` while writing the data) alongside other work over
+    `data`, and pass on `trace_rms=rms_from_sums(computed sums, time axis)`."""
+    _time_axis(data)
+    return _rms_window(data, rms_window)[0]
 
 
 def add_gaussian_noise(
@@ -307,7 +347,7 @@ def add_gaussian_noise(
     NaN; a trace with no finite sample in the window gets no noise. The noise at each element is
     `standard_normal(noise_key(seed, variable), data.shape, ...)` at its position. CTF levels:
     rms_fraction 0.2 ("medium") and 0.5 ("high"). `trace_rms`: that RMS if already computed
-    (`rms_from_sums` of `gaussian_level_sums(data, rms_window=...)`, computed), else a pass
+    (`rms_from_sums` of the `trace_sums` over `gaussian_level_window(data, ...)`), else a pass
     over `data` computes it now. Returns a lazy DataArray like `data`, in its float dtype.
     """
     time_axis = _time_axis(data)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import xarray as xr
 
 from seisctf import conventions as cv
@@ -65,9 +66,10 @@ class Step:
     # Streams chunk by chunk at disk-read speed (taper, channel selection): recomputing it
     # costs less than a checkpoint's write and read, so it does not call for one.
     cheap: bool = False
-    # "module:function" giving the lazy per-block sums of the two-pass statistic for the
-    # transform's parameters; the function then takes `trace_rms` (see `_checkpoint`).
-    level_sums: str | None = None
+    # "module:function" giving the samples of time (a slice) over which the transform takes
+    # each trace's RMS, for its data and parameters; the checkpoint sums them as it writes and
+    # the function then takes `trace_rms` (see `_checkpoint`).
+    level_window: str | None = None
     # Turns the recipe's parameters into the function's (e.g. opens a store it names).
     prepare: Callable[[BuildContext, dict[str, Any]], dict[str, Any]] | None = None
     # A source that ingests files into a store (`BuildContext.source_url`) and opens it: run
@@ -224,7 +226,7 @@ TRANSFORMS: dict[str, Step] = {
         "seisctf.pipeline.noise:add_gaussian_noise",
         parameters({**_LEVEL, "rms_window": SECONDS_WINDOW, **_SEED}),
         seeded=True,
-        level_sums="seisctf.pipeline.noise:gaussian_level_sums",
+        level_window="seisctf.pipeline.noise:gaussian_level_window",
     ),
     "add_coloured_noise": Step(
         "seisctf.pipeline.noise:add_coloured_noise",
@@ -526,22 +528,34 @@ def _time_variables(dataset: xr.Dataset):
 
 
 def _checkpoint(
-    dataset: xr.Dataset, recipe: RecipeText, context: BuildContext, index: int, spec: Step
+    dataset: xr.Dataset,
+    recipe: RecipeText,
+    context: BuildContext,
+    index: int,
+    spec: Step,
+    stored_dtypes: Mapping[str, np.dtype],
 ) -> tuple[xr.Dataset, dict[str, Any]]:
     """(`dataset` checkpointed to scratch and reopened, {variable: trace RMS} for a transform
-    with `level_sums`, summed from the blocks as they are written)."""
+    with a `level_window`, summed from the chunks as they are written). A variable stored as
+    floats is checkpointed in its stored dtype (what the build would round it to anyway)."""
     ((name, values),) = recipe.data["transforms"][index].items()
-    dataset, sums = rechunk_for_store(dataset, None), {}
-    for variable, array in _time_variables(dataset) if spec.level_sums else ():
+    windows = {}
+    for variable, array in _time_variables(dataset) if spec.level_window else ():
         try:
-            lazy = _resolve(spec.level_sums)(array, **(values or {}))
+            windows[variable] = _resolve(spec.level_window)(array, **(values or {}))
         except InvalidInput as error:
             raise recipe.error(("transforms", index, name), str(error)) from None
-        sums[variable] = (lazy, array.get_axis_num(cv.TIME))
+    dtypes = {
+        variable: stored
+        for variable, stored in stored_dtypes.items()
+        if variable in dataset.data_vars and stored.kind == "f"
+    }
     url = f"{context.scratch}/before-transforms-{index}.zarr"
     context.checkpoints.append(url)
     label = f"checkpoint before transforms[{index}]"
-    return write_checkpoint(dataset, url, context.storage_options, sums, label, context.quiet)
+    return write_checkpoint(
+        dataset, url, context.storage_options, windows, dtypes, label, context.quiet
+    )
 
 
 def apply_transforms(
@@ -551,9 +565,9 @@ def apply_transforms(
     Transforms compute in float64; each variable keeps its stored float dtype (a float32 store
     stays float32). A two-pass transform (a level, a mean) reads its input twice: when that
     input is a store read through cheap transforms only (`stored`), it is re-read; otherwise
-    (a generator, a filter, noise) it is checkpointed to a scratch store first, with the
-    transform's level summed in the same pass where it has `level_sums`. Measured on 2 workers
-    (benchmarks/RESULTS.md): a float64 checkpoint with the level summed alongside costs less
+    (a generator, a filter, noise) it is checkpointed to a scratch store first, in the stored
+    dtype, with the transform's level summed by the tasks that write it where it has a
+    `level_window`. Measured on 2 workers (benchmarks/RESULTS.md): such a checkpoint costs less
     than filtering twice."""
     stored_dtypes = {name: array.dtype for name, array in dataset.data_vars.items()}
     for index, step in enumerate(recipe.data.get("transforms") or []):
@@ -562,7 +576,7 @@ def apply_transforms(
         function = spec.function()
         levels: dict[str, Any] = {}
         if spec.two_pass and not stored and context.scratch:
-            dataset, levels = _checkpoint(dataset, recipe, context, index, spec)
+            dataset, levels = _checkpoint(dataset, recipe, context, index, spec, stored_dtypes)
             stored = True
         stored = stored and spec.cheap
         changed = {}

@@ -1,19 +1,31 @@
 """A recipe's filter + noise chain filters each block once (its checkpoint sums the noise level
-in the same write) and gives exactly the bits of the functions applied directly."""
+in the task that writes each chunk) and gives exactly the bits of the functions applied directly;
+the checkpoint writer keeps values, dtypes and level bits for any chunking and worker count."""
 
 from __future__ import annotations
+
+import tempfile
 
 import dask.array as da
 import numpy as np
 import pytest
 import xarray as xr
 from dask.callbacks import Callback
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.errors import InvalidInput
+from seisctf.pipeline.checkpoint import write_checkpoint
 from seisctf.pipeline.filters import butterworth
-from seisctf.pipeline.noise import add_gaussian_noise, gaussian_level_sums, rms_from_sums
+from seisctf.pipeline.noise import (
+    RMS_BLOCK_SAMPLES,
+    add_gaussian_noise,
+    gaussian_level_window,
+    rms_from_sums,
+    trace_sums,
+)
 from seisctf.pipeline.recipe import build_file
 
 RATE_HZ = 100.0
@@ -67,23 +79,29 @@ def test_filter_noise_chain_filters_once_and_equals_the_functions(tmp_path):
     assert not list(tmp_path.glob("*.checkpoints"))
 
     stored = storage.open_dataset(str(tmp_path / "out.zarr"))["u"].values
+    # The checkpoint holds the filtered data in the stored dtype (float32), as the build would
+    # round them anyway; the noise is added to those values.
     direct = add_gaussian_noise(
-        butterworth(traces, freqmin=1.0, freqmax=10.0, order=4),
+        butterworth(traces, freqmin=1.0, freqmax=10.0, order=4).astype(np.float32),
         seed=SEED,
         variable="u",
         rms_fraction=0.2,
         rms_window=(10.0, 200.0),
     )
-    np.testing.assert_array_equal(stored, direct.values.astype(np.float32))
+    assert direct.dtype == np.float32
+    np.testing.assert_array_equal(stored, direct.values)
     assert np.isnan(stored[7000:7010, 3]).all() and np.isfinite(stored[:, 0]).all()
 
 
 @pytest.mark.parametrize("time_chunk", [1000, 4096, N_TIME])
 def test_level_sums_give_the_rms_the_noise_computes(time_chunk):
-    """`trace_rms` from `gaussian_level_sums` (any chunking) = the RMS the noise takes itself."""
+    """`trace_rms` from the sums over `gaussian_level_window` (any chunking) = the RMS the
+    noise takes itself."""
     traces = _traces().chunk({cv.TIME: time_chunk}).astype(np.float64)
     window = (10.0, 200.0)
-    sums = gaussian_level_sums(traces, rms_window=window).compute()
+    samples = gaussian_level_window(traces, rms_window=window)
+    assert samples == slice(1000, 20000)
+    sums = trace_sums(traces.data, 0, samples).compute()
     rms = rms_from_sums(sums, 0)
     expected = np.sqrt(np.nanmean(traces.values[1000:20000] ** 2, axis=0, keepdims=True))
     np.testing.assert_allclose(rms, expected, rtol=1e-12)
@@ -92,3 +110,96 @@ def test_level_sums_give_the_rms_the_noise_computes(time_chunk):
     np.testing.assert_array_equal(given.values, computed.values)
     with pytest.raises(InvalidInput, match="trace_rms"):
         add_gaussian_noise(traces, seed=3, variable="u", rms_fraction=0.5, trace_rms=rms[0])
+
+
+# --- the checkpoint writer itself ------------------------------------------------------------
+
+LEVEL_BLOCK = RMS_BLOCK_SAMPLES
+
+
+# 128 sensors: the checkpoint's chunks (about 4 MiB) then hold one level block of time each.
+WIDE = 128
+
+
+def _dataset(n_time: int, time_chunk: int) -> xr.Dataset:
+    """float64 `u` (time, sensor) with a NaN, `v` (time, sensor) and a timeless `gain`."""
+    rng = np.random.default_rng(9)
+    u = rng.standard_normal((n_time, WIDE)).cumsum(axis=0)
+    u[LEVEL_BLOCK + 3, 2] = np.nan
+    v = rng.standard_normal((n_time, WIDE))
+    return xr.Dataset(
+        {
+            "u": ((cv.TIME, cv.SENSOR), da.from_array(u, chunks=(time_chunk, 50))),
+            "v": ((cv.TIME, cv.SENSOR), da.from_array(v, chunks=(time_chunk, WIDE))),
+            "gain": ((cv.SENSOR,), da.from_array(np.arange(float(WIDE)), chunks=30)),
+        },
+        attrs={cv.ATTR_SAMPLING_RATE: RATE_HZ, "title": "kept"},
+    )
+
+
+def _expected_rms(stored: np.ndarray, window: slice) -> np.ndarray:
+    """The level from the stored values, by `trace_sums` on the local scheduler."""
+    return rms_from_sums(trace_sums(da.from_array(stored, chunks=1000), 0, window).compute(), 0)
+
+
+def test_checkpoint_writes_stored_dtype_and_sums_what_it_wrote(tmp_path, local_client):
+    """On 1 and 2 workers: the chunks are written in the stored dtype, each chunk summed by the
+    task that wrote it; the levels equal `trace_sums` of the stored values bit for bit, for a
+    window that starts and stops inside level blocks and for whole traces."""
+    n_time = 3 * LEVEL_BLOCK + 1000
+    dataset = _dataset(n_time, 5000)
+    windows = {"u": slice(1000, 2 * LEVEL_BLOCK + 77), "v": slice(None)}
+    reopened, levels = write_checkpoint(
+        dataset, str(tmp_path / "c.zarr"), None, windows, {"u": np.dtype(np.float32)}, quiet=True
+    )
+    stored_u = reopened["u"].values
+    assert stored_u.dtype == np.float32 and reopened["v"].dtype == np.float64
+    np.testing.assert_array_equal(stored_u, dataset["u"].values.astype(np.float32))
+    np.testing.assert_array_equal(reopened["v"].values, dataset["v"].values)
+    np.testing.assert_array_equal(reopened["gain"].values, np.arange(float(WIDE)))
+    assert reopened.attrs["title"] == "kept"
+    assert storage.open_group(str(tmp_path / "c.zarr"), None)["u"].chunks == (LEVEL_BLOCK, WIDE)
+    for name, window in windows.items():
+        expected = _expected_rms(reopened[name].values, window)
+        np.testing.assert_array_equal(levels[name], expected)
+        samples = reopened[name].values[window].astype(np.float64)
+        np.testing.assert_allclose(
+            levels[name], np.sqrt(np.nanmean(samples**2, axis=0, keepdims=True)), rtol=1e-12
+        )
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    time_chunk=st.integers(700, 30000),
+    start=st.integers(0, 3 * LEVEL_BLOCK),
+    length=st.integers(1, 3 * LEVEL_BLOCK),
+)
+def test_checkpoint_levels_do_not_depend_on_the_input_chunks(time_chunk, start, length):
+    """Any input chunking and any window: the same stored values and level bits."""
+    n_time = 3 * LEVEL_BLOCK + 1000
+    window = slice(start, min(n_time, start + length))
+    with tempfile.TemporaryDirectory() as tmp:
+        reopened, levels = write_checkpoint(
+            _dataset(n_time, time_chunk), f"{tmp}/c.zarr", None, {"u": window}, quiet=True
+        )
+        stored = reopened["u"].values
+    np.testing.assert_array_equal(stored, _dataset(n_time, 4096)["u"].values)
+    np.testing.assert_array_equal(levels["u"], _expected_rms(stored, window))
+
+
+def _fails_on_second_block(block: np.ndarray, block_info=None) -> np.ndarray:
+    if block_info[0]["chunk-location"][0] == 1:
+        raise InvalidInput("block 1", "made to fail")
+    return block
+
+
+def test_a_failed_checkpoint_is_never_marked_complete(tmp_path):
+    dataset = _dataset(3 * LEVEL_BLOCK, LEVEL_BLOCK)
+    dataset["u"] = dataset["u"].copy(
+        data=dataset["u"].data.map_blocks(_fails_on_second_block, dtype=np.float64)
+    )
+    url = str(tmp_path / "c.zarr")
+    with pytest.raises(InvalidInput, match="made to fail"):
+        write_checkpoint(dataset, url, None, {"u": slice(None)}, quiet=True)
+    with pytest.raises(InvalidInput, match="incomplete"):
+        storage.open_dataset(url)

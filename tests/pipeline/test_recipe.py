@@ -323,8 +323,9 @@ def test_real_noise_from_an_event_window_store(tmp_path):
 
 
 def test_checkpointed_chain_equals_the_functions_applied_directly(first_build):
-    """The recipe checkpoints the noise's input (float64, uncompressed): the stored result is
-    exactly the float32 of the same functions applied in memory without a checkpoint."""
+    """The recipe checkpoints the noise's input in the stored dtype (float32, uncompressed):
+    the stored result is exactly the same functions applied in memory without a checkpoint,
+    the filtered data rounded to float32 before the noise is added."""
     import numpy as np
 
     from seisctf import keys, storage
@@ -338,10 +339,11 @@ def test_checkpointed_chain_equals_the_functions_applied_directly(first_build):
     )
     clean = source[cv.WAVEFIELD_VAR].assign_attrs(source.attrs)
     noisy = add_gaussian_noise(
-        butterworth(clean, freqmax=0.2),
+        butterworth(clean, freqmax=0.2).astype(np.float32),
         seed=keys.derive_seed(SECRET, "transforms/1/add_gaussian_noise"),
         variable=cv.WAVEFIELD_VAR,
         rms_fraction=0.1,
     )
     stored = storage.open_dataset(str(out / "wavefield.zarr"))[cv.WAVEFIELD_VAR].values
-    np.testing.assert_array_equal(stored, noisy.values.astype(np.float32))
+    assert stored.dtype == noisy.dtype == np.float32
+    np.testing.assert_array_equal(stored, noisy.values)
