@@ -12,7 +12,7 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any
 
@@ -26,16 +26,21 @@ SCHEDULER_ENV = "SEISCTF_SCHEDULER"
 # work everywhere. A default only: a user's dask config still wins.
 dask.config.update_defaults({"array": {"rechunk": {"method": "tasks"}}})
 # distributed's default `distributed.nanny.pre-spawn-environ`, for before distributed is imported.
-# Its eager malloc trim makes large temporaries fault back in page by page (a read-filter-noise-
-# write task: 110-130 ms without it, 160-290 ms with it), but a 32 MiB top pad that avoided this
-# kept workers' RSS high enough that a 400 MiB worker paused and never resumed (the scoring
-# memory test deadlocked): kept as distributed has it (benchmarks/RESULTS.md).
 PRE_SPAWN_ENVIRON = {
     "MALLOC_TRIM_THRESHOLD_": 65536,
     "OMP_NUM_THREADS": 1,
     "MKL_NUM_THREADS": 1,
     "OPENBLAS_NUM_THREADS": 1,
 }
+# Added for embedded workers where that default is unchanged. Setting the trim threshold (as
+# distributed does) also pins glibc's mmap threshold at 128 KiB, so every block-sized temporary
+# (4-16 MiB: a chunk, a filter's region, an FFT) is a fresh mapping, faulted in page by page
+# (about 2 us a page on the benchmark machine) and unmapped when freed. Above that threshold
+# they come from the heap and are reused; the heap's top is still trimmed eagerly. Measured on
+# the 1 GiB filter + noise chain (benchmarks/RESULTS.md): 24.3 s -> 21.6-22.0 s, peak RSS 270 ->
+# 300-320 MiB of 400. (A 32 MiB top pad instead kept so much that a 400 MiB worker paused for
+# good in the scoring memory test.)
+EMBEDDED_ENVIRON = {"MALLOC_MMAP_THRESHOLD_": 16 * 2**20}
 # Spill and pause thresholds of embedded workers, as fractions of their memory limit. A worker
 # process holds ~230 MiB of imports and allocator state before any data (measured after a
 # pipeline chain), so at a 400 MiB limit distributed's defaults (spill at 70 %, pause at 80 %)
@@ -63,7 +68,16 @@ def worker_memory_limit(n_workers: int) -> int:
     return int(0.8 * psutil.virtual_memory().total / n_workers)
 
 
-def _start_forkserver(modules: Sequence[str]) -> str:
+def _worker_environ() -> dict[str, Any]:
+    """The environment embedded workers start with: the configured pre-spawn environment, plus
+    `EMBEDDED_ENVIRON` where that is distributed's default."""
+    environ = dask.config.get("distributed.nanny.pre-spawn-environ", default=PRE_SPAWN_ENVIRON)
+    if environ == PRE_SPAWN_ENVIRON:
+        return {**environ, **EMBEDDED_ENVIRON}
+    return dict(environ)
+
+
+def _start_forkserver(modules: Sequence[str], environ: Mapping[str, Any]) -> str:
     """Start multiprocessing's fork server with `modules` imported and return the start method
     for workers: they then fork from a process that paid for the imports once (in parallel with
     the caller's own), instead of each spawning a fresh interpreter that imports everything.
@@ -73,9 +87,8 @@ def _start_forkserver(modules: Sequence[str]) -> str:
 
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return "spawn"
-    # What the nanny sets before spawning (one BLAS thread per worker, eager malloc trim): the
+    # What the nanny sets before spawning (one BLAS thread per worker, malloc settings): the
     # server must have it before it loads numpy. The nanny sets the same in this process anyway.
-    environ = dask.config.get("distributed.nanny.pre-spawn-environ", default=PRE_SPAWN_ENVIRON)
     os.environ.update({key: str(value) for key, value in environ.items()})
     multiprocessing.get_context("forkserver").set_forkserver_preload(["distributed", *modules])
     forkserver.ensure_running()
@@ -85,7 +98,8 @@ def _start_forkserver(modules: Sequence[str]) -> str:
 def _start_local(
     n_workers: int, memory_limit: int | str, quiet: bool, preload: Sequence[str]
 ) -> tuple[Any, Any]:
-    method = _start_forkserver(preload)
+    environ = _worker_environ()
+    method = _start_forkserver(preload, environ)
     from distributed import Client, LocalCluster
 
     for name in ("distributed", "distributed.worker", "distributed.scheduler"):
@@ -95,7 +109,12 @@ def _start_local(
         for name, (default, ours) in EMBEDDED_MEMORY_FRACTIONS.items()
         if dask.config.get(f"distributed.worker.memory.{name}") == default
     }
-    with dask.config.set({"distributed.worker.multiprocessing-method": method, **memory}):
+    settings = {
+        "distributed.worker.multiprocessing-method": method,
+        "distributed.nanny.pre-spawn-environ": environ,
+        **memory,
+    }
+    with dask.config.set(settings):
         cluster = LocalCluster(
             n_workers=n_workers,
             threads_per_worker=1,

@@ -1,11 +1,12 @@
 """Counter-based standard normal noise: values are pure functions of (key, global position).
 
-Each element's two uniforms come from SplitMix64's output function applied to its global flat
-index (Steele, Lea & Flood 2014, "Fast splittable pseudorandom number generators"), mixed with a
-64-bit key; Box-Muller turns them into one standard normal. Nothing depends on how the array is
-chunked or which worker computes a block, so noisy arrays are bit-identical on any cluster.
+Each pair of elements (global flat indices 2p and 2p + 1) takes two uniforms from SplitMix64's
+output function applied to counters derived from p (Steele, Lea & Flood 2014, "Fast splittable
+pseudorandom number generators"), mixed with a 64-bit key; Box-Muller turns them into the pair's
+two standard normals (cosine and sine). Nothing depends on how the array is chunked or which
+worker computes a block, so noisy arrays are bit-identical on any cluster.
 
-Nor on the machine: the logarithm and the cosine of Box-Muller are computed from IEEE 754
+Nor on the machine: the logarithm, cosine and sine of Box-Muller are computed from IEEE 754
 arithmetic alone (+, -, ×, ÷, frexp: exact or correctly rounded everywhere), with fdlibm's
 polynomials (Sun Microsystems 1993: e_log.c, k_sin.c, k_cos.c). `np.log` runs NumPy's own
 AVX-512 code where the CPU has it and the C library's elsewhere, which differ in the last bit for
@@ -149,7 +150,7 @@ def _log_into(
     return np.subtract(w, z, out=x)
 
 
-def _cos_two_pi_into(
+def _sincos_two_pi_into(
     u: np.ndarray,
     z: np.ndarray,
     sine: np.ndarray,
@@ -158,22 +159,24 @@ def _cos_two_pi_into(
     extra: np.ndarray,
     far: np.ndarray,
     use_sine: np.ndarray,
-) -> np.ndarray:
-    """cos(2π u) for float64 `u` in [0, 1], in place: reduced exactly to [0, π/4] by symmetry
-    (u is a multiple of 2^-53, so every step of the reduction is exact), then fdlibm's sine or
-    cosine kernel; the others are scratch of u's size (float64 × 7)."""
+    lower: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(cos(2π u), sin(2π u)) for float64 `u` in [0, 1], written into (u, sine): reduced exactly
+    to [0, π/4] by symmetry (u is a multiple of 2^-53, so every step of the reduction is exact),
+    then fdlibm's sine and cosine kernels; the others are scratch of u's size (float64 × 6)."""
+    np.less(u, 0.5, out=lower)  # sin(2πu) = +sin(2πv) where u < ½, else -sin(2πv)
     u -= 0.5
     np.abs(u, out=u)  # v = |u - 1/2|: cos(2πu) = -cos(2πv)
     np.greater(u, 0.25, out=far)
     np.multiply(u, -2.0, out=extra)
     extra += 0.5
     extra *= far
-    u += extra  # r = ½ - v where v > ¼, else v: cos(2πv) = ∓cos(2πr)
+    u += extra  # r = ½ - v where v > ¼, else v: cos(2πv) = ∓cos(2πr), sin(2πv) = sin(2πr)
     np.greater(u, 0.125, out=use_sine)
     np.multiply(u, -2.0, out=extra)
     extra += 0.25
     extra *= use_sine
-    u += extra  # ¼ - r where r > ⅛ (cos(2πr) = sin(2π(¼ - r))), else r
+    u += extra  # ¼ - r where r > ⅛ (cos(2πr) = sin(2π(¼ - r)) and back), else r
     u *= _TWO_PI  # x in [0, π/4]
     np.multiply(u, u, out=z)
     # sine: x + (z·x)(S1 + z(S2 + z(S3 + z(S4 + z(S5 + z·S6)))))
@@ -199,13 +202,20 @@ def _cos_two_pi_into(
     poly -= z
     poly += cosine
     np.add(extra, poly, out=cosine)
-    sine *= use_sine  # select by 0/1 products: x·1 = x, y·0 = ±0, x ± 0 = x
+    # cos(2πr) = S·s + C·(1 - s), sin(2πr) = C·s + S·(1 - s), s = use_sine (0/1: exact)
+    np.multiply(sine, use_sine, out=poly)
+    np.multiply(cosine, use_sine, out=extra)
     np.subtract(1.0, use_sine, out=use_sine)
     cosine *= use_sine
-    cosine += sine
+    cosine += poly
+    sine *= use_sine
+    sine += extra
     far *= 2.0
     far -= 1.0  # +1 where far, else -1
-    return np.multiply(cosine, far, out=u)
+    lower *= 2.0
+    lower -= 1.0  # +1 where u < ½, else -1
+    sine *= lower
+    return np.multiply(cosine, far, out=u), sine
 
 
 # Elements per slab of the normal generator: its scratch arrays stay in the CPU's cache.
@@ -227,30 +237,55 @@ def _cached(name: str, size: int, dtypes: Sequence[type]) -> tuple[np.ndarray, .
     return tuple(array[:size] for array in cached)
 
 
-def _normals_into(mixed_key: np.uint64, flat_index: np.ndarray, out: np.ndarray) -> None:
-    """`standard_normal_at` of 1-D uint64 `flat_index` written into 1-D float64 `out`, slab by
-    slab with in-place arithmetic (the same operations in the same order: the same bits)."""
-    base, bits, scratch, angle, *floats, exponent = _cached(
+def _pairs_into(mixed_key: np.uint64, pairs: np.ndarray, out: np.ndarray) -> None:
+    """Box-Muller pairs: for each p of 1-D uint64 `pairs`, row p of float64 `out` (n, 2) gets
+    (R cos 2πU2, R sin 2πU2), R = sqrt(-2 ln U1), U1 and U2 from SplitMix64(4p ⊕ k) and
+    SplitMix64((4p ⊕ k) + 1). Slab by slab with in-place arithmetic in this thread's scratch."""
+    base, bits, scratch, radius, angle, *floats, exponent = _cached(
         "generator",
-        min(flat_index.size, _NORMAL_SLAB),
-        (np.uint64, np.uint64, np.uint64, np.float64, *(np.float64,) * 7, np.intc),
+        min(pairs.size, _NORMAL_SLAB),
+        (np.uint64, np.uint64, np.uint64, np.float64, np.float64, *(np.float64,) * 8, np.intc),
     )
-    for start in range(0, flat_index.size, _NORMAL_SLAB):
-        stop = min(start + _NORMAL_SLAB, flat_index.size)
+    for start in range(0, pairs.size, _NORMAL_SLAB):
+        stop = min(start + _NORMAL_SLAB, pairs.size)
         n = stop - start
         slab_base, slab_bits, slab_scratch = base[:n], bits[:n], scratch[:n]
-        radius, slab_angle = out[start:stop], angle[:n]
+        slab_radius, slab_angle = radius[:n], angle[:n]
         slab_floats = [array[:n] for array in floats]
-        np.left_shift(flat_index[start:stop], np.uint64(1), out=slab_base)
+        np.left_shift(pairs[start:stop], np.uint64(2), out=slab_base)
         np.bitwise_xor(slab_base, mixed_key, out=slab_base)
-        _uniform_open_into(_splitmix64_into(slab_base, slab_bits, slab_scratch), radius)
-        _log_into(radius, *slab_floats[:6], exponent[:n])
-        radius *= -2.0
-        np.sqrt(radius, out=radius)
+        _uniform_open_into(_splitmix64_into(slab_base, slab_bits, slab_scratch), slab_radius)
+        _log_into(slab_radius, *slab_floats[:6], exponent[:n])
+        slab_radius *= -2.0
+        np.sqrt(slab_radius, out=slab_radius)
         slab_base += np.uint64(1)
         _uniform_open_into(_splitmix64_into(slab_base, slab_bits, slab_scratch), slab_angle)
-        _cos_two_pi_into(slab_angle, *slab_floats)
-        radius *= slab_angle
+        cosine, sine = _sincos_two_pi_into(slab_angle, *slab_floats[:8])
+        np.multiply(slab_radius, cosine, out=out[start:stop, 0])
+        np.multiply(slab_radius, sine, out=out[start:stop, 1])
+
+
+def _normal_runs_into(
+    mixed_key: np.uint64, run_starts: np.ndarray, width: int, out: np.ndarray
+) -> None:
+    """out[r, j] = the standard normal at flat index run_starts[r] + j, for float64 `out`
+    (runs, width): the pairs covering each run are made once, then cut to the run."""
+    n_pairs = width // 2 + 1  # pairs from the run's first one: enough whatever its parity
+    total = run_starts.size * n_pairs
+    pairs, made = _cached("runs", 2 * total, (np.uint64, np.float64))
+    pairs = pairs[:total].reshape(run_starts.size, n_pairs)
+    np.add(
+        (run_starts >> np.uint64(1))[:, np.newaxis], np.arange(n_pairs, dtype=np.uint64), out=pairs
+    )
+    made = made.reshape(total, 2)
+    _pairs_into(mixed_key, pairs.reshape(-1), made)
+    grid = made.reshape(run_starts.size, 2 * n_pairs)  # element 2·pair + {0, 1}
+    offsets = (run_starts & np.uint64(1)).astype(np.intp)
+    if offsets.min(initial=0) == offsets.max(initial=0):
+        out[...] = grid[:, offsets[0] if offsets.size else 0 :][:, :width]
+    else:
+        columns = offsets[:, np.newaxis] + np.arange(width)
+        out[...] = np.take_along_axis(grid, columns, axis=1)
 
 
 def key_mix(key: int) -> np.uint64:
@@ -261,12 +296,13 @@ def key_mix(key: int) -> np.uint64:
 def standard_normal_at(key: int, flat_index: np.ndarray) -> np.ndarray:
     """Standard normal float64 values at the given global flat indices (any shape).
 
-    Value at index i: sqrt(-2 ln U1) · cos(2π U2) with U1, U2 uniforms in (0, 1] from the top 53
-    bits of SplitMix64(2i ⊕ k) and SplitMix64((2i ⊕ k) + 1), k = SplitMix64(key)."""
+    Indices 2p and 2p + 1 are Box-Muller's pair R·cos(2π U2) and R·sin(2π U2), R = sqrt(-2 ln
+    U1), with U1, U2 uniforms in (0, 1] from the top 53 bits of SplitMix64(4p ⊕ k) and
+    SplitMix64((4p ⊕ k) + 1), k = SplitMix64(key). (Even indices keep the values of the
+    generator before 2026-12, which made every index from its own uniforms, cosine only.)"""
     flat = np.ascontiguousarray(flat_index, dtype=np.uint64)
-    mixed_key = key_mix(key)
     values = np.empty(flat.shape, dtype=np.float64)
-    _normals_into(mixed_key, flat.reshape(-1), values.reshape(-1))
+    _normal_runs_into(key_mix(key), flat.reshape(-1), 1, values.reshape(-1, 1))
     return values
 
 
@@ -315,10 +351,19 @@ def normals_slab(
     """float64 normals of one slab (its shape), in this thread's scratch: valid until the next
     call on this thread."""
     shape = tuple(stop - start for start, stop in slab)
-    size = math.prod(shape)
-    positions, values = _cached("slab", size, (np.uint64, np.float64))
-    _flat_positions_into(slab, counter_shape, positions.reshape(shape))
-    _normals_into(mixed_key, positions, values)
+    # Runs of consecutive flat indices: the slab's last axis, and the axes before it while
+    # the ones after span the whole counter shape.
+    run_axis = len(shape) - 1
+    while run_axis > 0 and shape[run_axis] == counter_shape[run_axis]:
+        run_axis -= 1
+    width = math.prod(shape[run_axis:])
+    firsts = [*slab[:run_axis], *((start, start + 1) for start, _ in slab[run_axis:])]
+    run_shape = tuple(stop - start for start, stop in firsts)
+    starts, values = _cached("slab", math.prod(shape), (np.uint64, np.float64))
+    starts = starts[: math.prod(run_shape)]
+    _flat_positions_into(firsts, counter_shape, starts.reshape(run_shape))
+    values = values.reshape(-1, width) if width else values.reshape(0, 0)
+    _normal_runs_into(mixed_key, starts, width, values)
     return values.reshape(shape)
 
 

@@ -69,24 +69,77 @@ def test_gaussian_noise_and_standard_normal_keep_the_original_2d_values(shape, c
     np.testing.assert_array_equal(standard_normal(key, shape, chunks).compute(), original)
 
 
-def test_box_muller_log_and_cos_are_accurate_to_an_ulp():
-    """The generator's own ln and cos(2π·) (IEEE arithmetic only) against the C library's."""
+def test_box_muller_log_cos_and_sin_are_accurate_to_an_ulp():
+    """The generator's own ln and (cos, sin)(2π·) (IEEE arithmetic only) against the C
+    library's."""
     from seisctf.pipeline import counter_rng
 
     rng = np.random.default_rng(4)
     uniforms = (rng.integers(0, 2**53, 50_000, dtype=np.uint64).astype(np.float64) + 1) / 2.0**53
     uniforms[:6] = [2.0**-53, 0.125, 0.25, 0.5, 0.75, 1.0]
-    scratch = [np.empty(uniforms.size) for _ in range(7)]
+    scratch = [np.empty(uniforms.size) for _ in range(8)]
     exponent = np.empty(uniforms.size, dtype=np.intc)
     logs = counter_rng._log_into(uniforms.copy(), *scratch[:6], exponent)
     expected = np.array([math.log(value) for value in uniforms])
     assert np.all(np.abs(logs - expected) <= np.spacing(np.abs(expected)))
-    cosines = counter_rng._cos_two_pi_into(uniforms.copy(), *scratch)
-    expected = np.array([math.cos(2.0 * math.pi * value) for value in uniforms])
+    cosines, sines = counter_rng._sincos_two_pi_into(uniforms.copy(), *scratch)
     # math.cos(2π u) rounds 2π u first (~4e-16 at u = 1); the reduction here is exact.
+    expected = np.array([math.cos(2.0 * math.pi * value) for value in uniforms])
     assert np.abs(cosines - expected).max() < 1e-15
+    expected = np.array([math.sin(2.0 * math.pi * value) for value in uniforms])
+    assert np.abs(sines - expected).max() < 1e-15
     assert list(cosines[[0, 2, 3, 4, 5]]) == [1.0, 0.0, -1.0, 0.0, 1.0]
+    assert list(np.abs(sines[[2, 3, 4, 5]])) == [1.0, 0.0, 1.0, 0.0]
+    assert sines[2] == 1.0 and sines[4] == -1.0
     assert abs(cosines[1] - math.sqrt(0.5)) <= np.spacing(math.sqrt(0.5))
+    assert abs(sines[1] - math.sqrt(0.5)) <= np.spacing(math.sqrt(0.5))
+
+
+def _splitmix64(value: int) -> int:
+    mask = 2**64 - 1
+    z = (value * 0x9E3779B97F4A7C15) & mask
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+    return z ^ (z >> 31)
+
+
+def _reference_normal(key: int, index: int) -> float:
+    """The documented definition with Python integers and the C library's math: indices 2p and
+    2p + 1 are Box-Muller's pair from SplitMix64(4p ⊕ k) and SplitMix64((4p ⊕ k) + 1)."""
+    mixed = _splitmix64(key)
+    base = ((index >> 1) << 2) ^ mixed
+    first = ((_splitmix64(base) >> 11) + 1) / 2.0**53
+    second = ((_splitmix64((base + 1) & (2**64 - 1)) >> 11) + 1) / 2.0**53
+    radius = math.sqrt(-2.0 * math.log(first))
+    angle = 2.0 * math.pi * second
+    return radius * (math.cos(angle) if index % 2 == 0 else math.sin(angle))
+
+
+@settings(max_examples=25, deadline=None)
+@given(key=st.integers(0, 2**64 - 1), first=st.integers(0, 2**62 - 64))
+def test_noise_follows_its_definition(key, first):
+    indices = np.arange(first, first + 64, dtype=np.uint64)
+    expected = np.array([_reference_normal(key, int(index)) for index in indices])
+    # Within the C library's cos/sin of a rounded 2πU and ln (a few 1e-16 × R).
+    np.testing.assert_allclose(standard_normal_at(key, indices), expected, rtol=2e-15, atol=2e-15)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    shape=st.tuples(st.integers(1, 9), st.integers(1, 30), st.integers(1, 7)),
+    data=st.data(),
+)
+def test_blocks_equal_the_values_at_their_positions(shape, data):
+    """Blocks (whole rows, partial rows, odd starts, 3-D) made by runs of pairs give exactly
+    `standard_normal_at` of their positions."""
+    from seisctf.pipeline.counter_rng import flat_positions, normals_in_block
+
+    location = []
+    for size in shape:
+        start = data.draw(st.integers(0, size - 1))
+        location.append((start, data.draw(st.integers(start + 1, size))))
+    block = normals_in_block(11, location, shape)
+    np.testing.assert_array_equal(block, standard_normal_at(11, flat_positions(location, shape)))
 
 
 _NOISE_DIGEST = (
