@@ -34,13 +34,16 @@ PRE_SPAWN_ENVIRON = {
 }
 # Added for embedded workers where that default is unchanged. Setting the trim threshold (as
 # distributed does) also pins glibc's mmap threshold at 128 KiB, so every block-sized temporary
-# (4-16 MiB: a chunk, a filter's region, an FFT) is a fresh mapping, faulted in page by page
-# (about 2 us a page on the benchmark machine) and unmapped when freed. Above that threshold
-# they come from the heap and are reused; the heap's top is still trimmed eagerly. Measured on
-# the 1 GiB filter + noise chain (benchmarks/RESULTS.md): 24.3 s -> 21.6-22.0 s, peak RSS 270 ->
-# 300-320 MiB of 400. (A 32 MiB top pad instead kept so much that a 400 MiB worker paused for
-# good in the scoring memory test.)
-EMBEDDED_ENVIRON = {"MALLOC_MMAP_THRESHOLD_": 16 * 2**20}
+# (4-16 MiB: a chunk, a filter's region) is a fresh mapping, faulted in page by page (about 2 us
+# a page on the benchmark machine) and unmapped when freed: above that threshold they come from
+# the heap and are reused, and the heap's top is still trimmed eagerly. One arena: the worker's
+# threads (task, event loop, zarr's I/O) otherwise each keep their own arena's freed blocks,
+# and the extra resident memory made a 400 MiB worker spill ~1 GiB of data it was about to use.
+# On the 1 GiB filter + noise chain (benchmarks/RESULTS.md, 3 runs each, 2026-11-30): 22.4-24.1 s
+# with distributed's setting, 17.8-20.2 s with these; peak RSS 295-320 -> 293 MiB of 400, spilled
+# 0.7-1.2 GiB -> 0.1 GiB per worker. (A 32 MiB top pad instead kept so much that a 400 MiB
+# worker paused for good in the scoring memory test.)
+EMBEDDED_ENVIRON = {"MALLOC_MMAP_THRESHOLD_": 16 * 2**20, "MALLOC_ARENA_MAX": 1}
 # Spill and pause thresholds of embedded workers, as fractions of their memory limit. A worker
 # process holds ~230 MiB of imports and allocator state before any data (measured after a
 # pipeline chain), so at a 400 MiB limit distributed's defaults (spill at 70 %, pause at 80 %)
