@@ -36,13 +36,15 @@ PRE_SPAWN_ENVIRON = {
 # distributed does) also pins glibc's mmap threshold at 128 KiB, so every block-sized temporary
 # (4-16 MiB: a chunk, a filter's region) is a fresh mapping, faulted in page by page (about 2 us
 # a page on the benchmark machine) and unmapped when freed: above that threshold they come from
-# the heap and are reused, and the heap's top is still trimmed eagerly. One arena: the worker's
-# threads (task, event loop, zarr's I/O) otherwise each keep their own arena's freed blocks,
-# and the extra resident memory made a 400 MiB worker spill ~1 GiB of data it was about to use.
-# On the 1 GiB filter + noise chain (benchmarks/RESULTS.md, 3 runs each, 2026-11-30): 22.4-24.1 s
-# with distributed's setting, 17.8-20.2 s with these; peak RSS 295-320 -> 293 MiB of 400, spilled
-# 0.7-1.2 GiB -> 0.1 GiB per worker. (A 32 MiB top pad instead kept so much that a 400 MiB
-# worker paused for good in the scoring memory test.)
+# the heap and are reused, and the heap's top is still trimmed eagerly. One arena: with the
+# threshold alone, workers held more resident memory and a 400 MiB worker spilled ~1 GiB of
+# data it was about to use (the worker's threads - task, event loop, zarr's I/O - can each get
+# an arena that keeps its own freed blocks).
+# On the 1 GiB filter + noise chain (benchmarks/RESULTS.md, 2026-11-30): 25.5-27.2 s with
+# distributed's setting alone (2 runs), 22.4-24.1 s with the threshold alone (6 runs, peak RSS
+# 300-320 MiB of 400, 0.7-1.2 GiB spilled per worker), 17.8-21.5 s with both (6 runs, 287-296
+# MiB, 0.03-0.2 GiB spilled). (A 32 MiB top pad instead kept so much that a 400 MiB worker
+# paused for good in the scoring memory test.)
 EMBEDDED_ENVIRON = {"MALLOC_MMAP_THRESHOLD_": 16 * 2**20, "MALLOC_ARENA_MAX": 1}
 # Spill and pause thresholds of embedded workers, as fractions of their memory limit. A worker
 # process holds ~230 MiB of imports and allocator state before any data (measured after a

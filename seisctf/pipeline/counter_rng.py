@@ -163,7 +163,7 @@ def _sincos_two_pi_into(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(cos(2π u), sin(2π u)) for float64 `u` in [0, 1], written into (u, sine): reduced exactly
     to [0, π/4] by symmetry (u is a multiple of 2^-53, so every step of the reduction is exact),
-    then fdlibm's sine and cosine kernels; the others are scratch of u's size (float64 × 6)."""
+    then fdlibm's sine and cosine kernels; the others are scratch of u's size (float64 × 7)."""
     np.less(u, 0.5, out=lower)  # sin(2πu) = +sin(2πv) where u < ½, else -sin(2πv)
     u -= 0.5
     np.abs(u, out=u)  # v = |u - 1/2|: cos(2πu) = -cos(2πv)
