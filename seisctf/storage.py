@@ -209,17 +209,28 @@ def write_dataset(
         for name, variable in dataset.data_vars.items()
         if variable.dtype.kind in "biufc"
     }
-    delayed = dataset.to_zarr(
+    compute(start_dataset(dataset, url, storage_options, encoding), label=label, quiet=quiet)
+    finish_group(url, attrs, storage_options)
+
+
+def start_dataset(
+    dataset: xr.Dataset,
+    url: str,
+    storage_options: StorageOptions | None,
+    encoding: Mapping[str, Mapping[str, Any]],
+) -> Any:
+    """Create the zarr v3 store at `url` for `dataset` (replacing one there): its metadata and
+    numpy-backed variables now, not marked complete; returns the Delayed that writes the
+    Dask-backed ones (compute it, or write their chunks yourself), then call `finish_group`."""
+    return dataset.to_zarr(
         str(url),
         mode="w",
         compute=False,
         zarr_format=3,
         consolidated=False,
         storage_options=options_for(url, storage_options),
-        encoding=encoding,
+        encoding=dict(encoding),
     )
-    compute(delayed, label=label, quiet=quiet)
-    finish_group(url, attrs, storage_options)
 
 
 def open_dataset(url: str, storage_options: StorageOptions | None = None) -> xr.Dataset:

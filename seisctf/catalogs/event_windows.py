@@ -397,15 +397,8 @@ def write_event_windows(
     out.attrs = {}
     for name in out.variables:
         out[name].encoding = {}
-    delayed = out.to_zarr(
-        str(url),
-        mode="w",
-        compute=False,
-        zarr_format=3,
-        consolidated=False,
-        storage_options=storage.options_for(url, storage_options),
-        encoding={cv.EVENT_WINDOWS_VAR: layout.encoding(n_channel, n_sample)},
-    )
+    encoding = {cv.EVENT_WINDOWS_VAR: layout.encoding(n_channel, n_sample)}
+    delayed = storage.start_dataset(out, url, storage_options, encoding)
     compute(delayed, label=label, quiet=quiet)
     write_catalog(per_trace_frame(out), url, storage_options)
     attrs["catalog"] = relative_catalog_path(url)

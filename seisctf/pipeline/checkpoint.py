@@ -119,14 +119,8 @@ def write_checkpoint(
     for name in dataset.variables:
         dataset[name].encoding.pop("chunks", None)
     # Metadata (and numpy-backed variables) only: the lazy ones are written below.
-    dataset.to_zarr(
-        str(url),
-        mode="w",
-        compute=False,
-        zarr_format=3,
-        consolidated=False,
-        storage_options=storage.options_for(url, storage_options),
-        encoding={name: {"compressors": None} for name in lazy},
+    storage.start_dataset(
+        dataset, url, storage_options, {name: {"compressors": None} for name in lazy}
     )
     group = storage.open_group(url, storage_options, mode="r+")
     sums = {}
