@@ -56,6 +56,9 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     board.add_argument(
         "--html", help="also write the static HTML leaderboard (index.html + a page per dataset)"
     )
+    board.add_argument(
+        "--json", help="also write the public leaderboard.json (scores rounded to 0.01) here"
+    )
     board.set_defaults(run=_run_leaderboard, needs_cluster=False)
 
     groups["score"] = score_kinds
@@ -122,5 +125,7 @@ def _run_leaderboard(args: argparse.Namespace) -> None:
         raise InvalidInput(args.db, "leaderboard database not found")
     rows = leaderboard.entries(args.db)
     leaderboard.print_table(rows)
+    if args.json:
+        print(f"leaderboard JSON: {leaderboard.write_json(rows, args.json)}")
     if args.html:
         print(f"HTML leaderboard: {leaderboard.write_html(rows, args.html)}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Callable, Mapping
@@ -229,9 +230,13 @@ def entries(db_path: str | Path, family: str | None = None) -> list[dict[str, An
 
 
 def as_json(entries_: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The contract's leaderboard.json rows (with `extended_avg_score` where E13+ exist)."""
+    """The contract's leaderboard.json rows (with `extended_avg_score` where E13+ exist), from
+    the public view of the entries (`release.public_entries`: scores clipped and rounded to
+    0.01, nothing else of the results)."""
+    from seisctf.scoring.release import public_entries
+
     rows = []
-    for e in entries_:
+    for e in public_entries(entries_):
         row = {
             "model": e["model"],
             "dataset": e["dataset"],
@@ -239,30 +244,40 @@ def as_json(entries_: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "scores": e["scores"],
             "avg_score": e["avg_score"],
         }
-        extended = (e.get("result") or {}).get("extended_avg_score")
-        if extended is not None:
-            row["extended_avg_score"] = extended
+        if "extended_avg_score" in e["result"]:
+            row["extended_avg_score"] = e["result"]["extended_avg_score"]
         rows.append(row)
     return rows
 
 
-def _fmt(value: float | None, digits: int = 2) -> str:
-    return "—" if value is None else f"{value:.{digits}f}"
+def write_json(entries_: list[dict[str, Any]], out: str | Path) -> Path:
+    """Write `as_json(entries_)` to `out` (replaced whole, never half-written); returns it."""
+    path = Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(json.dumps(as_json(entries_), indent=2))
+    os.replace(partial, path)
+    return path
+
+
+def _fmt(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
 
 
 def print_table(entries_: list[dict[str, Any]]) -> None:
-    """Rich tables per dataset: CTF entries ranked by AvgScore, pick entries with their F1s."""
+    """Rich tables per dataset of the public view (`release.public_entries`): CTF entries
+    ranked by AvgScore, pick entries with their F1s, all to 0.01."""
     from rich.console import Console
     from rich.table import Table
 
+    from seisctf.scoring.release import public_entries
+
+    shown = public_entries(entries_)
     console = Console(width=None if Console().is_terminal else 220)
-    views = {
-        "ctf": ("AvgScore", cv.SCORE_NAMES, 2),
-        "picks": (None, tuple(PICK_SCORE_KEYS), 3),
-    }
-    for dataset in sorted({e["dataset"] for e in entries_}):
-        for family, (average, score_names, digits) in views.items():
-            ranked = [e for e in entries_ if e["dataset"] == dataset and e["family"] == family]
+    views = {"ctf": ("AvgScore", cv.SCORE_NAMES), "picks": (None, tuple(PICK_SCORE_KEYS))}
+    for dataset in sorted({e["dataset"] for e in shown}):
+        for family, (average, score_names) in views.items():
+            ranked = [e for e in shown if e["dataset"] == dataset and e["family"] == family]
             if not ranked:
                 continue
             suffix = "" if family == "ctf" else " — picks"
@@ -280,13 +295,14 @@ def print_table(entries_: list[dict[str, Any]]) -> None:
                     entry["model"],
                     str(entry["convention"]),
                     *([_fmt(entry["avg_score"])] if average else []),
-                    *(_fmt(entry["scores"].get(name), digits) for name in score_names),
+                    *(_fmt(entry["scores"].get(name)) for name in score_names),
                 )
             console.print(table)
 
 
 def write_html(entries_: list[dict[str, Any]], out_dir: str | Path) -> Path:
-    """The static HTML leaderboard (no server, no CDN) under `out_dir`; returns its index page."""
+    """The static HTML leaderboard (no server, no CDN) of the entries' public view under
+    `out_dir`; returns its index page."""
     from seisctf.scoring.site import write_site
 
     return write_site(entries_, out_dir)

@@ -1,20 +1,26 @@
-"""The score release policy: what a participant sees (`seisctf score ctf|picks --release`).
+"""What participants see: released scores (`seisctf score ctf|picks --release`) and the public
+leaderboard's view of each entry (`public_entry`: `leaderboard.json`, the HTML site, the table
+`seisctf leaderboard` prints).
 
-A released result is built key by key from an allow-list (a key the referee adds later is not
-released until it is listed here): scores rounded to `CTF_DIGITS` (E1..E12, AvgScore) or
-`PICK_DIGITS` (precision, recall, F1) decimals, pick residual statistics to `RESIDUAL_DIGITS`
-decimals of a second; no raw (unclipped) scores, no counts, no per-split, per-group or per-trace
-values, no residual histogram. Every release counts against a quota: at most `quota` releases
-per participant in any `QUOTA_WINDOW_S` (a rolling 24 h), kept in an SQLite table `releases`
-(one `BEGIN IMMEDIATE` transaction takes the slots, so concurrent referees cannot exceed it). A
-slot is taken before scoring and given back if the run fails (nothing was released). The
-reasons (how much a release tells about the truth) are in docs/release.md.
+Both are built key by key from allow-lists (a key the referee adds later is not published until
+it is listed here). A released result has scores rounded to `CTF_DIGITS` (E1..E12, AvgScore) or
+`PICK_DIGITS` (precision, recall, F1) decimals; a public leaderboard entry has its scores and
+rates clipped to [-100, 100] and rounded to `PUBLIC_DIGITS` decimals. Neither has raw
+(unclipped) scores, errors, norms, counts, residual statistics (they are computed against the
+truth), per-split, per-group or per-trace values, or the residual histogram; those stay in the
+organisers' SQLite leaderboard and `score --json` output. Every release counts against a quota:
+at most `quota` releases per participant in any `QUOTA_WINDOW_S` (a rolling 24 h), kept in an
+SQLite table `releases` (one `BEGIN IMMEDIATE` transaction takes the slots, so concurrent
+referees cannot exceed it). A slot is taken before scoring and given back if the run fails
+(nothing was released). The reasons (how much a published number tells about the truth) are in
+docs/release.md.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import math
 import sqlite3
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -24,10 +30,11 @@ from typing import Any
 
 from seisctf.errors import InvalidInput
 
-POLICY = "seisctf-release-1"
+POLICY = "seisctf-release-2"
 CTF_DIGITS = 1  # E1..E12 and AvgScore in steps of 0.1 (of a score between -100 and 100)
 PICK_DIGITS = 2  # precision, recall, F1 in steps of 0.01
-RESIDUAL_DIGITS = 2  # residual mean, std and MAE in steps of 0.01 s
+PUBLIC_DIGITS = 2  # the public leaderboard: scores and rates in steps of 0.01
+SCORE_LIMIT = 100.0  # scores are clipped to [-SCORE_LIMIT, SCORE_LIMIT]
 DEFAULT_QUOTA = 5
 QUOTA_WINDOW_S = 24 * 3600
 MAX_PARTICIPANT_CHARS = 200
@@ -36,7 +43,10 @@ PICK_KEYS = ("name", "dataset", "split", "n_traces", "tolerance_s", "threshold",
              "truth_commitment")  # fmt: skip
 PICK_PARTS = ("detection", "p", "s")
 RATES = ("precision", "recall", "f1")
-RESIDUALS = ("residual_mean_s", "residual_std_s", "residual_mae_s")
+# A leaderboard entry's columns and result keys the public view keeps (scores come separately).
+PUBLIC_ENTRY_KEYS = ("id", "timestamp", "dataset", "family", "model", "convention",
+                     "truth_commitment", "metadata")  # fmt: skip
+PUBLIC_RESULT_KEYS = ("truth_sha256_verified", "tolerance_s", "threshold")
 _SCHEMA = """CREATE TABLE IF NOT EXISTS releases (
     id INTEGER PRIMARY KEY, participant TEXT NOT NULL, family TEXT NOT NULL, name TEXT,
     time_s REAL NOT NULL, state TEXT NOT NULL)"""
@@ -66,20 +76,64 @@ def release_ctf(result: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def release_picks(result: Mapping[str, Any]) -> dict[str, Any]:
-    """The participant's view of a `score picks` result: rates and residual statistics
-    rounded; no counts, breakdowns or histogram."""
+    """The participant's view of a `score picks` result: precision, recall and F1 rounded; no
+    counts, residual statistics, breakdowns or histogram."""
     released: dict[str, Any] = {"family": "picks"}
     released |= {key: result[key] for key in PICK_KEYS if key in result}
     for part in PICK_PARTS:
         values = result[part]
         released[part] = {key: rounded(values.get(key), PICK_DIGITS) for key in RATES}
-        if part != "detection":
-            released[part] |= {key: rounded(values.get(key), RESIDUAL_DIGITS) for key in RESIDUALS}
     released["scores"] = {f"{part}_f1": released[part]["f1"] for part in PICK_PARTS}
-    released["release"] = _policy(
-        rate_step=10.0**-PICK_DIGITS, residual_step_s=10.0**-RESIDUAL_DIGITS
-    )
+    released["release"] = _policy(rate_step=10.0**-PICK_DIGITS)
     return released
+
+
+# --- the public leaderboard ------------------------------------------------------------------
+
+
+def public_value(value: object) -> float | None:
+    """A score (or rate) as the public leaderboard shows it: clipped to [-100, 100], rounded to
+    `PUBLIC_DIGITS` decimals; None for anything that is not a finite number."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return rounded(min(max(float(value), -SCORE_LIMIT), SCORE_LIMIT), PUBLIC_DIGITS)
+
+
+def public_entry(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """The public view of one `leaderboard.entries` row: its identity, submitter metadata and
+    truth commitment, `scores` and `avg_score` as `public_value`s, and of its result only
+    `PUBLIC_RESULT_KEYS`, `extended_avg_score` and the precision, recall and F1 of detection, P
+    and S picks (as `public_value`s). No raw scores, counts, residuals, breakdowns or
+    histograms, and no `submission_key` (a hash of the full result)."""
+    result = entry.get("result") or {}
+    scores = entry.get("scores") or {}
+    shown = {key: result[key] for key in PUBLIC_RESULT_KEYS if key in result}
+    if "extended_avg_score" in result:
+        shown["extended_avg_score"] = public_value(result["extended_avg_score"])
+    for part in PICK_PARTS:
+        if isinstance(result.get(part), Mapping):
+            shown[part] = {key: public_value(result[part].get(key)) for key in RATES}
+    return {
+        **{key: entry.get(key) for key in PUBLIC_ENTRY_KEYS},
+        "avg_score": public_value(entry.get("avg_score")),
+        "scores": {name: public_value(value) for name, value in scores.items()},
+        "result": shown,
+    }
+
+
+def public_entries(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """`public_entry` of each entry, ordered by dataset, public AvgScore (best first, missing
+    last), then id: the order never depends on digits the public view does not show."""
+    shown = [public_entry(entry) for entry in entries]
+    return sorted(
+        shown,
+        key=lambda e: (
+            str(e["dataset"]),
+            e["avg_score"] is None,
+            -(e["avg_score"] or 0.0),
+            e["id"] if isinstance(e["id"], int) else 0,
+        ),
+    )
 
 
 # --- the quota ---------------------------------------------------------------------------------

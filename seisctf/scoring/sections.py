@@ -1,10 +1,13 @@
 """What the static leaderboard's pages say: the index, and per dataset its CTF rankings, score
-profiles, pick-scoring tables, residual histograms and the uncertainty of repeated runs.
+profiles, pick F1 tables and the uncertainty of repeated runs.
 
-Each function returns escaped HTML for `seisctf.scoring.site`. Entries are rows of
-`leaderboard.entries` (result JSON parsed). Entries are compared only with entries scored under
-the same convention against the same truth commitment (a CTF group) or the same truth
-commitment, tolerance and threshold (a picks group); each group's section states them.
+Each function returns escaped HTML for `seisctf.scoring.site`. Entries are the public view of
+`leaderboard.entries` rows (`release.public_entry`: scores and rates clipped and rounded to
+0.01, no raw values, counts or residuals), so every number on a page is a rounded score or
+rate or a statistic of them (a radar of means, intervals over runs). Entries are compared only
+with entries scored under the same convention against the same truth commitment (a CTF group)
+or the same truth commitment, tolerance and threshold (a picks group); each group's section
+states them.
 """
 
 from __future__ import annotations
@@ -271,10 +274,10 @@ def ctf_section(
                 ("truth commitment", _commitment(commitment)),
             ]
         )
-        + '<p class="note">Each score Ei = 100·(1 − error), clipped to [−100, 100]; 0 is the '
-        "all-zero prediction (cells above it blue, below it red, darker farther from 0), 100 a "
-        "perfect prediction. AvgScore is the mean of E1..E12; a dash is a task that could not "
-        "be scored.</p>"
+        + '<p class="note">Each score Ei = 100·(1 − error), clipped to [−100, 100] and shown '
+        "rounded to 0.01; 0 is the all-zero prediction (cells above it blue, below it red, "
+        "darker farther from 0), 100 a perfect prediction. AvgScore is the mean of E1..E12 "
+        "(rounded after averaging); a dash is a task that could not be scored.</p>"
         + table(f"{ident}-ranking", caption, columns, ranked, sorted_by=(3, "descending"))
         + '<h3>Score profiles</h3><div class="figures">'
         + "".join(figures)
@@ -291,119 +294,23 @@ def _part(entry: Entry, part: str) -> Mapping[str, Any]:
     return (entry.get("result") or {}).get(part) or {}
 
 
-def _metric_columns(
-    parts: Sequence[tuple[str, str]], metrics: Sequence[tuple[str, str]], digits: int = 3
-) -> list[Column]:
-    """One column per (part, metric): e.g. "P pick F1" from ("p", "P pick"), ("f1", "F1")."""
+def _rate_columns(parts: Sequence[tuple[str, str]]) -> list[Column]:
+    """Precision, recall and F1 per part (e.g. "P pick F1" from ("p", "P pick")), to 0.01."""
+    rates = (("precision", "precision"), ("recall", "recall"), ("f1", "F1"))
     return [
         Column(
             f"{label} {metric_label}",
-            lambda e, part=part, key=key: _metric_cell(_part(e, part).get(key), digits),
+            lambda e, part=part, key=key: number_cell(_finite(_part(e, part).get(key))),
         )
         for part, label in parts
-        for key, metric_label in metrics
-    ]
-
-
-def _metric_cell(value: object, digits: int) -> Cell:
-    """Counts as integers, rates and times with `digits` decimals."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return number_cell(value)
-    return number_cell(_finite(value), digits)
-
-
-def _histogram_of(result: Mapping[str, Any], phase: str) -> tuple[list, list] | None:
-    """(edges, counts) of a phase's residual histogram as the pick scorer stores it
-    (`residual_histogram`: `edges_s` and a count list per phase), if it is there and sound."""
-    stored = result.get("residual_histogram")
-    if not isinstance(stored, Mapping):
-        return None
-    edges, counts = stored.get("edges_s"), stored.get(phase)
-    if (
-        isinstance(edges, list)
-        and isinstance(counts, list)
-        and len(edges) == len(counts) + 1 > 1
-        and all(_finite(v) is not None for v in edges)
-        and all(isinstance(c, int) and c >= 0 for c in counts)
-    ):
-        return [float(v) for v in edges], counts
-    return None
-
-
-def _histograms(ident: str, entries: Sequence[Entry]) -> str:
-    figures = []
-    for index, entry in enumerate(entries):
-        result = entry.get("result") or {}
-        who = f"{entry['model']} ({run_label(entry)})"
-        for phase, label in (("p", "P"), ("s", "S")):
-            found = _histogram_of(result, phase)
-            if found is not None:
-                title = f"{who}: {label} pick residuals"
-                figures.append(
-                    "<figure>"
-                    + svg.histogram(
-                        *found,
-                        ident=f"{ident}-{index}-{phase}",
-                        title=title,
-                        x_label=f"{label} residual, predicted − catalogue (s)",
-                    )
-                    + f"<figcaption>{escape(title)}</figcaption></figure>"
-                )
-    if not figures:
-        return '<p class="note">No residual histograms were stored with these results.</p>'
-    return '<h3>Residual histograms</h3><div class="figures">' + "".join(figures) + "</div>"
-
-
-def _split_tables(ident: str, entries: Sequence[Entry]) -> str:
-    """Per-split (and per-group) F1 tables from results that carry them."""
-    rows = []
-    for entry in entries:
-        result = entry.get("result") or {}
-        for kind, values in _breakdowns(result):
-            for value, metrics in values.items():
-                rows.append((entry, kind, str(value), metrics))
-    if not rows:
-        return ""
-    columns = [
-        Column("Model", lambda r: text_cell(r[0]["model"]), numeric=False),
-        Column("Run", lambda r: _run_column().cell(r[0])),
-        Column("Breakdown", lambda r: text_cell(r[1]), numeric=False),
-        Column("Subset", lambda r: text_cell(r[2]), numeric=False),
-        Column("Traces", lambda r: _metric_cell(r[3].get("n_traces"), 0)),
-        *(
-            Column(
-                f"{label} F1",
-                lambda r, part=part: number_cell(_finite((r[3].get(part) or {}).get("f1")), 3),
-            )
-            for part, label in PICK_PARTS
-        ),
-    ]
-    return "<h3>By split and group</h3>" + table(
-        ident,
-        "F1 of detection, P and S picks on each split and group",
-        columns,
-        rows,
-        row_header=0,
-    )
-
-
-def _breakdowns(result: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
-    """[(kind, {subset: metrics})]: `splits` as kind "split", each of `groups` by its name."""
-    found = []
-    if isinstance(result.get("splits"), Mapping):
-        found.append(("split", result["splits"]))
-    for kind, values in (result.get("groups") or {}).items():
-        if isinstance(values, Mapping):
-            found.append((str(kind), values))
-    return [
-        (kind, {k: v for k, v in values.items() if isinstance(v, Mapping)})
-        for kind, values in found
+        for key, metric_label in rates
     ]
 
 
 def picks_section(ident: str, key: tuple, entries: Sequence[Entry]) -> str:
-    """F1 ranking, residual statistics, breakdowns, histograms, uncertainty and submissions
-    of one picks group; ranked by P-pick F1, then S-pick F1."""
+    """F1 ranking, uncertainty and submissions of one picks group; ranked by P-pick F1, then
+    S-pick F1. Counts, residual statistics, breakdowns and histograms are computed against the
+    truth and stay with the organisers (docs/release.md)."""
     commitment, tolerance_s, threshold = key
 
     def order(entry: Entry) -> tuple:
@@ -412,24 +319,10 @@ def picks_section(ident: str, key: tuple, entries: Sequence[Entry]) -> str:
     ranked = sorted(entries, key=lambda e: (*order(e), e["id"]))
     rank = {id(entry): index for index, entry in enumerate(ranked, start=1)}
     head = [Column("Rank", lambda e: number_cell(rank[id(e)])), _model_column(), _run_column()]
-    rates = (("precision", "precision"), ("recall", "recall"), ("f1", "F1"))
-    counts = (("tp", "TP"), ("fp", "FP"), ("fn", "FN"))
-    residuals = (
-        ("residual_mean_s", "residual mean (s)"),
-        ("residual_std_s", "residual std (s)"),
-        ("residual_mae_s", "residual MAE (s)"),
-    )
     f1_table = table(
         f"{ident}-f1",
         f"Detection and picking: {len(ranked)} submissions, ranked by P-pick F1",
-        head + _metric_columns(PICK_PARTS, rates),
-        ranked,
-        sorted_by=(0, "ascending"),
-    )
-    residual_table = table(
-        f"{ident}-residuals",
-        "Pick counts and residuals (predicted − catalogue arrival) of the picks within tolerance",
-        head + _metric_columns(PICK_PARTS[1:], counts + residuals, digits=3),
+        head + _rate_columns(PICK_PARTS),
         ranked,
         sorted_by=(0, "ascending"),
     )
@@ -456,11 +349,9 @@ def picks_section(ident: str, key: tuple, entries: Sequence[Entry]) -> str:
         )
         + '<p class="note">A P or S pick is a true positive only within the tolerance of the '
         "catalogue arrival; an imprecise pick is both a false positive and a false negative. "
-        "Residual statistics are over the picks within tolerance.</p>"
+        "Precision, recall and F1 are shown rounded to 0.01; pick counts, residuals and "
+        "per-split or per-group values are not published.</p>"
         + f1_table
-        + residual_table
-        + _split_tables(f"{ident}-splits", ranked)
-        + _histograms(f"{ident}-histogram", ranked)
         + uncertainty
         + _details_table(f"{ident}-submissions", ranked)
     )

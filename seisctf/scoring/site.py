@@ -249,14 +249,17 @@ def _write_atomic(path: Path, text: str) -> None:
 def write_site(entries: list[dict[str, Any]], out_dir: str | Path) -> Path:
     """Write `index.html` and a page per dataset into `out_dir`; returns the index path.
 
-    Dataset pages of an earlier rendering whose dataset is gone are removed; nothing else in
-    `out_dir` is touched."""
+    The pages are made from the public view of the entries alone (`release.public_entries`:
+    scores and rates clipped and rounded to 0.01, no raw values, counts or residuals), so no
+    page can show more. Dataset pages of an earlier rendering whose dataset is gone are
+    removed; nothing else in `out_dir` is touched."""
+    from seisctf.scoring.release import public_entries
     from seisctf.scoring.sections import dataset_page, index_page
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     by_dataset: dict[str, list[dict[str, Any]]] = {}
-    for entry in entries:
+    for entry in public_entries(entries):
         by_dataset.setdefault(entry["dataset"], []).append(entry)
     names = page_names(by_dataset)
     for dataset, name in names.items():

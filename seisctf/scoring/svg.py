@@ -1,4 +1,4 @@
-"""Inline SVG figures for the static leaderboard: radar profiles, histograms, interval charts.
+"""Inline SVG figures for the static leaderboard: radar profiles and interval charts.
 
 Pure functions returning SVG text, with no dependency beyond the standard library, so a page
 embeds its figures and needs neither image files nor a plotting backend. Every figure is an
@@ -151,66 +151,6 @@ def _rings(axes: Sequence[str], point, lower: float, upper: float, centre: float
             f'font-size="12" {FONT} fill="#111">{escape(axis)}</text>'
         )
     return "".join(parts)
-
-
-def histogram(
-    edges: Sequence[float],
-    counts: Sequence[int],
-    *,
-    ident: str,
-    title: str,
-    x_label: str,
-    width: float = 340.0,
-    height: float = 190.0,
-) -> str:
-    """Bar chart of `counts` over bins [edges[i], edges[i+1]); a line marks x = 0 if in range."""
-    left, right, top, bottom = 44.0, 12.0, 12.0, 40.0
-    plot_w, plot_h = width - left - right, height - top - bottom
-    low, high = float(edges[0]), float(edges[-1])
-    span = (high - low) or 1.0
-    peak = max(max(counts, default=0), 1)
-
-    def x_of(value: float) -> float:
-        return left + plot_w * (value - low) / span
-
-    parts = ['<rect width="100%" height="100%" fill="#ffffff"/>']
-    for start, stop, count in zip(edges[:-1], edges[1:], counts, strict=True):
-        bar_h = plot_h * count / peak
-        parts.append(
-            f'<rect x="{_number(x_of(start))}" y="{_number(top + plot_h - bar_h)}" '
-            f'width="{_number(max(x_of(stop) - x_of(start) - 0.5, 0.5))}" '
-            f'height="{_number(bar_h)}" fill="{PALETTE[0]}"/>'
-        )
-    axis_y = top + plot_h
-    parts.append(
-        f'<line x1="{_number(left)}" y1="{_number(axis_y)}" x2="{_number(left + plot_w)}" '
-        f'y2="{_number(axis_y)}" {_stroke("#333", "", 1)}/>'
-    )
-    if low < 0 < high:
-        parts.append(
-            f'<line x1="{_number(x_of(0))}" y1="{_number(top)}" x2="{_number(x_of(0))}" '
-            f'y2="{_number(axis_y)}" {_stroke("#333", "3 3", 1)}/>'
-        )
-    for value, anchor in ((low, "start"), (0.0, "middle"), (high, "end")):
-        if low <= value <= high:
-            parts.append(
-                f'<text x="{_number(x_of(value))}" y="{_number(axis_y + 14)}" font-size="11" '
-                f'text-anchor="{anchor}" {FONT} fill="#111">{value:g}</text>'
-            )
-    parts.append(
-        f'<text x="{_number(left + plot_w / 2)}" y="{_number(height - 6)}" font-size="11" '
-        f'text-anchor="middle" {FONT} fill="#111">{escape(x_label)}</text>'
-        f'<text x="{_number(left - 4)}" y="{_number(top + 10)}" font-size="11" '
-        f'text-anchor="end" {FONT} fill="#111">{peak}</text>'
-        f'<text x="{_number(left - 4)}" y="{_number(axis_y)}" font-size="11" '
-        f'text-anchor="end" {FONT} fill="#111">0</text>'
-    )
-    bins = ", ".join(
-        f"[{start:g}, {stop:g}): {count}"
-        for start, stop, count in zip(edges[:-1], edges[1:], counts, strict=True)
-    )
-    description = f"Histogram of {x_label}, {sum(counts)} values; counts per bin: {bins}."
-    return _open(ident, width, height, title, description) + "".join(parts) + "</svg>"
 
 
 def intervals(

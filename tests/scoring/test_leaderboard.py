@@ -380,7 +380,38 @@ def test_print_table_shows_pick_entries_with_their_f1(tmp_path, capsys):
     leaderboard.print_table(leaderboard.entries(db_path))
     out = capsys.readouterr().out
     assert "seisctf leaderboard — global — picks" in out and "p_f1" in out
-    assert "0.812" in out and "12.50" in out and "picker" in out
+    assert "0.81" in out and "0.812" not in out and "12.50" in out and "picker" in out
+
+
+def test_public_json_rounds_clips_and_orders_by_shown_digits_only(tmp_path):
+    """leaderboard.json keeps the contract's shape; its scores are the clipped scores rounded
+    to 0.01, its order never tells two entries apart by digits it does not show."""
+    db_path = tmp_path / "leaderboard.sqlite"
+    fine = {name: 12.3456789 + i for i, name in enumerate(cv.SCORE_NAMES)} | {"E13": 7.777777}
+    first = result("first", 12.344, scores=fine)
+    first["extended_avg_score"] = 7.777777
+    leaderboard.record(db_path, first)
+    # Stored scores beyond the clip (a database from elsewhere) are clipped when shown.
+    leaderboard.record(db_path, result("second", 12.3449, scores={"E1": -150.5, "E2": 100.004}))
+    table = leaderboard.as_json(leaderboard.entries(db_path))
+    assert [row["model"] for row in table] == ["first", "second"]  # tie at 12.34: by id
+    assert table[0]["scores"] == {name: round(v, 2) for name, v in fine.items()}
+    assert table[0]["avg_score"] == table[1]["avg_score"] == 12.34
+    assert table[0]["extended_avg_score"] == 7.78
+    assert table[1]["scores"] == {"E1": -100.0, "E2": 100.0}
+    assert set(table[1]) == {"model", "dataset", "convention", "scores", "avg_score"}
+    text = json.dumps(table)
+    for token in re.findall(r"-?\d+\.\d+", text):
+        assert re.fullmatch(r"-?\d+\.\d\d?", token), token
+    assert "12.344" not in text and "-150.5" not in text
+
+
+def test_cli_leaderboard_writes_the_public_json(db, tmp_path, capsys):
+    out = tmp_path / "public" / "leaderboard.json"
+    assert cli.main(["leaderboard", "--db", str(db), "--json", str(out)]) == 0
+    assert f"leaderboard JSON: {out}" in capsys.readouterr().out
+    assert json.loads(out.read_text()) == leaderboard.as_json(leaderboard.entries(db))
+    assert not list(out.parent.glob(".*partial"))
 
 
 def test_scoring_the_same_submission_again_keeps_one_entry(tmp_path, dask_cluster, capsys):

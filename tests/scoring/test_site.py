@@ -224,7 +224,7 @@ def test_uncertainty_tables_match_the_uncertainty_module(site_dir):
             and result["dataset"] == "global"
             and (result["convention"] == "reference")
         ):
-            runs.setdefault(result["name"], []).append(result["avg_score"])
+            runs.setdefault(result["name"], []).append(round(result["avg_score"], 2))
     tables = tables_of(read(site_dir, "global"))
     table = tables["ctf1-uncertainty"]
     by_model = {row[0][2]: [cell[2] for cell in row] for row in table["rows"]}
@@ -247,23 +247,24 @@ def test_uncertainty_tables_match_the_uncertainty_module(site_dir):
     assert "ctf2-uncertainty" not in tables and "ctf2-ranking" in tables
 
 
-def test_pick_tables_histograms_and_uncertainty(site_dir):
+def test_pick_tables_show_rounded_rates_and_uncertainty_only(site_dir):
     out, recorded = site_dir
     page = read(site_dir, "global")
     tables = tables_of(page)
     f1 = tables["picks1-f1"]
     assert column(f1, "Model") == ["phasenet", "phasenet", "phasenet", "stalta"]
-    assert column(f1, "P pick F1") == ["0.840", "0.810", "0.790", "0.620"]
-    assert column(f1, "Detection F1")[0] == "0.890"
-    residuals = tables["picks1-residuals"]
-    assert column(residuals, "P pick TP")[0] == "84"  # counts stay integers
-    assert column(residuals, "S pick residual MAE (s)")[0] == "0.081"
-    splits = tables["picks1-splits"]
-    assert column(splits, "Breakdown") == ["split", "station"] * 4  # per submission
-    assert column(splits, "Subset") == ["test", "AA.S00"] * 4
-    assert column(splits, "Traces") == ["120", "60"] * 4
-    histograms = re.findall(r'<svg [^>]*id="picks1-histogram-[^"]*"', page)
-    assert len(histograms) == 8  # P and S for each of 4 submissions
+    assert column(f1, "P pick F1") == ["0.84", "0.81", "0.79", "0.62"]
+    assert column(f1, "Detection F1")[0] == "0.89"
+    assert column(f1, "S pick precision")[0] == "0.77"
+    # Counts, residual statistics, breakdowns and histograms are computed against the truth:
+    # none of them is on the page, although every stored result carries them.
+    assert not {"picks1-residuals", "picks1-splits"} & set(tables)
+    assert "histogram" not in page and not re.search(r"residual (mean|std|MAE)|residuals<", page)
+    for r in recorded:
+        if r["family"] == "picks":
+            assert all("residual_mean_s" in r["result"][part] for part in ("p", "s"))
+    headers = {cell[2] for table in tables.values() for cell in table["head"]}
+    assert not {h for h in headers if h.endswith((" TP", " FP", " FN", "Traces"))}
     for part in ("detection", "p", "s"):
         assert f"picks1-uncertainty-{part}" in tables
     p_table = tables["picks1-uncertainty-p"]
@@ -277,6 +278,49 @@ def test_pick_tables_histograms_and_uncertainty(site_dir):
     ]
 
 
+def test_pages_show_scores_and_rates_rounded_to_a_hundredth_only(tmp_path):
+    """Entries whose scores, rates and averages carry every digit of float64 (and raw scores
+    beyond the clip) appear on the pages with two decimals at most, in the text and in the
+    sort keys, and no digit beyond those."""
+    db = tmp_path / "lb.sqlite"
+    scores = {name: 100 * (0.123456789 + 0.0711 * i) - 50 for i, name in enumerate(cv.SCORE_NAMES)}
+    ctf = ctf_result("digits", scores)
+    ctf["raw_scores"] = {name: value - 150.0 for name, value in scores.items()}
+    ctf["avg_score"] = sum(scores.values()) / len(scores)
+    leaderboard.record(db, ctf, truth_commitment=GLOBAL_COMMITMENT)
+    picks = pick_result("digits-picker", 0.7654321)
+    picks["p"] |= {"precision": 0.81234567, "recall": 0.7123456, "residual_mean_s": 0.0123456}
+    leaderboard.record(db, picks, family="picks", truth_commitment=PICKS_COMMITMENT)
+    index = leaderboard.write_html(leaderboard.entries(db), tmp_path / "html")
+    text = "".join(path.read_text() for path in index.parent.glob("*.html"))
+    tables = {
+        ident: table
+        for path in index.parent.glob("*.html")
+        for ident, table in tables_of(path.read_text()).items()
+    }
+    ranking = tables["ctf1-ranking"]
+    assert column(ranking, "E2") == [f"{round(scores['E2'], 2):.2f}"]
+    assert column(ranking, "AvgScore") == [f"{round(ctf['avg_score'], 2):.2f}"]
+    assert column(tables["picks1-f1"], "P pick precision") == ["0.81"]
+    assert column(tables["picks1-f1"], "P pick F1") == ["0.77"]
+    shown = 0
+    for ident in ("ctf1-ranking", "picks1-f1", "datasets"):
+        for row in tables[ident]["rows"]:
+            for _, attrs, cell_text in row:
+                for value in (attrs.get("data-sort", ""), cell_text):
+                    if re.fullmatch(r"-?\d+\.\d+", value):
+                        assert re.fullmatch(r"-?\d+\.\d\d?", value), (ident, value)
+                        assert -100 <= float(value) <= 100
+                        shown += 1
+    assert shown > 2 * (len(cv.SCORE_NAMES) + 1)
+    hidden = [*ctf["raw_scores"].values(), *scores.values(), ctf["avg_score"], 0.7654321,
+              0.81234567, 0.7123456, 0.0123456]  # fmt: skip
+    for value in hidden:
+        for digits in (3, 4, 6, 8):
+            assert f"{value:.{digits}f}" not in text, (value, digits)
+        assert repr(value) not in text
+
+
 def test_pick_results_without_histograms_or_breakdowns(tmp_path):
     db = tmp_path / "lb.sqlite"
     bare = pick_result("bare", 0.5)
@@ -287,9 +331,8 @@ def test_pick_results_without_histograms_or_breakdowns(tmp_path):
         leaderboard.write_html(leaderboard.entries(db), tmp_path / "html").parent
         / site.page_names(["global"])["global"]
     ).read_text()
-    assert "No residual histograms" in page and "none recorded" in page
-    assert "picks1-splits" not in page and "<svg" not in page
-    assert column(tables_of(page)["picks1-f1"], "P pick F1") == ["0.500"]
+    assert "none recorded" in page and "<svg" not in page
+    assert column(tables_of(page)["picks1-f1"], "P pick F1") == ["0.50"]
 
 
 def test_rewriting_removes_stale_dataset_pages_only(site_dir, tmp_path):
@@ -352,14 +395,15 @@ def test_real_pick_scorer_results_render(tmp_path):
     page = (index.parent / site.page_names([result["dataset"]])[result["dataset"]]).read_text()
     tables = tables_of(page)
     assert column(tables["picks1-f1"], "Model") == ["shift-0.0", "shift-0.3", "shift-0.7"]
-    assert column(tables["picks1-f1"], "P pick F1") == ["1.000", "1.000", "0.000"]
-    assert column(tables["picks1-f1"], "S pick F1") == ["1.000"] * 3
-    assert column(tables["picks1-residuals"], "P pick residual mean (s)")[:2] == [
-        "0.000",
-        "0.300",
-    ]
+    assert column(tables["picks1-f1"], "P pick F1") == ["1.00", "1.00", "0.00"]
+    assert column(tables["picks1-f1"], "S pick F1") == ["1.00"] * 3
+    detection = result["detection"]
+    assert column(tables["picks1-f1"], "Detection precision")[-1] == (
+        f"{detection['tp'] / (detection['tp'] + detection['fp']):.2f}"
+    )
+    assert result["p"]["tp"] == 0 and result["s"]["residual_mean_s"] == 0.0
     assert result["truth_commitment"] in page
-    assert len(re.findall(r'<svg [^>]*id="picks1-histogram-', page)) == 6
+    assert "<svg" not in page and "histogram" not in page
 
 
 def test_extended_scores_get_columns_and_json_keeps_their_average(tmp_path):
