@@ -33,9 +33,9 @@ def dispersion_k(omega: float, depth_m: float) -> float:
     return brentq(lambda k: GRAVITY * k * math.tanh(k * depth_m) - omega**2, 1e-9, 10.0, xtol=1e-14)
 
 
-def one_slot(sea: ds.SeaState, seed: int = 1, earthquake: ds.Earthquake | None = None):
+def one_slot(sea: ds.SeaState, seed: int = 1, earthquakes: tuple[ds.Earthquake, ...] = ()):
     rng = np.random.default_rng(seed)
-    return ds.DasSlot("forecast", math.nan, sea, ds.Components.draw(rng), earthquake)
+    return ds.DasSlot("forecast", math.nan, sea, ds.Components.draw(rng), earthquakes)
 
 
 def test_wavenumber_solves_the_dispersion_relation():
@@ -148,9 +148,15 @@ def test_integer_product_equals_the_direct_float_sum():
 
 
 def test_earthquake_moveout_and_broadside_null():
-    """60 km off the cable, P and S arrive > 6 s apart: each peak is its own formula's."""
+    """60 km off the cable, P and S arrive > 6 s apart: each causal pulse starts at its own
+    arrival and peaks half its duration later at its own formula's amplitude."""
     quake = ds.Earthquake(
-        origin_time_s=20.0, along_cable_m=1000.0, offset_m=60e3, depth_m=10e3, peak_strain_rate=1e-6
+        origin_time_s=20.0,
+        along_cable_m=1000.0,
+        offset_m=60e3,
+        depth_m=10e3,
+        peak_strain_rate=1e-6,
+        duration_s=2.0,
     )
     distance = np.array([1000.0, 21000.0, 41000.0])
     tau = np.arange(0, 120, 0.01)
@@ -162,15 +168,57 @@ def test_earthquake_moveout_and_broadside_null():
         cos_alpha = (x - 1000.0) / radius
         spreading = 1e4 / radius
         arrivals = (
-            (20 + radius / 6000, 1e-6 * spreading * cos_alpha**2),
-            (20 + radius / 3500, -2e-6 * spreading * cos_alpha * 60e3 / horizontal),
+            (20 + radius / 6000, 2.0, 1e-6 * spreading * cos_alpha**2),
+            (20 + radius / 3500, 3.0, -2e-6 * spreading * cos_alpha * 60e3 / horizontal),
         )
-        for arrival, amplitude in arrivals:
-            near = np.abs(tau - arrival) < 1.0
+        for arrival, duration, amplitude in arrivals:
+            near = (tau >= arrival) & (tau < arrival + duration)
             peak = np.argmax(np.abs(field[near, column]))
-            assert tau[near][peak] == pytest.approx(arrival, abs=0.006)
+            assert tau[near][peak] == pytest.approx(arrival + duration / 2, abs=0.006)
             assert field[near, column][peak] == pytest.approx(amplitude, rel=1e-3)
-    assert np.all(field[tau < 20 + 60e3 / 6000 - 8] == 0.0)  # nothing before the first arrival
+        p_arrival = 20 + radius / 6000
+        assert np.all(field[tau < p_arrival, column] == 0.0)  # nothing before the P arrival
+        assert np.abs(field[tau > p_arrival, column][:5]).max() > 0
+
+
+def test_causal_pulse_is_the_second_derivative_of_a_sin4_moment_rate():
+    """w(s) = −(1/4π²) d²/ds² sin⁴(πs) on [0, 1], zero outside: checked against a finite
+    difference of sin⁴, its zero mean and its smooth (∝ s²) onset."""
+    s = np.linspace(-0.5, 1.5, 20001)
+    step = s[1] - s[0]
+    moment_rate = np.where((s >= 0) & (s <= 1), np.sin(np.pi * s) ** 4, 0.0)
+    second = np.gradient(np.gradient(moment_rate, step), step)
+    np.testing.assert_allclose(ds.causal_pulse(s), -second / (4 * np.pi**2), atol=1e-4)
+    assert np.all(ds.causal_pulse(s[s < 0]) == 0) and np.all(ds.causal_pulse(s[s > 1]) == 0)
+    assert ds.causal_pulse(np.array([0.5]))[0] == pytest.approx(1.0)
+    assert abs(ds.causal_pulse(s).sum() * step) < 1e-9
+    assert ds.causal_pulse(np.array([1e-3]))[0] == pytest.approx(-3 * (np.pi * 1e-3) ** 2, rel=1e-3)
+
+
+def test_catalogue_follows_gutenberg_richter_and_brune():
+    """Magnitudes drawn by the truncated Gutenberg–Richter inverse CDF have its survival function
+    (b = 1), and durations and amplitudes follow Brune's corner frequency."""
+    from seisctf.recipes import das_synth_quake as dq
+
+    rng = np.random.default_rng(2)
+    magnitude = dq.gutenberg_richter(rng.uniform(0, 1, 200000))
+    low, high = dq.MAGNITUDE_RANGE
+    assert magnitude.min() >= low and magnitude.max() <= high
+    # Survival N(≥M)/N: the truncated law (10^{-(M - M_min)} - 10^{-(M_max - M_min)}) / (1 - ...).
+    tail = 10.0 ** -(high - low)
+    for m in (3.5, 4.0, 4.5, 5.0):
+        expected = (10.0 ** -(m - low) - tail) / (1 - tail)
+        assert np.mean(magnitude >= m) == pytest.approx(expected, rel=0.05)
+    moment = 10 ** (1.5 * 5.0 + 9.1)
+    corner = 0.4906 * 3500 * (3e6 / moment) ** (1 / 3)
+    assert dq.pulse_duration_s(5.0) == pytest.approx(math.hypot(1 / corner, 2.0), rel=1e-12)
+    ratio = dq.peak_strain_rate(5.0) / dq.peak_strain_rate(4.0)
+    expected = 10**1.5 * (dq.pulse_duration_s(4.0) / dq.pulse_duration_s(5.0)) ** 3
+    assert ratio == pytest.approx(expected, rel=1e-12)
+    events = dq.draw_catalogue(np.random.default_rng(5), 3600.0, 2000.0)
+    assert len(events) > 3
+    times = [event.origin_time_s for event in events]
+    assert times == sorted(times) and -60 <= times[0] and times[-1] < 3600
 
 
 def small_record(**changes):
@@ -239,12 +287,14 @@ def test_parametric_slots_differ_only_in_peak_period():
     assert [s.sea.peak_period_s for s in family] == [16.0, 10.0, 11.0, 12.0, 14.0]
     for slot in family:
         assert replace(slot.sea, peak_period_s=0) == replace(family[0].sea, peak_period_s=0)
-        assert slot.components is family[0].components and slot.earthquake == family[0].earthquake
+        assert slot.components is family[0].components
+        assert slot.earthquakes == family[0].earthquakes
     others = [slot for slot in slots if not slot.role.startswith("param_")]
     assert len({s.sea for s in others}) == 5 and all(math.isnan(s.parameter_value) for s in others)
     assert default_slots_equal(ds.default_slots(3, cv.SEGMENT_ROLES, 600.0, 2000.0), slots)
     quiet = ds.default_slots(3, cv.SEGMENT_ROLES, 600.0, 2000.0, earthquakes=False)
-    assert all(slot.earthquake is None for slot in quiet)
+    assert all(slot.earthquakes == () for slot in quiet)
+    assert all(len(slot.earthquakes) > 0 for slot in slots)
 
 
 def default_slots_equal(first, second) -> bool:
