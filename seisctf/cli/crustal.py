@@ -60,6 +60,19 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
         default="von_karman",
         help="autocorrelation of the perturbations",
     )
+    crustal.add_argument(
+        "--events",
+        type=float,
+        default=6.0,
+        help="mean number of further events (aftershocks, background) per catalogue, besides "
+        "the main event (6; 0: the main event alone)",
+    )
+    crustal.add_argument(
+        "--ambient",
+        type=float,
+        default=1.0e-5,
+        help="RMS of the ambient wavefield's vertical velocity, m/s (1e-5; 0: none)",
+    )
     generator_seed_options(crustal)
     crustal.set_defaults(run=_run_synth_crustal)
 
@@ -83,6 +96,8 @@ def _run_synth_crustal(args: argparse.Namespace) -> None:
         perturbation_std=args.perturbation,
         correlation_length_m=args.correlation_length,
         medium_kind=args.medium,
+        mean_other_events=args.events,
+        ambient_rms_m_s=args.ambient,
     )
     storage.write_dataset(
         dataset, args.out, storage_options(args), label="synth crustal", quiet=args.quiet

@@ -54,11 +54,11 @@ def test_moment_tensor_conventions_of_aki_and_richards():
     assert src.fault_vectors(0, 45, 90)[1][2] < 0
 
 
-def test_moment_rate_has_unit_area_and_peaks_at_the_origin_time():
+def test_moment_rate_pulse_peaks_half_its_duration_after_the_onset():
     t = np.linspace(-2.0, 4.0, 60001)
-    shape = src.moment_rate_shape(t, 1.0, 0.2)
+    shape = src.moment_rate_shape(t, src.PointSource(0, 0, 1000, 0, 90, 0, 1.0, duration_s=0.8))
     assert np.trapezoid(shape, t) == pytest.approx(1.0, rel=1e-9)
-    assert t[np.argmax(shape)] == pytest.approx(1.0, abs=1e-4)
+    assert t[np.argmax(shape)] == pytest.approx(1.4, abs=1e-4)
 
 
 # --- time step and resolution ---------------------------------------------------------------
@@ -85,7 +85,7 @@ def test_sources_outside_the_core_and_coarse_grids_are_refused():
         src.PointSource(500, 500, 100, 0, 90, 0, 0.5).checked(grid)  # above 2 cells
     with pytest.raises(InvalidInput, match="outside"):
         src.PointSource(-2000, 500, 1000, 0, 90, 0, 0.5).checked(grid)  # in the C-PML
-    too_sharp = Realisation(src.PointSource(500, 500, 1000, 0, 90, 0, 0.5, half_duration_s=0.1))
+    too_sharp = Realisation(src.PointSource(500, 500, 1000, 0, 90, 0, 0.5, duration_s=0.5))
     with pytest.raises(InvalidInput, match="nodes per S wavelength"):
         synthesize_crustal(config, [too_sharp], 0)
 
@@ -127,30 +127,30 @@ def _envelope_peak_s(trace: np.ndarray) -> float:
 
 
 @pytest.mark.parametrize(
-    "phase, strike, half_duration_s, component",
-    [("P", 315.0, 0.05, 0), ("S", 0.0, 0.10, 1)],
+    "phase, strike, duration_s, component",
+    [("P", 315.0, 0.2, 0), ("S", 0.0, 0.4, 1)],
 )
 def test_direct_p_and_s_arrive_at_origin_plus_distance_over_velocity(
-    phase, strike, half_duration_s, component
+    phase, strike, duration_s, component
 ):
     """A vertical strike-slip fault at 3 km depth in a homogeneous medium, receivers at its
     depth 3, 4 and 5 km north (far below the free surface's reflections). Striking 315°, P
     radiates most northwards and S not at all: P on the radial (north) component; striking 0°,
     the reverse: S on the transverse (east) one. The envelope peak of the velocity must come at
-    t0 + r / v within 2 samples (0.02 s). Measured (argmax sample): P −1.0, −1.0, 0; S −0.9,
-    −0.6, −0.2 samples. The intermediate-field terms (~4/(kr) of the far field) pull the peak
-    early, so the pulses are short: τ = 0.10 s for S (4.2 nodes per S wavelength at the band's
-    1 % edge), 0.05 s for the P run (3.7 per P wavelength; its S waves come later)."""
+    t0 + r / v within 2 samples (0.02 s), t0 the moment rate's peak (onset + D/2). The
+    intermediate-field terms (~4/(kr) of the far field) pull the peak early, so the pulses are
+    short: D = 0.4 s for S (4.2 nodes per S wavelength at the band's 1 % edge, 2.75 / D), 0.2 s
+    for the P run (3.6 per P wavelength; its S waves come later)."""
     h = 100.0
     grid = md.Grid(h, nz=56, nx=86, ny=51, x0_m=-1000.0, y0_m=-2500.0, pml_cells=10)
     source = src.PointSource(
-        0.0, 0.0, 3000.0, strike, 90.0, 0.0, 0.5, half_duration_s=half_duration_s
+        0.0, 0.0, 3000.0, strike, 90.0, 0.0, 0.5 - duration_s / 2, duration_s=duration_s
     )
     offsets = (3000.0, 4000.0, 5000.0)
     nodes = [(30, int((r - grid.x0_m) / h), 25) for r in offsets]
     speed = {"P": HOMOGENEOUS.vp_m_s, "S": HOMOGENEOUS.vs_m_s}[phase]
-    duration_s = 0.5 + offsets[-1] / speed + 4 * half_duration_s
-    traces = _run_points(grid, HOMOGENEOUS, source, nodes, duration_s, substeps=2)
+    record_s = 0.5 + offsets[-1] / speed + duration_s
+    traces = _run_points(grid, HOMOGENEOUS, source, nodes, record_s, substeps=2)
     for index, r in enumerate(offsets):
         dominant = traces[index, component]
         assert np.abs(traces[index]).max() == np.abs(dominant).max()
@@ -173,7 +173,7 @@ def test_p_polarity_flips_across_the_nodal_planes():
     ring = np.abs(distance - 2500.0) < 60.0
     for strike, dip, rake in ((30.0, 90.0, 0.0), (30.0, 60.0, 45.0)):
         source = src.PointSource(
-            epicentre, epicentre, 1500.0, strike, dip, rake, 0.4, half_duration_s=0.12
+            epicentre, epicentre, 1500.0, strike, dip, rake, 0.16, duration_s=0.48
         )
         record = simulate(config, Realisation(source, HOMOGENEOUS), 0)
         displacement = np.cumsum(record[0].astype(np.float64), axis=0) / RATE_HZ
@@ -181,7 +181,7 @@ def test_p_polarity_flips_across_the_nodal_planes():
         r = np.linalg.norm(ray, axis=0)
         gamma = ray / r
         pattern = np.einsum("is,ij,js->s", gamma, src.moment_tensor(strike, dip, rake), gamma)
-        arrival = np.round((0.4 + r / HOMOGENEOUS.vp_m_s) * RATE_HZ).astype(int)
+        arrival = np.round((0.4 + r / HOMOGENEOUS.vp_m_s) * RATE_HZ).astype(int)  # pulse peak
         polarity = np.sign(displacement[arrival, np.arange(x.size)])
         strong = ring & (np.abs(pattern) >= 0.4)
         assert strong.sum() > 40
@@ -195,7 +195,7 @@ def _energy_after_stop(pml_cells: int) -> tuple[np.ndarray, np.ndarray]:
     if pml_cells:
         grid = replace(grid, nz=26, nx=42, ny=40, x0_m=-2000.0, y0_m=-2000.0)
     material = md.staggered(md.material(grid, md.MediumParameters(perturbation_std=0.08), 3))
-    source = src.PointSource(2000.0, 1800.0, 1400.0, 30.0, 60.0, 45.0, 0.8, half_duration_s=0.25)
+    source = src.PointSource(2000.0, 1800.0, 1400.0, 30.0, 60.0, 45.0, 0.3, duration_s=1.0)
     solver = sv.Solver(grid, material, 0.01, source_frequency_hz=0.9)
     solver.add_source(src.injection(grid, source), source)
     meter = sv.EnergyMeter(grid, material, every=5)
@@ -208,8 +208,7 @@ def test_energy_does_not_grow_after_the_source_stops():
     """Heterogeneous medium (8 %), free surface. Without absorbing layers (zero-padded rigid
     walls) the discrete energy is conserved to float32 rounding; with the C-PML it never grows
     and the motion dies out (kinetic energy < 0.1 % of its value when the source stops). The
-    total keeps the static strain energy the source leaves around itself (a Gaussian moment
-    rate has a final moment)."""
+    total keeps the static strain energy the source leaves around itself (its final moment)."""
     closed, _ = _energy_after_stop(pml_cells=0)
     assert closed.max() <= closed[0] * (1 + 1e-5)
     assert closed.min() >= closed[0] * (1 - 1e-5)
@@ -265,7 +264,7 @@ def test_sweep_bytes_are_the_same_on_one_and_two_workers(
     """`seisctf synth crustal` with 15 simulations (the ten core realisations, a sweep of 2 + 1,
     1 + 1 initial conditions), one Dask task each, on a real cluster of 2 worker processes and
     on one of 1: the stores are byte for byte the same. Then the store's contract."""
-    secret = "crustal-test-secret"
+    secret = "crustal-test-secret-of-enough-length"
     stores = {}
     for name, cluster in (("two", dask_cluster), ("one", dask_cluster_one_worker)):
         stores[name] = tmp_path / f"{name}.zarr"

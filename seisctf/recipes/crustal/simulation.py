@@ -2,20 +2,22 @@
 
 `CrustalConfig` holds what every realisation of a store shares (sensors, output rate and
 duration, the finite-difference grid and its absorbing layers); `Realisation` what varies
-(source, medium parameters, CTF role). `simulate(config, realisation, medium_seed)` is a pure
-function of them: (3, n_time, n_sensors) float32, components up, north, east (m/s).
+(its events, medium parameters, ambient field, CTF role). `simulate(config, realisation,
+medium_seed, site_seed)` is a pure function of them: (3, n_time, n_sensors) float32, components
+up, north, east (m/s): the surface record of every event of the realisation (all injected in the
+same run: the wave equation is linear), plus its ambient field (`ambient.py`), both filtered by
+the sensors' site terms (`site.py`) when a site seed is given.
 
 Time: the output's sample m is at t = m / rate. The internal step is the sample interval divided
 by an integer `substeps` (the fewest keeping the Courant number ≤ 0.9 × the CFL limit, or
 `time_step_s` when given: it must divide the sample interval and obey the limit, else
 InvalidInput). Both use the fastest P velocity the medium's clipped perturbations allow,
 vp0 (1 + 3ε), so they are known, and checked, before anything runs. The simulation starts `lead`
-samples before t = 0 when the source would otherwise start before it (origin time < 4
-half-widths), so a record may begin mid-event, and runs `resampling_tail_samples` past the end
-for the resampling filter.
+samples before t = 0 when an event's onset is before it, and runs `resampling_tail_samples` past
+the end for the resampling filter.
 
 Resolution: the grid must carry at least `min_points_per_wavelength` (4) nodes per S wavelength
-at the source's highest frequency (where its spectrum falls to 1 %, 0.683 / τ) at the slowest S
+at each event's highest frequency (where its spectrum falls to 1 %, 2.75 / D) at the slowest S
 velocity the perturbations allow, vs0 (1 − 3ε); coarser is refused (InvalidInput), since
 4th-order differences disperse beyond that.
 """
@@ -29,8 +31,10 @@ import numpy as np
 
 from seisctf.errors import InvalidInput
 from seisctf.recipes.crustal import medium as crustal_medium
+from seisctf.recipes.crustal.ambient import AmbientField, ambient_record
 from seisctf.recipes.crustal.medium import Grid, MediumParameters
 from seisctf.recipes.crustal.recording import SensorGrid, SurfaceRecorder, resampling_tail_samples
+from seisctf.recipes.crustal.site import SiteParameters, apply_site, site_terms
 from seisctf.recipes.crustal.solver import (
     CFL_LIMIT,
     Solver,
@@ -39,9 +43,7 @@ from seisctf.recipes.crustal.solver import (
     run,
     stable_substeps,
 )
-from seisctf.recipes.crustal.source import STOP_HALF_WIDTHS, PointSource, injection
-
-SOURCE_BAND_FACTOR = 0.683  # f_max = 0.683 / τ: the Gaussian moment rate's spectrum at 1 %
+from seisctf.recipes.crustal.source import VELOCITY_PEAK_FACTOR, PointSource, injection
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,7 @@ class CrustalConfig:
     pml_reflection: float = 1e-3
     time_step_s: float | None = None
     min_points_per_wavelength: float = 4.0
+    site: SiteParameters = field(default_factory=SiteParameters)
 
     @property
     def n_time(self) -> int:
@@ -104,16 +107,27 @@ class CrustalConfig:
             "min_points_per_wavelength": self.min_points_per_wavelength,
         }
 
+    def site_dict(self) -> dict:
+        """The site terms' distribution (not their values), JSON-able."""
+        return {name: getattr(self.site, name) for name in self.site.__dataclass_fields__}
+
 
 @dataclass(frozen=True)
 class Realisation:
-    """One simulation of a store: its source, medium parameters, CTF role and the varied
-    parameter's value (NaN when it belongs to no parametric group)."""
+    """One simulation of a store: its main event `source`, medium parameters, CTF role, the
+    varied parameter's value (NaN when it belongs to no parametric group), the further events of
+    its catalogue (`others`) and its ambient field (None: none)."""
 
     source: PointSource
     medium: MediumParameters = field(default_factory=MediumParameters)
     role: str = "forecast"
     parameter_value: float = math.nan
+    others: tuple[PointSource, ...] = ()
+    ambient: AmbientField | None = None
+
+    @property
+    def sources(self) -> tuple[PointSource, ...]:
+        return (self.source, *self.others)
 
 
 @dataclass(frozen=True)
@@ -145,8 +159,7 @@ def time_plan(config: CrustalConfig, realisation: Realisation) -> TimePlan:
             )
     time_step = interval / substeps
     check_time_step(time_step, vp_max_m_s, config.spacing_m)
-    source = realisation.source
-    lead_s = max(0.0, STOP_HALF_WIDTHS * source.half_duration_s - source.origin_time_s)
+    lead_s = max(0.0, -min(source.origin_time_s for source in realisation.sources))
     lead = math.ceil(lead_s * config.sampling_rate_hz - 1e-9)
     samples = lead + config.n_time + resampling_tail_samples(substeps)
     courant = courant_number(vp_max_m_s, time_step, config.spacing_m)
@@ -154,33 +167,40 @@ def time_plan(config: CrustalConfig, realisation: Realisation) -> TimePlan:
 
 
 def check_resolution(config: CrustalConfig, realisation: Realisation) -> float:
-    """Nodes per S wavelength at the source's highest frequency; InvalidInput below the
-    config's minimum."""
-    source, vs_min_m_s = realisation.source, realisation.medium.vs_min_m_s
-    f_max = SOURCE_BAND_FACTOR / source.half_duration_s
+    """Nodes per S wavelength at the highest frequency of the realisation's events; InvalidInput
+    below the config's minimum."""
+    vs_min_m_s = realisation.medium.vs_min_m_s
+    source = min(realisation.sources, key=lambda event: event.duration_s)
+    f_max = source.band_limit_hz
     points = vs_min_m_s / (f_max * config.spacing_m)
     if points < config.min_points_per_wavelength:
         raise InvalidInput(
             "source",
-            f"half_duration_s={source.half_duration_s} radiates up to {f_max:.2f} Hz: "
+            f"duration_s={source.duration_s} radiates up to {f_max:.2f} Hz: "
             f"{points:.1f} nodes per S wavelength (vs_min {vs_min_m_s:.0f} m/s, h "
             f"{config.spacing_m:g} m); needs ≥ {config.min_points_per_wavelength}: lengthen "
-            "the half-duration or refine the grid",
+            "the duration or refine the grid",
         )
     return points
 
 
 def dominant_frequency_hz(source: PointSource) -> float:
-    """Peak of the far-field velocity spectrum ω exp(−(ωτ)²/4): f = √2 / (2π τ)."""
-    return math.sqrt(2.0) / (2.0 * math.pi * source.half_duration_s)
+    """Peak of the far-field velocity spectrum f |P(f)| of the source's pulse: 1.10 / D."""
+    return VELOCITY_PEAK_FACTOR / source.duration_s
 
 
-def simulate(config: CrustalConfig, realisation: Realisation, medium_seed: int) -> np.ndarray:
+def simulate(
+    config: CrustalConfig,
+    realisation: Realisation,
+    medium_seed: int,
+    site_seed: int | None = None,
+) -> np.ndarray:
     """The surface record of one realisation, (3, n_time, n_sensors) float32: up, north, east
-    ground velocity (m/s) at the sensors, sample m at t = m / rate."""
+    ground velocity (m/s) at the sensors, sample m at t = m / rate (module docstring)."""
     config = config.checked()
     grid = config.grid()
-    source = realisation.source.checked(grid)
+    sources = [event.checked(grid) for event in realisation.sources]
+    source = sources[0]
     material = crustal_medium.staggered(
         crustal_medium.material(grid, realisation.medium, medium_seed)
     )
@@ -193,11 +213,20 @@ def simulate(config: CrustalConfig, realisation: Realisation, medium_seed: int) 
         source_frequency_hz=dominant_frequency_hz(source),
         pml_reflection=config.pml_reflection,
     )
-    solver.add_source(injection(grid, source), source)
+    for event in sources:
+        solver.add_source(injection(grid, event), event)
     recorder = SurfaceRecorder(grid, config.sensors, plan.n_steps, plan.substeps)
     start_s = -plan.lead_samples / config.sampling_rate_hz
     run(solver, start_s, plan.n_steps, [recorder])
-    return recorder.traces(plan.lead_samples, config.n_time)
+    record = recorder.traces(plan.lead_samples, config.n_time).astype(np.float64)
+    if realisation.ambient is not None:
+        x, y = config.sensors.coordinates()
+        time_s = np.arange(config.n_time) / config.sampling_rate_hz
+        record += ambient_record(realisation.ambient, x, y, time_s)
+    if site_seed is not None:
+        terms = site_terms(config.sensors, site_seed, config.site)
+        record = apply_site(record, terms, config.sampling_rate_hz)
+    return record.astype(np.float32)
 
 
 __all__ = ["CFL_LIMIT", "CrustalConfig", "Realisation", "TimePlan", "simulate", "time_plan"]

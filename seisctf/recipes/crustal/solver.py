@@ -23,7 +23,7 @@ normal-stress row k = 0, where σzz = 0; σzz, σxz and σyz are antisymmetric a
 needed above the surface are their mirror images, vi(−z) = vi(z): with these images the discrete
 operators of the velocity and stress updates are exact negative adjoints of each other (weights ½
 on the surface row of the integer-level fields), so the scheme conserves the discrete energy
-(`EnergyMeter`; it includes the static strain a Gaussian moment rate leaves around the source)
+(`EnergyMeter`; it includes the static strain the source's final moment leaves around it)
 without absorbing layers once the source has stopped — tested. The surface records vx, vy on
 row 0 and vz half a cell below it.
 
@@ -304,9 +304,11 @@ class Solver:
             dx *= k[name]
             view = f.interior(name)
             view += dx
+        rates: dict[int, np.float32] = {}
         for array, flat, values, source in self._sources:
-            rate = moment_rate_shape(time_s, source.origin_time_s, source.half_duration_s)
-            array.reshape(-1)[flat] += values * np.float32(rate)
+            if id(source) not in rates:
+                rates[id(source)] = np.float32(moment_rate_shape(time_s, source))
+            array.reshape(-1)[flat] += values * rates[id(source)]
 
     def step(self, time_s: float, observers: Sequence[Callable[[float, Fields], None]] = ()):
         """One leapfrog step from time t: velocities, observers (labelled t), stresses with the

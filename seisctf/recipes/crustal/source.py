@@ -17,9 +17,19 @@ slip s = (cos λ cos φ + cos δ sin λ sin φ, cos λ sin φ − cos δ sin λ 
 (A&R eq. 4.88; tested). Far-field P displacement is ∝ γ·M·γ (γ the unit vector from source to
 receiver): positive (compressional, away from the source) in the quadrants of the tension axis.
 
-Moment rate Ṁ(t) = M s(t), s(t) = exp(−((t − t0)/τ)²) / (τ √π): unit area, a Gaussian peaking at
-the origin time t0 with half-width τ (`half_duration_s`); its spectrum exp(−(ωτ)²/4) falls to 1 %
-at f = √(ln 100) / (π τ) ≈ 0.683 / τ. The source "stops" (s < 1e-7 of its peak) after t0 + 4τ.
+Moment rate Ṁ(t) = M s(t), causal: s(t) = 0 for t < t_on, the **source onset** (`origin_time_s`),
+the first instant at which the source releases moment. s is a sum of sub-events (a simple
+multiple-rupture source, as in Kikuchi & Kanamori 1982, BSSA 72), each the same smooth one-sided
+pulse of duration D (`duration_s`) delayed by d_j ≥ 0 (the first d = 0) with weight w_j (Σ w = 1)::
+
+    s(t) = Σ_j w_j p(t − t_on − d_j),   p(t) = (8 / (3 D)) sin⁴(π t / D) for 0 ≤ t ≤ D, else 0.
+
+p has unit area, three continuous derivatives at both ends (so no step excites the grid) and its
+spectrum falls below 1 % of its zero-frequency value above f = 2.75 / D (0.1 % above 3.85 / D;
+computed from the closed form, `SOURCE_BAND_FACTOR`); the far-field velocity spectrum f |P(f)|
+peaks at 1.10 / D. The source stops at t_on + max d_j + D. Nothing happens before t_on: the
+record is causal (tested: no sensor moves before the onset plus the distance over the fastest
+P velocity of the grid).
 
 Injection (stress glut: ∂t σij = … − Ṁij(t) δ(x − x_s); Graves 1996, BSSA 86): each stress
 update subtracts Δt Ṁij(t) w / h³ at the nodes of σij's own staggered grid around the source, w
@@ -37,7 +47,8 @@ import numpy as np
 from seisctf.errors import InvalidInput
 from seisctf.recipes.crustal.medium import Grid
 
-STOP_HALF_WIDTHS = 4.0  # s(t0 + 4τ) / s(t0) = e^-16
+SOURCE_BAND_FACTOR = 2.75  # |P(f)| < 1 % of P(0) above 2.75 / D
+VELOCITY_PEAK_FACTOR = 1.10  # f |P(f)| peaks at 1.10 / D
 MIN_DEPTH_CELLS = 2  # the source's shear-stress nodes stay below the free surface
 # (x, y, z) offsets of each stress component's nodes, in grid cells.
 STRESS_OFFSETS = {
@@ -53,7 +64,8 @@ STRESS_OFFSETS = {
 @dataclass(frozen=True)
 class PointSource:
     """A double couple at (x, y, depth) in metres (x north, y east), strike/dip/rake in degrees,
-    scalar moment in N·m, moment-rate peak at `origin_time_s` with half-width `half_duration_s`."""
+    scalar moment in N·m; moment rate zero before the onset `origin_time_s`, then the sub-events
+    (delay s, weight) of the module docstring, each a pulse of `duration_s`."""
 
     x_m: float
     y_m: float
@@ -63,12 +75,18 @@ class PointSource:
     rake_deg: float
     origin_time_s: float
     moment_nm: float = 1.0e15
-    half_duration_s: float = 0.3
+    duration_s: float = 1.2
+    subevents: tuple[tuple[float, float], ...] = ((0.0, 1.0),)
 
     @property
     def stop_time_s(self) -> float:
-        """After this the moment rate is below e^-16 of its peak."""
-        return self.origin_time_s + STOP_HALF_WIDTHS * self.half_duration_s
+        """After this the moment rate is exactly zero."""
+        return self.origin_time_s + max(delay for delay, _ in self.subevents) + self.duration_s
+
+    @property
+    def band_limit_hz(self) -> float:
+        """Above this the moment rate's spectrum is below 1 % of its zero-frequency value."""
+        return SOURCE_BAND_FACTOR / self.duration_s
 
     def checked(self, grid: Grid, what: str = "source") -> PointSource:
         """Self, or InvalidInput when a value is out of range or the source is outside the
@@ -84,8 +102,14 @@ class PointSource:
         )
         if not all(math.isfinite(value) for value in values):
             raise InvalidInput(what, "every coordinate, angle and time must be finite")
-        if not (self.moment_nm > 0 and self.half_duration_s > 0):
-            raise InvalidInput(what, "moment_nm and half_duration_s must be positive")
+        if not (self.moment_nm > 0 and self.duration_s > 0):
+            raise InvalidInput(what, "moment_nm and duration_s must be positive")
+        delays = [delay for delay, _ in self.subevents]
+        weights = [weight for _, weight in self.subevents]
+        if not delays or min(delays) != 0.0 or min(weights) <= 0 or abs(sum(weights) - 1) > 1e-9:
+            raise InvalidInput(
+                what, "sub-events need delays ≥ 0 (the first 0) and positive weights summing to 1"
+            )
         if not 0.0 <= self.dip_deg <= 90.0:
             raise InvalidInput(what, f"dip must be in [0, 90] degrees, got {self.dip_deg}")
         bounds = grid.core_bounds_m()
@@ -137,10 +161,20 @@ def fault_vectors(strike_deg: float, dip_deg: float, rake_deg: float):
     return normal, slip
 
 
-def moment_rate_shape(time_s: np.ndarray, origin_time_s: float, half_duration_s: float):
-    """s(t) of the module docstring (1/s): unit area, peak at the origin time."""
-    x = (np.asarray(time_s, dtype=np.float64) - origin_time_s) / half_duration_s
-    return np.exp(-(x**2)) / (half_duration_s * math.sqrt(math.pi))
+def pulse(time_s: np.ndarray, duration_s: float) -> np.ndarray:
+    """p(t) of the module docstring (1/s): unit area, zero outside 0 ≤ t ≤ D."""
+    x = np.asarray(time_s, dtype=np.float64) / duration_s
+    inside = (x >= 0.0) & (x <= 1.0)
+    shape = np.where(inside, np.sin(np.pi * np.clip(x, 0.0, 1.0)) ** 4, 0.0)
+    return shape * (8.0 / 3.0) / duration_s
+
+
+def moment_rate_shape(time_s: np.ndarray, source: PointSource) -> np.ndarray:
+    """s(t) of the module docstring (1/s): unit area, zero before the onset."""
+    relative = np.asarray(time_s, dtype=np.float64) - source.origin_time_s
+    return sum(
+        weight * pulse(relative - delay, source.duration_s) for delay, weight in source.subevents
+    )
 
 
 @dataclass(frozen=True, eq=False)
