@@ -50,9 +50,12 @@ from seisctf.recipes.das_synth_swell import (
     component_amplitudes,
     component_directions,
     component_frequencies,
+    envelope_coefficients,
+    envelope_weights,
     group_velocity,
     jonswap_shape,
     mode_bound,
+    swell_bound,
     swell_modes,
     swell_strain_rate,
     wavenumber,
@@ -77,7 +80,10 @@ __all__ = [
     "earthquake_strain_rate",
     "group_velocity",
     "jonswap_shape",
+    "envelope_coefficients",
+    "envelope_weights",
     "mode_bound",
+    "swell_bound",
     "noise_block",
     "swell_modes",
     "swell_strain_rate",
@@ -209,7 +215,8 @@ def synthesize_das(
         (n_channels % columns,) if n_channels % columns else ()
     )
     row_edges, channel_edges = _edges(time_chunks), _edges(channel_chunks)
-    bounds = tuple(mode_bound(slot, cable) for slot in slots)
+    duration_s = int(slot_samples) / sampling_rate_hz
+    bounds = tuple(swell_bound(slot, cable, duration_s) for slot in slots)
     noise_key = _noise_key(seed)
     token = tokenize(
         cable,
@@ -220,7 +227,10 @@ def synthesize_das(
         noise_rms,
         time_chunks,
         channel_chunks,
-        [(s.components.jitter, s.components.quantile, s.components.phase_rad) for s in slots],
+        [
+            (c.jitter, c.quantile, c.phase_rad, c.envelope_key)
+            for c in (slot.components for slot in slots)
+        ],
     )
     name, modes_name = f"das-synth-{token}", f"das-swell-modes-{token}"
     layer: dict[tuple, Task] = {}

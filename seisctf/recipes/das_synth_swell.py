@@ -11,8 +11,8 @@ Channels sit every `channel_spacing_m`; each measures the axial strain rate aver
 Swell (linear wave theory: Dean & Dalrymple 1991, *Water Wave Mechanics for Engineers and
 Scientists*, ch. 3–4; Mei 1989, *The Applied Dynamics of Ocean Surface Waves*, ch. 3)::
 
-    η(x, y, t) = Σ_n a_n cos(Φ_n(x) + ω_n t + ψ_n + k_y,n y)     at the cable, y = 0
-    ω² = g k tanh(k h)                                           dispersion, k(x) = k(ω, h(x))
+    η(x, y, t) = Σ_n a_n Re[g_n(t) e^{i(Φ_n(x) + ω_n t + ψ_n + k_y,n y)}]   at the cable, y = 0
+    ω² = g k tanh(k h)                                          dispersion, k(x) = k(ω, h(x))
 
 Components (the single-summation random-phase model: one direction per frequency, so no
 phase-locking between directions; Jefferys 1987, Miles & Funke 1989): frequencies f_n =
@@ -30,6 +30,20 @@ scaled so that Σ a_n²/2 = (H_s/4)²: the significant wave height of each reali
 exactly, at the reference depth h_ref = the deepest point of the cable, where the incoming sea
 is defined. The dispersion relation is solved by Newton's method from Fenton & McKee's (1990)
 explicit approximation (three steps: machine precision).
+
+An evolving sea (random amplitudes): each component's complex amplitude g_n(t) is a slowly
+varying complex Gaussian process, not a constant, so the sea is Gaussian (Rayleigh amplitudes,
+not only random phases: Tucker, Challenor & Carter 1984, Appl. Ocean Res. 6:118) and its
+spectrum is continuous, each line broadened by ~1/T_c, as wave groups from different parts of
+the generating storm pass (a sea state is stationary over tens of minutes, not forever).
+Independent g_{n,j} ~ CN(0, 1) at knots t_j = j T_c (T_c = `coherence_time_s`, 300 s by
+default), interpolated with unit variance:
+
+    g_n(t) = ((1 − u) g_{n,j} + u g_{n,j+1}) / sqrt((1 − u)² + u²),  j = ⌊t/T_c⌋, u = t/T_c − j
+
+so E|g_n(t)|² = 1 at every t and the mean spectrum is the JONSWAP one. The g_{n,j} of a knot
+are drawn from a counter-based generator keyed by the realisation's draws: N complex numbers
+per 300 s of record, none of which a window before the knot's support constrains.
 
 Refraction and shoaling (WKB; Mei 1989 §3.2): with depth varying along x only, the wavenumber
 along the isobaths k_y = k(ω, h_ref) sin θ is conserved (Snell's law), so the along-cable
@@ -58,11 +72,12 @@ et al. 2019, Nat. Commun. 10:5778); the layering of real sediments (frequency-de
 compliance), the coupling of the cable to the seafloor and hydrodynamic forces on the cable are
 not modelled. Magnitudes: H_s = 1.5 m, T_p = 12 s at 30 m gives ε̇ of order 1e-7 to 1e-6 /s.
 
-Bitwise reproducibility for any chunking: per slot, the swell is a matrix product of a time basis
-[cos ω_n d/rate, sin ω_n d/rate] (d: samples past an anchor, a multiple of 1024 samples) by mode
-amplitudes rotated to the anchor's phase; both are rounded to integers (2^20 and 2^32 / B times
-their values, B a bound on each channel's Σ|mode|), so every partial sum is an integer below 2^53,
-exact in float64 whatever order BLAS sums in. The WKB phase is a cumulative sum from channel 0, the
+Bitwise reproducibility for any chunking: per slot and knot, the swell is a matrix product of a
+time basis [cos ω_n d/rate, sin ω_n d/rate] (d: samples past an anchor, a multiple of 1024
+samples) by mode amplitudes times g_{n,j} rotated to the anchor's phase; both are rounded to
+integers (2^20 and 2^32 / B times their values, B a bound on each channel's Σ|g mode|), so every
+partial sum is an integer below 2^53, exact in float64 whatever order BLAS sums in; the two
+knots' products are then weighted per sample. The WKB phase is a cumulative sum from channel 0, the
 same additions for every block. The rounding errs by ~3e-7 of the peak, far below the noise.
 """
 
@@ -88,6 +103,7 @@ STRAIN_PER_PASCAL = (1.0 - 2.0 * POISSON_RATIO) / (2.0 * SHEAR_MODULUS_PA)
 FREQUENCY_BAND_HZ = (0.03, 0.35)
 N_COMPONENTS = 1200
 JONSWAP_GAMMA = 3.3
+COHERENCE_TIME_S = 300.0
 MAX_DIRECTION_DEG = 89.0
 _BASIS_BITS = 20
 _MODE_BITS = 32
@@ -165,16 +181,19 @@ class SeaState:
     mean_direction_deg: float = 0.0
     spreading_s: float = 15.0
     gamma: float = JONSWAP_GAMMA
+    coherence_time_s: float = COHERENCE_TIME_S
 
 
 @dataclass(frozen=True, eq=False)
 class Components:
     """The random parts of a sea: per component a frequency jitter u (0..1), a direction
-    quantile q (0..1) and a phase ψ (rad)."""
+    quantile q (0..1) and a phase ψ (rad); and the key of the evolving amplitudes g_{n,j}
+    (`envelope_coefficients`)."""
 
     jitter: np.ndarray
     quantile: np.ndarray
     phase_rad: np.ndarray
+    envelope_key: int = 0
 
     @classmethod
     def draw(cls, rng: np.random.Generator, n_components: int = N_COMPONENTS) -> Components:
@@ -182,7 +201,34 @@ class Components:
             rng.uniform(0.0, 1.0, n_components),
             rng.uniform(0.0, 1.0, n_components),
             rng.uniform(0.0, 2.0 * np.pi, n_components),
+            int(rng.integers(0, 2**63)),
         )
+
+
+def envelope_coefficients(key: int, knot: int, n_components: int) -> np.ndarray:
+    """g_{n,j} at knot j: (2, N) real and imaginary parts, each N(0, 1/2) (E|g|² = 1), from
+    Philox(key) with its counter at (0, 0, 0, j): the same values whoever asks."""
+    generator = np.random.Generator(np.random.Philox(key=key, counter=[0, 0, 0, int(knot)]))
+    return generator.standard_normal((2, n_components)) * math.sqrt(0.5)
+
+
+def envelope_peak(components: Components, n_knots: int) -> float:
+    """max |g_{n,j}| over knots 0 .. n_knots − 1 (bounds the evolving mode amplitudes)."""
+    peak = 0.0
+    for knot in range(n_knots):
+        g = envelope_coefficients(components.envelope_key, knot, components.jitter.size)
+        peak = max(peak, float(np.hypot(g[0], g[1]).max()))
+    return peak
+
+
+def envelope_weights(tau_s: np.ndarray, coherence_time_s: float) -> tuple[np.ndarray, ...]:
+    """(knot j, w_j, w_{j+1}) per time τ (s): j = ⌊τ/T_c⌋, u = τ/T_c − j, w = (1 − u, u) /
+    sqrt((1 − u)² + u²), so the interpolated g keeps E|g|² = 1 at every τ."""
+    position = np.asarray(tau_s, dtype=np.float64) / coherence_time_s
+    knot = np.floor(position).astype(np.int64)
+    u = position - knot
+    norm = np.sqrt((1.0 - u) ** 2 + u * u)
+    return knot, (1.0 - u) / norm, u / norm
 
 
 # --- physics (pure numpy) ---------------------------------------------------------------------
@@ -239,10 +285,13 @@ def component_directions(components: Components, sea: SeaState) -> np.ndarray:
 @dataclass(frozen=True, eq=False)
 class SwellModes:
     """Strain-rate mode amplitudes of one slot on channels [start, stop): rows
-    [ω S sin(Φ+ψ); ω S cos(Φ+ψ)] (2N, channels), 1/s, and ω (rad/s)."""
+    [ω S sin(Φ+ψ); ω S cos(Φ+ψ)] (2N, channels), 1/s, ω (rad/s), and the evolving
+    amplitudes' key and knot spacing T_c (s)."""
 
     omega: np.ndarray
     modes: np.ndarray
+    envelope_key: int = 0
+    coherence_time_s: float = COHERENCE_TIME_S
 
 
 def swell_modes(slot: DasSlot, cable: Cable, start: int, stop: int) -> SwellModes:
@@ -272,7 +321,8 @@ def swell_modes(slot: DasSlot, cable: Cable, start: int, stop: int) -> SwellMode
     strain = STRAIN_PER_PASCAL * pressure * cos_local**2 * gauge  # ε = −strain cos(Φ+ωτ+ψ)
     argument = phase + slot.components.phase_rad[:, None]
     rate = omega[:, None] * strain
-    return SwellModes(omega, np.concatenate([rate * np.sin(argument), rate * np.cos(argument)]))
+    modes = np.concatenate([rate * np.sin(argument), rate * np.cos(argument)])
+    return SwellModes(omega, modes, slot.components.envelope_key, slot.sea.coherence_time_s)
 
 
 def mode_bound(slot: DasSlot, cable: Cable) -> float:
@@ -290,28 +340,56 @@ def mode_bound(slot: DasSlot, cable: Cable) -> float:
     return float(bound) * (1.0 + 1e-9) or 1.0
 
 
+def swell_bound(slot: DasSlot, cable: Cable, duration_s: float) -> float:
+    """B_g >= Σ_rows |g-weighted modes| on every channel over a slot of `duration_s` (s):
+    `mode_bound` × max |g_{n,j}| over its knots (the interpolated g is at most that)."""
+    n_knots = int(duration_s // slot.sea.coherence_time_s) + 2
+    return mode_bound(slot, cable) * max(envelope_peak(slot.components, n_knots), 1e-300)
+
+
+def _knot_modes(swell: SwellModes, knot: int, turn: np.ndarray) -> np.ndarray:
+    """The modes times g_{n,j} (C' = g_r C + g_i S, S' = g_r S − g_i C), rotated to an anchor
+    whose phase is `turn` = ω a / rate."""
+    n = swell.omega.size
+    cos_modes, sin_modes = swell.modes[:n], swell.modes[n:]
+    g_real, g_imag = envelope_coefficients(swell.envelope_key, knot, n)[:, :, None]
+    cos_g = g_real * cos_modes + g_imag * sin_modes
+    sin_g = g_real * sin_modes - g_imag * cos_modes
+    c, s = np.cos(turn)[:, None], np.sin(turn)[:, None]
+    return np.concatenate([cos_g * c + sin_g * s, sin_g * c - cos_g * s])
+
+
 def swell_strain_rate(
     sample: np.ndarray, sampling_rate_hz: float, swell: SwellModes, bound: float
 ) -> np.ndarray:
     """Swell strain rate (time, channel) float64 at slot-local sample indices `sample` (τ =
-    sample / rate). Exact integer arithmetic (module docstring): with τ = (a + d) / rate, a the
-    anchor (a multiple of 1024 samples) and 0 <= d < 1024, the modes are rotated to the anchor
-    (phase ω a / rate) and rounded, the basis [cos ω d / rate, sin ω d / rate] is rounded, and
-    their product sums integers; a, d and so every value depend on the sample alone."""
-    n = swell.omega.size
-    cos_modes, sin_modes = swell.modes[:n], swell.modes[n:]
+    sample / rate), `bound` from `swell_bound`. Exact integer arithmetic (module docstring):
+    with τ = (a + d) / rate, a the anchor (a multiple of 1024 samples) and 0 <= d < 1024, the
+    modes times g at the two knots around τ are rotated to the anchor (phase ω a / rate) and
+    rounded, the basis [cos ω d / rate, sin ω d / rate] is rounded, and their products sum
+    integers, then w_j P_j + w_{j+1} P_{j+1}; a, d, j and so every value depend on the sample
+    alone."""
     scale = 2.0**_MODE_BITS / bound
     field = np.empty((sample.size, swell.modes.shape[1]))
     anchors, offsets = np.divmod(sample, _ANCHOR_SAMPLES)
+    knots, weight_low, weight_high = envelope_weights(
+        sample / sampling_rate_hz, swell.coherence_time_s
+    )
     low, high = int(offsets.min(initial=0)), int(offsets.max(initial=-1)) + 1
     phase = (np.arange(low, high) / sampling_rate_hz)[:, None] * swell.omega[None, :]
     basis = np.rint(np.concatenate([np.cos(phase), np.sin(phase)], axis=1) * 2.0**_BASIS_BITS)
     for anchor in np.unique(anchors):
-        rows = np.flatnonzero(anchors == anchor)
+        in_anchor = anchors == anchor
         turn = swell.omega * (anchor * _ANCHOR_SAMPLES / sampling_rate_hz)
-        c, s = np.cos(turn)[:, None], np.sin(turn)[:, None]
-        rotated = np.rint(
-            np.concatenate([cos_modes * c + sin_modes * s, sin_modes * c - cos_modes * s]) * scale
-        )
-        field[rows] = basis[offsets[rows] - low] @ rotated
+        rounded: dict[int, np.ndarray] = {}
+        for knot in np.unique(knots[in_anchor]):
+            rows = np.flatnonzero(in_anchor & (knots == knot))
+            products = []
+            for j in (int(knot), int(knot) + 1):
+                if j not in rounded:
+                    rounded[j] = np.rint(_knot_modes(swell, j, turn) * scale)
+                products.append(basis[offsets[rows] - low] @ rounded[j])
+            field[rows] = (
+                weight_low[rows, None] * products[0] + weight_high[rows, None] * products[1]
+            )
     return field * (bound / 2.0 ** (_BASIS_BITS + _MODE_BITS))
