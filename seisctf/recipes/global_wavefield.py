@@ -1,55 +1,38 @@
 """Offline synthetic global wavefield: vertical ground velocity on a Fibonacci sphere.
 
-Surface waves (normal-mode summation on a sphere of radius a = 6371 km, source at the pole of
-epicentral distance Δ; Dahlen & Tromp 1998, *Theoretical Global Seismology*, ch. 10–11; Stein &
-Wysession 2003, §2.9), for τ = t − t0 ≥ 0 and exactly 0 before the origin time t0::
+Ten realisations (one per CTF role), each the record of a main earthquake and, unless switched
+off, its aftershocks, background earthquakes elsewhere and the ambient microseism field, through
+a laterally heterogeneous Earth to stations with their own sites and seismometers:
 
-    v(Δ, t) = A Σ_{l=1..L} w_l P_l(cos Δ) sin(ω_l τ) exp(−ω_l τ / (2Q))
-    k_l a = l + 1/2                                  Jeans' relation (Jeans 1923)
-    ω_l = k_l c(2π/ω_l)                              fixed point, 12 iterations (contraction ~0.1)
-    c(T) = s · (3.5 + 1.0 (1 − exp(−T / 150 s))) km/s
-    w_l = (2l+1)/(4π) · (k_l² a / ω_l) · exp(−(ω_l t_h)² / 4) · exp(−k_l h)
+- `global_events`: double-couple moment tensors, causal moment-rate functions, Gutenberg–Richter
+  catalogues (aftershocks following Omori's law, background seismicity);
+- `global_earth`: random spherical-harmonic phase-velocity and slowness maps integrated along
+  each great-circle orbit, station site amplifications and seismometer responses;
+- `global_traveltimes`: iasp91 body-wave travel times from obspy.taup;
+- `global_synthesis`: the traces (travelling Rayleigh-wave orbits R1, R2, … by a Fourier sum,
+  causal P and S pulses at the TauP times, microseisms), with their equations and sources.
 
-c(T) is a rough empirical fit (within ~10 % at 30–200 s) to global-average fundamental-mode Rayleigh
-phase velocities (PREM, Dziewonski & Anderson 1981; Ekström et al. 1997); s = velocity_scale. Group
-velocity U = c / (1 + (T/c) dc/dT) is 3.5–3.7 km/s at 20–100 s (30–32 s per degree).
-In w_l: (2l+1)/(4π) is the addition theorem's factor. k²/ω is the velocity excitation of a step
-moment (Gilbert 1971; Dahlen & Tromp 1998: displacement Σ ω⁻² (M:ε_l) s_l (1 − cos ω_l t), with the
-strain ε at the source ∝ k and each surface-bound eigenfunction, normalised over the Earth, ∝ k^½);
-without it the degrees l ≲ 20 add a large, unrealistic ~1000 s swell ahead of R1. exp(−(ω t_h)²/4)
-is the spectrum of a Gaussian source-time function of half-duration t_h; exp(−k h) the decay of the
-excitation with source depth h (Rayleigh eigenfunctions decay like exp(−k z)). Q is one quality
-factor for all modes. P_l comes from the recurrence (l+1) P_{l+1} = (2l+1) x P_l − l P_{l−1}.
-L (`max_degree`) defaults to the degree where the source spectrum falls below 1e-4, and at most the
-degree of period 2.5 × the Nyquist period. The sum is a scalar-wave analogue: no radiation pattern,
-no overtones, no ellipticity or lateral heterogeneity. R1 leaves the source at t0 and reaches
-~95° by 3000 s; R2 needs (360° − Δ) × ~31 s per degree, so a 3000 s record holds R1 only.
+Everything is causal: nothing reaches a sensor before an event's first arrival (tested against
+an independent obspy TauP computation), and P and S start at their TauP times in the 1D Earth.
 
-Body waves: P (p or P) and S (s or S) first arrivals at iasp91 travel times (Kennett & Engdahl
-1991) from obspy.taup (Crotwell et al. 1999), tabulated once per source depth every 1° (TauP's
-sampled branches without ray-shooting refinement, within ~0.05 s) and linearly interpolated. Each
-is a Gaussian-derivative pulse −x exp((1 − x²)/2), x = (τ − T_phase)/σ, σ = 4 s (P), 8 s (S): peaks
-±1 one σ either side of the arrival, which is its zero crossing. Amplitudes B_P g(Δ) and
-B_S = 2 B_P, g(Δ) = 1/sqrt(max(sin Δ, sin 10°)) (a simple geometric spreading, capped near 0° and
-180°); no radiation pattern; no pulse where TauP has no arrival (the core shadow beyond ~98°;
-diffracted and core phases are left out).
+Hidden part: the main events' magnitudes and moment tensors (`default_sources`), the maps, the
+stations, the catalogues and the microseism field are drawn from the seed (derived from the
+organiser's secret; never recorded); about 10^3 numbers per realisation and 10^4 for the Earth
+and stations. The store records each realisation's main epicentre, depth, origin time and
+parameter value only (the store is private; the public bundle carries the parametric depths).
 
-Amplitude: A makes peaks O(1) (R1 at 90° from a 30 km deep default source ≈ 1): the unit is
-m/s on an arbitrary scale, the same for all realisations, so amplitude changes with depth are real.
+Sensors: `fibonacci_sensors`; realisations and their parameters: `GlobalSource`,
+`default_sources`, `GlobalPhysics`. The unit is m/s on an arbitrary scale (a Mw 7.5 event's
+R1 at 90° peaks near 1), the same for all realisations.
 
-Sensors: `fibonacci_sensors`; realisations and their parameters: `GlobalSource`, `default_sources`.
-
-Bitwise reproducibility for any chunking: the time × mode basis and the mode × sensor matrix are
-rounded to integers (2^22 and 2^30 times their values, the latter normalised by Σ|w_l|), so every
-partial sum of the one matmul per block is an integer below 2^53, exact in float64 whatever order
-BLAS sums in. The rounding adds a deterministic error of ~1e-7 of the peak (two float32 ulps).
+Bitwise reproducibility for any chunking: each value depends only on its time, its sensor and the
+realisation (`global_synthesis`).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from functools import lru_cache
+from dataclasses import dataclass, field
 
 import dask.array as da
 import numpy as np
@@ -73,8 +56,17 @@ from seisctf.conventions import (
     time_space_chunks,
 )
 from seisctf.errors import InvalidInput
+from seisctf.recipes.global_earth import Earth, random_earth
+from seisctf.recipes.global_events import (
+    MAIN_MAGNITUDE_RANGE,
+    REFERENCE_MAGNITUDE,
+    Event,
+    catalogue,
+    random_tensor,
+)
+from seisctf.recipes.global_synthesis import AMBIENT_RMS, Ambient, ambient_field, event_field
+from seisctf.recipes.global_traveltimes import travel_time_table
 
-EARTH_RADIUS_KM = 6371.0
 GOLDEN_ANGLE_DEG = 180.0 * (3.0 - math.sqrt(5.0))
 START_TIME = "2000-01-01T00:00:00Z"
 PARAMETER_NAME = "source_depth_km"
@@ -82,173 +74,102 @@ SENSOR_ORDER = (
     "Fibonacci lattice, north to south: sensor i of N at latitude asin(1 - (2i+1)/N) and "
     f"longitude (i * {GOLDEN_ANGLE_DEG:.10f}) mod 360 mapped to (-180, 180] degrees"
 )
-AMPLITUDE = 2.43e-3  # A: R1 peak at 90 degrees ~ 1 for the default source
-BODY_P_AMPLITUDE = 0.12  # B_P relative to A-scaled surface waves
-BODY_S_TO_P = 2.0
-P_WIDTH_S = 4.0
-S_WIDTH_S = 8.0
-SPREADING_MIN_SIN = math.sin(math.radians(10.0))
-SOURCE_SPECTRUM_FLOOR = 1e-4
-_BASIS_BITS = 22
-_MODE_BITS = 30
+VERTICAL_DIP_SLIP = ((0.0, 0.0, 0.0), (0.0, 0.0, 0.0), (0.0, 0.0, 1.0))
+STORMS = 3
 
 
 @dataclass(frozen=True)
 class GlobalSource:
-    """One event: epicentre (degrees), depth (km), origin time (s after start_time), medium and
-    source parameters, its CTF role and the varied parameter's value (NaN when not parametric)."""
+    """A realisation's main event: epicentre (degrees), depth (km), origin time (s after
+    start_time), moment magnitude, unit moment tensor (rows; x north, y east, z down), its CTF
+    role and the varied parameter's value (NaN when not parametric)."""
 
     latitude_deg: float
     longitude_deg: float
     depth_km: float
     origin_time_s: float
-    velocity_scale: float = 1.0
-    q: float = 200.0
-    half_duration_s: float = 20.0
+    magnitude: float = REFERENCE_MAGNITUDE
+    tensor: tuple = VERTICAL_DIP_SLIP
     role: str = "forecast"
     parameter_value: float = math.nan
 
+    @property
+    def event(self) -> Event:
+        return Event(
+            self.latitude_deg,
+            self.longitude_deg,
+            self.depth_km,
+            self.origin_time_s,
+            self.magnitude,
+            self.tensor,
+        )
+
+
+@dataclass(frozen=True)
+class GlobalPhysics:
+    """What the realisations contain: `heterogeneity` scales every lateral perturbation and
+    station delay (0: the 1D Earth), `sites` gives stations their amplification and seismometer
+    (False: flat unit response), `other_events` adds aftershocks and background events,
+    `ambient_rms` is the microseism level (0: none)."""
+
+    heterogeneity: float = 1.0
+    sites: bool = True
+    other_events: bool = True
+    ambient_rms: float = AMBIENT_RMS
+
 
 @dataclass(frozen=True, eq=False)
-class TravelTimeTable:
-    """First P and S arrival times (s after origin, NaN where none) on a distance grid (degrees)."""
+class Realisation:
+    """Everything one realisation's blocks need: its events (main first) and microseisms."""
 
-    depth_km: float
-    distance_deg: np.ndarray
-    p_time_s: np.ndarray
-    s_time_s: np.ndarray
-
-
-@lru_cache(maxsize=64)
-def travel_time_table(depth_km: float, step_deg: float = 1.0) -> TravelTimeTable:
-    """iasp91 first P (p, P) and S (s, S) times every `step_deg` from 0 to 180 degrees."""
-    from obspy.taup import TauPyModel
-
-    model = TauPyModel("iasp91")
-    distance_deg = np.linspace(0.0, 180.0, int(round(180.0 / step_deg)) + 1)
-    p_time_s = np.full(distance_deg.shape, np.nan)
-    s_time_s = np.full(distance_deg.shape, np.nan)
-    for i, distance in enumerate(distance_deg):
-        arrivals = model.get_travel_times(
-            float(depth_km), float(distance), ["p", "P", "s", "S"], ray_param_tol=1e9
-        )
-        p_times = [a.time for a in arrivals if a.name in ("p", "P")]
-        s_times = [a.time for a in arrivals if a.name in ("s", "S")]
-        p_time_s[i] = min(p_times, default=np.nan)
-        s_time_s[i] = min(s_times, default=np.nan)
-    for column in (distance_deg, p_time_s, s_time_s):
-        column.flags.writeable = False  # cached and shared
-    return TravelTimeTable(float(depth_km), distance_deg, p_time_s, s_time_s)
+    events: tuple[Event, ...]
+    ambient: Ambient
+    tables: dict = field(default_factory=dict)
 
 
-def phase_velocity_km_s(period_s: np.ndarray, velocity_scale: float = 1.0) -> np.ndarray:
-    """Empirical fundamental-mode Rayleigh phase velocity c(T) in km/s."""
-    return velocity_scale * (3.5 + 1.0 * (1.0 - np.exp(-np.asarray(period_s) / 150.0)))
-
-
-def mode_frequencies(max_degree: int, velocity_scale: float) -> tuple[np.ndarray, np.ndarray]:
-    """Wavenumbers k_l (1/km) and angular frequencies ω_l (rad/s) of degrees l = 1..max_degree."""
-    wavenumber = (np.arange(1, max_degree + 1) + 0.5) / EARTH_RADIUS_KM
-    omega = wavenumber * 4.0 * velocity_scale
-    for _ in range(12):
-        omega = wavenumber * phase_velocity_km_s(2.0 * np.pi / omega, velocity_scale)
-    return wavenumber, omega
-
-
-def mode_weights(wavenumber: np.ndarray, omega: np.ndarray, source: GlobalSource) -> np.ndarray:
-    """w_l = (2l+1)/(4π) (k_l² a / ω_l) exp(−(ω_l t_h)²/4) exp(−k_l h) for l = 1..L."""
-    degree = np.arange(1, wavenumber.size + 1)
-    return (
-        (2.0 * degree + 1.0)
-        / (4.0 * np.pi)
-        * (wavenumber**2 * EARTH_RADIUS_KM / omega)
-        * np.exp(-((omega * source.half_duration_s) ** 2) / 4.0)
-        * np.exp(-wavenumber * source.depth_km)
-    )
-
-
-def legendre_table(cos_distance: np.ndarray, max_degree: int) -> np.ndarray:
-    """P_l(x) for l = 1..max_degree, shape (max_degree, sensor), by the upward recurrence."""
-    table = np.empty((max_degree, cos_distance.size))
-    previous, current = np.ones_like(cos_distance), cos_distance.astype(np.float64)
-    for degree in range(1, max_degree + 1):
-        table[degree - 1] = current
-        previous, current = (
-            current,
-            ((2 * degree + 1) * cos_distance * current - degree * previous) / (degree + 1),
-        )
-    return table
-
-
-def cos_epicentral_distance(
-    latitude_deg: np.ndarray, longitude_deg: np.ndarray, source: GlobalSource
-) -> np.ndarray:
-    """cos Δ between each sensor and the epicentre, clipped to [−1, 1]."""
-    lat, lon = np.radians(latitude_deg), np.radians(longitude_deg)
-    lat0, lon0 = math.radians(source.latitude_deg), math.radians(source.longitude_deg)
-    cos_distance = math.sin(lat0) * np.sin(lat) + math.cos(lat0) * np.cos(lat) * np.cos(lon - lon0)
-    return np.clip(cos_distance, -1.0, 1.0)
-
-
-def default_max_degree(sources: list[GlobalSource], sampling_rate_hz: float) -> int:
-    """Degree where the source spectrum falls below 1e-4, at most the degree of period 2.5 × the
-    Nyquist period; the largest over `sources`."""
-    degrees = []
-    for source in sources:
-        omega_source = 2.0 * math.sqrt(-math.log(SOURCE_SPECTRUM_FLOOR)) / source.half_duration_s
-        omega = min(omega_source, 2.0 * math.pi * sampling_rate_hz / 5.0)
-        velocity = float(phase_velocity_km_s(2.0 * math.pi / omega, source.velocity_scale))
-        degrees.append(math.ceil(omega / velocity * EARTH_RADIUS_KM - 0.5))
-    return max(1, *degrees)
-
-
-def _body_waves(
-    tau_s: np.ndarray, cos_distance: np.ndarray, travel_times: TravelTimeTable
-) -> np.ndarray:
-    """P and S Gaussian-derivative pulses, (time, sensor) float64."""
-    distance_deg = np.degrees(np.arccos(cos_distance))
-    spreading = 1.0 / np.sqrt(np.maximum(np.sin(np.radians(distance_deg)), SPREADING_MIN_SIN))
-    body = np.zeros((tau_s.size, cos_distance.size))
-    phases = (
-        (travel_times.p_time_s, P_WIDTH_S, BODY_P_AMPLITUDE),
-        (travel_times.s_time_s, S_WIDTH_S, BODY_P_AMPLITUDE * BODY_S_TO_P),
-    )
-    for table_s, width_s, amplitude in phases:
-        arrival_s = np.interp(distance_deg, travel_times.distance_deg, table_s)
-        present = np.isfinite(arrival_s)
-        x = (tau_s[:, None] - arrival_s[None, present]) / width_s
-        body[:, present] += (amplitude * spreading[present]) * (-x * np.exp(0.5 * (1.0 - x * x)))
-    return body
+def realisation(
+    source: GlobalSource, seed: int, index: int, duration_s: float, physics: GlobalPhysics
+) -> Realisation:
+    """The events and microseism field of realisation `index` (drawn from the seed)."""
+    main = source.event
+    events = catalogue(main, seed, index, duration_s) if physics.other_events else (main,)
+    rng = np.random.default_rng([int(seed), 3, int(index)])
+    storm_lat = tuple(float(v) for v in np.degrees(np.arcsin(rng.uniform(-1, 1, STORMS))))
+    storm_lon = tuple(float(v) for v in rng.uniform(-180.0, 180.0, STORMS))
+    key = int(rng.integers(0, 2**63))
+    ambient = Ambient(key, storm_lat, storm_lon, float(physics.ambient_rms))
+    tables = {depth: travel_time_table(depth) for depth in {e.depth_km for e in events}}
+    return Realisation(events, ambient, tables)
 
 
 def wavefield_block(
     times_s: np.ndarray,
+    sensor_index: np.ndarray,
     latitude_deg: np.ndarray,
     longitude_deg: np.ndarray,
-    source: GlobalSource,
-    travel_times: TravelTimeTable,
-    max_degree: int,
+    realisation: Realisation,
+    earth: Earth,
+    record_end_s: float,
+    sampling_rate_hz: float = 1.0,
 ) -> np.ndarray:
     """Vertical velocity (time, sensor) float32 at `times_s` (s after start_time) and sensors
-    (degrees). Each element depends only on its own time, sensor and the source: any block of a
-    larger grid is bitwise equal to the same slice of the whole."""
-    tau_s = np.asarray(times_s, dtype=np.float64) - source.origin_time_s
-    cos_distance = cos_epicentral_distance(
-        np.asarray(latitude_deg, dtype=np.float64),
-        np.asarray(longitude_deg, dtype=np.float64),
-        source,
-    )
-    wavenumber, omega = mode_frequencies(max_degree, source.velocity_scale)
-    weights = mode_weights(wavenumber, omega, source)
-    weight_sum = float(weights.sum())
-    mode_scale = weights * (2.0**_MODE_BITS / weight_sum)
-    modes = np.rint(legendre_table(cos_distance, max_degree) * mode_scale[:, None])
-    phase = np.maximum(tau_s, 0.0)[:, None] * omega[None, :]
-    basis = np.rint(np.sin(phase) * np.exp(phase / (-2.0 * source.q)) * 2.0**_BASIS_BITS)
-    surface = (basis @ modes) * (weight_sum * AMPLITUDE / 2.0 ** (_BASIS_BITS + _MODE_BITS))
-    field = surface + _body_waves(tau_s, cos_distance, travel_times)
-    field[tau_s < 0.0] = 0.0
-    return field.astype(np.float32)
+    (their lattice indices and positions in degrees). Each element depends only on its own time,
+    sensor and the realisation: any block of a larger grid is bitwise equal to the same slice of
+    the whole. The microseisms need `times_s` on the record's sample grid (consecutive)."""
+    times_s = np.asarray(times_s, dtype=np.float64)
+    lat = np.asarray(latitude_deg, dtype=np.float64)
+    lon = np.asarray(longitude_deg, dtype=np.float64)
+    stations = earth.station_terms(np.asarray(sensor_index), lat, lon)
+    total = np.zeros((times_s.size, lat.size))
+    for event in realisation.events:
+        table = realisation.tables.get(event.depth_km) or travel_time_table(event.depth_km)
+        total += event_field(times_s, lat, lon, stations, event, table, earth, record_end_s)
+    if realisation.ambient.rms > 0:
+        samples = np.rint(times_s * sampling_rate_hz).astype(np.int64)
+        total += ambient_field(
+            samples, sensor_index, lat, lon, realisation.ambient, sampling_rate_hz
+        )
+    return total.astype(np.float32)
 
 
 def fibonacci_sensors(n_sensors: int) -> tuple[np.ndarray, np.ndarray]:
@@ -269,32 +190,36 @@ def default_sources(
     interpolation: float = 40.0,
     extrapolation: float = 70.0,
 ) -> list[GlobalSource]:
-    """The default realisations: five independent random events (roles forecast … few_noisy),
-    then one shared random epicentre and origin time at the source depths (km) `parameter_values`
-    (param_train), `interpolation` (param_interp) and `extrapolation` (param_extrap).
+    """The default realisations' main events: five independent random events (roles forecast …
+    few_noisy), then one shared random epicentre, origin time, magnitude and moment tensor at the
+    source depths (km) `parameter_values` (param_train), `interpolation` (param_interp) and
+    `extrapolation` (param_extrap).
 
     Epicentres are uniform on the sphere, depths uniform in 10–100 km, origin times in 0–200 s,
-    all drawn in this order from numpy.random.default_rng(seed)."""
+    magnitudes uniform in 7.0–8.0, random double couples, all from numpy default_rng(seed)."""
     rng = np.random.default_rng(seed)
 
-    def epicentre() -> tuple[float, float]:
-        return float(np.degrees(np.arcsin(rng.uniform(-1.0, 1.0)))), float(rng.uniform(-180, 180))
-
-    sources = []
-    for role in ROLES[:5]:
-        latitude, longitude = epicentre()
+    def draw() -> dict:
+        latitude = float(np.degrees(np.arcsin(rng.uniform(-1.0, 1.0))))
+        longitude = float(rng.uniform(-180, 180))
         depth_km, origin_s = float(rng.uniform(10.0, 100.0)), float(rng.uniform(0.0, 200.0))
-        sources.append(GlobalSource(latitude, longitude, depth_km, origin_s, role=role))
-    latitude, longitude = epicentre()
-    origin_s = float(rng.uniform(0.0, 200.0))
+        magnitude = float(rng.uniform(*MAIN_MAGNITUDE_RANGE))
+        return {
+            "latitude_deg": latitude,
+            "longitude_deg": longitude,
+            "depth_km": depth_km,
+            "origin_time_s": origin_s,
+            "magnitude": magnitude,
+            "tensor": random_tensor(rng),
+        }
+
+    sources = [GlobalSource(**draw(), role=role) for role in ROLES[:5]]
+    shared = draw()
     varied = [("param_train", float(v)) for v in parameter_values]
     varied += [("param_interp", float(interpolation)), ("param_extrap", float(extrapolation))]
     for role, depth_km in varied:
-        sources.append(
-            GlobalSource(
-                latitude, longitude, depth_km, origin_s, role=role, parameter_value=depth_km
-            )
-        )
+        shared["depth_km"] = depth_km
+        sources.append(GlobalSource(**shared, role=role, parameter_value=depth_km))
     return sources
 
 
@@ -306,16 +231,22 @@ def _check_source(index: int, source: GlobalSource) -> None:
         raise InvalidInput(what, "needs latitude in [-90, 90] and a finite longitude (degrees)")
     if not 0.0 <= source.depth_km < 700.0:
         raise InvalidInput(what, f"depth must be in [0, 700) km, got {source.depth_km}")
-    for name in ("velocity_scale", "q", "half_duration_s"):
-        value = getattr(source, name)
-        if not (math.isfinite(value) and value > 0):
-            raise InvalidInput(what, f"{name} must be positive, got {value}")
-    if not math.isfinite(source.origin_time_s):
-        raise InvalidInput(what, "origin_time_s must be finite")
+    if not (math.isfinite(source.origin_time_s) and math.isfinite(source.magnitude)):
+        raise InvalidInput(what, "origin_time_s and magnitude must be finite")
+    tensor = np.asarray(source.tensor, dtype=np.float64)
+    if tensor.shape != (3, 3) or not np.allclose(tensor, tensor.T) or not tensor.any():
+        raise InvalidInput(what, "tensor must be a non-zero symmetric 3x3 matrix (rows)")
 
 
-def _realisation_block(time_index, latitude_deg, longitude_deg, *, sampling_rate_hz, **kwargs):
-    return wavefield_block(time_index / sampling_rate_hz, latitude_deg, longitude_deg, **kwargs)
+def _realisation_block(time_index, sensor_index, lat, lon, *, sampling_rate_hz, **kwargs):
+    return wavefield_block(
+        time_index / sampling_rate_hz,
+        sensor_index,
+        lat,
+        lon,
+        sampling_rate_hz=sampling_rate_hz,
+        **kwargs,
+    )
 
 
 def synthesize_global(
@@ -324,19 +255,24 @@ def synthesize_global(
     sampling_rate_hz: float = 1.0,
     seed: int = 0,
     sources: list[GlobalSource] | None = None,
-    max_degree: int | None = None,
+    physics: GlobalPhysics = GlobalPhysics(),
     time_chunk: int | None = None,
     sensor_chunk: int | None = None,
 ) -> xr.Dataset:
     """Lazy global wavefield store: `u(realisation, time, sensor)` float32 (Dask, one realisation
     per chunk, time × sensor chunks from `conventions.time_space_chunks` unless given), with
-    per-sensor `latitude`, `longitude` and per-realisation source coordinates. `sources` defaults
-    to `default_sources(seed)`; the seed is used for nothing else and not recorded. The values
-    are bitwise the same for any `time_chunk` / `sensor_chunk`."""
+    per-sensor `latitude`, `longitude` and each realisation's main epicentre, depth, origin time
+    and parameter value. `sources` defaults to `default_sources(seed)`; the seed also draws the
+    Earth, stations, catalogues and microseisms (`GlobalPhysics` says which are present) and is
+    not recorded. The values are bitwise the same for any `time_chunk` / `sensor_chunk`."""
     if not (math.isfinite(sampling_rate_hz) and sampling_rate_hz > 0):
         raise InvalidInput("sampling_rate_hz", f"must be positive, got {sampling_rate_hz}")
     if not (math.isfinite(duration_s) and duration_s * sampling_rate_hz >= 0.5):
         raise InvalidInput("duration_s", f"must give at least one sample, got {duration_s}")
+    if not (math.isfinite(physics.heterogeneity) and physics.heterogeneity >= 0):
+        raise InvalidInput("physics.heterogeneity", "must be a finite number >= 0")
+    if not (math.isfinite(physics.ambient_rms) and physics.ambient_rms >= 0):
+        raise InvalidInput("physics.ambient_rms", "must be a finite number >= 0")
     n_time = int(round(duration_s * sampling_rate_hz))
     latitude, longitude = fibonacci_sensors(n_sensors)
     sources = default_sources(seed) if sources is None else list(sources)
@@ -344,42 +280,39 @@ def synthesize_global(
         raise InvalidInput("sources", "needs at least one source")
     for index, source in enumerate(sources):
         _check_source(index, source)
-    if max_degree is None:
-        max_degree = default_max_degree(sources, sampling_rate_hz)
-    if int(max_degree) != max_degree or max_degree < 1:
-        raise InvalidInput("max_degree", f"must be a positive integer, got {max_degree!r}")
+    earth = random_earth(seed, physics.heterogeneity, physics.sites)
+    record_end_s = n_time / float(sampling_rate_hz)
     default_time_chunk, default_sensor_chunk = time_space_chunks(n_time, n_sensors)
     time_index = da.arange(n_time, chunks=time_chunk or default_time_chunk, dtype=np.int64)
     sensor_chunks = sensor_chunk or default_sensor_chunk
+    sensor_index = da.arange(n_sensors, chunks=sensor_chunks, dtype=np.int64)
     latitude_dask = da.from_array(latitude, chunks=sensor_chunks)
     longitude_dask = da.from_array(longitude, chunks=sensor_chunks)
-    tables = {depth: travel_time_table(depth) for depth in {s.depth_km for s in sources}}
     realisations = [
         da.blockwise(
             _realisation_block,
             "ts",
             time_index,
             "t",
+            sensor_index,
+            "s",
             latitude_dask,
             "s",
             longitude_dask,
             "s",
             dtype=np.float32,
             sampling_rate_hz=float(sampling_rate_hz),
-            source=source,
-            travel_times=tables[source.depth_km],
-            max_degree=int(max_degree),
+            realisation=realisation(source, seed, index, record_end_s, physics),
+            earth=earth,
+            record_end_s=record_end_s,
         )
-        for source in sources
+        for index, source in enumerate(sources)
     ]
     per_realisation = {
         "source_latitude": [s.latitude_deg for s in sources],
         "source_longitude": [s.longitude_deg for s in sources],
         "source_depth_km": [s.depth_km for s in sources],
         "origin_time_s": [s.origin_time_s for s in sources],
-        "velocity_scale": [s.velocity_scale for s in sources],
-        "q": [s.q for s in sources],
-        "half_duration_s": [s.half_duration_s for s in sources],
         "parameter_value": [s.parameter_value for s in sources],
     }
     coords = {
@@ -395,12 +328,13 @@ def synthesize_global(
         ATTR_SAMPLING_RATE: float(sampling_rate_hz),
         ATTR_SENSOR_ORDER: SENSOR_ORDER,
         ATTR_PARAMETER_NAME: PARAMETER_NAME,
-        "units": "m/s, arbitrary scale (peaks O(1))",
+        "units": "m/s, arbitrary scale (a Mw 7.5 event's R1 at 90 degrees peaks near 1)",
         "quantity": "vertical ground velocity",
-        "max_degree": int(max_degree),
         "generator": (
-            f"seisctf {__version__} recipes.global_wavefield: normal-mode Rayleigh waves "
-            "(Jeans' relation, empirical dispersion, Q) + iasp91 TauP P and S pulses"
+            f"seisctf {__version__} recipes.global_wavefield: Rayleigh-wave orbits and iasp91 "
+            "P and S pulses from main events, aftershocks and background events through a "
+            "laterally heterogeneous Earth to stations with sites and seismometers, plus "
+            "microseisms"
         ),
     }
     u = xr.Variable(

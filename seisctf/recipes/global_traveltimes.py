@@ -1,0 +1,106 @@
+"""iasp91 travel times of the global synthetic's body waves, tabulated once per source depth.
+
+First P (p or P) and first S (s or S) arrivals (Kennett & Engdahl 1991, iasp91) from obspy.taup
+(Crotwell et al. 1999) every 0.5° from 0° to 100°, with their ray parameters (s/°) and take-off
+angles (degrees from the downward vertical), and the first P-type arrival beyond the core shadow
+(Pdiff, PKP, PKIKP, PKiKP) every 2° from 100° to 180°. Times between nodes are a cubic Hermite
+interpolation whose slopes are the ray parameters dT/dΔ = p (Bullen & Bolt 1985, §4.2): within
+0.02 s of TauP's refined times away from triplications (tested against TauP at random
+distances); take-off angles are interpolated linearly.
+
+`first_arrival_s` is the first P where there is one, else the first core phase (at most ~2°
+beyond the shadow's edge its value is the one at 100°, a few seconds late): the time before
+which a trace of the event carries nothing (the onset of the surface-wave taper,
+`global_synthesis`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+from scipy.interpolate import CubicHermiteSpline
+
+BODY_STEP_DEG = 0.5
+BODY_MAX_DEG = 100.0
+CORE_STEP_DEG = 2.0
+CORE_PHASES = ("Pdiff", "PKP", "PKIKP", "PKiKP")
+
+
+@dataclass(frozen=True, eq=False)
+class TravelTimeTable:
+    """P and S first arrivals (s after origin, NaN where none) with ray parameters (s/°) and
+    take-off angles (°) on `distance_deg`; the first P-type arrival of any kind on `core_deg`."""
+
+    depth_km: float
+    distance_deg: np.ndarray
+    p_time_s: np.ndarray
+    p_slowness_s_per_deg: np.ndarray
+    p_takeoff_deg: np.ndarray
+    s_time_s: np.ndarray
+    s_slowness_s_per_deg: np.ndarray
+    s_takeoff_deg: np.ndarray
+    core_deg: np.ndarray
+    core_time_s: np.ndarray
+
+    def arrival(self, phase: str, distance_deg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(time s, take-off angle °) of the first `phase` ("P" or "S") at `distance_deg`;
+        NaN where the table has none (beyond the last node with an arrival)."""
+        time, slowness, takeoff = (
+            (self.p_time_s, self.p_slowness_s_per_deg, self.p_takeoff_deg)
+            if phase == "P"
+            else (self.s_time_s, self.s_slowness_s_per_deg, self.s_takeoff_deg)
+        )
+        distance = np.asarray(distance_deg, dtype=np.float64)
+        present = np.isfinite(time)
+        last = self.distance_deg[present].max()
+        spline = CubicHermiteSpline(
+            self.distance_deg[present], time[present], slowness[present], extrapolate=False
+        )
+        inside = distance <= last
+        arrival_s = np.where(inside, spline(np.minimum(distance, last)), np.nan)
+        angle = np.interp(distance, self.distance_deg[present], takeoff[present])
+        return arrival_s, np.where(inside, angle, np.nan)
+
+    def first_arrival_s(self, distance_deg: np.ndarray) -> np.ndarray:
+        """Earliest arrival of any P-type phase (s after origin) at `distance_deg`."""
+        p_time_s, _ = self.arrival("P", distance_deg)
+        core_s = np.interp(distance_deg, self.core_deg, self.core_time_s)
+        return np.where(np.isfinite(p_time_s), p_time_s, core_s)
+
+
+def _first(arrivals, names):
+    chosen = [a for a in arrivals if a.name in names]
+    return min(chosen, key=lambda a: a.time) if chosen else None
+
+
+@lru_cache(maxsize=64)
+def travel_time_table(depth_km: float) -> TravelTimeTable:
+    """The table for a source at `depth_km` (cached and shared: its arrays are read-only)."""
+    from obspy.taup import TauPyModel
+
+    model = TauPyModel("iasp91")
+    distance_deg = np.arange(0.0, BODY_MAX_DEG + BODY_STEP_DEG / 2, BODY_STEP_DEG)
+    columns = {name: np.full(distance_deg.shape, np.nan) for name in range(6)}
+    for i, distance in enumerate(distance_deg):
+        arrivals = model.get_travel_times(
+            float(depth_km), float(distance), ["p", "P", "s", "S"], ray_param_tol=1e9
+        )
+        for offset, names in ((0, ("p", "P")), (3, ("s", "S"))):
+            first = _first(arrivals, names)
+            if first is not None:
+                columns[offset][i] = first.time
+                columns[offset + 1][i] = first.ray_param_sec_degree
+                columns[offset + 2][i] = first.takeoff_angle
+    core_deg = np.arange(BODY_MAX_DEG, 180.0 + CORE_STEP_DEG / 2, CORE_STEP_DEG)
+    core_time_s = np.empty(core_deg.shape)
+    for i, distance in enumerate(core_deg):
+        arrivals = model.get_travel_times(
+            float(depth_km), float(distance), list(CORE_PHASES) + ["P"], ray_param_tol=1e9
+        )
+        core_time_s[i] = min(a.time for a in arrivals)
+    arrays = [distance_deg, *columns.values(), core_deg, core_time_s]
+    for array in arrays:
+        array.flags.writeable = False
+    return TravelTimeTable(float(depth_km), *arrays)
