@@ -7,7 +7,8 @@ HTML-escaped; links are made only from http(s) URLs. Tables are real tables (`<c
 `<th scope>`), sortable with keyboard-usable header buttons that keep `aria-sort` up to date.
 
 The sections of a dataset page come from `seisctf.scoring.sections`; this module holds the page
-frame, the shared table builder and the file writing.
+frame, the shared table builder and the file writing. Pages are made from the public view of
+the entries (`seisctf.scoring.release.public_entries`) alone.
 """
 
 from __future__ import annotations
@@ -161,9 +162,12 @@ def text_cell(value: object) -> Cell:
 
 
 def number_cell(value: float | int | None, digits: int = 2) -> Cell:
+    """A number with `digits` decimals (integers as they are); it sorts by the value shown."""
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return Cell(MISSING)
-    return Cell(f"{value:.{digits}f}" if isinstance(value, float) else str(value), value)
+    if not isinstance(value, float):
+        return Cell(str(value), value)
+    return Cell(f"{value:.{digits}f}", round(value, digits) + 0.0)
 
 
 def score_cell(value: float | None) -> Cell:

@@ -237,6 +237,8 @@ def test_uncertainty_tables_match_the_uncertainty_module(site_dir):
             f"{high:.2f}",
         ]
     assert by_model["zeros"][1:] == ["1", "0.00", "—", "—"]
+    for row in table["rows"]:  # each row sorts by the numbers it shows, no finer
+        assert all(float(a["data-sort"]) == float(t) for _, a, t in row[1:] if t != "—")
     matrix = tables["ctf1-uncertainty-misranking"]
     heads = [cell[2] for cell in matrix["head"]][1:]
     row = next(r for r in matrix["rows"] if r[0][2] == "dmd")
