@@ -332,3 +332,26 @@ def test_bad_parameters_are_refused():
         ds.synthesize_das(cable, [bad], 100)
     with pytest.raises(InvalidInput, match="sampling_rate_hz"):
         ds.synthesize_das(cable, slots, 100, sampling_rate_hz=0.5)
+
+
+@pytest.mark.parametrize("coherence_time_s, forecastable", [(1e12, True), (300.0, False)])
+def test_an_evolving_sea_is_not_a_fixed_sum_of_sinusoids(coherence_time_s, forecastable):
+    """An attacker who knows every component's exact frequency fits 2000 s of each channel by
+    least squares and continues the fit over the next 1000 s: exact for a frozen sea (the
+    previous generator), no better than chance for the evolving one."""
+    cable = ds.Cable(n_channels=12, channel_spacing_m=10.0)
+    sea = ds.SeaState(1.5, 11.0, 10.0, 15.0, coherence_time_s=coherence_time_s)
+    rng = np.random.default_rng(8)
+    slot = ds.DasSlot("forecast", math.nan, sea, ds.Components.draw(rng, 80))
+    swell = ds.swell_modes(slot, cable, 0, cable.n_channels)
+    field = ds.swell_strain_rate(np.arange(3000), 1.0, swell, ds.swell_bound(slot, cable, 3000.0))
+    time_s = np.arange(3000.0)[:, None]
+    basis = np.concatenate([np.cos(time_s * swell.omega), np.sin(time_s * swell.omega)], axis=1)
+    coefficients = np.linalg.lstsq(basis[:2000], field[:2000], rcond=None)[0]
+    error = np.linalg.norm(basis[2000:] @ coefficients - field[2000:]) / np.linalg.norm(
+        field[2000:]
+    )
+    if forecastable:
+        assert error < 1e-3
+    else:
+        assert error > 0.7
