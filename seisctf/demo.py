@@ -19,12 +19,13 @@ cores (benchmarks/RESULTS.md).
 
 The demo is not a challenge: unless `--secret`/`SEISCTF_SECRET` is given it uses the published
 secret `DEMO_SECRET`, so its outputs are byte-identical on every machine and cluster.
+`$SEISCTF_SECRET` must have at least `keys.MIN_SECRET_CHARS` characters; `run_demo(secret=...)`
+takes any string (a test may need a guessable one on purpose).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -96,7 +97,7 @@ def run_demo(
         raise InvalidInput(
             f"--dataset {dataset}", f"not available yet; choose from {list(DATASETS)}"
         )
-    secret = secret or os.environ.get(keys.SECRET_ENV) or DEMO_SECRET
+    secret = secret or keys.secret_from_env() or DEMO_SECRET
     paths = demo_paths(workdir, datasets[0])
     Path(workdir).mkdir(parents=True, exist_ok=True)
     Path(paths["db"]).unlink(missing_ok=True)  # the demo's leaderboard is rebuilt on every run

@@ -148,7 +148,8 @@ def test_slice_on_s3_and_an_external_cluster(s3_server, s3_bucket, dask_cluster,
     wavefield, public, truth = (
         f"{s3_bucket}/{name}.zarr" for name in ("wavefield", "public", "truth")
     )
-    seisctf("synth", "global", "--out", wavefield, *SMALL, "--secret", "s3-test", *common)
+    secret = "s3-test-secret-long-enough-to-use"
+    seisctf("synth", "global", "--out", wavefield, *SMALL, "--secret", secret, *common)
     opened = xr.open_zarr(wavefield, storage_options=s3_server.storage_options)
     assert opened[cv.WAVEFIELD_VAR].dims == (cv.REALISATION, cv.TIME, cv.SENSOR)
     assert opened[cv.WAVEFIELD_VAR].shape == (10, 300, 64)
@@ -163,7 +164,7 @@ def test_slice_on_s3_and_an_external_cluster(s3_server, s3_bucket, dask_cluster,
         "--layout",
         tiny_layout,
         "--secret",
-        "s3-test",
+        secret,
         *common,
     )
     submission = f"{s3_bucket}/persistence.zarr"

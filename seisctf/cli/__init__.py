@@ -13,7 +13,7 @@ import os
 import sys
 
 from seisctf.cli import compare, crustal, datasets, ingest, picks, score
-from seisctf.cli._parse import SCORING_WORKER_MODULES, common_options
+from seisctf.cli._parse import SCORING_WORKER_MODULES, check_secret_option, common_options
 from seisctf.errors import InvalidInput
 
 EXIT_INVALID_INPUT = 3
@@ -44,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        check_secret_option(args)  # before any work: a short secret is refused (exit 3)
         if getattr(args, "needs_cluster", True):
             from seisctf.cluster import dask_client
 

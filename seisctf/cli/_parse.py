@@ -39,19 +39,37 @@ def generator_seed_options(parser: argparse.ArgumentParser) -> None:
         type=int,
         help="generator seed (default: derived from --secret/$SEISCTF_SECRET, else 0)",
     )
-    parser.add_argument("--secret", help="organiser secret to derive the seed from")
+    parser.add_argument(
+        "--secret", help="organiser secret to derive the seed from (at least 20 characters)"
+    )
+
+
+def secret_option(args: argparse.Namespace) -> str | None:
+    """`--secret`, else $SEISCTF_SECRET, else None; a given one shorter than
+    `keys.MIN_SECRET_CHARS` raises InvalidInput (it could be guessed offline)."""
+    from seisctf import keys
+
+    secret = getattr(args, "secret", None)
+    if secret is not None:
+        return keys.checked_secret(secret, "--secret")
+    return keys.secret_from_env()
+
+
+def check_secret_option(args: argparse.Namespace) -> None:
+    """Refuse a short `--secret` or $SEISCTF_SECRET before a verb that takes `--secret` starts
+    (`main` calls it first): every verb then uses a checked secret, whichever way it reads it."""
+    if hasattr(args, "secret"):
+        secret_option(args)
 
 
 def generator_seed(args: argparse.Namespace, purpose: str) -> int:
     """`--seed`, else the seed derived for `purpose` (e.g. "synth/das") from `--secret` or
-    $SEISCTF_SECRET, else 0."""
-    import os
-
+    $SEISCTF_SECRET (checked by `secret_option`), else 0."""
     from seisctf import keys
 
     if args.seed is not None:
         return args.seed
-    secret = args.secret or os.environ.get(keys.SECRET_ENV)
+    secret = secret_option(args)
     return keys.derive_seed(secret, purpose) if secret else 0
 
 

@@ -377,6 +377,11 @@ def validate(recipe: RecipeText) -> None:
     """Check the whole recipe before any work; raise InvalidInput naming the line."""
     data = recipe.data
     recipe.check(document_schema(list(SOURCES), list(TRANSFORMS), list(OUTPUTS)), data, ())
+    if data.get("secret") is not None:
+        try:
+            keys.checked_secret(data["secret"], "secret")
+        except InvalidInput as error:
+            raise recipe.error(("secret",), error.problem) from None
     ((source_name, source_parameters),) = data["source"].items()
     recipe.check(SOURCES[source_name].schema, source_parameters or {}, ("source", source_name))
     for index, step in enumerate(data.get("transforms") or []):
@@ -489,8 +494,9 @@ def provenance(
     resolved: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The provenance attr of one output: the recipe parts it depends on (secret and seeds
-    withheld), versions, input hash and a fingerprint of them all (seeds enter the fingerprint
-    only through an HMAC keyed by the secret, so the fingerprint reveals none of them)."""
+    withheld), versions, input hash, the public parameters of the secret's KDF
+    (`keys.KDF_PARAMETERS`) and a fingerprint of them all. Seeds and secret enter the
+    fingerprint only through `_keyed_seeds`, so testing a guess of either costs a scrypt."""
     data = recipe.data
     depends = {key: data[key] for key in ("name", *parts) if key in data}
     depends["output"] = {output: data["outputs"][output]}
@@ -498,12 +504,22 @@ def provenance(
         "recipe": _withhold(depends),
         "versions": versions(),
         "input_sha256": input_hash(context, data["source"]),
+        "key_derivation": dict(keys.KDF_PARAMETERS),
         **({"resolved": dict(resolved)} if resolved else {}),
     }
-    seeds = json.dumps(_seeds(depends), sort_keys=True).encode()
-    keyed = hmac.new((context.secret or "").encode(), seeds, hashlib.sha256).hexdigest()
+    keyed = _keyed_seeds(context.secret, json.dumps(_seeds(depends), sort_keys=True))
     canonical = json.dumps({**record, "seeds": keyed}, sort_keys=True).encode()
     return {**record, "fingerprint": hashlib.sha256(canonical).hexdigest()}
+
+
+def _keyed_seeds(secret: str | None, seeds_json: str) -> str:
+    """Hex HMAC-SHA256 of a recipe's seed values keyed by the secret's derived
+    "provenance/seeds" key; without a secret, the seed values themselves go through the KDF
+    (explicit seeds are withheld too, and a small integer is easy to guess)."""
+    if secret:
+        key = keys.derive_bytes(secret, "provenance/seeds")
+        return hmac.new(key, seeds_json.encode(), hashlib.sha256).hexdigest()
+    return keys.derive_bytes(seeds_json, "provenance/seeds").hex()
 
 
 def _up_to_date(url: str, fingerprint: str, context: BuildContext) -> bool:

@@ -30,7 +30,7 @@ cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 T = TypeVar("T")
 N_WORKERS = 2  # of the fixtures' restarting cluster
-SECRET = "reliability-secret"
+SECRET = "reliability-secret-long-enough-to-use"
 # Deadlines for a loaded 2-core machine: generous; a wait returns as soon as its condition holds.
 RUN_TIMEOUT_S = 600.0
 EVENT_TIMEOUT_S = 300.0
