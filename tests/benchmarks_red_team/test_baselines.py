@@ -10,7 +10,7 @@ from statsmodels.tsa.api import VAR
 from statsmodels.tsa.ar_model import AutoReg
 
 from benchmarks.red_team import linear_models as lm
-from benchmarks.red_team.baselines import BASELINES
+from benchmarks.red_team.baselines import BASELINES, rows_with_power_spectrum
 
 
 def ar2_series(n_time: int, n_space: int, seed: int) -> np.ndarray:
@@ -165,3 +165,11 @@ def test_baselines_predict_every_pair_and_learn_the_waves(small_bundle, name) ->
     for test, noisy in (("X2test", "X2train"), ("X4test", "X3train")):
         denoised = np.linalg.norm(predictions[test] - truth[test])
         assert denoised < 0.7 * np.linalg.norm(arrays[noisy] - truth[test]), test
+
+
+def test_rows_with_power_spectrum_have_it() -> None:
+    rows = np.random.default_rng(7).standard_normal((50, 64))
+    power = (np.abs(np.fft.fft(rows, axis=1)) ** 2).mean(axis=0)
+    built = rows_with_power_spectrum(power, 3)
+    assert built.shape == (3, 64)
+    np.testing.assert_allclose(np.abs(np.fft.fft(built, axis=1)) ** 2, np.tile(power, (3, 1)))
