@@ -41,14 +41,14 @@ B_S = 0.24. The pulses (periods ≤ 20 s) lie in the seismometer's flat band (na
 
 Ambient microseisms (part of the truth): per sensor, white Gaussian numbers ε_s(n) on the
 record's sample grid (a counter-based hash of the realisation's key, the sensor and the sample),
-filtered by a causal damped oscillator of the secondary microseism band (period 7 s, decay time
-8 s: Longuet-Higgins 1950; Peterson 1993, USGS OFR 93-322)::
+filtered by the impulse response h of a causal 6-pole Butterworth band-pass of the secondary
+microseism band, 0.1–0.2 Hz (periods 5–10 s: Longuet-Higgins 1950; Peterson 1993, USGS OFR
+93-322), cut after L = 80 s (where it has decayed below 1e-4 of its peak)::
 
-    m_s(t_n) = σ E_s Σ_{k=0}^{L−1} h_k ε_s(n − k) / ‖h‖,
-    h_k = exp(−k / (8 s · rate)) sin(2π k / (7 s · rate))
+    m_s(t_n) = σ E_s Σ_{k=0}^{L−1} h_k ε_s(n − k) / ‖h‖
 
-with L = 40 s × rate, σ = `AMBIENT_RMS` and E_s = 0.3 + Σ_q exp(−Δ_{sq}² / (2 (20°)²)) from
-three storms at random places: a spatially correlated level, incoherent phase.
+with σ = `AMBIENT_RMS` and E_s = 0.3 + Σ_q exp(−Δ_{sq}² / (2 (20°)²)) from three storms at
+random places: a spatially correlated level, incoherent phase.
 
 Bitwise reproducibility for any chunking: the time × frequency basis and the frequency × sensor
 coefficients are rounded to integers (2^22 times the basis, 2^30 / Σ_f |coefficients| per
@@ -63,7 +63,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.signal import butter, freqs
+from scipy.signal import butter, freqs, sosfilt
 
 from seisctf.recipes.global_earth import (
     Earth,
@@ -95,7 +95,7 @@ BODY_P_AMPLITUDE, BODY_S_AMPLITUDE = 0.12, 0.24
 PULSE_LENGTH = 60.0  # pulses end at 60 rise times (below 1e-22 of their peak)
 SPREADING_MIN_SIN = math.sin(math.radians(10.0))
 AMBIENT_RMS = 0.02
-AMBIENT_PERIOD_S, AMBIENT_DECAY_S, AMBIENT_LENGTH_S = 7.0, 8.0, 40.0
+AMBIENT_BAND_HZ, AMBIENT_LENGTH_S = (0.1, 0.2), 80.0
 STORM_WIDTH_DEG, STORM_FLOOR = 20.0, 0.3
 _BASIS_BITS, _COEFFICIENT_BITS = 22, 30
 
@@ -236,10 +236,8 @@ def body_waves(tau_s, event, table, paths, earth, stations) -> np.ndarray:
 def ambient_field(sample_index, sensor_index, lat_deg, lon_deg, ambient, rate_hz) -> np.ndarray:
     """m_s(t_n) of the module docstring at integer samples `sample_index`, (time, sensor)."""
     length = int(round(AMBIENT_LENGTH_S * rate_hz))
-    lag = np.arange(length)
-    kernel = np.exp(-lag / (AMBIENT_DECAY_S * rate_hz)) * np.sin(
-        2.0 * np.pi * lag / (AMBIENT_PERIOD_S * rate_hz)
-    )
+    band = butter(3, AMBIENT_BAND_HZ, "bandpass", fs=rate_hz, output="sos")
+    kernel = sosfilt(band, np.eye(1, length)[0])
     kernel /= math.sqrt(float((kernel**2).sum()))
     samples = np.arange(sample_index[0] - length + 1, sample_index[-1] + 1)
     if samples.size != sample_index.size + length - 1:
@@ -273,10 +271,9 @@ def event_field(
     paths = great_circle_paths(event.latitude_deg, event.longitude_deg, lat_deg, lon_deg)
     first_s = _first_arrival_s(event, table, paths, earth, stations)
     field = body_waves(tau_s, event, table, paths, earth, stations)
-    after = tau_s[:, None] - first_s[None, :]
-    if (after > 0).any():
+    rows = tau_s > first_s.min()
+    if rows.any():
         tau_max_s = record_end_s - event.origin_time_s
-        surface = surface_waves(tau_s, event, paths, earth, stations, tau_max_s)
-        rows = (after > 0).any(axis=1)
-        field[rows] += onset_taper(after[rows]) * surface[rows]
+        surface = surface_waves(tau_s[rows], event, paths, earth, stations, tau_max_s)
+        field[rows] += onset_taper(tau_s[rows, None] - first_s[None, :]) * surface
     return field

@@ -64,7 +64,13 @@ from seisctf.recipes.global_events import (
     catalogue,
     random_tensor,
 )
-from seisctf.recipes.global_synthesis import AMBIENT_RMS, Ambient, ambient_field, event_field
+from seisctf.recipes.global_synthesis import (
+    AMBIENT_BAND_HZ,
+    AMBIENT_RMS,
+    Ambient,
+    ambient_field,
+    event_field,
+)
 from seisctf.recipes.global_traveltimes import travel_time_table
 
 GOLDEN_ANGLE_DEG = 180.0 * (3.0 - math.sqrt(5.0))
@@ -273,6 +279,12 @@ def synthesize_global(
         raise InvalidInput("physics.heterogeneity", "must be a finite number >= 0")
     if not (math.isfinite(physics.ambient_rms) and physics.ambient_rms >= 0):
         raise InvalidInput("physics.ambient_rms", "must be a finite number >= 0")
+    if physics.ambient_rms > 0 and sampling_rate_hz <= 2.0 * AMBIENT_BAND_HZ[1]:
+        raise InvalidInput(
+            "sampling_rate_hz",
+            f"the microseisms ({AMBIENT_BAND_HZ[0]}-{AMBIENT_BAND_HZ[1]} Hz) need a rate above "
+            f"{2.0 * AMBIENT_BAND_HZ[1]} Hz, got {sampling_rate_hz}",
+        )
     n_time = int(round(duration_s * sampling_rate_hz))
     latitude, longitude = fibonacci_sensors(n_sensors)
     sources = default_sources(seed) if sources is None else list(sources)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from obspy.imaging.source import farfield
 from obspy.taup import TauPyModel
-from scipy.signal import butter, hilbert, sosfiltfilt
+from scipy.signal import butter, hilbert, sosfiltfilt, welch
 
 from seisctf.conventions import (
     ATTR_COMPLETE,
@@ -155,6 +155,10 @@ def test_the_seed_draws_a_hidden_part_beyond_the_main_events():
     ambient = first.u.values - first_quiet
     assert np.sqrt(np.mean(ambient**2)) > 1e-3 * np.abs(first_quiet).max()
     assert abs(np.corrcoef(ambient[0].ravel(), ambient[1].ravel())[0, 1]) < 0.05
+    # In the secondary microseism band (scipy's Welch estimate): nearly all power in 0.08–0.25 Hz.
+    frequency, power = welch(ambient[0], fs=1.0, nperseg=256, axis=0)
+    in_band = (frequency > 0.08) & (frequency < 0.25)
+    assert power[in_band].sum() > 0.95 * power.sum()
 
 
 def test_parametric_realisations_share_the_main_event_but_its_depth():
@@ -236,5 +240,7 @@ def test_bad_parameters_are_refused_with_a_named_input():
         synthesize_global(**SMALL, sources=[GlobalSource(0.0, 0.0, 10.0, 0.0, tensor=((1,),))])
     with pytest.raises(InvalidInput, match="sampling_rate_hz"):
         synthesize_global(n_sensors=4, sampling_rate_hz=0.0)
+    with pytest.raises(InvalidInput, match="microseisms"):
+        synthesize_global(n_sensors=4, sampling_rate_hz=0.25)
     with pytest.raises(InvalidInput, match="heterogeneity"):
         synthesize_global(**SMALL, physics=GlobalPhysics(heterogeneity=-1.0))
