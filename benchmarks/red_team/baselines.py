@@ -26,8 +26,9 @@ Each is `predict(public_arrays, manifest) -> {X1test: (m, n), …}` for every pa
   the field.
 
 Long-time rows: the last k_long rows of every forecast are, of three candidates, the one that
-forecasts the spectrum of the most recent input's own last k_long rows best from a cut half the
-horizon (at most half the input) before them: the most recent input's last k_long (denoised)
+forecasts the spectra of the most recent input's own last k_long rows best (summed relative
+error over its last TAIL_HOLDOUT_WINDOWS windows of k_long rows, each from a cut half the
+horizon, at most half the input, before it): the most recent input's last k_long (denoised)
 rows; the same scaled by the growth of the row power that a log-linear trend over the input's
 second half predicts for the forecast's end (a power ratio clamped to [0.01, 100]); rows whose
 spatial power spectrum is the mean over the input's second half (a stationary field's). The rows
@@ -59,6 +60,7 @@ POD_RANKS = (8, 16, 32, 64)
 VAR_ORDERS = (1, 2, 4)
 MAX_VAR_PARAMETERS_PER_EQUATION = 128
 HOLDOUT_ORIGINS = 3
+TAIL_HOLDOUT_WINDOWS = 5
 POWER_RATIO_LIMITS = (0.01, 100.0)
 
 
@@ -139,11 +141,16 @@ def long_time_tail(recent: np.ndarray, k_long: int, horizon: int, modes: int) ->
         ]
 
     cut = min(horizon, recent.shape[0] // 2)
-    target = reference_spectrum(recent[-k_long:], modes)
-    errors = [
-        np.linalg.norm(reference_spectrum(c, modes) - target)
-        for c in candidates(recent[:-cut], cut - k_long // 2)
-    ]
+    errors = np.zeros(3)
+    for window in range(TAIL_HOLDOUT_WINDOWS):
+        end = recent.shape[0] - window * k_long
+        if end - cut < recent.shape[0] // 4:
+            break
+        target = reference_spectrum(recent[end - k_long : end], modes)
+        errors += [
+            np.linalg.norm(reference_spectrum(c, modes) - target) / np.linalg.norm(target)
+            for c in candidates(recent[: end - cut], cut - k_long // 2)
+        ]
     return candidates(recent, horizon - k_long // 2)[int(np.argmin(errors))]
 
 
