@@ -13,10 +13,12 @@ AvgScore, the best baseline and its AvgScore, the gap (attack − best baseline)
 issue's goals hold: gap ≤ 5 AvgScore points, best baseline between 20 and 80.
 
     .venv/bin/python benchmarks/bench_truth_inversion.py --dataset global|das|crustal|all
-        [--workdir DIR] [--keep] [--json OUT.json]
+        [--workdir DIR] [--keep] [--json OUT.json] [--reuse] [--no-attack]
 
-Bundles go to --workdir (default: a temporary folder under /tmp, removed at the end unless
---keep). The secret is never stored: nobody, this script included, can rebuild the truth.
+--reuse scores the bundle a previous run left in DIR/DATASET (with --keep) instead of building
+one, and keeps it; --no-attack scores the baselines only. Bundles go to --workdir (default: a
+temporary folder under /tmp), removed at the end unless --keep. The secret is never stored:
+nobody, this script included, can rebuild the truth.
 """
 
 from __future__ import annotations
@@ -59,13 +61,19 @@ def attack_module(dataset: str):
         return None
 
 
-def run_dataset(dataset: str, workdir: Path) -> dict:
-    """Build, predict, score one dataset; returns {synth_args, results: {name: result}, notes,
-    seconds: {name: prediction seconds}}."""
+def run_dataset(dataset: str, workdir: Path, reuse: bool = False, with_attack: bool = True) -> dict:
+    """Build (or with `reuse`, take the bundle already in `workdir`), predict, score one
+    dataset; returns {synth_args, results: {name: result}, notes, seconds: {name: prediction
+    seconds}}. The baselines are scored (and printed) before the attack runs."""
     module = attack_module(dataset)
     synth_args = list(getattr(module, "SYNTH_ARGS", DEFAULT_SYNTH_ARGS[dataset]))
     notes = [] if module else [f"no attack yet (benchmarks/red_team/attack_{dataset}.py missing)"]
-    public_url, truth_url = harness.build_bundle(dataset, workdir, synth_args)
+    if reuse and (workdir / "public.zarr").exists() and (workdir / "truth.zarr").exists():
+        public_url, truth_url = str(workdir / "public.zarr"), str(workdir / "truth.zarr")
+        notes.append(f"reused the bundle in {workdir}")
+    else:
+        public_url, truth_url = harness.build_bundle(dataset, workdir, synth_args)
+    scores_dir = workdir / f"scores-{time.strftime('%Y%m%dT%H%M%S')}"
     arrays, manifest = harness.load_public(public_url)
     submissions = {"zeros": {p["test"]: np.zeros(p["shape"]) for p in manifest["pairs"]}}
     seconds = {}
@@ -74,13 +82,18 @@ def run_dataset(dataset: str, workdir: Path) -> dict:
         harness.log(f"{dataset}: baseline {name}")
         submissions[name] = predict(arrays, manifest)
         seconds[name] = time.perf_counter() - started
-    if module is not None:
+    harness.log(f"{dataset}: scoring {len(submissions)} submissions with seisctf score ctf")
+    results = harness.score_many(truth_url, submissions, scores_dir)
+    for name, result in results.items():
+        harness.log(f"{dataset}: {name} AvgScore {result['avg_score']:.2f}")
+    if module is None or not with_attack:
+        notes += [] if module is None else ["attack not run (--no-attack)"]
+    else:
         started = time.perf_counter()
         harness.log(f"{dataset}: attack")
-        submissions["attack"] = module.attack(public_url, workdir)
+        attack = module.attack(public_url, workdir)
         seconds["attack"] = time.perf_counter() - started
-    harness.log(f"{dataset}: scoring {len(submissions)} submissions with seisctf score ctf")
-    results = harness.score_many(truth_url, submissions, workdir)
+        results |= harness.score_many(truth_url, {"attack": attack}, scores_dir)
     return {"synth_args": synth_args, "results": results, "notes": notes, "seconds": seconds}
 
 
@@ -145,6 +158,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, help="where bundles go (default: a temp folder)")
     parser.add_argument("--keep", action="store_true", help="keep the bundles afterwards")
     parser.add_argument("--json", type=Path, help="write the rows and results here")
+    parser.add_argument(
+        "--reuse", action="store_true", help="score the bundle already in --workdir/DATASET"
+    )
+    parser.add_argument("--no-attack", action="store_true", help="baselines only")
     args = parser.parse_args(argv)
     root = args.workdir or Path(tempfile.mkdtemp(prefix="seisctf-red-team-", dir="/tmp"))
     datasets = DATASETS if args.dataset == "all" else (args.dataset,)
@@ -152,12 +169,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for dataset in datasets:
             started = time.perf_counter()
-            runs[dataset] = run_dataset(dataset, root / dataset)
+            runs[dataset] = run_dataset(
+                dataset, root / dataset, reuse=args.reuse, with_attack=not args.no_attack
+            )
             harness.log(f"{dataset}: done in {time.perf_counter() - started:.0f} s")
             print_dataset(dataset, runs[dataset])
             rows.append(summary_row(dataset, runs[dataset]))
     finally:
-        if not args.keep:
+        if not (args.keep or args.reuse):
             for dataset in datasets:
                 shutil.rmtree(root / dataset, ignore_errors=True)
             if args.workdir is None:
