@@ -17,13 +17,19 @@ and 7 have only 500 public rows, after the P waves, and are left to the baseline
    were tried first: the microseisms and the other events make too many false picks.)
 2. Green's functions: the package's generator (1D Earth, flat stations, the event alone) for
    the six unit moment tensors at the fitted hypocentre (depth 35 km, or the published depth).
-3. Per sensor: a free linear combination of the six (its own amplitude and radiation) at the
-   best of 31 time shifts (−45 … 45 s: its path delay), least squares on its training rows.
+3. A common time correction (the median best shift, −150 … 150 s, of every 8th sensor whose
+   surface waves are in the training rows: the R1 peaks bias the origin time). Per sensor: a
+   free linear combination of the six (its own amplitude and radiation) at the best of 31
+   further time shifts (−45 … 45 s: its path delay), least squares on its training rows.
    Sensors the surface waves reach only after the training window get the global moment
    tensor (the leading eigenvector of the well-fitted sensors' coefficients) with their own
    amplitude and shift fitted on their body waves.
-4. The fitted model over the test window, plus `holdout_best` (the best legitimate baseline)
-   run on the residuals (public arrays minus the model) for what the physics misses.
+4. The fitted model over the test window, plus `sensor_ar` (the best legitimate baseline on
+   this dataset, and ten times cheaper than `pod_var`) run on the residuals (public arrays
+   minus the model) for what the physics misses. Parametric group: located on X7train, the
+   burn-ins X9train and X10train modelled at their published depths; the training arrays
+   X6–X8 stay as they are for the baseline (their models would cost three more syntheses and
+   serve only the residual's dynamics).
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ TRAIN_STEPS, FEW_START = 2000, 1500
 ASSUMED_DEPTH_KM = 35.0
 TRIAL_EPICENTRES = 4000
 SHIFTS = np.arange(-45, 46, 3)
+WIDE_SHIFTS = np.arange(-150, 151, 5)
 MISFIT_CAP_S = 30.0
 ORIGIN_RANGE_S = (-50.0, 255.0)  # default_sources draws origin times in 0–200 s
 # R1 group delay at 50 s (the package's dispersion), s per radian of distance.
@@ -66,7 +73,6 @@ GROUPS = {
     "noise_medium": (("X2train",), ("X2train",)),
     "noise_high": (("X3train",), ("X3train",)),
 }
-PARAMETRIC = ("X6train", "X7train", "X8train")
 
 
 def surface_wave_peaks(x: np.ndarray) -> np.ndarray:
@@ -132,12 +138,12 @@ def _shifted(traces: np.ndarray, shift: int) -> np.ndarray:
     return out
 
 
-def fit_sensor(data: np.ndarray, rows: slice, basis: np.ndarray):
+def fit_sensor(data: np.ndarray, rows: slice, basis: np.ndarray, shifts=SHIFTS):
     """Best (coefficients (6,), shift, relative residual) of `data` (rows of one sensor) by
     the shifted basis (6, time)."""
     best = (np.zeros(6), 0, 1.0)
     norm = float(data @ data) or 1.0
-    for shift in SHIFTS:
+    for shift in shifts:
         design = _shifted(basis, int(shift))[:, rows].T
         if not np.any(design):
             continue
@@ -160,10 +166,17 @@ def model_realisation(
         rows = slice(starts[name], starts[name] + x.shape[0])
         n_sensors = x.shape[1]
         model = np.zeros((DURATION_S, n_sensors))
-        fits = [fit_sensor(x[:, s], rows, basis[:, :, s]) for s in range(n_sensors)]
         energy_train = (basis[:, rows] ** 2).sum(axis=(0, 1))
         energy_all = (basis**2).sum(axis=(0, 1))
         covered = energy_train > 0.5 * energy_all
+        # The located origin time is biased by the R1 peaks' period: a common correction first,
+        # from a wide shift search on a sample of the well-covered sensors.
+        sample = np.flatnonzero(covered)[::8]
+        wide = [fit_sensor(x[:, s], rows, basis[:, :, s], WIDE_SHIFTS) for s in sample]
+        good_wide = [fit[1] for fit in wide if fit[2] < 0.7]
+        correction = int(np.median(good_wide)) if good_wide else 0
+        shifts = correction + SHIFTS
+        fits = [fit_sensor(x[:, s], rows, basis[:, :, s], shifts) for s in range(n_sensors)]
         good = [s for s in range(n_sensors) if covered[s] and fits[s][2] < 0.7]
         if good:
             stacked = np.array([fits[s][0] / np.linalg.norm(fits[s][0]) for s in good])
@@ -174,7 +187,7 @@ def model_realisation(
             coefficients, shift, residual = fits[s]
             if not covered[s] or residual >= 0.7:
                 single = np.tensordot(tensor, basis[:, :, s], axes=1)[None, :]
-                coefficient, shift, residual = fit_sensor(x[:, s], rows, single)
+                coefficient, shift, residual = fit_sensor(x[:, s], rows, single, shifts)
                 if residual >= 1.0:
                     continue
                 model[:, s] = coefficient[0] * _shifted(single, shift)[0]
@@ -184,7 +197,7 @@ def model_realisation(
     return models
 
 
-def attack(public_url: str, workdir: Path, baseline: str = "holdout_best") -> dict:
+def attack(public_url: str, workdir: Path, baseline: str = "sensor_ar") -> dict:
     arrays, manifest = harness.load_public(public_url)
     n_sensors = arrays["X1train"].shape[1]
     lat, lon = fibonacci_sensors(n_sensors)
@@ -201,9 +214,10 @@ def attack(public_url: str, workdir: Path, baseline: str = "holdout_best") -> di
         )
     # Parametric group: one epicentre, published depths.
     pairs = {pair["test"]: pair for pair in manifest["pairs"]}
-    depths = dict(zip(PARAMETRIC, pairs["X8test"]["parameters"]["train"], strict=True))
-    depths["X9train"] = pairs["X8test"]["parameters"]["test"]
-    depths["X10train"] = pairs["X9test"]["parameters"]["test"]
+    depths = {
+        "X9train": pairs["X8test"]["parameters"]["test"],
+        "X10train": pairs["X9test"]["parameters"]["test"],
+    }
     hypocentre = locate(surface_wave_peaks(arrays["X7train"]), lat, lon)
     harness.log(f"global attack: parametric group located at {np.round(hypocentre, 2)}")
     for name, depth in depths.items():
