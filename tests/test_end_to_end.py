@@ -67,7 +67,11 @@ def test_demo_writes_the_contract_leaderboard(local_demo):
         assert all(math.isfinite(v) for v in row["scores"].values())
     assert by_model["zeros"]["scores"] == {name: 0.0 for name in cv.SCORE_NAMES}
     assert by_model["zeros"]["avg_score"] == 0.0
-    assert by_model["persistence"]["avg_score"] > by_model["zeros"]["avg_score"]
+    # Persistence of a field with microseisms is no forecast (it may score below zeros), but
+    # its reconstructions are the noisy inputs themselves: better than zeros, and better at
+    # medium noise (E3) than at high noise (E5).
+    persistence = by_model["persistence"]["scores"]
+    assert persistence["E3"] > persistence["E5"] > 0.0
     assert rows == sorted(rows, key=lambda r: -r["avg_score"])
     index = local_demo / "leaderboard" / "index.html"
     last_line = (local_demo / "demo-stdout.txt").read_text().splitlines()[-1]
