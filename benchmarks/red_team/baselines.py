@@ -25,14 +25,16 @@ Each is `predict(public_arrays, manifest) -> {X1test: (m, n), …}` for every pa
   directions, which the truncated SVD keeps and the Wiener filter damps; which wins depends on
   the field.
 
-Long-time rows: the last k_long rows of every forecast are, of three candidates, the one that
+Long-time rows: the last k_long rows of every forecast are, of four candidates, the one that
 forecasts the spectra of the most recent input's own last k_long rows best (summed relative
 error over its last TAIL_HOLDOUT_WINDOWS windows of k_long rows, each from a cut half the
 horizon, at most half the input, before it): the most recent input's last k_long (denoised)
 rows; the same scaled by the growth of the row power that a log-linear trend over the input's
 second half predicts for the forecast's end (a power ratio clamped to [0.01, 100]); rows whose
-spatial power spectrum is the mean over the input's second half (a stationary field's). The rows
-between are the model's forecast (unscored).
+spatial power spectrum is the mean over the input's second half (a stationary field's); zeros
+(error exactly 1, a score of 0: chosen when the hold-out says that no extrapolation of the
+spectrum beats silence, e.g. a field made of events at unknown times). The rows between are the
+model's forecast (unscored).
 
 The three model baselines share their work: the denoised inputs and each pair's forecasts are
 kept for the last (arrays, manifest) seen, so scoring all of them costs one fit per family.
@@ -138,10 +140,11 @@ def long_time_tail(recent: np.ndarray, k_long: int, horizon: int, modes: int) ->
             rows,
             rows * np.sqrt(_power_trend_ratio(history, ahead)),
             rows_with_power_spectrum(mean_power, k_long),
+            np.zeros_like(rows),
         ]
 
     cut = min(horizon, recent.shape[0] // 2)
-    errors = np.zeros(3)
+    errors = np.zeros(4)
     for window in range(TAIL_HOLDOUT_WINDOWS):
         end = recent.shape[0] - window * k_long
         if end - cut < recent.shape[0] // 4:
