@@ -11,6 +11,8 @@ import pytest
 import xarray as xr
 
 sys.path.insert(0, str(Path(__file__).parent))
+# The red team's code lives in `benchmarks/`, beside the package (tests/benchmarks_red_team).
+sys.path.insert(1, str(Path(__file__).parents[1]))
 
 from servers import start_dask_cluster, start_s3, stop_dask_cluster, stop_process  # noqa: E402
 
