@@ -18,12 +18,15 @@ Each is `predict(public_arrays, manifest) -> {X1test: (m, n), …}` for every pa
   coefficients, iterated forward and projected back; noisy inputs first go through the
   Gavish–Donoho truncated SVD (also the reconstruction). (r, p) from POD_RANKS × VAR_ORDERS
   (r·p at most 128 and a tenth of the rows, but at least the smallest r) by the same hold-out.
-- `holdout_best`: per pair, the forecast of `sensor_ar` or `pod_var`, whichever has the smaller
-  hold-out error; reconstruction by the Wiener filter, the truncated SVD or neither, whichever
-  best recovers a clean public array to which white noise at the noisy input's estimated level
-  was added (relative 2-norm error, as the referee's). The 2-norm weighs the dominant singular
-  directions, which the truncated SVD keeps and the Wiener filter damps; which wins depends on
-  the field.
+- `holdout_best`: per forecast pair, the forecast of `sensor_ar` or `pod_var` chosen by a
+  hold-out at the pair's own horizon (`choose_per_pair`): both refitted without the most recent
+  input's last rows (as many as the forecast, at most half the input) and scored on them the way
+  the referee weighs a forecast (relative error of the first k_short rows plus, for long-time
+  pairs, the relative error of the last k_long rows' spectra). Reconstruction by the Wiener
+  filter, the truncated SVD or neither, whichever best recovers a clean public array to which
+  white noise at the noisy input's estimated level was added (relative 2-norm error, as the
+  referee's). The 2-norm weighs the dominant singular directions, which the truncated SVD keeps
+  and the Wiener filter damps; which wins depends on the field.
 
 Long-time rows: the last k_long rows of every forecast are, of four candidates, the one that
 forecasts the spectra of the most recent input's own last k_long rows best (summed relative
@@ -37,12 +40,13 @@ spectrum beats silence, e.g. a field made of events at unknown times). The rows 
 model's forecast (unscored).
 
 The three model baselines share their work: the denoised inputs and each pair's forecasts are
-kept for the last (arrays, manifest) seen, so scoring all of them costs one fit per family.
+kept for the last MEMO_ENTRIES (arrays, manifest) seen, so scoring all of them costs one fit per
+family and input set.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import dask.array as da
@@ -55,7 +59,7 @@ from seisctf.scoring.metrics import reference_spectrum
 
 Predictor = Callable[[dict[str, np.ndarray], dict], dict[str, np.ndarray]]
 
-RECONSTRUCTION, LONG_TIME = "reconstruction", "long_time"
+RECONSTRUCTION, SHORT_TIME, LONG_TIME = "reconstruction", "short_time", "long_time"
 NOISY_VARIANCE_FRACTION = 0.01  # estimated white-noise share of the variance above which we denoise
 AR_ORDERS = (2, 4, 8, 16)
 POD_RANKS = (8, 16, 32, 64)
@@ -285,16 +289,22 @@ def _pod_var_pair(
     return min(errors), _finish_forecast(body, pair, series[-1], manifest)
 
 
-_MEMO: dict[str, Any] = {"arrays": None, "manifest": None, "values": {}}
+MEMO_ENTRIES = 2
+_MEMO: list[tuple[dict, dict, dict]] = []  # (arrays, manifest, values), most recent last
 
 
 def _memoised(arrays: dict, manifest: dict, key: tuple, compute: Callable[[], Any]) -> Any:
-    """compute(), kept while the same (arrays, manifest) objects come back."""
-    if _MEMO["arrays"] is not arrays or _MEMO["manifest"] is not manifest:
-        _MEMO.update(arrays=arrays, manifest=manifest, values={})
-    if key not in _MEMO["values"]:
-        _MEMO["values"][key] = compute()
-    return _MEMO["values"][key]
+    """compute(), kept while the same (arrays, manifest) objects are among the last
+    MEMO_ENTRIES seen."""
+    entry = next((e for e in _MEMO if e[0] is arrays and e[1] is manifest), None)
+    if entry is None:
+        entry = (arrays, manifest, {})
+        _MEMO.append(entry)
+        del _MEMO[:-MEMO_ENTRIES]
+    values = entry[2]
+    if key not in values:
+        values[key] = compute()
+    return values[key]
 
 
 DENOISERS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
@@ -355,9 +365,91 @@ def pod_var(arrays: dict[str, np.ndarray], manifest: dict) -> dict[str, np.ndarr
     return _predict(arrays, manifest, ("pod_var",), "svd")
 
 
+def forecast_error(
+    prediction: np.ndarray,
+    truth: np.ndarray,
+    manifest: dict,
+    metrics: Sequence[str] = (SHORT_TIME, LONG_TIME),
+) -> float:
+    """What the referee weighs in a forecast, for the `metrics` it scores: the relative error of
+    the first k_short rows (short time) plus the relative error of the spectra of the last
+    k_long rows (long time); prediction and truth (rows, space) cover the same rows."""
+    k_short, k_long, modes = manifest["k_short"], manifest["k_long"], manifest["modes"]
+    error = 0.0
+    if SHORT_TIME in metrics:
+        short = prediction[:k_short] - truth[:k_short]
+        error += float(np.linalg.norm(short) / np.linalg.norm(truth[:k_short]))
+    if LONG_TIME in metrics:
+        spectra = [reference_spectrum(x[-k_long:], modes) for x in (prediction, truth)]
+        error += float(np.linalg.norm(spectra[0] - spectra[1]) / np.linalg.norm(spectra[1]))
+    return error
+
+
+def horizon_holdout(
+    arrays: dict[str, np.ndarray], manifest: dict
+) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+    """(the arrays with every forecast pair's most recent input cut short, {that input: rows
+    cut}): as many rows as the shortest forecast from it, at most half the input."""
+    cut: dict[str, int] = {}
+    for pair in manifest["pairs"]:
+        if RECONSTRUCTION not in pair["metrics"]:
+            recent = pair_input_names(pair)[-1]
+            rows = min(pair["shape"][0], arrays[recent].shape[0] // 2)
+            cut[recent] = min(cut.get(recent, rows), rows)
+    held = {name: x[: x.shape[0] - cut[name]] if name in cut else x for name, x in arrays.items()}
+    return held, cut
+
+
+Candidates = Callable[[dict[str, np.ndarray]], dict[str, dict[str, np.ndarray]]]
+
+
+def choose_per_pair(
+    arrays: dict[str, np.ndarray],
+    manifest: dict,
+    candidates: Candidates,
+    allowed: Callable[[dict], list[str]] | None = None,
+    log: Callable[[str], None] | None = None,
+) -> dict[str, np.ndarray]:
+    """{test: forecast} of every forecast pair: of `candidates(arrays)` ({candidate: {test:
+    prediction}}; `allowed(pair)` of them, default all), the one whose prediction from the
+    `horizon_holdout` arrays best forecasts the rows cut (`forecast_error`)."""
+    held, cut = horizon_holdout(arrays, manifest)
+    held_predictions = candidates(held)
+    full_predictions = candidates(arrays)
+    chosen = {}
+    for pair in manifest["pairs"]:
+        if RECONSTRUCTION in pair["metrics"]:
+            continue
+        test, recent = pair["test"], pair_input_names(pair)[-1]
+        truth = arrays[recent][-cut[recent] :]
+        names = allowed(pair) if allowed else list(full_predictions)
+        errors = {
+            name: forecast_error(
+                held_predictions[name][test][: truth.shape[0]], truth, manifest, pair["metrics"]
+            )
+            for name in names
+        }
+        best = min(errors, key=errors.get)
+        if log:
+            log(f"{test} from {best} (hold-out errors {errors})")
+        chosen[test] = full_predictions[best][test]
+    return chosen
+
+
 def holdout_best(arrays: dict[str, np.ndarray], manifest: dict) -> dict[str, np.ndarray]:
-    """Per pair the family of smaller hold-out error; reconstructions by `choose_denoiser`."""
-    return _predict(arrays, manifest, ("sensor_ar", "pod_var"), "chosen")
+    """Per forecast pair the family chosen by `choose_per_pair`; reconstructions by
+    `choose_denoiser` (module docstring)."""
+
+    def candidates(inputs: dict[str, np.ndarray]) -> dict[str, dict[str, np.ndarray]]:
+        return {family: _predict(inputs, manifest, (family,), FAMILIES[family][0])
+                for family in FAMILIES}  # fmt: skip
+
+    reconstructions = {
+        pair["test"]: _input(arrays, manifest, pair["train"][0], "chosen")
+        for pair in manifest["pairs"]
+        if RECONSTRUCTION in pair["metrics"]
+    }
+    return reconstructions | choose_per_pair(arrays, manifest, candidates)
 
 
 def persistence(arrays: dict[str, np.ndarray], manifest: dict) -> dict[str, np.ndarray]:

@@ -78,9 +78,18 @@ def stabilise_sensor_ar(coefficients: np.ndarray, radius: float = 0.999) -> np.n
     return coefficients * powers
 
 
+def zero_padded(history: np.ndarray, rows: int) -> np.ndarray:
+    """history with zero rows in front when it has fewer than `rows` (a short burn-in)."""
+    missing = rows - history.shape[0]
+    return (
+        history if missing <= 0 else np.vstack([np.zeros((missing, *history.shape[1:])), history])
+    )
+
+
 def iterate_sensor_ar(coefficients: np.ndarray, history: np.ndarray, steps: int) -> np.ndarray:
-    """(steps, space) forecast continuing `history` (at least `order` rows)."""
+    """(steps, space) forecast continuing `history` (rows before it count as zero)."""
     order = coefficients.shape[1]
+    history = zero_padded(history, order)
     state = [history[-1 - i] for i in range(order)]  # state[i] = x[t−1−i]
     forecast = np.empty((steps, history.shape[1]))
     for step in range(steps):
@@ -129,9 +138,10 @@ def stabilise_var(coefficients: np.ndarray, radius: float = 0.999) -> np.ndarray
 
 
 def iterate_var(coefficients: np.ndarray, history: np.ndarray, steps: int) -> np.ndarray:
-    """(steps, r) VAR forecast continuing `history` (at least `order` rows of coefficients)."""
+    """(steps, r) VAR forecast continuing `history` (rows before it count as zero)."""
     width = coefficients.shape[1]
     order = coefficients.shape[0] // width
+    history = zero_padded(history, order)
     state = np.concatenate([history[-1 - i] for i in range(order)])
     forecast = np.empty((steps, width))
     for step in range(steps):

@@ -10,7 +10,13 @@ from statsmodels.tsa.api import VAR
 from statsmodels.tsa.ar_model import AutoReg
 
 from benchmarks.red_team import linear_models as lm
-from benchmarks.red_team.baselines import BASELINES, rows_with_power_spectrum
+from benchmarks.red_team.baselines import (
+    BASELINES,
+    choose_per_pair,
+    forecast_error,
+    horizon_holdout,
+    rows_with_power_spectrum,
+)
 
 
 def ar2_series(n_time: int, n_space: int, seed: int) -> np.ndarray:
@@ -173,3 +179,42 @@ def test_rows_with_power_spectrum_have_it() -> None:
     built = rows_with_power_spectrum(power, 3)
     assert built.shape == (3, 64)
     np.testing.assert_allclose(np.abs(np.fft.fft(built, axis=1)) ** 2, np.tile(power, (3, 1)))
+
+
+def test_horizon_holdout_cuts_each_forecast_input_once(small_bundle) -> None:
+    arrays, manifest, _ = small_bundle
+    held, cut = horizon_holdout(arrays, manifest)
+    # X2train feeds a reconstruction and a 100-row forecast; X9train (80 rows) at most half.
+    assert cut == {"X1train": 100, "X2train": 100, "X3train": 100, "X4train": 40,
+                   "X5train": 40, "X9train": 40, "X10train": 40}  # fmt: skip
+    for name, x in arrays.items():
+        np.testing.assert_array_equal(held[name], x[: x.shape[0] - cut.get(name, 0)])
+
+
+def test_choose_per_pair_picks_the_candidate_that_forecasts_the_cut_rows(small_bundle) -> None:
+    """An oracle that continues every input with its own true rows (read from the full arrays)
+    against persistence: the hold-out must pick the oracle for every forecast pair, and the
+    full-data prediction returned is the oracle's."""
+    arrays, manifest, _ = small_bundle
+    _, cut = horizon_holdout(arrays, manifest)
+
+    def candidates(inputs: dict[str, np.ndarray]) -> dict[str, dict[str, np.ndarray]]:
+        oracle, persisted = {}, BASELINES["persistence"](inputs, manifest)
+        for pair in manifest["pairs"]:
+            recent = pair.get("burn_in") or pair["train"][-1]
+            rows = inputs[recent].shape[0]
+            continuation = np.zeros(pair["shape"])
+            known = arrays[recent][rows : rows + pair["shape"][0]]
+            continuation[: known.shape[0]] = known
+            oracle[pair["test"]] = continuation + (0.0 if rows < arrays[recent].shape[0] else 1.0)
+        return {"persistence": persisted, "oracle": oracle}
+
+    messages: list[str] = []
+    chosen = choose_per_pair(arrays, manifest, candidates, log=messages.append)
+    forecasts = [p["test"] for p in manifest["pairs"] if "reconstruction" not in p["metrics"]]
+    assert sorted(chosen) == sorted(forecasts)
+    full = candidates(arrays)["oracle"]
+    for test in forecasts:
+        np.testing.assert_array_equal(chosen[test], full[test])
+    assert all(" from oracle " in message for message in messages) and len(messages) == 7
+    assert forecast_error(arrays["X1train"][-20:], arrays["X1train"][-20:], manifest) == 0.0
