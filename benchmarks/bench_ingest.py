@@ -95,8 +95,8 @@ def kernels(files: list[Path]) -> float:
     from numcodecs import Blosc
     from obspy.io.mseed.core import _read_mseed
 
-    from seisctf.recipes.waveform_plan import DEFAULT_BLOCK_SAMPLES
-    from seisctf.recipes.waveforms import DATA_CODEC
+    from seisctf.recipes.ingest.waveform_plan import DEFAULT_BLOCK_SAMPLES
+    from seisctf.recipes.ingest.waveforms import DATA_CODEC
 
     shuffle = {
         "noshuffle": Blosc.NOSHUFFLE,
@@ -130,7 +130,7 @@ def ingest_seconds(client, root: Path, out: Path, run: int) -> dict[str, float]:
     """One ingest on the running cluster: total seconds, scan and block computes, the client's
     own time outside them, and CPU seconds of the workers and of this process (client and
     scheduler)."""
-    from seisctf.recipes import waveforms
+    from seisctf.recipes.ingest import waveforms
 
     phases: dict[str, float] = {}
     compute = waveforms.compute
@@ -164,7 +164,7 @@ def ingest_seconds(client, root: Path, out: Path, run: int) -> dict[str, float]:
 
 def main() -> None:
     from seisctf.cluster import dask_client
-    from seisctf.recipes.waveforms import ingest_waveforms
+    from seisctf.recipes.ingest.waveforms import ingest_waveforms
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stations", type=int, default=20)
@@ -178,7 +178,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.data_codec:  # the client creates the arrays: the workers follow their metadata
-        from seisctf.recipes import waveforms
+        from seisctf.recipes.ingest import waveforms
 
         cname, clevel, shuffle = args.data_codec.split(",")
         waveforms.DATA_CODEC = {"cname": cname, "clevel": int(clevel), "shuffle": shuffle}
@@ -205,7 +205,7 @@ def main() -> None:
         stored = sum(
             p.stat().st_size for p in (out / "w1-0.zarr" / "data").rglob("*") if p.is_file()
         )
-    from seisctf.recipes.waveforms import DATA_CODEC
+    from seisctf.recipes.ingest.waveforms import DATA_CODEC
 
     print(f"data codec: Blosc {DATA_CODEC}")
     print(f"archive: {len(files)} files, {megabytes:.1f} MiB, {samples:,} samples "

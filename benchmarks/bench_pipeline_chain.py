@@ -85,7 +85,7 @@ outputs:
 
 def chain(workdir: Path, quiet: bool, input_url: str = "input.zarr") -> None:
     """The chain as users run it: `seisctf build` of CHAIN_RECIPE on the active cluster."""
-    from seisctf.pipeline.recipe import build_file
+    from seisctf.recipes.engine import build_file
 
     workdir.mkdir(exist_ok=True)
     recipe = workdir / "chain.yaml"
@@ -105,7 +105,7 @@ def _without_arithmetic() -> None:
     """In a worker: the zero-phase filter's and the Gaussian noise's block functions replaced by
     pass-throughs. Tasks name their functions by module and name, so the floor run's graph is
     the chain's own, with everything but that arithmetic (a restart restores the real ones)."""
-    from seisctf.pipeline import filters, noise
+    from seisctf.pipeline.transforms import filters, noise
 
     filters._filtfilt_block = _region_unchanged
     noise._plus_noise_block = _block_without_noise
@@ -195,7 +195,7 @@ def main() -> None:
         del runs
         # The chain's filter on that part, without its noise: recompute the lazy filter only.
         from seisctf import storage
-        from seisctf.pipeline.filters import butterworth
+        from seisctf.pipeline.transforms.filters import butterworth
 
         opened = storage.open_dataset(url)
         lazy = butterworth(

@@ -4,7 +4,7 @@ Synthetic three-component event windows with known P and S arrivals → event-wi
 `seisctf split --strategy source-clusters` with data budgets and seeded draws of training
 clusters → per budget and draw:
 
-- `stalta`: the STA/LTA + AIC picker (`seisctf.pipeline.stalta`) with its trigger grid tuned on
+- `stalta`: the STA/LTA + AIC picker (`seisctf.baselines.stalta`) with its trigger grid tuned on
   the draw's training windows (mean of detection, P and S F1): deterministic, so its training
   variance is 0 by construction, while its tuning still depends on the data draw;
 - `tiny-cnn`: a small dilated 1-D CNN (PyTorch, CPU, about 6 k parameters) trained briefly, as
@@ -260,7 +260,7 @@ def _arrival_s(data: Data, positions: np.ndarray) -> np.ndarray:
 def stalta_rows(data: Data, train: np.ndarray, test: np.ndarray, config: ExperimentConfig):
     """Tune STA/LTA + AIC on the training windows (best mean F1 over the grid), pick the test
     windows with the winner; rows (n_test, 3) of [detection, p_time_s, s_time_s]."""
-    from seisctf.pipeline.stalta import StaLtaPicker, grid_candidates
+    from seisctf.baselines.stalta import StaLtaPicker, grid_candidates
     from seisctf.scoring.picks import mean_f1_objective
 
     candidates = grid_candidates(grid=config.stalta_grid)
@@ -353,7 +353,7 @@ def cnn_rows(data: Data, train: np.ndarray, test: np.ndarray, seed: int, config:
 
 def _scores(data: Data, test: np.ndarray, rows: np.ndarray, name: str) -> dict[str, float]:
     """The referee's scores of the test split (`seisctf.scoring.picks.score_pick_table`)."""
-    from seisctf.pipeline.pickers import picks_frame
+    from seisctf.baselines.pickers import picks_frame
     from seisctf.scoring.picks import score_pick_table
 
     frame = picks_frame(data.table[cv.TRACE_NAME].to_numpy()[test], rows)

@@ -12,9 +12,9 @@ recovering the master key or any other derived value.
 
 Secrets a person gives (`--secret`, $SEISCTF_SECRET, a recipe's `secret:`) must have at least
 `MIN_SECRET_CHARS` characters (`checked_secret`): a short one is a guessable one. The library's
-`secret=` parameters (`seisctf.demo.run_demo`, `seisctf.pipeline.recipe.build_file`,
-`seisctf.pipeline.tasks.build_bundle`) take any string, for tests that need a weak secret on
-purpose; the published `seisctf.demo.DEMO_SECRET` passes the check.
+`secret=` parameters (`seisctf.cli.demo.run_demo`, `seisctf.recipes.engine.build_file`,
+`seisctf.pipeline.bundles.segments.build_bundle`) take any string, for tests that need a weak
+secret on purpose; the published `seisctf.cli.demo.DEMO_SECRET` passes the check.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ sys.path.insert(1, str(Path(__file__).parents[1]))
 from servers import start_dask_cluster, start_s3, stop_dask_cluster, stop_process  # noqa: E402
 
 from seisctf import conventions as cv  # noqa: E402
-from seisctf.pipeline.layouts import Layout  # noqa: E402
+from seisctf.pipeline.bundles.layouts import Layout  # noqa: E402
 
 # Small shapes of the seismo layout's structure: 200 training steps, 50 few-snapshot steps from
 # 150, 100 forecast steps from 200.
@@ -105,7 +105,7 @@ def noisy_copy(truth: dict[str, np.ndarray], seed: int, level: float) -> dict[st
 
 def write_tiny_truth(root: Path, secret: str) -> tuple[str, dict, dict[str, np.ndarray]]:
     """Build and write a TINY_LAYOUT bundle under root: (truth URL, manifest, truth as numpy)."""
-    from seisctf.pipeline.tasks import build_bundle, write_bundle
+    from seisctf.pipeline.bundles.segments import build_bundle, write_bundle
     from seisctf.scoring.ctf import open_truth
 
     truth_url = str(root / "truth.zarr")

@@ -57,12 +57,12 @@ from benchmarks.red_team.baselines import (
     choose_per_pair,
     pair_input_names,
 )
-from seisctf.pipeline.layouts import load_layout
-from seisctf.recipes.crustal.medium import MediumParameters
-from seisctf.recipes.crustal.recording import SensorGrid
-from seisctf.recipes.crustal.simulation import CrustalConfig, Realisation, simulate
-from seisctf.recipes.crustal.source import PointSource
-from seisctf.recipes.crustal.sweep import min_event_duration_s
+from seisctf.pipeline.bundles.layouts import load_layout
+from seisctf.recipes.synth.crustal.medium import MediumParameters
+from seisctf.recipes.synth.crustal.recording import SensorGrid
+from seisctf.recipes.synth.crustal.simulation import CrustalConfig, Realisation, simulate
+from seisctf.recipes.synth.crustal.source import PointSource
+from seisctf.recipes.synth.crustal.sweep import min_event_duration_s
 
 SYNTH_ARGS = ["--grid", "16", "--sensor-spacing", "300", "--depth", "5000"]
 DEPTH_M = 5000.0  # the benchmark's --depth (the published default is 6000)
@@ -396,7 +396,7 @@ def attack(public_url: str, workdir: Path) -> dict[str, np.ndarray]:
 
 def _check_basis() -> None:
     """The basis mechanisms span the five deviatoric dimensions."""
-    from seisctf.recipes.crustal.source import moment_tensor
+    from seisctf.recipes.synth.crustal.source import moment_tensor
 
     flat = [moment_tensor(*m)[np.triu_indices(3)] for m in BASIS_MECHANISMS]
     if np.linalg.matrix_rank(np.array(flat), tol=1e-9) != 5:

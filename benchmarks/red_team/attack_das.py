@@ -2,9 +2,10 @@
 
 What an attacker has: the public arrays (X*train, per-sensor RMS-normalised with unpublished
 constants), the manifest, the public `das` attrs (channel count and spacing, gauge length), the
-public docs and the installed package, whose generator (`seisctf.recipes.das_synth*`) states the
-physics: swell on ω² = g k tanh(k h) over the default depth profile, refracted (Snell) and
-shoaling (WKB), seen as seafloor strain; earthquakes with a known P/S moveout; white noise.
+public docs and the installed package, whose generator
+(`seisctf.recipes.synth.das_synth*`) states the physics: swell on ω² = g k tanh(k h) over the
+default depth profile, refracted (Snell) and shoaling (WKB), seen as seafloor strain; earthquakes
+with a known P/S moveout; white noise.
 
 The inversion fits what the public generator exposes and the windows constrain:
 
@@ -45,8 +46,8 @@ from scipy.sparse.linalg import LinearOperator, lsqr
 
 from benchmarks.red_team import baselines
 from benchmarks.red_team.harness import load_public
-from seisctf.recipes import das_synth as ds
-from seisctf.recipes.das_synth_swell import MAX_DIRECTION_DEG
+from seisctf.recipes.synth import das_synth as ds
+from seisctf.recipes.synth.das_synth_swell import MAX_DIRECTION_DEG
 
 SYNTH_ARGS = ["--channels", "256"]
 FIT_WINDOW_S = 240  # rows (1 Hz) of each swell fit: shorter than the sea's 300 s coherence

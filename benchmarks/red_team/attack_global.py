@@ -43,9 +43,9 @@ from scipy.signal import butter, hilbert, sosfiltfilt
 
 from benchmarks.red_team import harness
 from benchmarks.red_team.baselines import BASELINES
-from seisctf.recipes.global_earth import distance_azimuth
-from seisctf.recipes.global_synthesis import EARTH_RADIUS_KM, group_velocity_km_s
-from seisctf.recipes.global_wavefield import (
+from seisctf.recipes.synth.global_earth import distance_azimuth
+from seisctf.recipes.synth.global_synthesis import EARTH_RADIUS_KM, group_velocity_km_s
+from seisctf.recipes.synth.global_wavefield import (
     GlobalPhysics,
     GlobalSource,
     fibonacci_sensors,

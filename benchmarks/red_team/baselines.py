@@ -4,7 +4,7 @@ training arrays (and the manifest's shapes, `k_short`, `k_long`, `modes`), never
 Each is `predict(public_arrays, manifest) -> {X1test: (m, n), …}` for every pair of the manifest
 (X1test … X9test, and the crustal layout's X10test, X11test when present), float64.
 
-- `persistence`: the package's baseline (`seisctf.pipeline.baselines.persistence`): the most
+- `persistence`: the package's baseline (`seisctf.baselines.ctf.persistence`): the most
   recent input row repeated; for reconstruction, the noisy input itself.
 - `sensor_ar`: per-sensor AR(p) by least squares on the pair's inputs (training matrices and
   burn-in, each contributing its own lagged rows), stabilised and iterated forward from the most
@@ -54,7 +54,7 @@ import numpy as np
 from scipy.sparse.linalg import svds
 
 from benchmarks.red_team import linear_models as lm
-from seisctf.pipeline import baselines as package_baselines
+from seisctf.baselines import ctf as package_baselines
 from seisctf.scoring.metrics import reference_spectrum
 
 Predictor = Callable[[dict[str, np.ndarray], dict], dict[str, np.ndarray]]

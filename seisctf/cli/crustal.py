@@ -79,7 +79,7 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
 
 def _run_synth_crustal(args: argparse.Namespace) -> None:
     from seisctf import storage
-    from seisctf.recipes.crustal.sweep import crustal_store
+    from seisctf.recipes.synth.crustal.sweep import crustal_store
 
     seed = generator_seed(args, "synth/crustal")
     dataset = crustal_store(

@@ -174,7 +174,7 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
 
 
 def _run_demo(args: argparse.Namespace) -> None:
-    from seisctf.demo import run_demo
+    from seisctf.cli.demo import run_demo
 
     run_demo(
         args.workdir,
@@ -192,7 +192,7 @@ def _run_demo(args: argparse.Namespace) -> None:
 
 def _run_synth_global(args: argparse.Namespace) -> None:
     from seisctf import storage
-    from seisctf.recipes.global_wavefield import synthesize_global
+    from seisctf.recipes.synth.global_wavefield import synthesize_global
 
     seed = generator_seed(args, "synth/global")
     dataset = synthesize_global(
@@ -204,7 +204,7 @@ def _run_synth_global(args: argparse.Namespace) -> None:
 
 def _run_synth_das(args: argparse.Namespace) -> None:
     from seisctf import storage
-    from seisctf.pipeline.das_wavefield import synthetic_das_record
+    from seisctf.pipeline.bundles.das_wavefield import synthetic_das_record
 
     seed = generator_seed(args, "synth/das")
     dataset = synthetic_das_record(
@@ -246,7 +246,7 @@ def _run_split(args: argparse.Namespace) -> None:
 
 
 def _run_export_seisbench(args: argparse.Namespace) -> None:
-    from seisctf.pipeline.seisbench_export import export_seisbench
+    from seisctf.catalogs.seisbench_export import export_seisbench
 
     written = export_seisbench(
         args.store,
@@ -260,7 +260,7 @@ def _run_export_seisbench(args: argparse.Namespace) -> None:
 
 def _run_build(args: argparse.Namespace) -> None:
     from seisctf import keys
-    from seisctf.pipeline.recipe import build_file
+    from seisctf.recipes.engine import build_file
 
     context = build_file(
         args.recipe,
@@ -277,9 +277,9 @@ def _run_build(args: argparse.Namespace) -> None:
 
 def _run_tasks(args: argparse.Namespace) -> None:
     from seisctf import keys, storage
-    from seisctf.pipeline.archive_wavefield import wavefield_for_tasks
-    from seisctf.pipeline.layouts import load_layout
-    from seisctf.pipeline.tasks import build_bundle, write_bundle
+    from seisctf.pipeline.bundles.archive_wavefield import wavefield_for_tasks
+    from seisctf.pipeline.bundles.layouts import load_layout
+    from seisctf.pipeline.bundles.segments import build_bundle, write_bundle
 
     options = _options(args)
     secret, generated = keys.resolve_secret(args.secret)
@@ -308,7 +308,7 @@ def _run_tasks(args: argparse.Namespace) -> None:
 
 
 def _run_baseline(args: argparse.Namespace) -> None:
-    from seisctf.pipeline.baselines import write_baseline
+    from seisctf.baselines.ctf import write_baseline
 
     write_baseline(args.model, args.public, args.out, _options(args), quiet=args.quiet)
     print(f"wrote {args.out}")

@@ -132,7 +132,7 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     # Workers import SeisBench (and torch, ~4 s) while they start, not on their first task.
     ingest_seisbench.set_defaults(
         run=_run_ingest_seisbench,
-        worker_modules=("seisbench.data", "seisctf.recipes.seisbench_format"),
+        worker_modules=("seisbench.data", "seisctf.catalogs.seisbench_format"),
     )
     ingest_stead = ingest_kinds.add_parser(
         "stead",
@@ -163,7 +163,7 @@ def _event_window_layout_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_ingest_waveforms(args: argparse.Namespace) -> None:
-    from seisctf.recipes.waveforms import ingest_waveforms
+    from seisctf.recipes.ingest.waveforms import ingest_waveforms
 
     report = ingest_waveforms(
         args.sources,
@@ -189,7 +189,7 @@ def _run_ingest_waveforms(args: argparse.Namespace) -> None:
 
 
 def _run_ingest_das(args: argparse.Namespace) -> None:
-    from seisctf.recipes.das import ingest_das
+    from seisctf.recipes.ingest.das_files import ingest_das
 
     report = ingest_das(
         args.sources,
@@ -214,7 +214,7 @@ def _run_ingest_das(args: argparse.Namespace) -> None:
 
 
 def _run_ingest_quakeml(args: argparse.Namespace) -> None:
-    from seisctf.recipes.quakeml import ingest_quakeml
+    from seisctf.recipes.ingest.quakeml_windows import ingest_quakeml
 
     report = ingest_quakeml(
         args.catalog,
@@ -237,7 +237,7 @@ def _run_ingest_quakeml(args: argparse.Namespace) -> None:
 
 
 def _run_ingest_seisbench(args: argparse.Namespace) -> None:
-    from seisctf.recipes.seisbench_format import ingest_seisbench
+    from seisctf.catalogs.seisbench_format import ingest_seisbench
 
     report = ingest_seisbench(
         args.folder,
@@ -256,7 +256,7 @@ def _run_ingest_seisbench(args: argparse.Namespace) -> None:
 
 
 def _run_ingest_stead(args: argparse.Namespace) -> None:
-    from seisctf.recipes.stead import ingest_stead
+    from seisctf.recipes.ingest.stead import ingest_stead
 
     report = ingest_stead(
         args.hdf5,

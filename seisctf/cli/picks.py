@@ -17,7 +17,7 @@ from seisctf.cli._parse import storage_options as _options
 
 SPLITS = ("train", "dev", "test", "all")
 GROUPINGS = ("station", "magnitude", "snr")
-PICKING_WORKER_MODULES = ("seisctf.pipeline.stalta", "obspy.signal.trigger")
+PICKING_WORKER_MODULES = ("seisctf.baselines.stalta", "obspy.signal.trigger")
 
 
 def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
@@ -80,7 +80,7 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     )
     seisbench.set_defaults(
         run=_run_pick_seisbench,
-        worker_modules=("seisctf.pipeline.seisbench_picker", "torch", "seisbench.models"),
+        worker_modules=("seisctf.baselines.seisbench_picker", "torch", "seisbench.models"),
     )
 
 
@@ -128,7 +128,7 @@ def _run_score_picks(args: argparse.Namespace) -> None:
 
 
 def _run_pick_stalta(args: argparse.Namespace) -> None:
-    from seisctf.pipeline.stalta import stalta_picks
+    from seisctf.baselines.stalta import stalta_picks
     from seisctf.scoring import picks
 
     options = _options(args)
@@ -151,7 +151,7 @@ def _run_pick_stalta(args: argparse.Namespace) -> None:
 
 
 def _run_pick_seisbench(args: argparse.Namespace) -> None:
-    from seisctf.pipeline.seisbench_picker import seisbench_picks
+    from seisctf.baselines.seisbench_picker import seisbench_picks
 
     description = seisbench_picks(
         args.store,

@@ -67,8 +67,8 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
 def _run_score_ctf(args: argparse.Namespace) -> None:
     from seisctf.scoring import leaderboard
     from seisctf.scoring.ctf import open_truth, score_ctf, score_validation
-    from seisctf.scoring.plots import radar_profile
     from seisctf.scoring.release import quota_slots, release_ctf
+    from seisctf.scoring.site.plots import radar_profile
 
     if args.validation != bool(args.public) or bool(args.truth) == args.validation:
         raise InvalidInput("score ctf", "give --truth URL, or --validation with --public URL")

@@ -392,7 +392,7 @@ def compare_runs(
 ) -> dict[str, Any]:
     """The whole report (one section per metric); with `out`, also `out/report.json`, a QQ plot
     and learning-efficiency curves per metric (PNG)."""
-    from seisctf.scoring.uncertainty_plots import learning_curves, qq_plots
+    from seisctf.scoring.site.uncertainty_plots import learning_curves, qq_plots
 
     if not 0 < level < 1:
         raise InvalidInput("--level", f"expected a level in (0, 1), got {level}")

@@ -303,6 +303,6 @@ def print_table(entries_: list[dict[str, Any]]) -> None:
 def write_html(entries_: list[dict[str, Any]], out_dir: str | Path) -> Path:
     """The static HTML leaderboard (no server, no CDN) of the entries' public view under
     `out_dir`; returns its index page."""
-    from seisctf.scoring.site import write_site
+    from seisctf.scoring.site.pages import write_site
 
     return write_site(entries_, out_dir)

@@ -21,8 +21,7 @@ from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.cli import main
 from seisctf.errors import InvalidInput
-from seisctf.pipeline import filters
-from seisctf.pipeline.archive_wavefield import (
+from seisctf.pipeline.bundles.archive_wavefield import (
     SEGMENT_ROLES,
     archive_wavefield,
     guard_steps,
@@ -30,8 +29,9 @@ from seisctf.pipeline.archive_wavefield import (
     to_ctf_rate,
     wavefield_for_tasks,
 )
-from seisctf.pipeline.layouts import Layout, load_layout
-from seisctf.recipes.waveforms import ingest_waveforms
+from seisctf.pipeline.bundles.layouts import Layout, load_layout
+from seisctf.pipeline.transforms import filters
+from seisctf.recipes.ingest.waveforms import ingest_waveforms
 
 TSINDEX = Path(obspy.__file__).parent / "clients/filesystem/tests/data/tsindex_data"
 REAL_FILES = sorted(TSINDEX.rglob("*.mseed"))  # CU.TGUH.00, IU.ANMO.10, IU.COLA.10 BHZ, 40 Hz

@@ -1,6 +1,6 @@
-"""DAS transforms (pipeline/das.py) and the time filters on DAS-shaped data: equal to in-memory
-numpy/scipy for random chunkings (to 1e-6 of the signal, or bitwise where documented), with
-their attrs and errors."""
+"""DAS transforms (pipeline/transforms/das_channels.py) and the time filters on DAS-shaped data:
+equal to in-memory numpy/scipy for random chunkings (to 1e-6 of the signal, or bitwise where
+documented), with their attrs and errors."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from scipy import integrate, signal
 
 from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
-from seisctf.pipeline import das, filters
+from seisctf.pipeline.transforms import das_channels as das
+from seisctf.pipeline.transforms import filters
 
 RTOL = 1e-6
 EXAMPLES = settings(max_examples=10, deadline=None)

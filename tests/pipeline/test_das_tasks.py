@@ -21,9 +21,13 @@ from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.cli import main
 from seisctf.errors import InvalidInput
-from seisctf.pipeline.das_wavefield import das_wavefield, slot_plan, synthetic_das_record
-from seisctf.pipeline.layouts import load_layout
-from seisctf.pipeline.tasks import build_bundle, write_bundle
+from seisctf.pipeline.bundles.das_wavefield import (
+    das_wavefield,
+    slot_plan,
+    synthetic_das_record,
+)
+from seisctf.pipeline.bundles.layouts import load_layout
+from seisctf.pipeline.bundles.segments import build_bundle, write_bundle
 
 SECRET = "das-tasks-test-secret"
 CHANNELS = 40
@@ -304,7 +308,7 @@ outputs:
   store: {url: out.zarr}
 """
     )
-    from seisctf.pipeline.recipe import build_file
+    from seisctf.recipes.engine import build_file
 
     with pytest.raises(InvalidInput, match="layout"):
         bad = tmp_path / "bad.yaml"

@@ -1,5 +1,5 @@
 """Signal transforms equal in-memory scipy/numpy/obspy for any chunking, dim order and scheduler;
-NaN gaps, errors and attrs behave as `seisctf.pipeline.filters` documents."""
+NaN gaps, errors and attrs behave as `seisctf.pipeline.transforms.filters` documents."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from scipy import signal
 
 from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
-from seisctf.pipeline import filters
+from seisctf.pipeline.transforms import filters
 
 RTOL = 1e-6
 TOLERANCE = 1e-8

@@ -14,7 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from seisctf.pipeline.noise import gaussian_noise, standard_normal, standard_normal_at
+from seisctf.pipeline.transforms.noise import (
+    gaussian_noise,
+    standard_normal,
+    standard_normal_at,
+)
 
 
 @settings(max_examples=15, deadline=None)
@@ -72,7 +76,7 @@ def test_gaussian_noise_and_standard_normal_keep_the_original_2d_values(shape, c
 def test_box_muller_log_cos_and_sin_are_accurate_to_an_ulp():
     """The generator's own ln and (cos, sin)(2π·) (IEEE arithmetic only) against the C
     library's."""
-    from seisctf.pipeline import counter_rng
+    from seisctf.pipeline.transforms import counter_rng
 
     rng = np.random.default_rng(4)
     uniforms = (rng.integers(0, 2**53, 50_000, dtype=np.uint64).astype(np.float64) + 1) / 2.0**53
@@ -132,7 +136,7 @@ def test_noise_follows_its_definition(key, first):
 def test_blocks_equal_the_values_at_their_positions(shape, data):
     """Blocks (whole rows, partial rows, odd starts, 3-D) made by runs of pairs give exactly
     `standard_normal_at` of their positions."""
-    from seisctf.pipeline.counter_rng import flat_positions, normals_in_block
+    from seisctf.pipeline.transforms.counter_rng import flat_positions, normals_in_block
 
     location = []
     for size in shape:
@@ -143,7 +147,8 @@ def test_blocks_equal_the_values_at_their_positions(shape, data):
 
 
 _NOISE_DIGEST = (
-    "import hashlib, numpy as np; from seisctf.pipeline.noise import standard_normal_at; "
+    "import hashlib, numpy as np; "
+    "from seisctf.pipeline.transforms.noise import standard_normal_at; "
     "u = (np.arange(1, 20001, dtype=np.float64) / 20001.0); "
     "print(hashlib.sha256(np.log(u).tobytes()).hexdigest(), "
     "hashlib.sha256(standard_normal_at(99, np.arange(200_000)).tobytes()).hexdigest())"

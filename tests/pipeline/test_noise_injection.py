@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
-from seisctf.pipeline import noise as noise_module
-from seisctf.pipeline.noise import (
+from seisctf.pipeline.transforms import noise as noise_module
+from seisctf.pipeline.transforms.noise import (
     add_coloured_noise,
     add_gaussian_noise,
     add_real_noise,

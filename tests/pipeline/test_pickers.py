@@ -12,9 +12,9 @@ import pyarrow.parquet as pq
 import pytest
 from event_window_fixtures import write_picking_windows
 
+from seisctf.baselines import seisbench_picker, stalta
 from seisctf.catalogs import pick_table
 from seisctf.errors import InvalidInput
-from seisctf.pipeline import seisbench_picker, stalta
 from seisctf.scoring.picks import mean_f1_objective, read_truth, score_picks
 
 

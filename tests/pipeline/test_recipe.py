@@ -15,7 +15,7 @@ from conftest import TINY_LAYOUT_YAML
 
 from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
-from seisctf.pipeline import recipe as recipes
+from seisctf.recipes import engine as recipes
 
 SECRET = "recipe-test-secret"
 
@@ -329,9 +329,9 @@ def test_checkpointed_chain_equals_the_functions_applied_directly(first_build):
     import numpy as np
 
     from seisctf import keys, storage
-    from seisctf.pipeline.filters import butterworth
-    from seisctf.pipeline.noise import add_gaussian_noise
-    from seisctf.recipes.global_wavefield import synthesize_global
+    from seisctf.pipeline.transforms.filters import butterworth
+    from seisctf.pipeline.transforms.noise import add_gaussian_noise
+    from seisctf.recipes.synth.global_wavefield import synthesize_global
 
     _, out, _ = first_build
     source = synthesize_global(

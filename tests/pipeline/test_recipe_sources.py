@@ -15,7 +15,7 @@ from das_vendor_files import write_prodml
 from seisctf import conventions as cv
 from seisctf.cli import main
 from seisctf.cluster import dask_client
-from seisctf.pipeline import recipe as recipes
+from seisctf.recipes import engine as recipes
 
 
 @pytest.fixture(scope="module")

@@ -14,8 +14,8 @@ from conftest import TINY_LAYOUT, smooth_wavefield
 from seisctf import conventions as cv
 from seisctf import keys, storage
 from seisctf.errors import InvalidInput
-from seisctf.pipeline.layouts import Layout
-from seisctf.pipeline.tasks import build_bundle, write_bundle
+from seisctf.pipeline.bundles.layouts import Layout
+from seisctf.pipeline.bundles.segments import build_bundle, write_bundle
 
 SECRET = "organiser-secret-for-tests"
 

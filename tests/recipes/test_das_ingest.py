@@ -23,7 +23,7 @@ from dask.callbacks import Callback
 
 from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
-from seisctf.recipes.das import ingest_das
+from seisctf.recipes.ingest.das_files import ingest_das
 
 START = np.datetime64("2024-01-02T03:04:05", "ns")
 RATE = 50.0

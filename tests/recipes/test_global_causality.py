@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from obspy.taup import TauPyModel
 
-from seisctf.recipes.crustal.source import moment_tensor
-from seisctf.recipes.global_earth import distance_azimuth, random_earth
-from seisctf.recipes.global_wavefield import (
+from seisctf.recipes.synth.crustal.source import moment_tensor
+from seisctf.recipes.synth.global_earth import distance_azimuth, random_earth
+from seisctf.recipes.synth.global_wavefield import (
     GlobalPhysics,
     GlobalSource,
     fibonacci_sensors,

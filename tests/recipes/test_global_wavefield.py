@@ -25,9 +25,9 @@ from seisctf.conventions import (
     validate_wavefield,
 )
 from seisctf.errors import InvalidInput
-from seisctf.recipes.crustal.source import moment_tensor
-from seisctf.recipes.global_earth import random_earth
-from seisctf.recipes.global_wavefield import (
+from seisctf.recipes.synth.crustal.source import moment_tensor
+from seisctf.recipes.synth.global_earth import random_earth
+from seisctf.recipes.synth.global_wavefield import (
     GlobalPhysics,
     GlobalSource,
     default_sources,

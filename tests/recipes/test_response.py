@@ -14,9 +14,9 @@ import xarray as xr
 from seisctf import cli
 from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
-from seisctf.recipes import waveform_blocks
-from seisctf.recipes.response import default_pre_filt
-from seisctf.recipes.waveforms import ingest_waveforms
+from seisctf.recipes.ingest import waveform_blocks
+from seisctf.recipes.ingest.response import default_pre_filt
+from seisctf.recipes.ingest.waveforms import ingest_waveforms
 
 OBSPY = Path(obspy.__file__).parent
 TSINDEX = OBSPY / "clients/filesystem/tests/data/tsindex_data"  # IU.ANMO, IU.COLA, CU.TGUH

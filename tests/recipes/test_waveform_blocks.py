@@ -1,12 +1,12 @@
-"""Unit tests of `seisctf.recipes.waveform_blocks`: merging traces of mixed sample types on the
-grid against obspy's float64 merge, and how block tasks are cut into runs."""
+"""Unit tests of `seisctf.recipes.ingest.waveform_blocks`: merging traces of mixed sample types on
+the grid against obspy's float64 merge, and how block tasks are cut into runs."""
 
 from __future__ import annotations
 
 import numpy as np
 import obspy
 
-from seisctf.recipes.waveform_blocks import (
+from seisctf.recipes.ingest.waveform_blocks import (
     RUN_TASKS,
     BlockTask,
     block_runs,

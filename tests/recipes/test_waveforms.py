@@ -21,7 +21,7 @@ from dask.callbacks import Callback
 
 from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
-from seisctf.recipes.waveforms import ingest_waveforms
+from seisctf.recipes.ingest.waveforms import ingest_waveforms
 
 OBSPY = Path(obspy.__file__).parent
 TSINDEX = OBSPY / "clients/filesystem/tests/data/tsindex_data"  # IU.ANMO, IU.COLA, CU.TGUH 2018-001

@@ -117,8 +117,8 @@ def job_inputs(tmp_path_factory, miniseed_archive) -> Inputs:
     """Every job's inputs, made once (the bundle with the library, on the local scheduler)."""
     import dask
 
-    from seisctf.pipeline import recipe as recipes
-    from seisctf.pipeline.baselines import write_baseline
+    from seisctf.baselines.ctf import write_baseline
+    from seisctf.recipes import engine as recipes
 
     root = tmp_path_factory.mktemp("inputs")
     layout = root / "tiny.yaml"

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from seisctf.errors import InvalidInput
-from seisctf.pipeline import recipe
+from seisctf.recipes import engine as recipe
 from seisctf.scoring.submission import open_submission, value_report
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "data"))

@@ -157,7 +157,7 @@ def expand(templates: set[tuple[str, ...]], names: set[str]) -> list[str]:
     """Every purpose the templates make: an index-like placeholder takes 0..N_INDICES-1; one
     after "transforms/" each transform name (the recipe's step names); any other one each of
     `names` (array, transform, source and dataset names)."""
-    from seisctf.pipeline.recipe import TRANSFORMS
+    from seisctf.recipes.engine import TRANSFORMS
 
     purposes: set[str] = set()
     for template in templates:
@@ -241,8 +241,8 @@ def words() -> list[str]:
 @pytest.fixture(scope="module")
 def demos(tmp_path_factory, dask_cluster, words) -> dict[str, Path]:
     """The workdir of each demo, built with the word at SECRET_INDEX as the secret."""
+    from seisctf.cli.demo import run_demo
     from seisctf.cluster import dask_client
-    from seisctf.demo import run_demo
 
     root = tmp_path_factory.mktemp("secret-guessing")
     layout = root / "tiny.yaml"
@@ -269,7 +269,7 @@ def published(demos) -> dict:
         names |= set(public.array_keys()) | set(truth.array_keys())
         commitments[name] = dict(public.attrs)[cv.ATTR_CTF]["truth_sha256"]
         truths[name] = (dict(truth.attrs), {key: truth[key][...] for key in truth.array_keys()})
-    from seisctf.pipeline.recipe import SOURCES, TRANSFORMS
+    from seisctf.recipes.engine import SOURCES, TRANSFORMS
 
     names |= set(TRANSFORMS) | set(SOURCES) | set(SMALL) | {"crustal"}
     return {
@@ -397,8 +397,8 @@ def test_short_secrets_are_refused_on_the_command_line(capsys, monkeypatch, word
 
 
 def test_short_recipe_secret_is_refused_and_long_ones_pass(tmp_path, monkeypatch):
-    from seisctf.demo import DEMO_SECRET
-    from seisctf.pipeline import recipe as recipes
+    from seisctf.cli.demo import DEMO_SECRET
+    from seisctf.recipes import engine as recipes
 
     shipped = recipes.shipped("demo-global").read_text()
     path = tmp_path / "r.yaml"

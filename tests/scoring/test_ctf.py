@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.errors import InvalidInput
-from seisctf.pipeline.tasks import build_bundle, write_bundle
+from seisctf.pipeline.bundles.segments import build_bundle, write_bundle
 from seisctf.scoring.ctf import (
     open_truth,
     score_arrays,

@@ -37,7 +37,7 @@ from conftest import TINY_LAYOUT, smooth_wavefield
 
 from seisctf import conventions as cv
 from seisctf.cli import main
-from seisctf.pipeline.tasks import build_bundle, write_bundle
+from seisctf.pipeline.bundles.segments import build_bundle, write_bundle
 
 SCALES = (1, 2)
 STEP = 0.01  # the public leaderboard's score step

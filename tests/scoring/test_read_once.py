@@ -10,7 +10,7 @@ import numpy as np
 import zarr
 from conftest import TINY_LAYOUT, smooth_wavefield
 
-from seisctf.pipeline.tasks import build_bundle, write_bundle
+from seisctf.pipeline.bundles.segments import build_bundle, write_bundle
 from seisctf.scoring.ctf import open_truth, score_arrays
 
 SECRET = "read-once"

@@ -24,7 +24,8 @@ from leaderboard_fixtures import (
 )
 
 from seisctf import conventions as cv
-from seisctf.scoring import leaderboard, site
+from seisctf.scoring import leaderboard
+from seisctf.scoring.site import pages as site
 from seisctf.scoring.uncertainty import mean_interval, misranking_probability
 
 SVG_NS = "{http://www.w3.org/2000/svg}"

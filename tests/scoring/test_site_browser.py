@@ -18,7 +18,8 @@ import pytest
 from leaderboard_fixtures import GLOBAL_COMMITMENT, HOSTILE, PICKS_COMMITMENT, populate
 
 from seisctf import conventions as cv
-from seisctf.scoring import leaderboard, release, site
+from seisctf.scoring import leaderboard, release
+from seisctf.scoring.site import pages as site
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"

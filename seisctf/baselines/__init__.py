@@ -1,0 +1,2 @@
+"""Baseline participants: CTF baselines, STA/LTA and SeisBench pickers. They consume bundles like
+any participant."""

@@ -1,0 +1,1 @@
+"""CTF bundles: layouts, segments (the CTF tasks), archive and DAS wavefields."""

@@ -1,0 +1,688 @@
+"""Counter-based noise and noise-injection transforms, bit-identical for any chunking.
+
+The random numbers come from `counter_rng` (SplitMix64 of each element's global flat index and
+Box-Muller): nothing depends on how the array is chunked or which worker computes a block, so
+noisy arrays are bit-identical on any cluster.
+
+The transforms (`add_gaussian_noise`, `add_coloured_noise`, `add_real_noise`) take a lazy
+DataArray with a `time` dim at any axis position (every other dim indexes independent traces)
+and return a lazy noisy copy. Their random numbers are pure functions of (seed, variable name,
+global position); per-trace levels come from RMS values summed in a fixed order over whole
+traces. Seeds are never recorded in attrs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import dask
+import dask.array as da
+import numpy as np
+import scipy.signal
+import xarray as xr
+
+from seisctf import conventions as cv
+from seisctf.errors import InvalidInput
+from seisctf.pipeline.transforms.counter_rng import (
+    counter_choice,
+    flat_positions,
+    gaussian_noise,
+    key_mix,
+    noise_key,
+    normals_in_block,
+    normals_slab,
+    row_slabs,
+    standard_normal,
+    standard_normal_at,
+    substream_key,
+)
+from seisctf.pipeline.transforms.history import recorded
+
+__all__ = [  # the generator's public names, re-exported for existing importers
+    "gaussian_noise",
+    "noise_key",
+    "standard_normal",
+    "standard_normal_at",
+]
+
+# Noise-bank dims (event-window store contract: waveforms(trace, channel, sample)).
+NOISE_TRACE = "trace"
+NOISE_CHANNEL = "channel"
+NOISE_SAMPLE = "sample"
+NOISE_CATEGORY = "trace_category"
+
+# Output elements per tile of the FIR loop: the accumulator stays in cache across the taps.
+_FIR_TILE = 1 << 15
+
+
+# --- validation ---------------------------------------------------------------------------------
+
+
+def _time_axis(data: xr.DataArray) -> int:
+    if not isinstance(data, xr.DataArray):
+        raise InvalidInput("data", f"expected an xarray.DataArray, got {type(data).__name__}")
+    if cv.TIME not in data.dims:
+        raise InvalidInput("data", f"has no {cv.TIME!r} dim (dims {data.dims})")
+    if data.sizes[cv.TIME] == 0:
+        raise InvalidInput("data", f"has no samples along {cv.TIME!r}")
+    if data.dtype.kind not in "fiu":
+        raise InvalidInput("data", f"must hold real numbers, got dtype {data.dtype}")
+    return data.dims.index(cv.TIME)
+
+
+def _sampling_rate(data: xr.DataArray) -> float:
+    """Sampling rate in Hz from `data.attrs`."""
+    what = f"data.attrs[{cv.ATTR_SAMPLING_RATE!r}]"
+    if cv.ATTR_SAMPLING_RATE not in data.attrs:
+        raise InvalidInput(what, "missing: the sampling rate in Hz is needed")
+    try:
+        rate = float(data.attrs[cv.ATTR_SAMPLING_RATE])
+    except (TypeError, ValueError):
+        raise InvalidInput(what, "must be a number of Hz") from None
+    if not (math.isfinite(rate) and rate > 0):
+        raise InvalidInput(what, f"must be positive and finite, got {rate}")
+    return rate
+
+
+def _real_number(name: str, value, minimum: float | None = None) -> float:
+    if isinstance(value, bool):
+        raise InvalidInput(name, "must be a number, got bool")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise InvalidInput(name, f"must be a number, got {value!r}") from None
+    if not math.isfinite(number):
+        raise InvalidInput(name, f"must be finite, got {number}")
+    if minimum is not None and number < minimum:
+        raise InvalidInput(name, f"must be >= {minimum}, got {number}")
+    return number
+
+
+def _level(**given) -> dict[str, float]:
+    """The one level parameter given, as {name: value}: snr_db in dB, rms_fraction or scale >= 0."""
+    chosen = {name: value for name, value in given.items() if value is not None}
+    if len(chosen) != 1:
+        names = " / ".join(given)
+        raise InvalidInput(names, f"give exactly one of them, got {sorted(chosen) or 'none'}")
+    ((name, value),) = chosen.items()
+    return {name: _real_number(name, value, None if name == "snr_db" else 0.0)}
+
+
+def _float64_values(data: xr.DataArray) -> da.Array:
+    values = data.data if isinstance(data.data, da.Array) else da.asarray(data.data)
+    return values.astype(np.float64)
+
+
+# --- per-trace levels ---------------------------------------------------------------------------
+
+
+# Time blocks of the per-trace sums: cut at multiples of this many samples from a trace's first
+# sample (a constant, so the sums' rounding never depends on how the data happen to be chunked),
+# and small enough that no task needs whole traces in memory.
+RMS_BLOCK_SAMPLES = 8_192
+RMS_BLOCK_BYTES = 8 * 2**20
+
+
+# Time samples per slab of `_block_sums` (its temporaries stay in cache).
+_SUM_SLAB_ELEMENTS = 1 << 14
+
+
+def _block_sums(block: np.ndarray, time_axis: int) -> np.ndarray:
+    """[sum of squares, count] of the finite samples of each trace of one time block (any real
+    dtype, squared in float64), stacked on a new last axis; time length 1. Added strictly in
+    time order, one sample after the other, whatever the block's memory layout (a plain sum()
+    would not be): slab by slab of time, each slab's rows added to the running total in order.
+    NumPy reduces the outer axis of a C-contiguous 2-D array row after row when there are
+    several columns (pairwise only along the contiguous axis), so one trace alone takes
+    `np.add.accumulate`; a test pins the order."""
+    samples = np.moveaxis(block, time_axis, 0)
+    n_time, trace_shape = samples.shape[0], samples.shape[1:]
+    n_traces = math.prod(trace_shape)
+    samples = samples.reshape(n_time, n_traces)
+    total = np.zeros(n_traces, dtype=np.float64)
+    count = np.zeros(n_traces, dtype=np.int64)
+    rows = max(1, _SUM_SLAB_ELEMENTS // max(1, n_traces))
+    running = np.empty((rows + 1, n_traces), dtype=np.float64)
+    for start in range(0, n_time, rows):
+        slab = samples[start : start + rows]
+        finite = np.isfinite(slab)
+        count += finite.sum(axis=0)
+        part = running[: slab.shape[0] + 1]
+        part[0] = total
+        np.multiply(slab, slab, out=part[1:], dtype=np.float64)
+        np.copyto(part[1:], 0.0, where=~finite)
+        if n_traces > 1:
+            np.add.reduce(part, axis=0, out=total)
+        else:
+            total[:] = np.add.accumulate(part, axis=0)[-1]
+    sums = np.stack([total, count.astype(np.float64)], axis=-1).reshape(*trace_shape, 2)
+    return np.expand_dims(sums, time_axis)
+
+
+def level_blocks(start: int, stop: int) -> list[tuple[int, int]]:
+    """The (start, stop) sample ranges of the level blocks covering samples [start, stop) of a
+    trace: cut at every multiple of `RMS_BLOCK_SAMPLES` (none if stop <= start)."""
+    if stop <= start:
+        return []
+    edges = [
+        start,
+        *range((start // RMS_BLOCK_SAMPLES + 1) * RMS_BLOCK_SAMPLES, stop, RMS_BLOCK_SAMPLES),
+        stop,
+    ]
+    return list(itertools.pairwise(edges))
+
+
+def chunk_level_sums(
+    chunk: np.ndarray, time_axis: int, chunk_start: int, window: tuple[int, int]
+) -> np.ndarray:
+    """`_block_sums` of each level block of samples `window` = (start, stop) that falls in this
+    chunk (which starts at sample `chunk_start`), stacked in time order along `time_axis`: the
+    chunk's share of `trace_sums`. Exact only if no level block crosses the chunk's edges
+    (the chunk starts and stops at multiples of `RMS_BLOCK_SAMPLES`, or at the trace's end)."""
+    start = max(window[0], chunk_start)
+    stop = min(window[1], chunk_start + chunk.shape[time_axis])
+    parts = [
+        _block_sums(
+            chunk[(slice(None),) * time_axis + (slice(a - chunk_start, b - chunk_start),)],
+            time_axis,
+        )
+        for a, b in level_blocks(start, stop)
+    ]
+    if not parts:
+        shape = [0 if axis == time_axis else size for axis, size in enumerate(chunk.shape)]
+        return np.empty((*shape, 2), dtype=np.float64)
+    return np.concatenate(parts, axis=time_axis)
+
+
+def trace_sums(values: da.Array, time_axis: int, window: slice = slice(None)) -> da.Array:
+    """Lazy per-trace [sum of squares, count] of the finite samples of `values` over `window`
+    of time, one entry per level block (`level_blocks` of the window: cut at multiples of
+    `RMS_BLOCK_SAMPLES` from the first sample): `values`' shape with one sample per block along
+    time and a new last axis of 2. `rms_from_sums` of the computed result is the RMS; its bits
+    do not depend on `values`' chunks (other axes are cut to keep a block near
+    `RMS_BLOCK_BYTES`)."""
+    first, end, _ = window.indices(values.shape[time_axis])
+    windowed = values[(slice(None),) * time_axis + (slice(first, end),)]
+    block_sizes = tuple(stop - start for start, stop in level_blocks(first, end))
+    # Other axes keep their chunks (no block then waits for several of the data's) unless a
+    # block would get too big.
+    other = math.prod(max(c) for axis, c in enumerate(windowed.chunks) if axis != time_axis)
+    too_big = RMS_BLOCK_SAMPLES * other * 8 > RMS_BLOCK_BYTES
+    blocks = windowed.rechunk(
+        {
+            axis: block_sizes if axis == time_axis else ("auto" if too_big else c)
+            for axis, c in enumerate(windowed.chunks)
+        },
+        block_size_limit=RMS_BLOCK_BYTES,
+    )
+    return blocks.map_blocks(
+        _block_sums,
+        time_axis,
+        chunks=tuple(
+            (1,) * len(c) if axis == time_axis else c for axis, c in enumerate(blocks.chunks)
+        )
+        + ((2,),),
+        new_axis=values.ndim,
+        dtype=np.float64,
+    )
+
+
+def rms_from_sums(sums: np.ndarray, time_axis: int) -> np.ndarray:
+    """RMS per trace (time length 1; 0 for a trace with no finite sample) from computed
+    `trace_sums`, the blocks added in time order."""
+    return _combine_sums(sums, time_axis)
+
+
+def _combine_sums(partials: np.ndarray, time_axis: int) -> np.ndarray:
+    """RMS from the blocks' [sum of squares, count], added in time order; time length 1."""
+    totals = np.take(np.add.accumulate(partials, axis=time_axis), [-1], axis=time_axis)
+    return np.sqrt(totals[..., 0] / np.maximum(totals[..., 1], 1))
+
+
+def _trace_rms(values: da.Array, time_axis: int, window: slice = slice(None)) -> np.ndarray:
+    """NaN-aware RMS of each trace over `window` of time, computed now: `values`' shape with
+    time length 1; 0 for a trace with no finite sample there (see `trace_sums`).
+
+    It is computed at once, in its own pass, because a lazy level would make Dask hold every
+    block of the (filtered, …) data until the last one is summed: the noisy output then streams
+    in bounded memory, at the price of computing what feeds `values` twice (a recipe instead
+    sums while it checkpoints `values`, see `gaussian_level_window`)."""
+    from seisctf.cluster import compute
+
+    # The blocks' sums are brought to the client (a few numbers per trace and block) and added
+    # there in time order: the pass streams block by block.
+    sums = compute(trace_sums(values, time_axis, window), quiet=True)[0]
+    return rms_from_sums(sums, time_axis)
+
+
+def _noise_sigma(rms: da.Array, level: dict[str, float]) -> da.Array:
+    """Noise standard deviation per trace (units of data) for rms_fraction or snr_db."""
+    ((name, value),) = level.items()
+    if name == "rms_fraction":
+        return rms * value
+    return rms / 10.0 ** (value / 20.0)
+
+
+def _noisy(
+    data: xr.DataArray,
+    values: da.Array,
+    sigma: da.Array | float,
+    unit_noise: da.Array,
+    name: str,
+    parameters: dict,
+) -> xr.DataArray:
+    """data + sigma × unit_noise, in data's floating dtype (float64 for integers), recorded."""
+    dtype = data.dtype if data.dtype.kind == "f" else np.dtype(np.float64)
+    noisy = (values + sigma * unit_noise).astype(dtype)
+    return recorded(data.copy(deep=False, data=noisy), data, name, parameters)
+
+
+# --- white Gaussian noise -----------------------------------------------------------------------
+
+
+def _rms_samples(rms_window, rate: float, n_time: int) -> tuple[slice, list[float]]:
+    """Sample slice round(start × rate) : round(stop × rate) of a window in seconds."""
+    try:
+        start, stop = rms_window
+    except (TypeError, ValueError):
+        raise InvalidInput(
+            "rms_window", f"expected (start, stop) in s, got {rms_window!r}"
+        ) from None
+    start = _real_number("rms_window", start, 0.0)
+    stop = _real_number("rms_window", stop, 0.0)
+    first, end = round(start * rate), round(stop * rate)
+    if end <= first:
+        raise InvalidInput("rms_window", f"({start}, {stop}) s holds no sample at {rate} Hz")
+    if end > n_time:
+        raise InvalidInput(
+            "rms_window", f"ends at sample {end}, after the trace's {n_time} samples"
+        )
+    return slice(first, end), [start, stop]
+
+
+def _rms_window(data: xr.DataArray, rms_window) -> tuple[slice, list[float] | None]:
+    """(sample slice, window in s for the record) of `rms_window`; None: the whole trace."""
+    if rms_window is None:
+        return slice(None), None
+    return _rms_samples(rms_window, _sampling_rate(data), data.sizes[cv.TIME])
+
+
+def _checked_rms(trace_rms, data: xr.DataArray, time_axis: int) -> np.ndarray:
+    expected = tuple(1 if axis == time_axis else size for axis, size in enumerate(data.shape))
+    rms = np.asarray(trace_rms, dtype=np.float64)
+    if rms.shape != expected:
+        raise InvalidInput("trace_rms", f"expected shape {expected}, got {rms.shape}")
+    return rms
+
+
+def gaussian_level_window(
+    data: xr.DataArray, *, rms_window: tuple[float, float] | None = None, **_parameters
+) -> slice:
+    """The samples of time (a slice) whose per-trace RMS `add_gaussian_noise(data,
+    rms_window=...)` scales its noise by (its other parameters are ignored): sum them with
+    `trace_sums` (or `chunk_level_sums` while writing the data) alongside other work over
+    `data`, and pass on `trace_rms=rms_from_sums(computed sums, time axis)`."""
+    _time_axis(data)
+    return _rms_window(data, rms_window)[0]
+
+
+def add_gaussian_noise(
+    data: xr.DataArray,
+    *,
+    seed: int,
+    variable: str,
+    snr_db: float | None = None,
+    rms_fraction: float | None = None,
+    rms_window: tuple[float, float] | None = None,
+    trace_rms: np.ndarray | None = None,
+) -> xr.DataArray:
+    """`data` plus white Gaussian noise, its standard deviation set per trace.
+
+    data: any dims including `time` (Hz in attrs["sampling_rate"] when `rms_window` is given);
+    each 1-D slice along time is a trace. The noise standard deviation of a trace is
+    `rms_fraction × RMS(trace)` or `RMS(trace) / 10**(snr_db / 20)` (give exactly one), the RMS
+    taken over finite samples in `rms_window` = (start, stop) seconds from the first sample
+    (samples round(start·rate) to round(stop·rate), exclusive; None: the whole trace). NaN stays
+    NaN; a trace with no finite sample in the window gets no noise. The noise at each element is
+    `standard_normal(noise_key(seed, variable), data.shape, ...)` at its position. CTF levels:
+    rms_fraction 0.2 ("medium") and 0.5 ("high"). `trace_rms`: that RMS if already computed
+    (`rms_from_sums` of the `trace_sums` over `gaussian_level_window(data, ...)`), else a pass
+    over `data` computes it now. Returns a lazy DataArray like `data`, in its float dtype.
+    """
+    time_axis = _time_axis(data)
+    level = _level(snr_db=snr_db, rms_fraction=rms_fraction)
+    key = noise_key(seed, variable)
+    window, window_seconds = _rms_window(data, rms_window)
+    if trace_rms is None:
+        trace_rms = _trace_rms(_float64_values(data), time_axis, window)
+    sigma = _noise_sigma(_checked_rms(trace_rms, data, time_axis), level)
+    # Noise made in the task that adds it (no separate generator tasks, which Dask would run
+    # ahead of the data and hold): the same values as `standard_normal(key, …)`.
+    dtype = data.dtype if data.dtype.kind == "f" else np.dtype(np.float64)
+    values = data.data if isinstance(data.data, da.Array) else da.asarray(data.data)
+    noisy = values.map_blocks(
+        _plus_noise_block, sigma, key, values.shape, time_axis, dtype, dtype=dtype
+    )
+    parameters = {**level, "rms_window": window_seconds}
+    return recorded(data.copy(deep=False, data=noisy), data, "add_gaussian_noise", parameters)
+
+
+def _plus_noise_block(
+    block: np.ndarray,
+    sigma: np.ndarray,
+    key: int,
+    shape: tuple[int, ...],
+    time_axis: int,
+    dtype: np.dtype,
+    block_info: dict | None = None,
+) -> np.ndarray:
+    """block + sigma × standard normal at the block's global positions, in float64, rounded to
+    `dtype` (sigma: per trace, time length 1, for the whole array). Slab by slab in this
+    thread's scratch: the only new array is the result."""
+    location = block_info[0]["array-location"]
+    trace_part = tuple(
+        slice(0, 1) if axis == time_axis else slice(*span) for axis, span in enumerate(location)
+    )
+    block_sigma = sigma[trace_part]
+    noisy = np.empty(block.shape, dtype=dtype)
+    if noisy.size == 0:
+        return noisy
+    mixed_key = key_mix(key)
+    first = location[0][0]
+    for slab in row_slabs(location):
+        rows = slice(slab[0][0] - first, slab[0][1] - first)
+        values = normals_slab(mixed_key, slab, shape)
+        values *= block_sigma if time_axis == 0 else block_sigma[rows]
+        values += block[rows]  # block + sigma × unit (block exactly as float64), bit for bit
+        noisy[rows] = values
+    return noisy
+
+
+# --- coloured noise -----------------------------------------------------------------------------
+
+
+def _float_list(name: str, values) -> list[float]:
+    try:
+        numbers = [_real_number(name, value) for value in values]
+    except TypeError:
+        raise InvalidInput(name, f"expected a list of numbers, got {values!r}") from None
+    if len(numbers) < 2:
+        raise InvalidInput(name, f"needs at least 2 values, got {len(numbers)}")
+    return numbers
+
+
+def _unit_power_taps(
+    frequencies: list[float], amplitudes: list[float], numtaps: int, rate: float
+) -> np.ndarray:
+    """firwin2 taps for the amplitude shape, scaled so that white unit noise filtered by them
+    has unit variance (sum of squared taps = 1)."""
+    nyquist = rate / 2.0
+    if len(amplitudes) != len(frequencies):
+        raise InvalidInput(
+            "amplitudes", f"has {len(amplitudes)} values for {len(frequencies)} frequencies"
+        )
+    if min(amplitudes) < 0 or max(amplitudes) == 0:
+        raise InvalidInput("amplitudes", f"must be >= 0 and not all 0, got {amplitudes}")
+    if frequencies[0] != 0 or not math.isclose(frequencies[-1], nyquist, rel_tol=1e-9):
+        raise InvalidInput(
+            "frequencies", f"must run from 0 to Nyquist {nyquist} Hz, got {frequencies}"
+        )
+    if any(later < earlier for earlier, later in itertools.pairwise(frequencies)):
+        raise InvalidInput("frequencies", f"must be non-decreasing, got {frequencies}")
+    if not isinstance(numtaps, int) or isinstance(numtaps, bool) or numtaps < 3 or numtaps % 2 == 0:
+        raise InvalidInput("numtaps", f"must be an odd integer >= 3, got {numtaps!r}")
+    try:
+        taps = scipy.signal.firwin2(numtaps, [*frequencies[:-1], nyquist], amplitudes, fs=rate)
+    except ValueError as error:
+        raise InvalidInput("frequencies", str(error)) from None
+    power = float(np.sum(taps * taps))
+    if not power > 0:
+        raise InvalidInput("amplitudes", f"give a filter with no power at {numtaps} taps")
+    return taps / math.sqrt(power)
+
+
+def _fir_valid(padded: np.ndarray, taps: np.ndarray) -> np.ndarray:
+    """(rows, n + len(taps) - 1) -> (rows, n): out[:, i] = sum_k taps[k] × padded[:, i + 2h - k].
+
+    A direct convolution whose terms are added in the same order (k descending) for every output
+    sample, so its bits do not depend on where a block starts or how long it is.
+    """
+    reversed_taps = taps[::-1]
+    n_rows, n_out = padded.shape[0], padded.shape[1] - taps.size + 1
+    out = np.zeros((n_rows, n_out))
+    span = max(1, min(n_out, 4096))
+    rows_per_tile = max(1, _FIR_TILE // span)
+    for row in range(0, n_rows, rows_per_tile):
+        rows = slice(row, row + rows_per_tile)
+        for start in range(0, n_out, span):
+            stop = min(start + span, n_out)
+            accumulator = out[rows, start:stop]
+            term = np.empty_like(accumulator)
+            for offset, tap in enumerate(reversed_taps):
+                np.multiply(padded[rows, start + offset : stop + offset], tap, out=term)
+                accumulator += term
+    return out
+
+
+def _coloured_block(
+    key: int,
+    counter_shape: tuple[int, ...],
+    time_axis: int,
+    taps: np.ndarray,
+    block_info: dict | None = None,
+) -> np.ndarray:
+    """Coloured noise of one block: white noise at time positions [start - h, stop + h), i.e.
+    counters [start, stop + 2h) along the padded time axis, filtered along time."""
+    halo = taps.size // 2
+    location = list(block_info[None]["array-location"])
+    start, stop = location[time_axis]
+    location[time_axis] = (start, stop + 2 * halo)
+    white = np.moveaxis(normals_in_block(key, location, counter_shape), time_axis, -1)
+    coloured = _fir_valid(white.reshape(-1, white.shape[-1]), taps)
+    return np.moveaxis(coloured.reshape(white.shape[:-1] + (stop - start,)), -1, time_axis)
+
+
+def add_coloured_noise(
+    data: xr.DataArray,
+    *,
+    seed: int,
+    variable: str,
+    frequencies: list[float],
+    amplitudes: list[float],
+    snr_db: float | None = None,
+    rms_fraction: float | None = None,
+    numtaps: int = 257,
+) -> xr.DataArray:
+    """`data` plus Gaussian noise with a piecewise-linear amplitude spectrum, level set per trace.
+
+    frequencies: Hz, non-decreasing from 0 to Nyquist (attrs["sampling_rate"] / 2);
+    amplitudes: the relative amplitude spectrum (>= 0) at those frequencies. The shape is an
+    odd `numtaps` FIR filter from `scipy.signal.firwin2`, applied to counter-based white noise
+    by direct convolution along time; the white noise continues numtaps // 2 samples beyond both
+    ends of each trace (counter positions t + numtaps // 2 of a padded trace), so edge samples are
+    as random as the rest. The noise standard deviation of a trace is `rms_fraction × RMS(trace)`
+    or `RMS(trace) / 10**(snr_db / 20)` (give exactly one; RMS of finite samples of the whole
+    trace) in expectation: the taps are scaled to unit power, not the realised noise. NaN stays
+    NaN. Returns a lazy DataArray like `data`.
+    """
+    time_axis = _time_axis(data)
+    level = _level(snr_db=snr_db, rms_fraction=rms_fraction)
+    key = substream_key(noise_key(seed, variable), "coloured")
+    frequencies = _float_list("frequencies", frequencies)
+    amplitudes = _float_list("amplitudes", amplitudes)
+    taps = _unit_power_taps(frequencies, amplitudes, numtaps, _sampling_rate(data))
+    values = _float64_values(data)
+    counter_shape = list(values.shape)
+    counter_shape[time_axis] += 2 * (numtaps // 2)
+    unit_noise = da.map_blocks(
+        _coloured_block,
+        key,
+        tuple(counter_shape),
+        time_axis,
+        taps,
+        chunks=values.chunks,
+        dtype=np.float64,
+        meta=np.empty((0,) * values.ndim),
+    )
+    sigma = _noise_sigma(_trace_rms(values, time_axis), level)
+    parameters = {
+        **level,
+        "frequencies": frequencies,
+        "amplitudes": amplitudes,
+        "numtaps": numtaps,
+    }
+    return _noisy(data, values, sigma, unit_noise, "add_coloured_noise", parameters)
+
+
+# --- recorded noise -----------------------------------------------------------------------------
+
+
+def _noise_windows(noise: xr.DataArray, data: xr.DataArray) -> tuple[np.ndarray, np.ndarray]:
+    """(windows, channels_or_1, samples) float64 noise bank matched to data's channels, and the
+    index along `trace` of each window in `noise` (for messages)."""
+    if not isinstance(noise, xr.DataArray):
+        raise InvalidInput("noise", f"expected an xarray.DataArray, got {type(noise).__name__}")
+    allowed = ({NOISE_TRACE, NOISE_SAMPLE}, {NOISE_TRACE, NOISE_CHANNEL, NOISE_SAMPLE})
+    if set(noise.dims) not in allowed or len(noise.dims) != len(set(noise.dims)):
+        raise InvalidInput(
+            "noise", f"dims must be (trace, sample) or (trace, channel, sample), got {noise.dims}"
+        )
+    noise_rate = noise.attrs.get(cv.ATTR_SAMPLING_RATE)
+    if noise_rate is not None and float(noise_rate) != _sampling_rate(data):
+        raise InvalidInput(
+            "noise", f"sampled at {noise_rate} Hz, data at {data.attrs[cv.ATTR_SAMPLING_RATE]} Hz"
+        )
+    window_index = np.arange(noise.sizes[NOISE_TRACE])
+    if NOISE_CATEGORY in noise.coords:
+        # Labels may be fixed-width, variable-length (numpy StringDType) or bytes.
+        categories = [
+            value.decode() if isinstance(value, bytes) else str(value)
+            for value in noise[NOISE_CATEGORY].values
+        ]
+        is_noise = np.array(categories) == "noise"
+        window_index = window_index[is_noise]
+        noise = noise.isel({NOISE_TRACE: window_index})
+    if window_index.size == 0 or noise.sizes[NOISE_SAMPLE] == 0:
+        raise InvalidInput("noise", "holds no noise window with samples")
+    if NOISE_CHANNEL in noise.dims:
+        noise = _matched_channels(noise, data)
+    else:
+        noise = noise.expand_dims(NOISE_CHANNEL, axis=1)
+    bank = np.asarray(noise.transpose(NOISE_TRACE, NOISE_CHANNEL, NOISE_SAMPLE).values, np.float64)
+    return bank, window_index
+
+
+def _matched_channels(noise: xr.DataArray, data: xr.DataArray) -> xr.DataArray:
+    """`noise` with its channels in data's channel order (by label when both have labels)."""
+    if NOISE_CHANNEL not in data.dims:
+        raise InvalidInput("noise", f"has a {NOISE_CHANNEL!r} dim but data has none")
+    if NOISE_CHANNEL in noise.coords and NOISE_CHANNEL in data.coords:
+        wanted, available = data[NOISE_CHANNEL].values, set(noise[NOISE_CHANNEL].values)
+        missing = [label for label in wanted if label not in available]
+        if missing:
+            raise InvalidInput("noise", f"has no channel {missing} of data")
+        return noise.sel({NOISE_CHANNEL: wanted})
+    if noise.sizes[NOISE_CHANNEL] != data.sizes[NOISE_CHANNEL]:
+        raise InvalidInput(
+            "noise",
+            f"has {noise.sizes[NOISE_CHANNEL]} channels, data {data.sizes[NOISE_CHANNEL]}",
+        )
+    return noise
+
+
+def _centred_bank(bank: np.ndarray, window_index: np.ndarray, unit_rms: bool) -> np.ndarray:
+    """Each (window, channel) minus its mean, divided by its RMS if `unit_rms`; non-finite
+    samples become 0 (no noise). Refuses NaN-only and zero-RMS windows."""
+    finite = np.isfinite(bank)
+    count = finite.sum(axis=-1, keepdims=True)
+    mean = np.where(finite, bank, 0.0).sum(axis=-1, keepdims=True) / np.maximum(count, 1)
+    centred = np.where(finite, bank - mean, 0.0)
+    rms = np.sqrt((centred * centred).sum(axis=-1, keepdims=True) / np.maximum(count, 1))
+    peak = np.where(finite, np.abs(bank), 0.0).max(axis=-1, keepdims=True)
+    for problem, bad in (
+        ("has only NaN (non-finite) samples", count == 0),
+        ("has zero RMS after removing its mean", rms <= 1e-12 * peak),
+    ):
+        if bad.any():
+            window, channel, _ = np.argwhere(bad)[0]
+            where = f" (channel {channel})" if bank.shape[1] > 1 else ""
+            raise InvalidInput(f"noise window {window_index[window]}", problem + where)
+    return centred / rms if unit_rms else centred
+
+
+def _real_noise_block(
+    bank: np.ndarray,
+    keys: tuple[int, int],
+    trace_axes: tuple[int, ...],
+    trace_shape: tuple[int, ...],
+    channel_axis: int | None,
+    time_axis: int,
+    block_info: dict | None = None,
+) -> np.ndarray:
+    """Noise-bank samples of one block: trace i takes window `choice(keys[0], i)` from sample
+    `choice(keys[1], i)` on, wrapping around (tiling) the window."""
+    location = block_info[None]["array-location"]
+    trace_index = flat_positions([location[axis] for axis in trace_axes], trace_shape)
+    windows = counter_choice(keys[0], trace_index, bank.shape[0])
+    offsets = counter_choice(keys[1], trace_index, bank.shape[-1])
+    samples = (offsets[..., None] + np.arange(*location[time_axis])) % bank.shape[-1]
+    if channel_axis is None:
+        noise = bank[windows[..., None], 0, samples]
+        order = (*trace_axes, time_axis)
+    else:
+        channels = np.arange(*location[channel_axis])
+        noise = bank[windows[..., None, None], channels[:, None], samples[..., None, :]]
+        order = (*trace_axes, channel_axis, time_axis)
+    return np.transpose(noise, np.argsort(order))
+
+
+def add_real_noise(
+    data: xr.DataArray,
+    *,
+    seed: int,
+    variable: str,
+    noise: xr.DataArray,
+    snr_db: float | None = None,
+    rms_fraction: float | None = None,
+    scale: float | None = None,
+) -> xr.DataArray:
+    """`data` plus recorded noise windows, one window per trace, level set per trace.
+
+    noise: windows with dims (trace, sample), or (trace, channel, sample) matched to data's
+    `channel` dim (by label when both have `channel` coords, else by position); when it has a
+    `trace_category` coord only windows with "noise" are used. It is loaded into memory.
+    Trace i (C-order index over data's dims other than time and a matched channel) takes window
+    SplitMix64(i ^ SplitMix64(k_w)) mod n_windows and starts at sample
+    SplitMix64(i ^ SplitMix64(k_o)) mod window_length, wrapping around to tile it to the trace
+    length; k_w and k_o derive from `noise_key(seed, variable)`. Channels of a station share the
+    window and start. Each window channel has its mean (over its finite samples) removed; its
+    non-finite samples add nothing. Level (give exactly one): the window scaled to RMS
+    `rms_fraction × RMS(trace)` or `RMS(trace) / 10**(snr_db / 20)`, or multiplied by `scale`.
+    NaN in data stays NaN. Returns a lazy DataArray like `data`.
+    """
+    time_axis = _time_axis(data)
+    level = _level(snr_db=snr_db, rms_fraction=rms_fraction, scale=scale)
+    key = noise_key(seed, variable)
+    bank, window_index = _noise_windows(noise, data)
+    bank = _centred_bank(bank, window_index, unit_rms="scale" not in level)
+    channel_axis = data.dims.index(NOISE_CHANNEL) if NOISE_CHANNEL in noise.dims else None
+    trace_axes = tuple(axis for axis in range(data.ndim) if axis not in (time_axis, channel_axis))
+    values = _float64_values(data)
+    unit_noise = da.map_blocks(
+        _real_noise_block,
+        dask.delayed(bank),
+        (substream_key(key, "window"), substream_key(key, "offset")),
+        trace_axes,
+        tuple(values.shape[axis] for axis in trace_axes),
+        channel_axis,
+        time_axis,
+        chunks=values.chunks,
+        dtype=np.float64,
+        meta=np.empty((0,) * values.ndim),
+    )
+    sigma = (
+        level["scale"] if "scale" in level else _noise_sigma(_trace_rms(values, time_axis), level)
+    )
+    parameters = {**level, "noise_windows": int(bank.shape[0])}
+    return _noisy(data, values, sigma, unit_noise, "add_real_noise", parameters)

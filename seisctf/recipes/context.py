@@ -1,0 +1,41 @@
+"""What a recipe build carries besides the recipe: `BuildContext`. Recipe sources (ingests and
+synthetic generators, `seisctf.registry`) are `function(context, **options) -> xr.Dataset`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from seisctf import keys, storage
+from seisctf.errors import InvalidInput
+
+
+@dataclass
+class BuildContext:
+    """What a build needs besides the recipe: where relative URLs live, storage options, the
+    organiser's secret (from the recipe, --secret or $SEISCTF_SECRET) and output verbosity."""
+
+    workdir: Path = Path(".")
+    storage_options: storage.StorageOptions | None = None
+    secret: str | None = None
+    quiet: bool = False
+    written: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    scratch: str | None = None  # where checkpoints go (private: next to the outputs)
+    checkpoints: list[str] = field(default_factory=list)
+    layout: str | None = None  # the recipe's `splits.ctf.layout` (sizes synthetic DAS slots)
+    source_url: str | None = None  # the store an ingest source writes (`source_store_url`)
+
+    def resolve(self, url: str) -> str:
+        if storage.is_remote(url) or Path(url).is_absolute():
+            return url
+        return str(self.workdir / url)
+
+    def require_secret(self, what: str) -> str:
+        if not self.secret:
+            raise InvalidInput(
+                what,
+                "needs a seed: give `seed:` in the recipe, or a secret (recipe `secret:`, "
+                f"--secret or ${keys.SECRET_ENV}) to derive it from",
+            )
+        return self.secret

@@ -1,0 +1,561 @@
+"""The plan of a DAS ingest: what DASCore's header scan says each file holds, and the store's grid.
+
+`scan_das_file` hashes a file and asks DASCore for its format (`dascore.get_format`) and its
+patches' headers (the format's `FiberIO.scan`: time range, time step, distance axis, data type
+and units, gauge length) without reading any data. `make_das_plan` then
+
+- picks the store's axis: the (time step, distance axis, quantity, units, gauge length) that most
+  patches share (ties: the earliest patch's), or the store's own when appending; a patch that
+  differs (another step, beyond half a sample of drift over its length; other channels; another
+  quantity, unit or gauge length) is a problem, named, and not ingested;
+- lays the time grid: anchored at the earliest accepted patch's first sample, period = the
+  axis's time step in integer nanoseconds (DASCore's), so grid arithmetic is exact; every patch
+  starts at its nearest grid sample (the offset, less than half a sample, is recorded, never
+  interpolated away) and its samples follow contiguously;
+- orders patches for painting: by grid start, then path, then patch: in an overlap the patch that
+  starts later wins (ties: the later path), and lists gaps and overlaps between patches.
+
+Inputs are local paths or fsspec URLs; a URL is copied to a per-process local cache (DASCore
+reads local files), checked against the sha256 the scan recorded.
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import contextlib
+import hashlib
+import math
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from seisctf import conventions as cv
+from seisctf import storage
+from seisctf.errors import InvalidInput
+from seisctf.recipes.ingest.waveform_plan import is_url
+
+NS_PER_S = 1_000_000_000
+CHANNEL_GROUP = 1024  # channels per chunk (all of them when fewer)
+HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+# Distances of two patches' channels taken as equal (m).
+DISTANCE_ATOL_M = 1e-6
+
+
+@dataclass(frozen=True)
+class DasPatch:
+    """One patch of one file as DASCore's scan describes it. Times in ns since 1970; distance
+    in m; `quantity` is DASCore's `data_type` if it names a store quantity, else "raw"."""
+
+    path: str
+    index: int  # position in DASCore's scan of the file
+    file_format: str
+    file_version: str
+    start_ns: int
+    step_ns: int
+    n_time: int
+    distance_start_m: float
+    distance_step_m: float
+    n_distance: int
+    quantity: str
+    units: str
+    gauge_length_m: float
+    data_type: str = ""  # DASCore's, as the file says it
+    instrument_id: str = ""
+
+    @property
+    def end_ns(self) -> int:
+        return self.start_ns + (self.n_time - 1) * self.step_ns
+
+    def to_json(self) -> dict[str, Any]:
+        found = asdict(self)
+        found["gauge_length_m"] = None if math.isnan(self.gauge_length_m) else self.gauge_length_m
+        return found
+
+    @classmethod
+    def from_json(cls, entry: dict[str, Any]) -> DasPatch:
+        known = {name: entry[name] for name in cls.__dataclass_fields__ if name in entry}
+        gauge = known.get("gauge_length_m")
+        known["gauge_length_m"] = math.nan if gauge is None else float(gauge)
+        return cls(**known)
+
+
+@dataclass(frozen=True)
+class DasFileScan:
+    """One file: its manifest entry (path, size, sha256), patches and problems (text)."""
+
+    path: str
+    entry: dict[str, Any]
+    patches: tuple[DasPatch, ...] = ()
+    problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class DasAxis:
+    """What every ingested patch shares: time step (ns), distance axis (m), quantity, units,
+    gauge length (m, NaN if unknown)."""
+
+    step_ns: int
+    distance_start_m: float
+    distance_step_m: float
+    n_distance: int
+    quantity: str
+    units: str
+    gauge_length_m: float
+
+    @classmethod
+    def of(cls, patch: DasPatch) -> DasAxis:
+        return cls(
+            patch.step_ns,
+            patch.distance_start_m,
+            patch.distance_step_m,
+            patch.n_distance,
+            patch.quantity,
+            patch.units,
+            patch.gauge_length_m,
+        )
+
+    def key(self) -> tuple:
+        """Hashable, rounded: patches with equal keys share the axis."""
+        gauge = None if math.isnan(self.gauge_length_m) else round(self.gauge_length_m, 6)
+        return (
+            self.step_ns,
+            round(self.distance_start_m, 6),
+            round(self.distance_step_m, 9),
+            self.n_distance,
+            self.quantity,
+            self.units,
+            gauge,
+        )
+
+    @property
+    def sampling_rate(self) -> float:
+        return rate_of_step(self.step_ns)
+
+    def mismatch(self, patch: DasPatch) -> str | None:
+        """Why `patch` cannot go on this axis (text), or None."""
+        drift = abs((patch.n_time - 1) * (patch.step_ns / self.step_ns - 1.0))
+        if drift >= 0.5:
+            return (
+                f"time step {patch.step_ns / NS_PER_S:g} s ({rate_of_step(patch.step_ns):g} "
+                f"Hz) differs from the store's {self.step_ns / NS_PER_S:g} s "
+                f"({self.sampling_rate:g} Hz)"
+            )
+        if patch.n_distance != self.n_distance or not (
+            math.isclose(patch.distance_start_m, self.distance_start_m, abs_tol=DISTANCE_ATOL_M)
+            and math.isclose(patch.distance_step_m, self.distance_step_m, abs_tol=1e-9)
+        ):
+            return (
+                f"distance axis ({patch.n_distance} channels from "
+                f"{patch.distance_start_m:g} m every {patch.distance_step_m:g} m) differs "
+                f"from the store's ({self.n_distance} from {self.distance_start_m:g} m "
+                f"every {self.distance_step_m:g} m)"
+            )
+        for name, mine, theirs in (
+            ("quantity", self.quantity, patch.quantity),
+            ("units", self.units, patch.units),
+        ):
+            if mine != theirs:
+                return f"{name} {theirs!r} differs from the store's {mine!r}"
+        same_gauge = (math.isnan(self.gauge_length_m) and math.isnan(patch.gauge_length_m)) or (
+            math.isclose(self.gauge_length_m, patch.gauge_length_m, rel_tol=1e-9)
+        )
+        if not same_gauge:
+            return (
+                f"gauge length {patch.gauge_length_m:g} m differs from the store's "
+                f"{self.gauge_length_m:g} m"
+            )
+        return None
+
+
+def rate_of_step(step_ns: int) -> float:
+    """The sampling rate (Hz) of a time step: the shortest decimal whose period rounds to
+    `step_ns` ns (50.0 for 20 000 000 ns, not 49.99999999…)."""
+    exact = NS_PER_S / step_ns
+    for digits in range(1, 18):
+        rate = float(f"{exact:.{digits}g}")
+        if round(NS_PER_S / rate) == step_ns:
+            return rate
+    return exact
+
+
+@dataclass(frozen=True)
+class PlacedPatch:
+    """A patch on the grid: grid index of its first sample and its start's offset from that
+    grid sample (s, patch minus grid)."""
+
+    patch: DasPatch
+    first_index: int
+    offset_s: float
+
+    @property
+    def stop_index(self) -> int:
+        return self.first_index + self.patch.n_time
+
+
+@dataclass(frozen=True)
+class DasPlan:
+    """The store's layout and the patches that fill it, in painting order."""
+
+    axis: DasAxis
+    start_ns: int
+    n_time: int
+    block_samples: int
+    placed: tuple[PlacedPatch, ...]
+    problems: tuple[str, ...]
+
+    @property
+    def n_blocks(self) -> int:
+        return math.ceil(self.n_time / self.block_samples)
+
+    def block_span(self, block: int) -> tuple[int, int]:
+        first = block * self.block_samples
+        return first, min(first + self.block_samples, self.n_time)
+
+    def blocks_of(self, placed: PlacedPatch) -> range:
+        return range(
+            placed.first_index // self.block_samples,
+            (placed.stop_index - 1) // self.block_samples + 1,
+        )
+
+    def pieces_by_block(self) -> dict[int, list[tuple[PlacedPatch, int, int]]]:
+        """{block: [(placed patch, first, stop sample of the patch in the block), …]} in
+        painting order (one pass over the patches)."""
+        found: dict[int, list[tuple[PlacedPatch, int, int]]] = {}
+        for placed in self.placed:
+            for block in self.blocks_of(placed):
+                first, stop = self.block_span(block)
+                k0 = max(first, placed.first_index) - placed.first_index
+                k1 = min(stop, placed.stop_index) - placed.first_index
+                found.setdefault(block, []).append((placed, k0, k1))
+        return found
+
+    def gaps_and_overlaps(self) -> tuple[list[dict], list[dict]]:
+        """Grid spans between patches without data (gaps) and spans covered twice (overlaps;
+        the later-starting patch wins), in time order."""
+        gaps, overlaps = [], []
+        covered, last = 0, None
+        for placed in self.placed:
+            path = placed.patch.path
+            if last is not None and placed.first_index > covered:
+                gaps.append(
+                    {
+                        "first_sample": covered,
+                        "samples": placed.first_index - covered,
+                        "after": last,
+                        "before": path,
+                    }
+                )
+            elif last is not None and placed.first_index < covered:
+                samples = min(covered, placed.stop_index) - placed.first_index
+                overlaps.append(
+                    {
+                        "first_sample": placed.first_index,
+                        "samples": samples,
+                        "earlier": last,
+                        "later": path,
+                        "kept": path,
+                    }
+                )
+            if placed.stop_index >= covered:
+                covered, last = placed.stop_index, path
+        return gaps, overlaps
+
+
+# --- reading inputs ---------------------------------------------------------------------------
+
+
+class _RemoteCache:
+    """Local copies of remote inputs for DASCore, per process: least recently used out beyond
+    `max_bytes` (never a copy in use). Keys hold the copy's sha256: a re-fetched, changed
+    object is a new key."""
+
+    def __init__(self, max_bytes: int):
+        self.max_bytes = max_bytes
+        # (url, sha256) -> (local path, size), least recently used first
+        self.items: collections.OrderedDict = collections.OrderedDict()
+        self.in_use: collections.Counter = collections.Counter()
+        self.lock = threading.Lock()
+        self.folder: str | None = None
+
+    def acquire(self, url: str, storage_options: dict | None) -> tuple[str, str]:
+        """The key (url, sha256) of a fresh or cached copy of `url`, marked in use; OSError if
+        it cannot be fetched."""
+        with self.lock:
+            if self.folder is None:
+                self.folder = tempfile.mkdtemp(prefix="seisctf-das-")
+                atexit.register(shutil.rmtree, self.folder, True)
+            key = next((k for k in self.items if k[0] == url), None)
+            if key is not None:
+                self.items.move_to_end(key)
+                self.in_use[key] += 1
+                return key
+        import fsspec
+
+        digest, size = hashlib.sha256(), 0
+        handle, local = tempfile.mkstemp(dir=self.folder, suffix=os.path.splitext(url)[1])
+        source = fsspec.open(url, "rb", **(storage.options_for(url, storage_options) or {}))
+        with os.fdopen(handle, "wb") as out, source as src:
+            for piece in iter(lambda: src.read(2**22), b""):
+                digest.update(piece)
+                out.write(piece)
+                size += len(piece)
+        key = (url, digest.hexdigest())
+        with self.lock:
+            if key in self.items:  # fetched meanwhile by another thread
+                os.remove(local)
+            else:
+                self.items[key] = (local, size)
+            self.in_use[key] += 1
+        return key
+
+    def path(self, key: tuple[str, str]) -> str:
+        return self.items[key][0]
+
+    def release(self, key: tuple[str, str], drop: bool = False) -> None:
+        """Done with the copy (`drop`: delete it when idle: it is stale)."""
+        with self.lock:
+            self.in_use[key] -= 1
+            idle = [k for k in self.items if not self.in_use[k]]
+            stale = [key] if drop and key in idle else []
+            while stale or (idle and sum(n for _, n in self.items.values()) > self.max_bytes):
+                victim = stale.pop() if stale else idle[0]
+                idle.remove(victim)
+                with contextlib.suppress(OSError):
+                    os.remove(self.items.pop(victim)[0])
+
+
+_REMOTE = _RemoteCache(max_bytes=int(os.environ.get("SEISCTF_DAS_CACHE_BYTES", 4 * 2**30)))
+
+
+def _local_sha256(path: str) -> tuple[str, int]:
+    digest, size = hashlib.sha256(), 0
+    with open(path, "rb") as handle:
+        for piece in iter(lambda: handle.read(2**22), b""):
+            digest.update(piece)
+            size += len(piece)
+    return digest.hexdigest(), size
+
+
+@contextlib.contextmanager
+def staged(path: str, storage_options: dict | None, sha256: str | None = None) -> Iterator[str]:
+    """A local path DASCore can open for input `path` (itself, or a cached copy of a URL). An
+    input gone, unreachable or (with `sha256`) changed since the scan is InvalidInput: a re-run
+    resumes."""
+    if not is_url(path):
+        if not os.path.exists(path):
+            raise InvalidInput(path, "gone since the scan; re-run to resume")
+        yield path
+        return
+    try:
+        key = _REMOTE.acquire(path, storage_options)
+    except OSError as error:
+        raise InvalidInput(path, f"cannot fetch it ({error}); re-run to resume") from None
+    changed = sha256 is not None and key[1] != sha256
+    try:
+        if changed:
+            raise InvalidInput(path, "changed since the scan (sha256 differs); re-run")
+        yield _REMOTE.path(key)
+    finally:
+        _REMOTE.release(key, drop=changed)
+
+
+# --- the header scan --------------------------------------------------------------------------
+
+
+def _unknown_format(path: str, local: str) -> str:
+    """Why DASCore knows no format for the file: a corrupt HDF5 file, an HDF5 file of another
+    kind, or anything else."""
+    with open(local, "rb") as handle:
+        signature = handle.read(len(HDF5_SIGNATURE))
+    if signature != HDF5_SIGNATURE:
+        return f"{path}: not a DAS file DASCore knows (no format recognised)"
+    import h5py
+
+    try:
+        with h5py.File(local, "r") as handle:
+            names = sorted(handle)[:5]
+    except Exception as error:  # noqa: BLE001 - any failure to open is a damaged file
+        return f"{path}: corrupt HDF5 file (h5py: {str(error).splitlines()[0]})"
+    return f"{path}: HDF5 file in no DAS format DASCore knows (top-level names {names})"
+
+
+def _metres(value: Any, units: Any) -> float:
+    """A length in m from a DASCore value and its units (None: taken as m)."""
+    if value is None:
+        return math.nan
+    value = float(value)
+    if units is None or str(units) in ("", "m", "meter", "1 m"):
+        return value
+    from dascore.units import get_quantity
+
+    return value * float(get_quantity(units).to("m").magnitude)
+
+
+def _describe(path: str, index: int, attrs: Any, fmt: str, version: str) -> DasPatch | str:
+    """A DasPatch from DASCore's PatchAttrs, or the problem (text)."""
+    import numpy as np
+    from dascore.units import get_quantity_str
+
+    where = f"{path}: patch {index}"
+    if set(attrs.dim_tuple) != set(cv.DAS_DIMS):
+        return f"{where} has dims {attrs.dim_tuple}, not (time, distance); not ingested"
+    time, distance = attrs.coords["time"], attrs.coords["distance"]
+    step = time.step
+    if step is None or np.isnat(np.timedelta64(step)) or int(np.timedelta64(step, "ns")) <= 0:
+        return f"{where} has an uneven time axis (DASCore gives no time step); not ingested"
+    step_ns = int(np.timedelta64(step, "ns").astype(np.int64))
+    start_ns = int(np.datetime64(time.min, "ns").astype(np.int64))
+    end_ns = int(np.datetime64(time.max, "ns").astype(np.int64))
+    distance_step = distance.step
+    if distance_step is None or not np.isfinite(float(distance_step)) or distance_step == 0:
+        return f"{where} has an uneven distance axis; not ingested"
+    n_distance = round((float(distance.max) - float(distance.min)) / float(distance_step)) + 1
+    data_type = str(attrs.data_type or "")
+    extra = attrs.model_dump()
+    return DasPatch(
+        path=path,
+        index=index,
+        file_format=fmt,
+        file_version=version,
+        start_ns=start_ns,
+        step_ns=step_ns,
+        n_time=round((end_ns - start_ns) / step_ns) + 1,
+        distance_start_m=_metres(distance.min, distance.units),
+        distance_step_m=_metres(distance_step, distance.units),
+        n_distance=n_distance,
+        quantity=data_type if data_type in cv.DAS_QUANTITIES else "raw",
+        units=get_quantity_str(attrs.data_units) or "",
+        gauge_length_m=_metres(extra.get("gauge_length"), extra.get("gauge_length_units")),
+        data_type=data_type,
+        instrument_id=str(attrs.instrument_id or ""),
+    )
+
+
+def scan_das_file(path: str, storage_options: dict | None = None) -> DasFileScan:
+    """Hash one input and scan its headers with DASCore; bad content is a problem (text), a
+    file that cannot be read at all is InvalidInput."""
+    import dascore as dc
+    from dascore.exceptions import UnknownFiberFormatError
+    from dascore.io.core import FiberIO
+
+    with staged(path, storage_options) as local:
+        try:
+            sha256, size = _local_sha256(local)
+        except OSError as error:
+            raise InvalidInput(path, f"cannot read the file ({error})") from None
+        entry = {"path": path, "size": size, "sha256": sha256}
+        try:
+            fmt, version = dc.get_format(local)
+        except UnknownFiberFormatError:
+            return DasFileScan(path, entry, problems=(_unknown_format(path, local),))
+        try:
+            found = FiberIO.manager.get_fiberio(format=fmt, version=version).scan(local)
+        except Exception as error:  # noqa: BLE001 - DASCore's readers raise many types
+            message = str(error).splitlines()[0] if str(error) else type(error).__name__
+            problem = f"{path}: DASCore's {fmt} {version} reader cannot scan it ({message})"
+            return DasFileScan(path, entry, problems=(problem,))
+    patches, problems = [], []
+    for index, attrs in enumerate(found):
+        described = _describe(path, index, attrs, str(fmt), str(version))
+        (problems if isinstance(described, str) else patches).append(described)
+    if not found:
+        problems.append(f"{path}: DASCore found no data in it ({fmt} {version})")
+    return DasFileScan(path, entry, tuple(patches), tuple(problems))
+
+
+def scan_das_files(paths: Sequence[str], storage_options: dict | None) -> list[DasFileScan]:
+    return [scan_das_file(path, storage_options) for path in paths]
+
+
+# --- the plan ---------------------------------------------------------------------------------
+
+
+def chunk_rows(n_distance: int) -> int:
+    """Time samples per chunk (and per ingest block): about TARGET_CHUNK_BYTES of float32 in a
+    chunk of min(n_distance, CHANNEL_GROUP) channels. A function of the channel count only."""
+    return max(1, cv.TARGET_CHUNK_BYTES // (4 * min(n_distance, CHANNEL_GROUP)))
+
+
+def choose_axis(patches: Sequence[DasPatch], candidates: int = 16) -> DasAxis:
+    """The axis the most patches agree with (`DasAxis.mismatch`; ties: the axis of the earliest
+    patch, then path). Candidates: the axes of the `candidates` largest groups of patches with
+    equal keys (a few ns of jitter in DASCore's step splits a group, not the agreement)."""
+    groups: dict[tuple, list[DasPatch]] = {}
+    for patch in patches:
+        groups.setdefault(DasAxis.of(patch).key(), []).append(patch)
+
+    def earliest(members: Sequence[DasPatch]) -> DasPatch:
+        return min(members, key=lambda p: (p.start_ns, p.path, p.index))
+
+    firsts = sorted(
+        (earliest(members) for members in groups.values()),
+        key=lambda p: (-len(groups[DasAxis.of(p).key()]), p.start_ns, p.path, p.index),
+    )[:candidates]
+
+    def rank(first: DasPatch) -> tuple:
+        axis = DasAxis.of(first)
+        agreeing = sum(axis.mismatch(patch) is None for patch in patches)
+        return (-agreeing, first.start_ns, first.path, first.index)
+
+    return DasAxis.of(min(firsts, key=rank))
+
+
+def place(patch: DasPatch, start_ns: int, step_ns: int) -> PlacedPatch:
+    """Put a patch on the grid: its nearest grid sample (halves up), exact in integers."""
+    delta = patch.start_ns - start_ns
+    first = (2 * delta + step_ns) // (2 * step_ns)
+    return PlacedPatch(patch, first, (delta - first * step_ns) / NS_PER_S)
+
+
+def painting_order(placed: PlacedPatch) -> tuple:
+    return (placed.first_index, placed.patch.path, placed.patch.index)
+
+
+def make_das_plan(
+    scans: Sequence[DasFileScan],
+    block_samples: int | None = None,
+    *,
+    axis: DasAxis | None = None,
+    start_ns: int | None = None,
+    kept: Sequence[PlacedPatch] = (),
+) -> DasPlan:
+    """Check the scanned patches and lay out the store. `axis`, `start_ns`, `kept`: the
+    store's axis, grid start and patches when appending (new patches join them)."""
+    problems = [p for scan in scans for p in scan.problems]
+    patches = [patch for scan in scans for patch in scan.patches]
+    if not patches and not kept:
+        names = ", ".join(scan.path for scan in scans[:5]) or "(no files)"
+        raise InvalidInput(names, "no input is readable: " + "; ".join(problems[:5]))
+    axis = axis or choose_axis(patches)
+    accepted = []
+    for patch in patches:
+        why = axis.mismatch(patch)
+        if why:
+            problems.append(f"{patch.path}: patch {patch.index}: {why}; not ingested")
+        else:
+            accepted.append(patch)
+    if not accepted and not kept:
+        raise InvalidInput(scans[0].path, "no patch agrees with the others: " + problems[0])
+    grid_start = start_ns if start_ns is not None else min(p.start_ns for p in accepted)
+    placed = [place(patch, grid_start, axis.step_ns) for patch in accepted]
+    early = [p for p in placed if p.first_index < 0]
+    if early:
+        raise InvalidInput(early[0].patch.path, "starts before the store; ingest without --append")
+    placed = sorted([*kept, *placed], key=painting_order)
+    if block_samples is None:
+        block_samples = chunk_rows(axis.n_distance)
+    if block_samples < 1:
+        raise InvalidInput("block_samples", f"must be positive, got {block_samples}")
+    return DasPlan(
+        axis=axis,
+        start_ns=grid_start,
+        n_time=max(p.stop_index for p in placed),
+        block_samples=block_samples,
+        placed=tuple(placed),
+        problems=tuple(problems),
+    )

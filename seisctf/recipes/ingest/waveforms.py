@@ -1,0 +1,675 @@
+"""Raw seismogram archives (any obspy format: miniSEED, SAC, …) -> one continuous waveform store.
+
+Store layout (zarr v3 group; `xarray.open_zarr` opens it lazily):
+
+- `data(station, channel, time)` float32, NaN where no sample was recorded; chunks
+  (1, all channels, `block_samples`) with `block_samples` = 2**18 by default (3 MiB for three
+  channels): a function of the data only, so any number of workers writes the same bytes;
+- `station` (`NET.STA.LOC`) with `latitude`, `longitude` (degrees), `elevation` (m) from StationXML
+  (NaN without it); `channel` (channel codes, e.g. `BHZ`);
+- `coverage(station, block)` float32: fraction of valid (non-NaN) samples of the station's block
+  (all channels), one block per time chunk;
+- attrs `start_time` (ISO 8601, the first grid sample), `start_time_ns`, `sampling_rate` (Hz):
+  sample i is at start_time + i / sampling_rate (no time coordinate is stored: it would be as
+  large as the data); `time_offsets_s` (per station: the offsets of its traces' starts from their
+  grid sample, trace minus grid, in seconds); `channel_metadata` (per station and channel:
+  azimuth, dip (degrees), sensitivity, its frequency and units, and `units` of the stored
+  samples); `ingest_problems` (every bad input, by name); `inputs` (path, size, sha256 of every
+  file); `merge_rule`, `resampling`, `response_removed` (null, or output, pre_filt, water_level,
+  … of `--remove-response`).
+
+Work: a header scan with sha256 (Dask tasks of a few files each, `waveform_plan.scan_file`),
+the plan (`waveform_plan.make_plan`), then one Dask task per run of a station's consecutive time
+blocks (`waveform_blocks.block_runs`) that, block after block, reads the block's files
+(`waveform_blocks`: decode, remove the response if asked, resample if asked, put on the grid,
+merge; decoded files and merged file sets are cached per worker, so a file is decoded once per
+run, not once per block), fills gaps with NaN and writes the block's chunk. The completion
+marker and consolidated metadata are written last (`storage.finish_group`).
+Resume: each block is marked, (station, block), in `ingest_progress` right after its chunk;
+a re-run of the same ingest (same fingerprint) on an unfinished store runs only the unmarked
+blocks, so an interrupted ingest finishes with the bytes of an uninterrupted one.
+
+Append (`append=True`): the store's own inputs are re-scanned (each must hash as recorded) with
+the new files; the grid (start, rate, block size), stations and channels must stay. The store is
+marked incomplete first, `data` grows along `time`, and only the blocks new files touch plus each
+station's last partial block are (re)written; the result equals a one-shot ingest of all files.
+
+Inputs may be fsspec URLs (`s3://bucket/archive/`, with `storage_options`): every file is read
+whole into memory (hashed, scanned and decoded from its bytes), local or remote alike.
+
+Merge (obspy `Stream.merge(method=1, interpolation_samples=0)`, on traces already on the grid): of
+two overlapping traces the one that starts later wins the overlap (ties: the later end, then the
+later file path, then record order), except that a trace lying wholly inside another is dropped
+where the other has data. Resampling (only with `rate`): obspy `Trace.resample` — FFT
+(Fourier) resampling with a Hann window in the frequency domain, which cuts the spectrum at the new
+Nyquist frequency (the anti-alias filter) — of each contiguous trace, before merging.
+Response removal (`remove_response`, `seisctf.recipes.ingest.response`): obspy
+`Trace.remove_response` of each contiguous input trace, first of all (at its own rate, before
+resampling and merging)."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from seisctf import conventions as cv
+from seisctf import storage
+from seisctf.cluster import compute
+from seisctf.errors import InvalidInput
+from seisctf.recipes.ingest.response import corrected_units, requested_removal, resolve_removal
+from seisctf.recipes.ingest.waveform_blocks import (
+    BlockRun,
+    block_runs,
+    block_tasks,
+    merged_block,
+    station_rows,
+)
+from seisctf.recipes.ingest.waveform_plan import (
+    DEFAULT_BLOCK_SAMPLES,
+    NS_PER_S,
+    FileScan,
+    WaveformPlan,
+    expand_sources,
+    input_exists,
+    make_plan,
+    read_input,
+    read_inventories,
+    scan_file,
+)
+
+DATA_VAR = "data"
+COVERAGE_VAR = "coverage"
+# Per-(station, block) progress of an unfinished ingest (one chunk per element): "" until the
+# block's task has written its chunk, then JSON {"coverage": fraction, "problems": [...]}. Its
+# attr `ingest_fingerprint` says which ingest it belongs to. Deleted when the store is finished.
+PROGRESS_VAR = "ingest_progress"
+STATION = "station"
+CHANNEL = "channel"
+BLOCK = "block"
+ELEVATION = "elevation"
+ATTR_FINGERPRINT = "ingest_fingerprint"
+MERGE_RULE = (
+    "obspy Stream.merge(method=1, interpolation_samples=0) on grid-aligned traces: in an overlap "
+    "the later-starting trace wins; a trace contained in another is dropped where it has data"
+)
+# Codec of `data` chunks: the project's (conventions.DATA_CODEC, Blosc LZ4 with bit shuffle). On
+# the ingest benchmark's counts: 3.3x smaller than float32 (zarr's default zstd: 2.25x), 2.9 ms
+# of CPU to encode a 3 MiB chunk (zstd: 26 ms), 1.5 ms to decode it (4.6 ms); RESULTS.md.
+DATA_CODEC = cv.DATA_CODEC
+RESAMPLING = (
+    "obspy Trace.resample (FFT, Hann window in frequency: spectrum cut at the new Nyquist) "
+    "per contiguous trace, only where the rate differs from sampling_rate"
+)
+
+
+@dataclass(frozen=True)
+class IngestReport:
+    """What an ingest wrote: the plan, coverage (station, block) and every problem found."""
+
+    plan: WaveformPlan
+    coverage: np.ndarray
+    problems: tuple[str, ...]
+    up_to_date: bool = False
+
+
+def open_store(url: str, storage_options: dict | None, mode: str = "r") -> Any:
+    """The store's group, ignoring consolidated metadata (stale while an append runs, and
+    absent before the store is finished)."""
+    import zarr
+
+    if mode == "r":
+        try:
+            return zarr.open_group(
+                str(url),
+                mode="r",
+                storage_options=storage.options_for(url, storage_options),
+                use_consolidated=False,
+            )
+        except (FileNotFoundError, zarr.errors.GroupNotFoundError) as error:
+            raise InvalidInput(str(url), f"no zarr group found there ({error})") from None
+    group = storage.open_group(url, storage_options, mode=mode)
+    if mode == "w":
+        return group
+    return zarr.open_group(group.store, mode=mode, zarr_format=3, use_consolidated=False)
+
+
+def iso_time(ns: int) -> str:
+    """ISO 8601 UTC with only the fractional digits needed: `2018-01-01T00:00:00.0195Z`."""
+    from obspy import UTCDateTime
+
+    whole = UTCDateTime(ns=ns - ns % NS_PER_S).strftime("%Y-%m-%dT%H:%M:%S")
+    fraction = f"{ns % NS_PER_S:09d}".rstrip("0")
+    return f"{whole}.{fraction}Z" if fraction else f"{whole}Z"
+
+
+def ingest_blocks(
+    run: BlockRun, url: str, storage_options: dict | None, inventory: Any = None
+) -> list[tuple[float, list]]:
+    """Read, merge and write consecutive (station, time block) chunks of one station, one after
+    the other, each marked done right after it is written: [(coverage fraction, problems)].
+    `inventory`: the station's part of the StationXML (needed with response removal)."""
+    group = open_store(url, storage_options, mode="r+")
+    # Empty blocks are not written (left to the fill value NaN), so zarr need not check.
+    data = group[DATA_VAR].with_config({"write_empty_chunks": True})
+    progress = group[PROGRESS_VAR]
+    found = []
+    for task in run.tasks:
+        rows, problems = station_rows(task, url, storage_options, inventory)
+        values = merged_block(rows, task)
+        fraction = float(np.count_nonzero(~np.isnan(values)) / values.size)
+        if fraction > 0:
+            data[task.station_index, :, task.first : task.stop] = values
+        # Only after the chunk: a block marked done is whole (a re-run skips it).
+        progress[task.station_index, task.block] = json.dumps(
+            {"coverage": fraction, "problems": problems}
+        )
+        found.append((fraction, problems))
+    return found
+
+
+def scan_with_hash(
+    path: str, storage_options: dict | None = None
+) -> tuple[FileScan, dict[str, Any]]:
+    """Header scan of one file (local or fsspec URL) and its manifest entry (path, size in
+    bytes, sha256)."""
+    try:
+        raw = read_input(path, storage_options)
+    except OSError as error:
+        raise InvalidInput(path, f"cannot read the file ({error})") from None
+    entry = {"path": path, "size": len(raw), "sha256": hashlib.sha256(raw).hexdigest()}
+    return scan_file(path, raw), entry
+
+
+# Scan tasks: files in batches (a header scan takes ~4 ms, about a task's own overhead), in
+# about SCAN_TASKS tasks.
+SCAN_TASKS = 16
+
+
+def scan_files(
+    paths: Sequence[str], storage_options: dict | None = None
+) -> list[tuple[FileScan, dict[str, Any]]]:
+    return [scan_with_hash(path, storage_options) for path in paths]
+
+
+def scan_all(
+    paths: Sequence[str], storage_options: dict | None, quiet: bool
+) -> list[tuple[FileScan, dict[str, Any]]]:
+    """`scan_with_hash` of every path, in Dask tasks of consecutive batches, in path order."""
+    import dask
+
+    size = max(1, -(-len(paths) // SCAN_TASKS))
+    batches = [list(paths[i : i + size]) for i in range(0, len(paths), size)]
+    scanned = compute(
+        *[dask.delayed(scan_files)(batch, storage_options) for batch in batches],
+        label="scan",
+        quiet=quiet,
+    )
+    return [found for batch in scanned for found in batch]
+
+
+def _json_float(value: float) -> float | None:
+    return None if value is None or not math.isfinite(value) else float(value)
+
+
+def _json_clean(value: Any) -> Any:
+    """NaN -> None, recursively, so attrs are strict JSON."""
+    if isinstance(value, dict):
+        return {key: _json_clean(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_clean(item) for item in value]
+    if isinstance(value, float):
+        return _json_float(value)
+    return value
+
+
+def station_offsets(plan: WaveformPlan) -> dict[str, list[float]]:
+    """Per station: the distinct offsets (s, trace start minus its grid sample) of its traces."""
+    offsets: dict[str, set[float]] = {station: set() for station in plan.stations}
+    for placed in plan.traces:
+        offsets[placed.header.station].add(round(placed.offset_s, 9))
+    return {station: sorted(values) for station, values in offsets.items()}
+
+
+def _coordinate(plan: WaveformPlan, name: str) -> np.ndarray:
+    return np.array(
+        [plan.station_metadata.get(s, {}).get(name, math.nan) for s in plan.stations],
+        dtype=np.float64,
+    )
+
+
+def create_store(
+    plan: WaveformPlan, url: str, storage_options: dict | None, fingerprint: str
+) -> None:
+    """The empty store (arrays, coordinates and the progress array; no attrs, no marker)."""
+    from zarr.codecs import BloscCodec
+
+    group = open_store(url, storage_options, mode="w")
+    n_station, n_channel = len(plan.stations), len(plan.channels)
+    coordinates = {"coordinates": f"{cv.LATITUDE} {cv.LONGITUDE} {ELEVATION}"}
+    data = group.create_array(
+        DATA_VAR,
+        shape=(n_station, n_channel, plan.n_time),
+        chunks=(1, n_channel, plan.block_samples),
+        dtype="float32",
+        fill_value=np.nan,
+        compressors=BloscCodec(**DATA_CODEC),
+        dimension_names=(STATION, CHANNEL, cv.TIME),
+    )
+    data.attrs.update(coordinates)
+    for name, values, dim in (
+        (STATION, np.array(plan.stations, dtype=object), STATION),
+        (CHANNEL, np.array(plan.channels, dtype=object), CHANNEL),
+        (cv.LATITUDE, _coordinate(plan, "latitude"), STATION),
+        (cv.LONGITUDE, _coordinate(plan, "longitude"), STATION),
+        (ELEVATION, _coordinate(plan, "elevation"), STATION),
+    ):
+        dtype = str if values.dtype == object else values.dtype  # variable-length UTF-8
+        array = group.create_array(name, shape=values.shape, dtype=dtype, dimension_names=(dim,))
+        array[:] = values
+    # Last, in one metadata write: a store that has it (with this fingerprint) can be resumed.
+    group.create_array(
+        PROGRESS_VAR,
+        shape=(len(plan.stations), plan.n_blocks),
+        chunks=(1, 1),
+        dtype=str,
+        fill_value="",
+        dimension_names=(STATION, BLOCK),
+        attributes={ATTR_FINGERPRINT: fingerprint},
+    )
+
+
+def write_coverage(
+    plan: WaveformPlan, coverage: np.ndarray, url: str, storage_options: dict | None
+) -> None:
+    group = open_store(url, storage_options, mode="r+")
+    array = group.create_array(
+        COVERAGE_VAR,
+        shape=coverage.shape,
+        dtype="float32",
+        fill_value=np.nan,
+        dimension_names=(STATION, BLOCK),
+    )
+    array.attrs.update({"coordinates": f"{cv.LATITUDE} {cv.LONGITUDE} {ELEVATION}"})
+    array[:] = coverage
+
+
+def store_attrs(
+    plan: WaveformPlan,
+    problems: Sequence[str],
+    inputs: Sequence[dict],
+    resample: bool,
+    response_removed: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The store's attrs; `channel_metadata[station][channel]["units"]` is the unit of the
+    stored samples: the sensitivity's output unit (counts) or, with response removal, the
+    corrected unit."""
+    channel_metadata = {}
+    for station, meta in plan.station_metadata.items():
+        channel_metadata[station] = {}
+        for channel, entry in meta.get("channels", {}).items():
+            units = entry.get("output_units")
+            if response_removed is not None:
+                units = corrected_units(response_removed["output"], entry.get("input_units"))
+            channel_metadata[station][channel] = {**entry, "units": units}
+    return _json_clean(
+        {
+            cv.ATTR_START_TIME: iso_time(plan.start_ns),
+            "start_time_ns": plan.start_ns,
+            cv.ATTR_SAMPLING_RATE: plan.sampling_rate,
+            "block_samples": plan.block_samples,
+            "time_offsets_s": station_offsets(plan),
+            "channel_metadata": channel_metadata,
+            "ingest_problems": list(problems),
+            "inputs": list(inputs),
+            "merge_rule": MERGE_RULE,
+            "resampling": RESAMPLING if resample else None,
+            "response_removed": response_removed,
+        }
+    )
+
+
+def file_sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for piece in iter(lambda: handle.read(2**20), b""):
+            digest.update(piece)
+    return digest.hexdigest()
+
+
+def fingerprint_of(parts: Any) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
+def ingest_fingerprint(
+    inputs: Sequence[dict],
+    inventory_sha256: Sequence[str],
+    rate: float | None,
+    block_samples: int,
+    response_removed: dict[str, Any] | None = None,
+) -> str:
+    """SHA-256 of everything that decides the store's bytes: input hashes, inventory hashes,
+    rate, block size and the response removal (paths excluded: moving an archive does not
+    change the data)."""
+    from seisctf import __version__
+
+    parts = {
+        "inputs": sorted(entry["sha256"] for entry in inputs),
+        "inventories": sorted(inventory_sha256),
+        "rate": rate,
+        "block_samples": block_samples,
+        "version": __version__,
+    }
+    if response_removed is not None:  # absent without removal: older stores stay up to date
+        parts["response_removed"] = response_removed
+    return fingerprint_of(parts)
+
+
+def finished_store_attrs(url: str, storage_options: dict | None) -> dict[str, Any] | None:
+    """The attrs of a complete store at `url`, or None (absent or unfinished)."""
+    try:
+        group = open_store(url, storage_options)
+    except InvalidInput:
+        return None
+    attrs = dict(group.attrs)
+    return attrs if attrs.get(cv.ATTR_COMPLETE) else None
+
+
+def unfinished_progress(
+    url: str, storage_options: dict | None, fingerprint: str, plan: WaveformPlan
+) -> np.ndarray | None:
+    """The progress array (station, block) of an interrupted ingest of the same inputs and
+    settings at `url`, or None (no store, a complete one, or another ingest's)."""
+    try:
+        group = open_store(url, storage_options)
+    except InvalidInput:
+        return None
+    if group.attrs.get(cv.ATTR_COMPLETE) or PROGRESS_VAR not in group:
+        return None
+    progress = group[PROGRESS_VAR]
+    if progress.attrs.get(ATTR_FINGERPRINT) != fingerprint:
+        return None
+    if progress.shape != (len(plan.stations), plan.n_blocks):
+        return None
+    return np.asarray(progress[:], dtype=object)
+
+
+def fail_if_strict(strict: bool, problems: Sequence[str]) -> None:
+    if strict and problems:
+        raise InvalidInput("--strict", f"{len(problems)} input problem(s): " + "; ".join(problems))
+
+
+def ingest_waveforms(
+    sources: Sequence[str],
+    url: str,
+    *,
+    inventories: Sequence[str] = (),
+    rate: float | None = None,
+    strict: bool = False,
+    storage_options: dict | None = None,
+    block_samples: int = DEFAULT_BLOCK_SAMPLES,
+    quiet: bool = False,
+    append: bool = False,
+    remove_response: str | None = None,
+    pre_filt: str | Sequence[float] | None = "auto",
+    water_level: str | float | None = 60.0,
+) -> IngestReport:
+    """Ingest waveform files (paths, globs, folders) into the continuous store at `url`.
+
+    Bad inputs are reported by name in the report and the store's `ingest_problems`; with
+    `strict` any of them is InvalidInput (and no store is marked complete). A complete store
+    made from the same inputs (by hash), inventories, rate and block size is left as it is;
+    an interrupted one is resumed: blocks already written (per `ingest_progress`) are skipped.
+
+    `append`: add `sources` to the complete store at `url` (its inputs are re-scanned and must be
+    unchanged; its grid, stations and channels stay): the time axis grows, and only the blocks
+    the new files touch (and each station's last, partial block) are written. The result equals
+    a one-shot ingest of all the files.
+
+    `remove_response` (`VEL`, `DISP` or `ACC`; needs `inventories`): remove the instrument
+    response of every input trace with obspy (see `seisctf.recipes.ingest.response`), with
+    `pre_filt`
+    (four corners in Hz, `"auto"` for the default band from the store's rate, None for none) and
+    `water_level` (dB, None for none). A trace without a response is a problem, not ingested.
+    """
+    import dask
+
+    request = requested_removal(remove_response, pre_filt, water_level, inventories)
+    paths = expand_sources(sources, storage_options)
+    previous = appendable_attrs(url, storage_options) if append else None
+    if previous is not None:
+        block_samples = int(previous["block_samples"])
+        rate = append_rate(previous, rate)
+        paths = sorted(set(paths) | set(previous_paths(previous, url, storage_options)))
+    inventory = read_inventories(inventories) if inventories else None
+    scanned = scan_all(paths, storage_options, quiet)
+    inputs = [entry for _, entry in scanned]
+    if previous is not None:
+        check_unchanged(previous, inputs, url)
+    plan = make_plan(
+        [scan for scan, _ in scanned], inventory, rate, block_samples, request is not None
+    )
+    removal, pre_filt_default = (
+        resolve_removal(request, plan.sampling_rate) if request else (None, False)
+    )
+    removed = removal.attrs(pre_filt_default) if removal else None
+    if previous is not None:
+        check_same_grid(previous, plan, url, storage_options)
+        check_same_removal(previous, removed)
+    fail_if_strict(strict, plan.problems)
+    inventory_sha256 = [file_sha256(path) for path in inventories]
+    fingerprint = ingest_fingerprint(inputs, inventory_sha256, rate, block_samples, removed)
+    existing = finished_store_attrs(url, storage_options)
+    if existing and existing.get(ATTR_FINGERPRINT) == fingerprint:
+        coverage = np.asarray(open_store(url, storage_options)[COVERAGE_VAR][:])
+        return IngestReport(plan, coverage, tuple(existing["ingest_problems"]), up_to_date=True)
+    progress = unfinished_progress(url, storage_options, fingerprint, plan)
+    if progress is None and previous is not None:
+        if not previous.get(cv.ATTR_COMPLETE):
+            raise InvalidInput(
+                url,
+                "an interrupted append of other files is pending: re-run that append, "
+                "or ingest all files without --append",
+            )
+        progress = prepare_append(plan, previous, url, storage_options, fingerprint)
+    elif progress is None:
+        create_store(plan, url, storage_options, fingerprint)
+        progress = np.full((len(plan.stations), plan.n_blocks), "", dtype=object)
+    tasks = [
+        dataclasses.replace(
+            task, removal=removal, inventory_sha256=fingerprint_of(inventory_sha256)
+        )
+        for task in block_tasks(plan, rate is not None, {e["path"]: e["sha256"] for e in inputs})
+        if not progress[task.station_index, task.block]
+    ]
+    token = dask.base.tokenize(url, fingerprint)
+    station_inventory = {  # one graph key per station: sent once to each worker using it
+        station: dask.delayed(station_part(inventory, station), name=f"inventory-{token}-{station}")
+        for station in {task.station for task in tasks}
+    } if removal is not None else {}  # fmt: skip
+    # One task per run of a station's consecutive blocks (a worker decodes each file of the
+    # run once); keys in station-major order.
+    runs = block_runs(tasks)
+    results = compute(
+        *[
+            dask.delayed(ingest_blocks)(
+                run,
+                url,
+                storage_options,
+                station_inventory.get(run.tasks[0].station),
+                dask_key_name=f"ingest_block-{token}-{run.key}",
+            )
+            for run in runs
+        ],
+        label="ingest waveforms",
+        quiet=quiet,
+    )
+    coverage, decode_problems = collect_progress(url, storage_options, progress, runs, results)
+    problems = (*plan.problems, *(p for p in decode_problems if p not in plan.problems))
+    fail_if_strict(strict, decode_problems)
+    group = open_store(url, storage_options, mode="r+")
+    if COVERAGE_VAR in group:  # an append replaces it
+        del group[COVERAGE_VAR]
+    write_coverage(plan, coverage, url, storage_options)
+    attrs = store_attrs(plan, problems, inputs, rate is not None, removed)
+    attrs[ATTR_FINGERPRINT] = fingerprint
+    del group[PROGRESS_VAR]
+    storage.finish_group(url, attrs, storage_options)
+    return IngestReport(plan, coverage, problems)
+
+
+def appendable_attrs(url: str, storage_options: dict | None) -> dict[str, Any]:
+    """The attrs of the store to append to: complete, or an interrupted append (resumable)."""
+    try:
+        group = open_store(url, storage_options)
+    except InvalidInput:
+        raise InvalidInput(url, "--append needs an existing store; ingest without it") from None
+    attrs = dict(group.attrs)
+    if not attrs.get(cv.ATTR_COMPLETE) and not (PROGRESS_VAR in group and "inputs" in attrs):
+        raise InvalidInput(url, "--append needs a complete store (this one is unfinished)")
+    return attrs
+
+
+def append_rate(previous: dict[str, Any], rate: float | None) -> float | None:
+    """The `rate` the store was ingested with (None: no resampling); `rate` must agree."""
+    used = float(previous[cv.ATTR_SAMPLING_RATE]) if previous.get("resampling") else None
+    if rate is not None and rate != used:
+        raise InvalidInput("--rate", f"the store was ingested with --rate {used}, not {rate}")
+    return used
+
+
+def check_same_removal(previous: dict[str, Any], removed: dict[str, Any] | None) -> None:
+    """An append removes the response as the store's ingest did (or not at all, as it)."""
+    used = previous.get("response_removed")
+    if used != removed:
+        said = "without --remove-response" if used is None else f"with response removal {used}"
+        raise InvalidInput(
+            "--remove-response",
+            f"the store was ingested {said}; append with the same options (and --inventory)",
+        )
+
+
+def station_part(inventory: Any, station: str) -> Any:
+    """The inventory's networks/stations/channels of one `NET.STA.LOC` (what its tasks need)."""
+    network, code, location = station.split(".", 2)
+    return inventory.select(network=network, station=code, location=location)
+
+
+def previous_paths(previous: dict[str, Any], url: str, storage_options: dict | None) -> list[str]:
+    paths = [entry["path"] for entry in previous["inputs"]]
+    for path in paths:
+        if not input_exists(path, storage_options):
+            raise InvalidInput(path, f"ingested into {url} but now missing; cannot append")
+    return paths
+
+
+def check_unchanged(previous: dict[str, Any], inputs: Sequence[dict], url: str) -> None:
+    """Every file already in the store must hash as it did (else bad input naming it)."""
+    now = {entry["path"]: entry["sha256"] for entry in inputs}
+    for entry in previous["inputs"]:
+        if now.get(entry["path"]) != entry["sha256"]:
+            raise InvalidInput(
+                entry["path"],
+                f"changed since it was ingested into {url} (sha256 {entry['sha256'][:12]}… "
+                f"now {now.get(entry['path'], '?')[:12]}…); ingest without --append to rebuild",
+            )
+
+
+def check_same_grid(
+    previous: dict[str, Any], plan: WaveformPlan, url: str, storage_options: dict | None
+) -> None:
+    """Appended files keep the store's start, rate, stations and channels."""
+    group = open_store(url, storage_options)
+    stations = [str(s) for s in group[STATION][:]]
+    channels = [str(c) for c in group[CHANNEL][:]]
+    known = {entry["path"] for entry in previous["inputs"]}
+    new = [placed.header for placed in plan.traces if placed.header.path not in known]
+    if plan.start_ns != int(previous["start_time_ns"]):
+        first = min(new, key=lambda header: header.start_ns).path if new else url
+        raise InvalidInput(first, f"starts before the store {url}; ingest without --append")
+    if plan.sampling_rate != float(previous[cv.ATTR_SAMPLING_RATE]):
+        raise InvalidInput(new[0].path if new else url, f"sampling rate differs from {url}")
+    for header in new:
+        for kind, name, names in (
+            ("station", header.station, stations),
+            ("channel", header.channel, channels),
+        ):
+            if name not in names:
+                raise InvalidInput(
+                    header.path, f"{kind} {name} is not in {url}; ingest without --append"
+                )
+
+
+def prepare_append(
+    plan: WaveformPlan,
+    previous: dict[str, Any],
+    url: str,
+    storage_options: dict | None,
+    fingerprint: str,
+) -> np.ndarray:
+    """Turn the complete store into an unfinished one of the grown plan: completion marker
+    off, `data` resized, and progress marking done every old block that is whole and that no
+    new file touches (its chunk and coverage stay). Returns the progress (station, block)."""
+    group = open_store(url, storage_options, mode="r+")
+    group.attrs[cv.ATTR_COMPLETE] = False  # first: from here on the store is being changed
+    known = {entry["path"] for entry in previous["inputs"]}
+    new_traces = tuple(p for p in plan.traces if p.header.path not in known)
+    touched = set(dataclasses.replace(plan, traces=new_traces).reads_by_block())
+    old_time = group[DATA_VAR].shape[-1]
+    old_coverage = np.asarray(group[COVERAGE_VAR][:])
+    progress = np.full((len(plan.stations), plan.n_blocks), "", dtype=object)
+    whole_blocks = old_time // plan.block_samples
+    for index, station in enumerate(plan.stations):
+        for block in range(whole_blocks):
+            if (station, block) not in touched:
+                done = {"coverage": float(old_coverage[index, block]), "problems": []}
+                progress[index, block] = json.dumps(done)
+    if PROGRESS_VAR in group:
+        del group[PROGRESS_VAR]
+    group[DATA_VAR].resize((len(plan.stations), len(plan.channels), plan.n_time))
+    # Decode problems of the kept blocks: the old ones that the new plan does not repeat.
+    carried = [p for p in previous.get("ingest_problems", []) if p not in plan.problems]
+    # The progress array last (an append killed before it is not resumable: re-ingest); killed
+    # before its values are in, a resume rewrites every block (same bytes, only slower).
+    array = group.create_array(
+        PROGRESS_VAR,
+        shape=progress.shape,
+        chunks=(1, 1),
+        dtype=str,
+        fill_value="",
+        dimension_names=(STATION, BLOCK),
+        attributes={ATTR_FINGERPRINT: fingerprint, "carried_problems": carried},
+    )
+    array[:] = progress.astype(str)
+    return progress
+
+
+def collect_progress(
+    url: str,
+    storage_options: dict | None,
+    progress: np.ndarray,
+    runs: Sequence[BlockRun],
+    results: Sequence[Sequence[tuple[float, list]]],
+) -> tuple[np.ndarray, list[str]]:
+    """Coverage (station, block) and the sorted decode problems of every finished block: of
+    those done before this run from `progress` (JSON or ""), of the others from the results of
+    their `runs`, and the problems an append carries over."""
+    array = open_store(url, storage_options)[PROGRESS_VAR]
+    problems: set[str] = set(array.attrs.get("carried_problems", []))
+    coverage = np.full(progress.shape, np.nan, dtype=np.float32)
+    for index, text in np.ndenumerate(progress):
+        if text:
+            done = json.loads(text)
+            coverage[index] = done["coverage"]
+            problems.update(done["problems"])
+    for run, found in zip(runs, results, strict=True):
+        for task, (fraction, block_problems) in zip(run.tasks, found, strict=True):
+            coverage[task.station_index, task.block] = fraction
+            problems.update(block_problems)
+    return coverage, sorted(problems)

@@ -1,0 +1,1 @@
+"""Synthetic sources: the global, DAS and crustal generators."""

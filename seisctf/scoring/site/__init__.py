@@ -1,0 +1,1 @@
+"""The leaderboard's presentation: static HTML pages, sections, SVG and plots."""
