@@ -32,8 +32,11 @@ demo: $(STAMP)
 test: $(STAMP) $(CHROMEDRIVER)
 	$(BIN)/python -m pytest -q tests
 
+# ruff, then the layered import contract of pyproject.toml (tests/test_architecture.py runs it too).
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-cache
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_ctf_scoring.py

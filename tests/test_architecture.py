@@ -1,0 +1,193 @@
+"""The package's architecture, enforced: the layers of pyproject.toml's import-linter contract
+(cli > scoring | baselines > pipeline > recipes > catalogs > storage | commitment > conventions >
+base modules), no import cycle, no import of a seisctf module inside a function except where
+`LAZY_IMPORTS_ALLOWED` says why, and no module over `MAX_LINES` lines."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import grimp
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "seisctf"
+MAX_LINES = 600
+
+VERB_RUNNER = (
+    "a CLI verb imports the library code it runs inside its runner (`_run_*`), so that "
+    "`seisctf --help` and each verb load only what they use: importing the CLI alone takes "
+    "~0.3 s, the library (dask, xarray, zarr, obspy; torch for the SeisBench picker) ~5 s"
+)
+# Function-level imports of seisctf modules that stay, and why: {(module, function name
+# prefix): reason}. Every other seisctf import sits at the top of its module, where a reader,
+# grimp and import-linter see it. Imports of heavy optional dependencies (torch, seisbench)
+# inside functions are not seisctf imports and are not restricted here.
+LAZY_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
+    ("seisctf.cli.compare", "_run_"): VERB_RUNNER,
+    ("seisctf.cli.crustal", "_run_"): VERB_RUNNER,
+    ("seisctf.cli.datasets", "_run_"): VERB_RUNNER,
+    ("seisctf.cli.ingest", "_run_"): VERB_RUNNER,
+    ("seisctf.cli.picks", "_run_"): VERB_RUNNER,
+    ("seisctf.cli.score", "_run_"): VERB_RUNNER,
+}
+
+
+def module_name(path: Path) -> str:
+    """The dotted module name of a file of the package."""
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imported_module(module: str, node: ast.ImportFrom, is_package: bool) -> str:
+    """The absolute module a `from ... import` names (relative imports resolved)."""
+    if node.level == 0:
+        return node.module or ""
+    base = module.split(".") if is_package else module.split(".")[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def function_level_imports(
+    module: str, source: str, is_package: bool = False
+) -> list[tuple[str, int, str]]:
+    """Imports of seisctf modules inside the functions of one module's source: (function,
+    line, imported module), sorted."""
+    found = []
+    for function in ast.walk(ast.parse(source)):
+        if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for node in ast.walk(function):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [imported_module(module, node, is_package)]
+            else:
+                continue
+            for name in names:
+                if name == "seisctf" or name.startswith("seisctf."):
+                    found.append((function.name, node.lineno, name))
+    return sorted(set(found))
+
+
+def allowed(module: str, function: str) -> bool:
+    """Whether the allow-list keeps a function-level import in `module`.`function`."""
+    return any(
+        module == allowed_module and function.startswith(prefix)
+        for allowed_module, prefix in LAZY_IMPORTS_ALLOWED
+    )
+
+
+def package_files() -> list[Path]:
+    return sorted(PACKAGE.rglob("*.py"))
+
+
+def strongly_connected(graph: grimp.ImportGraph) -> list[list[str]]:
+    """The import cycles: every strongly connected set of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for imported in sorted(graph.find_modules_directly_imported_by(module)):
+            if imported not in index:
+                visit(imported)
+                low[module] = min(low[module], low[imported])
+            elif imported in on_stack:
+                low[module] = min(low[module], index[imported])
+        if low[module] == index[module]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == module:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for module in sorted(graph.modules):
+        if module not in index:
+            visit(module)
+    return cycles
+
+
+def test_layers_contract_holds():
+    """`lint-imports` keeps pyproject.toml's layered contract (function-level imports count)."""
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from importlinter.cli import lint_imports;"
+            " sys.exit(lint_imports(no_cache=True, no_logo=True))",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_no_import_cycles():
+    """No two seisctf modules import each other, directly or through others. Imports under
+    `if TYPE_CHECKING:` are not imports at run time and are left out."""
+    graph = grimp.build_graph("seisctf", exclude_type_checking_imports=True, cache_dir=None)
+    cycles = strongly_connected(graph)
+    assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_no_function_level_seisctf_imports():
+    """seisctf modules are imported at the top of a module, except as LAZY_IMPORTS_ALLOWED says."""
+    found = [
+        f"{path.relative_to(ROOT)}:{line} {function}() imports {name}"
+        for path in package_files()
+        for function, line, name in function_level_imports(
+            module_name(path), path.read_text(), path.name == "__init__.py"
+        )
+        if not allowed(module_name(path), function)
+    ]
+    assert not found, "function-level imports of seisctf modules:\n" + "\n".join(found)
+
+
+def test_no_module_over_600_lines():
+    """Every module of the package fits in MAX_LINES lines."""
+    long = {
+        str(path.relative_to(ROOT)): n
+        for path in package_files()
+        if (n := len(path.read_text().splitlines())) > MAX_LINES
+    }
+    assert not long, f"modules over {MAX_LINES} lines: {long}"
+
+
+def test_function_level_import_finder():
+    """The finder resolves relative imports, sees imports nested in blocks of a function and
+    leaves module-level and non-seisctf imports alone; the allow-list matches runners only."""
+    source = (
+        "import seisctf.keys\n"
+        "def f():\n"
+        "    if True:\n"
+        "        from . import storage\n"
+        "    import numpy\n"
+        "def _run_x():\n"
+        "    from seisctf.cli import _parse\n"
+        "    import seisctf.errors\n"
+    )
+    assert function_level_imports("seisctf.cli.probe", source) == [
+        ("_run_x", 7, "seisctf.cli"),
+        ("_run_x", 8, "seisctf.errors"),
+        ("f", 4, "seisctf.cli"),
+    ]
+    assert module_name(PACKAGE / "cli" / "__init__.py") == "seisctf.cli"
+    assert allowed("seisctf.cli.datasets", "_run_build")
+    assert not allowed("seisctf.cli.datasets", "helper")
+    assert not allowed("seisctf.pipeline.splits", "_run_x")
