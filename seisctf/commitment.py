@@ -1,6 +1,6 @@
 """Salted SHA-256 commitments of truth arrays (commit–reveal).
 
-Two commitments are published for every truth array (ARCHITECTURE.md, "CTF task bundle"):
+Two commitments are published for every truth array (docs/contract.md, "CTF task bundle"):
 - `truth_sha256[name]`: SHA-256(salt ‖ the array's values in C order as little-endian bytes of its
   stored dtype) — the contract's commitment, computed by streaming whole-row blocks in order.
 - `truth_sha256_blocks[name]`: SHA-256(salt ‖ d_1 ‖ … ‖ d_B), d_i = SHA-256(salt ‖ bytes of row

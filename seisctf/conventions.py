@@ -1,7 +1,7 @@
 """Names of dims, variables and attrs of every store kind, described once, with validators.
 
-Readers and writers import these names instead of repeating strings. The public contract is in
-ARCHITECTURE.md; this module is its executable form.
+Readers and writers import these names instead of repeating strings. The public contract is
+docs/contract.md; this module is its executable form.
 """
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ SPLIT_CLUSTER_VAR = "split_cluster"
 ATTR_SPLIT = "split"
 ATTR_SPLIT_AUDIT = "split_audit"
 CATALOGS_DIR = "catalogs"
-# Keys `seisctf split --audit` writes at least (ARCHITECTURE.md, "Split audit").
+# Keys `seisctf split --audit` writes at least (docs/contract.md, "Splits and the leakage audit").
 AUDIT_KEYS = (
     "strategy",
     "counts",

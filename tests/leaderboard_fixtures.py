@@ -23,7 +23,7 @@ HOSTILE_DESCRIPTION = "<script>alert(2)</script> & more"
 def ctf_result(
     name: str, scores: dict[str, float | None], dataset: str = "global", convention="reference"
 ) -> dict[str, Any]:
-    """A CTF scorer's result object (ARCHITECTURE.md, "Scoring conventions")."""
+    """A CTF scorer's result object (docs/contract.md, "Scoring conventions and results")."""
     finite = [v for v in scores.values() if v is not None]
     return {
         "name": name,
@@ -59,7 +59,7 @@ def pick_part(f1: float, residuals: bool) -> dict[str, Any]:
 
 
 def pick_result(name: str, f1: float) -> dict[str, Any]:
-    """A pick scorer's result (ARCHITECTURE.md, "Pick submissions", and what
+    """A pick scorer's result (docs/contract.md, "Pick submissions and scoring", and what
     `seisctf.scoring.picks.score_pick_table` adds: scores, splits, groups, residual_histogram)."""
     parts = {
         "detection": pick_part(round(f1 + 0.05, 4), False),

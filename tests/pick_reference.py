@@ -1,6 +1,6 @@
-"""An independent per-trace pure-Python implementation of the pick-scoring rules (ARCHITECTURE.md,
-"Pick submissions"; the 1 ns float slack of `seisctf.scoring.pick_metrics`), for tests and the
-benchmark: one loop over traces, dicts and floats, no numpy."""
+"""An independent per-trace pure-Python implementation of the pick-scoring rules (docs/contract.md,
+"Pick submissions and scoring"; the 1 ns float slack of `seisctf.scoring.pick_metrics`), for tests
+and the benchmark: one loop over traces, dicts and floats, no numpy."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The event-window store: its layout, and the one writer every event-window ingest uses.
 
-Store (ARCHITECTURE.md, "Event windows"; docs/contract.md): `waveforms(trace, channel, sample)`
+Store (docs/contract.md, "Event-window store"): `waveforms(trace, channel, sample)`
 float32, NaN after each window's `trace_npts` samples; `channel` holds the component letters
 (`Z`, `N`, `E`, in the attr `component_order`); every metadata column a 1-D coordinate along
 `trace` under its SeisBench name, except a source's `split` column, which becomes the contract's

@@ -1,7 +1,8 @@
 """Pick tables (submissions and baseline outputs): a CSV or Parquet file, one row per trace.
 
-Columns (ARCHITECTURE.md, "Pick submissions"): `trace_name` (text), `detection` (probability in
-[0, 1]), `p_time_s`, `s_time_s` (seconds from the window start; empty where there is no pick).
+Columns (docs/contract.md, "Pick submissions and scoring"): `trace_name` (text), `detection`
+(probability in [0, 1]), `p_time_s`, `s_time_s` (seconds from the window start; empty where there
+is no pick).
 Other columns are ignored. Everything wrong is bad input (`InvalidInput`) naming the file and the
 offending trace names (the first few and how many): missing columns, duplicate or unknown trace
 names, traces of the scored split missing, probabilities outside [0, 1] or absent, non-finite or

@@ -1,7 +1,7 @@
 """The leakage audit of a split, and its map.
 
-Audit (ARCHITECTURE.md, "Split audit"; a station is `NET.STA`, an earthquake window one with a
-P or S arrival sample, any other a noise window):
+Audit (docs/contract.md, "Splits and the leakage audit"; a station is `NET.STA`, an earthquake
+window one with a P or S arrival sample, any other a noise window):
 
 - `counts`: traces per split; `stations`: stations per split;
 - `shared_stations`: stations with traces in both train and test; the test windows recorded at

@@ -1,5 +1,5 @@
-"""The pick-scoring rules as pure numpy on aligned per-trace arrays (ARCHITECTURE.md, "Pick
-submissions"; issue 8). Wiring to stores and files: `seisctf.scoring.picks`.
+"""The pick-scoring rules as pure numpy on aligned per-trace arrays (docs/contract.md, "Pick
+submissions and scoring"; issue 8). Wiring to stores and files: `seisctf.scoring.picks`.
 
 Detection: a window is predicted positive when `detection >= threshold`; earthquake windows (a P
 or S arrival) are the positives, noise windows the negatives.

@@ -27,7 +27,7 @@ from seisctf.scoring import leaderboard
 def result(
     name: str, avg_score: float | None, dataset: str = "global", scores: dict | None = None
 ) -> dict:
-    """A scorer's result object (ARCHITECTURE.md, "Scoring conventions")."""
+    """A scorer's result object (docs/contract.md, "Scoring conventions and results")."""
     if scores is None:
         scores = {score: avg_score for score in cv.SCORE_NAMES}
     return {

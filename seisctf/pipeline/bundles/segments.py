@@ -1,10 +1,10 @@
 """CTF task bundles: public training arrays + withheld truth, from a wavefield store.
 
-Secrecy (ARCHITECTURE.md): noise keys and the commitment salt derive from the organiser's
-secret; each pair group comes from its own realisation, so no public array holds another pair's
-truth; per-sensor normalisation scales come from each group's public arrays only and are
-applied unchanged to its truth arrays; the public manifest carries a salted SHA-256 commitment of
-every truth array and nothing from which the truth could be regenerated (no seeds, no source
+Secrecy (docs/contract.md, "Rules every part keeps"): noise keys and the commitment salt derive from
+the organiser's secret; each pair group comes from its own realisation, so no public array holds
+another pair's truth; per-sensor normalisation scales come from each group's public arrays only and
+are applied unchanged to its truth arrays; the public manifest carries a salted SHA-256 commitment
+of every truth array and nothing from which the truth could be regenerated (no seeds, no source
 parameters beyond the published parameter values of the parametric pairs).
 """
 
