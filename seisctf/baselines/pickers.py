@@ -31,6 +31,9 @@ import pandas as pd
 from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.catalogs import pick_table
+from seisctf.catalogs.event_windows import open_event_windows, seisctf_version
+from seisctf.catalogs.trace_table import read_trace_table
+from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
 
 DEFAULT_TASK_TRACES = 256
@@ -66,8 +69,6 @@ def select_traces(
     url: str, split: str, storage_options: dict | None = None, *, quiet: bool = True
 ) -> StoreTraces:
     """The traces of `split` (`train`, `dev`, `test`, or `all`) of the store at `url`."""
-    from seisctf.catalogs.trace_table import read_trace_table
-
     ds = cv.validate_event_window_store(storage.open_dataset(url, storage_options), str(url))
     table = read_trace_table(ds, [cv.TRACE_NAME, cv.SPLIT_VAR, cv.TRACE_NPTS], quiet=quiet)
     n_sample = int(ds.sizes[cv.SAMPLE])
@@ -117,8 +118,6 @@ def _pick_task(
     picker: Picker,
 ) -> np.ndarray:
     """One task: read the windows at `positions` (channels in `order`) and pick them."""
-    from seisctf.catalogs.event_windows import open_event_windows
-
     dataset = open_event_windows(url, storage_options)
     windows = dataset[cv.EVENT_WINDOWS_VAR].isel(trace=positions).values
     windows = np.ascontiguousarray(windows[:, order, :], dtype=np.float32)
@@ -131,8 +130,6 @@ def run_picker(
     """Run `picker` over `traces` on the active Dask client, one task per shard's worth of
     windows; returns its rows for every trace, in `traces` order."""
     import dask
-
-    from seisctf.cluster import compute
 
     order = channel_order(traces.channels, picker.component_order, traces.url)
     blocks = traces.positions // traces.task_traces
@@ -177,8 +174,6 @@ def write_picks(
 
 def describe_job(traces: StoreTraces, picker: str, **details: Any) -> dict[str, Any]:
     """The common part of a sidecar: picker, store, split, trace count, seisctf version."""
-    from seisctf.catalogs.event_windows import seisctf_version
-
     return {
         "picker": picker,
         "store": traces.url,

@@ -47,6 +47,7 @@ from xarray.core import indexing
 
 from seisctf import conventions as cv
 from seisctf import storage
+from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
 
 # Windows per shard: the largest power of two whose shard holds at most SHARD_BYTES of float32
@@ -375,8 +376,6 @@ def write_event_windows(
     whole shards per write task, so the store's bytes never depend on the source's chunks or
     the number of workers. Returns the dataset as written (per-trace values as stored)."""
     import dask.array as da
-
-    from seisctf.cluster import compute
 
     cv.validate_event_window_store(dataset, str(url))
     if cv.TRACE_NPTS not in dataset.coords:

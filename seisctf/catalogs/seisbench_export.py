@@ -33,6 +33,7 @@ import pandas as pd
 from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.catalogs.trace_table import read_trace_table
+from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
 
 # Bytes of waveforms computed per round (whole store chunks): what the writer holds at once.
@@ -86,8 +87,6 @@ def trace_rounds(chunks: tuple[int, ...], bytes_per_trace: int) -> list[tuple[in
 def trace_blocks(waveforms, quiet: bool):
     """Yield (first trace, numpy block) over rounds of the store's trace chunks, each computed
     with Dask."""
-    from seisctf.cluster import compute
-
     _, n_channel, n_sample = waveforms.shape
     rounds = trace_rounds(waveforms.data.chunks[0], 4 * n_channel * n_sample)
     for number, (start, stop) in enumerate(rounds):

@@ -28,14 +28,9 @@ import numpy as np
 import pandas as pd
 
 from seisctf import conventions as cv
-from seisctf.pipeline.splits import (
-    DEV,
-    TEST,
-    TRAIN,
-    has_arrival,
-    min_distance_km,
-    station_keys,
-)
+from seisctf.catalogs.trace_keys import has_arrival, min_distance_km, station_keys
+
+TRAIN, DEV, TEST = cv.SPLIT_VALUES
 
 COLOURS = {TRAIN: "#1f77b4", DEV: "#ff7f0e", TEST: "#d62728"}
 SHARED_COLOUR = "#000000"

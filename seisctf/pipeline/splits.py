@@ -44,13 +44,23 @@ import numpy as np
 import pandas as pd
 
 from seisctf import conventions as cv
+from seisctf import storage
+from seisctf.catalogs import event_windows
+from seisctf.catalogs.trace_keys import (
+    EARTH_RADIUS_KM,
+    event_keys,
+    haversine_tree,
+    station_keys,
+)
+from seisctf.catalogs.trace_table import read_trace_table
+from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
+from seisctf.pipeline.split_audit import leakage_audit
 
 STRATEGIES = ("source-clusters", "station-disjoint", "event", "time")
 CLUSTER_VAR = cv.SPLIT_CLUSTER_VAR
 ATTR_SPLIT = cv.ATTR_SPLIT
 ATTR_SPLIT_AUDIT = cv.ATTR_SPLIT_AUDIT
-EARTH_RADIUS_KM = 6371.0088  # IUGG mean radius
 TRAIN, DEV, TEST = cv.SPLIT_VALUES
 # Columns a split reads (those the store has).
 SPLIT_COLUMNS = (
@@ -135,31 +145,7 @@ class Split:
     notes: list[str] = field(default_factory=list)
 
 
-# --- keys and seeded choices -------------------------------------------------------------------
-
-
-def station_keys(table: pd.DataFrame) -> pd.Series:
-    """`NET.STA` per trace (the contract's station)."""
-    return table[cv.NETWORK_CODE].astype(str) + "." + table[cv.STATION_CODE].astype(str)
-
-
-def has_arrival(table: pd.DataFrame) -> np.ndarray:
-    """Earthquake windows: a P or S arrival sample (the contract's rule); the rest is noise."""
-    arrival = np.zeros(len(table), dtype=bool)
-    for column in (cv.P_ARRIVAL_SAMPLE, cv.S_ARRIVAL_SAMPLE):
-        if column in table:
-            arrival |= np.isfinite(pd.to_numeric(table[column], errors="coerce").to_numpy())
-    return arrival
-
-
-def event_keys(table: pd.DataFrame) -> pd.Series:
-    """The unit of an event split: `source_id`, else the trace itself."""
-    names = "trace:" + table[cv.TRACE_NAME].astype(str)
-    if cv.SOURCE_ID not in table:
-        return names
-    source = table[cv.SOURCE_ID].astype(str)
-    empty = source.isin(["", "nan", "None"])
-    return ("event:" + source).where(~empty, names)
+# --- seeded choices ----------------------------------------------------------------------------
 
 
 def seeded_order(keys: Sequence[str], seed: int, purpose: str) -> list[str]:
@@ -185,24 +171,6 @@ def require(table: pd.DataFrame, columns: Sequence[str], what: str, purpose: str
     missing = [c for c in columns if c not in table]
     if missing:
         raise InvalidInput(what, f"{purpose} needs the per-trace column(s) {', '.join(missing)}")
-
-
-# --- geometry ----------------------------------------------------------------------------------
-
-
-def haversine_tree(latitude: np.ndarray, longitude: np.ndarray):
-    from sklearn.neighbors import BallTree
-
-    return BallTree(np.radians(np.column_stack([latitude, longitude])), metric="haversine")
-
-
-def min_distance_km(a: np.ndarray, b: np.ndarray) -> float | None:
-    """Smallest great-circle distance (km) between points a (n, 2) and b (m, 2), lat/lon
-    degrees; None if either is empty."""
-    if len(a) == 0 or len(b) == 0:
-        return None
-    distance, _ = haversine_tree(b[:, 0], b[:, 1]).query(np.radians(a), k=1)
-    return float(distance.min() * EARTH_RADIUS_KM)
 
 
 def buffered_groups(coordinates: pd.DataFrame, buffer_km: float) -> dict[str, str]:
@@ -464,10 +432,6 @@ def write_split(
     import dask.array as da
     import zarr
 
-    from seisctf import storage
-    from seisctf.catalogs import event_windows
-    from seisctf.cluster import compute
-
     group = zarr.open_group(
         storage.open_group(url, storage_options, mode="r+").store,
         mode="r+",
@@ -509,10 +473,6 @@ def split_store(
     quiet: bool = False,
 ) -> SplitResult:
     """Split the event-window store at `url` in place and audit the split (split_audit)."""
-    from seisctf import storage
-    from seisctf.catalogs.trace_table import read_trace_table
-    from seisctf.pipeline.split_audit import leakage_audit
-
     options = options.checked()
     ds = cv.validate_event_window_store(storage.open_dataset(url, storage_options), url)
     table = read_trace_table(ds, SPLIT_COLUMNS, quiet=quiet)
