@@ -38,7 +38,7 @@ def parse_storage_options(pairs: Sequence[str] | None) -> StorageOptions:
     for pair in pairs or ():
         key, sep, text = pair.partition("=")
         if not sep or not key:
-            raise InvalidInput(f"--storage-option {pair!r}", "expected KEY=VALUE")
+            raise InvalidInput(f"`storage_options` {pair!r}", "expected KEY=VALUE")
         try:
             value = json.loads(text)
         except json.JSONDecodeError:

@@ -75,7 +75,7 @@ def select_traces(
     if split == ALL_SPLITS:
         positions = np.arange(len(table))
     elif split not in cv.SPLIT_VALUES:
-        raise InvalidInput("--split", f"expected one of {[*cv.SPLIT_VALUES, ALL_SPLITS]}")
+        raise InvalidInput("split", f"expected one of {[*cv.SPLIT_VALUES, ALL_SPLITS]}")
     elif cv.SPLIT_VAR not in table:
         raise InvalidInput(str(url), f"has no per-trace {cv.SPLIT_VAR!r}; run `seisctf split`")
     else:

@@ -76,7 +76,7 @@ def model_spec(name: str, weights: str, model_args: str | None = None) -> ModelS
 
     model_class = getattr(sbm, name, None)
     if not (isinstance(model_class, type) and issubclass(model_class, sbm.WaveformModel)):
-        raise InvalidInput("--model", f"{name!r} is not a model class of seisbench.models")
+        raise InvalidInput("model", f"{name!r} is not a model class of seisbench.models")
     path = Path(weights).absolute()
     pair = _saved_pair(path)
     if pair is None and not path.is_file():
@@ -84,9 +84,9 @@ def model_spec(name: str, weights: str, model_args: str | None = None) -> ModelS
     try:
         arguments = json.loads(model_args or "{}")
     except json.JSONDecodeError as error:
-        raise InvalidInput("--model-args", f"not JSON ({error})") from None
+        raise InvalidInput("model_args", f"not JSON ({error})") from None
     if not isinstance(arguments, dict):
-        raise InvalidInput("--model-args", "expected a JSON object of constructor arguments")
+        raise InvalidInput("model_args", "expected a JSON object of constructor arguments")
     digest = hashlib.sha256()
     for file in pair or (path,):
         digest.update(Path(file).read_bytes())
@@ -200,19 +200,19 @@ def checked_picker(
     model = load_model(spec)
     labels = list(model.labels)
     if "P" not in labels or "S" not in labels:
-        raise InvalidInput("--model", f"{spec.name} has labels {labels}, not P and S")
+        raise InvalidInput("model", f"{spec.name} has labels {labels}, not P and S")
     if not np.isclose(float(model.sampling_rate), rate_hz):
         raise InvalidInput(
-            "--model",
+            "model",
             f"{spec.name} runs at {model.sampling_rate} Hz, the store at {rate_hz} Hz",
         )
     if batch_size < 1 or not 0 < pick_threshold <= 1:
-        raise InvalidInput("--batch-size/--pick-threshold", "need ≥ 1 and a probability")
+        raise InvalidInput("batch_size/pick_threshold", "need ≥ 1 and a probability")
     probe = torch.zeros((1, len(model.component_order), int(model.in_samples)))
     with torch.no_grad():
         out = model.annotate_batch_post(model(model.annotate_batch_pre(probe, {})), None, {})
     if tuple(out.shape) != (1, int(model.in_samples), len(labels)):
-        raise InvalidInput("--model", f"{spec.name} does not give per-sample probabilities")
+        raise InvalidInput("model", f"{spec.name} does not give per-sample probabilities")
     return SeisBenchPicker(spec, str(model.component_order), batch_size, pick_threshold)
 
 

@@ -167,7 +167,7 @@ def tune(
     `objective(names, detection, p_time_s, s_time_s) -> float` (higher is better), and every
     candidate's score. Filters are shared, so candidates must differ only in tuned values."""
     if split == "test":
-        raise InvalidInput("--tune-split", "tuning on the test split is not allowed")
+        raise InvalidInput("tune_split", "tuning on the test split is not allowed")
     candidates = candidates or grid_candidates()
     traces = pickers.select_traces(url, split, storage_options, quiet=quiet)
     rows = pickers.run_picker(
@@ -197,11 +197,11 @@ def stalta_picks(
     With `tune_split`, the parameters are tuned there first (`tune`, needs `objective`); else
     `parameters` (default StaLtaParameters()). Returns the sidecar's description."""
     if tune_split is not None and tune_split == split:
-        raise InvalidInput("--tune-split", f"tune on another split than the one picked ({split})")
+        raise InvalidInput("tune_split", f"tune on another split than the one picked ({split})")
     grid = None
     if tune_split is not None:
         if objective is None:
-            raise InvalidInput("--tune-split", "tuning needs an objective")
+            raise InvalidInput("tune_split", "tuning needs an objective")
         parameters, grid = tune(
             url, tune_split, objective, storage_options=storage_options, quiet=quiet
         )

@@ -102,7 +102,7 @@ def choose_layout(
     of `default_shard_traces` (`shard_traces`: that many; 0: no shards), compressed with
     `conventions.DATA_CODEC` (`compress=False`: raw float32)."""
     if shard_traces is not None and shard_traces < 0:
-        raise InvalidInput("--shard-traces", f"must be ≥ 0, got {shard_traces}")
+        raise InvalidInput("shard_traces", f"must be ≥ 0, got {shard_traces}")
     if shard_traces is None:
         shard_traces = default_shard_traces(n_channel, n_sample)
     return WindowLayout(chunk_traces=1, shard_traces=shard_traces or None, compress=compress)
@@ -284,7 +284,7 @@ def store_rate(rates: np.ndarray, requested: float | None) -> float:
     """The store's rate: the requested one, else the rate most traces have (ties: the highest)."""
     if requested is not None:
         if not (math.isfinite(requested) and requested > 0):
-            raise InvalidInput("--rate", f"must be a positive number of Hz, got {requested}")
+            raise InvalidInput("rate", f"must be a positive number of Hz, got {requested}")
         return float(requested)
     values, counts = np.unique(np.asarray(rates, dtype=np.float64), return_counts=True)
     best = counts == counts.max()

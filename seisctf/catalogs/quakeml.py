@@ -323,9 +323,9 @@ def noise_windows(
 
 def check_window(window_s: float, pre_arrival_s: float) -> None:
     if not window_s > 0:
-        raise InvalidInput("--window", f"must be a positive number of seconds, got {window_s}")
+        raise InvalidInput("window_s", f"must be a positive number of seconds, got {window_s}")
     if not 0 <= pre_arrival_s < window_s:
-        raise InvalidInput("--pre-arrival", f"{pre_arrival_s} s must be in [0, {window_s}) s")
+        raise InvalidInput("pre_arrival_s", f"{pre_arrival_s} s must be in [0, {window_s}) s")
 
 
 def plan_windows(
@@ -341,7 +341,7 @@ def plan_windows(
     check_window(window_s, pre_arrival_s)
     window_samples = round(window_s * grid.sampling_rate)
     if window_samples < 1:
-        raise InvalidInput("--window", f"{window_s} s is less than one sample")
+        raise InvalidInput("window_s", f"{window_s} s is less than one sample")
     matched, problems = match_stations(picks, grid.stations)
     unknown = set(matched["source_id"]) - set(events["source_id"])
     if unknown:

@@ -1,8 +1,9 @@
 """The command line: `seisctf <verb> …`, thin over the library (parse, get a client, call, print).
 
 Exit codes: 0 success, 2 usage error (argparse), 3 invalid input (InvalidInput, one line, no
-traceback), 1 anything else (storage that does not answer after the retries: a message naming
-the object, no traceback; any other error keeps its traceback).
+traceback; the library's parameter names in it are given as the verb's flags: `_parse.flag_error`),
+1 anything else (storage that does not answer after the retries: a message naming the object, no
+traceback; any other error keeps its traceback).
 """
 
 from __future__ import annotations
@@ -13,7 +14,13 @@ import os
 import sys
 
 from seisctf.cli import compare, crustal, datasets, ingest, picks, score
-from seisctf.cli._parse import SCORING_WORKER_MODULES, check_secret_option, common_options
+from seisctf.cli._parse import (
+    SCORING_WORKER_MODULES,
+    attach_option_flags,
+    check_secret_option,
+    common_options,
+    flag_error,
+)
 from seisctf.errors import InvalidInput
 
 EXIT_INVALID_INPUT = 3
@@ -38,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     groups: dict = {}
     for module in VERB_MODULES:
         module.register(verbs, groups, common)
+    attach_option_flags(parser)
     return parser
 
 
@@ -59,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             args.run(args)
     except InvalidInput as error:
+        error = flag_error(error, getattr(args, "option_flags", {}))
         print(f"seisctf: invalid input: {error}", file=sys.stderr)
         return EXIT_INVALID_INPUT
     except Exception as error:

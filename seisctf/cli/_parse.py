@@ -1,8 +1,20 @@
-"""What every verb shares: the common options and how they are read."""
+"""What every verb shares: the common options, how they are read, and the library's parameter
+names mapped back to the options' flags in error messages."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from seisctf import keys
+from seisctf.errors import InvalidInput
+from seisctf.scoring.release import DEFAULT_QUOTA, Release
 
 # What scoring tasks import on a worker: imported while the embedded workers start.
 SCORING_WORKER_MODULES = ("seisctf.scoring.ctf", "seisctf.commitment", "scipy.sparse.linalg")
@@ -47,8 +59,6 @@ def generator_seed_options(parser: argparse.ArgumentParser) -> None:
 def secret_option(args: argparse.Namespace) -> str | None:
     """`--secret`, else $SEISCTF_SECRET, else None; a given one shorter than
     `keys.MIN_SECRET_CHARS` raises InvalidInput (it could be guessed offline)."""
-    from seisctf import keys
-
     secret = getattr(args, "secret", None)
     if secret is not None:
         return keys.checked_secret(secret, "--secret")
@@ -65,8 +75,6 @@ def check_secret_option(args: argparse.Namespace) -> None:
 def generator_seed(args: argparse.Namespace, purpose: str) -> int:
     """`--seed`, else the seed derived for `purpose` (e.g. "synth/das") from `--secret` or
     $SEISCTF_SECRET (checked by `secret_option`), else 0."""
-    from seisctf import keys
-
     if args.seed is not None:
         return args.seed
     secret = secret_option(args)
@@ -107,10 +115,6 @@ MAX_METADATA_CHARS = 2000
 def submitter_metadata(args: argparse.Namespace) -> dict[str, str]:
     """The metadata given by `submitter_options`, checked: the code URL must be http(s) with a
     host, every value at most MAX_METADATA_CHARS characters; InvalidInput otherwise."""
-    from urllib.parse import urlsplit
-
-    from seisctf.errors import InvalidInput
-
     metadata: dict[str, str] = {}
     for item in args.submitter_meta:
         key, sep, value = item.partition("=")
@@ -135,8 +139,6 @@ def submitter_metadata(args: argparse.Namespace) -> dict[str, str]:
 def release_options(parser: argparse.ArgumentParser) -> None:
     """`--release`, `--participant`, `--quota-db`, `--quota` (docs/release.md), shared by every
     `score` kind; read back with `release_request`."""
-    from seisctf.scoring.release import DEFAULT_QUOTA
-
     group = parser.add_argument_group("release to a participant (docs/release.md)")
     group.add_argument(
         "--release",
@@ -153,11 +155,8 @@ def release_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def release_request(args: argparse.Namespace):
+def release_request(args: argparse.Namespace) -> Release | None:
     """The `Release` asked for with `--release` (None without it), checked before any work."""
-    from seisctf.errors import InvalidInput
-    from seisctf.scoring.release import Release
-
     if not args.release:
         if args.participant or args.quota_db:
             raise InvalidInput("--participant/--quota-db", "only apply with --release")
@@ -172,11 +171,6 @@ def release_request(args: argparse.Namespace):
 
 def write_json(path: str, value: object) -> None:
     """Write JSON whole or not at all: a temporary file beside `path`, renamed into place."""
-    import json
-    import os
-    import tempfile
-    from pathlib import Path
-
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     handle, partial = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
@@ -187,3 +181,71 @@ def write_json(path: str, value: object) -> None:
     except BaseException:
         Path(partial).unlink(missing_ok=True)
         raise
+
+
+# --- library parameters back to flags ------------------------------------------------------------
+
+# Library parameters set by an option whose dest has another name: parameter -> dest. A
+# parameter named as its option's dest (`fractions`, `shard_traces`) needs no entry.
+PARAMETER_DESTS = {
+    "rate_hz": "rate",
+    "ctf_rate_hz": "ctf_rate",
+    "duration_s": "duration",
+    "n_sensors": "sensors",
+    "n_clusters": "clusters",
+    "window_s": "window",
+    "pre_arrival_s": "pre_arrival",
+    "tolerance_s": "tolerance",
+    "public_url": "public",
+    "truth_url": "truth",
+    "storage_options": "storage_option",
+}
+# A parameter named in backticks inside a message: `rate_hz`.
+BACKTICKED = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*)`")
+
+
+def _leaf_parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    """The parsers that run a verb: `parser` itself, or those below its sub-commands."""
+    subcommands = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subcommands:
+        yield parser
+    for action in subcommands:
+        for child in dict.fromkeys(action.choices.values()):
+            yield from _leaf_parsers(child)
+
+
+def option_flags(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """dest -> flag (the longest option string, e.g. `--rate`) of every option of `parser`."""
+    return {
+        action.dest: max(action.option_strings, key=len)
+        for action in parser._actions
+        if action.option_strings and action.dest != argparse.SUPPRESS
+    }
+
+
+def attach_option_flags(parser: argparse.ArgumentParser) -> None:
+    """Give every verb's parser the default `option_flags` (its options' flags by dest), which
+    `flag_error` reads when the verb fails."""
+    for leaf in _leaf_parsers(parser):
+        leaf.set_defaults(option_flags=option_flags(leaf))
+
+
+def flag_of(name: str, flags: Mapping[str, str]) -> str | None:
+    """The flag of the running verb that sets the library parameter `name`, if any."""
+    return flags.get(name) or flags.get(PARAMETER_DESTS.get(name, ""))
+
+
+def flag_error(error: InvalidInput, flags: Mapping[str, str]) -> InvalidInput:
+    """`error` as the user of the verb should read it: its `what` when it is a library
+    parameter (or `a/b`, several), and every parameter named in backticks, replaced by the
+    running verb's flag; names the verb has no option for are left as they are."""
+
+    def flag(match: re.Match[str]) -> str:
+        return flag_of(match[1], flags) or match[0]
+
+    flagged = [flag_of(part, flags) or "" for part in error.what.split("/")]
+    what = "/".join(flagged) if all(flagged) else BACKTICKED.sub(flag, error.what)
+    problem = BACKTICKED.sub(flag, error.problem)
+    if (what, problem) == (error.what, error.problem):
+        return error
+    return InvalidInput(what, problem)

@@ -99,34 +99,32 @@ class SplitOptions:
         try:
             shares = tuple(float(x) for x in fractions.split(","))
         except ValueError:
-            raise InvalidInput(
-                "--fractions", f"expected TRAIN,DEV,TEST, got {fractions!r}"
-            ) from None
+            raise InvalidInput("fractions", f"expected TRAIN,DEV,TEST, got {fractions!r}") from None
         try:
             sizes = tuple(int(x) for x in budgets.split(",") if x.strip())
         except ValueError:
-            raise InvalidInput("--budgets", f"expected integers, got {budgets!r}") from None
+            raise InvalidInput("budgets", f"expected integers, got {budgets!r}") from None
         return cls(strategy, fractions=shares, budgets=sizes, **options).checked()
 
     def checked(self) -> SplitOptions:
         if self.strategy not in STRATEGIES:
-            raise InvalidInput("--strategy", f"{self.strategy!r} is not one of {STRATEGIES}")
+            raise InvalidInput("strategy", f"{self.strategy!r} is not one of {STRATEGIES}")
         if len(self.fractions) != 3 or min(self.fractions) < 0 or sum(self.fractions) <= 0:
-            raise InvalidInput("--fractions", f"need three shares ≥ 0, got {self.fractions}")
+            raise InvalidInput("fractions", f"need three shares ≥ 0, got {self.fractions}")
         if not 0 <= self.dev_fraction < 1:
-            raise InvalidInput("--dev-fraction", f"must be in [0, 1), got {self.dev_fraction}")
+            raise InvalidInput("dev_fraction", f"must be in [0, 1), got {self.dev_fraction}")
         if self.test_clusters < 1 or self.n_clusters < 2 * self.test_clusters + 1:
             raise InvalidInput(
-                "--clusters",
+                "n_clusters",
                 f"{self.n_clusters} clusters leave no training cluster beside 2 × "
                 f"{self.test_clusters} test clusters",
             )
         if self.buffer_km < 0:
-            raise InvalidInput("--buffer-km", f"must be ≥ 0, got {self.buffer_km}")
+            raise InvalidInput("buffer_km", f"must be ≥ 0, got {self.buffer_km}")
         if self.seed < 0:
-            raise InvalidInput("--seed", f"must be ≥ 0, got {self.seed}")
+            raise InvalidInput("seed", f"must be ≥ 0, got {self.seed}")
         if self.draws < 1 or any(b < 1 for b in self.budgets):
-            raise InvalidInput("--draws/--budgets", "draws and budgets must be ≥ 1")
+            raise InvalidInput("draws/budgets", "draws and budgets must be ≥ 1")
         return self
 
     @property
@@ -289,7 +287,7 @@ def draw_budgets(
     result: dict[str, Any] = {}
     for budget in options.budgets:
         if budget > n:
-            raise InvalidInput("--budgets", f"budget {budget} exceeds the {n} training clusters")
+            raise InvalidInput("budgets", f"budget {budget} exceeds the {n} training clusters")
         distinct = math.comb(n, budget)
         if distinct <= options.draws:
             draws = [list(c) for c in itertools.combinations(train_ids, budget)]
@@ -326,7 +324,7 @@ def station_disjoint(table: pd.DataFrame, options: SplitOptions, what: str) -> S
     stations = station_keys(table)
     notes = []
     if options.buffer_km > 0:
-        require(table, (cv.STATION_LATITUDE, cv.STATION_LONGITUDE), what, "--buffer-km")
+        require(table, (cv.STATION_LATITUDE, cv.STATION_LONGITUDE), what, "`buffer_km`")
         coordinates = (
             table[[cv.STATION_LATITUDE, cv.STATION_LONGITUDE]]
             .astype(np.float64)

@@ -163,5 +163,5 @@ def test_layouts_the_wavefield_cannot_fill_are_refused(tmp_path):
         build_bundle(smooth_wavefield(), too_many_modes, SECRET)
     bundle = build_bundle(smooth_wavefield(), TINY_LAYOUT, SECRET)
     same = str(tmp_path / "same.zarr")
-    with pytest.raises(InvalidInput, match="--truth"):
+    with pytest.raises(InvalidInput, match="truth_url: must differ from `public_url`"):
         write_bundle(bundle, same, same, SECRET, quiet=True)

@@ -281,7 +281,7 @@ def write_bundle(
     `truth_attrs`: more for the truth group only (organiser-side provenance)."""
     if storage.join(public_url, "") == storage.join(truth_url, ""):
         raise InvalidInput(
-            "--truth", "must differ from --public: truth is written only to its own URL"
+            "truth_url", "must differ from `public_url`: truth is written only to its own URL"
         )
     salt = keys.derive_salt(secret)
     storage.write_arrays(
