@@ -40,8 +40,9 @@ class Entry:
 
     @property
     def summary(self) -> str:
-        """The first line of the function's docstring."""
-        return (self.function.__doc__ or "").strip().split("\n")[0]
+        """The first paragraph of the function's docstring, on one line."""
+        first = (self.function.__doc__ or "").strip().split("\n\n")[0]
+        return " ".join(first.split())
 
     def __getattr__(self, name: str) -> Any:
         # Properties read as attributes (`entry.cheap`); an undeclared one is None.
@@ -114,7 +115,7 @@ PLUGINS = {
     "ingest": ("seisctf.recipes.ingest",),
     "synthetic source": ("seisctf.recipes.synth",),
     "transform": ("seisctf.pipeline.transforms",),
-    "recipe output": ("seisctf.pipeline.bundles", "seisctf.pipeline.splits"),
+    "recipe output": ("seisctf.pipeline.bundles", "seisctf.pipeline.picking_output"),
 }
 INGESTS = Registry("ingest", PLUGINS["ingest"])
 SYNTHS = Registry("synthetic source", PLUGINS["synthetic source"])

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import argparse
 
-from seisctf.cli._parse import generator_seed, generator_seed_options, storage_options
+from seisctf.cli._parse import generator_seed_options
+from seisctf.cli.datasets import synthesize
+from seisctf.registry import SYNTHS
 
 
 def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     """Add the `crustal` kind to `synth` (registered by cli/datasets.py)."""
     crustal = groups["synth"].add_parser(
-        "crustal",
-        parents=[common],
-        help="crustal surface wavefields: 3D elastic finite differences, one Dask task per "
-        "simulation (see docs/crustal.md)",
+        "crustal", parents=[common], help=SYNTHS["synthetic_crustal"].summary
     )
     crustal.add_argument("--out", required=True, help="store URL or path")
     crustal.add_argument(
@@ -78,13 +77,10 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
 
 
 def _run_synth_crustal(args: argparse.Namespace) -> None:
-    from seisctf import storage
-    from seisctf.recipes.synth.crustal.sweep import crustal_store
-
-    seed = generator_seed(args, "synth/crustal")
-    dataset = crustal_store(
-        seed=seed,
-        grid=args.grid,
+    synthesize(
+        args,
+        "crustal",
+        sensors=args.grid * args.grid,
         sensor_spacing_m=args.sensor_spacing,
         sampling_rate_hz=args.rate,
         duration_s=args.duration,
@@ -95,11 +91,7 @@ def _run_synth_crustal(args: argparse.Namespace) -> None:
         initial_conditions=args.initial_conditions,
         perturbation_std=args.perturbation,
         correlation_length_m=args.correlation_length,
-        medium_kind=args.medium,
+        medium=args.medium,
         mean_other_events=args.events,
         ambient_rms_m_s=args.ambient,
     )
-    storage.write_dataset(
-        dataset, args.out, storage_options(args), label="synth crustal", quiet=args.quiet
-    )
-    print(f"wrote {args.out}")

@@ -7,8 +7,12 @@ import json
 import os
 from pathlib import Path
 
+from seisctf import storage
 from seisctf.cli._parse import generator_seed, generator_seed_options
 from seisctf.cli._parse import storage_options as _options
+from seisctf.recipes.context import BuildContext
+from seisctf.recipes.layouts import load_layout
+from seisctf.registry import SYNTHS  # its summaries are the `synth` kinds' help
 
 
 def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
@@ -37,7 +41,7 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     synth = verbs.add_parser("synth", help="offline synthetic wavefields")
     synth_kinds = synth.add_subparsers(dest="kind", required=True)
     synth_global = synth_kinds.add_parser(
-        "global", parents=[common], help="global wavefield on a Fibonacci sphere"
+        "global", parents=[common], help=SYNTHS["synthetic_global"].summary
     )
     synth_global.add_argument("--out", required=True, help="store URL or path")
     synth_global.add_argument("--sensors", type=int, default=2048)
@@ -46,9 +50,7 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     generator_seed_options(synth_global)
     synth_global.set_defaults(run=_run_synth_global)
     synth_das = synth_kinds.add_parser(
-        "das",
-        parents=[common],
-        help="ocean-bottom DAS record: swell on a shoaling cable, earthquakes, noise (5 Hz)",
+        "das", parents=[common], help=SYNTHS["synthetic_das"].summary
     )
     synth_das.add_argument("--out", required=True, help="DAS store URL or path")
     synth_das.add_argument("--channels", type=int, default=3000)
@@ -190,36 +192,41 @@ def _run_demo(args: argparse.Namespace) -> None:
     print(f"HTML leaderboard: {(workdir / 'leaderboard' / 'index.html').resolve()}")
 
 
-def _run_synth_global(args: argparse.Namespace) -> None:
-    from seisctf import storage
-    from seisctf.recipes.synth.global_wavefield import synthesize_global
-
-    seed = generator_seed(args, "synth/global")
-    dataset = synthesize_global(
-        n_sensors=args.sensors, duration_s=args.duration, sampling_rate_hz=args.rate, seed=seed
+def synthesize(args: argparse.Namespace, kind: str, **options) -> None:
+    """`seisctf synth KIND`: the `synthetic_KIND` source of `SYNTHS` with these options (the
+    seed from --seed or the secret, the layout from --layout where given), written to --out."""
+    layout = getattr(args, "layout", None)
+    context = BuildContext(
+        storage_options=_options(args),
+        quiet=args.quiet,
+        layout=load_layout(layout) if layout else None,
     )
-    storage.write_dataset(dataset, args.out, _options(args), label="synth global", quiet=args.quiet)
+    seed = generator_seed(args, f"synth/{kind}")
+    dataset = SYNTHS[f"synthetic_{kind}"].function(context, seed=seed, **options)
+    storage.write_dataset(
+        dataset, args.out, context.storage_options, label=f"synth {kind}", quiet=args.quiet
+    )
     print(f"wrote {args.out}")
 
 
-def _run_synth_das(args: argparse.Namespace) -> None:
-    from seisctf import storage
-    from seisctf.pipeline.bundles.das_wavefield import synthetic_das_record
+def _run_synth_global(args: argparse.Namespace) -> None:
+    synthesize(
+        args, "global", sensors=args.sensors, duration_s=args.duration, sampling_rate_hz=args.rate
+    )
 
-    seed = generator_seed(args, "synth/das")
-    dataset = synthetic_das_record(
+
+def _run_synth_das(args: argparse.Namespace) -> None:
+    synthesize(
+        args,
+        "das",
         channels=args.channels,
         channel_spacing_m=args.spacing,
         gauge_length_m=args.gauge_length,
         sampling_rate_hz=args.rate,
         ctf_rate_hz=args.ctf_rate,
-        layout=args.layout,
-        seed=seed,
         earthquakes=not args.no_earthquakes,
         noise_rms=args.noise_rms,
     )
-    storage.write_dataset(dataset, args.out, _options(args), label="synth das", quiet=args.quiet)
-    print(f"wrote {args.out}")
 
 
 def _run_split(args: argparse.Namespace) -> None:

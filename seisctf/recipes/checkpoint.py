@@ -7,7 +7,7 @@ be stored in) and reopens it lazily. Per-trace levels (sums of squares over a wi
 are summed by the same task that writes a chunk, from the values it wrote: each block is made,
 written and summed in one task, so no block waits in a worker's memory for a second consumer
 and nothing spills. For that, the checkpoint's chunks start at multiples of the level blocks
-(`noise.RMS_BLOCK_SAMPLES`) along time.
+(`trace_levels.RMS_BLOCK_SAMPLES`) along time.
 """
 
 from __future__ import annotations
@@ -22,13 +22,13 @@ from dask.base import tokenize
 from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.cluster import compute
-from seisctf.pipeline.transforms.noise import (
+from seisctf.recipes.rechunk import rechunk_array
+from seisctf.recipes.trace_levels import (
     RMS_BLOCK_SAMPLES,
     chunk_level_sums,
     level_blocks,
     rms_from_sums,
 )
-from seisctf.pipeline.transforms.rechunk import rechunk_array
 
 
 def checkpoint_chunks(array: xr.DataArray) -> dict[str, int]:
@@ -94,10 +94,10 @@ def write_checkpoint(
     """(`dataset` written to `url` and reopened lazily, {name: per-trace RMS}) in one pass.
 
     `level_windows` maps variable names (with a time dim) to the samples of time (a slice) whose
-    per-trace RMS is wanted: `noise.rms_from_sums` of the `noise.trace_sums` of the values
-    stored, bit for bit. `dtypes`: the dtype a variable is checkpointed in (default its own).
-    The store's chunks are `checkpoint_chunks`; it is marked complete only once every chunk
-    is written."""
+    per-trace RMS is wanted: `trace_levels.rms_from_sums` of the `trace_levels.trace_sums` of
+    the values stored, bit for bit. `dtypes`: the dtype a variable is checkpointed in (default
+    its own). The store's chunks are `checkpoint_chunks`; it is marked complete only once every
+    chunk is written."""
     windows = dict(level_windows or {})
     dtypes = dict(dtypes or {})
     attrs = dict(dataset.attrs)

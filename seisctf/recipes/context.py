@@ -8,6 +8,7 @@ from pathlib import Path
 
 from seisctf import keys, storage
 from seisctf.errors import InvalidInput
+from seisctf.recipes.layouts import Layout
 
 
 @dataclass
@@ -23,8 +24,10 @@ class BuildContext:
     skipped: list[str] = field(default_factory=list)
     scratch: str | None = None  # where checkpoints go (private: next to the outputs)
     checkpoints: list[str] = field(default_factory=list)
-    layout: str | None = None  # the recipe's `splits.ctf.layout` (sizes synthetic DAS slots)
+    # The recipe's `splits.ctf.layout`, parsed once (sizes synthetic sources and the bundle).
+    layout: Layout | None = None
     source_url: str | None = None  # the store an ingest source writes (`source_store_url`)
+    store_output: str | None = None  # where the `store` output was written (outputs read it)
 
     def resolve(self, url: str) -> str:
         if storage.is_remote(url) or Path(url).is_absolute():

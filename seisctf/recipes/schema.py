@@ -2,8 +2,8 @@
 
 A recipe names a source, a chain of transforms, splits and outputs (the format is in
 docs/recipes.md). Everything is checked here, before any work: the document's shape (`SCHEMA`),
-each source's, transform's and output's parameters (their own schemas, registered in
-`seisctf.recipes.engine`), duplicate keys. Errors are `InvalidInput("FILE:LINE", "where: what")`.
+each source's, transform's and output's parameters (their own schemas, registered with them in
+`seisctf.registry`), duplicate keys. Errors are `InvalidInput("FILE:LINE", "where: what")`.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ POSITIVE = {"type": "number", "exclusiveMinimum": 0}
 POSITIVE_INT = {"type": "integer", "minimum": 1}
 URL = {"type": "string", "minLength": 1}
 SECONDS_WINDOW = {"type": "array", "items": NUMBER, "minItems": 2, "maxItems": 2}
+# A seeded step's own seed (else derived from the secret).
+SEED = {"seed": {"type": "integer", "minimum": 0}}
 # Bounds of a recipe document (the shipped ones have under 30 values and 6 levels).
 MAX_RECIPE_BYTES = 2**20
 MAX_NODES = 10_000  # values once aliases are expanded

@@ -18,15 +18,10 @@ from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.errors import InvalidInput
 from seisctf.pipeline.transforms.filters import butterworth
-from seisctf.pipeline.transforms.noise import (
-    RMS_BLOCK_SAMPLES,
-    add_gaussian_noise,
-    gaussian_level_window,
-    rms_from_sums,
-    trace_sums,
-)
+from seisctf.pipeline.transforms.noise import add_gaussian_noise, gaussian_level_window
 from seisctf.recipes.checkpoint import write_checkpoint
 from seisctf.recipes.engine import build_file
+from seisctf.recipes.trace_levels import RMS_BLOCK_SAMPLES, rms_from_sums, trace_sums
 
 RATE_HZ = 100.0
 N_TIME, N_SENSORS, TIME_CHUNK = 6 * 4096, 12, 4096

@@ -20,10 +20,11 @@ from seisctf.pipeline.transforms import noise as noise_module
 from seisctf.pipeline.transforms.noise import (
     add_coloured_noise,
     add_gaussian_noise,
-    add_real_noise,
     noise_key,
     standard_normal,
 )
+from seisctf.pipeline.transforms.noise_real import add_real_noise
+from seisctf.recipes import trace_levels
 
 RATE = 100.0  # Hz, the rate of obspy's example recording
 # obspy's bundled example: 3 channels × 3000 samples of station BW.RJOB with a local event.
@@ -282,7 +283,7 @@ def test_block_sums_add_each_trace_in_time_order(shape, time_axis):
         expected_sum = expected_sum + np.where(np.isfinite(row), row * row, 0.0)
     expected_count = np.isfinite(samples).sum(axis=0)
     for layout in (block, np.asfortranarray(block)):
-        sums = np.moveaxis(noise_module._block_sums(layout, time_axis), time_axis, 0)[0]
+        sums = np.moveaxis(trace_levels.block_sums(layout, time_axis), time_axis, 0)[0]
         sums = sums.reshape(-1, 2)
         assert np.array_equal(sums[:, 0], expected_sum)
         assert np.array_equal(sums[:, 1], expected_count)

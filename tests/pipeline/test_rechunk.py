@@ -9,7 +9,7 @@ import xarray as xr
 from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.cluster import dask_client
-from seisctf.pipeline.transforms.rechunk import rechunk, rechunk_method
+from seisctf.recipes.rechunk import rechunk, rechunk_method
 
 WORKER_LIMIT = 500 * 2**20
 

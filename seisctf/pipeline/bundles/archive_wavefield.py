@@ -84,7 +84,6 @@ absolute times): with them, anyone with access to the archive could fetch the wi
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -99,16 +98,19 @@ from seisctf.errors import InvalidInput
 from seisctf.pipeline.bundles.layouts import Layout
 from seisctf.pipeline.transforms import filters
 from seisctf.pipeline.transforms.history import recorded
+from seisctf.recipes.filter_design import (
+    DEFAULT_RATE_HZ,
+    FILTER_TOLERANCE,
+    ctf_ratio,
+    guard_steps,
+)
 
 SEGMENT_ROLES = cv.SEGMENT_ROLES
 N_SEGMENTS = len(SEGMENT_ROLES)
 assert sorted(SEGMENT_ROLES) == sorted(cv.BUNDLE_ROLES)
 
-DEFAULT_RATE_HZ = 1.0
 # Time chunk of each slot's raw samples (store's rate): 2 MiB of float64.
 TIME_CHUNK_SAMPLES = 2**18
-# The causal filters' tolerance: it sets their halo, hence the guard (filters.py).
-FILTER_TOLERANCE = 1e-8
 SENSOR_ORDER = (
     "stations (NET.STA.LOC) by longitude, then latitude (degrees, ascending), then id; "
     "stations without coordinates last, by id"
@@ -156,30 +158,6 @@ def select_channel(store: xr.Dataset, channel: str | None, what: str) -> tuple[s
     data = store[cv.WAVEFORM_VAR].isel({cv.CHANNEL: codes.index(matches[0])}, drop=True)
     data = data.assign_attrs({cv.ATTR_SAMPLING_RATE: float(store.attrs[cv.ATTR_SAMPLING_RATE])})
     return matches[0], recorded(data, data, "select_channel", {"channel": matches[0]})
-
-
-def ctf_ratio(source_rate_hz: float, rate_hz: float, what: str) -> tuple[int, int]:
-    """(up, down) with rate_hz / source_rate_hz = up / down; InvalidInput for a rate above the
-    store's or one `filters.resample` cannot reach."""
-    if not (math.isfinite(rate_hz) and 0 < rate_hz <= source_rate_hz):
-        raise InvalidInput(
-            what, f"--rate {rate_hz} Hz: expected 0 < rate <= the store's {source_rate_hz} Hz"
-        )
-    if rate_hz == source_rate_hz:
-        return 1, 1
-    try:
-        return filters.resampling_ratio(rate_hz, source_rate_hz)
-    except InvalidInput as error:
-        raise InvalidInput(what, f"{error.what}: {error.problem}") from None
-
-
-def guard_steps(source_rate_hz: float, rate_hz: float, steps: int) -> int:
-    """CTF samples of guard before each segment: the causal filters' warm-up
-    (`filters.causal_warmup`), rounded up so that a slot, guard + `steps` CTF samples, is a
-    whole number of raw samples (a multiple of up)."""
-    up, _ = ctf_ratio(source_rate_hz, rate_hz, "guard_steps")
-    warmup = filters.causal_warmup(source_rate_hz, rate_hz, tolerance=FILTER_TOLERANCE)
-    return warmup + (-(warmup + steps)) % up
 
 
 def to_ctf_rate(

@@ -44,6 +44,8 @@ from seisctf.errors import InvalidInput
 from seisctf.pipeline.transforms import filters
 from seisctf.pipeline.transforms.halo import map_halo
 from seisctf.pipeline.transforms.history import recorded
+from seisctf.recipes import schema
+from seisctf.registry import TRANSFORMS
 
 STRAIN = "strain"
 STRAIN_RATE = "strain_rate"
@@ -78,6 +80,17 @@ def channel_spacing_m(data: xr.DataArray, what: str = "spatial_decimate") -> flo
     return float(abs(steps[0]))
 
 
+@TRANSFORMS.register(
+    "select_channels",
+    options=schema.parameters(
+        {
+            "distance_min_m": schema.NUMBER,
+            "distance_max_m": schema.NUMBER,
+            "step": schema.POSITIVE_INT,
+        }
+    ),
+    cheap=True,
+)
 def select_channels(
     data: xr.DataArray,
     *,
@@ -129,6 +142,13 @@ def _back_to_time(result: xr.DataArray) -> xr.DataArray:
     return back
 
 
+@TRANSFORMS.register(
+    "spatial_decimate",
+    options=schema.parameters(
+        {"factor": schema.POSITIVE_INT, "tolerance": schema.POSITIVE}, ("factor",)
+    ),
+    cheap=True,
+)
 def spatial_decimate(data: xr.DataArray, *, factor: int, tolerance: float = 1e-8) -> xr.DataArray:
     """Every `factor`-th channel (from the first) after the zero-phase anti-alias low-pass along
     the fibre (module docstring). float64; the kept channels' distances; `channel_spacing_m`
@@ -193,6 +213,11 @@ def _integrate(data: xr.DataArray, rate_hz: float) -> xr.DataArray:
     return (total - 0.5 * (values + first)) * (1.0 / rate_hz)
 
 
+@TRANSFORMS.register(
+    "convert_quantity",
+    options=schema.parameters({"to": {"enum": [STRAIN, STRAIN_RATE]}}, ("to",)),
+    cheap=True,
+)
 def convert_quantity(data: xr.DataArray, *, to: str) -> xr.DataArray:
     """Strain → strain rate (`to="strain_rate"`) or strain rate → strain (`to="strain"`), along
     time (module docstring); nothing but the record when it already is `to`. float64, named

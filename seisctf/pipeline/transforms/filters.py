@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from fractions import Fraction
 
 import dask.array as da
 import numpy as np
@@ -51,23 +50,27 @@ from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
 from seisctf.pipeline.transforms.halo import map_halo, with_min_chunks
 from seisctf.pipeline.transforms.history import recorded
-
-# Anti-alias low-pass of `decimate` and of downsampling `resample`: zero-phase Butterworth of this
-# order with its corner at this fraction of the new Nyquist frequency.
-ANTIALIAS_ORDER = 8
-ANTIALIAS_CORNER = 0.8
-# Longest impulse response probed for the halo: a filter still above tolerance after this many
-# samples has corners too close to 0 or Nyquist for its sampling rate.
-_MAX_IMPULSE_SAMPLES = 2**22
-_MAX_DENOMINATOR = 1000
-_RATIO_TOLERANCE = 1e-9
-# resample_poly's default FIR design: Kaiser-windowed sinc of 2·half_len + 1 taps, half_len =
-# this × max(up, down).
-_POLYPHASE_HALF_LENGTH = 10
-_POLYPHASE_WINDOW = ("kaiser", 5.0)
+from seisctf.pipeline.transforms.polyphase import polyphase, resampled_time
+from seisctf.recipes import schema
+from seisctf.recipes.filter_design import (
+    ANTIALIAS_CORNER,
+    ANTIALIAS_ORDER,
+    antialias_sos,
+    butterworth_sos,
+    causal_fir_delay,
+    check_tolerance,
+    impulse_halo,
+    is_integer,
+    rational_ratio,
+)
+from seisctf.recipes.filter_design import causal_warmup as causal_warmup  # public here too
+from seisctf.recipes.filter_design import resampling_ratio as resampling_ratio
+from seisctf.registry import TRANSFORMS
 
 _DETREND_KINDS = ("constant", "linear")
 _NORMALISE_METHODS = ("demean", "std", "peak")
+# A recipe's `zero_phase: false`: the causal filter (forward only, see above).
+ZERO_PHASE = {"zero_phase": {"type": "boolean"}}
 
 
 # --- input checks -----------------------------------------------------------------------------
@@ -92,15 +95,6 @@ def _sampling_rate_hz(data: xr.DataArray, what: str) -> float:
             "expected a positive sampling rate in Hz",
         )
     return float(value)
-
-
-def _check_tolerance(tolerance: float, what: str) -> None:
-    if not 0 < tolerance < 1:
-        raise InvalidInput(f"{what} tolerance={tolerance}", "expected 0 < tolerance < 1")
-
-
-def _is_integer(value: object) -> bool:
-    return isinstance(value, int | np.integer) and not isinstance(value, bool)
 
 
 def _dask_values(data: xr.DataArray) -> da.Array:
@@ -130,62 +124,10 @@ def _time_index(data: xr.DataArray) -> xr.DataArray:
 # --- zero-phase Butterworth -------------------------------------------------------------------
 
 
-def _butterworth_sos(
-    sampling_rate_hz: float,
-    freqmin: float | None,
-    freqmax: float | None,
-    order: int,
-    what: str,
-) -> np.ndarray:
-    """Second-order sections (n_sections, 6) of a Butterworth low/high/band-pass filter."""
-    nyquist_hz = sampling_rate_hz / 2
-    if freqmin is None and freqmax is None:
-        raise InvalidInput(
-            f"{what} freqmin=None, freqmax=None", "expected freqmin, freqmax or both"
-        )
-    for name, value in (("freqmin", freqmin), ("freqmax", freqmax)):
-        if value is not None and not (math.isfinite(value) and 0 < value < nyquist_hz):
-            raise InvalidInput(
-                f"{what} {name}={value}", f"expected 0 < {name} < Nyquist ({nyquist_hz} Hz)"
-            )
-    if freqmin is not None and freqmax is not None and not freqmin < freqmax:
-        raise InvalidInput(
-            f"{what} freqmin={freqmin}, freqmax={freqmax}", "expected freqmin < freqmax"
-        )
-    if not _is_integer(order) or order < 1:
-        raise InvalidInput(f"{what} order={order!r}", "expected an integer >= 1")
-    if freqmin is None:
-        corners, btype = freqmax, "lowpass"
-    elif freqmax is None:
-        corners, btype = freqmin, "highpass"
-    else:
-        corners, btype = [freqmin, freqmax], "bandpass"
-    return signal.butter(int(order), corners, btype=btype, output="sos", fs=sampling_rate_hz)
-
-
 def _sosfiltfilt_padlen(sos: np.ndarray) -> int:
     """The `padlen` scipy.signal.sosfiltfilt uses by default for these sections."""
     taps = 2 * len(sos) + 1 - min((sos[:, 2] == 0).sum(), (sos[:, 5] == 0).sum())
     return 3 * int(taps)
-
-
-def _impulse_halo(sos: np.ndarray, tolerance: float, what: str) -> int:
-    """Samples after which the forward filter's impulse response stays below `tolerance` × its
-    peak: probed on impulses of doubling length until the second half is all below."""
-    length = 256
-    while length <= _MAX_IMPULSE_SAMPLES:
-        impulse = np.zeros(length)
-        impulse[0] = 1.0
-        response = np.abs(signal.sosfilt(sos, impulse))
-        above = np.flatnonzero(response >= tolerance * response.max())
-        if above[-1] < length // 2:
-            return int(above[-1]) + 1
-        length *= 2
-    raise InvalidInput(
-        f"{what} tolerance={tolerance}",
-        f"the filter's impulse response is still above tolerance after {_MAX_IMPULSE_SAMPLES} "
-        "samples; use corners further from 0 and Nyquist, or a larger tolerance",
-    )
 
 
 def _near_gaps(gaps: np.ndarray, radius: int, axis: int) -> np.ndarray:
@@ -256,7 +198,7 @@ def _zero_phase(data: xr.DataArray, sos: np.ndarray, tolerance: float, what: str
             f"{what} input",
             f"has {n_time} samples along {cv.TIME!r}; this filter needs more than {padlen}",
         )
-    halo_samples = _impulse_halo(sos, tolerance, what)
+    halo_samples = impulse_halo(sos, tolerance, what)
     values = with_min_chunks(_dask_values(data), axis, max(halo_samples, padlen + 1))
     depth = halo_samples if len(values.chunks[axis]) > 1 else 0
     filtered = map_halo(
@@ -306,7 +248,7 @@ def _causal(data: xr.DataArray, sos: np.ndarray, tolerance: float, what: str) ->
     holds `halo_samples` (the left halo: a sample never sees later ones, see the module
     docstring)."""
     axis = _time_axis(data, what)
-    halo_samples = _impulse_halo(sos, tolerance, what)
+    halo_samples = impulse_halo(sos, tolerance, what)
     values = with_min_chunks(_dask_values(data), axis, halo_samples)
     depth = halo_samples if len(values.chunks[axis]) > 1 else 0
     filtered = map_halo(
@@ -331,6 +273,18 @@ def _lowpass(
     return _causal(data, sos, tolerance, what)
 
 
+@TRANSFORMS.register(
+    "butterworth",
+    options=schema.parameters(
+        {
+            "freqmin": schema.POSITIVE,
+            "freqmax": schema.POSITIVE,
+            "order": schema.POSITIVE_INT,
+            "tolerance": schema.POSITIVE,
+            **ZERO_PHASE,
+        }
+    ),
+)
 def butterworth(
     data: xr.DataArray,
     *,
@@ -352,8 +306,8 @@ def butterworth(
     """
     what = "butterworth"
     sampling_rate_hz = _sampling_rate_hz(data, what)
-    _check_tolerance(tolerance, what)
-    sos = _butterworth_sos(sampling_rate_hz, freqmin, freqmax, order, what)
+    check_tolerance(tolerance, what)
+    sos = butterworth_sos(sampling_rate_hz, freqmin, freqmax, order, what)
     parameters = {
         "freqmin": None if freqmin is None else float(freqmin),
         "freqmax": None if freqmax is None else float(freqmax),
@@ -374,6 +328,9 @@ def _valid_mean(values: xr.DataArray, valid: xr.DataArray, count: xr.DataArray) 
     return values.where(valid, 0.0).sum(cv.TIME) / count.where(count > 0, 1)
 
 
+@TRANSFORMS.register(
+    "detrend", options=schema.parameters({"kind": {"enum": list(_DETREND_KINDS)}}), two_pass=True
+)
 def detrend(data: xr.DataArray, *, kind: str = "linear") -> xr.DataArray:
     """Remove each trace's mean ("constant") or least-squares line over the whole trace
     ("linear"), like `scipy.signal.detrend(x, axis=time, type=kind)`.
@@ -419,6 +376,11 @@ def _hann_taper(sample_index: xr.DataArray, n_time: int, max_percentage: float) 
     return ramp.where(from_end < half_length, 1.0)
 
 
+@TRANSFORMS.register(
+    "taper",
+    options=schema.parameters({"max_percentage": {"type": "number", "minimum": 0, "maximum": 0.5}}),
+    cheap=True,
+)
 def taper(data: xr.DataArray, *, max_percentage: float = 0.05) -> xr.DataArray:
     """Multiply each trace by a Hann (cosine) taper over `max_percentage` (0 to 0.5) of its
     length at each end, like `obspy.Trace.taper(max_percentage, type="hann")`.
@@ -472,6 +434,16 @@ def _window_ranges(
     return ranges
 
 
+@TRANSFORMS.register(
+    "normalise",
+    options=schema.parameters(
+        {
+            "method": {"enum": list(_NORMALISE_METHODS)},
+            "windows": {"type": "array", "items": schema.SECONDS_WINDOW},
+        }
+    ),
+    two_pass=True,
+)
 def normalise(
     data: xr.DataArray,
     *,
@@ -520,11 +492,13 @@ def normalise(
 # --- decimate, resample -----------------------------------------------------------------------
 
 
-def _antialias_sos(new_rate_hz: float, sampling_rate_hz: float, what: str) -> np.ndarray:
-    corner_hz = ANTIALIAS_CORNER * new_rate_hz / 2
-    return _butterworth_sos(sampling_rate_hz, None, corner_hz, ANTIALIAS_ORDER, what)
-
-
+@TRANSFORMS.register(
+    "decimate",
+    options=schema.parameters(
+        {"factor": schema.POSITIVE_INT, "tolerance": schema.POSITIVE, **ZERO_PHASE}, ("factor",)
+    ),
+    cheap=True,
+)
 def decimate(
     data: xr.DataArray, *, factor: int, tolerance: float = 1e-8, zero_phase: bool = True
 ) -> xr.DataArray:
@@ -538,12 +512,12 @@ def decimate(
     coordinate keeps the values of the kept samples. float64.
     """
     what = "decimate"
-    if not _is_integer(factor) or factor < 2:
+    if not is_integer(factor) or factor < 2:
         raise InvalidInput(f"{what} factor={factor!r}", "expected an integer >= 2")
     sampling_rate_hz = _sampling_rate_hz(data, what)
-    _check_tolerance(tolerance, what)
+    check_tolerance(tolerance, what)
     new_rate_hz = sampling_rate_hz / factor
-    sos = _antialias_sos(new_rate_hz, sampling_rate_hz, what)
+    sos = antialias_sos(new_rate_hz, sampling_rate_hz, what)
     filtered = _lowpass(data, sos, tolerance, zero_phase, what)
     result = filtered.isel({cv.TIME: slice(None, None, int(factor))})
     result = result.assign_attrs({cv.ATTR_SAMPLING_RATE: new_rate_hz})
@@ -557,158 +531,14 @@ def decimate(
     return recorded(result, data, what, parameters)
 
 
-def _rational_ratio(new_rate_hz: float, sampling_rate_hz: float, what: str) -> tuple[int, int]:
-    """(up, down) with new / old = up / down, denominator <= 1000, exact to 1e-9 relative."""
-    ratio = new_rate_hz / sampling_rate_hz
-    fraction = Fraction(ratio).limit_denominator(_MAX_DENOMINATOR)
-    if fraction == 0 or abs(float(fraction) - ratio) > _RATIO_TOLERANCE * ratio:
-        raise InvalidInput(
-            f"{what} sampling_rate={new_rate_hz}",
-            f"expected a ratio to the input rate ({sampling_rate_hz} Hz) that is a fraction "
-            f"with denominator <= {_MAX_DENOMINATOR} (to {_RATIO_TOLERANCE} relative)",
-        )
-    return fraction.numerator, fraction.denominator
-
-
-def resampling_ratio(new_rate_hz: float, sampling_rate_hz: float) -> tuple[int, int]:
-    """The (up, down) `resample` uses between these rates (new / old = up / down); raises
-    InvalidInput where `resample` would. Input sample `down` maps to output sample `up`."""
-    return _rational_ratio(new_rate_hz, sampling_rate_hz, "resample")
-
-
-def _polyphase_taps(up: int, down: int) -> np.ndarray:
-    """resample_poly's default FIR (2·half_len + 1 taps, gain `up`)."""
-    half_length = _POLYPHASE_HALF_LENGTH * max(up, down)
-    taps = signal.firwin(2 * half_length + 1, 1.0 / max(up, down), window=_POLYPHASE_WINDOW)
-    return taps * up
-
-
-def _ceil_div(numerator: int, denominator: int) -> int:
-    return -(-numerator // denominator)
-
-
-def _polyphase_block(
-    block: np.ndarray,
-    *,
-    taps: np.ndarray,
-    up: int,
-    down: int,
-    time_axis: int,
-    bounds: tuple[int, ...],
-    halo_samples: int,
-    delay: int = 0,
-    block_id: tuple[int, ...] | None = None,
-) -> np.ndarray:
-    """Outputs k with k·down/up in this block's core,
-    y[k] = Σ_n x[n]·taps[half + (k - delay)·down - n·up] (x = 0 outside the trace, as
-    resample_poly with padtype="constant", whose output is the one for delay = 0)."""
-    chunk = block_id[time_axis]
-    core_start, core_stop = bounds[chunk], bounds[chunk + 1]
-    block_start = max(0, core_start - halo_samples)
-    half_length = (len(taps) - 1) // 2
-    # upfirdn(taps') gives z[m] = Σ_j x[block_start + j]·taps'[m·down - j·up]; leading zeros on
-    # the taps make m·down - (pre_pad + half_length) a multiple of down, so y[k] = z[k + offset];
-    # `delay`·down more leading zeros delay the taps by `delay` outputs.
-    pre_pad = (block_start * up - half_length) % down
-    lead = np.zeros(pre_pad + delay * down)
-    offset = (half_length + pre_pad - block_start * up) // down
-    kept = [slice(None)] * block.ndim
-    kept[time_axis] = slice(
-        offset + _ceil_div(core_start * up, down), offset + _ceil_div(core_stop * up, down)
-    )
-    gaps = np.isnan(block)
-    padded_taps = np.concatenate([lead, taps])
-    resampled = signal.upfirdn(padded_taps, np.where(gaps, 0.0, block), up, down, axis=time_axis)
-    resampled = resampled[tuple(kept)]
-    if gaps.any():
-        support = np.concatenate([lead, np.ones(len(taps))])
-        gaps_seen = signal.upfirdn(support, gaps.astype(np.float64), up, down, axis=time_axis)
-        resampled[gaps_seen[tuple(kept)] > 0.5] = np.nan
-    return resampled
-
-
-def _polyphase(values: da.Array, axis: int, up: int, down: int, delay: int = 0) -> da.Array:
-    """resample_poly(values, up, down, axis=axis) (padtype "constant") chunk by chunk, its
-    output delayed by `delay` samples (y[k] = resample_poly's y[k - delay], with zeros before
-    the trace); ceil(n·up/down) samples along `axis`, chunked like the input scaled."""
-    taps = _polyphase_taps(up, down)
-    half_length = (len(taps) - 1) // 2
-    # Output k in a core [a, b) (a·up <= k·down < b·up + down) reads inputs n with
-    # |(k - delay)·down - n·up| <= half_length: from a - (half_length + down + delay·down)/up
-    # to b + (half_length + down - delay·down)/up (the causal FIR, delay·down >= half_length,
-    # reads nothing right of its core).
-    left = _ceil_div(half_length + down + delay * down, up)
-    right = max(0, _ceil_div(half_length + down - delay * down, up))
-    values = with_min_chunks(values, axis, max(left, right))
-    time_chunks = values.chunks[axis]
-    bounds = tuple(int(b) for b in np.cumsum((0, *time_chunks)))
-    if len(time_chunks) == 1:
-        left = right = 0
-    depth = left if left == right else (left, right)
-    overlapped = da.overlap.overlap(values, depth={axis: depth}, boundary="none")
-    output_bounds = [_ceil_div(bound * up, down) for bound in bounds]
-    output_chunks = list(values.chunks)
-    output_chunks[axis] = tuple(int(size) for size in np.diff(output_bounds))
-    return da.map_blocks(
-        _polyphase_block,
-        overlapped,
-        chunks=tuple(output_chunks),
-        dtype=np.float64,
-        meta=np.empty((0,) * values.ndim, dtype=np.float64),
-        taps=taps,
-        up=up,
-        down=down,
-        time_axis=axis,
-        bounds=bounds,
-        halo_samples=left,
-        delay=delay,
-    )
-
-
-def _resampled_time(time: np.ndarray, n_out: int, up: int, down: int) -> np.ndarray:
-    """Regular time coordinate of the output: first value + k·(step·down/up), k < n_out."""
-    sample = np.arange(n_out, dtype=np.int64)
-    if time.dtype.kind in "mM":
-        # Whole input steps exactly, the fraction rounded to the nanosecond.
-        time = time.astype(f"{time.dtype.name.split('[')[0]}[ns]")
-        step_ns = (time[1] - time[0]).astype(np.int64)
-        whole, remainder = np.divmod(sample * down, up)
-        offset_ns = whole * step_ns + np.round(remainder * step_ns / up).astype(np.int64)
-        return time[0] + offset_ns.astype("timedelta64[ns]")
-    return time[0] + sample * (down / up) * (time[1] - time[0])
-
-
-def _causal_fir_delay(up: int, down: int) -> int:
-    """Output samples by which `resample(zero_phase=False)` delays resample_poly's FIR so that
-    output k reads only inputs n with n·up <= k·down."""
-    return _ceil_div(_POLYPHASE_HALF_LENGTH * max(up, down), down)
-
-
-def causal_warmup(sampling_rate_hz: float, new_rate_hz: float, *, tolerance: float = 1e-8) -> int:
-    """Output samples at a trace's start that still depend, by more than about `tolerance`, on
-    how the causal filters started rather than on the trace: `decimate(factor=rate/new_rate,
-    zero_phase=False)` when that ratio is an integer, else `resample(sampling_rate=new_rate,
-    zero_phase=False)`; 0 when the rates are equal. From this output sample on, a trace cut
-    from a longer record gives (to about `tolerance`) the values of the whole record's.
-
-    The anti-alias filter settles after its halo (input samples, see the module docstring);
-    the delayed FIR of `resample` reads (half_len + delay·down) / up input samples back.
-    """
-    what = "causal_warmup"
-    _check_tolerance(tolerance, what)
-    up, down = _rational_ratio(new_rate_hz, sampling_rate_hz, what)
-    if up == down:
-        return 0
-    halo_samples = 0
-    if up < down:
-        sos = _antialias_sos(new_rate_hz, sampling_rate_hz, what)
-        halo_samples = _impulse_halo(sos, tolerance, what)
-    if up == 1:
-        return _ceil_div(halo_samples, down)
-    fir_reach = _POLYPHASE_HALF_LENGTH * max(up, down) + _causal_fir_delay(up, down) * down
-    return _ceil_div(halo_samples * up + fir_reach, down)
-
-
+@TRANSFORMS.register(
+    "resample",
+    options=schema.parameters(
+        {"sampling_rate": schema.POSITIVE, "tolerance": schema.POSITIVE, **ZERO_PHASE},
+        ("sampling_rate",),
+    ),
+    cheap=True,
+)
 def resample(
     data: xr.DataArray, *, sampling_rate: float, tolerance: float = 1e-8, zero_phase: bool = True
 ) -> xr.DataArray:
@@ -732,12 +562,12 @@ def resample(
     what = "resample"
     time_axis = _time_axis(data, what)
     sampling_rate_hz = _sampling_rate_hz(data, what)
-    _check_tolerance(tolerance, what)
+    check_tolerance(tolerance, what)
     if isinstance(sampling_rate, bool) or not (math.isfinite(sampling_rate) and sampling_rate > 0):
         raise InvalidInput(
             f"{what} sampling_rate={sampling_rate}", "expected a positive rate in Hz"
         )
-    up, down = _rational_ratio(sampling_rate, sampling_rate_hz, what)
+    up, down = rational_ratio(sampling_rate, sampling_rate_hz, what)
     n_time = data.sizes[cv.TIME]
     if n_time < 2:
         raise InvalidInput(f"{what} input", f"has {n_time} sample along {cv.TIME!r}; expected 2+")
@@ -745,23 +575,23 @@ def resample(
     parameters = {"sampling_rate": float(sampling_rate), "tolerance": float(tolerance)}
     parameters |= {"up": up, "down": down, "antialias_order": None, "antialias_freqmax": None}
     parameters |= _phase_parameter(zero_phase, what)
-    delay = 0 if zero_phase or up == down else _causal_fir_delay(up, down)
+    delay = 0 if zero_phase or up == down else causal_fir_delay(up, down)
     if delay:
         parameters["fir_delay"] = delay
     if up < down:
-        sos = _antialias_sos(sampling_rate, sampling_rate_hz, what)
+        sos = antialias_sos(sampling_rate, sampling_rate_hz, what)
         values = _lowpass(values, sos, tolerance, zero_phase, what)
         parameters["antialias_order"] = ANTIALIAS_ORDER
         parameters["antialias_freqmax"] = ANTIALIAS_CORNER * sampling_rate / 2
     if up == down:
         result = values.copy()
     else:
-        resampled = _polyphase(values.data, time_axis, up, down, delay)
+        resampled = polyphase(values.data, time_axis, up, down, delay)
         n_out = resampled.shape[time_axis]
         coords = {name: coord for name, coord in values.coords.items() if cv.TIME not in coord.dims}
         if cv.TIME in values.coords:
             time = values[cv.TIME].values
-            coords[cv.TIME] = (cv.TIME, _resampled_time(time, n_out, up, down))
+            coords[cv.TIME] = (cv.TIME, resampled_time(time, n_out, up, down))
         result = xr.DataArray(resampled, dims=values.dims, coords=coords, name=values.name)
     result = result.assign_attrs({cv.ATTR_SAMPLING_RATE: float(sampling_rate)})
     return recorded(result, data, what, parameters)

@@ -4,9 +4,9 @@ The random numbers come from `counter_rng` (SplitMix64 of each element's global 
 Box-Muller): nothing depends on how the array is chunked or which worker computes a block, so
 noisy arrays are bit-identical on any cluster.
 
-The transforms (`add_gaussian_noise`, `add_coloured_noise`, `add_real_noise`) take a lazy
-DataArray with a `time` dim at any axis position (every other dim indexes independent traces)
-and return a lazy noisy copy. Their random numbers are pure functions of (seed, variable name,
+The transforms (`add_gaussian_noise`, `add_coloured_noise`; `add_real_noise` in
+`noise_real.py`) take a lazy DataArray with a `time` dim at any axis position (every other dim
+indexes independent traces) and return a lazy noisy copy. Their random numbers are pure functions of (seed, variable name,
 global position); per-trace levels come from RMS values summed in a fixed order over whole
 traces. Seeds are never recorded in attrs.
 """
@@ -16,17 +16,15 @@ from __future__ import annotations
 import itertools
 import math
 
-import dask
 import dask.array as da
 import numpy as np
 import scipy.signal
 import xarray as xr
 
 from seisctf import conventions as cv
+from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
 from seisctf.pipeline.transforms.counter_rng import (
-    counter_choice,
-    flat_positions,
     gaussian_noise,
     key_mix,
     noise_key,
@@ -38,6 +36,9 @@ from seisctf.pipeline.transforms.counter_rng import (
     substream_key,
 )
 from seisctf.pipeline.transforms.history import recorded
+from seisctf.recipes import schema
+from seisctf.recipes.trace_levels import rms_from_sums, trace_sums
+from seisctf.registry import TRANSFORMS
 
 __all__ = [  # the generator's public names, re-exported for existing importers
     "gaussian_noise",
@@ -46,20 +47,18 @@ __all__ = [  # the generator's public names, re-exported for existing importers
     "standard_normal_at",
 ]
 
-# Noise-bank dims (event-window store contract: waveforms(trace, channel, sample)).
-NOISE_TRACE = "trace"
-NOISE_CHANNEL = "channel"
-NOISE_SAMPLE = "sample"
-NOISE_CATEGORY = "trace_category"
 
 # Output elements per tile of the FIR loop: the accumulator stays in cache across the taps.
 _FIR_TILE = 1 << 15
 
 
+# Options of the noise level (give one) in a recipe.
+LEVEL = {"snr_db": schema.NUMBER, "rms_fraction": schema.POSITIVE}
+
 # --- validation ---------------------------------------------------------------------------------
 
 
-def _time_axis(data: xr.DataArray) -> int:
+def checked_time_axis(data: xr.DataArray) -> int:
     if not isinstance(data, xr.DataArray):
         raise InvalidInput("data", f"expected an xarray.DataArray, got {type(data).__name__}")
     if cv.TIME not in data.dims:
@@ -71,7 +70,7 @@ def _time_axis(data: xr.DataArray) -> int:
     return data.dims.index(cv.TIME)
 
 
-def _sampling_rate(data: xr.DataArray) -> float:
+def sampling_rate_of(data: xr.DataArray) -> float:
     """Sampling rate in Hz from `data.attrs`."""
     what = f"data.attrs[{cv.ATTR_SAMPLING_RATE!r}]"
     if cv.ATTR_SAMPLING_RATE not in data.attrs:
@@ -99,7 +98,7 @@ def _real_number(name: str, value, minimum: float | None = None) -> float:
     return number
 
 
-def _level(**given) -> dict[str, float]:
+def noise_level(**given) -> dict[str, float]:
     """The one level parameter given, as {name: value}: snr_db in dB, rms_fraction or scale >= 0."""
     chosen = {name: value for name, value in given.items() if value is not None}
     if len(chosen) != 1:
@@ -109,7 +108,7 @@ def _level(**given) -> dict[str, float]:
     return {name: _real_number(name, value, None if name == "snr_db" else 0.0)}
 
 
-def _float64_values(data: xr.DataArray) -> da.Array:
+def float64_values(data: xr.DataArray) -> da.Array:
     values = data.data if isinstance(data.data, da.Array) else da.asarray(data.data)
     return values.astype(np.float64)
 
@@ -117,130 +116,7 @@ def _float64_values(data: xr.DataArray) -> da.Array:
 # --- per-trace levels ---------------------------------------------------------------------------
 
 
-# Time blocks of the per-trace sums: cut at multiples of this many samples from a trace's first
-# sample (a constant, so the sums' rounding never depends on how the data happen to be chunked),
-# and small enough that no task needs whole traces in memory.
-RMS_BLOCK_SAMPLES = 8_192
-RMS_BLOCK_BYTES = 8 * 2**20
-
-
-# Time samples per slab of `_block_sums` (its temporaries stay in cache).
-_SUM_SLAB_ELEMENTS = 1 << 14
-
-
-def _block_sums(block: np.ndarray, time_axis: int) -> np.ndarray:
-    """[sum of squares, count] of the finite samples of each trace of one time block (any real
-    dtype, squared in float64), stacked on a new last axis; time length 1. Added strictly in
-    time order, one sample after the other, whatever the block's memory layout (a plain sum()
-    would not be): slab by slab of time, each slab's rows added to the running total in order.
-    NumPy reduces the outer axis of a C-contiguous 2-D array row after row when there are
-    several columns (pairwise only along the contiguous axis), so one trace alone takes
-    `np.add.accumulate`; a test pins the order."""
-    samples = np.moveaxis(block, time_axis, 0)
-    n_time, trace_shape = samples.shape[0], samples.shape[1:]
-    n_traces = math.prod(trace_shape)
-    samples = samples.reshape(n_time, n_traces)
-    total = np.zeros(n_traces, dtype=np.float64)
-    count = np.zeros(n_traces, dtype=np.int64)
-    rows = max(1, _SUM_SLAB_ELEMENTS // max(1, n_traces))
-    running = np.empty((rows + 1, n_traces), dtype=np.float64)
-    for start in range(0, n_time, rows):
-        slab = samples[start : start + rows]
-        finite = np.isfinite(slab)
-        count += finite.sum(axis=0)
-        part = running[: slab.shape[0] + 1]
-        part[0] = total
-        np.multiply(slab, slab, out=part[1:], dtype=np.float64)
-        np.copyto(part[1:], 0.0, where=~finite)
-        if n_traces > 1:
-            np.add.reduce(part, axis=0, out=total)
-        else:
-            total[:] = np.add.accumulate(part, axis=0)[-1]
-    sums = np.stack([total, count.astype(np.float64)], axis=-1).reshape(*trace_shape, 2)
-    return np.expand_dims(sums, time_axis)
-
-
-def level_blocks(start: int, stop: int) -> list[tuple[int, int]]:
-    """The (start, stop) sample ranges of the level blocks covering samples [start, stop) of a
-    trace: cut at every multiple of `RMS_BLOCK_SAMPLES` (none if stop <= start)."""
-    if stop <= start:
-        return []
-    edges = [
-        start,
-        *range((start // RMS_BLOCK_SAMPLES + 1) * RMS_BLOCK_SAMPLES, stop, RMS_BLOCK_SAMPLES),
-        stop,
-    ]
-    return list(itertools.pairwise(edges))
-
-
-def chunk_level_sums(
-    chunk: np.ndarray, time_axis: int, chunk_start: int, window: tuple[int, int]
-) -> np.ndarray:
-    """`_block_sums` of each level block of samples `window` = (start, stop) that falls in this
-    chunk (which starts at sample `chunk_start`), stacked in time order along `time_axis`: the
-    chunk's share of `trace_sums`. Exact only if no level block crosses the chunk's edges
-    (the chunk starts and stops at multiples of `RMS_BLOCK_SAMPLES`, or at the trace's end)."""
-    start = max(window[0], chunk_start)
-    stop = min(window[1], chunk_start + chunk.shape[time_axis])
-    parts = [
-        _block_sums(
-            chunk[(slice(None),) * time_axis + (slice(a - chunk_start, b - chunk_start),)],
-            time_axis,
-        )
-        for a, b in level_blocks(start, stop)
-    ]
-    if not parts:
-        shape = [0 if axis == time_axis else size for axis, size in enumerate(chunk.shape)]
-        return np.empty((*shape, 2), dtype=np.float64)
-    return np.concatenate(parts, axis=time_axis)
-
-
-def trace_sums(values: da.Array, time_axis: int, window: slice = slice(None)) -> da.Array:
-    """Lazy per-trace [sum of squares, count] of the finite samples of `values` over `window`
-    of time, one entry per level block (`level_blocks` of the window: cut at multiples of
-    `RMS_BLOCK_SAMPLES` from the first sample): `values`' shape with one sample per block along
-    time and a new last axis of 2. `rms_from_sums` of the computed result is the RMS; its bits
-    do not depend on `values`' chunks (other axes are cut to keep a block near
-    `RMS_BLOCK_BYTES`)."""
-    first, end, _ = window.indices(values.shape[time_axis])
-    windowed = values[(slice(None),) * time_axis + (slice(first, end),)]
-    block_sizes = tuple(stop - start for start, stop in level_blocks(first, end))
-    # Other axes keep their chunks (no block then waits for several of the data's) unless a
-    # block would get too big.
-    other = math.prod(max(c) for axis, c in enumerate(windowed.chunks) if axis != time_axis)
-    too_big = RMS_BLOCK_SAMPLES * other * 8 > RMS_BLOCK_BYTES
-    blocks = windowed.rechunk(
-        {
-            axis: block_sizes if axis == time_axis else ("auto" if too_big else c)
-            for axis, c in enumerate(windowed.chunks)
-        },
-        block_size_limit=RMS_BLOCK_BYTES,
-    )
-    return blocks.map_blocks(
-        _block_sums,
-        time_axis,
-        chunks=tuple(
-            (1,) * len(c) if axis == time_axis else c for axis, c in enumerate(blocks.chunks)
-        )
-        + ((2,),),
-        new_axis=values.ndim,
-        dtype=np.float64,
-    )
-
-
-def rms_from_sums(sums: np.ndarray, time_axis: int) -> np.ndarray:
-    """RMS per trace (time length 1; 0 for a trace with no finite sample) from computed
-    `trace_sums`, the blocks added in time order."""
-    return _combine_sums(sums, time_axis)
-
-
-def _combine_sums(partials: np.ndarray, time_axis: int) -> np.ndarray:
-    """RMS from the blocks' [sum of squares, count], added in time order; time length 1."""
-    totals = np.take(np.add.accumulate(partials, axis=time_axis), [-1], axis=time_axis)
-    return np.sqrt(totals[..., 0] / np.maximum(totals[..., 1], 1))
-
-
-def _trace_rms(values: da.Array, time_axis: int, window: slice = slice(None)) -> np.ndarray:
+def trace_rms_now(values: da.Array, time_axis: int, window: slice = slice(None)) -> np.ndarray:
     """NaN-aware RMS of each trace over `window` of time, computed now: `values`' shape with
     time length 1; 0 for a trace with no finite sample there (see `trace_sums`).
 
@@ -248,15 +124,13 @@ def _trace_rms(values: da.Array, time_axis: int, window: slice = slice(None)) ->
     block of the (filtered, …) data until the last one is summed: the noisy output then streams
     in bounded memory, at the price of computing what feeds `values` twice (a recipe instead
     sums while it checkpoints `values`, see `gaussian_level_window`)."""
-    from seisctf.cluster import compute
-
     # The blocks' sums are brought to the client (a few numbers per trace and block) and added
     # there in time order: the pass streams block by block.
     sums = compute(trace_sums(values, time_axis, window), quiet=True)[0]
     return rms_from_sums(sums, time_axis)
 
 
-def _noise_sigma(rms: da.Array, level: dict[str, float]) -> da.Array:
+def noise_sigma(rms: da.Array, level: dict[str, float]) -> da.Array:
     """Noise standard deviation per trace (units of data) for rms_fraction or snr_db."""
     ((name, value),) = level.items()
     if name == "rms_fraction":
@@ -264,7 +138,7 @@ def _noise_sigma(rms: da.Array, level: dict[str, float]) -> da.Array:
     return rms / 10.0 ** (value / 20.0)
 
 
-def _noisy(
+def noisy_copy(
     data: xr.DataArray,
     values: da.Array,
     sigma: da.Array | float,
@@ -305,7 +179,7 @@ def _rms_window(data: xr.DataArray, rms_window) -> tuple[slice, list[float] | No
     """(sample slice, window in s for the record) of `rms_window`; None: the whole trace."""
     if rms_window is None:
         return slice(None), None
-    return _rms_samples(rms_window, _sampling_rate(data), data.sizes[cv.TIME])
+    return _rms_samples(rms_window, sampling_rate_of(data), data.sizes[cv.TIME])
 
 
 def _checked_rms(trace_rms, data: xr.DataArray, time_axis: int) -> np.ndarray:
@@ -323,10 +197,17 @@ def gaussian_level_window(
     rms_window=...)` scales its noise by (its other parameters are ignored): sum them with
     `trace_sums` (or `chunk_level_sums` while writing the data) alongside other work over
     `data`, and pass on `trace_rms=rms_from_sums(computed sums, time axis)`."""
-    _time_axis(data)
+    checked_time_axis(data)
     return _rms_window(data, rms_window)[0]
 
 
+@TRANSFORMS.register(
+    "add_gaussian_noise",
+    options=schema.parameters({**LEVEL, "rms_window": schema.SECONDS_WINDOW, **schema.SEED}),
+    seeded=True,
+    two_pass=True,
+    level_window=gaussian_level_window,
+)
 def add_gaussian_noise(
     data: xr.DataArray,
     *,
@@ -350,13 +231,13 @@ def add_gaussian_noise(
     (`rms_from_sums` of the `trace_sums` over `gaussian_level_window(data, ...)`), else a pass
     over `data` computes it now. Returns a lazy DataArray like `data`, in its float dtype.
     """
-    time_axis = _time_axis(data)
-    level = _level(snr_db=snr_db, rms_fraction=rms_fraction)
+    time_axis = checked_time_axis(data)
+    level = noise_level(snr_db=snr_db, rms_fraction=rms_fraction)
     key = noise_key(seed, variable)
     window, window_seconds = _rms_window(data, rms_window)
     if trace_rms is None:
-        trace_rms = _trace_rms(_float64_values(data), time_axis, window)
-    sigma = _noise_sigma(_checked_rms(trace_rms, data, time_axis), level)
+        trace_rms = trace_rms_now(float64_values(data), time_axis, window)
+    sigma = noise_sigma(_checked_rms(trace_rms, data, time_axis), level)
     # Noise made in the task that adds it (no separate generator tasks, which Dask would run
     # ahead of the data and hold): the same values as `standard_normal(key, …)`.
     dtype = data.dtype if data.dtype.kind == "f" else np.dtype(np.float64)
@@ -483,6 +364,21 @@ def _coloured_block(
     return np.moveaxis(coloured.reshape(white.shape[:-1] + (stop - start,)), -1, time_axis)
 
 
+@TRANSFORMS.register(
+    "add_coloured_noise",
+    options=schema.parameters(
+        {
+            "frequencies": {"type": "array", "items": schema.NUMBER, "minItems": 2},
+            "amplitudes": {"type": "array", "items": schema.NUMBER, "minItems": 2},
+            "numtaps": schema.POSITIVE_INT,
+            **LEVEL,
+            **schema.SEED,
+        },
+        ("frequencies", "amplitudes"),
+    ),
+    seeded=True,
+    two_pass=True,
+)
 def add_coloured_noise(
     data: xr.DataArray,
     *,
@@ -506,13 +402,13 @@ def add_coloured_noise(
     trace) in expectation: the taps are scaled to unit power, not the realised noise. NaN stays
     NaN. Returns a lazy DataArray like `data`.
     """
-    time_axis = _time_axis(data)
-    level = _level(snr_db=snr_db, rms_fraction=rms_fraction)
+    time_axis = checked_time_axis(data)
+    level = noise_level(snr_db=snr_db, rms_fraction=rms_fraction)
     key = substream_key(noise_key(seed, variable), "coloured")
     frequencies = _float_list("frequencies", frequencies)
     amplitudes = _float_list("amplitudes", amplitudes)
-    taps = _unit_power_taps(frequencies, amplitudes, numtaps, _sampling_rate(data))
-    values = _float64_values(data)
+    taps = _unit_power_taps(frequencies, amplitudes, numtaps, sampling_rate_of(data))
+    values = float64_values(data)
     counter_shape = list(values.shape)
     counter_shape[time_axis] += 2 * (numtaps // 2)
     unit_noise = da.map_blocks(
@@ -525,164 +421,11 @@ def add_coloured_noise(
         dtype=np.float64,
         meta=np.empty((0,) * values.ndim),
     )
-    sigma = _noise_sigma(_trace_rms(values, time_axis), level)
+    sigma = noise_sigma(trace_rms_now(values, time_axis), level)
     parameters = {
         **level,
         "frequencies": frequencies,
         "amplitudes": amplitudes,
         "numtaps": numtaps,
     }
-    return _noisy(data, values, sigma, unit_noise, "add_coloured_noise", parameters)
-
-
-# --- recorded noise -----------------------------------------------------------------------------
-
-
-def _noise_windows(noise: xr.DataArray, data: xr.DataArray) -> tuple[np.ndarray, np.ndarray]:
-    """(windows, channels_or_1, samples) float64 noise bank matched to data's channels, and the
-    index along `trace` of each window in `noise` (for messages)."""
-    if not isinstance(noise, xr.DataArray):
-        raise InvalidInput("noise", f"expected an xarray.DataArray, got {type(noise).__name__}")
-    allowed = ({NOISE_TRACE, NOISE_SAMPLE}, {NOISE_TRACE, NOISE_CHANNEL, NOISE_SAMPLE})
-    if set(noise.dims) not in allowed or len(noise.dims) != len(set(noise.dims)):
-        raise InvalidInput(
-            "noise", f"dims must be (trace, sample) or (trace, channel, sample), got {noise.dims}"
-        )
-    noise_rate = noise.attrs.get(cv.ATTR_SAMPLING_RATE)
-    if noise_rate is not None and float(noise_rate) != _sampling_rate(data):
-        raise InvalidInput(
-            "noise", f"sampled at {noise_rate} Hz, data at {data.attrs[cv.ATTR_SAMPLING_RATE]} Hz"
-        )
-    window_index = np.arange(noise.sizes[NOISE_TRACE])
-    if NOISE_CATEGORY in noise.coords:
-        # Labels may be fixed-width, variable-length (numpy StringDType) or bytes.
-        categories = [
-            value.decode() if isinstance(value, bytes) else str(value)
-            for value in noise[NOISE_CATEGORY].values
-        ]
-        is_noise = np.array(categories) == "noise"
-        window_index = window_index[is_noise]
-        noise = noise.isel({NOISE_TRACE: window_index})
-    if window_index.size == 0 or noise.sizes[NOISE_SAMPLE] == 0:
-        raise InvalidInput("noise", "holds no noise window with samples")
-    if NOISE_CHANNEL in noise.dims:
-        noise = _matched_channels(noise, data)
-    else:
-        noise = noise.expand_dims(NOISE_CHANNEL, axis=1)
-    bank = np.asarray(noise.transpose(NOISE_TRACE, NOISE_CHANNEL, NOISE_SAMPLE).values, np.float64)
-    return bank, window_index
-
-
-def _matched_channels(noise: xr.DataArray, data: xr.DataArray) -> xr.DataArray:
-    """`noise` with its channels in data's channel order (by label when both have labels)."""
-    if NOISE_CHANNEL not in data.dims:
-        raise InvalidInput("noise", f"has a {NOISE_CHANNEL!r} dim but data has none")
-    if NOISE_CHANNEL in noise.coords and NOISE_CHANNEL in data.coords:
-        wanted, available = data[NOISE_CHANNEL].values, set(noise[NOISE_CHANNEL].values)
-        missing = [label for label in wanted if label not in available]
-        if missing:
-            raise InvalidInput("noise", f"has no channel {missing} of data")
-        return noise.sel({NOISE_CHANNEL: wanted})
-    if noise.sizes[NOISE_CHANNEL] != data.sizes[NOISE_CHANNEL]:
-        raise InvalidInput(
-            "noise",
-            f"has {noise.sizes[NOISE_CHANNEL]} channels, data {data.sizes[NOISE_CHANNEL]}",
-        )
-    return noise
-
-
-def _centred_bank(bank: np.ndarray, window_index: np.ndarray, unit_rms: bool) -> np.ndarray:
-    """Each (window, channel) minus its mean, divided by its RMS if `unit_rms`; non-finite
-    samples become 0 (no noise). Refuses NaN-only and zero-RMS windows."""
-    finite = np.isfinite(bank)
-    count = finite.sum(axis=-1, keepdims=True)
-    mean = np.where(finite, bank, 0.0).sum(axis=-1, keepdims=True) / np.maximum(count, 1)
-    centred = np.where(finite, bank - mean, 0.0)
-    rms = np.sqrt((centred * centred).sum(axis=-1, keepdims=True) / np.maximum(count, 1))
-    peak = np.where(finite, np.abs(bank), 0.0).max(axis=-1, keepdims=True)
-    for problem, bad in (
-        ("has only NaN (non-finite) samples", count == 0),
-        ("has zero RMS after removing its mean", rms <= 1e-12 * peak),
-    ):
-        if bad.any():
-            window, channel, _ = np.argwhere(bad)[0]
-            where = f" (channel {channel})" if bank.shape[1] > 1 else ""
-            raise InvalidInput(f"noise window {window_index[window]}", problem + where)
-    return centred / rms if unit_rms else centred
-
-
-def _real_noise_block(
-    bank: np.ndarray,
-    keys: tuple[int, int],
-    trace_axes: tuple[int, ...],
-    trace_shape: tuple[int, ...],
-    channel_axis: int | None,
-    time_axis: int,
-    block_info: dict | None = None,
-) -> np.ndarray:
-    """Noise-bank samples of one block: trace i takes window `choice(keys[0], i)` from sample
-    `choice(keys[1], i)` on, wrapping around (tiling) the window."""
-    location = block_info[None]["array-location"]
-    trace_index = flat_positions([location[axis] for axis in trace_axes], trace_shape)
-    windows = counter_choice(keys[0], trace_index, bank.shape[0])
-    offsets = counter_choice(keys[1], trace_index, bank.shape[-1])
-    samples = (offsets[..., None] + np.arange(*location[time_axis])) % bank.shape[-1]
-    if channel_axis is None:
-        noise = bank[windows[..., None], 0, samples]
-        order = (*trace_axes, time_axis)
-    else:
-        channels = np.arange(*location[channel_axis])
-        noise = bank[windows[..., None, None], channels[:, None], samples[..., None, :]]
-        order = (*trace_axes, channel_axis, time_axis)
-    return np.transpose(noise, np.argsort(order))
-
-
-def add_real_noise(
-    data: xr.DataArray,
-    *,
-    seed: int,
-    variable: str,
-    noise: xr.DataArray,
-    snr_db: float | None = None,
-    rms_fraction: float | None = None,
-    scale: float | None = None,
-) -> xr.DataArray:
-    """`data` plus recorded noise windows, one window per trace, level set per trace.
-
-    noise: windows with dims (trace, sample), or (trace, channel, sample) matched to data's
-    `channel` dim (by label when both have `channel` coords, else by position); when it has a
-    `trace_category` coord only windows with "noise" are used. It is loaded into memory.
-    Trace i (C-order index over data's dims other than time and a matched channel) takes window
-    SplitMix64(i ^ SplitMix64(k_w)) mod n_windows and starts at sample
-    SplitMix64(i ^ SplitMix64(k_o)) mod window_length, wrapping around to tile it to the trace
-    length; k_w and k_o derive from `noise_key(seed, variable)`. Channels of a station share the
-    window and start. Each window channel has its mean (over its finite samples) removed; its
-    non-finite samples add nothing. Level (give exactly one): the window scaled to RMS
-    `rms_fraction × RMS(trace)` or `RMS(trace) / 10**(snr_db / 20)`, or multiplied by `scale`.
-    NaN in data stays NaN. Returns a lazy DataArray like `data`.
-    """
-    time_axis = _time_axis(data)
-    level = _level(snr_db=snr_db, rms_fraction=rms_fraction, scale=scale)
-    key = noise_key(seed, variable)
-    bank, window_index = _noise_windows(noise, data)
-    bank = _centred_bank(bank, window_index, unit_rms="scale" not in level)
-    channel_axis = data.dims.index(NOISE_CHANNEL) if NOISE_CHANNEL in noise.dims else None
-    trace_axes = tuple(axis for axis in range(data.ndim) if axis not in (time_axis, channel_axis))
-    values = _float64_values(data)
-    unit_noise = da.map_blocks(
-        _real_noise_block,
-        dask.delayed(bank),
-        (substream_key(key, "window"), substream_key(key, "offset")),
-        trace_axes,
-        tuple(values.shape[axis] for axis in trace_axes),
-        channel_axis,
-        time_axis,
-        chunks=values.chunks,
-        dtype=np.float64,
-        meta=np.empty((0,) * values.ndim),
-    )
-    sigma = (
-        level["scale"] if "scale" in level else _noise_sigma(_trace_rms(values, time_axis), level)
-    )
-    parameters = {**level, "noise_windows": int(bank.shape[0])}
-    return _noisy(data, values, sigma, unit_noise, "add_real_noise", parameters)
+    return noisy_copy(data, values, sigma, unit_noise, "add_coloured_noise", parameters)

@@ -1,1 +1,4 @@
-"""Synthetic sources: the global, DAS and crustal generators."""
+"""Synthetic sources: the global, DAS and crustal generators, registered in `SYNTHS`
+(`sources`)."""
+
+from seisctf.recipes.synth import sources as sources  # registers the synthetic sources

@@ -265,7 +265,7 @@ def isqrt_sensors(n_sensors: int) -> int:
     side = math.isqrt(max(n_sensors, 0))
     if side < 1 or side * side != n_sensors:
         raise InvalidInput(
-            "--sensors", f"the crustal grid is square: give a square number, got {n_sensors}"
+            "sensors", f"the crustal grid is square: give a square number, got {n_sensors}"
         )
     return side
 

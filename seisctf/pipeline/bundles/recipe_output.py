@@ -1,0 +1,65 @@
+"""The `ctf_bundle` recipe output, registered in `OUTPUTS`: the recipe's data (the `store`
+output just written, else the lazy chain) made into a CTF bundle for the build's parsed layout,
+public and truth written with their provenance."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import xarray as xr
+
+from seisctf import conventions as cv
+from seisctf import keys, storage
+from seisctf.pipeline.bundles.archive_wavefield import wavefield_for_tasks
+from seisctf.pipeline.bundles.segments import build_bundle, write_bundle
+from seisctf.recipes.context import BuildContext
+from seisctf.recipes.layouts import load_layout
+from seisctf.recipes.provenance import provenance, up_to_date
+from seisctf.recipes.schema import URL, RecipeText, parameters
+from seisctf.registry import OUTPUTS
+
+
+@OUTPUTS.register(
+    "ctf_bundle",
+    options=parameters({"public": URL, "truth": URL}, ("public", "truth")),
+    private="truth",
+    withheld=True,
+)
+def ctf_bundle_output(
+    recipe: RecipeText, context: BuildContext, dataset: Callable[[], xr.Dataset]
+) -> None:
+    """A CTF bundle: its public group at `public`, its withheld truth at `truth`.
+
+    A wavefield store is taken as it is; a DAS or waveform store is cut into guarded segments
+    first (`archive_wavefield.wavefield_for_tasks`). Skipped when both groups carry this
+    build's fingerprint."""
+    spec = recipe.data["outputs"]["ctf_bundle"]
+    public, truth = context.resolve(spec["public"]), context.resolve(spec["truth"])
+    layout = context.layout or load_layout(None)
+    parts = ("source", "transforms", "splits")
+    # The layout's values, not only its name: a layout file may change under the same name.
+    record = provenance(recipe, context, parts, "ctf_bundle", {"layout": layout.as_dict()})
+    if all(up_to_date(url, record["fingerprint"], context) for url in (public, truth)):
+        context.skipped.extend([public, truth])
+        return
+    secret, generated = keys.resolve_secret(context.secret)
+    # The bundle reads the store just written (the chain runs once), else the lazy chain.
+    store_url = context.store_output
+    source = storage.open_dataset(store_url, context.storage_options) if store_url else dataset()
+    what = store_url or recipe.where
+    wavefield, public_attrs, truth_attrs = wavefield_for_tasks(
+        source, layout, what=what, quiet=context.quiet
+    )
+    bundle = build_bundle(wavefield, layout, secret, what=what)
+    write_bundle(
+        bundle,
+        public,
+        truth,
+        secret,
+        keep_secret=generated,
+        storage_options=context.storage_options,
+        quiet=context.quiet,
+        attrs={cv.ATTR_PROVENANCE: record, **public_attrs},
+        truth_attrs=truth_attrs,
+    )
+    context.written.extend([public, truth])

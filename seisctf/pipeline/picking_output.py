@@ -1,0 +1,130 @@
+"""The `picking` recipe output, registered in `OUTPUTS`: an event-window store (the source's,
+copied unless it is the same store) split in place for picking (`splits.split_store`), with
+its leakage audit also written as JSON."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import fsspec
+import xarray as xr
+
+from seisctf import conventions as cv
+from seisctf import storage
+from seisctf.catalogs import event_windows
+from seisctf.errors import InvalidInput
+from seisctf.pipeline.splits import ATTR_SPLIT_AUDIT, SplitOptions, split_store
+from seisctf.recipes.context import BuildContext
+from seisctf.recipes.provenance import provenance, up_to_date
+from seisctf.recipes.schema import NUMBER, POSITIVE_INT, URL, RecipeText, parameters
+from seisctf.registry import INGESTS, OUTPUTS
+
+SPLIT = parameters(
+    {
+        "strategy": {"enum": ["source-clusters", "station-disjoint", "event", "time"]},
+        "seed": {"type": "integer", "minimum": 0},
+        "fractions": {"type": "array", "items": NUMBER, "minItems": 3, "maxItems": 3},
+        "buffer_km": {"type": "number", "minimum": 0},
+        "n_clusters": POSITIVE_INT,
+        "test_clusters": POSITIVE_INT,
+        "dev_fraction": NUMBER,
+        "budgets": {"type": "array", "items": POSITIVE_INT},
+        "draws": POSITIVE_INT,
+    },
+    ("strategy",),
+)
+
+
+def event_window_sources() -> tuple[str, ...]:
+    """Sources whose data is an event-window store (what `picking` takes)."""
+    return (*(entry.name for entry in INGESTS.entries() if entry.event_windows), "store")
+
+
+def split_options(values: Mapping[str, Any]) -> SplitOptions:
+    """`outputs.picking.split` → checked `splits.SplitOptions` (InvalidInput if inconsistent)."""
+    options = dict(values)
+    for key in ("fractions", "budgets"):
+        if key in options:
+            options[key] = tuple(options[key])
+    return SplitOptions(**options).checked()
+
+
+def check_picking(recipe: RecipeText) -> None:
+    """A picking output takes an event-window source as it is (no transforms) and consistent
+    split options; InvalidInput naming the line otherwise."""
+    data = recipe.data
+    ((source_name, _),) = data["source"].items()
+    sources = event_window_sources()
+    if source_name not in sources:
+        raise recipe.error(
+            ("outputs", "picking"),
+            f"needs an event-window source (one of {list(sources)}), not {source_name!r}",
+        )
+    if data.get("transforms"):
+        raise recipe.error(
+            ("transforms",),
+            "picking takes the event windows as they are: transforms apply to time series",
+        )
+    try:
+        split_options(data["outputs"]["picking"]["split"])
+    except InvalidInput as error:
+        raise recipe.error(("outputs", "picking", "split"), error.problem) from None
+
+
+def copy_store(source: str, target: str, context: BuildContext) -> None:
+    """A byte copy of the store at `source` (any fsspec URL) to `target`, replacing it, with
+    its Parquet catalogue (an event-window store's, `catalogs/NAME.parquet` beside it)."""
+
+    def mapper(url: str):
+        return fsspec.get_mapper(url, **(storage.options_for(url, context.storage_options) or {}))
+
+    origin, destination = mapper(source), mapper(target)
+    if destination.fs.exists(destination.root):
+        destination.fs.rm(destination.root, recursive=True)
+    for key in origin:
+        destination[key] = origin[key]
+    if storage.read_attrs(source, context.storage_options).get("catalog"):
+        # An event-window store's Parquet catalogue lives beside it, named after it.
+        catalog = event_windows.read_catalog(source, context.storage_options)
+        event_windows.write_catalog(catalog, target, context.storage_options)
+        attrs = {"catalog": event_windows.relative_catalog_path(target)}
+        storage.finish_group(target, attrs, context.storage_options)
+
+
+@OUTPUTS.register(
+    "picking",
+    options=parameters({"url": URL, "split": SPLIT, "audit": URL}, ("url", "split")),
+    private="url",
+    check=check_picking,
+)
+def picking_output(
+    recipe: RecipeText, context: BuildContext, dataset: Callable[[], xr.Dataset]
+) -> None:
+    """An event-window store split for picking (`seisctf split`), with its leakage audit.
+
+    The store at `picking.url` (the source's, copied unless it is the same store) is split in
+    place with the recipe's options; the audit is also written as JSON to `picking.audit`."""
+    spec = recipe.data["outputs"]["picking"]
+    url = context.resolve(spec["url"])
+    record = provenance(recipe, context, ("source",), "picking")
+    if up_to_date(url, record["fingerprint"], context):
+        context.skipped.append(url)
+    else:
+        try:
+            if url.rstrip("/") != context.source_url.rstrip("/"):
+                copy_store(context.source_url, url, context)
+            split_store(
+                url, split_options(spec["split"]), context.storage_options, quiet=context.quiet
+            )
+        except InvalidInput as error:
+            raise recipe.error(("outputs", "picking"), str(error)) from None
+        storage.finish_group(url, {cv.ATTR_PROVENANCE: record}, context.storage_options)
+        context.written.append(url)
+    if spec.get("audit"):
+        audit_url = context.resolve(spec["audit"])
+        audit = storage.read_attrs(url, context.storage_options)[ATTR_SPLIT_AUDIT]
+        options = storage.options_for(audit_url, context.storage_options) or {}
+        with fsspec.open(audit_url, "w", **options) as handle:
+            handle.write(json.dumps(audit, indent=2))
