@@ -1,41 +1,62 @@
-"""`seisctf ingest …`: raw archives -> zarr stores."""
+"""`seisctf ingest …`: raw archives -> zarr stores. One sub-command per ingest registered in
+`seisctf.registry.INGESTS` (its `command`, `help` and plain ingest function `cli`); this module
+adds each command's flags and prints its report."""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 from seisctf.cli._parse import storage_options as _options
+from seisctf.registry import INGESTS
 
 
 def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
-    """Add `ingest waveforms|das|quakeml|seisbench|stead` to `verbs`."""
+    """Add `ingest waveforms|das|quakeml|seisbench|stead` (every registered ingest) to `verbs`."""
     ingest = verbs.add_parser("ingest", help="raw archives -> zarr stores")
     ingest_kinds = ingest.add_subparsers(dest="kind", required=True)
-    ingest_waveforms = ingest_kinds.add_parser(
-        "waveforms",
-        parents=[common],
-        help="seismogram files (any obspy format) -> continuous store",
+    order = list(COMMANDS)
+    for entry in sorted(INGESTS.entries(), key=lambda entry: order.index(entry.command)):
+        add_arguments, run = COMMANDS[entry.command]
+        parser = ingest_kinds.add_parser(entry.command, parents=[common], help=entry.help)
+        add_arguments(parser)
+        parser.set_defaults(run=run, ingest_function=entry.cli)
+    # Workers import SeisBench (and torch, ~4 s) while they start, not on their first task.
+    ingest_kinds.choices["seisbench"].set_defaults(
+        worker_modules=("seisbench.data", "seisctf.catalogs.seisbench_format")
     )
-    ingest_waveforms.add_argument(
+    groups["ingest"] = ingest_kinds
+
+
+def _sources_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
         "sources",
         nargs="+",
         metavar="SRC",
         help="files, globs, folders, or fsspec URLs (s3://bucket/prefix/, with --storage-option)",
     )
-    ingest_waveforms.add_argument("--out", required=True, help="store URL or path")
-    ingest_waveforms.add_argument(
-        "--inventory", nargs="+", action="extend", default=[], metavar="XML", help="StationXML"
-    )
-    ingest_waveforms.add_argument("--rate", type=float, help="resample to this rate, Hz")
-    ingest_waveforms.add_argument(
-        "--strict", action="store_true", help="any bad input file is fatal (exit 3)"
-    )
-    ingest_waveforms.add_argument(
+    parser.add_argument("--out", required=True, help="store URL or path")
+
+
+def _append_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
         "--append",
         action="store_true",
         help="add new files to the complete store at --out (time axis grows; old chunks kept)",
     )
-    ingest_waveforms.add_argument(
+
+
+def _waveforms_arguments(parser: argparse.ArgumentParser) -> None:
+    _sources_arguments(parser)
+    parser.add_argument(
+        "--inventory", nargs="+", action="extend", default=[], metavar="XML", help="StationXML"
+    )
+    parser.add_argument("--rate", type=float, help="resample to this rate, Hz")
+    parser.add_argument(
+        "--strict", action="store_true", help="any bad input file is fatal (exit 3)"
+    )
+    _append_argument(parser)
+    parser.add_argument(
         "--remove-response",
         nargs="?",
         const="VEL",
@@ -45,52 +66,34 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
         help="remove the instrument response (obspy; needs --inventory); output quantity "
         "(default VEL)",
     )
-    ingest_waveforms.add_argument(
+    parser.add_argument(
         "--pre-filt",
         default="auto",
         metavar="F1,F2,F3,F4",
         help="with --remove-response: cosine band corners, Hz, or 'none' (default: 0.005, "
         "0.01 Hz, 0.8 and 0.9 x the Nyquist frequency of the store's rate)",
     )
-    ingest_waveforms.add_argument(
+    parser.add_argument(
         "--water-level",
         default="60",
         metavar="DB",
         help="with --remove-response: water level, dB, or 'none' (default 60, obspy's)",
     )
-    ingest_waveforms.set_defaults(run=_run_ingest_waveforms)
-    ingest_das = ingest_kinds.add_parser(
-        "das",
-        parents=[common],
-        help="DAS files (any format DASCore reads: PRODML, Silixa, Febus, OptoDAS, Terra15, "
-        "DASDAE, ...) -> DAS store",
-    )
-    ingest_das.add_argument(
-        "sources",
-        nargs="+",
-        metavar="SRC",
-        help="files, globs, folders, or fsspec URLs (s3://bucket/prefix/, with --storage-option)",
-    )
-    ingest_das.add_argument("--out", required=True, help="store URL or path")
-    ingest_das.add_argument(
+
+
+def _das_arguments(parser: argparse.ArgumentParser) -> None:
+    _sources_arguments(parser)
+    parser.add_argument(
         "--strict",
         action="store_true",
         help="any bad input file or differing time step / distance axis is fatal (exit 3)",
     )
-    ingest_das.add_argument(
-        "--append",
-        action="store_true",
-        help="add new files to the complete store at --out (time axis grows; old chunks kept)",
-    )
-    ingest_das.set_defaults(run=_run_ingest_das)
-    ingest_quakeml = ingest_kinds.add_parser(
-        "quakeml",
-        parents=[common],
-        help="event catalogue with picks (QuakeML or any obspy format) + continuous store or "
-        "raw archive -> event-window store",
-    )
-    ingest_quakeml.add_argument("catalog", metavar="CATALOG", help="event catalogue file")
-    ingest_quakeml.add_argument(
+    _append_argument(parser)
+
+
+def _quakeml_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("catalog", metavar="CATALOG", help="event catalogue file")
+    parser.add_argument(
         "--archive",
         required=True,
         nargs="+",
@@ -98,53 +101,40 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
         help="a continuous waveform store (ingest waveforms), or waveform files / folders / "
         "globs ingested first",
     )
-    ingest_quakeml.add_argument("--out", required=True, help="event-window store URL or path")
-    ingest_quakeml.add_argument("--window", type=float, default=60.0, help="window length, s")
-    ingest_quakeml.add_argument(
+    parser.add_argument("--out", required=True, help="event-window store URL or path")
+    parser.add_argument("--window", type=float, default=60.0, help="window length, s")
+    parser.add_argument(
         "--pre-arrival", type=float, default=10.0, help="window start before the first pick, s"
     )
-    ingest_quakeml.add_argument(
+    parser.add_argument(
         "--noise-windows", type=int, default=1, help="noise windows per station (pick-free)"
     )
-    ingest_quakeml.add_argument(
+    parser.add_argument(
         "--inventory", nargs="+", action="extend", default=[], metavar="XML",
         help="StationXML for a raw archive (station coordinates)",
     )  # fmt: skip
-    ingest_quakeml.add_argument(
+    parser.add_argument(
         "--scratch",
         help="continuous store a raw archive is ingested into (default: a temporary folder)",
     )
-    ingest_quakeml.set_defaults(run=_run_ingest_quakeml)
-    ingest_seisbench = ingest_kinds.add_parser(
-        "seisbench",
-        parents=[common],
-        help="SeisBench-format dataset (metadata CSV + waveforms HDF5, chunked or not) -> "
-        "event-window store",
-    )
-    ingest_seisbench.add_argument("folder", metavar="DIR", help="the dataset's folder")
-    ingest_seisbench.add_argument("--out", required=True, help="event-window store URL or path")
-    ingest_seisbench.add_argument(
+
+
+def _seisbench_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("folder", metavar="DIR", help="the dataset's folder")
+    parser.add_argument("--out", required=True, help="event-window store URL or path")
+    parser.add_argument(
         "--rate",
         type=float,
         help="store rate, Hz (default: the rate most traces have; others are resampled)",
     )
-    _event_window_layout_options(ingest_seisbench)
-    # Workers import SeisBench (and torch, ~4 s) while they start, not on their first task.
-    ingest_seisbench.set_defaults(
-        run=_run_ingest_seisbench,
-        worker_modules=("seisbench.data", "seisctf.catalogs.seisbench_format"),
-    )
-    ingest_stead = ingest_kinds.add_parser(
-        "stead",
-        parents=[common],
-        help="original STEAD files (merged.hdf5 + merged.csv) -> event-window store",
-    )
-    ingest_stead.add_argument("hdf5", metavar="HDF5", help="STEAD's waveform file")
-    ingest_stead.add_argument("csv", metavar="CSV", help="STEAD's metadata file")
-    ingest_stead.add_argument("--out", required=True, help="event-window store URL or path")
-    _event_window_layout_options(ingest_stead)
-    ingest_stead.set_defaults(run=_run_ingest_stead)
-    groups["ingest"] = ingest_kinds
+    _event_window_layout_options(parser)
+
+
+def _stead_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("hdf5", metavar="HDF5", help="STEAD's waveform file")
+    parser.add_argument("csv", metavar="CSV", help="STEAD's metadata file")
+    parser.add_argument("--out", required=True, help="event-window store URL or path")
+    _event_window_layout_options(parser)
 
 
 def _event_window_layout_options(parser: argparse.ArgumentParser) -> None:
@@ -163,9 +153,7 @@ def _event_window_layout_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_ingest_waveforms(args: argparse.Namespace) -> None:
-    from seisctf.recipes.ingest.waveforms import ingest_waveforms
-
-    report = ingest_waveforms(
+    report = args.ingest_function(
         args.sources,
         args.out,
         inventories=args.inventory,
@@ -189,9 +177,7 @@ def _run_ingest_waveforms(args: argparse.Namespace) -> None:
 
 
 def _run_ingest_das(args: argparse.Namespace) -> None:
-    from seisctf.recipes.ingest.das_files import ingest_das
-
-    report = ingest_das(
+    report = args.ingest_function(
         args.sources,
         args.out,
         strict=args.strict,
@@ -214,9 +200,7 @@ def _run_ingest_das(args: argparse.Namespace) -> None:
 
 
 def _run_ingest_quakeml(args: argparse.Namespace) -> None:
-    from seisctf.recipes.ingest.quakeml_windows import ingest_quakeml
-
-    report = ingest_quakeml(
+    report = args.ingest_function(
         args.catalog,
         args.archive,
         args.out,
@@ -237,9 +221,7 @@ def _run_ingest_quakeml(args: argparse.Namespace) -> None:
 
 
 def _run_ingest_seisbench(args: argparse.Namespace) -> None:
-    from seisctf.catalogs.seisbench_format import ingest_seisbench
-
-    report = ingest_seisbench(
+    report = args.ingest_function(
         args.folder,
         args.out,
         rate=args.rate,
@@ -256,9 +238,7 @@ def _run_ingest_seisbench(args: argparse.Namespace) -> None:
 
 
 def _run_ingest_stead(args: argparse.Namespace) -> None:
-    from seisctf.recipes.ingest.stead import ingest_stead
-
-    report = ingest_stead(
+    report = args.ingest_function(
         args.hdf5,
         args.csv,
         args.out,
@@ -268,3 +248,13 @@ def _run_ingest_stead(args: argparse.Namespace) -> None:
         quiet=args.quiet,
     )
     print(f"wrote {args.out}: {report.n_traces} windows x 3 channels x {report.n_samples} samples")
+
+
+# Each ingest command (INGESTS' `command`): its flags and how it runs, in `seisctf ingest`'s order.
+COMMANDS: dict[str, tuple[Callable, Callable]] = {
+    "waveforms": (_waveforms_arguments, _run_ingest_waveforms),
+    "das": (_das_arguments, _run_ingest_das),
+    "quakeml": (_quakeml_arguments, _run_ingest_quakeml),
+    "seisbench": (_seisbench_arguments, _run_ingest_seisbench),
+    "stead": (_stead_arguments, _run_ingest_stead),
+}

@@ -85,7 +85,7 @@ def seisbench_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def seisbench_store(seisbench_dir, tmp_path_factory) -> str:
-    from seisctf.catalogs.seisbench_format import ingest_seisbench
+    from seisctf.recipes.ingest.seisbench import ingest_seisbench
 
     url = str(tmp_path_factory.mktemp("stores") / "sb.zarr")
     ingest_seisbench(str(seisbench_dir), url, quiet=True)
@@ -230,7 +230,7 @@ def tree_bytes(*roots: str) -> dict[str, str]:
 def test_identical_bytes_for_one_and_two_workers_and_any_task_partition(
     seisbench_dir, tmp_path, clusters
 ):
-    from seisctf.catalogs.seisbench_format import ingest_seisbench
+    from seisctf.recipes.ingest.seisbench import ingest_seisbench
 
     layout = ew.WindowLayout(chunk_traces=1, shard_traces=4, compress=True)
     runs = []
@@ -248,7 +248,7 @@ def test_identical_bytes_for_one_and_two_workers_and_any_task_partition(
 def test_other_layouts_and_source_buckets_give_the_same_values(
     seisbench_dir, seisbench_store, tmp_path
 ):
-    from seisctf.catalogs.seisbench_format import ingest_seisbench
+    from seisctf.recipes.ingest.seisbench import ingest_seisbench
 
     reference = xr.open_zarr(seisbench_store, chunks=None)
     rebucketed = write_seisbench(tmp_path / "rebucketed", bucket_size=11)
@@ -274,7 +274,7 @@ def zarr_array(url: str):
 
 
 def test_chunked_seisbench_dataset(tmp_path):
-    from seisctf.catalogs.seisbench_format import ingest_seisbench
+    from seisctf.recipes.ingest.seisbench import ingest_seisbench
 
     folder = tmp_path / "chunked"
     write_seisbench(folder, seed=1, chunk="_a")

@@ -35,7 +35,6 @@ equals a one-shot ingest of all files when the store's axis is the one most patc
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Sequence
@@ -43,11 +42,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import xarray as xr
 
+from seisctf import __version__
 from seisctf import conventions as cv
-from seisctf import storage
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
+from seisctf.recipes.context import BuildContext
+from seisctf.recipes.ingest import resumable
 from seisctf.recipes.ingest.das_plan import (
     CHANNEL_GROUP,
     NS_PER_S,
@@ -59,24 +61,25 @@ from seisctf.recipes.ingest.das_plan import (
     scan_das_files,
     staged,
 )
-from seisctf.recipes.ingest.waveform_plan import expand_sources
-from seisctf.recipes.ingest.waveforms import (
+from seisctf.recipes.ingest.resumable import (
     ATTR_FINGERPRINT,
+    BLOCK,
     PROGRESS_VAR,
     fail_if_strict,
     fingerprint_of,
-    finished_store_attrs,
     iso_time,
     open_store,
 )
+from seisctf.recipes.ingest.source import INGEST_STORE, INPUT_PATHS, opened_source
+from seisctf.recipes.ingest.waveform_plan import expand_sources
+from seisctf.recipes.schema import parameters
+from seisctf.registry import INGESTS
 
-BLOCK = "block"
 MERGE_RULE = (
     "patches laid on the grid at their nearest sample, samples contiguous; in an overlap the "
     "patch that starts later wins (ties: the later file path, then the later patch)"
 )
-# Scan tasks: files in batches, in about SCAN_TASKS tasks.
-SCAN_TASKS = 16
+PROGRESS_DIMS = (BLOCK,)
 
 
 @dataclass(frozen=True)
@@ -172,13 +175,12 @@ def ingest_block(
 ) -> tuple[float, list[str]]:
     """Read, paint and write one time block's chunks, then mark it done: (coverage, problems)."""
     values, problems = block_values(task, storage_options)
-    fraction = float(np.count_nonzero(~np.isnan(values)) / values.size)
+    fraction = resumable.coverage_of(values)
     group = open_store(url, storage_options, mode="r+")
     if fraction > 0:  # a block without any sample is not written (its chunks stay absent)
         data = group[variable].with_config({"write_empty_chunks": True})
         data[task.first : task.stop, :] = values
-    # Only after the chunks: a block marked done is whole (a re-run skips it).
-    group[PROGRESS_VAR][task.block] = json.dumps({"coverage": fraction, "problems": problems})
+    resumable.mark_done(group[PROGRESS_VAR], task.block, fraction, problems)
     return fraction, problems
 
 
@@ -197,16 +199,7 @@ def block_tasks(plan: DasPlan, digests: dict[str, str], blocks: Sequence[int]) -
 
 def scan_all(paths: Sequence[str], storage_options: dict | None, quiet: bool) -> list:
     """`scan_das_file` of every path, in Dask tasks of consecutive batches, in path order."""
-    import dask
-
-    size = max(1, -(-len(paths) // SCAN_TASKS))
-    batches = [list(paths[i : i + size]) for i in range(0, len(paths), size)]
-    scanned = compute(
-        *[dask.delayed(scan_das_files)(batch, storage_options) for batch in batches],
-        label="scan DAS files",
-        quiet=quiet,
-    )
-    return [found for batch in scanned for found in batch]
+    return resumable.scan_all(scan_das_files, paths, storage_options, "scan DAS files", quiet)
 
 
 def _variable(plan: DasPlan) -> str:
@@ -234,45 +227,14 @@ def create_store(plan: DasPlan, url: str, storage_options: dict | None, fingerpr
         attributes={cv.ATTR_UNITS: "m"},
     )
     distance[:] = axis.distance_start_m + axis.distance_step_m * np.arange(axis.n_distance)
-    create_progress(group, plan.n_blocks, fingerprint, np.full(plan.n_blocks, "", dtype=object))
-
-
-def create_progress(group: Any, n_blocks: int, fingerprint: str, progress: np.ndarray) -> None:
-    """Last, in one metadata write: a store that has it (with this fingerprint) is resumable."""
-    array = group.create_array(
-        PROGRESS_VAR,
-        shape=(n_blocks,),
-        chunks=(1,),
-        dtype=str,
-        fill_value="",
-        dimension_names=(BLOCK,),
-        attributes={ATTR_FINGERPRINT: fingerprint},
+    resumable.create_progress(
+        group, resumable.no_progress((plan.n_blocks,)), PROGRESS_DIMS, fingerprint
     )
-    if any(progress):
-        array[:] = progress.astype(str)
-
-
-def unfinished_progress(
-    url: str, storage_options: dict | None, fingerprint: str, plan: DasPlan
-) -> np.ndarray | None:
-    """The progress (block) of an interrupted ingest of the same inputs at `url`, or None."""
-    try:
-        group = open_store(url, storage_options)
-    except InvalidInput:
-        return None
-    if group.attrs.get(cv.ATTR_COMPLETE) or PROGRESS_VAR not in group:
-        return None
-    progress = group[PROGRESS_VAR]
-    if progress.attrs.get(ATTR_FINGERPRINT) != fingerprint or progress.shape != (plan.n_blocks,):
-        return None
-    return np.asarray(progress[:], dtype=object)
 
 
 def das_fingerprint(inputs: Sequence[dict], block_samples: int) -> str:
     """What determines the store's bytes: input hashes and block size (paths excluded: moving an
     archive does not change the data)."""
-    from seisctf import __version__
-
     return fingerprint_of(
         {
             "kind": "das",
@@ -377,13 +339,13 @@ def ingest_das(
     fail_if_strict(strict, plan.problems)
     inputs = [scan.entry for scan in scans]
     fingerprint = das_fingerprint(inputs, plan.block_samples)
-    existing = finished_store_attrs(url, storage_options)
-    if existing and existing.get(ATTR_FINGERPRINT) == fingerprint:
+    existing = resumable.up_to_date_attrs(url, storage_options, fingerprint)
+    if existing:
         return _up_to_date(plan, existing, url, storage_options)
-    progress = unfinished_progress(url, storage_options, fingerprint, plan)
+    progress = resumable.unfinished_progress(url, storage_options, fingerprint, (plan.n_blocks,))
     if progress is None:
         create_store(plan, url, storage_options, fingerprint)
-        progress = np.full(plan.n_blocks, "", dtype=object)
+        progress = resumable.no_progress((plan.n_blocks,))
     return _write(plan, inputs, progress, url, storage_options, fingerprint, strict, quiet)
 
 
@@ -431,32 +393,13 @@ def _write(
         label="ingest DAS",
         quiet=quiet,
     )
-    coverage = np.full(plan.n_blocks, np.nan, dtype=np.float32)
-    read_problems: set[str] = set()
-    for block, text in enumerate(progress):
-        if text:
-            done = json.loads(text)
-            coverage[block] = done["coverage"]
-            read_problems.update(done["problems"])
-    for task, (fraction, found) in zip(tasks, results, strict=True):
-        coverage[task.block] = fraction
-        read_problems.update(found)
+    done = [(task.block, *found) for task, found in zip(tasks, results, strict=True)]
+    coverage, read_problems = resumable.collect(progress, done)
     fail_if_strict(strict, sorted(read_problems))
     gaps, overlaps = plan.gaps_and_overlaps()
     problems = (*plan.problems, *carried, *read_problems)
-    group = open_store(url, storage_options, mode="r+")
-    if cv.DAS_COVERAGE_VAR in group:  # an append replaces it
-        del group[cv.DAS_COVERAGE_VAR]
-    group.create_array(
-        cv.DAS_COVERAGE_VAR,
-        shape=coverage.shape,
-        dtype="float32",
-        fill_value=np.nan,
-        dimension_names=(BLOCK,),
-    )[:] = coverage
     attrs = store_attrs(plan, problems, inputs, gaps, overlaps, fingerprint)
-    del group[PROGRESS_VAR]
-    storage.finish_group(url, attrs, storage_options)
+    resumable.finish(url, storage_options, coverage, cv.DAS_COVERAGE_VAR, PROGRESS_DIMS, attrs)
     return DasIngestReport(
         plan,
         coverage,
@@ -485,14 +428,8 @@ def _store_axis(attrs: dict[str, Any], n_distance: int, distance: np.ndarray) ->
 def _append(
     paths: Sequence[str], url: str, strict: bool, storage_options: dict | None, quiet: bool
 ) -> DasIngestReport:
-    try:
-        group = open_store(url, storage_options)
-    except InvalidInput:
-        raise InvalidInput(url, "--append needs an existing store; ingest without it") from None
-    previous = dict(group.attrs)
+    group, previous = resumable.appendable_attrs(url, storage_options, "segments")
     complete = bool(previous.get(cv.ATTR_COMPLETE))
-    if not complete and not (PROGRESS_VAR in group and "segments" in previous):
-        raise InvalidInput(url, "--append needs a complete store (this one is unfinished)")
     distance = np.asarray(group[cv.DISTANCE][:])
     axis = _store_axis(previous, len(distance), distance)
     block_samples = int(previous["block_samples"])
@@ -514,13 +451,9 @@ def _append(
     touched = {b for p in plan.placed if p.patch.path not in old_inputs for b in plan.blocks_of(p)}
     if old_plan.n_time % block_samples:
         touched.add(old_plan.n_time // block_samples)  # the old last, partial block grows
-    progress = unfinished_progress(url, storage_options, fingerprint, plan)
+    progress = resumable.unfinished_progress(url, storage_options, fingerprint, (plan.n_blocks,))
     if progress is None and not complete:
-        raise InvalidInput(
-            url,
-            "an interrupted append of other files is pending: re-run that append, "
-            "or ingest all files without --append",
-        )
+        raise resumable.pending_append(url)
     reread = {p.patch.path for p in kept if touched.intersection(old_plan.blocks_of(p))}
     check_unchanged(reread, old_inputs, storage_options, quiet, url)
     if progress is None:
@@ -536,11 +469,7 @@ def check_unchanged(
     for scan in scan_all(sorted(paths), storage_options, quiet) if paths else []:
         recorded = old_inputs[scan.path]["sha256"]
         if scan.entry["sha256"] != recorded:
-            raise InvalidInput(
-                scan.path,
-                f"changed since it was ingested into {url} (sha256 {recorded[:12]}… now "
-                f"{scan.entry['sha256'][:12]}…); ingest without --append to rebuild",
-            )
+            raise resumable.changed_input(scan.path, url, recorded, scan.entry["sha256"])
 
 
 def prepare_append(
@@ -553,15 +482,35 @@ def prepare_append(
     """Turn the complete store into an unfinished one of the grown plan: marker off, the
     variable resized, progress marking done every old block not `touched` (its chunks and
     coverage stay). Returns the progress (block)."""
-    group = open_store(url, storage_options, mode="r+")
-    group.attrs[cv.ATTR_COMPLETE] = False  # first: from here on the store is being changed
-    old_coverage = np.asarray(group[cv.DAS_COVERAGE_VAR][:])
-    progress = np.full(plan.n_blocks, "", dtype=object)
-    for block, fraction in enumerate(old_coverage):
-        if block not in touched:
-            progress[block] = json.dumps({"coverage": float(fraction), "problems": []})
+    group, old_coverage = resumable.reopen_for_append(url, storage_options, cv.DAS_COVERAGE_VAR)
+    kept = np.array([block not in touched for block in range(len(old_coverage))], dtype=bool)
+    progress = resumable.kept_progress(old_coverage, (plan.n_blocks,), kept)
     group[plan.axis.quantity].resize((plan.n_time, plan.axis.n_distance))
-    if PROGRESS_VAR in group:
-        del group[PROGRESS_VAR]
-    create_progress(group, plan.n_blocks, fingerprint, progress)
+    resumable.create_progress(group, progress, PROGRESS_DIMS, fingerprint)
     return progress
+
+
+# --- the recipe source ----------------------------------------------------------------------
+
+
+@INGESTS.register(
+    "das_files",
+    options=parameters(
+        {"sources": INPUT_PATHS, "strict": {"type": "boolean"}, **INGEST_STORE}, ("sources",)
+    ),
+    ingest=True,
+    command="das",
+    cli=ingest_das,
+    help="DAS files (any format DASCore reads: PRODML, Silixa, Febus, OptoDAS, Terra15, "
+    "DASDAE, ...) -> DAS store",
+)
+def das_files(context: BuildContext, *, sources: list[str], **options: Any) -> xr.Dataset:
+    """`seisctf ingest das` of `sources` into the DAS store at `context.source_url`, opened."""
+    report = ingest_das(
+        [context.resolve(item) for item in sources],
+        context.source_url,
+        storage_options=context.storage_options,
+        quiet=context.quiet,
+        **options,
+    )
+    return opened_source(context, report.problems)

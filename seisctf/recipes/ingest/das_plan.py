@@ -37,6 +37,7 @@ from typing import Any
 from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.errors import InvalidInput
+from seisctf.recipes.ingest.block_grid import BlockGrid
 from seisctf.recipes.ingest.waveform_plan import is_url
 
 NS_PER_S = 1_000_000_000
@@ -198,8 +199,9 @@ class PlacedPatch:
 
 
 @dataclass(frozen=True)
-class DasPlan:
-    """The store's layout and the patches that fill it, in painting order."""
+class DasPlan(BlockGrid):
+    """The store's layout and the patches that fill it, in painting order; time blocks of
+    `block_samples` (`BlockGrid`)."""
 
     axis: DasAxis
     start_ns: int
@@ -208,19 +210,8 @@ class DasPlan:
     placed: tuple[PlacedPatch, ...]
     problems: tuple[str, ...]
 
-    @property
-    def n_blocks(self) -> int:
-        return math.ceil(self.n_time / self.block_samples)
-
-    def block_span(self, block: int) -> tuple[int, int]:
-        first = block * self.block_samples
-        return first, min(first + self.block_samples, self.n_time)
-
     def blocks_of(self, placed: PlacedPatch) -> range:
-        return range(
-            placed.first_index // self.block_samples,
-            (placed.stop_index - 1) // self.block_samples + 1,
-        )
+        return self.blocks_between(placed.first_index, placed.stop_index)
 
     def pieces_by_block(self) -> dict[int, list[tuple[PlacedPatch, int, int]]]:
         """{block: [(placed patch, first, stop sample of the patch in the block), …]} in

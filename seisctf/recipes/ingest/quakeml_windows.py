@@ -1,5 +1,5 @@
 """An event catalogue with picks + a continuous waveform store (or a raw archive) -> an
-event-window store (`seisctf ingest quakeml`).
+event-window store (`seisctf ingest quakeml`, recipe source `quakeml`).
 
 Steps: read the catalogue with obspy (`seisctf.catalogs.quakeml`: events and picks tables); open
 the continuous store, or first ingest the raw archive into a scratch store with
@@ -10,7 +10,7 @@ the store's `data` array directly (a window's values are the store's samples, ne
 filtered); write with the event-window writer (`write_event_windows`: store, Parquet catalogue,
 attrs and completion marker last).
 
-The event-window store (ARCHITECTURE.md, "Event windows"): `waveforms(trace, channel, sample)`
+The event-window store (docs/contract.md, "Event-window store"): `waveforms(trace, channel, sample)`
 float32, `channel` = component letters in `component_order` (`Z`, `N`, `E`; from the channel
 codes' last letters, of the station's band with the most components: `trace_channel`, e.g. `HH`;
 a component the station lacks is NaN); one row per window, sorted by station then start. Per
@@ -31,14 +31,29 @@ import math
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
+import xarray as xr
 
 from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.catalogs import quakeml as catalogs
+from seisctf.catalogs.event_windows import (
+    choose_layout,
+    input_entry,
+    task_traces,
+    write_event_windows,
+)
+from seisctf.catalogs.event_windows import event_window_dataset as windows_dataset
 from seisctf.errors import InvalidInput
+from seisctf.recipes.context import BuildContext
+from seisctf.recipes.ingest.resumable import ATTR_FINGERPRINT, fingerprint_of, iso_time
+from seisctf.recipes.ingest.source import INPUT_PATHS, STORE, opened_source
+from seisctf.recipes.ingest.waveforms import ingest_waveforms
+from seisctf.recipes.schema import POSITIVE, URL, parameters
+from seisctf.registry import INGESTS
 
 DEFAULT_WINDOW_S = 60.0
 DEFAULT_PRE_ARRIVAL_S = 10.0
@@ -64,8 +79,6 @@ class QuakemlReport:
 def traces_per_task(n_channel: int, window_samples: int) -> int:
     """Windows cut per Dask task: the event-window writer's task size (whole shards), so its
     rechunk is a no-op."""
-    from seisctf.catalogs.event_windows import choose_layout, task_traces
-
     return task_traces(choose_layout(n_channel, window_samples), n_channel, window_samples)
 
 
@@ -90,8 +103,6 @@ def ingest_archive(
     quiet: bool,
 ) -> list[str]:
     """Ingest raw waveform files into the continuous store `scratch`; returns its problems."""
-    from seisctf.recipes.ingest.waveforms import ingest_waveforms
-
     report = ingest_waveforms(
         archive, scratch, inventories=inventories, storage_options=storage_options, quiet=quiet
     )
@@ -218,8 +229,6 @@ def trace_metadata(
     window_samples: int,
 ) -> pd.DataFrame:
     """One row per window under SeisBench's column names (module doc)."""
-    from seisctf.recipes.ingest.waveforms import iso_time
-
     station_index = {s: i for i, s in enumerate(grid.stations)}
     rows = windows["station"].map(station_index).to_numpy()
     parts = windows["station"].str.split(".", n=2, expand=True).reindex(columns=[0, 1, 2])
@@ -266,8 +275,6 @@ def event_window_dataset(
     storage_options: dict | None,
 ):
     """The event-window store as a lazy Dataset (seisctf.catalogs.event_windows' layout)."""
-    from seisctf.catalogs.event_windows import event_window_dataset as windows_dataset
-
     components = catalogs.component_order(grid.channels)
     channel_map = catalogs.station_channel_rows(grid, components)
     windows = plan.windows
@@ -355,8 +362,6 @@ def cut_and_write(
     quiet: bool,
 ) -> QuakemlReport:
     """Plan, cut and write the windows of the continuous store at `source_url`."""
-    from seisctf.catalogs.event_windows import input_entry, write_event_windows
-
     continuous = storage.open_dataset(source_url, storage_options)
     grid = store_grid(continuous, source_url)
     plan = catalogs.plan_windows(
@@ -393,3 +398,59 @@ def cut_and_write(
     )
     write_event_windows(dataset, url, storage_options, label="ingest quakeml", quiet=quiet)
     return QuakemlReport(n_earthquake, len(plan.windows) - n_earthquake, problems)
+
+
+# --- the recipe source ----------------------------------------------------------------------
+
+
+@INGESTS.register(
+    "quakeml",
+    options=parameters(
+        {
+            "catalog": URL,
+            "archive": INPUT_PATHS,
+            "window_s": POSITIVE,
+            "pre_arrival_s": {"type": "number", "minimum": 0},
+            "noise_windows": {"type": "integer", "minimum": 0},
+            "inventory": {"type": "array", "items": URL},
+            **STORE,
+        },
+        ("catalog", "archive"),
+    ),
+    ingest=True,
+    command="quakeml",
+    cli=ingest_quakeml,
+    help="event catalogue with picks (QuakeML or any obspy format) + continuous store or "
+    "raw archive -> event-window store",
+    event_windows=True,
+)
+def quakeml(
+    context: BuildContext,
+    *,
+    catalog: str,
+    archive: list[str],
+    inventory: list[str] = (),
+    **options: Any,
+) -> xr.Dataset:
+    """`seisctf ingest quakeml` of the event catalogue `catalog` and the waveforms `archive` (a
+    continuous store, or raw files ingested first into `context.source_url` + `.archive.zarr`,
+    a no-op when they are unchanged) into the event-window store at `context.source_url`,
+    opened. The windows are cut again on every build; the store's `ingest_fingerprint` (what the
+    outputs' provenance hashes) is that of the catalogue, the waveform store and the options."""
+    url = context.source_url
+    report = ingest_quakeml(
+        context.resolve(catalog),
+        [context.resolve(item) for item in archive],
+        url,
+        inventories=[context.resolve(item) for item in inventory],
+        scratch=url.rstrip("/") + ".archive.zarr",
+        storage_options=context.storage_options,
+        quiet=context.quiet,
+        **options,
+    )
+    attrs = storage.read_attrs(url, context.storage_options)
+    recorded = {key: attrs[key] for key in ("event_catalog", "waveform_source", "window_rule")}
+    request = {"sha256": attrs["event_catalog"]["sha256"], **recorded, **options}
+    fingerprint = fingerprint_of(request)
+    storage.finish_group(url, {ATTR_FINGERPRINT: fingerprint}, context.storage_options)
+    return opened_source(context, report.problems)

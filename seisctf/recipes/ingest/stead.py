@@ -1,5 +1,5 @@
 """The original STEAD layout (Mousavi et al. 2019: `merged.hdf5` + `merged.csv`) -> an
-event-window store (`seisctf ingest stead HDF5 CSV --out URL`).
+event-window store (`seisctf ingest stead HDF5 CSV --out URL`, recipe source `stead`).
 
 STEAD's HDF5 file holds a group `data/` with one dataset per `trace_name`, shape (6000, 3)
 (samples × E, N, Z components) at 100 Hz, with per-trace attrs repeating the CSV's columns; the
@@ -22,10 +22,15 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import xarray as xr
 
 from seisctf import conventions as cv
 from seisctf.catalogs import event_windows as ew
 from seisctf.errors import InvalidInput
+from seisctf.recipes.context import BuildContext
+from seisctf.recipes.ingest.source import STORE, ingest_unless_done, opened_source
+from seisctf.recipes.schema import URL, parameters
+from seisctf.registry import INGESTS
 
 STEAD_SAMPLING_RATE_HZ = 100.0
 STEAD_CHANNELS = "ZNE"  # the stored order; STEAD's arrays hold E, N, Z along their last axis
@@ -188,3 +193,55 @@ def ingest_stead(
         dataset, url, storage_options, layout=layout, label="ingest stead", quiet=quiet
     )
     return SteadReport(n_trace, n_sample)
+
+
+# --- the recipe source ----------------------------------------------------------------------
+
+
+@INGESTS.register(
+    "stead",
+    options=parameters(
+        {
+            "hdf5": URL,
+            "csv": URL,
+            "shard_traces": {"type": "integer", "minimum": 0},
+            "compress": {"type": "boolean"},
+            **STORE,
+        },
+        ("hdf5", "csv"),
+    ),
+    ingest=True,
+    command="stead",
+    cli=ingest_stead,
+    help="original STEAD files (merged.hdf5 + merged.csv) -> event-window store",
+    event_windows=True,
+)
+def stead(
+    context: BuildContext,
+    *,
+    hdf5: str,
+    csv: str,
+    shard_traces: int | None = None,
+    compress: bool = True,
+) -> xr.Dataset:
+    """`seisctf ingest stead` of STEAD's `hdf5` and `csv` into the event-window store at
+    `context.source_url`, opened. Skipped when that store is complete, was made from the same
+    files (sha256) and with the same options."""
+    hdf5, csv = context.resolve(hdf5), context.resolve(csv)
+    inputs = [ew.input_entry(Path(hdf5)), ew.input_entry(Path(csv))]
+    ingest_unless_done(
+        context,
+        "stead",
+        inputs,
+        {"shard_traces": shard_traces, "compress": compress},
+        lambda: ingest_stead(
+            hdf5,
+            csv,
+            context.source_url,
+            shard_traces=shard_traces,
+            compress=compress,
+            storage_options=context.storage_options,
+            quiet=context.quiet,
+        ),
+    )
+    return opened_source(context)

@@ -26,6 +26,8 @@ from typing import Any
 
 from seisctf import storage
 from seisctf.errors import InvalidInput
+from seisctf.recipes.ingest.block_grid import BlockGrid
+from seisctf.recipes.ingest.response import response_problem
 
 DEFAULT_BLOCK_SAMPLES = 2**18
 NS_PER_S = 1_000_000_000
@@ -69,8 +71,9 @@ class PlacedTrace:
 
 
 @dataclass(frozen=True)
-class WaveformPlan:
-    """The store's layout and, per station, the traces that fill it (sorted by path)."""
+class WaveformPlan(BlockGrid):
+    """The store's layout and, per station, the traces that fill it (sorted by path); time
+    blocks of `block_samples` (`BlockGrid`)."""
 
     stations: tuple[str, ...]
     channels: tuple[str, ...]
@@ -82,23 +85,13 @@ class WaveformPlan:
     problems: tuple[str, ...]
     station_metadata: dict[str, dict[str, Any]] = field(default_factory=dict)
 
-    @property
-    def n_blocks(self) -> int:
-        return math.ceil(self.n_time / self.block_samples)
-
-    def block_span(self, block: int) -> tuple[int, int]:
-        """[first, stop) grid indices of time block `block`."""
-        first = block * self.block_samples
-        return first, min(first + self.block_samples, self.n_time)
-
     def reads_by_block(self) -> dict[tuple[str, int], tuple[tuple[str, tuple[str, ...]], ...]]:
         """{(station, block): ((path, channels), …)}: the files holding the station's traces
         that overlap each time block, sorted by path (one pass over the traces)."""
         wanted: dict[tuple[str, int], dict[str, set[str]]] = {}
         for placed in self.traces:
-            first = max(placed.first_index, 0)
-            last = min(placed.first_index + placed.n_samples, self.n_time) - 1
-            for block in range(first // self.block_samples, last // self.block_samples + 1):
+            stop = placed.first_index + placed.n_samples
+            for block in self.blocks_between(placed.first_index, stop):
                 files = wanted.setdefault((placed.header.station, block), {})
                 files.setdefault(placed.header.path, set()).add(placed.header.channel)
         return {
@@ -425,8 +418,6 @@ def make_plan(
     `require_response` (response removal): a trace without a response in the inventory is a
     problem and is not ingested."""
     from obspy import UTCDateTime
-
-    from seisctf.recipes.ingest.response import response_problem
 
     if block_samples < 1:
         raise InvalidInput("block_samples", f"must be positive, got {block_samples}")

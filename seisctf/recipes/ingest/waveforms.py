@@ -51,21 +51,34 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import xarray as xr
 
+from seisctf import __version__
 from seisctf import conventions as cv
-from seisctf import storage
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
+from seisctf.recipes.context import BuildContext
+from seisctf.recipes.ingest import resumable
 from seisctf.recipes.ingest.response import corrected_units, requested_removal, resolve_removal
+from seisctf.recipes.ingest.resumable import (
+    ATTR_FINGERPRINT,
+    BLOCK,
+    PROGRESS_VAR,
+    fail_if_strict,
+    fingerprint_of,
+    iso_time,
+    open_store,
+)
+from seisctf.recipes.ingest.source import INGEST_STORE, INPUT_PATHS, opened_source
 from seisctf.recipes.ingest.waveform_blocks import (
     BlockRun,
+    BlockTask,
     block_runs,
     block_tasks,
     merged_block,
@@ -73,7 +86,6 @@ from seisctf.recipes.ingest.waveform_blocks import (
 )
 from seisctf.recipes.ingest.waveform_plan import (
     DEFAULT_BLOCK_SAMPLES,
-    NS_PER_S,
     FileScan,
     WaveformPlan,
     expand_sources,
@@ -83,18 +95,18 @@ from seisctf.recipes.ingest.waveform_plan import (
     read_inventories,
     scan_file,
 )
+from seisctf.recipes.schema import POSITIVE, URL, parameters
+from seisctf.registry import INGESTS
 
 DATA_VAR = "data"
 COVERAGE_VAR = "coverage"
-# Per-(station, block) progress of an unfinished ingest (one chunk per element): "" until the
-# block's task has written its chunk, then JSON {"coverage": fraction, "problems": [...]}. Its
-# attr `ingest_fingerprint` says which ingest it belongs to. Deleted when the store is finished.
-PROGRESS_VAR = "ingest_progress"
+# Per-(station, block) progress of an unfinished ingest (`resumable.PROGRESS_VAR`).
 STATION = "station"
 CHANNEL = "channel"
-BLOCK = "block"
 ELEVATION = "elevation"
-ATTR_FINGERPRINT = "ingest_fingerprint"
+PROGRESS_DIMS = (STATION, BLOCK)
+# The station coordinates of `data` and `coverage` (CF's `coordinates` attr).
+COORDINATES = {"coordinates": f"{cv.LATITUDE} {cv.LONGITUDE} {ELEVATION}"}
 MERGE_RULE = (
     "obspy Stream.merge(method=1, interpolation_samples=0) on grid-aligned traces: in an overlap "
     "the later-starting trace wins; a trace contained in another is dropped where it has data"
@@ -119,36 +131,6 @@ class IngestReport:
     up_to_date: bool = False
 
 
-def open_store(url: str, storage_options: dict | None, mode: str = "r") -> Any:
-    """The store's group, ignoring consolidated metadata (stale while an append runs, and
-    absent before the store is finished)."""
-    import zarr
-
-    if mode == "r":
-        try:
-            return zarr.open_group(
-                str(url),
-                mode="r",
-                storage_options=storage.options_for(url, storage_options),
-                use_consolidated=False,
-            )
-        except (FileNotFoundError, zarr.errors.GroupNotFoundError) as error:
-            raise InvalidInput(str(url), f"no zarr group found there ({error})") from None
-    group = storage.open_group(url, storage_options, mode=mode)
-    if mode == "w":
-        return group
-    return zarr.open_group(group.store, mode=mode, zarr_format=3, use_consolidated=False)
-
-
-def iso_time(ns: int) -> str:
-    """ISO 8601 UTC with only the fractional digits needed: `2018-01-01T00:00:00.0195Z`."""
-    from obspy import UTCDateTime
-
-    whole = UTCDateTime(ns=ns - ns % NS_PER_S).strftime("%Y-%m-%dT%H:%M:%S")
-    fraction = f"{ns % NS_PER_S:09d}".rstrip("0")
-    return f"{whole}.{fraction}Z" if fraction else f"{whole}Z"
-
-
 def ingest_blocks(
     run: BlockRun, url: str, storage_options: dict | None, inventory: Any = None
 ) -> list[tuple[float, list]]:
@@ -163,13 +145,10 @@ def ingest_blocks(
     for task in run.tasks:
         rows, problems = station_rows(task, url, storage_options, inventory)
         values = merged_block(rows, task)
-        fraction = float(np.count_nonzero(~np.isnan(values)) / values.size)
+        fraction = resumable.coverage_of(values)
         if fraction > 0:
             data[task.station_index, :, task.first : task.stop] = values
-        # Only after the chunk: a block marked done is whole (a re-run skips it).
-        progress[task.station_index, task.block] = json.dumps(
-            {"coverage": fraction, "problems": problems}
-        )
+        resumable.mark_done(progress, (task.station_index, task.block), fraction, problems)
         found.append((fraction, problems))
     return found
 
@@ -187,31 +166,11 @@ def scan_with_hash(
     return scan_file(path, raw), entry
 
 
-# Scan tasks: files in batches (a header scan takes ~4 ms, about a task's own overhead), in
-# about SCAN_TASKS tasks.
-SCAN_TASKS = 16
-
-
 def scan_files(
     paths: Sequence[str], storage_options: dict | None = None
 ) -> list[tuple[FileScan, dict[str, Any]]]:
+    """`scan_with_hash` of each path, in order (one scan task's batch)."""
     return [scan_with_hash(path, storage_options) for path in paths]
-
-
-def scan_all(
-    paths: Sequence[str], storage_options: dict | None, quiet: bool
-) -> list[tuple[FileScan, dict[str, Any]]]:
-    """`scan_with_hash` of every path, in Dask tasks of consecutive batches, in path order."""
-    import dask
-
-    size = max(1, -(-len(paths) // SCAN_TASKS))
-    batches = [list(paths[i : i + size]) for i in range(0, len(paths), size)]
-    scanned = compute(
-        *[dask.delayed(scan_files)(batch, storage_options) for batch in batches],
-        label="scan",
-        quiet=quiet,
-    )
-    return [found for batch in scanned for found in batch]
 
 
 def _json_float(value: float) -> float | None:
@@ -252,7 +211,6 @@ def create_store(
 
     group = open_store(url, storage_options, mode="w")
     n_station, n_channel = len(plan.stations), len(plan.channels)
-    coordinates = {"coordinates": f"{cv.LATITUDE} {cv.LONGITUDE} {ELEVATION}"}
     data = group.create_array(
         DATA_VAR,
         shape=(n_station, n_channel, plan.n_time),
@@ -262,7 +220,7 @@ def create_store(
         compressors=BloscCodec(**DATA_CODEC),
         dimension_names=(STATION, CHANNEL, cv.TIME),
     )
-    data.attrs.update(coordinates)
+    data.attrs.update(COORDINATES)
     for name, values, dim in (
         (STATION, np.array(plan.stations, dtype=object), STATION),
         (CHANNEL, np.array(plan.channels, dtype=object), CHANNEL),
@@ -273,31 +231,13 @@ def create_store(
         dtype = str if values.dtype == object else values.dtype  # variable-length UTF-8
         array = group.create_array(name, shape=values.shape, dtype=dtype, dimension_names=(dim,))
         array[:] = values
-    # Last, in one metadata write: a store that has it (with this fingerprint) can be resumed.
-    group.create_array(
-        PROGRESS_VAR,
-        shape=(len(plan.stations), plan.n_blocks),
-        chunks=(1, 1),
-        dtype=str,
-        fill_value="",
-        dimension_names=(STATION, BLOCK),
-        attributes={ATTR_FINGERPRINT: fingerprint},
-    )
+    progress = resumable.no_progress(_blocks(plan))
+    resumable.create_progress(group, progress, PROGRESS_DIMS, fingerprint)
 
 
-def write_coverage(
-    plan: WaveformPlan, coverage: np.ndarray, url: str, storage_options: dict | None
-) -> None:
-    group = open_store(url, storage_options, mode="r+")
-    array = group.create_array(
-        COVERAGE_VAR,
-        shape=coverage.shape,
-        dtype="float32",
-        fill_value=np.nan,
-        dimension_names=(STATION, BLOCK),
-    )
-    array.attrs.update({"coordinates": f"{cv.LATITUDE} {cv.LONGITUDE} {ELEVATION}"})
-    array[:] = coverage
+def _blocks(plan: WaveformPlan) -> tuple[int, int]:
+    """The shape of the blocks of work: (station, time block)."""
+    return len(plan.stations), plan.n_blocks
 
 
 def store_attrs(
@@ -343,10 +283,6 @@ def file_sha256(path: str) -> str:
     return digest.hexdigest()
 
 
-def fingerprint_of(parts: Any) -> str:
-    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
-
-
 def ingest_fingerprint(
     inputs: Sequence[dict],
     inventory_sha256: Sequence[str],
@@ -357,8 +293,6 @@ def ingest_fingerprint(
     """SHA-256 of everything that decides the store's bytes: input hashes, inventory hashes,
     rate, block size and the response removal (paths excluded: moving an archive does not
     change the data)."""
-    from seisctf import __version__
-
     parts = {
         "inputs": sorted(entry["sha256"] for entry in inputs),
         "inventories": sorted(inventory_sha256),
@@ -369,40 +303,6 @@ def ingest_fingerprint(
     if response_removed is not None:  # absent without removal: older stores stay up to date
         parts["response_removed"] = response_removed
     return fingerprint_of(parts)
-
-
-def finished_store_attrs(url: str, storage_options: dict | None) -> dict[str, Any] | None:
-    """The attrs of a complete store at `url`, or None (absent or unfinished)."""
-    try:
-        group = open_store(url, storage_options)
-    except InvalidInput:
-        return None
-    attrs = dict(group.attrs)
-    return attrs if attrs.get(cv.ATTR_COMPLETE) else None
-
-
-def unfinished_progress(
-    url: str, storage_options: dict | None, fingerprint: str, plan: WaveformPlan
-) -> np.ndarray | None:
-    """The progress array (station, block) of an interrupted ingest of the same inputs and
-    settings at `url`, or None (no store, a complete one, or another ingest's)."""
-    try:
-        group = open_store(url, storage_options)
-    except InvalidInput:
-        return None
-    if group.attrs.get(cv.ATTR_COMPLETE) or PROGRESS_VAR not in group:
-        return None
-    progress = group[PROGRESS_VAR]
-    if progress.attrs.get(ATTR_FINGERPRINT) != fingerprint:
-        return None
-    if progress.shape != (len(plan.stations), plan.n_blocks):
-        return None
-    return np.asarray(progress[:], dtype=object)
-
-
-def fail_if_strict(strict: bool, problems: Sequence[str]) -> None:
-    if strict and problems:
-        raise InvalidInput("--strict", f"{len(problems)} input problem(s): " + "; ".join(problems))
 
 
 def ingest_waveforms(
@@ -438,8 +338,6 @@ def ingest_waveforms(
     (four corners in Hz, `"auto"` for the default band from the store's rate, None for none) and
     `water_level` (dB, None for none). A trace without a response is a problem, not ingested.
     """
-    import dask
-
     request = requested_removal(remove_response, pre_filt, water_level, inventories)
     paths = expand_sources(sources, storage_options)
     previous = appendable_attrs(url, storage_options) if append else None
@@ -448,7 +346,7 @@ def ingest_waveforms(
         rate = append_rate(previous, rate)
         paths = sorted(set(paths) | set(previous_paths(previous, url, storage_options)))
     inventory = read_inventories(inventories) if inventories else None
-    scanned = scan_all(paths, storage_options, quiet)
+    scanned = resumable.scan_all(scan_files, paths, storage_options, "scan", quiet)
     inputs = [entry for _, entry in scanned]
     if previous is not None:
         check_unchanged(previous, inputs, url)
@@ -465,22 +363,18 @@ def ingest_waveforms(
     fail_if_strict(strict, plan.problems)
     inventory_sha256 = [file_sha256(path) for path in inventories]
     fingerprint = ingest_fingerprint(inputs, inventory_sha256, rate, block_samples, removed)
-    existing = finished_store_attrs(url, storage_options)
-    if existing and existing.get(ATTR_FINGERPRINT) == fingerprint:
+    existing = resumable.up_to_date_attrs(url, storage_options, fingerprint)
+    if existing:
         coverage = np.asarray(open_store(url, storage_options)[COVERAGE_VAR][:])
         return IngestReport(plan, coverage, tuple(existing["ingest_problems"]), up_to_date=True)
-    progress = unfinished_progress(url, storage_options, fingerprint, plan)
+    progress = resumable.unfinished_progress(url, storage_options, fingerprint, _blocks(plan))
     if progress is None and previous is not None:
         if not previous.get(cv.ATTR_COMPLETE):
-            raise InvalidInput(
-                url,
-                "an interrupted append of other files is pending: re-run that append, "
-                "or ingest all files without --append",
-            )
+            raise resumable.pending_append(url)
         progress = prepare_append(plan, previous, url, storage_options, fingerprint)
     elif progress is None:
         create_store(plan, url, storage_options, fingerprint)
-        progress = np.full((len(plan.stations), plan.n_blocks), "", dtype=object)
+        progress = resumable.no_progress(_blocks(plan))
     tasks = [
         dataclasses.replace(
             task, removal=removal, inventory_sha256=fingerprint_of(inventory_sha256)
@@ -488,13 +382,40 @@ def ingest_waveforms(
         for task in block_tasks(plan, rate is not None, {e["path"]: e["sha256"] for e in inputs})
         if not progress[task.station_index, task.block]
     ]
+    coverage, decode_problems = _run_blocks(
+        tasks, inventory if removal is not None else None, url, storage_options, fingerprint,
+        progress, quiet,
+    )  # fmt: skip
+    problems = (*plan.problems, *(p for p in decode_problems if p not in plan.problems))
+    fail_if_strict(strict, decode_problems)
+    attrs = store_attrs(plan, problems, inputs, rate is not None, removed)
+    attrs[ATTR_FINGERPRINT] = fingerprint
+    resumable.finish(
+        url, storage_options, coverage, COVERAGE_VAR, PROGRESS_DIMS, attrs, COORDINATES
+    )
+    return IngestReport(plan, coverage, problems)
+
+
+def _run_blocks(
+    tasks: Sequence[BlockTask],
+    inventory: Any,
+    url: str,
+    storage_options: dict | None,
+    fingerprint: str,
+    progress: np.ndarray,
+    quiet: bool,
+) -> tuple[np.ndarray, list[str]]:
+    """Ingest the unfinished blocks' `tasks` (`inventory`: with response removal), one Dask task
+    per run of a station's consecutive blocks (a worker decodes each file of the run once; keys
+    in station-major order): coverage (station, block) and the sorted decode problems of every
+    finished block, with those an append carries over."""
+    import dask
+
     token = dask.base.tokenize(url, fingerprint)
     station_inventory = {  # one graph key per station: sent once to each worker using it
         station: dask.delayed(station_part(inventory, station), name=f"inventory-{token}-{station}")
         for station in {task.station for task in tasks}
-    } if removal is not None else {}  # fmt: skip
-    # One task per run of a station's consecutive blocks (a worker decodes each file of the
-    # run once); keys in station-major order.
+    } if inventory is not None else {}  # fmt: skip
     runs = block_runs(tasks)
     results = compute(
         *[
@@ -510,30 +431,20 @@ def ingest_waveforms(
         label="ingest waveforms",
         quiet=quiet,
     )
-    coverage, decode_problems = collect_progress(url, storage_options, progress, runs, results)
-    problems = (*plan.problems, *(p for p in decode_problems if p not in plan.problems))
-    fail_if_strict(strict, decode_problems)
-    group = open_store(url, storage_options, mode="r+")
-    if COVERAGE_VAR in group:  # an append replaces it
-        del group[COVERAGE_VAR]
-    write_coverage(plan, coverage, url, storage_options)
-    attrs = store_attrs(plan, problems, inputs, rate is not None, removed)
-    attrs[ATTR_FINGERPRINT] = fingerprint
-    del group[PROGRESS_VAR]
-    storage.finish_group(url, attrs, storage_options)
-    return IngestReport(plan, coverage, problems)
+    done = [
+        ((task.station_index, task.block), fraction, block_problems)
+        for run, found in zip(runs, results, strict=True)
+        for task, (fraction, block_problems) in zip(run.tasks, found, strict=True)
+    ]
+    coverage, problems = resumable.collect(progress, done)
+    array = open_store(url, storage_options)[PROGRESS_VAR]
+    problems.update(array.attrs.get("carried_problems", []))
+    return coverage, sorted(problems)
 
 
 def appendable_attrs(url: str, storage_options: dict | None) -> dict[str, Any]:
     """The attrs of the store to append to: complete, or an interrupted append (resumable)."""
-    try:
-        group = open_store(url, storage_options)
-    except InvalidInput:
-        raise InvalidInput(url, "--append needs an existing store; ingest without it") from None
-    attrs = dict(group.attrs)
-    if not attrs.get(cv.ATTR_COMPLETE) and not (PROGRESS_VAR in group and "inputs" in attrs):
-        raise InvalidInput(url, "--append needs a complete store (this one is unfinished)")
-    return attrs
+    return resumable.appendable_attrs(url, storage_options, "inputs")[1]
 
 
 def append_rate(previous: dict[str, Any], rate: float | None) -> float | None:
@@ -574,11 +485,8 @@ def check_unchanged(previous: dict[str, Any], inputs: Sequence[dict], url: str) 
     now = {entry["path"]: entry["sha256"] for entry in inputs}
     for entry in previous["inputs"]:
         if now.get(entry["path"]) != entry["sha256"]:
-            raise InvalidInput(
-                entry["path"],
-                f"changed since it was ingested into {url} (sha256 {entry['sha256'][:12]}… "
-                f"now {now.get(entry['path'], '?')[:12]}…); ingest without --append to rebuild",
-            )
+            found = now.get(entry["path"], "?")
+            raise resumable.changed_input(entry["path"], url, entry["sha256"], found)
 
 
 def check_same_grid(
@@ -616,60 +524,67 @@ def prepare_append(
     """Turn the complete store into an unfinished one of the grown plan: completion marker
     off, `data` resized, and progress marking done every old block that is whole and that no
     new file touches (its chunk and coverage stay). Returns the progress (station, block)."""
-    group = open_store(url, storage_options, mode="r+")
-    group.attrs[cv.ATTR_COMPLETE] = False  # first: from here on the store is being changed
+    group, old_coverage = resumable.reopen_for_append(url, storage_options, COVERAGE_VAR)
     known = {entry["path"] for entry in previous["inputs"]}
     new_traces = tuple(p for p in plan.traces if p.header.path not in known)
     touched = set(dataclasses.replace(plan, traces=new_traces).reads_by_block())
-    old_time = group[DATA_VAR].shape[-1]
-    old_coverage = np.asarray(group[COVERAGE_VAR][:])
-    progress = np.full((len(plan.stations), plan.n_blocks), "", dtype=object)
-    whole_blocks = old_time // plan.block_samples
+    whole_blocks = group[DATA_VAR].shape[-1] // plan.block_samples
+    kept = np.zeros(old_coverage.shape, dtype=bool)
     for index, station in enumerate(plan.stations):
         for block in range(whole_blocks):
-            if (station, block) not in touched:
-                done = {"coverage": float(old_coverage[index, block]), "problems": []}
-                progress[index, block] = json.dumps(done)
-    if PROGRESS_VAR in group:
-        del group[PROGRESS_VAR]
+            kept[index, block] = (station, block) not in touched
+    progress = resumable.kept_progress(old_coverage, _blocks(plan), kept)
     group[DATA_VAR].resize((len(plan.stations), len(plan.channels), plan.n_time))
     # Decode problems of the kept blocks: the old ones that the new plan does not repeat.
     carried = [p for p in previous.get("ingest_problems", []) if p not in plan.problems]
     # The progress array last (an append killed before it is not resumable: re-ingest); killed
     # before its values are in, a resume rewrites every block (same bytes, only slower).
-    array = group.create_array(
-        PROGRESS_VAR,
-        shape=progress.shape,
-        chunks=(1, 1),
-        dtype=str,
-        fill_value="",
-        dimension_names=(STATION, BLOCK),
-        attributes={ATTR_FINGERPRINT: fingerprint, "carried_problems": carried},
+    resumable.create_progress(
+        group, progress, PROGRESS_DIMS, fingerprint, {"carried_problems": carried}
     )
-    array[:] = progress.astype(str)
     return progress
 
 
-def collect_progress(
-    url: str,
-    storage_options: dict | None,
-    progress: np.ndarray,
-    runs: Sequence[BlockRun],
-    results: Sequence[Sequence[tuple[float, list]]],
-) -> tuple[np.ndarray, list[str]]:
-    """Coverage (station, block) and the sorted decode problems of every finished block: of
-    those done before this run from `progress` (JSON or ""), of the others from the results of
-    their `runs`, and the problems an append carries over."""
-    array = open_store(url, storage_options)[PROGRESS_VAR]
-    problems: set[str] = set(array.attrs.get("carried_problems", []))
-    coverage = np.full(progress.shape, np.nan, dtype=np.float32)
-    for index, text in np.ndenumerate(progress):
-        if text:
-            done = json.loads(text)
-            coverage[index] = done["coverage"]
-            problems.update(done["problems"])
-    for run, found in zip(runs, results, strict=True):
-        for task, (fraction, block_problems) in zip(run.tasks, found, strict=True):
-            coverage[task.station_index, task.block] = fraction
-            problems.update(block_problems)
-    return coverage, sorted(problems)
+# --- the recipe source ----------------------------------------------------------------------
+
+
+@INGESTS.register(
+    "waveform_archive",
+    options=parameters(
+        {
+            "sources": INPUT_PATHS,
+            "inventory": {"type": "array", "items": URL},
+            "rate": POSITIVE,
+            "strict": {"type": "boolean"},
+            "remove_response": {"enum": ["VEL", "DISP", "ACC"]},
+            "pre_filt": {
+                "anyOf": [
+                    {"const": "auto"},
+                    {"type": "null"},
+                    {"type": "array", "items": POSITIVE, "minItems": 4, "maxItems": 4},
+                ]
+            },
+            "water_level": {"type": ["number", "null"]},
+            **INGEST_STORE,
+        },
+        ("sources",),
+    ),
+    ingest=True,
+    command="waveforms",
+    cli=ingest_waveforms,
+    help="seismogram files (any obspy format) -> continuous store",
+)
+def waveform_archive(
+    context: BuildContext, *, sources: list[str], inventory: list[str] = (), **options: Any
+) -> xr.Dataset:
+    """`seisctf ingest waveforms` of `sources` (paths, globs, folders, fsspec URLs) into the
+    continuous waveform store at `context.source_url`, opened lazily."""
+    report = ingest_waveforms(
+        [context.resolve(item) for item in sources],
+        context.source_url,
+        inventories=[context.resolve(item) for item in inventory],
+        storage_options=context.storage_options,
+        quiet=context.quiet,
+        **options,
+    )
+    return opened_source(context, report.problems)
