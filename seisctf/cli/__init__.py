@@ -21,7 +21,9 @@ from seisctf.cli._parse import (
     common_options,
     flag_error,
 )
+from seisctf.cluster import dask_client
 from seisctf.errors import InvalidInput
+from seisctf.storage import is_storage_outage
 
 EXIT_INVALID_INPUT = 3
 EXIT_STORAGE_UNAVAILABLE = 1
@@ -54,8 +56,6 @@ def main(argv: list[str] | None = None) -> int:
     try:
         check_secret_option(args)  # before any work: a short secret is refused (exit 3)
         if getattr(args, "needs_cluster", True):
-            from seisctf.cluster import dask_client
-
             # The cluster starts in the background while the verb imports and builds its graph.
             with dask_client(
                 args.scheduler,
@@ -71,8 +71,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"seisctf: invalid input: {error}", file=sys.stderr)
         return EXIT_INVALID_INPUT
     except Exception as error:
-        from seisctf.storage import is_storage_outage
-
         if not is_storage_outage(error):
             raise
         # Not bad input (exit 3) and not a bug (a traceback): the storage did not answer, after

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 from seisctf import keys
 from seisctf.errors import InvalidInput
 from seisctf.scoring.release import DEFAULT_QUOTA, Release
+from seisctf.storage import parse_storage_options
 
 # What scoring tasks import on a worker: imported while the embedded workers start.
 SCORING_WORKER_MODULES = ("seisctf.scoring.ctf", "seisctf.commitment", "scipy.sparse.linalg")
@@ -39,8 +40,7 @@ def common_options() -> argparse.ArgumentParser:
 
 
 def storage_options(args: argparse.Namespace) -> dict:
-    from seisctf.storage import parse_storage_options
-
+    """`--storage-option KEY=VALUE …` as fsspec storage options."""
     return parse_storage_options(args.storage_option)
 
 
