@@ -3,7 +3,8 @@
 synthesise the dataset (global wavefield; or the ocean-bottom DAS record, low-passed and
 decimated 5 Hz -> 1 Hz into guarded segments) -> build its task bundle (public + truth) ->
 write the baselines' submissions -> score them -> leaderboard (SQLite, JSON, terminal, HTML).
-Like `cli.py`, this module is an orchestrator and may use every layer.
+Like the other CLI modules, it sits above every layer and may use them all; `seisctf demo`
+imports it when it runs.
 
 `--dataset das` runs the shipped recipe `demo-das.yaml`: 256 channels (10 m apart: a 2.55 km
 stretch of shelf), ten 50-minute realisations at 5 Hz (152,000 samples), the `das` layout;
@@ -32,7 +33,13 @@ from typing import Any
 
 from seisctf import conventions as cv
 from seisctf import keys, storage
+from seisctf.baselines.ctf import write_baseline
 from seisctf.errors import InvalidInput
+from seisctf.recipes.engine import build_file, shipped
+from seisctf.scoring import leaderboard
+from seisctf.scoring.ctf import score_ctf
+from seisctf.scoring.site.pages import write_site
+from seisctf.scoring.site.terminal import print_table
 
 DEMO_SECRET = "seisctf-demo-not-a-secret"
 BASELINE_MODELS = ("zeros", "persistence", "mean")
@@ -86,11 +93,6 @@ def run_demo(
     The dataset comes from the shipped recipe `demo-<dataset>.yaml` (`seisctf build`), with the
     sensors (default `DEFAULT_SENSORS`), duration (global) and layout given here (default:
     `DEFAULT_LAYOUTS`)."""
-    from seisctf.baselines.ctf import write_baseline
-    from seisctf.recipes.engine import build_file, shipped
-    from seisctf.scoring import leaderboard
-    from seisctf.scoring.ctf import score_ctf
-
     datasets = DATASETS if dataset == "all" else (dataset,)
     unknown = [name for name in datasets if name not in DATASETS]
     if unknown:
@@ -133,7 +135,7 @@ def run_demo(
     rows = leaderboard.entries(paths["db"])
     table = leaderboard.as_json(rows)
     Path(paths["json"]).write_text(json.dumps(table, indent=2))
-    leaderboard.write_html(rows, paths["html"])
+    write_site(rows, paths["html"])
     if not quiet:
-        leaderboard.print_table(rows)
+        print_table(rows)
     return table

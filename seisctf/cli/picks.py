@@ -86,8 +86,8 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
 
 def _run_score_picks(args: argparse.Namespace) -> None:
     from seisctf.errors import InvalidInput
-    from seisctf.scoring import leaderboard, picks
-    from seisctf.scoring.release import quota_slots, release_picks
+    from seisctf.scoring import referee
+    from seisctf.scoring.picks import plot_residual_histogram
 
     metadata = submitter_metadata(args)
     release = release_request(args)
@@ -95,36 +95,28 @@ def _run_score_picks(args: argparse.Namespace) -> None:
         raise InvalidInput(
             "--group-by/--histogram", "per-group and per-residual values are not released"
         )
-    if args.db:
-        leaderboard.check_database(args.db)
-    name = args.name or Path(str(args.submission).rstrip("/")).stem
-    with quota_slots(release, "picks", [name]):
-        result = picks.score_picks(
-            args.truth,
-            args.submission,
-            name=name,
-            tolerance_s=args.tolerance,
-            threshold=args.threshold,
-            split=args.split,
-            group_by=tuple(dict.fromkeys(args.group_by)),
-            storage_options=_options(args),
-            quiet=args.quiet,
-        )
-        if release:
-            result = release_picks(result)
-        if args.db:
-            leaderboard.record(
-                args.db,
-                result,
-                family="picks",
-                truth_commitment=result["truth_commitment"],
-                metadata=metadata,
-            )
+
+    def write(results: list[dict]) -> None:
+        (result,) = results
         if args.json:
             write_json(args.json, result)
         if args.histogram:
-            picks.plot_residual_histogram(result, args.histogram)
+            plot_residual_histogram(result, args.histogram)
         print(json.dumps(result, indent=2))
+
+    referee.run_picks(
+        args.truth,
+        args.submission,
+        args.name or Path(str(args.submission).rstrip("/")).stem,
+        referee.Referee(release, args.db, metadata),
+        write,
+        tolerance_s=args.tolerance,
+        threshold=args.threshold,
+        split=args.split,
+        group_by=tuple(dict.fromkeys(args.group_by)),
+        storage_options=_options(args),
+        quiet=args.quiet,
+    )
 
 
 def _run_pick_stalta(args: argparse.Namespace) -> None:

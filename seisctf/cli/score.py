@@ -65,10 +65,9 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
 
 
 def _run_score_ctf(args: argparse.Namespace) -> None:
-    from seisctf.scoring import leaderboard
-    from seisctf.scoring.ctf import open_truth, score_ctf, score_validation
-    from seisctf.scoring.release import quota_slots, release_ctf
+    from seisctf.scoring import referee
     from seisctf.scoring.site.plots import radar_profile
+    from seisctf.scoring.submission import SubmissionLimits
 
     if args.validation != bool(args.public) or bool(args.truth) == args.validation:
         raise InvalidInput("score ctf", "give --truth URL, or --validation with --public URL")
@@ -83,49 +82,44 @@ def _run_score_ctf(args: argparse.Namespace) -> None:
     names = args.name or [Path(s.rstrip("/")).stem for s in args.submission]
     if len(names) != len(args.submission) or len(set(names)) != len(names):
         raise InvalidInput("--name", "give one distinct name per submission")
-    if args.db:
-        leaderboard.check_database(args.db)
-    options = _options(args)
-    submissions = dict(zip(names, args.submission, strict=True))
     limits = None
     if args.max_submission_bytes:
-        from seisctf.scoring.submission import SubmissionLimits
-
         limits = SubmissionLimits(
             max_total_bytes=args.max_submission_bytes, max_array_bytes=args.max_submission_bytes
         )
-    score = score_validation if args.validation else score_ctf
-    with quota_slots(release, "ctf", names):
-        results = score(
-            args.public if args.validation else args.truth,
-            submissions,
-            convention=args.convention,
-            storage_options=options,
-            limits=limits,
-            quiet=args.quiet,
-        )
-        if release:
-            results = [release_ctf(result) for result in results]
+
+    def write(results: list[dict]) -> None:
         output = results[0] if len(results) == 1 else results
-        if args.db:
-            commitment = leaderboard.truth_commitment_of(open_truth(args.truth, options)[0])
-            for result in results:
-                leaderboard.record(args.db, result, truth_commitment=commitment, metadata=metadata)
         if args.json:
             write_json(args.json, output)
         if args.plot:
             radar_profile({r["name"]: r["scores"] for r in results}, args.plot)
         print(json.dumps(output, indent=2))
 
+    submissions = dict(zip(names, args.submission, strict=True))
+    scoring = {
+        "convention": args.convention,
+        "storage_options": _options(args),
+        "limits": limits,
+        "quiet": args.quiet,
+    }
+    if args.validation:
+        referee.run_validation(args.public, submissions, write, **scoring)
+    else:
+        judge = referee.Referee(release, args.db, metadata)
+        referee.run_ctf(args.truth, submissions, judge, write, **scoring)
+
 
 def _run_leaderboard(args: argparse.Namespace) -> None:
     from seisctf.scoring import leaderboard
+    from seisctf.scoring.site.pages import write_site
+    from seisctf.scoring.site.terminal import print_table
 
     if not Path(args.db).exists():
         raise InvalidInput(args.db, "leaderboard database not found")
     rows = leaderboard.entries(args.db)
-    leaderboard.print_table(rows)
+    print_table(rows)
     if args.json:
         print(f"leaderboard JSON: {leaderboard.write_json(rows, args.json)}")
     if args.html:
-        print(f"HTML leaderboard: {leaderboard.write_html(rows, args.html)}")
+        print(f"HTML leaderboard: {write_site(rows, args.html)}")

@@ -17,6 +17,7 @@ import pandas as pd
 
 from seisctf.errors import InvalidInput
 from seisctf.scoring import uncertainty as un
+from seisctf.scoring.site.uncertainty_plots import learning_curves, qq_plots
 
 DETERMINISTIC_NOTE = "deterministic approach: training variance 0 by construction"
 CONFOUNDED_NOTE = "one training seed per draw: data and training variance are confounded"
@@ -320,7 +321,7 @@ def compare_metric(
             raise InvalidInput(
                 label,
                 "one data draw: the data-sampling variance needs at least 2 (or mark the budget's "
-                "draws as one training set: --clusters, --audit or column n_clusters_total)",
+                "draws as one training set: `n_clusters`, `audit` or column n_clusters_total)",
             )
         entry, variances = _cell(
             rows,
@@ -392,16 +393,12 @@ def compare_runs(
 ) -> dict[str, Any]:
     """The whole report (one section per metric); with `out`, also `out/report.json`, a QQ plot
     and learning-efficiency curves per metric (PNG)."""
-    from seisctf.scoring.site.uncertainty_plots import learning_curves, qq_plots
-
     if not 0 < level < 1:
-        raise InvalidInput("--level", f"expected a level in (0, 1), got {level}")
+        raise InvalidInput("level", f"expected a level in (0, 1), got {level}")
     metrics = sorted(runs["metric"].unique())
     if metric is not None:
         if metric not in metrics:
-            raise InvalidInput(
-                f"{source}: --metric {metric}", f"not in the table ({', '.join(metrics)})"
-            )
+            raise InvalidInput("metric", f"{metric!r} is not in {source} ({', '.join(metrics)})")
         metrics = [metric]
     report: dict[str, Any] = {
         "runs": source,

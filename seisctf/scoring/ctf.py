@@ -27,6 +27,8 @@ from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
 from seisctf.scoring import metrics
 from seisctf.scoring.regions import Difference
+from seisctf.scoring.submission import SubmissionLimits, open_submission
+from seisctf.scoring.values import raise_if_nonfinite, value_report
 
 GRAM_MAX_SIDE = 4096
 OVERFLOW_GUARD = 1e100  # |values| above this are rescaled before anything is squared
@@ -201,7 +203,12 @@ def validate_manifest(
             )
 
 
-def open_truth(truth_url: str, storage_options: storage.StorageOptions | None = None):
+OpenedTruth = tuple[dict[str, Any], str | None, dict[str, da.Array]]
+
+
+def open_truth(
+    truth_url: str, storage_options: storage.StorageOptions | None = None
+) -> OpenedTruth:
     """(manifest, salt, {test name: Dask array as stored}) of a complete truth group."""
     attrs = storage.read_attrs(truth_url, storage_options)
     if cv.ATTR_CTF not in attrs:
@@ -302,10 +309,8 @@ def score_arrays(
     that reads it; InvalidInput naming `what` and the arrays otherwise).
     `gram_max_side`: 2-norms of windows whose smaller side is longer use Lanczos instead of a Gram
     matrix (whose memory grows as that side squared)."""
-    from seisctf.scoring.submission import raise_if_nonfinite, value_report
-
     if convention not in cv.CONVENTIONS:
-        raise InvalidInput(f"--convention {convention}", f"choose one of {list(cv.CONVENTIONS)}")
+        raise InvalidInput("convention", f"{convention!r}: choose one of {list(cv.CONVENTIONS)}")
     tasks = cv.scored_metrics(manifest["pairs"])
     blocks = manifest.get("truth_sha256_blocks") if verify else None
     digests = (
@@ -407,11 +412,9 @@ def open_submissions(
     submissions: Mapping[str, Any],
     manifest: Mapping[str, Any],
     storage_options: storage.StorageOptions | None,
-    limits: Any,
+    limits: SubmissionLimits | None,
 ) -> dict[str, dict[str, da.Array]]:
     """Every named submission through the one intake, validated against `manifest`."""
-    from seisctf.scoring.submission import open_submission
-
     return {
         name: open_submission(source, manifest, storage_options, limits=limits)
         for name, source in submissions.items()
@@ -424,12 +427,16 @@ def score_ctf(
     *,
     convention: str = "reference",
     storage_options: storage.StorageOptions | None = None,
-    limits: Any = None,
+    limits: SubmissionLimits | None = None,
     quiet: bool = False,
+    truth: OpenedTruth | None = None,
 ) -> list[dict[str, Any]]:
     """Score named submissions (paths/URLs of any accepted format, or mappings of arrays) against
-    one truth group, in one pass that reads each truth chunk once for all of them."""
-    manifest, salt, truth = open_truth(truth_url, storage_options)
+    one truth group, in one pass that reads each truth chunk once for all of them.
+
+    `truth`: the group at `truth_url` as `open_truth` returned it, when the caller opened it
+    already (it is then not opened again)."""
+    manifest, salt, truth = truth or open_truth(truth_url, storage_options)
     opened = open_submissions(submissions, manifest, storage_options, limits)
     return score_arrays(
         manifest, truth, opened, convention=convention, salt=salt, quiet=quiet, what=truth_url
@@ -441,7 +448,7 @@ def validation_manifest(public_manifest: Mapping[str, Any]) -> dict[str, Any]:
     entries = public_manifest.get("validation")
     if not entries:
         raise InvalidInput(
-            "--public", "bundle has no validation targets (built before they existed)"
+            "public_url", "bundle has no validation targets (built before they existed)"
         )
     rows = min(entry["shape"][0] for entry in entries)
     return {
@@ -467,7 +474,7 @@ def score_validation(
     *,
     convention: str = "reference",
     storage_options: storage.StorageOptions | None = None,
-    limits: Any = None,
+    limits: SubmissionLimits | None = None,
     quiet: bool = False,
 ) -> list[dict[str, Any]]:
     """Score submissions of X1val…X9val against the public bundle's validation targets, locally,

@@ -1,4 +1,5 @@
-"""The SQLite leaderboard: every scored submission, one row each; JSON, terminal and HTML views.
+"""The SQLite leaderboard: every scored submission, one row each, and its public JSON view
+(`leaderboard.json`); the terminal table and the HTML site are in `seisctf.scoring.site`.
 
 Writers use one short transaction per entry (`BEGIN IMMEDIATE`, a busy timeout), so concurrent
 `seisctf score --db` processes queue instead of losing entries. Each entry carries a unique
@@ -19,14 +20,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
+from seisctf.scoring.release import public_entries
 
 FAMILIES = ("ctf", "picks")
 # The flat scores stored for a pick result: F1 of detection, P and S picks.
 PICK_SCORE_KEYS = {"detection_f1": "detection", "p_f1": "p", "s_f1": "s"}
-# Submitter metadata keys the site shows; any other key is kept and listed as is.
-METADATA_KEYS = ("code_url", "description", "run", "seed")
 LOCK_WAIT_S = 120.0
 T = TypeVar("T")
 
@@ -118,8 +117,6 @@ def _migrate(connection: sqlite3.Connection) -> None:
 
 def truth_commitment_of(manifest: Mapping[str, Any]) -> str:
     """One string naming the truth a score refers to: the hash over the per-array commitments."""
-    import hashlib
-
     hashes = manifest.get("truth_sha256") or {}
     return hashlib.sha256(json.dumps(hashes, sort_keys=True).encode()).hexdigest()
 
@@ -233,8 +230,6 @@ def as_json(entries_: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The contract's leaderboard.json rows (with `extended_avg_score` where E13+ exist), from
     the public view of the entries (`release.public_entries`: scores clipped and rounded to
     0.01, nothing else of the results)."""
-    from seisctf.scoring.release import public_entries
-
     rows = []
     for e in public_entries(entries_):
         row = {
@@ -258,51 +253,3 @@ def write_json(entries_: list[dict[str, Any]], out: str | Path) -> Path:
     partial.write_text(json.dumps(as_json(entries_), indent=2))
     os.replace(partial, path)
     return path
-
-
-def _fmt(value: float | None) -> str:
-    return "—" if value is None else f"{value:.2f}"
-
-
-def print_table(entries_: list[dict[str, Any]]) -> None:
-    """Rich tables per dataset of the public view (`release.public_entries`): CTF entries
-    ranked by AvgScore, pick entries with their F1s, all to 0.01."""
-    from rich.console import Console
-    from rich.table import Table
-
-    from seisctf.scoring.release import public_entries
-
-    shown = public_entries(entries_)
-    console = Console(width=None if Console().is_terminal else 220)
-    views = {"ctf": ("AvgScore", cv.SCORE_NAMES), "picks": (None, tuple(PICK_SCORE_KEYS))}
-    for dataset in sorted({e["dataset"] for e in shown}):
-        for family, (average, score_names) in views.items():
-            ranked = [e for e in shown if e["dataset"] == dataset and e["family"] == family]
-            if not ranked:
-                continue
-            suffix = "" if family == "ctf" else " — picks"
-            table = Table(title=f"seisctf leaderboard — {dataset}{suffix}")
-            columns = ("rank", "model", "convention", *([average] if average else []))
-            for column in (*columns, *score_names):
-                table.add_column(
-                    column,
-                    justify="left" if column in ("model", "convention") else "right",
-                    no_wrap=True,
-                )
-            for rank, entry in enumerate(ranked, start=1):
-                table.add_row(
-                    str(rank),
-                    entry["model"],
-                    str(entry["convention"]),
-                    *([_fmt(entry["avg_score"])] if average else []),
-                    *(_fmt(entry["scores"].get(name)) for name in score_names),
-                )
-            console.print(table)
-
-
-def write_html(entries_: list[dict[str, Any]], out_dir: str | Path) -> Path:
-    """The static HTML leaderboard (no server, no CDN) of the entries' public view under
-    `out_dir`; returns its index page."""
-    from seisctf.scoring.site.pages import write_site
-
-    return write_site(entries_, out_dir)

@@ -38,6 +38,8 @@ import pandas as pd
 from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.catalogs import pick_table
+from seisctf.catalogs.trace_keys import station_keys
+from seisctf.catalogs.trace_table import read_trace_table
 from seisctf.errors import InvalidInput
 from seisctf.scoring import pick_metrics
 from seisctf.scoring.pick_metrics import PHASES, Tally
@@ -70,7 +72,7 @@ class PickTruth:
     def scored(self, split: str) -> np.ndarray:
         """Store positions (ascending) of the traces `split` scores."""
         if split not in SPLIT_CHOICES:
-            raise InvalidInput("--split", f"expected one of {list(SPLIT_CHOICES)}, got {split!r}")
+            raise InvalidInput("split", f"expected one of {list(SPLIT_CHOICES)}, got {split!r}")
         if split == ALL_SPLITS:
             return np.arange(len(self.labels))
         values = self.labels[cv.SPLIT_VAR].to_numpy(dtype=object)
@@ -91,7 +93,7 @@ def _group_source_columns(group_by: Sequence[str]) -> list[str]:
     columns["snr"] = [SNR_COLUMN]
     unknown = [name for name in group_by if name not in columns]
     if unknown:
-        raise InvalidInput("--group-by", f"unknown {unknown}; expected some of {list(GROUPINGS)}")
+        raise InvalidInput("group_by", f"unknown {unknown}; expected some of {list(GROUPINGS)}")
     return [column for name in group_by for column in columns[name]]
 
 
@@ -118,8 +120,6 @@ def read_truth(
 ) -> PickTruth:
     """The labels of the event-window store at `url` (module doc): its label columns only, read
     with Dask chunk by chunk; duplicate trace names and missing label columns are bad input."""
-    from seisctf.catalogs.trace_table import read_trace_table
-
     ds = cv.validate_event_window_store(storage.open_dataset(url, storage_options), str(url))
     rate_hz = float(ds.attrs[cv.ATTR_SAMPLING_RATE])
     missing = [column for column in ARRIVAL_COLUMNS if column not in ds.variables]
@@ -226,8 +226,6 @@ def _bins(values: np.ndarray, width: float, unit: str) -> tuple[np.ndarray, list
 def group_cells(labels: pd.DataFrame, by: str) -> tuple[np.ndarray, list[str]]:
     """(cell per trace, cell names) of a grouping (module doc), rows as `labels` has them."""
     if by == "station":
-        from seisctf.pipeline.splits import station_keys
-
         codes, names = pd.factorize(station_keys(labels), sort=True)
         return codes.astype(np.int64), [str(name) for name in names]
     if by == "magnitude":
@@ -279,10 +277,10 @@ def score_pick_table(
     plus those docs/contract.md lists)."""
     if not (np.isfinite(tolerance_s) and tolerance_s > 0):
         raise InvalidInput(
-            "--tolerance", f"must be a positive number of seconds, got {tolerance_s}"
+            "tolerance_s", f"must be a positive number of seconds, got {tolerance_s}"
         )
     if not (np.isfinite(threshold) and 0 <= threshold <= 1):
-        raise InvalidInput("--threshold", f"must be a probability in [0, 1], got {threshold}")
+        raise InvalidInput("threshold", f"must be a probability in [0, 1], got {threshold}")
     scored = truth.scored(split)
     labels = truth.labels.iloc[scored].reset_index(drop=True)
     aligned = align(truth.labels[cv.TRACE_NAME].to_numpy(dtype=object), scored, submission, what)
@@ -377,7 +375,7 @@ def mean_f1_objective(
     every trace of that split — trace names, `detection`, P and S picks in seconds (n,) each —
     to the mean of their detection, P and S F1."""
     if split == "test":
-        raise InvalidInput("--tune-split", "tuning on the test split is not allowed")
+        raise InvalidInput("split", "tuning on the test split is not allowed")
     scored = truth.scored(split)
     all_names = truth.labels[cv.TRACE_NAME].to_numpy(dtype=object)
     arrival_s = truth.labels[["p_arrival_s", "s_arrival_s"]].to_numpy(np.float64)[scored].T.copy()

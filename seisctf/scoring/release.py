@@ -47,6 +47,9 @@ RATES = ("precision", "recall", "f1")
 PUBLIC_ENTRY_KEYS = ("id", "timestamp", "dataset", "family", "model", "convention",
                      "truth_commitment", "metadata")  # fmt: skip
 PUBLIC_RESULT_KEYS = ("truth_sha256_verified", "tolerance_s", "threshold")
+# Submitter metadata keys the site shows in columns of their own; any other key is kept and
+# listed as is.
+METADATA_KEYS = ("code_url", "description", "run", "seed")
 _SCHEMA = """CREATE TABLE IF NOT EXISTS releases (
     id INTEGER PRIMARY KEY, participant TEXT NOT NULL, family TEXT NOT NULL, name TEXT,
     time_s REAL NOT NULL, state TEXT NOT NULL)"""
@@ -151,11 +154,11 @@ class Release:
         name = self.participant
         if not name.strip() or len(name) > MAX_PARTICIPANT_CHARS or not name.isprintable():
             raise InvalidInput(
-                f"--participant {name!r}",
+                f"`participant` {name!r}",
                 f"expected 1 to {MAX_PARTICIPANT_CHARS} printable characters",
             )
         if self.quota < 1:
-            raise InvalidInput("--quota", f"expected at least 1 release per 24 h, got {self.quota}")
+            raise InvalidInput("quota", f"expected at least 1 release per 24 h, got {self.quota}")
 
 
 def _connect(path: str) -> sqlite3.Connection:
@@ -184,9 +187,7 @@ def reserve(
     releases in the last `QUOTA_WINDOW_S` and these would exceed the quota."""
     now_s = time.time() if now_s is None else now_s
     if len(names) > release.quota:
-        raise InvalidInput(
-            "--submission", f"{len(names)} submissions, above the quota of {release.quota}"
-        )
+        raise InvalidInput("names", f"{len(names)} submissions, above the quota of {release.quota}")
     connection = _connect(release.quota_db)
     try:
         connection.execute("BEGIN IMMEDIATE")
@@ -202,7 +203,7 @@ def reserve(
             connection.execute("ROLLBACK")
             free_at = times[len(times) + len(names) - release.quota - 1] + QUOTA_WINDOW_S
             raise InvalidInput(
-                f"--participant {release.participant}",
+                f"`participant` {release.participant}",
                 f"{len(times)} of {release.quota} releases used in the last 24 h, "
                 f"{len(names)} asked for; nothing was scored. Next possible at "
                 f"{_utc(free_at)} UTC",

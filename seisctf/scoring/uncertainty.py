@@ -367,18 +367,18 @@ def identical_draw_budgets(
         for budget in budgets:
             if budget > n_clusters:
                 raise InvalidInput(
-                    "--clusters", f"budget {budget_label(budget)} exceeds {n_clusters} clusters"
+                    "n_clusters", f"budget {budget_label(budget)} exceeds {n_clusters} clusters"
                 )
             if budget == n_clusters:
                 flagged[budget] = f"all {n_clusters} training clusters (--clusters)"
     if audit is not None:
         entries = audit.get("budgets") if isinstance(audit, Mapping) else None
         if not entries:
-            raise InvalidInput("--audit", "no budgets in the audit (a source-clusters split?)")
+            raise InvalidInput("audit", "no budgets in the audit (a source-clusters split?)")
         for budget in budgets:
             entry = entries.get(budget_label(budget))
             if not isinstance(entry, Mapping) or "distinct_draws" not in entry:
-                raise InvalidInput("--audit", f"budget {budget_label(budget)} not in the audit")
+                raise InvalidInput("audit", f"budget {budget_label(budget)} not in the audit")
             if entry["distinct_draws"] == 1:
                 flagged[budget] = "one distinct draw in the split audit"
     return flagged

@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 
 from seisctf.errors import InvalidInput
 from seisctf.recipes import engine as recipe
-from seisctf.scoring.submission import open_submission, value_report
+from seisctf.scoring.submission import open_submission
+from seisctf.scoring.values import value_report
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "data"))
 

@@ -22,6 +22,8 @@ from seisctf import cli
 from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
 from seisctf.scoring import leaderboard
+from seisctf.scoring.site import pages as site
+from seisctf.scoring.site.terminal import print_table
 
 
 def result(
@@ -127,7 +129,7 @@ def test_write_html_one_row_per_entry_escaped(db, tmp_path):
         db, result("<script>alert(1)</script>", 5.0), truth_commitment="commit-global"
     )
     rows = leaderboard.entries(db)
-    index = leaderboard.write_html(rows, tmp_path / "html")
+    index = site.write_site(rows, tmp_path / "html")
     assert index == tmp_path / "html" / "index.html"
     assert "global" in index.read_text() and "das" in index.read_text()
     page = (tmp_path / "html" / "dataset-global.html").read_text()
@@ -143,7 +145,7 @@ def test_write_html_one_row_per_entry_escaped(db, tmp_path):
 def test_write_html_survives_dollar_signs_in_model_names(tmp_path):
     db_path = tmp_path / "leaderboard.sqlite"
     leaderboard.record(db_path, result("team $x^$ v2", 1.0))
-    index = leaderboard.write_html(leaderboard.entries(db_path), tmp_path / "html")
+    index = site.write_site(leaderboard.entries(db_path), tmp_path / "html")
     assert "team $x^$ v2" in (index.parent / "dataset-global.html").read_text()
 
 
@@ -377,7 +379,7 @@ def test_print_table_shows_pick_entries_with_their_f1(tmp_path, capsys):
     picks = {"name": "picker", "dataset": "global", "scores": {"detection_f1": 0.9,
              "p_f1": 0.8125, "s_f1": None}}  # fmt: skip
     leaderboard.record(db_path, picks, family="picks")
-    leaderboard.print_table(leaderboard.entries(db_path))
+    print_table(leaderboard.entries(db_path))
     out = capsys.readouterr().out
     assert "seisctf leaderboard — global — picks" in out and "p_f1" in out
     assert "0.81" in out and "0.812" not in out and "12.50" in out and "picker" in out

@@ -21,6 +21,7 @@ from seisctf.errors import InvalidInput
 from seisctf.scoring import leaderboard, release
 from seisctf.scoring.ctf import score_ctf
 from seisctf.scoring.picks import score_picks
+from seisctf.scoring.site import pages as site
 
 RATE = 100.0
 CTF_RELEASED_KEYS = {"name", "dataset", "convention", "truth_sha256_verified", "scores",
@@ -168,7 +169,7 @@ def test_cli_release_records_rounded_scores_until_the_quota(ctf, tmp_path, capsy
     # same metadata is one leaderboard entry (its key is what it is, `leaderboard.entry_key`).
     assert len(entries) == 1 and all("raw_scores" not in e["result"] for e in entries)
     assert entries[0]["scores"] == printed["scores"]
-    leaderboard.write_html(entries, tmp_path / "site")  # the site renders released entries
+    site.write_site(entries, tmp_path / "site")  # the site renders released entries
 
 
 def test_cli_release_refusals_take_nothing(ctf, picks, tmp_path, capsys, dask_cluster):

@@ -25,6 +25,7 @@ from leaderboard_fixtures import (
 
 from seisctf import conventions as cv
 from seisctf.scoring import leaderboard
+from seisctf.scoring.site import markup
 from seisctf.scoring.site import pages as site
 from seisctf.scoring.uncertainty import mean_interval, misranking_probability
 
@@ -91,7 +92,7 @@ def column(table: dict, label: str) -> list[str]:
 def site_dir(tmp_path_factory):
     root = tmp_path_factory.mktemp("site")
     recorded = populate(root / "leaderboard.sqlite")
-    index = leaderboard.write_html(leaderboard.entries(root / "leaderboard.sqlite"), root / "html")
+    index = site.write_site(leaderboard.entries(root / "leaderboard.sqlite"), root / "html")
     return index.parent, recorded
 
 
@@ -294,7 +295,7 @@ def test_pages_show_scores_and_rates_rounded_to_a_hundredth_only(tmp_path):
     picks = pick_result("digits-picker", 0.7654321)
     picks["p"] |= {"precision": 0.81234567, "recall": 0.7123456, "residual_mean_s": 0.0123456}
     leaderboard.record(db, picks, family="picks", truth_commitment=PICKS_COMMITMENT)
-    index = leaderboard.write_html(leaderboard.entries(db), tmp_path / "html")
+    index = site.write_site(leaderboard.entries(db), tmp_path / "html")
     text = "".join(path.read_text() for path in index.parent.glob("*.html"))
     tables = {
         ident: table
@@ -331,7 +332,7 @@ def test_pick_results_without_histograms_or_breakdowns(tmp_path):
         bare.pop(key)
     leaderboard.record(db, bare, family="picks", truth_commitment=None)
     page = (
-        leaderboard.write_html(leaderboard.entries(db), tmp_path / "html").parent
+        site.write_site(leaderboard.entries(db), tmp_path / "html").parent
         / site.page_names(["global"])["global"]
     ).read_text()
     assert "none recorded" in page and "<svg" not in page
@@ -345,7 +346,7 @@ def test_rewriting_removes_stale_dataset_pages_only(site_dir, tmp_path):
     (out / "notes.txt").write_text("keep")
     db = tmp_path / "lb.sqlite"
     populate(db)
-    leaderboard.write_html(leaderboard.entries(db), out)
+    site.write_site(leaderboard.entries(db), out)
     assert not (out / "dataset-old.html").exists() and (out / "notes.txt").read_text() == "keep"
     assert not list(out.glob(".*partial"))
 
@@ -359,13 +360,13 @@ def test_page_names_are_safe_and_distinct():
 
 
 def test_link_accepts_only_http_urls():
-    assert site.link("https://x.org/a?b=1&c=2") == (
+    assert markup.link("https://x.org/a?b=1&c=2") == (
         '<a href="https://x.org/a?b=1&amp;c=2" rel="nofollow noopener noreferrer">'
         "https://x.org/a?b=1&amp;c=2</a>"
     )
     for url in ("javascript:alert(1)", "data:text/html,hi", "//x.org", "ftp://x.org", "http:/x"):
-        assert "<a" not in site.link(url)
-    assert site.link(None) == "—"
+        assert "<a" not in markup.link(url)
+    assert markup.link(None) == "—"
 
 
 def test_real_pick_scorer_results_render(tmp_path):
@@ -394,7 +395,7 @@ def test_real_pick_scorer_results_render(tmp_path):
         )
         result = score_picks(store, table, name=f"shift-{shift_s}", split="all")
         leaderboard.record(db, result, family="picks", truth_commitment=result["truth_commitment"])
-    index = leaderboard.write_html(leaderboard.entries(db), tmp_path / "html")
+    index = site.write_site(leaderboard.entries(db), tmp_path / "html")
     page = (index.parent / site.page_names([result["dataset"]])[result["dataset"]]).read_text()
     tables = tables_of(page)
     assert column(tables["picks1-f1"], "Model") == ["shift-0.0", "shift-0.3", "shift-0.7"]
@@ -418,8 +419,7 @@ def test_extended_scores_get_columns_and_json_keeps_their_average(tmp_path):
     leaderboard.record(db, result, truth_commitment=GLOBAL_COMMITMENT)
     rows = leaderboard.entries(db)
     page = (
-        leaderboard.write_html(rows, tmp_path / "html").parent
-        / site.page_names(["crustal"])["crustal"]
+        site.write_site(rows, tmp_path / "html").parent / site.page_names(["crustal"])["crustal"]
     ).read_text()
     ranking = next(t for t in tables_of(page).values() if "AvgScore" in str(t["head"]))
     labels = [cell[2] for cell in ranking["head"]]

@@ -67,7 +67,7 @@ def browser(tmp_path_factory):
 def site_dir(tmp_path_factory):
     root = tmp_path_factory.mktemp("browser-site")
     populate(root / "leaderboard.sqlite")
-    leaderboard.write_html(leaderboard.entries(root / "leaderboard.sqlite"), root / "html")
+    site.write_site(leaderboard.entries(root / "leaderboard.sqlite"), root / "html")
     return root / "html"
 
 

@@ -29,14 +29,8 @@ from seisctf import cli
 from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
 from seisctf.scoring.ctf import score_ctf
-from seisctf.scoring.submission import (
-    DEFAULT_LIMITS,
-    SubmissionLimits,
-    describe_nonfinite,
-    open_submission,
-    raise_if_nonfinite,
-    value_report,
-)
+from seisctf.scoring.submission import DEFAULT_LIMITS, SubmissionLimits, open_submission
+from seisctf.scoring.values import describe_nonfinite, raise_if_nonfinite, value_report
 
 SECRET = "test-secret-hostile"
 BOMB_BYTES = 2 * 2**30  # what the zip bombs would decompress to

@@ -1,7 +1,8 @@
 """What the static leaderboard's pages say: the index, and per dataset its CTF rankings, score
 profiles, pick F1 tables and the uncertainty of repeated runs.
 
-Each function returns escaped HTML for `seisctf.scoring.site.pages`. Entries are the public view of
+Each function returns escaped HTML for `seisctf.scoring.site.pages`, built with
+`seisctf.scoring.site.markup`. Entries are the public view of
 `leaderboard.entries` rows (`release.public_entry`: scores and rates clipped and rounded to
 0.01, no raw values, counts or residuals), so every number on a page is a rounded score or
 rate or a statistic of them (a radar of means, intervals over runs). Entries are compared only
@@ -19,9 +20,9 @@ from html import escape
 from typing import Any
 
 from seisctf import conventions as cv
-from seisctf.scoring.leaderboard import METADATA_KEYS
+from seisctf.scoring.release import METADATA_KEYS
 from seisctf.scoring.site import svg
-from seisctf.scoring.site.pages import (
+from seisctf.scoring.site.markup import (
     MISSING,
     Cell,
     Column,
@@ -32,6 +33,7 @@ from seisctf.scoring.site.pages import (
     table,
     text_cell,
 )
+from seisctf.scoring.uncertainty import mean_interval, misranking_probability
 
 Entry = Mapping[str, Any]
 TOP_MODELS = 5
@@ -138,8 +140,6 @@ def uncertainty_section(
 ) -> str:
     """Mean and 95 % interval of `metric` per model, and the probability that one run of each
     of two models ranks them opposite to their means; empty when no model has repeated runs."""
-    from seisctf.scoring.uncertainty import mean_interval, misranking_probability
-
     runs = {model: list(values) for model, values in runs.items() if values}
     if not any(len(values) > 1 for values in runs.values()):
         return ""

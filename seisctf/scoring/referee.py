@@ -1,0 +1,170 @@
+"""The referee's protocol, one for every kind of score: quota → score → release → record → write.
+
+A run first checks the SQLite leaderboard it records into (a file that is not one is refused
+before any work), then takes the participant's release slots (`release.quota_slots`: refused
+over quota, nothing scored), scores, turns each result into the participant's view when it is
+released (`release.release_ctf`, `release.release_picks`), records the results with the
+commitment of the truth they were scored against (`leaderboard.record`), and hands them to the
+caller's `write` (files, printing) while the slots are still held: a run that fails at any step
+gives its slots back, since nothing was released.
+
+The truth is opened once: the commitment a CTF entry records comes from the manifest the scoring
+opened (`leaderboard.truth_commitment_of`), a picks entry's from its result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from seisctf import storage
+from seisctf.scoring import leaderboard
+from seisctf.scoring.ctf import open_truth, score_ctf, score_validation
+from seisctf.scoring.picks import DEFAULT_THRESHOLD, DEFAULT_TOLERANCE_S, score_picks
+from seisctf.scoring.release import Release, quota_slots, release_ctf, release_picks
+from seisctf.scoring.submission import SubmissionLimits
+
+Result = dict[str, Any]
+Write = Callable[[list[Result]], None]
+RELEASED_VIEWS: dict[str, Callable[[Mapping[str, Any]], Result]] = {
+    "ctf": release_ctf,
+    "picks": release_picks,
+}
+
+
+@dataclass(frozen=True)
+class Referee:
+    """What a run does besides scoring: `release` the participant's view, counted against a
+    quota (None: the organisers' full results, nothing counted); record into the SQLite
+    leaderboard `db` (None: not recorded) with the submitter's `metadata`."""
+
+    release: Release | None = None
+    db: str | None = None
+    metadata: Mapping[str, str] = field(default_factory=dict)
+
+
+def _nothing(results: list[Result]) -> None:
+    """The default `write`: the caller uses the returned results."""
+
+
+def run(
+    family: str,
+    names: Sequence[str],
+    score: Callable[[], tuple[list[Result], str | None]],
+    referee: Referee,
+    write: Write = _nothing,
+) -> list[Result]:
+    """The protocol (module doc) around `score`, which returns the results of the submissions
+    `names` and the commitment of the truth they were scored against; returns the results as
+    written (released when `referee.release`)."""
+    if referee.db:
+        leaderboard.check_database(referee.db)
+    with quota_slots(referee.release, family, names):
+        results, commitment = score()
+        if referee.release:
+            results = [RELEASED_VIEWS[family](result) for result in results]
+        if referee.db:
+            for result in results:
+                leaderboard.record(
+                    referee.db,
+                    result,
+                    family=family,
+                    truth_commitment=commitment,
+                    metadata=referee.metadata,
+                )
+        write(results)
+    return results
+
+
+def run_ctf(
+    truth_url: str,
+    submissions: Mapping[str, Any],
+    referee: Referee = Referee(),
+    write: Write = _nothing,
+    *,
+    convention: str = "reference",
+    storage_options: storage.StorageOptions | None = None,
+    limits: SubmissionLimits | None = None,
+    quiet: bool = False,
+) -> list[Result]:
+    """`seisctf score ctf --truth`: named submissions (`ctf.score_ctf`) scored against the truth
+    group at `truth_url`, opened once for the scores and the commitment they record."""
+
+    def score() -> tuple[list[Result], str]:
+        truth = open_truth(truth_url, storage_options)
+        results = score_ctf(
+            truth_url,
+            submissions,
+            convention=convention,
+            storage_options=storage_options,
+            limits=limits,
+            quiet=quiet,
+            truth=truth,
+        )
+        return results, leaderboard.truth_commitment_of(truth[0])
+
+    return run("ctf", list(submissions), score, referee, write)
+
+
+def run_validation(
+    public_url: str,
+    submissions: Mapping[str, Any],
+    write: Write = _nothing,
+    *,
+    convention: str = "reference",
+    storage_options: storage.StorageOptions | None = None,
+    limits: SubmissionLimits | None = None,
+    quiet: bool = False,
+) -> list[Result]:
+    """`seisctf score ctf --validation`: submissions of the validation inputs scored against the
+    public bundle's targets (`ctf.score_validation`); local scores, never released or recorded."""
+
+    def score() -> tuple[list[Result], None]:
+        results = score_validation(
+            public_url,
+            submissions,
+            convention=convention,
+            storage_options=storage_options,
+            limits=limits,
+            quiet=quiet,
+        )
+        return results, None
+
+    return run("ctf", list(submissions), score, Referee(), write)
+
+
+def run_picks(
+    truth_url: str,
+    submission: str | pd.DataFrame,
+    name: str,
+    referee: Referee = Referee(),
+    write: Write = _nothing,
+    *,
+    tolerance_s: float = DEFAULT_TOLERANCE_S,
+    threshold: float = DEFAULT_THRESHOLD,
+    split: str = "test",
+    group_by: Sequence[str] = (),
+    storage_options: storage.StorageOptions | None = None,
+    quiet: bool = True,
+) -> Result:
+    """`seisctf score picks`: one pick table (`picks.score_picks`) scored against the
+    event-window store at `truth_url`; its entry records the result's `truth_commitment`."""
+
+    def score() -> tuple[list[Result], str]:
+        result = score_picks(
+            truth_url,
+            submission,
+            name=name,
+            tolerance_s=tolerance_s,
+            threshold=threshold,
+            split=split,
+            group_by=group_by,
+            storage_options=storage_options,
+            quiet=quiet,
+        )
+        return [result], result["truth_commitment"]
+
+    return run("picks", [name], score, referee, write)[0]
