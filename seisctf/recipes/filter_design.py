@@ -20,27 +20,16 @@ from seisctf.errors import InvalidInput
 # Anti-alias low-pass of `decimate` and of downsampling `resample`: zero-phase Butterworth of this
 # order with its corner at this fraction of the new Nyquist frequency.
 ANTIALIAS_ORDER = 8
-
-
 ANTIALIAS_CORNER = 0.8
-
-
 # Longest impulse response probed for the halo: a filter still above tolerance after this many
 # samples has corners too close to 0 or Nyquist for its sampling rate.
 _MAX_IMPULSE_SAMPLES = 2**22
-
-
+# Resampling ratios: fractions up to this denominator, exact to this relative tolerance.
 _MAX_DENOMINATOR = 1000
-
-
 _RATIO_TOLERANCE = 1e-9
-
-
 # resample_poly's default FIR design: Kaiser-windowed sinc of 2·half_len + 1 taps, half_len =
 # this × max(up, down).
 POLYPHASE_HALF_LENGTH = 10
-
-
 POLYPHASE_WINDOW = ("kaiser", 5.0)
 
 

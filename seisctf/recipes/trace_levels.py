@@ -19,8 +19,6 @@ import numpy as np
 # sample (a constant, so the sums' rounding never depends on how the data happen to be chunked),
 # and small enough that no task needs whole traces in memory.
 RMS_BLOCK_SAMPLES = 8_192
-
-
 RMS_BLOCK_BYTES = 8 * 2**20
 
 

@@ -6,9 +6,10 @@ noisy arrays are bit-identical on any cluster.
 
 The transforms (`add_gaussian_noise`, `add_coloured_noise`; `add_real_noise` in
 `noise_real.py`) take a lazy DataArray with a `time` dim at any axis position (every other dim
-indexes independent traces) and return a lazy noisy copy. Their random numbers are pure functions of (seed, variable name,
-global position); per-trace levels come from RMS values summed in a fixed order over whole
-traces. Seeds are never recorded in attrs.
+indexes independent traces) and return a lazy noisy copy. Their random numbers are pure
+functions of (seed, variable name, global position); per-trace levels come from RMS values
+summed in a fixed order over whole traces (`recipes.trace_levels`). Seeds are never recorded in
+attrs.
 """
 
 from __future__ import annotations

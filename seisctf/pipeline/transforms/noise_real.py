@@ -36,14 +36,10 @@ from seisctf.registry import TRANSFORMS
 
 # Noise-bank dims (event-window store contract: waveforms(trace, channel, sample)).
 NOISE_TRACE = "trace"
-
-
 NOISE_CHANNEL = "channel"
 
 
 NOISE_SAMPLE = "sample"
-
-
 NOISE_CATEGORY = "trace_category"
 
 
