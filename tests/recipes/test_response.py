@@ -159,9 +159,9 @@ def test_options_are_in_the_fingerprint_and_append_must_repeat_them(tmp_path):
     assert not raw.up_to_date and _open(out).attrs["response_removed"] is None
     assert _open(out).attrs["channel_metadata"]["IM.I59H1."]["BDF"]["units"] == "COUNTS"
     # Appending with other response options than the store's is refused, naming the option.
-    with pytest.raises(InvalidInput, match="ingested without --remove-response") as error:
+    with pytest.raises(InvalidInput, match="ingested without `remove_response`") as error:
         ingest_waveforms([str(files[1])], str(out), append=True, remove_response="VEL", **common)
-    assert error.value.what == "--remove-response"
+    assert error.value.what == "remove_response"
     ingest_waveforms([str(files[0])], str(out), remove_response="VEL", **common)
     with pytest.raises(InvalidInput, match="ingested with response removal"):
         ingest_waveforms([str(files[1])], str(out), append=True, remove_response="DISP", **common)
@@ -174,7 +174,7 @@ def test_options_are_in_the_fingerprint_and_append_must_repeat_them(tmp_path):
     with pytest.raises(InvalidInput, match="F1 < F2"):
         ingest_waveforms([str(files[0])], str(out), remove_response="VEL", pre_filt="1,2,2,3",
                          **common)  # fmt: skip
-    with pytest.raises(InvalidInput, match="only apply with --remove-response"):
+    with pytest.raises(InvalidInput, match="only apply with `remove_response`"):
         ingest_waveforms([str(files[0])], str(out), water_level=10, **common)
 
 

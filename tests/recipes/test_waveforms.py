@@ -182,7 +182,7 @@ def test_mixed_rates_need_rate_and_are_resampled_like_obspy(tmp_path):
     slow = _trace("XX.SLW.", "HHZ", START, rng.standard_normal(1000), rate=50.0)
     fast.write(str(folder / "fast.mseed"), format="MSEED", encoding="FLOAT64")
     slow.write(str(folder / "slow.sac"), format="SAC")
-    with pytest.raises(InvalidInput, match="give --rate"):
+    with pytest.raises(InvalidInput, match="give `rate`"):
         ingest_waveforms([str(folder)], str(tmp_path / "refused.zarr"), quiet=True)
     out = tmp_path / "mixed.zarr"
     ingest_waveforms([str(folder)], str(out), rate=50.0, quiet=True)

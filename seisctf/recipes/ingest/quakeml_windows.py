@@ -314,7 +314,7 @@ def ingest_quakeml(
     waveform store URL, or raw waveform files / folders / globs ingested first into `scratch`,
     default a temporary folder) and write the event-window store at `url`."""
     if noise_windows < 0:
-        raise InvalidInput("--noise-windows", f"must be ≥ 0, got {noise_windows}")
+        raise InvalidInput("noise_windows", f"must be ≥ 0, got {noise_windows}")
     catalogs.check_window(window_s, pre_arrival_s)
     events, picks = catalogs.catalog_tables(catalogs.read_catalog(catalog_path), catalog_path)
     if events.empty:

@@ -94,11 +94,11 @@ def parse_pre_filt(text: str | Sequence[float] | None) -> tuple[float, ...] | st
     try:
         corners = tuple(float(part) for part in parts)
     except (TypeError, ValueError):
-        raise InvalidInput("--pre-filt", f"expected F1,F2,F3,F4 in Hz, got {text!r}") from None
+        raise InvalidInput("pre_filt", f"expected F1,F2,F3,F4 in Hz, got {text!r}") from None
     if len(corners) != 4 or not all(math.isfinite(c) for c in corners):
-        raise InvalidInput("--pre-filt", f"expected four finite frequencies in Hz, got {text!r}")
+        raise InvalidInput("pre_filt", f"expected four finite frequencies in Hz, got {text!r}")
     if not (0 <= corners[0] < corners[1] < corners[2] < corners[3]):
-        raise InvalidInput("--pre-filt", f"expected 0 <= F1 < F2 < F3 < F4, got {text!r}")
+        raise InvalidInput("pre_filt", f"expected 0 <= F1 < F2 < F3 < F4, got {text!r}")
     return corners
 
 
@@ -109,9 +109,9 @@ def parse_water_level(text: str | float | None) -> float | None:
     try:
         value = float(text)
     except (TypeError, ValueError):
-        raise InvalidInput("--water-level", f"expected dB or 'none', got {text!r}") from None
+        raise InvalidInput("water_level", f"expected dB or 'none', got {text!r}") from None
     if not math.isfinite(value):
-        raise InvalidInput("--water-level", f"expected a finite number of dB, got {text!r}")
+        raise InvalidInput("water_level", f"expected a finite number of dB, got {text!r}")
     return value
 
 
@@ -127,14 +127,14 @@ def requested_removal(
     corners, level = parse_pre_filt(pre_filt), parse_water_level(water_level)
     if output is None:
         if corners != AUTO or level != DEFAULT_WATER_LEVEL:
-            raise InvalidInput("--pre-filt/--water-level", "only apply with --remove-response")
+            raise InvalidInput("pre_filt/water_level", "only apply with `remove_response`")
         return None
     if str(output).upper() not in OUTPUTS:
-        raise InvalidInput("--remove-response", f"output must be one of {OUTPUTS}, got {output}")
+        raise InvalidInput("remove_response", f"output must be one of {OUTPUTS}, got {output}")
     if not inventories:
         raise InvalidInput(
-            "--remove-response",
-            "needs the instrument responses: give --inventory STATIONXML (none was given)",
+            "remove_response",
+            "needs the instrument responses: give `inventory` STATIONXML (none was given)",
         )
     return str(output).upper(), corners, level
 

@@ -72,7 +72,7 @@ def fingerprint_of(parts: Any) -> str:
 def fail_if_strict(strict: bool, problems: Sequence[str]) -> None:
     """With `strict`, any input problem is InvalidInput (naming the `strict` option)."""
     if strict and problems:
-        raise InvalidInput("--strict", f"{len(problems)} input problem(s): " + "; ".join(problems))
+        raise InvalidInput("strict", f"{len(problems)} input problem(s): " + "; ".join(problems))
 
 
 def scan_all(
@@ -217,10 +217,10 @@ def appendable_attrs(url: str, storage_options: dict | None, record: str) -> tup
     try:
         group = open_store(url, storage_options)
     except InvalidInput:
-        raise InvalidInput(url, "--append needs an existing store; ingest without it") from None
+        raise InvalidInput(url, "`append` needs an existing store; ingest without it") from None
     attrs = dict(group.attrs)
     if not attrs.get(cv.ATTR_COMPLETE) and not (PROGRESS_VAR in group and record in attrs):
-        raise InvalidInput(url, "--append needs a complete store (this one is unfinished)")
+        raise InvalidInput(url, "`append` needs a complete store (this one is unfinished)")
     return group, attrs
 
 
@@ -229,7 +229,7 @@ def pending_append(url: str) -> InvalidInput:
     return InvalidInput(
         url,
         "an interrupted append of other files is pending: re-run that append, "
-        "or ingest all files without --append",
+        "or ingest all files without `append`",
     )
 
 
@@ -238,7 +238,7 @@ def changed_input(path: str, url: str, recorded: str, now: str) -> InvalidInput:
     return InvalidInput(
         path,
         f"changed since it was ingested into {url} (sha256 {recorded[:12]}… "
-        f"now {now[:12]}…); ingest without --append to rebuild",
+        f"now {now[:12]}…); ingest without `append` to rebuild",
     )
 
 

@@ -393,7 +393,7 @@ def target_rate(headers: Sequence[TraceHeader], rate: float | None) -> float:
     their rates differ by more than the half-sample drift allows)."""
     if rate is not None:
         if not (math.isfinite(rate) and rate > 0):
-            raise InvalidInput("--rate", f"must be a positive number of Hz, got {rate}")
+            raise InvalidInput("rate", f"must be a positive number of Hz, got {rate}")
         return float(rate)
     rates = sorted({h.sampling_rate for h in headers})
     chosen = rates[-1]
@@ -402,7 +402,7 @@ def target_rate(headers: Sequence[TraceHeader], rate: float | None) -> float:
         listed = "; ".join(f"{h.path} ({h.sampling_rate} Hz)" for h in off[:5])
         raise InvalidInput(
             off[0].path,
-            f"sampling rates differ from {chosen} Hz: {listed}; give --rate HZ to resample",
+            f"sampling rates differ from {chosen} Hz: {listed}; give `rate` HZ to resample",
         )
     return chosen
 

@@ -451,7 +451,7 @@ def append_rate(previous: dict[str, Any], rate: float | None) -> float | None:
     """The `rate` the store was ingested with (None: no resampling); `rate` must agree."""
     used = float(previous[cv.ATTR_SAMPLING_RATE]) if previous.get("resampling") else None
     if rate is not None and rate != used:
-        raise InvalidInput("--rate", f"the store was ingested with --rate {used}, not {rate}")
+        raise InvalidInput("rate", f"the store was ingested with `rate` {used}, not {rate}")
     return used
 
 
@@ -459,10 +459,10 @@ def check_same_removal(previous: dict[str, Any], removed: dict[str, Any] | None)
     """An append removes the response as the store's ingest did (or not at all, as it)."""
     used = previous.get("response_removed")
     if used != removed:
-        said = "without --remove-response" if used is None else f"with response removal {used}"
+        said = "without `remove_response`" if used is None else f"with response removal {used}"
         raise InvalidInput(
-            "--remove-response",
-            f"the store was ingested {said}; append with the same options (and --inventory)",
+            "remove_response",
+            f"the store was ingested {said}; append with the same options (and `inventory`)",
         )
 
 
@@ -500,7 +500,7 @@ def check_same_grid(
     new = [placed.header for placed in plan.traces if placed.header.path not in known]
     if plan.start_ns != int(previous["start_time_ns"]):
         first = min(new, key=lambda header: header.start_ns).path if new else url
-        raise InvalidInput(first, f"starts before the store {url}; ingest without --append")
+        raise InvalidInput(first, f"starts before the store {url}; ingest without `append`")
     if plan.sampling_rate != float(previous[cv.ATTR_SAMPLING_RATE]):
         raise InvalidInput(new[0].path if new else url, f"sampling rate differs from {url}")
     for header in new:
@@ -510,7 +510,7 @@ def check_same_grid(
         ):
             if name not in names:
                 raise InvalidInput(
-                    header.path, f"{kind} {name} is not in {url}; ingest without --append"
+                    header.path, f"{kind} {name} is not in {url}; ingest without `append`"
                 )
 
 
