@@ -130,7 +130,7 @@ def ingest_seconds(client, root: Path, out: Path, run: int) -> dict[str, float]:
     """One ingest on the running cluster: total seconds, scan and block computes, the client's
     own time outside them, and CPU seconds of the workers and of this process (client and
     scheduler)."""
-    from seisctf.recipes.ingest import waveforms
+    from seisctf.recipes.ingest import resumable, waveforms
 
     phases: dict[str, float] = {}
     compute = waveforms.compute
@@ -143,13 +143,13 @@ def ingest_seconds(client, root: Path, out: Path, run: int) -> dict[str, float]:
 
     n_workers = len(client.scheduler_info()["workers"])
     workers_before, client_before = client.run(cpu_seconds), cpu_seconds()
-    waveforms.compute = timed
+    waveforms.compute = resumable.compute = timed  # the blocks' and the scan's
     try:
         began = time.perf_counter()
         waveforms.ingest_waveforms([str(root)], str(out / f"w{n_workers}-{run}.zarr"), quiet=True)
         total = time.perf_counter() - began
     finally:
-        waveforms.compute = compute
+        waveforms.compute = resumable.compute = compute
     workers_after, client_after = client.run(cpu_seconds), cpu_seconds()
     scan, blocks = phases.get("scan", 0.0), phases.get("ingest waveforms", 0.0)
     return {
