@@ -18,8 +18,8 @@ MAX_LINES = 600
 
 VERB_RUNNER = (
     "a CLI verb imports the library code it runs inside its runner (`_run_*`), so that "
-    "`seisctf --help` and each verb load only what they use: importing the CLI alone takes "
-    "~0.3 s, the library (dask, xarray, zarr, obspy; torch for the SeisBench picker) ~5 s"
+    "`seisctf --help` and each verb load only what they use: the SeisBench picker brings torch, "
+    "the ingests obspy, the recipe engine and the referees their own dependencies"
 )
 # Function-level imports of seisctf modules that stay, and why: {(module, function name
 # prefix): reason}. Every other seisctf import sits at the top of its module, where a reader,

@@ -90,3 +90,8 @@ def test_cli_shows_the_flags_and_exits_3(tmp_path, dask_cluster, capsys):
     err = capsys.readouterr().err
     assert code == EXIT_INVALID_INPUT and "Traceback" not in err
     assert "--truth: must differ from --public: truth is written only to its own URL" in err
+    bundle = ["--public", str(tmp_path / "p.zarr"), "--truth", str(tmp_path / "t.zarr")]
+    code = main(["tasks", wavefield, "--layout", str(layout), "--rate", "1", *bundle, *common])
+    err = capsys.readouterr().err
+    assert code == EXIT_INVALID_INPUT
+    assert "--rate is only for a continuous waveform store" in err

@@ -24,13 +24,13 @@ from seisctf.errors import InvalidInput
 from seisctf.pipeline.bundles.archive_wavefield import (
     SEGMENT_ROLES,
     archive_wavefield,
-    guard_steps,
     select_channel,
-    to_ctf_rate,
     wavefield_for_tasks,
 )
+from seisctf.pipeline.bundles.guarded_segments import to_ctf_rate
 from seisctf.pipeline.bundles.layouts import Layout, load_layout
 from seisctf.pipeline.transforms import filters
+from seisctf.recipes.filter_design import guard_steps
 from seisctf.recipes.ingest.waveforms import ingest_waveforms
 
 TSINDEX = Path(obspy.__file__).parent / "clients/filesystem/tests/data/tsindex_data"
@@ -500,9 +500,9 @@ def test_channel_choice_and_options_on_a_wavefield_store():
     assert select_channel(codes, "HHZ", "s")[0] == "HHZ"
     with pytest.raises(InvalidInput, match="matches channels"):
         select_channel(codes, "Z", "s")
-    with pytest.raises(InvalidInput, match="choose one with --channel"):
+    with pytest.raises(InvalidInput, match="choose one with `channel`"):
         select_channel(codes, None, "s")
     wavefield = xr.Dataset({cv.WAVEFIELD_VAR: ((cv.TIME, cv.SENSOR), np.zeros((4, 2)))})
     assert wavefield_for_tasks(wavefield, Layout())[0] is wavefield
-    with pytest.raises(InvalidInput, match="--rate is only for a continuous waveform store"):
+    with pytest.raises(InvalidInput, match="`rate_hz` is only for a continuous waveform store"):
         wavefield_for_tasks(wavefield, Layout(), rate_hz=1.0, what="w")

@@ -4,61 +4,15 @@
 `tasks.build_bundle` accepts: `u(realisation, time, sensor)` float64 with the bundle's ten roles.
 Everything is lazy (Dask) except one small pass that finds where the data are gap-free.
 
-No leak of withheld samples into public ones. Every segment ends with withheld truth (the
-forecast window, rows `forecast_start` … L - 1) after its public rows, and segments follow each
-other in time, so processing that looks ahead or across segments would let withheld samples
-shape public ones (a zero-phase anti-alias filter reaches about 1 / corner frequency into the
-future; a trend fitted over the whole record includes the withheld windows). Here every public
-array is a function of raw samples that no truth array covers: raw samples at or before its own
-rows' times in its own segment's slot. The exceptions are by the task's design: the
-reconstruction targets X2test and X4test are the clean version of the public noisy X2train and
-X3train. The rules that give this:
-
-- Causal processing only: the anti-alias low-pass runs forward (`zero_phase=False` in
-  `filters.decimate` / `filters.resample`; resample's FIR is delayed so it is causal too), so
-  CTF row k depends on raw samples at or before k / rate_hz only. Truth may depend on public
-  samples, never the reverse.
-- One slot per segment, processed alone: the raw record is cut into slots (below) and each of
-  the ten slots used is filtered as a separate array, starting in the steady state of its
-  first raw sample. No state, halo or statistic crosses from one slot to the next, so nothing of
-  a segment's truth reaches the next segment, at any tolerance (bit for bit).
-- A guard band of `guard` CTF samples opens each slot, before its segment: the causal filters'
-  warm-up (`filters.causal_warmup`: their halo, in CTF samples, rounded up, plus the delayed
-  FIR's reach when resampling). Its raw samples belong to no array; they let the filter state
-  settle, so a segment equals (to about the filters' tolerance, 1e-8 of the signal's variation)
-  what the causal filter gives on the continuous record.
-- Offset removal from public rows only: per station and segment, the mean of the segment's rows
-  before its forecast window (CTF rows 0 … forecast_start - 1: public or unused in every role,
-  the reconstruction target in the noisy roles) is subtracted from the whole segment. Raw counts
-  carry offsets, and the bundle normalises without centring. No trend is removed: a line fitted
-  to the public rows and extrapolated over the forecast window would add its slope error there.
-
-The price: the causal low-pass delays the signal by its group delay (the order 8 Butterworth at
-0.8 × the CTF Nyquist frequency: about 2 CTF samples at 0 Hz, rising towards the corner), plus
-10 CTF samples for the delayed FIR when resampling by a non-integer ratio. The delay is the same
-in every array and every station, so scores stay fair; recorded in `transforms`.
-
-Steps, each from `filters.py` where it is signal processing:
+The cut is `guarded_segments.py`'s, shared with DAS stores (`das_wavefield.py`): ten slots of
+a guard band and a segment, each processed alone with causal filters, the offset removed from
+public rows only, so that no withheld sample reaches a public array (the rules and steps 2–5
+are there). Here:
 
 1. One channel of `data(station, channel, time)`: an exact code (`BHZ`) or a component letter
    (`Z`: the one channel whose code ends with it).
-2. Slots: the raw record is cut into consecutive slots of (`guard` + L) CTF samples, i.e.
-   (`guard` + L)·down/up raw samples (the resampling ratio is up/down; `guard` is rounded up
-   so that this is whole), from its first sample; L = `layout.required_steps`. A slot is
-   usable for a station when all its raw samples are finite.
-3. Gaps: the CTF needs finite data. Of all runs of ten consecutive slots, the one where the most
-   stations are usable throughout is used (the earliest among equals); the other stations are
-   dropped and listed in the attrs. Too few stations for the layout's `modes`, or a record
-   shorter than ten slots, is an error (InvalidInput).
-4. Per used slot and kept station: chunks of 1 station × `time_chunk_samples` from the slot's
-   start (a function of the data's shape only, so the bundle's bytes never depend on how the
-   store was chunked), then to the CTF rate with the causal filters (`to_ctf_rate`):
-   `filters.decimate` when the store's rate is an integer multiple of `rate_hz` (Butterworth
-   anti-alias filter of order 8 at 0.8 × the new Nyquist frequency, then every factor-th
-   sample), else `filters.resample` (the same filter, then the delayed polyphase FIR); nothing
-   when the rates are equal. The first `guard` CTF samples are dropped; the L that follow are
-   the segment, whose sample k sits at its slot's start + (guard + k) / rate_hz.
-5. The offset removal above.
+2.–5. `guarded_segments`: slots, gaps (stations without finite data throughout are dropped),
+   each slot brought to the CTF rate alone, the offset removal.
 6. Sensors are the kept stations, ordered by longitude, then latitude, then id (stations without
    coordinates last, by id): `SENSOR_ORDER`. The long-time score's FFT runs along this order; for
    scattered stations it is a convention, not a physical line.
@@ -73,56 +27,41 @@ Parameter of the parametric pairs (`parameter_name` = `segment_start_h`): the se
 in hours from the store's `start_time`. Training segments 4, 8 and 9; interpolation segment 7;
 extrapolation segment 3.
 
-The same cut serves DAS stores, with the fibre's channels as traces (`guarded_segments`, used
-by `das_wavefield.py`).
-
 Provenance (`archive` attr): the source store, its fingerprint and rate, the channel, the CTF
 rate, the transforms, the guard, the segment start times and the stations used and dropped. The
 truth group gets all of it; the public group only `PUBLIC_ARCHIVE_KEYS` (no station ids, no
 absolute times): with them, anyone with access to the archive could fetch the withheld samples.
+
+`wavefield_for_tasks` cuts any store the way its kind needs: a waveform store here, a DAS store
+with `das_wavefield`, a wavefield store not at all.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
-import dask.array as da
 import numpy as np
 import xarray as xr
 
 from seisctf import conventions as cv
-from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
-from seisctf.pipeline.bundles.layouts import Layout
-from seisctf.pipeline.transforms import filters
-from seisctf.pipeline.transforms.history import recorded
-from seisctf.recipes.filter_design import (
-    DEFAULT_RATE_HZ,
-    FILTER_TOLERANCE,
-    ctf_ratio,
-    guard_steps,
+from seisctf.pipeline.bundles.das_wavefield import das_attrs, das_wavefield
+from seisctf.pipeline.bundles.guarded_segments import (
+    GAP_POLICY,
+    N_SEGMENTS,
+    SEGMENT_ROLES,
+    TIME_CHUNK_SAMPLES,
+    guarded_segments,
+    iso_time,
+    segment_start_hours,
 )
+from seisctf.pipeline.bundles.layouts import Layout
+from seisctf.pipeline.transforms.history import recorded
+from seisctf.recipes.filter_design import DEFAULT_RATE_HZ
 
-SEGMENT_ROLES = cv.SEGMENT_ROLES
-N_SEGMENTS = len(SEGMENT_ROLES)
-assert sorted(SEGMENT_ROLES) == sorted(cv.BUNDLE_ROLES)
-
-# Time chunk of each slot's raw samples (store's rate): 2 MiB of float64.
-TIME_CHUNK_SAMPLES = 2**18
 SENSOR_ORDER = (
     "stations (NET.STA.LOC) by longitude, then latitude (degrees, ascending), then id; "
     "stations without coordinates last, by id"
-)
-GAP_POLICY = (
-    "ten consecutive slots of guard_steps + segment_steps CTF samples on a slot grid from the "
-    "record's first sample, each processed alone; the run of ten slots where the most stations "
-    "have finite raw samples throughout (earliest among equals); other stations dropped"
-)
-OFFSET_POLICY = (
-    "per station and segment, the mean of the segment's rows before its forecast window is "
-    "subtracted from the whole segment"
 )
 PUBLIC_ARCHIVE_KEYS = (
     "channel",
@@ -144,7 +83,7 @@ def select_channel(store: xr.Dataset, channel: str | None, what: str) -> tuple[s
     codes = [str(code) for code in store[cv.CHANNEL].values]
     if channel is None:
         matches = codes if len(codes) == 1 else []
-        problem = f"has channels {codes}; choose one with --channel"
+        problem = f"has channels {codes}; choose one with `channel`"
     elif channel in codes:
         matches = [channel]
     else:
@@ -160,61 +99,6 @@ def select_channel(store: xr.Dataset, channel: str | None, what: str) -> tuple[s
     return matches[0], recorded(data, data, "select_channel", {"channel": matches[0]})
 
 
-def to_ctf_rate(
-    data: xr.DataArray,
-    rate_hz: float,
-    time_chunk_samples: int,
-    what: str,
-    trace_chunks: Mapping[str, int] | None = None,
-) -> xr.DataArray:
-    """`data(station, time)` (attr `sampling_rate`) brought to `rate_hz` with the causal
-    filters (module docstring), float64, in chunks of 1 station × `time_chunk_samples` from its
-    first sample (`trace_chunks`: other chunks along the trace dims, e.g. {"distance": 128}):
-    sample k depends on input samples at or before k / rate_hz s only. NaN where a gap is
-    within the filters' reach before the sample (`filters.py`'s causal NaN policy)."""
-    source_rate_hz = float(data.attrs[cv.ATTR_SAMPLING_RATE])
-    up, down = ctf_ratio(source_rate_hz, rate_hz, what)
-    data = data.chunk({**(trace_chunks or {cv.STATION: 1}), cv.TIME: time_chunk_samples})
-    tolerance = FILTER_TOLERANCE
-    if up == 1 and down > 1:
-        return filters.decimate(data, factor=down, tolerance=tolerance, zero_phase=False)
-    if down > 1:
-        return filters.resample(data, sampling_rate=rate_hz, tolerance=tolerance, zero_phase=False)
-    return data.astype(np.float64)
-
-
-def remove_offset(segment: xr.DataArray, public_rows: int) -> xr.DataArray:
-    """`segment(station, time)` minus, per station, the mean of its first `public_rows` rows
-    (`OFFSET_POLICY`; nothing when `public_rows` is 0)."""
-    result = segment
-    if public_rows > 0:
-        result = segment - segment.isel({cv.TIME: slice(0, public_rows)}).mean(cv.TIME)
-    return recorded(
-        result,
-        segment,
-        "remove_offset",
-        {"statistic": "mean", "rows": [0, int(public_rows)], "policy": OFFSET_POLICY},
-    )
-
-
-def finite_slots(data: xr.DataArray, slot_steps: int, trace_dim: str = cv.STATION) -> da.Array:
-    """Lazy bool (trace, slot): data finite throughout each consecutive `slot_steps` samples."""
-    n_slots = data.sizes[cv.TIME] // slot_steps
-    finite = da.isfinite(data.transpose(trace_dim, cv.TIME).data[:, : n_slots * slot_steps])
-    per_chunk = slot_steps * max(1, TIME_CHUNK_SAMPLES // slot_steps)
-    finite = finite.rechunk({0: 1, 1: per_chunk})
-    return finite.reshape(finite.shape[0], n_slots, slot_steps).all(axis=2)
-
-
-def choose_segments(valid: np.ndarray, n_segments: int = N_SEGMENTS) -> tuple[int, np.ndarray]:
-    """First slot of the run of `n_segments` consecutive slots where the most stations are
-    valid throughout (earliest among equals), and those stations (bool per station)."""
-    n_runs = valid.shape[1] - n_segments + 1
-    complete = np.stack([valid[:, s : s + n_segments].all(axis=1) for s in range(n_runs)], axis=1)
-    first = int(np.argmax(complete.sum(axis=0)))
-    return first, complete[:, first]
-
-
 def sensor_order(ids: list[str], latitude: np.ndarray, longitude: np.ndarray) -> list[int]:
     """Indices of stations in `SENSOR_ORDER`."""
     located = np.isfinite(latitude) & np.isfinite(longitude)
@@ -225,121 +109,10 @@ def sensor_order(ids: list[str], latitude: np.ndarray, longitude: np.ndarray) ->
     return sorted(range(len(ids)), key=key)
 
 
-def _iso(start_time: str, offset_s: float) -> str:
-    start = np.datetime64(start_time.rstrip("Z"), "ns")
-    instant = start + np.timedelta64(round(offset_s * 1e9), "ns")
-    return np.datetime_as_string(instant, unit="auto") + "Z"
-
-
 def _coordinate(store: xr.Dataset, name: str) -> np.ndarray:
     if name not in store.coords:
         return np.full(store.sizes[cv.STATION], np.nan)
     return np.asarray(store[name].values, dtype=np.float64)
-
-
-@dataclass(frozen=True, eq=False)
-class GuardedSegments:
-    """Ten guarded segments cut from a continuous record (`guarded_segments`): `u` (segment,
-    time, trace) float64 (lazy), the kept traces (indices into the record's trace dim, in the
-    order given), which traces were usable, the first slot used, and the slot geometry in CTF
-    samples: `starts` (each segment's first sample from the record's start), `guard`, `steps`."""
-
-    u: da.Array
-    kept: list[int]
-    complete: np.ndarray
-    first_slot: int
-    starts: list[int]
-    guard: int
-    steps: int
-    transforms: list[dict[str, Any]]
-
-
-def guarded_segments(
-    data: xr.DataArray,
-    trace_dim: str,
-    layout: Layout,
-    *,
-    rate_hz: float,
-    order: list[int] | None = None,
-    trace_chunks: Mapping[str, int] | None = None,
-    time_chunk_samples: int = TIME_CHUNK_SAMPLES,
-    slot_steps: int | None = None,
-    source: str = "the record",
-    trace_noun: str = "station",
-    what: str = "store",
-    quiet: bool = False,
-) -> GuardedSegments:
-    """Steps 2–5 of the module docstring on `data(trace_dim, time)` (attr `sampling_rate`; any
-    dim order): slots of guard + `layout.required_steps` CTF samples (`slot_steps`: a longer
-    slot, whose extra samples lengthen the guard), the gap check, each of the ten slots used
-    processed alone (causal filters to `rate_hz`, guard dropped, offset from public rows removed).
-    `order`: the traces' order in the result (default: as stored). `source` and `trace_noun`
-    name the record and its traces in error messages. Computes only the gap check."""
-    source_rate_hz = float(data.attrs[cv.ATTR_SAMPLING_RATE])
-    up, down = ctf_ratio(source_rate_hz, rate_hz, what)
-    steps = layout.required_steps
-    guard = guard_steps(source_rate_hz, rate_hz, steps)
-    if slot_steps is not None:
-        if slot_steps < guard + steps or (slot_steps * down) % up:
-            raise InvalidInput(
-                what,
-                f"slots of {slot_steps} samples at {rate_hz} Hz cannot hold a guard of {guard} "
-                f"and a segment of {steps} (layout {layout.name!r}) on whole raw samples",
-            )
-        guard = slot_steps - steps
-    slot_steps = guard + steps
-    slot_samples = slot_steps * down // up  # raw samples per slot
-    n_samples = data.sizes[cv.TIME]
-    if n_samples < N_SEGMENTS * slot_samples:
-        n_out = -(-n_samples * up // down)
-        raise InvalidInput(
-            what,
-            f"too short for layout {layout.name!r}: {source} gives {n_out} samples at "
-            f"{rate_hz} Hz ({n_out / rate_hz:g} s); {N_SEGMENTS} segments of {steps} samples, "
-            f"each after a guard of {guard} samples while the causal anti-alias filter "
-            f"settles, need {N_SEGMENTS * slot_steps} ({N_SEGMENTS * slot_steps / rate_hz:g} s)",
-        )
-    (valid,) = compute(finite_slots(data, slot_samples, trace_dim), label="gap check", quiet=quiet)
-    first_slot, complete = choose_segments(valid)
-    needed = max(1, 2 * layout.modes - 1)
-    if complete.sum() < needed:
-        raise InvalidInput(
-            what,
-            f"only {int(complete.sum())} {trace_noun}(s) have gap-free {source} data over "
-            f"{N_SEGMENTS} consecutive slots of {slot_steps} samples at {rate_hz} Hz "
-            f"({guard} of guard + a segment of {steps}); layout {layout.name!r} "
-            f"(modes={layout.modes}) needs at least {needed}",
-        )
-    order = list(range(data.sizes[trace_dim])) if order is None else order
-    kept = [i for i in order if complete[i]]
-    slots = [first_slot + j for j in range(N_SEGMENTS)]
-    segments = []
-    for slot in slots:
-        # One slot alone: no filter state, halo or statistic crosses slots (module docstring).
-        raw = data.isel(
-            {trace_dim: kept, cv.TIME: slice(slot * slot_samples, (slot + 1) * slot_samples)}
-        )
-        ctf = to_ctf_rate(raw, rate_hz, time_chunk_samples, what, trace_chunks)
-        segment = ctf.isel({cv.TIME: slice(guard, slot_steps)})
-        segments.append(remove_offset(segment, min(layout.forecast_start, steps)))
-    u = da.stack([segment.transpose(cv.TIME, trace_dim).data for segment in segments])
-    u = u.rechunk((1, *cv.time_space_chunks(steps, len(kept), u.dtype.itemsize)))
-    return GuardedSegments(
-        u=u,
-        kept=kept,
-        complete=complete,
-        first_slot=first_slot,
-        starts=[slot * slot_steps + guard for slot in slots],
-        guard=guard,
-        steps=steps,
-        transforms=segments[0].attrs[cv.ATTR_TRANSFORMS],
-    )
-
-
-def segment_start_hours(starts: list[int], rate_hz: float) -> list[float]:
-    """Segment starts (CTF samples from the record's start) in hours: the parameter of the
-    parametric pairs for a real record."""
-    return [start / rate_hz / 3600.0 for start in starts]
 
 
 def archive_wavefield(
@@ -392,7 +165,7 @@ def archive_wavefield(
         "segment_steps": steps,
         "guard_steps": cut.guard,
         "segment_roles": list(SEGMENT_ROLES),
-        "segment_start_times": [_iso(start_time, start / rate_hz) for start in starts],
+        "segment_start_times": [iso_time(start_time, start / rate_hz) for start in starts],
         "n_stations": len(kept),
         "n_stations_dropped": len(ids) - len(kept),
         "stations": [ids[i] for i in kept],
@@ -452,10 +225,8 @@ def wavefield_for_tasks(
     `das_wavefield.das_wavefield` (no `channel`); a wavefield store is used as it is, and then
     `channel` and `rate_hz` must not be given."""
     if cv.WAVEFIELD_VAR not in store.data_vars and cv.das_variable(store) is not None:
-        from seisctf.pipeline.bundles.das_wavefield import das_attrs, das_wavefield
-
         if channel is not None:
-            raise InvalidInput(what, "--channel is only for a continuous waveform store")
+            raise InvalidInput(what, "`channel` is only for a continuous waveform store")
         wavefield = das_wavefield(
             store,
             layout,
@@ -476,7 +247,7 @@ def wavefield_for_tasks(
         return wavefield, *archive_attrs(wavefield)
     given = [
         option
-        for option, value in (("--channel", channel), ("--rate", rate_hz))
+        for option, value in (("`channel`", channel), ("`rate_hz`", rate_hz))
         if value is not None
     ]
     if given:

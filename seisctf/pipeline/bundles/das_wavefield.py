@@ -3,8 +3,8 @@
 `das_wavefield(store, layout, rate_hz=1)` is the documented adapter from a DAS store
 (`strain_rate(time, distance)` or another quantity, conventions.py) to what
 `tasks.build_bundle` takes: `u(realisation, time, sensor)` float64, ten realisations with the
-bundle's roles. It is the archive path's (`archive_wavefield.guarded_segments`), with the
-fibre's channels as traces: the record is cut into ten consecutive slots of guard + L CTF
+bundle's roles. It is the archive path's cut (`guarded_segments.py`), with the fibre's
+channels as traces: the record is cut into ten consecutive slots of guard + L CTF
 samples, each slot is processed alone with the causal anti-alias filter and decimated (5 Hz →
 1 Hz: `filters.decimate(factor=5, zero_phase=False)`, an order 8 Butterworth at 0.4 Hz run
 forward only), the guard is dropped and each channel's mean over the public rows removed. So no
@@ -38,14 +38,15 @@ import xarray as xr
 
 from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
-from seisctf.pipeline.bundles.archive_wavefield import (
-    DEFAULT_RATE_HZ,
+from seisctf.pipeline.bundles.guarded_segments import (
     GAP_POLICY,
     N_SEGMENTS,
     guarded_segments,
+    iso_time,
     segment_start_hours,
 )
 from seisctf.pipeline.bundles.layouts import Layout
+from seisctf.recipes.filter_design import DEFAULT_RATE_HZ
 from seisctf.recipes.synth.das_record import SYNTHETIC_PARAMETER as SYNTHETIC_PARAMETER
 from seisctf.recipes.synth.das_record import slot_plan as slot_plan
 from seisctf.recipes.synth.das_record import synthetic_das_record as synthetic_das_record
@@ -74,12 +75,6 @@ PUBLIC_DAS_KEYS = (
     "channel_spacing_m",
     "gap_policy",
 )
-
-
-def _iso(start_time: str, offset_s: float) -> str:
-    start = np.datetime64(str(start_time).rstrip("Z"), "ns")
-    instant = start + np.timedelta64(round(offset_s * 1e9), "ns")
-    return np.datetime_as_string(instant, unit="auto") + "Z"
 
 
 def _segments_attr(store: xr.Dataset, rate_hz: float, what: str) -> dict[str, Any] | None:
@@ -164,7 +159,7 @@ def das_wavefield(
         "segment_steps": cut.steps,
         "guard_steps": cut.guard,
         "segment_roles": list(cv.SEGMENT_ROLES),
-        "segment_start_times": [_iso(start_time, s / rate_hz) for s in cut.starts],
+        "segment_start_times": [iso_time(start_time, s / rate_hz) for s in cut.starts],
         "n_channels": len(cut.kept),
         "n_channels_dropped": n_channels - len(cut.kept),
         "channels_dropped": [i for i in range(n_channels) if not cut.complete[i]],
