@@ -189,7 +189,10 @@ def write_json(path: str, value: object) -> None:
 # parameter named as its option's dest (`fractions`, `shard_traces`) needs no entry.
 PARAMETER_DESTS = {
     "rate_hz": "rate",
+    "sampling_rate_hz": "rate",
     "ctf_rate_hz": "ctf_rate",
+    "channel_spacing_m": "spacing",
+    "gauge_length_m": "gauge_length",
     "duration_s": "duration",
     "n_sensors": "sensors",
     "n_clusters": "clusters",
