@@ -16,6 +16,7 @@ from conftest import TINY_LAYOUT_YAML
 from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
 from seisctf.recipes import engine as recipes
+from seisctf.recipes.layouts import LAYOUTS, Layout
 
 SECRET = "recipe-test-secret"
 
@@ -277,6 +278,24 @@ def test_seeded_transform_without_secret_or_seed_is_refused(tmp_path, layout_fil
     path = write(tmp_path / "r.yaml", recipe_text(layout_file))
     with pytest.raises(InvalidInput, match="seed"):
         recipes.build_file(path, workdir=tmp_path / "o", secret=None, quiet=True)
+
+
+def test_the_layout_is_parsed_once_and_travels_in_the_context(tmp_path, layout_file, monkeypatch):
+    """`validate` parses the recipe's layout and `build_file` hands that `Layout` to the build
+    (`BuildContext.layout`): the synthetic sources and the bundle output read it from there."""
+    path = write(tmp_path / "r.yaml", recipe_text(layout_file))
+    layout = recipes.validate(recipes.read_recipe(path))
+    assert isinstance(layout, Layout) and layout.name == "tiny"
+    parsed, seen = [], []
+    monkeypatch.setattr(recipes, "load_layout", lambda name: parsed.append(name) or LAYOUTS["das"])
+    monkeypatch.setattr(recipes, "build", lambda recipe, context: seen.append(context.layout))
+    recipes.build_file(path, workdir=tmp_path / "o", secret=SECRET, quiet=True)
+    assert parsed == [layout_file] and seen == [LAYOUTS["das"]]
+    no_layout = recipe_text(layout_file).replace(
+        f"splits:\n  ctf:\n    layout: {layout_file}\n", ""
+    )
+    store_only = no_layout.split("  ctf_bundle:")[0]
+    assert recipes.validate(recipes.read_recipe("r.yaml", store_only)) is None
 
 
 def test_shipped_demo_recipe_is_valid():
