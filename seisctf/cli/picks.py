@@ -87,7 +87,7 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
 def _run_score_picks(args: argparse.Namespace) -> None:
     from seisctf.errors import InvalidInput
     from seisctf.scoring import referee
-    from seisctf.scoring.picks import plot_residual_histogram
+    from seisctf.scoring.site.plots import plot_residual_histogram
 
     metadata = submitter_metadata(args)
     release = release_request(args)

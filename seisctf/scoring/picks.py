@@ -80,7 +80,7 @@ class PickTruth:
             raise InvalidInput(
                 self.url,
                 f"has no per-trace {cv.SPLIT_VAR!r} (run `seisctf split` first, or score "
-                f"--split {ALL_SPLITS})",
+                f"`split` {ALL_SPLITS})",
             )
         positions = np.flatnonzero(values == split)
         if positions.size == 0:
@@ -398,32 +398,3 @@ def mean_f1_objective(
         return pick_metrics.mean_f1(pick_metrics.cell_metrics(counts, 0))
 
     return objective
-
-
-def plot_residual_histogram(result: dict[str, Any], out: str | Path) -> Path:
-    """P and S residual histograms (PNG) from a result's `residual_histogram`."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    histogram = result["residual_histogram"]
-    edges = np.asarray(histogram["edges_s"])
-    figure, axes = plt.subplots(1, 2, figsize=(9, 3.5), sharey=True)
-    for axis, phase in zip(axes, PHASES, strict=True):
-        stats = result[phase]
-        axis.stairs(histogram[phase], edges, fill=True, alpha=0.7)
-        mean, std = stats["residual_mean_s"], stats["residual_std_s"]
-        summary = "no hits" if mean is None else f"mean {mean:+.3f} s, std {std:.3f} s"
-        axis.set_title(f"{phase.upper()}: {stats['tp']} hits; {summary}", fontsize="small")
-        axis.set_xlabel("pick − arrival (s)")
-    axes[0].set_ylabel("picks")
-    name = str(result["name"]).replace("$", r"\$")
-    figure.suptitle(
-        f"{name} on {result['dataset']} ({result['split']}), ±{result['tolerance_s']} s"
-    )
-    path = Path(out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=100, bbox_inches="tight")
-    plt.close(figure)
-    return path

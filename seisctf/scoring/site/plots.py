@@ -1,11 +1,35 @@
-"""Figures people would rather look at than read: radar profiles of the twelve CTF scores."""
+"""Figures people would rather look at than read: radar profiles of the twelve CTF scores
+(`score ctf --plot`), histograms of pick residuals (`score picks --histogram`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from seisctf import conventions as cv
+from seisctf.scoring.pick_metrics import PHASES
+
+
+def pyplot():
+    """matplotlib's pyplot on the Agg backend (files only, no display); imported on first use,
+    since most commands draw nothing."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save(figure, path: Path) -> Path:
+    """Write `figure` as a PNG to `path` (its folder made), close it; returns `path`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=100, bbox_inches="tight")
+    pyplot().close(figure)
+    return path
 
 
 def radar_profile(
@@ -15,12 +39,7 @@ def radar_profile(
 ) -> Path:
     """One polygon per model over E1..E12 on a [-100, 100] radial axis; the 0 ring is the
     all-zero baseline. Unscorable tasks are drawn at 0 and marked in the legend."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
+    plt = pyplot()
     angles = np.linspace(0, 2 * np.pi, len(cv.SCORE_NAMES), endpoint=False)
     closed = np.append(angles, angles[0])
     figure, axes = plt.subplots(figsize=(6, 6), subplot_kw={"projection": "polar"})
@@ -36,8 +55,25 @@ def radar_profile(
     axes.set_ylim(-100, 100)
     axes.set_title(title)
     axes.legend(loc="upper right", bbox_to_anchor=(1.35, 1.1), fontsize="small")
-    path = Path(out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=100, bbox_inches="tight")
-    plt.close(figure)
-    return path
+    return save(figure, Path(out))
+
+
+def plot_residual_histogram(result: Mapping[str, Any], out: str | Path) -> Path:
+    """P and S residual histograms (PNG) from a result's `residual_histogram`."""
+    plt = pyplot()
+    histogram = result["residual_histogram"]
+    edges = np.asarray(histogram["edges_s"])
+    figure, axes = plt.subplots(1, 2, figsize=(9, 3.5), sharey=True)
+    for axis, phase in zip(axes, PHASES, strict=True):
+        stats = result[phase]
+        axis.stairs(histogram[phase], edges, fill=True, alpha=0.7)
+        mean, std = stats["residual_mean_s"], stats["residual_std_s"]
+        summary = "no hits" if mean is None else f"mean {mean:+.3f} s, std {std:.3f} s"
+        axis.set_title(f"{phase.upper()}: {stats['tp']} hits; {summary}", fontsize="small")
+        axis.set_xlabel("pick − arrival (s)")
+    axes[0].set_ylabel("picks")
+    name = str(result["name"]).replace("$", r"\$")
+    figure.suptitle(
+        f"{name} on {result['dataset']} ({result['split']}), ±{result['tolerance_s']} s"
+    )
+    return save(figure, Path(out))

@@ -8,21 +8,7 @@ from typing import Any
 
 import numpy as np
 
-
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _save(figure, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=100, bbox_inches="tight")
-    _pyplot().close(figure)
-    return path
+from seisctf.scoring.site.plots import pyplot, save
 
 
 def learning_curves(
@@ -30,7 +16,7 @@ def learning_curves(
 ) -> Path:
     """Metric against budget per approach: cell means with their intervals (band and bars) and
     each draw's mean as a faint dot; budgets whose draws are one training set are marked."""
-    plt = _pyplot()
+    plt = pyplot()
     figure, axes = plt.subplots(figsize=(7, 4.5))
     by_approach: dict[str, list[Mapping[str, Any]]] = {}
     for cell in section["cells"]:
@@ -78,7 +64,7 @@ def learning_curves(
     axes.set_ylabel(metric)
     axes.set_title(f"Learning efficiency: {metric} (means, {level:.0%} t intervals)")
     axes.legend(fontsize="small")
-    return _save(figure, Path(path))
+    return save(figure, Path(path))
 
 
 def qq_plots(residuals: Mapping[str, np.ndarray], metric: str, path: str | Path) -> Path:
@@ -86,7 +72,7 @@ def qq_plots(residuals: Mapping[str, np.ndarray], metric: str, path: str | Path)
     standard deviation, one panel per kind."""
     from statsmodels.graphics.gofplots import qqplot
 
-    plt = _pyplot()
+    plt = pyplot()
     kinds = [(name, np.asarray(v, float)) for name, v in residuals.items() if np.size(v) > 1]
     figure, axes = plt.subplots(
         1, max(len(kinds), 1), figsize=(4 * max(len(kinds), 1), 4), squeeze=False
@@ -98,4 +84,4 @@ def qq_plots(residuals: Mapping[str, np.ndarray], metric: str, path: str | Path)
     if not kinds:
         axes[0][0].text(0.5, 0.5, "no residuals", ha="center")
     figure.suptitle(f"QQ plots of standardised residuals: {metric}")
-    return _save(figure, Path(path))
+    return save(figure, Path(path))
