@@ -192,16 +192,15 @@ def _run_demo(args: argparse.Namespace) -> None:
     print(f"HTML leaderboard: {(workdir / 'leaderboard' / 'index.html').resolve()}")
 
 
-def synthesize(args: argparse.Namespace, kind: str, **options) -> None:
-    """`seisctf synth KIND`: the `synthetic_KIND` source of `SYNTHS` with these options (the
-    seed from --seed or the secret, the layout from --layout where given), written to --out."""
+def synthesize(args: argparse.Namespace, kind: str, seed: int, **options) -> None:
+    """`seisctf synth KIND`: the `synthetic_KIND` source of `SYNTHS` with these options (`seed`
+    from --seed or the secret, the layout from --layout where given), written to --out."""
     layout = getattr(args, "layout", None)
     context = BuildContext(
         storage_options=_options(args),
         quiet=args.quiet,
         layout=load_layout(layout) if layout else None,
     )
-    seed = generator_seed(args, f"synth/{kind}")
     dataset = SYNTHS[f"synthetic_{kind}"].function(context, seed=seed, **options)
     storage.write_dataset(
         dataset, args.out, context.storage_options, label=f"synth {kind}", quiet=args.quiet
@@ -210,15 +209,16 @@ def synthesize(args: argparse.Namespace, kind: str, **options) -> None:
 
 
 def _run_synth_global(args: argparse.Namespace) -> None:
-    synthesize(
-        args, "global", sensors=args.sensors, duration_s=args.duration, sampling_rate_hz=args.rate
-    )
+    seed = generator_seed(args, "synth/global")
+    options = {"sensors": args.sensors, "duration_s": args.duration, "sampling_rate_hz": args.rate}
+    synthesize(args, "global", seed, **options)
 
 
 def _run_synth_das(args: argparse.Namespace) -> None:
     synthesize(
         args,
         "das",
+        generator_seed(args, "synth/das"),
         channels=args.channels,
         channel_spacing_m=args.spacing,
         gauge_length_m=args.gauge_length,

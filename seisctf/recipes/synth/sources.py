@@ -18,13 +18,6 @@ from seisctf.recipes.synth.global_wavefield import synthesize_global
 from seisctf.registry import SYNTHS
 
 
-def _seed(context: BuildContext, seed: int | None, name: str, purpose: str) -> int:
-    """`seed`, else derived from the secret for `purpose`."""
-    if seed is not None:
-        return seed
-    return keys.derive_seed(context.require_secret(f"source.{name}"), purpose)
-
-
 @SYNTHS.register(
     "synthetic_global",
     options=parameters(
@@ -43,11 +36,13 @@ def synthetic_global(
 
     `sensors` on the sphere, `duration_s` s at `sampling_rate_hz` Hz
     (`global_wavefield.synthesize_global`)."""
+    if seed is None:
+        seed = keys.derive_seed(context.require_secret("source.synthetic_global"), "synth/global")
     return synthesize_global(
         n_sensors=sensors,
         duration_s=duration_s,
         sampling_rate_hz=sampling_rate_hz,
-        seed=_seed(context, seed, "synthetic_global", "synth/global"),
+        seed=seed,
     )
 
 
@@ -76,9 +71,11 @@ def synthetic_das(context: BuildContext, *, seed: int | None = None, **options: 
 
     Ten realisations, one per guarded slot of the build's CTF layout (default `das`), lazy
     (`das_record.synthetic_das_record`)."""
+    if seed is None:
+        seed = keys.derive_seed(context.require_secret("source.synthetic_das"), "synth/das")
     return synthetic_das_record(
         layout=context.layout or LAYOUTS["das"],
-        seed=_seed(context, seed, "synthetic_das", "synth/das"),
+        seed=seed,
         **options,
     )
 
@@ -123,10 +120,12 @@ def synthetic_crustal(
 
     A square grid of `sensors` (`crustal.sweep.crustal_store`); the duration is the build's CTF
     layout's (default `crustal`) at the rate unless given."""
+    if seed is None:
+        seed = keys.derive_seed(context.require_secret("source.synthetic_crustal"), "synth/crustal")
     if duration_s is None:
         duration_s = (context.layout or LAYOUTS["crustal"]).required_steps / sampling_rate_hz
     return crustal_store(
-        seed=_seed(context, seed, "synthetic_crustal", "synth/crustal"),
+        seed=seed,
         grid=isqrt_sensors(sensors),
         sampling_rate_hz=sampling_rate_hz,
         duration_s=duration_s,
