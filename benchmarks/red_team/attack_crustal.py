@@ -334,11 +334,12 @@ def _candidates(
     manifest: dict,
     models: dict[str, Model],
     baselines: tuple[str, ...],
+    starts: dict[str, int],
 ) -> dict[str, dict[str, np.ndarray]]:
     """{candidate: {test: prediction}}: each baseline plain, and `model+<baseline>` (the model's
     record plus the baseline's prediction from the residual arrays); a reconstruction covers
-    its most recent input's rows, a forecast the rows after it."""
-    starts = _starts(arrays)
+    its most recent input's rows, a forecast the rows after it. `starts`: every array's window
+    start step, from the full public arrays (a hold-out's shortened arrays keep their starts)."""
     records = {key: model.record(arrays) for key, model in models.items()}
     residuals = residual_arrays(arrays, records, models)
     out = {}
@@ -373,10 +374,12 @@ def combine(
         with_model = [f"model+{name}" for name in baselines]
         return [*baselines, *with_model] if _pair_target(pair) in models else list(baselines)
 
+    starts = _starts(arrays)
+
     predictions = choose_per_pair(
         arrays,
         manifest,
-        lambda inputs: _candidates(inputs, manifest, models, baselines),
+        lambda inputs: _candidates(inputs, manifest, models, baselines, starts),
         allowed,
         lambda message: harness.log(f"crustal attack: {message}"),
     )

@@ -202,6 +202,7 @@ PARAMETER_DESTS = {
     "public_url": "public",
     "truth_url": "truth",
     "storage_options": "storage_option",
+    "names": "submission",
 }
 # A parameter named in backticks inside a message: `rate_hz`.
 BACKTICKED = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*)`")
