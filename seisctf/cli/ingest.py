@@ -1,6 +1,8 @@
 """`seisctf ingest …`: raw archives -> zarr stores. One sub-command per ingest registered in
 `seisctf.registry.INGESTS` (its `command`, `help` and plain ingest function `cli`); this module
-adds each command's flags and prints its report."""
+adds each command's flags and prints its report. An ingest without flags here (`COMMANDS`) gets
+them from its options schema (`--name-with-dashes` per option, `--out` for the store) and runs
+as its recipe source does: so a new ingest is one module, its tests and its docs."""
 
 from __future__ import annotations
 
@@ -8,7 +10,8 @@ import argparse
 from collections.abc import Callable
 
 from seisctf.cli._parse import storage_options as _options
-from seisctf.registry import INGESTS
+from seisctf.recipes.context import BuildContext
+from seisctf.registry import INGESTS, Entry
 
 
 def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
@@ -16,11 +19,18 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     ingest = verbs.add_parser("ingest", help="raw archives -> zarr stores")
     ingest_kinds = ingest.add_subparsers(dest="kind", required=True)
     order = list(COMMANDS)
-    for entry in sorted(INGESTS.entries(), key=lambda entry: order.index(entry.command)):
-        add_arguments, run = COMMANDS[entry.command]
-        parser = ingest_kinds.add_parser(entry.command, parents=[common], help=entry.help)
+
+    def position(entry: Entry) -> tuple[int, str]:
+        command = entry.command or entry.name
+        return (order.index(command) if command in order else len(order), command)
+
+    for entry in sorted(INGESTS.entries(), key=position):
+        command = entry.command or entry.name
+        add_arguments, run = COMMANDS.get(command, (schema_arguments(entry), run_from_schema))
+        help_text = entry.help or entry.summary
+        parser = ingest_kinds.add_parser(command, parents=[common], help=help_text)
         add_arguments(parser)
-        parser.set_defaults(run=run, ingest_function=entry.cli)
+        parser.set_defaults(run=run, ingest_function=entry.cli, ingest_entry=entry)
     # Workers import SeisBench (and torch, ~4 s) while they start, not on their first task.
     ingest_kinds.choices["seisbench"].set_defaults(
         worker_modules=("seisbench.data", "seisctf.catalogs.seisbench_format")
@@ -248,6 +258,50 @@ def _run_ingest_stead(args: argparse.Namespace) -> None:
         quiet=args.quiet,
     )
     print(f"wrote {args.out}: {report.n_traces} windows x 3 channels x {report.n_samples} samples")
+
+
+_JSON_TYPES = {"integer": int, "number": float, "string": str}
+
+
+def schema_arguments(entry: Entry) -> Callable[[argparse.ArgumentParser], None]:
+    """Flags from an ingest's options schema: `--name-with-dashes` per option (a boolean a
+    switch, an array several values), the schema's required ones required, and `--out`."""
+
+    def add(parser: argparse.ArgumentParser) -> None:
+        required = set(entry.options.get("required", ()))
+        for name, schema in entry.options.get("properties", {}).items():
+            if name == "store":  # the store is --out
+                continue
+            flag, kind = "--" + name.replace("_", "-"), schema.get("type")
+            if kind == "boolean":
+                parser.add_argument(flag, dest=name, action="store_true", default=None)
+                continue
+            values = schema.get("items", {}) if kind == "array" else schema
+            parser.add_argument(
+                flag,
+                dest=name,
+                required=name in required,
+                nargs="+" if kind == "array" else None,
+                type=_JSON_TYPES.get(values.get("type"), str),
+                help=schema.get("description"),
+            )
+        parser.add_argument("--out", required=True, help="store URL or path")
+
+    return add
+
+
+def run_from_schema(args: argparse.Namespace) -> None:
+    """Run an ingest from its schema's flags as its recipe source: into the store at --out."""
+    entry: Entry = args.ingest_entry
+    options = {
+        name: getattr(args, name)
+        for name in entry.options.get("properties", {})
+        if name != "store" and getattr(args, name, None) is not None
+    }
+    context = BuildContext(storage_options=_options(args), quiet=args.quiet, source_url=args.out)
+    dataset = entry.function(context, **options)
+    sizes = " x ".join(f"{size} {dim}" for dim, size in dataset.sizes.items())
+    print(f"wrote {args.out}: {', '.join(dataset.data_vars)} ({sizes})")
 
 
 # Each ingest command (INGESTS' `command`): its flags and how it runs, in `seisctf ingest`'s order.
