@@ -266,7 +266,8 @@ def write_arrays(
 
     Each array is rechunked to its zarr chunks (given, or `time_space_chunks` of its shape) so
     every write task owns whole chunks; the group's attrs and completion marker go last (unless
-    `finish` is False: the caller then calls `finish_group` once it has all the attrs).
+    `finish` is False: the caller then calls `finish_group` once it has all the attrs). Every
+    chunk is stored, also one equal to the fill value: a referee refuses missing chunks.
     """
     group = open_group(url, storage_options, mode="w")
     targets, sources = [], []
@@ -281,6 +282,7 @@ def write_arrays(
             dtype=array.dtype,
             fill_value=0,
             compressors=conventions.data_compressor(),
+            config={"write_empty_chunks": True},  # every chunk stored: none reads as fill
         )
         targets.append(target)
         sources.append(array.rechunk(array_chunks))

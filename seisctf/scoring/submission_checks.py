@@ -7,6 +7,7 @@ memory-mapped .npy, a zarr array whose undecodable chunks are bad input). Used b
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import tokenize
@@ -19,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import zarr
+from zarr.core.sync import sync
 
 from seisctf.errors import InvalidInput
 
@@ -215,6 +217,35 @@ def chunk_bytes(array: zarr.Array) -> int:
     )
 
 
+def stored_object_keys(array: zarr.Array) -> list[str]:
+    """Keys, relative to the array, of every object (chunk, or shard when sharded) its grid
+    needs, in C order of the grid."""
+    grid_chunks = getattr(array, "shards", None) or array.chunks
+    grid = [range(math.ceil(n / c)) for n, c in zip(array.shape, grid_chunks, strict=True)]
+    return [array.metadata.encode_chunk_key(coords) for coords in itertools.product(*grid)]
+
+
+def refuse_missing_chunks(what: str, name: str, array: zarr.Array) -> None:
+    """Every chunk (or shard) of a submitted array must be stored: zarr reads a missing one as
+    its fill value, so a deleted chunk would be scored as zeros. `what`: the submission."""
+    prefix = array.store_path.path
+
+    async def listed() -> set[str]:
+        return {key async for key in array.store_path.store.list_prefix(f"{prefix}/")}
+
+    stored = {key.removeprefix(f"{prefix}/") for key in sync(listed())}
+    missing = [key for key in stored_object_keys(array) if key not in stored]
+    if missing:
+        total = len(stored_object_keys(array))
+        raise InvalidInput(
+            f"{what}:{name}",
+            f"chunk {name}/{missing[0]} is missing ({len(missing)} of {total} chunks missing); "
+            "zarr would read it as the fill value, so the submission is refused: store every "
+            "chunk (zarr writes chunks equal to the fill value only with "
+            "config={'write_empty_chunks': True})",
+        )
+
+
 def group_arrays(
     what: str,
     open_group: Any,
@@ -246,4 +277,6 @@ def group_arrays(
                 f"chunks of {chunk_bytes(array)} bytes, above "
                 f"the limit of {limits.max_chunk_bytes}",
             )
+    for name, array in arrays.items():
+        refuse_missing_chunks(what, name, array)
     return arrays
