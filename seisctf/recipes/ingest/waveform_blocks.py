@@ -1,7 +1,8 @@
 """One (station, time block) of a waveform ingest: read its files, merge them on the grid.
 
 `decode_file` decodes one file (obspy), removes the instrument response of each trace if asked
-(`seisctf.recipes.ingest.response`), resamples it if needed and puts it on the grid, as float32;
+(`seisctf.recipes.ingest.response`), resamples it if needed (`seisctf.recipes.ingest.resampling`)
+and puts it on the grid, as float32;
 `merged_rows` merges a block's traces (obspy `Stream.merge(method=1, interpolation_samples=0)`
 on the float32 values, which it only copies); `merged_block` cuts the block out. Two caches per
 worker process keep decoded files and merged file sets, so a day file is decoded (and
@@ -19,6 +20,8 @@ from typing import Any
 import numpy as np
 
 from seisctf.errors import InvalidInput
+from seisctf.recipes.ingest import resampling
+from seisctf.recipes.ingest.resampling import rate_ratio
 from seisctf.recipes.ingest.response import ResponseRemoval, remove_response, response_problem
 from seisctf.recipes.ingest.waveform_plan import (
     NS_PER_S,
@@ -56,20 +59,24 @@ def grid_time_ns(start_ns: int, index: int, rate: float) -> int:
     return start_ns + round(index * NS_PER_S / rate)
 
 
-def on_grid(trace: Any, start_ns: int, rate: float, resample: bool) -> tuple[np.ndarray, int]:
-    """The samples of `trace`, resampled (in float64) if needed, and the index of the grid
-    sample nearest to its start (no interpolation). int32 counts stay int32 (they become
-    float32 where the block is filled, without a pass and a copy of their own); anything else
-    is float32."""
+def on_grid(
+    trace: Any, start_ns: int, rate: float, resample: bool
+) -> tuple[np.ndarray, int] | None:
+    """The samples of `trace`, resampled (in float64, `resampling.resample`) if needed, and the
+    index of the grid sample nearest to its start (no interpolation); None for a trace that
+    needs resampling and has no ratio (the plan reported it). int32 counts stay int32 (they
+    become float32 where the block is filled, without a pass and a copy of their own); anything
+    else is float32."""
     stats = trace.stats
     header = TraceHeader("", station_id(stats), stats.channel, stats.starttime.ns,
                          float(stats.sampling_rate), int(stats.npts))  # fmt: skip
-    if resample and needs_resampling(header, rate):
-        trace = trace.copy()
-        trace.data = np.asarray(trace.data, dtype=np.float64)
-        trace.resample(rate, window="hann", no_filter=True)
-    first = place_trace(header, start_ns, rate, resample=False).first_index
     samples = np.asarray(trace.data)
+    if resample and needs_resampling(header, rate):
+        ratio = rate_ratio(header.npts, header.sampling_rate, rate)
+        if ratio is None:
+            return None
+        samples = resampling.resample(samples, *ratio)
+    first = place_trace(header, start_ns, rate, resample=False).first_index
     if samples.dtype.kind in "iu" and samples.dtype.itemsize > 4:
         samples = samples.astype(np.float64)  # via float64 as before (two roundings)
     if samples.dtype != np.int32:
@@ -114,8 +121,9 @@ def decode_file(
             if problem is not None:
                 problems.append(problem)
                 continue
-        samples, first = on_grid(trace, task.start_ns, task.sampling_rate, task.resample)
-        traces.append((stats.channel, first, samples))
+        placed = on_grid(trace, task.start_ns, task.sampling_rate, task.resample)
+        if placed is not None:
+            traces.append((stats.channel, placed[1], placed[0]))
     return tuple(traces), tuple(problems)
 
 

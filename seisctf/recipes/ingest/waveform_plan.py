@@ -27,6 +27,7 @@ from typing import Any
 from seisctf import storage
 from seisctf.errors import InvalidInput
 from seisctf.recipes.ingest.block_grid import BlockGrid
+from seisctf.recipes.ingest.resampling import MAX_RATE_FACTOR, rate_ratio, resampled_length
 from seisctf.recipes.ingest.response import response_problem
 
 DEFAULT_BLOCK_SAMPLES = 2**18
@@ -364,9 +365,26 @@ def station_metadata(station: str, channels: Sequence[str], inventory: Any) -> d
     return meta
 
 
-def resampled_npts(npts: int, rate: float, target: float) -> int:
-    """Samples of `Trace.resample(target)` (obspy: int(npts / (rate / target)), at least 1)."""
-    return max(1, int(npts / (rate / float(target))))
+def resampled_npts(header: TraceHeader, target: float) -> int:
+    """Samples of the trace resampled to `target` Hz (`resampling.resampled_length` with its
+    `rate_ratio`); its own count if it has no ratio (the plan does not ingest it)."""
+    ratio = rate_ratio(header.npts, header.sampling_rate, target)
+    return resampled_length(header.npts, *ratio) if ratio else header.npts
+
+
+def no_ratio_problem(header: TraceHeader, rate: float) -> str | None:
+    """A problem text if the trace needs resampling to `rate` Hz and has no polyphase ratio
+    (`resampling.rate_ratio`), else None."""
+    from obspy import UTCDateTime
+
+    if not needs_resampling(header, rate) or rate_ratio(header.npts, header.sampling_rate, rate):
+        return None
+    return (
+        f"{header.path}: {header.station}.{header.channel} at {UTCDateTime(ns=header.start_ns)}: "
+        f"cannot resample {header.sampling_rate} Hz to {rate} Hz (no ratio up/down with up, down "
+        f"<= {MAX_RATE_FACTOR} keeps its {header.npts} samples within half a sample of the "
+        "grid); trace not ingested"
+    )
 
 
 def place_trace(header: TraceHeader, start_ns: int, rate: float, resample: bool) -> PlacedTrace:
@@ -374,7 +392,7 @@ def place_trace(header: TraceHeader, start_ns: int, rate: float, resample: bool)
     position = (header.start_ns - start_ns) * rate / NS_PER_S
     first = math.floor(position + 0.5)
     offset_s = (position - first) / rate
-    n_samples = resampled_npts(header.npts, header.sampling_rate, rate) if resample else header.npts
+    n_samples = resampled_npts(header, rate) if resample else header.npts
     return PlacedTrace(header, first, n_samples, offset_s, resample)
 
 
@@ -447,6 +465,12 @@ def make_plan(
         for station in sorted(unknown)
     ]
     grid_rate = target_rate(headers, rate)
+    if rate is not None:
+        unresampled = [(h, no_ratio_problem(h, grid_rate)) for h in headers]
+        problems += [problem for _, problem in unresampled if problem]
+        headers = [h for h, problem in unresampled if not problem]
+        if not headers:
+            raise InvalidInput(scans[0].path, "no trace can be resampled: " + problems[-1])
     start_ns = min(h.start_ns for h in headers)
     placed = tuple(
         place_trace(h, start_ns, grid_rate, rate is not None and needs_resampling(h, grid_rate))

@@ -40,9 +40,9 @@ whole into memory (hashed, scanned and decoded from its bytes), local or remote 
 Merge (obspy `Stream.merge(method=1, interpolation_samples=0)`, on traces already on the grid): of
 two overlapping traces the one that starts later wins the overlap (ties: the later end, then the
 later file path, then record order), except that a trace lying wholly inside another is dropped
-where the other has data. Resampling (only with `rate`): obspy `Trace.resample` — FFT
-(Fourier) resampling with a Hann window in the frequency domain, which cuts the spectrum at the new
-Nyquist frequency (the anti-alias filter) — of each contiguous trace, before merging.
+where the other has data. Resampling (only with `rate`): `scipy.signal.resample_poly` (polyphase
+FIR anti-alias filter, ends continued by point reflection: no edge or gap artefacts) of each
+contiguous trace, before merging (`seisctf.recipes.ingest.resampling`).
 Response removal (`remove_response`, `seisctf.recipes.ingest.response`): obspy
 `Trace.remove_response` of each contiguous input trace, first of all (at its own rate, before
 resampling and merging)."""
@@ -64,7 +64,7 @@ from seisctf import conventions as cv
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
 from seisctf.recipes.context import BuildContext
-from seisctf.recipes.ingest import resumable
+from seisctf.recipes.ingest import resampling, resumable
 from seisctf.recipes.ingest.response import corrected_units, requested_removal, resolve_removal
 from seisctf.recipes.ingest.resumable import (
     ATTR_FINGERPRINT,
@@ -115,10 +115,7 @@ MERGE_RULE = (
 # the ingest benchmark's counts: 3.3x smaller than float32 (zarr's default zstd: 2.25x), 2.9 ms
 # of CPU to encode a 3 MiB chunk (zstd: 26 ms), 1.5 ms to decode it (4.6 ms); RESULTS.md.
 DATA_CODEC = cv.DATA_CODEC
-RESAMPLING = (
-    "obspy Trace.resample (FFT, Hann window in frequency: spectrum cut at the new Nyquist) "
-    "per contiguous trace, only where the rate differs from sampling_rate"
-)
+RESAMPLING = resampling.METHOD
 
 
 @dataclass(frozen=True)
@@ -302,6 +299,8 @@ def ingest_fingerprint(
     }
     if response_removed is not None:  # absent without removal: older stores stay up to date
         parts["response_removed"] = response_removed
+    if rate is not None:  # likewise: stores ingested without `rate` stay up to date
+        parts["resampling"] = RESAMPLING
     return fingerprint_of(parts)
 
 
