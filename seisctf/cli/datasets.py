@@ -101,6 +101,11 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     tasks.add_argument(
         "--rate", type=float, help="waveform store only: CTF sampling rate, Hz (default 1)"
     )
+    tasks.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an existing public bundle or truth at --public/--truth (default: refuse)",
+    )
     tasks.set_defaults(run=_run_tasks)
 
     baseline = verbs.add_parser("baseline", parents=[common], help="write a baseline submission")
@@ -286,11 +291,16 @@ def _run_tasks(args: argparse.Namespace) -> None:
     from seisctf import keys, storage
     from seisctf.pipeline.bundles.archive_wavefield import wavefield_for_tasks
     from seisctf.pipeline.bundles.layouts import load_layout
-    from seisctf.pipeline.bundles.segments import build_bundle, write_bundle
+    from seisctf.pipeline.bundles.segments import (
+        build_bundle,
+        refuse_existing_bundle,
+        write_bundle,
+    )
 
     options = _options(args)
     secret, generated = keys.resolve_secret(args.secret)
     layout = load_layout(args.layout)
+    refuse_existing_bundle(args.public, args.truth, options, overwrite=args.overwrite)
     wavefield, attrs, truth_attrs = wavefield_for_tasks(
         storage.open_dataset(args.wavefield, options),
         layout,

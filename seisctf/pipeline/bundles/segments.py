@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import dask.array as da
+import fsspec
 import numpy as np
 import xarray as xr
 
@@ -261,6 +262,30 @@ def _manifest(
         **grid,
         "pairs": pairs,
     }
+
+
+def refuse_existing_bundle(
+    public_url: str,
+    truth_url: str,
+    storage_options: storage.StorageOptions | None = None,
+    *,
+    overwrite: bool = False,
+) -> None:
+    """A bundle is never replaced by accident: unless `overwrite`, refuse when anything exists at
+    `public_url` or `truth_url` (a bundle written again gets new noise and, without a given
+    secret, a new one). Called before any work, so nothing there changes."""
+    if overwrite:
+        return
+    for parameter, url in (("public_url", public_url), ("truth_url", truth_url)):
+        fs, path = fsspec.core.url_to_fs(
+            str(url), **(storage.options_for(url, storage_options) or {})
+        )
+        if fs.exists(path):
+            raise InvalidInput(
+                f"`{parameter}` {url}",
+                "already exists; nothing was written (a new bundle would have new noise and "
+                "commitments); give `overwrite` to replace it",
+            )
 
 
 def write_bundle(
