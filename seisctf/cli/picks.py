@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+import warnings
 from pathlib import Path
 
 from seisctf.cli._parse import (
@@ -87,6 +89,7 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
 def _run_score_picks(args: argparse.Namespace) -> None:
     from seisctf.errors import InvalidInput
     from seisctf.scoring import referee
+    from seisctf.scoring.picks import PickTimeWarning
     from seisctf.scoring.site.plots import plot_residual_histogram
 
     metadata = submitter_metadata(args)
@@ -104,19 +107,28 @@ def _run_score_picks(args: argparse.Namespace) -> None:
             plot_residual_histogram(result, args.histogram)
         print(json.dumps(result, indent=2))
 
-    referee.run_picks(
-        args.truth,
-        args.submission,
-        args.name or Path(str(args.submission).rstrip("/")).stem,
-        referee.Referee(release, args.db, metadata),
-        write,
-        tolerance_s=args.tolerance,
-        threshold=args.threshold,
-        split=args.split,
-        group_by=tuple(dict.fromkeys(args.group_by)),
-        storage_options=_options(args),
-        quiet=args.quiet,
-    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", PickTimeWarning)
+        referee.run_picks(
+            args.truth,
+            args.submission,
+            args.name or Path(str(args.submission).rstrip("/")).stem,
+            referee.Referee(release, args.db, metadata),
+            write,
+            tolerance_s=args.tolerance,
+            threshold=args.threshold,
+            split=args.split,
+            group_by=tuple(dict.fromkeys(args.group_by)),
+            storage_options=_options(args),
+            quiet=args.quiet,
+        )
+    for warning in caught:  # one line each, after the result
+        if issubclass(warning.category, PickTimeWarning):
+            print(f"seisctf: warning: {warning.message}", file=sys.stderr)
+        else:
+            warnings.showwarning(
+                warning.message, warning.category, warning.filename, warning.lineno
+            )
 
 
 def _run_pick_stalta(args: argparse.Namespace) -> None:

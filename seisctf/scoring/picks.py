@@ -17,6 +17,10 @@ MAGNITUDE_BIN units, `[1, 2)`), `snr` (`trace_snr_db` in bins of SNR_BIN_DB dB; 
 several numbers, as STEAD's per-component `[56.8 55.4 47.4]`, counts as their mean). Traces
 without the value (noise windows have no magnitude) form the group `none`.
 
+Pick times are seconds from the window start: when most given picks of a column lie beyond the
+windows they belong to (`window_s`, the store's samples per window / rate), as pick *samples*
+would, a `PickTimeWarning` names the column; the scores are not changed.
+
 Truth commitment (`truth_commitment`, hex SHA-256, so a leaderboard can say which truth a score
 comes from): over `COMMITMENT_HEADER`, then `sampling_rate_hz=<repr of the float>\\n`, then the
 scored traces' names sorted by code point, joined by `\\n` and UTF-8 encoded, then `\\n`, then their
@@ -27,6 +31,8 @@ P and then S arrival samples in that order as little-endian float64 (NaN as nump
 from __future__ import annotations
 
 import hashlib
+import math
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,16 +64,22 @@ COMMITMENT_HEADER = b"seisctf picks truth v1\n"
 ARRIVAL_COLUMNS = (cv.P_ARRIVAL_SAMPLE, cv.S_ARRIVAL_SAMPLE)
 
 
+class PickTimeWarning(UserWarning):
+    """Pick times that look like samples, not seconds (most beyond their windows)."""
+
+
 @dataclass(frozen=True)
 class PickTruth:
     """The labels of an event-window store: `labels` one row per trace in store order with
     `trace_name` (str), `p_arrival_s`, `s_arrival_s` (float64 s, NaN: none), `split` (str, ""
-    without a split) and the raw grouping columns asked for."""
+    without a split) and the raw grouping columns asked for; `window_s` the windows' duration
+    (s; inf: unknown)."""
 
     url: str
     dataset: str
     sampling_rate_hz: float
     labels: pd.DataFrame
+    window_s: float = math.inf
 
     def scored(self, split: str) -> np.ndarray:
         """Store positions (ascending) of the traces `split` scores."""
@@ -150,7 +162,8 @@ def read_truth(
         }
     )
     dataset = str(ds.attrs.get(cv.ATTR_DATASET) or Path(str(url).rstrip("/")).name)
-    return PickTruth(str(url), dataset.removesuffix(".zarr"), rate_hz, labels)
+    window_s = ds.sizes[cv.SAMPLE] / rate_hz
+    return PickTruth(str(url), dataset.removesuffix(".zarr"), rate_hz, labels, window_s)
 
 
 # --- alignment -------------------------------------------------------------------------------
@@ -196,6 +209,22 @@ def align(
             what, pick_table.describe_traces(truth_names[scored[absent]], "of the split missing")
         )
     return Aligned(values[0, taken], values[1:, taken], int(len(rows) - len(taken)))
+
+
+def warn_if_picks_look_like_samples(truth: PickTruth, pick_s: np.ndarray, what: str) -> None:
+    """A `PickTimeWarning` per pick column (`pick_s`: (2, n) P and S, s) of which most given
+    picks lie outside [0, window_s]: times given in samples instead of seconds."""
+    for column, picks in zip(pick_table.TIME_COLUMNS, pick_s, strict=True):
+        given = picks[~np.isnan(picks)]
+        outside = int(np.count_nonzero((given < 0) | (given > truth.window_s)))
+        if outside * 2 > len(given):
+            warnings.warn(
+                f"{what}: {outside} of {len(given)} {column} picks lie outside their "
+                f"{truth.window_s:g} s windows; {column} is seconds from the window start "
+                f"(samples / {truth.sampling_rate_hz:g} Hz), were samples given?",
+                PickTimeWarning,
+                stacklevel=3,
+            )
 
 
 # --- groups ----------------------------------------------------------------------------------
@@ -284,6 +313,7 @@ def score_pick_table(
     scored = truth.scored(split)
     labels = truth.labels.iloc[scored].reset_index(drop=True)
     aligned = align(truth.labels[cv.TRACE_NAME].to_numpy(dtype=object), scored, submission, what)
+    warn_if_picks_look_like_samples(truth, aligned.pick_s, what)
     arrival_s = labels[["p_arrival_s", "s_arrival_s"]].to_numpy(dtype=np.float64).T.copy()
     earthquake = ~np.isnan(arrival_s).all(axis=0)
     options = {"tolerance_s": float(tolerance_s), "threshold": float(threshold)}
