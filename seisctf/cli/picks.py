@@ -41,7 +41,11 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
         choices=GROUPINGS,
         help="also score per station (NET.STA), magnitude bin or SNR bin",
     )
-    score.add_argument("--json", help="write the results JSON here")
+    score.add_argument(
+        "--json",
+        help="write the results JSON here (stdout then gets a short table, nothing with --quiet;"
+        " default: the JSON to stdout)",
+    )
     score.add_argument("--db", help="add the result to this SQLite leaderboard")
     score.add_argument("--histogram", help="PNG histogram of the P and S residuals")
     submitter_options(score)
@@ -91,6 +95,7 @@ def _run_score_picks(args: argparse.Namespace) -> None:
     from seisctf.scoring import referee
     from seisctf.scoring.picks import PickTimeWarning
     from seisctf.scoring.site.plots import plot_residual_histogram
+    from seisctf.scoring.site.terminal import print_results
 
     metadata = submitter_metadata(args)
     release = release_request(args)
@@ -105,7 +110,10 @@ def _run_score_picks(args: argparse.Namespace) -> None:
             write_json(args.json, result)
         if args.histogram:
             plot_residual_histogram(result, args.histogram)
-        print(json.dumps(result, indent=2))
+        if not args.json:
+            print(json.dumps(result, indent=2))
+        elif not args.quiet:  # the JSON is in its file: a short table
+            print_results(results)
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", PickTimeWarning)

@@ -44,7 +44,11 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
         type=int,
         help="refuse submissions holding more bytes than this (default 64 GiB)",
     )
-    score_ctf.add_argument("--json", help="write results JSON here")
+    score_ctf.add_argument(
+        "--json",
+        help="write the results JSON here (stdout then gets a short table, nothing with --quiet;"
+        " default: the JSON to stdout)",
+    )
     score_ctf.add_argument("--db", help="add the results to this SQLite leaderboard")
     score_ctf.add_argument("--plot", help="radar profile PNG of the scores")
     submitter_options(score_ctf)
@@ -67,6 +71,7 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
 def _run_score_ctf(args: argparse.Namespace) -> None:
     from seisctf.scoring import referee
     from seisctf.scoring.site.plots import radar_profile
+    from seisctf.scoring.site.terminal import print_results
     from seisctf.scoring.submission import SubmissionLimits
 
     if args.validation != bool(args.public) or bool(args.truth) == args.validation:
@@ -94,7 +99,10 @@ def _run_score_ctf(args: argparse.Namespace) -> None:
             write_json(args.json, output)
         if args.plot:
             radar_profile({r["name"]: r["scores"] for r in results}, args.plot)
-        print(json.dumps(output, indent=2))
+        if not args.json:
+            print(json.dumps(output, indent=2))
+        elif not args.quiet:  # the JSON is in its file: a short table
+            print_results(results)
 
     submissions = dict(zip(names, args.submission, strict=True))
     scoring = {

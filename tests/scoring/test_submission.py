@@ -430,7 +430,8 @@ def test_cli_scores_valid_submission_writes_json_and_db(
     )
     captured = capsys.readouterr()
     assert code == 0, captured.err
-    printed = json.loads(captured.out)
+    assert captured.out == ""  # --json FILE --quiet: the JSON goes to the file only
+    printed = json.loads(out.read_text())
     assert RESULT_KEYS <= set(printed)
     assert printed["name"] == "root"
     assert printed["convention"] == "reference"
@@ -440,7 +441,6 @@ def test_cli_scores_valid_submission_writes_json_and_db(
     assert printed["avg_score"] == pytest.approx(np.mean(list(printed["scores"].values())))
     library = score_ctf(truth_url, {"root": str(formats["npz"])}, quiet=True)[0]
     assert printed == json.loads(json.dumps(library))
-    assert json.loads(out.read_text()) == printed
     with contextlib.closing(sqlite3.connect(db)) as connection:
         rows = connection.execute("SELECT model, avg_score, dataset FROM submissions").fetchall()
     assert rows == [("root", printed["avg_score"], "test")]

@@ -1,4 +1,5 @@
-"""The leaderboard in the terminal (`seisctf leaderboard`): rich tables of the public view."""
+"""The terminal: the leaderboard (`seisctf leaderboard`) as rich tables of the public view, and
+the short table of a scoring run's results (`seisctf score … --json FILE`)."""
 
 from __future__ import annotations
 
@@ -45,3 +46,20 @@ def print_table(entries_: list[dict[str, Any]]) -> None:
                     *(_fmt(entry["scores"].get(name)) for name in score_names),
                 )
             console.print(table)
+
+
+def print_results(results: list[dict[str, Any]]) -> None:
+    """One row per result (CTF or picks, full or released): its name, `avg_score` when it has
+    one, then its `scores` (to 0.01) in the order of the first result's."""
+    names = list(dict.fromkeys(name for r in results for name in r.get("scores", {})))
+    average = any("avg_score" in r for r in results)
+    table = Table(title=f"seisctf scores — {results[0].get('dataset', '')}".rstrip(" —"))
+    for column in ("model", *(["AvgScore"] if average else []), *names):
+        table.add_column(column, justify="left" if column == "model" else "right", no_wrap=True)
+    for result in results:
+        table.add_row(
+            str(result.get("name", "")),
+            *([_fmt(result.get("avg_score"))] if average else []),
+            *(_fmt(result.get("scores", {}).get(name)) for name in names),
+        )
+    Console(width=None if Console().is_terminal else 220).print(table)
