@@ -59,6 +59,7 @@ MSEED_10_RECORDS = "io/mseed/tests/data/BW.BGLD.__.EHE.D.2008.001.first_10_recor
 SAC_FILE = "io/sac/tests/data/test.sac"
 SAC_NPTS_OFFSET = 316  # int header word 9 (after 70 floats)
 SAC_NVHDR_OFFSET = 304  # int header word 6: header version, 6
+SAC_DATA_OFFSET = 632  # the samples (float32) follow the header
 
 
 # --- writers of small deterministic files ------------------------------------------------------
@@ -257,6 +258,12 @@ def _sac_version(path: Path) -> None:
     path.write_bytes(bytes(raw))
 
 
+def _sac_nan(path: Path) -> None:
+    raw = bytearray(obspy_data(SAC_FILE).read_bytes())
+    struct.pack_into("<f", raw, SAC_DATA_OFFSET + 4 * 50, float("nan"))  # sample 50
+    path.write_bytes(bytes(raw))
+
+
 def _zarr_with_absurd_shape(path: Path) -> None:
     """A valid zarr group whose X1test metadata declares 10^12 × 48 values (no chunk)."""
     import json
@@ -437,6 +444,8 @@ CASES: tuple[Case, ...] = (
          lambda p: _sac_npts(p, -5), WAVEFORMS, ()),
     Case("sac-header-version.sac", "SAC header version 99 (expected 6)", _sac_version,
          WAVEFORMS, ()),
+    Case("sac-nan.sac", "a real SAC file whose sample 50 is NaN", _sac_nan, WAVEFORMS,
+         ("1 non-finite sample(s)", "stored as gaps")),
     # --- station metadata ------------------------------------------------------------------------
     Case("stationxml-no-coordinates.xml", "a station and channel without latitude/longitude",
          _text(STATIONXML.format(coordinates="")), INVENTORY,

@@ -62,6 +62,20 @@ def resampled_length(npts: int, up: int, down: int) -> int:
     return -(-npts * up // down)
 
 
+def resample_run(samples: np.ndarray, offset: int, up: int, down: int) -> tuple[np.ndarray, int]:
+    """Samples `offset`… of a trace (a run of its finite samples) resampled by up / down in
+    step with the whole trace: (values, index of the first among the whole trace's resampled
+    samples). The run is first continued backwards (point reflection) to the nearest input
+    sample that falls on an output sample, so its output samples are the whole trace's grid
+    samples; those before the run's first sample are dropped. Offset 0: `resample`."""
+    pad = offset % down
+    values = np.asarray(samples, dtype=np.float64)
+    if pad:
+        values = np.pad(values, (pad, 0), mode="reflect", reflect_type="odd")
+    skip = -(-pad * up // down)  # the first output sample at or after the run's start
+    return resample(values, up, down)[skip:], (offset - pad) * up // down + skip
+
+
 def resample(samples: np.ndarray, up: int, down: int) -> np.ndarray:
     """One contiguous trace resampled by up / down (float64 in and out)."""
     from scipy.signal import resample_poly

@@ -21,7 +21,8 @@ import numpy as np
 
 from seisctf.errors import InvalidInput
 from seisctf.recipes.ingest import resampling
-from seisctf.recipes.ingest.resampling import rate_ratio
+from seisctf.recipes.ingest.non_finite import finite_pieces, non_finite_problem
+from seisctf.recipes.ingest.resampling import rate_ratio, resampled_length
 from seisctf.recipes.ingest.response import ResponseRemoval, remove_response, response_problem
 from seisctf.recipes.ingest.waveform_plan import (
     NS_PER_S,
@@ -59,29 +60,43 @@ def grid_time_ns(start_ns: int, index: int, rate: float) -> int:
     return start_ns + round(index * NS_PER_S / rate)
 
 
-def on_grid(
-    trace: Any, start_ns: int, rate: float, resample: bool
-) -> tuple[np.ndarray, int] | None:
-    """The samples of `trace`, resampled (in float64, `resampling.resample`) if needed, and the
-    index of the grid sample nearest to its start (no interpolation); None for a trace that
-    needs resampling and has no ratio (the plan reported it). int32 counts stay int32 (they
-    become float32 where the block is filled, without a pass and a copy of their own); anything
-    else is float32."""
+def trace_header(trace: Any, path: str = "") -> TraceHeader:
+    """The header of an obspy trace (`waveform_plan.TraceHeader`)."""
     stats = trace.stats
-    header = TraceHeader("", station_id(stats), stats.channel, stats.starttime.ns,
-                         float(stats.sampling_rate), int(stats.npts))  # fmt: skip
-    samples = np.asarray(trace.data)
-    if resample and needs_resampling(header, rate):
+    return TraceHeader(path, station_id(stats), stats.channel, stats.starttime.ns,
+                       float(stats.sampling_rate), int(stats.npts))  # fmt: skip
+
+
+def on_grid(
+    samples: np.ndarray, offset: int, header: TraceHeader, task: BlockTask
+) -> tuple[np.ndarray, int] | None:
+    """Samples `offset`… of the trace `header` (one run of its finite samples), resampled (in
+    float64, `resampling.resample_run`, in step with the whole trace) if the whole trace needs
+    it, and the grid index of the first: the trace starts at its nearest grid sample (no
+    interpolation); None for a trace that needs resampling and has no ratio (the plan reported
+    it). int32 counts stay int32 (they become float32 where the block is filled, without a pass
+    and a copy of their own); anything else is float32."""
+    rate = task.sampling_rate
+    first = place_trace(header, task.start_ns, rate, resample=False).first_index
+    if task.resample and needs_resampling(header, rate):
         ratio = rate_ratio(header.npts, header.sampling_rate, rate)
         if ratio is None:
             return None
-        samples = resampling.resample(samples, *ratio)
-    first = place_trace(header, start_ns, rate, resample=False).first_index
+        samples, index = resampling.resample_run(samples, offset, *ratio)
+        # None past the whole trace's end (the plan's extent of the trace).
+        samples = samples[: max(0, resampled_length(header.npts, *ratio) - index)]
+        return _stored_type(samples), first + index
+    return _stored_type(samples), first + offset
+
+
+def _stored_type(samples: np.ndarray) -> np.ndarray:
+    """int32 counts as they are, anything else as float32."""
+    samples = np.asarray(samples)
     if samples.dtype.kind in "iu" and samples.dtype.itemsize > 4:
         samples = samples.astype(np.float64)  # via float64 as before (two roundings)
     if samples.dtype != np.int32:
         samples = samples.astype(np.float32)
-    return samples, first
+    return samples
 
 
 def decode_file(
@@ -91,9 +106,10 @@ def decode_file(
     storage_options: dict | None,
     inventory: Any = None,
 ) -> tuple[tuple[tuple[str, int, np.ndarray], ...], tuple[str, ...]]:
-    """The station's traces of one file (only `channels`), response removed if the task says
-    so, resampled if needed and on the grid: ((channel, first grid index, float32 samples), …)
-    in file order, and the file's problems (undecodable, no response)."""
+    """The station's traces of one file (only `channels`), cut at non-finite samples
+    (`non_finite`), response removed if the task says so, resampled if needed and on the grid:
+    ((channel, first grid index, float32 samples), …) in file order, and the file's problems
+    (undecodable, non-finite samples in any of the station's traces, no response)."""
 
     try:
         raw = read_input(path, storage_options)
@@ -103,28 +119,37 @@ def decode_file(
         stream = read_stream(raw)
     except Exception as error:  # noqa: BLE001 - a file that scanned but does not decode
         return (), (f"{path}: cannot decode its samples ({error})",)
-    traces, problems = [], []
+    traces, problems, non_finite = [], [], []
     for trace in stream:
         stats = trace.stats
-        if station_id(stats) != task.station or stats.channel not in channels:
+        if station_id(stats) != task.station or not (stats.npts and stats.sampling_rate > 0):
             continue
-        if not (stats.npts and stats.sampling_rate > 0):
+        # Counted in every channel, whichever a block reads: one line per file and station.
+        pieces, bad, first_bad = finite_pieces(trace)
+        if bad:
+            non_finite.append((trace.id, bad, stats.starttime + first_bad / stats.sampling_rate))
+        if stats.channel not in channels:
             continue
+        header = trace_header(trace, path)
         if task.removal is not None:
             problem = response_problem(path, trace.id, stats.starttime, inventory)
-            if problem is None:
-                try:
-                    trace = remove_response(trace, inventory, task.removal)
-                except Exception as error:  # noqa: BLE001 - evalresp fails in many ways
-                    problem = (f"{path}: {trace.id} at {stats.starttime}: cannot remove the "
-                               f"response ({error}); trace not ingested")  # fmt: skip
+            try:
+                pieces = [] if problem else [
+                    (offset, remove_response(piece, inventory, task.removal))
+                    for offset, piece in pieces
+                ]  # fmt: skip
+            except Exception as error:  # noqa: BLE001 - evalresp fails in many ways
+                problem = (f"{path}: {trace.id} at {stats.starttime}: cannot remove the "
+                           f"response ({error}); trace not ingested")  # fmt: skip
             if problem is not None:
                 problems.append(problem)
                 continue
-        placed = on_grid(trace, task.start_ns, task.sampling_rate, task.resample)
-        if placed is not None:
-            traces.append((stats.channel, placed[1], placed[0]))
-    return tuple(traces), tuple(problems)
+        for offset, piece in pieces:
+            placed = on_grid(np.asarray(piece.data), offset, header, task)
+            if placed is not None:
+                traces.append((stats.channel, placed[1], placed[0]))
+    problem = non_finite_problem(path, non_finite)
+    return tuple(traces), (*([problem] if problem else []), *problems)
 
 
 def merged_rows(
