@@ -1,6 +1,6 @@
 """A zarr submission with a chunk file deleted is refused by `seisctf score ctf` (exit 3, one line
-naming the array and the chunk key, no result written), as a folder and as a .zip of one; the
-intact submission scores as before, and a baseline of zeros stores every chunk."""
+naming the array and the chunk key, no result written), as a folder, as a .zip of one and at an
+S3 URL; the intact submission scores as before, and a baseline of zeros stores every chunk."""
 
 from __future__ import annotations
 
@@ -31,9 +31,9 @@ def _baseline(model: str, public: str, out: Path, scheduler: str) -> Path:
     return out
 
 
-def _score(truth: str, submission: Path, out: Path, scheduler: str) -> int:
+def _score(truth: str, submission: Path | str, out: Path, scheduler: str, *extra: str) -> int:
     argv = ["score", "ctf", "--truth", truth, "--submission", str(submission), "--quiet"]
-    return cli.main([*argv, "--json", str(out), "--scheduler", scheduler])
+    return cli.main([*argv, "--json", str(out), "--scheduler", scheduler, *extra])
 
 
 def _zip(folder: Path, archive: Path) -> Path:
@@ -89,3 +89,22 @@ def test_a_zeros_baseline_stores_every_chunk_and_scores(bundle, tmp_path, dask_c
     assert _score(truth, zeros, out, dask_cluster.address) == 0
     scores = json.loads(out.read_text())["scores"]
     assert all(scores[f"E{i}"] == 0.0 for i in range(1, 13)), scores
+
+
+def test_a_deleted_chunk_at_an_s3_url_is_refused(
+    bundle, tmp_path, capsys, dask_cluster, s3_server, s3_bucket
+):
+    truth, public = bundle
+    local = _baseline("persistence", public, tmp_path / "persistence.zarr", dask_cluster.address)
+    deleted = _chunk_files(local, "X7test")[0]
+    key = deleted.relative_to(local).as_posix()
+    deleted.unlink()
+    url = f"{s3_bucket}/damaged.zarr"
+    s3_server.filesystem().put(str(local), url, recursive=True)
+    capsys.readouterr()
+    out = tmp_path / "damaged.json"
+    code = _score(truth, url, out, dask_cluster.address, *s3_server.cli_options())
+    err = capsys.readouterr().err
+    assert code == 3 and len(err.strip().splitlines()) == 1, err
+    assert "X7test" in err and key in err and url in err and "Traceback" not in err
+    assert not out.exists()
