@@ -258,6 +258,11 @@ def _sac_version(path: Path) -> None:
     path.write_bytes(bytes(raw))
 
 
+def _empty_folder(path: Path) -> None:
+    path.mkdir()
+    (path / ".keep").write_bytes(b"")
+
+
 def _sac_nan(path: Path) -> None:
     raw = bytearray(obspy_data(SAC_FILE).read_bytes())
     struct.pack_into("<f", raw, SAC_DATA_OFFSET + 4 * 50, float("nan"))  # sample 50
@@ -433,9 +438,12 @@ CASES: tuple[Case, ...] = (
          "exponent flipped (512 bytes -> 32 MiB)", _mseed_bitflip_header, WAVEFORMS, ()),
     Case("mseed-bitflip-encoding.mseed", "one bit of the first record's encoding byte flipped "
          "(an unknown encoding)", _mseed_bitflip_encoding, WAVEFORMS, ()),
-    Case("mseed-empty.mseed", "zero bytes", _text(b""), WAVEFORMS, ()),
+    Case("mseed-empty.mseed", "zero bytes", _text(b""), WAVEFORMS,
+         ("an empty file (0 bytes)",)),
     Case("mseed-text.mseed", "text named .mseed", _text("not a seismogram\n" * 20), WAVEFORMS,
-         ("unreadable",)),
+         ("unreadable", "no obspy reader knows its format")),
+    Case("waveforms-empty-folder", "a folder holding only a hidden file", _empty_folder,
+         WAVEFORMS, ("no file in this folder",)),
     Case("sac-short-header.sac", "a SAC file cut to 300 of its 632 header bytes",
          _sac_short_header, WAVEFORMS, ()),
     Case("sac-npts-huge.sac", "SAC header declares 2**31-1 samples, the file holds 100",

@@ -1,16 +1,17 @@
 """`seisctf ingest waveforms` on inputs with something wrong, through the command line: each
-problem is reported by the real file's name with what is wrong, in the report (`problem:` lines)
-and the store's `ingest_problems`, and the good samples are kept."""
+problem is reported by the real file's (or folder's) name with what is wrong, in the report
+(`problem:` lines) and the store's `ingest_problems`, and the good samples are kept."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import numpy as np
 import obspy
 import zarr
 from scipy.signal import resample_poly
-from test_waveforms import _cli, _open
+from test_waveforms import I59_DATA, I59_XML, TSINDEX, _cli, _open
 
 from seisctf import conventions as cv
 
@@ -85,3 +86,62 @@ def test_non_finite_samples_are_reported_per_file_and_stored_as_gaps(tmp_path, d
     assert f"{sac}: 1 non-finite sample(s)" in strict.stderr
     group = zarr.open_group(str(tmp_path / "strict.zarr"), mode="r")
     assert not group.attrs.get(cv.ATTR_COMPLETE)
+
+
+def test_unreadable_files_and_empty_folders_are_named_by_their_real_paths(tmp_path, dask_cluster):
+    folder = tmp_path / "archive"
+    folder.mkdir()
+    shutil.copy(I59_DATA, folder / "good.mseed")
+    (folder / "empty.mseed").write_bytes(b"")
+    (folder / "notes.mseed").write_text("not a seismogram\n" * 20)
+    shutil.copy(TSINDEX / "timeseries.sqlite", folder / "timeseries.sqlite")
+    run = _cli(str(folder), "--out", str(tmp_path / "store.zarr"), scheduler=dask_cluster.address)
+    assert run.returncode == 0, run.stderr
+    problems = [line for line in run.stdout.splitlines() if line.startswith("problem:")]
+    unknown = "unreadable (no obspy reader knows its format (miniSEED, SAC, GSE2, SEG-Y, …))"
+    assert problems == [
+        f"problem: {folder / 'empty.mseed'}: unreadable (an empty file (0 bytes))",
+        f"problem: {folder / 'notes.mseed'}: {unknown}",
+        f"problem: {folder / 'timeseries.sqlite'}: {unknown}",
+    ]
+    assert "obspy-" not in run.stdout + run.stderr and ".tmp" not in run.stdout + run.stderr
+    assert _open(tmp_path / "store.zarr").attrs["ingest_problems"] == [p[9:] for p in problems]
+
+    # An empty folder (a hidden file does not count) is named; nothing is written.
+    empty = tmp_path / "empty folder"
+    empty.mkdir()
+    (empty / ".keep").write_text("")
+    for sources in ([str(empty)], [str(folder / "good.mseed"), str(empty)]):
+        run = _cli(*sources, "--out", str(tmp_path / "none.zarr"), scheduler=dask_cluster.address)
+        assert run.returncode == 3 and "Traceback" not in run.stderr
+        assert run.stderr.strip().splitlines() == [
+            f"seisctf: invalid input: {empty}: no file in this folder or below it (hidden "
+            "files are skipped)"
+        ]
+        assert not (tmp_path / "none.zarr").exists()
+
+
+def test_a_station_at_another_location_or_epoch_says_what_the_inventory_has(tmp_path, dask_cluster):
+    folder = tmp_path / "archive"
+    folder.mkdir()
+    shutil.copy(I59_DATA, folder / "good.mseed")
+    trace = obspy.read(str(I59_DATA))[0]
+    trace.stats.location = "00"
+    trace.write(str(folder / "location00.mseed"), format="MSEED")
+    trace = obspy.read(str(I59_DATA))[0]
+    trace.stats.starttime = obspy.UTCDateTime("2019-10-31")  # before the channel's epoch
+    trace.write(str(folder / "early.mseed"), format="MSEED")
+    run = _cli(str(folder), "--out", str(tmp_path / "store.zarr"), "--inventory", str(I59_XML),
+               scheduler=dask_cluster.address)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    has = "IM.I59H1..BDF from 2020-05-06T00:00:00 to open"
+    assert [line for line in run.stdout.splitlines() if line.startswith("problem:")] == [
+        f"problem: {folder / 'early.mseed'}: IM.I59H1..BDF at 2019-10-31T00:00:00.000000Z is "
+        f"not in the inventory (channel or epoch contradicts it; it has {has}); trace not "
+        "ingested",
+        "problem: IM.I59H1.00: unknown station: the inventory has no IM.I59H1 at location code "
+        f"'00' (it has {has}); coordinates are NaN",
+    ]
+    ds = _open(tmp_path / "store.zarr")
+    assert list(ds["station"].values) == ["IM.I59H1.", "IM.I59H1.00"]
+    assert np.isnan(float(ds.sel(station="IM.I59H1.00")[cv.LATITUDE]))

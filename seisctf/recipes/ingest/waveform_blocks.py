@@ -29,6 +29,7 @@ from seisctf.recipes.ingest.waveform_plan import (
     TraceHeader,
     WaveformPlan,
     needs_resampling,
+    obspy_error,
     place_trace,
     read_input,
     read_stream,
@@ -118,7 +119,7 @@ def decode_file(
     try:
         stream = read_stream(raw)
     except Exception as error:  # noqa: BLE001 - a file that scanned but does not decode
-        return (), (f"{path}: cannot decode its samples ({error})",)
+        return (), (f"{path}: cannot decode its samples ({obspy_error(error, path)})",)
     traces, problems, non_finite = [], [], []
     for trace in stream:
         stats = trace.stats

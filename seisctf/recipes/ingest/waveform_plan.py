@@ -20,6 +20,7 @@ import glob
 import io
 import math
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,7 @@ from typing import Any
 from seisctf import storage
 from seisctf.errors import InvalidInput
 from seisctf.recipes.ingest.block_grid import BlockGrid
+from seisctf.recipes.ingest.inventory_text import inventory_holds
 from seisctf.recipes.ingest.resampling import MAX_RATE_FACTOR, rate_ratio, resampled_length
 from seisctf.recipes.ingest.response import response_problem
 
@@ -136,7 +138,7 @@ def input_exists(path: str, storage_options: dict | None = None) -> bool:
 def expand_sources(sources: Sequence[str], storage_options: dict | None = None) -> list[str]:
     """Paths, globs and folders (an SDS root or any tree: every file below it, hidden ones
     skipped) -> sorted unique file paths; fsspec URLs (`s3://bucket/archive/**`) likewise, with
-    `storage_options`. A source matching nothing is bad input."""
+    `storage_options`. A source matching nothing, or only folders without files, is bad input."""
     found: set[str] = set()
     for source in sources:
         if is_url(source):
@@ -146,11 +148,12 @@ def expand_sources(sources: Sequence[str], storage_options: dict | None = None) 
         matches = [m for m in matches if os.path.exists(m)]
         if not matches:
             raise InvalidInput(source, "no such file, folder or glob match")
-        for match in matches:
-            if os.path.isdir(match):
-                found.update(_files_below(match))
-            else:
-                found.add(os.path.normpath(match))
+        files = [f for m in matches for f in (_files_below(m) if os.path.isdir(m) else [m])]
+        if not files:
+            raise InvalidInput(
+                source, "no file in this folder or below it (hidden files are skipped)"
+            )
+        found.update(os.path.normpath(f) for f in files)
     return sorted(found)
 
 
@@ -233,6 +236,21 @@ def read_stream(raw: bytes, headonly: bool = False) -> Any:
     return obspy.read(io.BytesIO(raw), headonly=headonly)
 
 
+# obspy reads bytes through a temporary file (`/tmp/obspy-otzphda0.tmp`) and names it in errors.
+_OBSPY_TEMPORARY = re.compile(r"\S*obspy-[^\s/]*\.tmp")
+_UNKNOWN_FORMAT = re.compile(r"^Unknown format for file \S+$")
+
+
+def obspy_error(error: Exception, path: str) -> str:
+    """The first line of an obspy error about the bytes of `path`, naming `path` (not obspy's
+    temporary file); "Unknown format …" says what it means."""
+    message = str(error).splitlines()[0].strip() if str(error).strip() else ""
+    message = message or type(error).__name__
+    if _UNKNOWN_FORMAT.match(message):
+        return "no obspy reader knows its format (miniSEED, SAC, GSE2, SEG-Y, …)"
+    return _OBSPY_TEMPORARY.sub(path, message)
+
+
 def scan_file(path: str, raw: bytes | None = None) -> FileScan:
     """Read one file's headers (any obspy format) from its bytes `raw` (read from `path` if not
     given); never raises for bad content."""
@@ -243,7 +261,7 @@ def scan_file(path: str, raw: bytes | None = None) -> FileScan:
     try:
         stream = read_stream(raw, headonly=True)
     except Exception as error:  # noqa: BLE001 - obspy raises many types for bad files
-        message = str(error).splitlines()[0] if str(error) else type(error).__name__
+        message = "an empty file (0 bytes)" if not raw else obspy_error(error, path)
         return FileScan(path, problems=(f"{path}: unreadable ({message})",), readable=False)
     problems = []
     if _is_mseed(io.BytesIO(raw)) and not _records_fill(stream, len(raw)):
@@ -294,6 +312,22 @@ def knows_station(inventory: Any, station: str) -> bool:
     return bool(inventory.select(network=network, station=code, location=location).networks)
 
 
+def unknown_station(station: str, inventory: Any) -> str:
+    """The problem text of a station the inventory does not know at its location code: what
+    the inventory has for the station code instead, if anything."""
+    network, code, location = _split_station(station)
+    holds = inventory_holds(inventory, network, code)
+    if not holds:
+        return f"{station}: unknown station (not in the inventory); coordinates are NaN"
+    missing = f"{network}.{code}"
+    if inventory.select(network=network, station=code).networks:
+        missing += f" at location code '{location}'"
+    return (
+        f"{station}: unknown station: the inventory has no {missing} (it has {holds}); "
+        "coordinates are NaN"
+    )
+
+
 def check_against_inventory(header: TraceHeader, inventory: Any) -> str | None:
     """A problem text if the inventory knows the station but contradicts the header (channel
     absent at that time, other sampling rate); None if consistent or the station is unknown."""
@@ -306,9 +340,10 @@ def check_against_inventory(header: TraceHeader, inventory: Any) -> str | None:
     when = UTCDateTime(ns=header.start_ns)
     channels = known.select(channel=header.channel, time=when).get_contents()["channels"]
     if not channels:
+        holds = inventory_holds(inventory, network, code, header.channel)
         return (
             f"{header.path}: {header.station}.{header.channel} at {when} is not in the "
-            "inventory (channel or epoch contradicts it); trace not ingested"
+            f"inventory (channel or epoch contradicts it; it has {holds}); trace not ingested"
         )
     for channel in _channels(known.select(channel=header.channel, time=when)):
         if channel.sample_rate and not _same_rate(channel.sample_rate, header.sampling_rate):
@@ -460,10 +495,7 @@ def make_plan(
             headers.append(header)
     if not headers:
         raise InvalidInput(scans[0].path, "no trace agrees with the inventory: " + problems[0])
-    problems += [
-        f"{station}: unknown station (not in the inventory); coordinates are NaN"
-        for station in sorted(unknown)
-    ]
+    problems += [unknown_station(station, inventory) for station in sorted(unknown)]
     grid_rate = target_rate(headers, rate)
     if rate is not None:
         unresampled = [(h, no_ratio_problem(h, grid_rate)) for h in headers]
