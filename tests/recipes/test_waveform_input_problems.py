@@ -145,3 +145,26 @@ def test_a_station_at_another_location_or_epoch_says_what_the_inventory_has(tmp_
     ds = _open(tmp_path / "store.zarr")
     assert list(ds["station"].values) == ["IM.I59H1.", "IM.I59H1.00"]
     assert np.isnan(float(ds.sel(station="IM.I59H1.00")[cv.LATITUDE]))
+
+
+def test_an_ingest_onto_object_storage_prints_no_warning(
+    tmp_path, s3_server, s3_bucket, dask_cluster
+):
+    """SeaweedFS keeps the emptied folder of the deleted progress array; finishing the store
+    (a new one, then an append) prints no ZarrUserWarning about it, or any other warning."""
+    trace = obspy.read(str(I59_DATA))[0]
+    first, second = tmp_path / "first.mseed", tmp_path / "second.mseed"
+    trace.slice(endtime=trace.stats.starttime + 200).write(str(first), format="MSEED")
+    trace.slice(starttime=trace.stats.starttime + 200.05).write(str(second), format="MSEED")
+    url = f"{s3_bucket}/store.zarr"
+    for args in ((str(first),), (str(second), "--append")):
+        run = _cli(*args, "--out", url, *s3_server.cli_options(), scheduler=dask_cluster.address)
+        assert run.returncode == 0, run.stderr
+        assert run.stdout.startswith(f"wrote {url}: 1 stations")
+        assert "Warning" not in run.stderr and "ingest_progress" not in run.stderr, run.stderr
+    # The folder is there (what zarr warned about), the store complete without it.
+    fs = s3_server.filesystem()
+    path = url.removeprefix("s3://")
+    assert f"{path}/ingest_progress" in fs.ls(path, detail=False)
+    group = zarr.open_group(fs.get_mapper(path), mode="r")
+    assert group.attrs[cv.ATTR_COMPLETE] is True and "ingest_progress" not in group

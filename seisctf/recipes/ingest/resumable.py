@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from zarr.errors import ZarrUserWarning
 
 from seisctf import conventions as cv
 from seisctf import storage
@@ -29,6 +31,7 @@ NS_PER_S = 1_000_000_000
 PROGRESS_VAR = "ingest_progress"
 ATTR_FINGERPRINT = "ingest_fingerprint"
 BLOCK = "block"
+_LEFT_FOLDER = f"Object at {PROGRESS_VAR} is not recognized as a component of a Zarr hierarchy"
 # Scan tasks: files in batches (a header scan takes a few ms, about a task's own overhead), in
 # about SCAN_TASKS tasks.
 SCAN_TASKS = 16
@@ -263,4 +266,11 @@ def finish(
         array.attrs.update(dict(coverage_attrs))
     array[:] = coverage
     del group[PROGRESS_VAR]
-    storage.finish_group(url, dict(attrs), storage_options)
+    # An object store with folders (SeaweedFS's filer) keeps the deleted progress array's
+    # emptied folders; zarr's consolidation lists the group's folders and says of this one
+    # "ZarrUserWarning: Object at ingest_progress is not recognized as a component of a Zarr
+    # hierarchy". The folder holds nothing and the consolidated metadata leaves it out, as it
+    # should: the warning says nothing a user can act on.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=_LEFT_FOLDER, category=ZarrUserWarning)
+        storage.finish_group(url, dict(attrs), storage_options)
