@@ -114,14 +114,27 @@ def write_npy_folder(path: Path, arrays: dict[str, np.ndarray]) -> Path:
 
 
 def write_zarr_group(path: Path, arrays: dict[str, np.ndarray]) -> Path:
-    """A zarr v3 group; all-zero chunks equal the fill value and are not written."""
+    """A zarr v3 group with every chunk stored (all-zero ones too: the referee refuses a
+    submission with a missing chunk)."""
     import zarr
 
     group = zarr.open_group(str(path), mode="w", zarr_format=3)
     for name, array in arrays.items():
-        group.create_array(name, shape=array.shape, dtype=array.dtype, chunks=(50, 48))
-        group[name][...] = array
+        stored = group.create_array(
+            name,
+            shape=array.shape,
+            dtype=array.dtype,
+            chunks=(50, 48),
+            config={"write_empty_chunks": True},
+        )
+        stored[...] = array  # through this handle: `group[name]` reopens with the default config
     return path
+
+
+def _missing_zarr_chunk(path: Path) -> None:
+    """A zarr group whose X3test lost one chunk file (zarr would read it as the fill value)."""
+    write_zarr_group(path, zero_arrays(X3test=np.ones(CTF_SHAPES["X3test"], dtype=np.float32)))
+    (path / "X3test" / "c" / "1" / "0").unlink()
 
 
 def zip_folder(folder: Path, archive: Path, extra: dict[str, bytes] | None = None) -> Path:
@@ -534,6 +547,8 @@ CASES: tuple[Case, ...] = (
          SCORE, ("X5test",)),
     Case("ctf-truncated-chunk.zarr", "an uncompressed chunk of X6test cut short",
          _truncated_zarr_chunk, SCORE, ("X6test",)),
+    Case("ctf-missing-chunk.zarr", "a chunk file of X3test deleted", _missing_zarr_chunk, SCORE,
+         ("X3test", "X3test/c/1/0", "missing")),
     Case("ctf-truncated.npz", "an .npz cut after 700 bytes", _truncated_npz, SCORE, ()),
     Case("ctf-text.npz", "text named .npz", _text("X1test = [1, 2, 3]\n"), SCORE, ()),
     # --- stores given to the referee and the bundle builder --------------------------------------
