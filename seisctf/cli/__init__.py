@@ -55,6 +55,11 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         check_secret_option(args)  # before any work: a short secret is refused (exit 3)
+        check = getattr(args, "check", None)
+        if check is not None:
+            # The verb's own checks of its inputs (paths, names, schema): a mistake is reported
+            # before a cluster starts, in well under a second.
+            check(args)
         if getattr(args, "needs_cluster", True):
             # The cluster starts in the background while the verb imports and builds its graph.
             with dask_client(
