@@ -27,7 +27,7 @@ from seisctf.scoring.values import value_report
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "data"))
 
-from make_bad_inputs import npy_bytes, write_npz, zip_folder  # noqa: E402
+from bad_writers import npy_bytes, write_npz, zip_folder  # noqa: E402
 
 NAMES = tuple(f"X{i}test" for i in range(1, 10))
 SHAPES = {name: (6 + (i % 3), 4) for i, name in enumerate(NAMES)}
