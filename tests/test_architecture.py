@@ -171,11 +171,21 @@ def test_every_allowed_lazy_import_is_used():
     assert set(LAZY_IMPORTS_ALLOWED) <= used, f"unused: {set(LAZY_IMPORTS_ALLOWED) - used}"
 
 
+def project_files() -> list[Path]:
+    """Every Python file of the project: the package, its tests, benchmarks and tools."""
+    return sorted(
+        path
+        for folder in ("seisctf", "tests", "benchmarks", "experiments")
+        if (ROOT / folder).is_dir()
+        for path in (ROOT / folder).rglob("*.py")
+    )
+
+
 def test_no_module_over_600_lines():
-    """Every module of the package fits in MAX_LINES lines."""
+    """Every Python file of the project (package, tests, benchmarks) fits in MAX_LINES lines."""
     long = {
         str(path.relative_to(ROOT)): n
-        for path in package_files()
+        for path in project_files()
         if (n := len(path.read_text().splitlines())) > MAX_LINES
     }
     assert not long, f"modules over {MAX_LINES} lines: {long}"
