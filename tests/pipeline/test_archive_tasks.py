@@ -204,11 +204,14 @@ def test_real_bundle_shapes_windows_and_provenance(real):
         assert truth[pair["test"]].shape == tuple(pair["shape"])
     assert truth["X1test"].shape == (layout.forecast_steps, n)
     assert truth["X2test"].shape == (layout.train_steps, n)
-    # Slots of 42 + 12 samples (5.4 s) from the record's start; slot 0 holds ANMO's and COLA's
-    # missing first sample, so slots 1 … 10 are used, each segment after its guard.
+    # Slots of 42 + 12 samples (5.4 s) from the record's start; ANMO and COLA start one 40 Hz
+    # sample into slot 0 (less than half a CTF sample: held, recorded), so slots 0 … 9 are used,
+    # each segment after its guard.
     starts = [obspy.UTCDateTime(t) for t in archive["segment_start_times"]]
     grid_start = obspy.UTCDateTime(archive["source_start_time"])
-    assert [t - grid_start for t in starts] == pytest.approx([5.4 * j + 4.2 for j in range(1, 11)])
+    assert [t - grid_start for t in starts] == pytest.approx([5.4 * j + 4.2 for j in range(10)])
+    held = [0.025] + [0.0] * 9
+    assert archive["start_offsets_s"] == {"IU.ANMO.10": held, "IU.COLA.10": held}
     assert np.isfinite(segments).all()
 
     # Truth (and clean public) windows = the independent data / per-sensor public RMS.
