@@ -78,6 +78,7 @@ from seisctf.recipes.ingest.resumable import (
     open_store,
 )
 from seisctf.recipes.ingest.source import INGEST_STORE, INPUT_PATHS, opened_source
+from seisctf.recipes.ingest.station_arrays import write_array, write_station_ids
 from seisctf.recipes.ingest.waveform_blocks import (
     BlockRun,
     BlockTask,
@@ -219,35 +220,16 @@ def create_store(
         compressors=BloscCodec(**DATA_CODEC),
         dimension_names=(STATION, CHANNEL, cv.TIME),
     )
-    write_station_ids(group, plan.stations)
+    write_station_ids(group, plan.stations, COORDINATES)
     for name, values, dim in (
         (CHANNEL, np.array(plan.channels, dtype=object), CHANNEL),
         (cv.LATITUDE, _coordinate(plan, "latitude"), STATION),
         (cv.LONGITUDE, _coordinate(plan, "longitude"), STATION),
         (ELEVATION, _coordinate(plan, "elevation"), STATION),
     ):
-        _write_array(group, name, values, dim)
+        write_array(group, name, values, dim)
     progress = resumable.no_progress(_blocks(plan))
     resumable.create_progress(group, progress, PROGRESS_DIMS, fingerprint)
-
-
-def _write_array(group: Any, name: str, values: np.ndarray, dim: str) -> None:
-    dtype = str if values.dtype == object else values.dtype  # variable-length UTF-8
-    array = group.create_array(
-        name, shape=values.shape, dtype=dtype, dimension_names=(dim,), overwrite=True
-    )
-    array[:] = values
-
-
-def write_station_ids(group: Any, stations: Sequence[str]) -> None:
-    """`station` (the ids) and its SEED codes `network`, `station_code`, `location`, named as
-    coordinates of `data`; rewritten on an append (a store from before the ids' current rule
-    gets them as a one-shot ingest would)."""
-    codes = np.array([split_station(station) for station in stations], dtype=object)
-    _write_array(group, STATION, np.array(stations, dtype=object), STATION)
-    for index, name in enumerate(CODE_ARRAYS):
-        _write_array(group, name, codes[:, index], STATION)
-    group[DATA_VAR].attrs.update(COORDINATES)
 
 
 def _blocks(plan: WaveformPlan) -> tuple[int, int]:
@@ -553,7 +535,7 @@ def prepare_append(
             kept[index, block] = (station, block) not in touched
     progress = resumable.kept_progress(old_coverage, _blocks(plan), kept)
     group[DATA_VAR].resize((len(plan.stations), len(plan.channels), plan.n_time))
-    write_station_ids(group, plan.stations)
+    write_station_ids(group, plan.stations, COORDINATES)
     # Decode problems of the kept blocks: the old ones that the new plan does not repeat.
     carried = [p for p in previous.get("ingest_problems", []) if p not in plan.problems]
     # The progress array last (an append killed before it is not resumable: re-ingest); killed
