@@ -34,12 +34,16 @@ def stats_station_id(stats: Any) -> str:
     return station_id(stats.network, stats.station, stats.location)
 
 
-def split_station(station: str) -> tuple[str, str, str]:
+def split_station(station: str, what: str | None = None) -> tuple[str, str, str]:
     """(network, station code, location code) of a station id: `NET.STA`, `NET.STA.LOC`, or the
-    old `NET.STA.` (empty location code)."""
+    old `NET.STA.` (empty location code); anything else is bad input of `what` (the store)."""
     parts = str(station).split(".")
     if len(parts) not in (2, 3) or not all(parts[:2]):
-        raise InvalidInput(str(station), "not a station id (expected NET.STA or NET.STA.LOC)")
+        raise InvalidInput(
+            what or str(station),
+            f"station id {str(station)!r} is not NET.STA or NET.STA.LOC (SEED network, station "
+            "and location codes, which hold no dots)",
+        )
     return parts[0], parts[1], parts[2] if len(parts) == 3 else ""
 
 

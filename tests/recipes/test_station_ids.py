@@ -7,6 +7,7 @@ ids derived independently from obspy's trace stats, and on a store written befor
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -114,6 +115,17 @@ def test_empty_location_code_gives_net_sta_and_picks_still_match(tmp_path, capsy
     assert all(name.startswith("IM.I59H1_") for name in found[cv.TRACE_NAME])
     assert found[cv.NETWORK_CODE] == ["IM", "IM"] and found[cv.STATION_CODE] == ["I59H1"] * 2
     assert found["station_location_code"] == ["", ""]
+    # A store whose `station` holds no id is refused by name, before anything is written.
+    broken = tmp_path / "broken.zarr"
+    shutil.copytree(store, broken)
+    zarr.open_group(str(broken), mode="r+")[cv.STATION][:] = np.array(["I59H1"], dtype=object)
+    zarr.consolidate_metadata(str(broken))
+    refused = tmp_path / "refused.zarr"
+    code, out = _cli(capsys, "ingest", "quakeml", str(catalog), "--archive", str(broken),
+                     "--out", str(refused), scheduler=dask_cluster.address)  # fmt: skip
+    assert code == 3 and "Traceback" not in out, out
+    assert f"{broken}: station id 'I59H1' is not NET.STA or NET.STA.LOC" in out
+    assert not refused.exists()
 
 
 def test_location_codes_are_kept_and_picks_match_exactly(tmp_path, capsys, dask_cluster):

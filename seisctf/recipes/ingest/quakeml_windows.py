@@ -124,8 +124,11 @@ def store_grid(dataset, url: str) -> catalogs.StoreGrid:
     if cv.COVERAGE_VAR in dataset and block_samples:
         coverage = np.asarray(dataset[cv.COVERAGE_VAR].values, dtype=np.float64)
     channel_metadata = attrs.get("channel_metadata") or {}
+    stations = tuple(str(s) for s in dataset[cv.STATION].values)
+    for station in stations:
+        split_station(station, url)
     return catalogs.StoreGrid(
-        stations=tuple(str(s) for s in dataset[cv.STATION].values),
+        stations=stations,
         channels=tuple(str(c) for c in dataset[cv.CHANNEL].values),
         start_ns=int(start_ns),
         sampling_rate=float(attrs[cv.ATTR_SAMPLING_RATE]),
