@@ -6,11 +6,11 @@ Tables (pandas, one row per event / per pick):
 - events: `source_id` (the event's resource id), `source_origin_time_ns`, `source_latitude_deg`,
   `source_longitude_deg`, `source_depth_km`, `source_magnitude`, `source_magnitude_type`
   (preferred origin and magnitude, else the first);
-- picks: `source_id`, `station` (`NET.STA.LOC`), `phase` (`P` or `S`), `time_ns`,
-  `evaluation_mode`. A pick's phase is its `phase_hint`, else the phase of the arrival of the
-  event's origin that refers to it; only phases starting with a capital `P` or `S` (`P`, `Pg`,
-  `Pn`, `S`, `Sg`, …: first arrivals of each kind) count; for every (event, station, phase) the
-  earliest pick is kept.
+- picks: `source_id`, `station` (the store's station id, `seed_ids`), `phase` (`P` or `S`),
+  `time_ns`, `evaluation_mode`. A pick's phase is its `phase_hint`, else the phase of the
+  arrival of the event's origin that refers to it; only phases starting with a capital `P` or
+  `S` (`P`, `Pg`, `Pn`, `S`, `Sg`, …: first arrivals of each kind) count; for every (event,
+  station, phase) the earliest pick is kept.
 
 Windows (`plan_windows`), on the store's sample grid (sample i at start + i / rate), all of
 `window_samples` samples:
@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from seisctf.catalogs.seed_ids import normalised, split_station, station_id
 from seisctf.errors import InvalidInput
 
 NS_PER_S = 1_000_000_000
@@ -128,22 +129,23 @@ def catalog_tables(catalog, what: str = "catalogue") -> tuple[pd.DataFrame, pd.D
 
 
 def match_stations(picks: pd.DataFrame, stations: Sequence[str]) -> tuple[pd.DataFrame, list[str]]:
-    """Give each pick the store's station id (`NET.STA.LOC`); a pick without a location code
-    matches the station's only location. Returns the matched picks (column `station`, earliest
-    per event, station and phase) and a problem per unmatched station."""
-    known = set(stations)
+    """Give each pick the store's station id (`seed_ids`: `NET.STA`, `NET.STA.LOC`; a store's
+    older `NET.STA.` matches too); a pick without a location code matches the station's only
+    location. Returns the matched picks (column `station`: the id as the store spells it,
+    earliest per event, station and phase) and a problem per unmatched station."""
+    known = {normalised(station): station for station in stations}
     by_code: dict[str, list[str]] = {}
     for station in stations:
-        network, code, _ = station.split(".", 2)
-        by_code.setdefault(f"{network}.{code}", []).append(station)
+        network, code, _ = split_station(station)
+        by_code.setdefault(station_id(network, code), []).append(station)
     ids, problems = [], []
     for network, code, location in picks[["network", "station_code", "location"]].itertuples(
         index=False
     ):
-        exact = f"{network}.{code}.{location}"
-        candidates = by_code.get(f"{network}.{code}", [])
+        exact = station_id(network, code, location)
+        candidates = by_code.get(station_id(network, code), [])
         if exact in known:
-            ids.append(exact)
+            ids.append(known[exact])
         elif not location and len(candidates) == 1:
             ids.append(candidates[0])
         else:

@@ -63,12 +63,12 @@ SYNTH_SECONDS = 1200
 SYNTH_START = obspy.UTCDateTime("2022-06-01T00:00:00")
 # (station, longitude, latitude): longitudes out of name order; XX.S03 has a gap in BHZ.
 SYNTH_STATIONS = [
-    ("XX.S00.", 12.0, 45.0),
-    ("XX.S01.", 10.5, 44.0),
-    ("XX.S02.", 11.0, 46.0),
-    ("XX.S03.", 10.0, 45.5),
-    ("XX.S04.", 13.0, 44.5),
-    ("XX.S05.", 11.0, 44.0),
+    ("XX.S00", 12.0, 45.0),
+    ("XX.S01", 10.5, 44.0),
+    ("XX.S02", 11.0, 46.0),
+    ("XX.S03", 10.0, 45.5),
+    ("XX.S04", 13.0, 44.5),
+    ("XX.S05", 11.0, 44.0),
 ]
 GAP_S = (400, 420)
 
@@ -204,11 +204,14 @@ def test_real_bundle_shapes_windows_and_provenance(real):
         assert truth[pair["test"]].shape == tuple(pair["shape"])
     assert truth["X1test"].shape == (layout.forecast_steps, n)
     assert truth["X2test"].shape == (layout.train_steps, n)
-    # Slots of 42 + 12 samples (5.4 s) from the record's start; slot 0 holds ANMO's and COLA's
-    # missing first sample, so slots 1 … 10 are used, each segment after its guard.
+    # Slots of 42 + 12 samples (5.4 s) from the record's start; ANMO and COLA start one 40 Hz
+    # sample into slot 0 (less than half a CTF sample: held, recorded), so slots 0 … 9 are used,
+    # each segment after its guard.
     starts = [obspy.UTCDateTime(t) for t in archive["segment_start_times"]]
     grid_start = obspy.UTCDateTime(archive["source_start_time"])
-    assert [t - grid_start for t in starts] == pytest.approx([5.4 * j + 4.2 for j in range(1, 11)])
+    assert [t - grid_start for t in starts] == pytest.approx([5.4 * j + 4.2 for j in range(10)])
+    held = [0.025] + [0.0] * 9
+    assert archive["start_offsets_s"] == {"IU.ANMO.10": held, "IU.COLA.10": held}
     assert np.isfinite(segments).all()
 
     # Truth (and clean public) windows = the independent data / per-sensor public RMS.
@@ -303,14 +306,14 @@ def _write_synthetic_archive(root: Path, seed: int = 11) -> tuple[list[Path], Pa
             signal += 0.3 * rng.standard_normal(n) + 0.2 * np.sin(2 * np.pi * 6.0 * t)
             counts = (2000 * signal + 500 + 0.3 * t).astype(np.int32)
             pieces = [(0, n)]
-            if station == "XX.S03." and channel == "BHZ":
+            if station == "XX.S03" and channel == "BHZ":
                 gap = [int(s * SYNTH_RATE_HZ) for s in GAP_S]
                 pieces = [(0, gap[0]), (gap[1], n)]
-            network, code, location = station.split(".")
+            network, code = station.split(".")  # location code empty: id NET.STA
             for first, stop in pieces:
                 trace = obspy.Trace(
                     data=counts[first:stop],
-                    header={"network": network, "station": code, "location": location,
+                    header={"network": network, "station": code, "location": "",
                             "channel": channel, "sampling_rate": SYNTH_RATE_HZ,
                             "starttime": SYNTH_START + first / SYNTH_RATE_HZ},
                 )  # fmt: skip
@@ -365,9 +368,9 @@ def synthetic(tmp_path_factory, dask_cluster):
 def test_gappy_station_is_dropped_and_sensors_ordered_by_longitude(synthetic):
     public, truth = synthetic["one-block"]
     archive = storage.read_attrs(str(truth))[cv.ATTR_ARCHIVE]
-    assert archive["stations_dropped"] == ["XX.S03."]
+    assert archive["stations_dropped"] == ["XX.S03"]
     # By longitude, then latitude: S01 (10.5), S05 (11.0, 44.0), S02 (11.0, 46.0), S00, S04.
-    assert archive["stations"] == ["XX.S01.", "XX.S05.", "XX.S02.", "XX.S00.", "XX.S04."]
+    assert archive["stations"] == ["XX.S01", "XX.S05", "XX.S02", "XX.S00", "XX.S04"]
     assert archive["sampling_rate_hz"] == 1.0 and archive["channel"] == "BHZ"
     transforms = [step["transform"] for step in archive["transforms"]]
     assert transforms == ["select_channel", "decimate", "remove_offset"]

@@ -92,7 +92,7 @@ def test_vel_disp_and_pressure_match_obspy_remove_response_sample_for_sample(tmp
                               remove_response="ACC", quiet=True)  # fmt: skip
     assert report.problems == ()
     ds = _open(out)
-    assert ds.attrs["channel_metadata"]["IM.I59H1."]["BDF"]["units"] == "PA"
+    assert ds.attrs["channel_metadata"]["IM.I59H1"]["BDF"]["units"] == "PA"
     pre_filt = ds.attrs["response_removed"]["pre_filt"]
     assert pre_filt == [0.005, 0.01, 8.0, 9.0]
     expected = _obspy_corrected(I59, I59_XML, output="ACC", pre_filt=pre_filt, water_level=60)
@@ -157,7 +157,7 @@ def test_options_are_in_the_fingerprint_and_append_must_repeat_them(tmp_path):
     assert _open(out).attrs["response_removed"]["water_level"] == 30.0
     raw = ingest_waveforms([str(files[0])], str(out), **common)
     assert not raw.up_to_date and _open(out).attrs["response_removed"] is None
-    assert _open(out).attrs["channel_metadata"]["IM.I59H1."]["BDF"]["units"] == "COUNTS"
+    assert _open(out).attrs["channel_metadata"]["IM.I59H1"]["BDF"]["units"] == "COUNTS"
     # Appending with other response options than the store's is refused, naming the option.
     with pytest.raises(InvalidInput, match="ingested without `remove_response`") as error:
         ingest_waveforms([str(files[1])], str(out), append=True, remove_response="VEL", **common)

@@ -51,8 +51,8 @@ def _reference(files: list[Path], start_ns: int, rate: float) -> dict[tuple[str,
     stream.merge(method=1, interpolation_samples=0)
     found = {}
     for trace in stream:
-        key = (f"{trace.stats.network}.{trace.stats.station}.{trace.stats.location}",
-               trace.stats.channel)  # fmt: skip
+        net, sta, loc = trace.stats.network, trace.stats.station, trace.stats.location
+        key = (f"{net}.{sta}" + (f".{loc}" if loc else ""), trace.stats.channel)
         first = round((trace.stats.starttime.ns - start_ns) * rate / 1e9)
         found[key] = (first, np.ma.filled(np.ma.asarray(trace.data, dtype=np.float64), np.nan))
     return found
@@ -104,10 +104,10 @@ def test_obspy_archives_ingest_sample_for_sample_with_stationxml(tmp_path):
     out = tmp_path / "i59.zarr"
     ingest_waveforms([str(I59_DATA)], str(out), inventories=[str(I59_XML)], quiet=True)
     ds = _assert_store_equals_obspy(out, [I59_DATA])
-    station = ds.sel(station="IM.I59H1.")
+    station = ds.sel(station="IM.I59H1")
     assert float(station[cv.LATITUDE]) == pytest.approx(19.591532)
     assert float(station["elevation"]) == pytest.approx(1034.0)
-    meta = ds.attrs["channel_metadata"]["IM.I59H1."]["BDF"]
+    meta = ds.attrs["channel_metadata"]["IM.I59H1"]["BDF"]
     assert meta["sensitivity"] == pytest.approx(33778.28834) and meta["input_units"] == "PA"
     assert ds.attrs["ingest_problems"] == []
     # A re-run over the same inputs leaves the finished store alone; a changed input rewrites it.
@@ -165,7 +165,7 @@ def test_synthetic_gaps_overlaps_encodings_and_sac_match_obspy_merge(tmp_path):
     assert report.problems == ()
     ds = _assert_store_equals_obspy(out, files)
     assert list(ds["channel"].values) == ["HHE", "HHN", "HHZ"]
-    assert ds.attrs["time_offsets_s"]["XX.BBB."] == [pytest.approx(0.3 / RATE)]
+    assert ds.attrs["time_offsets_s"]["XX.BBB"] == [pytest.approx(0.3 / RATE)]
     z = ds["data"].sel(station="XX.AAA.00", channel="HHZ").values
     second = obspy.read(str(files[1]))[0].data
     np.testing.assert_array_equal(z[1400:1500], second[:100])  # the later trace wins the overlap
@@ -191,10 +191,10 @@ def test_mixed_rates_need_rate_and_are_resampled_like_resample_poly(tmp_path):
     assert ds.attrs[cv.ATTR_SAMPLING_RATE] == 50.0 and ds.sizes["time"] == 1000
     fast = obspy.read(str(folder / "fast.mseed"))[0].data.astype(np.float64)
     expected = resample_poly(fast, 1, 2, padtype="antireflect")
-    stored = ds["data"].sel(station="XX.FST.", channel="HHZ").values
+    stored = ds["data"].sel(station="XX.FST", channel="HHZ").values
     np.testing.assert_array_equal(stored, expected.astype(np.float32))
     original = obspy.read(str(folder / "slow.sac"))[0].data.astype(np.float32)
-    np.testing.assert_array_equal(ds["data"].sel(station="XX.SLW.").values[0], original)
+    np.testing.assert_array_equal(ds["data"].sel(station="XX.SLW").values[0], original)
 
 
 def _chunk_files(url: Path) -> dict[str, tuple[str, int]]:
@@ -314,7 +314,7 @@ def test_append_day_files_extends_time_and_keeps_old_chunks(tmp_path):
     assert again.up_to_date
     other = _trace("XX.NEW.", "HHZ", obspy.UTCDateTime(START.date) + 3 * DAY, np.ones(9, "i4"), 1.0)
     other.write(str(tmp_path / "new.mseed"), format="MSEED")
-    with pytest.raises(InvalidInput, match="station XX.NEW. is not in"):
+    with pytest.raises(InvalidInput, match="station XX.NEW is not in"):
         ingest_waveforms([str(tmp_path / "new.mseed")], str(whole), append=True, quiet=True)
     changed = day1[1]
     trace = obspy.read(str(changed))[0]
@@ -419,11 +419,11 @@ def test_bad_inputs_are_reported_by_name_and_good_data_kept(tmp_path):
     text = "\n".join(report.problems)
     for name in ("truncated", "corrupt", "contradicting"):
         assert str(files[name]) in text, name
-    assert "IM.NOPE.: unknown station" in text
+    assert "IM.NOPE: unknown station" in text
     ds = _open(out)
     assert ds.attrs["ingest_problems"] == list(report.problems)
-    assert list(ds["station"].values) == ["IM.I59H1.", "IM.NOPE."]
-    assert np.isnan(float(ds.sel(station="IM.NOPE.")[cv.LATITUDE]))
+    assert list(ds["station"].values) == ["IM.I59H1", "IM.NOPE"]
+    assert np.isnan(float(ds.sel(station="IM.NOPE")[cv.LATITUDE]))
     # The contradicting day is not ingested: the store ends with the good day.
     assert ds.sizes["time"] == obspy.read(str(I59_DATA))[0].stats.npts
     # good + truncated overlap fully (the truncated file's complete records are its prefix).

@@ -28,7 +28,11 @@ in hours from the store's `start_time`. Training segments 4, 8 and 9; interpolat
 extrapolation segment 3.
 
 Provenance (`archive` attr): the source store, its fingerprint and rate, the channel, the CTF
-rate, the transforms, the guard, the segment start times and the stations used and dropped. The
+rate, the transforms, the guard, the segment start times, the stations used and dropped, and
+`start_offsets_s`: per station that starts after a slot's start by less than half a CTF sample
+(its leading gap held, `guarded_segments`), the seconds from each segment's slot start to its
+first sample (0 where it has data from the start; the store's `time_offsets_s` add the
+ingest's sub-sample offset of that sample from its trace's start). The
 truth group gets all of it; the public group only `PUBLIC_ARCHIVE_KEYS` (no station ids, no
 absolute times): with them, anyone with access to the archive could fetch the withheld samples.
 
@@ -60,7 +64,7 @@ from seisctf.pipeline.transforms.history import recorded
 from seisctf.recipes.filter_design import DEFAULT_RATE_HZ
 
 SENSOR_ORDER = (
-    "stations (NET.STA.LOC) by longitude, then latitude (degrees, ascending), then id; "
+    "stations (station ids) by longitude, then latitude (degrees, ascending), then id; "
     "stations without coordinates last, by id"
 )
 PUBLIC_ARCHIVE_KEYS = (
@@ -170,6 +174,7 @@ def archive_wavefield(
         "n_stations_dropped": len(ids) - len(kept),
         "stations": [ids[i] for i in kept],
         "stations_dropped": [ids[i] for i in range(len(ids)) if not complete[i]],
+        "start_offsets_s": cut.start_offsets(ids, source_rate_hz),
         "gap_policy": GAP_POLICY,
     }
     return xr.Dataset(

@@ -163,6 +163,7 @@ def das_wavefield(
         "n_channels": len(cut.kept),
         "n_channels_dropped": n_channels - len(cut.kept),
         "channels_dropped": [i for i in range(n_channels) if not cut.complete[i]],
+        "start_offsets_s": cut.start_offsets(range(n_channels), source_rate_hz),
         "gap_policy": GAP_POLICY.replace("stations", "channels"),
     }
     return xr.Dataset(

@@ -47,7 +47,13 @@ here is any trace of the record, e.g. a DAS fibre's channel):
 2. Slots: the raw record is cut into consecutive slots of (`guard` + L) CTF samples, i.e.
    (`guard` + L)·down/up raw samples (the resampling ratio is up/down; `guard` is rounded up
    so that this is whole), from its first sample; L = `layout.required_steps`. A slot is
-   usable for a station when all its raw samples are finite.
+   usable for a station when all its raw samples are finite, but for a leading gap of less
+   than half a CTF sample inside the guard (`lead_limit`): as the ingest puts a trace at its
+   nearest grid sample, such a station starts at the slot's start, its first `lead` raw samples
+   held at its first sample (`hold_leads`: the filters start in the steady state of that
+   sample, as they would at the slot's start; the held samples are guard samples, in no array).
+   A store's traces that start 0.5 raw samples or more after a grid sample start at the next
+   one (the ingest's rule), so at equal rates no gap is held.
 3. Gaps: the CTF needs finite data. Of all runs of ten consecutive slots, the one where the most
    stations are usable throughout is used (the earliest among equals); the other stations are
    dropped and listed in the attrs. Too few stations for the layout's `modes`, or a record
@@ -65,7 +71,7 @@ here is any trace of the record, e.g. a DAS fibre's channel):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,7 +96,9 @@ TIME_CHUNK_SAMPLES = 2**18
 GAP_POLICY = (
     "ten consecutive slots of guard_steps + segment_steps CTF samples on a slot grid from the "
     "record's first sample, each processed alone; the run of ten slots where the most stations "
-    "have finite raw samples throughout (earliest among equals); other stations dropped"
+    "have finite raw samples throughout (earliest among equals); other stations dropped; "
+    "stations whose first raw sample in a slot lies less than half a CTF sample after the "
+    "slot's start (inside the guard) start at the slot's start, the gap held at that sample"
 )
 OFFSET_POLICY = (
     "per station and segment, the mean of the segment's rows before its forecast window is "
@@ -135,13 +143,41 @@ def remove_offset(segment: xr.DataArray, public_rows: int) -> xr.DataArray:
     )
 
 
-def finite_slots(data: xr.DataArray, slot_steps: int, trace_dim: str = cv.STATION) -> da.Array:
-    """Lazy bool (trace, slot): data finite throughout each consecutive `slot_steps` samples."""
-    n_slots = data.sizes[cv.TIME] // slot_steps
-    finite = da.isfinite(data.transpose(trace_dim, cv.TIME).data[:, : n_slots * slot_steps])
-    per_chunk = slot_steps * max(1, TIME_CHUNK_SAMPLES // slot_steps)
+def lead_limit(up: int, down: int, guard: int) -> int:
+    """The most raw samples a trace's first sample in a slot may lie after the slot's start and
+    still count as at it: less than half a CTF sample (lead · up / down < 1/2, the ingest's
+    rule for the grid) and inside the guard (`guard` CTF samples); 0 at equal rates."""
+    half = -(-down // (2 * up)) - 1  # the largest lead with 2 · lead · up < down
+    return max(0, min(half, guard * down // up - 1))
+
+
+def slot_leads(
+    data: xr.DataArray, slot_samples: int, max_lead: int = 0, trace_dim: str = cv.STATION
+) -> da.Array:
+    """Lazy int (trace, slot) over consecutive slots of `slot_samples` raw samples: the index of
+    the trace's first finite sample in the slot when it is at most `max_lead` and every sample
+    from it on is finite (the slot is usable), else -1."""
+    n_slots = data.sizes[cv.TIME] // slot_samples
+    finite = da.isfinite(data.transpose(trace_dim, cv.TIME).data[:, : n_slots * slot_samples])
+    per_chunk = slot_samples * max(1, TIME_CHUNK_SAMPLES // slot_samples)
     finite = finite.rechunk({0: 1, 1: per_chunk})
-    return finite.reshape(finite.shape[0], n_slots, slot_steps).all(axis=2)
+    finite = finite.reshape(finite.shape[0], n_slots, slot_samples)
+    head = finite[:, :, : max_lead + 1]
+    lead = head.argmax(axis=2)  # the first finite sample of the head (0 if none)
+    usable = head.any(axis=2) & (finite.sum(axis=2) == slot_samples - lead)
+    return da.where(usable, lead, -1)
+
+
+def hold_leads(raw: xr.DataArray, leads: np.ndarray, trace_dim: str) -> xr.DataArray:
+    """`raw(trace, time)` (one slot) with each trace's first `leads[i]` samples (its leading
+    gap) set to its first finite sample: the trace is taken as starting at the slot's start, as
+    the causal filters' steady state of that sample gives. Unchanged when no lead is > 0."""
+    if not (leads > 0).any():
+        return raw
+    lead = xr.DataArray(leads, dims=trace_dim)
+    first = raw.isel({cv.TIME: lead})
+    index = xr.DataArray(np.arange(raw.sizes[cv.TIME]), dims=cv.TIME)
+    return raw.where(index >= lead, first).assign_attrs(raw.attrs)
 
 
 def choose_segments(valid: np.ndarray, n_segments: int = N_SEGMENTS) -> tuple[int, np.ndarray]:
@@ -165,7 +201,9 @@ class GuardedSegments:
     """Ten guarded segments cut from a continuous record (`guarded_segments`): `u` (segment,
     time, trace) float64 (lazy), the kept traces (indices into the record's trace dim, in the
     order given), which traces were usable, the first slot used, and the slot geometry in CTF
-    samples: `starts` (each segment's first sample from the record's start), `guard`, `steps`."""
+    samples: `starts` (each segment's first sample from the record's start), `guard`, `steps`;
+    `leads` (kept trace, segment): raw samples from each slot's start to the trace's first
+    sample there, held at that sample (`hold_leads`; 0 for a trace with data from the start)."""
 
     u: da.Array
     kept: list[int]
@@ -175,6 +213,16 @@ class GuardedSegments:
     guard: int
     steps: int
     transforms: list[dict[str, Any]]
+    leads: np.ndarray
+
+    def start_offsets(self, ids: Sequence[Any], source_rate_hz: float) -> dict[str, list[float]]:
+        """{id: seconds from each segment's slot start to the trace's first sample} of the kept
+        traces with a held leading gap (`ids`: the record's trace ids, by index)."""
+        return {
+            str(ids[trace]): [int(lead) / source_rate_hz for lead in self.leads[k]]
+            for k, trace in enumerate(self.kept)
+            if self.leads[k].any()
+        }
 
 
 def guarded_segments(
@@ -222,8 +270,11 @@ def guarded_segments(
             f"each after a guard of {guard} samples while the causal anti-alias filter "
             f"settles, need {N_SEGMENTS * slot_steps} ({N_SEGMENTS * slot_steps / rate_hz:g} s)",
         )
-    (valid,) = compute(finite_slots(data, slot_samples, trace_dim), label="gap check", quiet=quiet)
-    first_slot, complete = choose_segments(valid)
+    max_lead = lead_limit(up, down, guard)
+    (leads,) = compute(
+        slot_leads(data, slot_samples, max_lead, trace_dim), label="gap check", quiet=quiet
+    )
+    first_slot, complete = choose_segments(leads >= 0)
     needed = max(1, 2 * layout.modes - 1)
     if complete.sum() < needed:
         raise InvalidInput(
@@ -242,6 +293,7 @@ def guarded_segments(
         raw = data.isel(
             {trace_dim: kept, cv.TIME: slice(slot * slot_samples, (slot + 1) * slot_samples)}
         )
+        raw = hold_leads(raw, leads[kept, slot], trace_dim)
         ctf = to_ctf_rate(raw, rate_hz, time_chunk_samples, what, trace_chunks)
         segment = ctf.isel({cv.TIME: slice(guard, slot_steps)})
         segments.append(remove_offset(segment, min(layout.forecast_start, steps)))
@@ -256,6 +308,7 @@ def guarded_segments(
         guard=guard,
         steps=steps,
         transforms=segments[0].attrs[cv.ATTR_TRANSFORMS],
+        leads=leads[kept][:, slots],
     )
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from seisctf.catalogs.seed_ids import seed_id
+
 # At most this many channel epochs are listed (then how many there are in all).
 LISTED = 5
 
@@ -28,8 +30,8 @@ def inventory_holds(inventory: Any, network: str, code: str, channel: str | None
                                                      f"{epoch}"))  # fmt: skip
             chosen = [ch for ch in station if ch.code == channel] or list(station)
             entries += [
-                (net.code != network, f"{net.code}.{station.code}.{ch.location_code}.{ch.code} "
-                                      f"from {_when(ch.start_date)} to {_when(ch.end_date)}")
+                (net.code != network, seed_id(net.code, station.code, ch.location_code, ch.code)
+                                      + f" from {_when(ch.start_date)} to {_when(ch.end_date)}")
                 for ch in chosen
             ]  # fmt: skip
     listed = list(dict.fromkeys(text for _, text in sorted(entries)))

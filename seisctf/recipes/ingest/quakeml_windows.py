@@ -14,8 +14,9 @@ The event-window store (docs/contract.md, "Event-window store"): `waveforms(trac
 float32, `channel` = component letters in `component_order` (`Z`, `N`, `E`; from the channel
 codes' last letters, of the station's band with the most components: `trace_channel`, e.g. `HH`;
 a component the station lacks is NaN); one row per window, sorted by station then start. Per
-trace, SeisBench's column names: `trace_name` (`NET.STA.LOC_START`, unique), `trace_start_time`,
-`trace_sampling_rate_hz`, `trace_npts`, `trace_category` (`earthquake_local` or `noise`),
+trace, SeisBench's column names: `trace_name` (`STATION_START`, STATION the store's station id;
+unique), `trace_start_time`, `trace_sampling_rate_hz`, `trace_npts`, `trace_category`
+(`earthquake_local` or `noise`),
 `trace_p_arrival_sample`, `trace_s_arrival_sample` (fractional samples from the window's first
 sample, NaN without a pick inside the window), `trace_p_status`, `trace_s_status` (the pick's
 evaluation mode), `trace_channel`, `station_network_code`, `station_code`,
@@ -47,6 +48,7 @@ from seisctf.catalogs.event_windows import (
     write_event_windows,
 )
 from seisctf.catalogs.event_windows import event_window_dataset as windows_dataset
+from seisctf.catalogs.seed_ids import split_station
 from seisctf.errors import InvalidInput
 from seisctf.recipes.context import BuildContext
 from seisctf.recipes.ingest.resumable import ATTR_FINGERPRINT, fingerprint_of, iso_time
@@ -122,8 +124,11 @@ def store_grid(dataset, url: str) -> catalogs.StoreGrid:
     if cv.COVERAGE_VAR in dataset and block_samples:
         coverage = np.asarray(dataset[cv.COVERAGE_VAR].values, dtype=np.float64)
     channel_metadata = attrs.get("channel_metadata") or {}
+    stations = tuple(str(s) for s in dataset[cv.STATION].values)
+    for station in stations:
+        split_station(station, url)
     return catalogs.StoreGrid(
-        stations=tuple(str(s) for s in dataset[cv.STATION].values),
+        stations=stations,
         channels=tuple(str(c) for c in dataset[cv.CHANNEL].values),
         start_ns=int(start_ns),
         sampling_rate=float(attrs[cv.ATTR_SAMPLING_RATE]),
@@ -231,7 +236,7 @@ def trace_metadata(
     """One row per window under SeisBench's column names (module doc)."""
     station_index = {s: i for i, s in enumerate(grid.stations)}
     rows = windows["station"].map(station_index).to_numpy()
-    parts = windows["station"].str.split(".", n=2, expand=True).reindex(columns=[0, 1, 2])
+    parts = pd.DataFrame([split_station(s) for s in windows["station"]], columns=[0, 1, 2])
     start_times = [iso_time(grid.time_ns_of(int(i))) for i in windows["start_index"]]
     source = windows[["source_id"]].merge(events, on="source_id", how="left")
     origin = [iso_time(int(t)) if not pd.isna(t) else "" for t in source["source_origin_time_ns"]]

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from seisctf.catalogs.seed_ids import split_station, stats_station_id
 from seisctf.errors import InvalidInput
 from seisctf.recipes.ingest import resampling
 from seisctf.recipes.ingest.non_finite import finite_pieces, non_finite_problem
@@ -33,7 +34,6 @@ from seisctf.recipes.ingest.waveform_plan import (
     place_trace,
     read_input,
     read_stream,
-    station_id,
 )
 
 
@@ -64,7 +64,7 @@ def grid_time_ns(start_ns: int, index: int, rate: float) -> int:
 def trace_header(trace: Any, path: str = "") -> TraceHeader:
     """The header of an obspy trace (`waveform_plan.TraceHeader`)."""
     stats = trace.stats
-    return TraceHeader(path, station_id(stats), stats.channel, stats.starttime.ns,
+    return TraceHeader(path, stats_station_id(stats), stats.channel, stats.starttime.ns,
                        float(stats.sampling_rate), int(stats.npts))  # fmt: skip
 
 
@@ -123,7 +123,7 @@ def decode_file(
     traces, problems, non_finite = [], [], []
     for trace in stream:
         stats = trace.stats
-        if station_id(stats) != task.station or not (stats.npts and stats.sampling_rate > 0):
+        if stats_station_id(stats) != task.station or not (stats.npts and stats.sampling_rate > 0):
             continue
         # Counted in every channel, whichever a block reads: one line per file and station.
         pieces, bad, first_bad = finite_pieces(trace)
@@ -169,7 +169,7 @@ def merged_rows(
         (channel, first, samples if len(types[channel]) == 1 else samples.astype(np.float32))
         for channel, first, samples in traces
     ]
-    network, code, location = task.station.split(".", 2)
+    network, code, location = split_station(task.station)
     stream = obspy.Stream(
         [
             obspy.Trace(

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from seisctf import storage
+from seisctf.catalogs.seed_ids import channel_id, split_station, stats_station_id
 from seisctf.errors import InvalidInput
 from seisctf.recipes.ingest.block_grid import BlockGrid
 from seisctf.recipes.ingest.inventory_text import inventory_holds
@@ -40,8 +41,9 @@ RATE_RTOL = 1e-9
 
 @dataclass(frozen=True)
 class TraceHeader:
-    """One trace of one file, as its header says: station `NET.STA.LOC`, channel code, first
-    sample (ns since 1970), sampling rate (Hz), number of samples."""
+    """One trace of one file, as its header says: station id (`seed_ids`: `NET.STA` or
+    `NET.STA.LOC`), channel code, first sample (ns since 1970), sampling rate (Hz), number of
+    samples."""
 
     path: str
     station: str
@@ -184,10 +186,6 @@ def _files_below(root: str) -> list[str]:
     return [os.path.normpath(f) for f in files]
 
 
-def station_id(stats: Any) -> str:
-    return f"{stats.network}.{stats.station}.{stats.location}"
-
-
 def mseed_truncation(raw: bytes) -> str | None:
     """Walk a miniSEED file's record headers: a problem text if its last record is cut short
     (or a record header is unreadable), else None."""
@@ -271,7 +269,7 @@ def scan_file(path: str, raw: bytes | None = None) -> FileScan:
     headers = tuple(
         TraceHeader(
             path,
-            station_id(tr.stats),
+            stats_station_id(tr.stats),
             tr.stats.channel,
             int(tr.stats.starttime.ns),
             float(tr.stats.sampling_rate),
@@ -302,20 +300,15 @@ def read_inventories(paths: Sequence[str]) -> Any:
     return inventory
 
 
-def _split_station(station: str) -> tuple[str, str, str]:
-    network, code, location = station.split(".", 2)
-    return network, code, location
-
-
 def knows_station(inventory: Any, station: str) -> bool:
-    network, code, location = _split_station(station)
+    network, code, location = split_station(station)
     return bool(inventory.select(network=network, station=code, location=location).networks)
 
 
 def unknown_station(station: str, inventory: Any) -> str:
     """The problem text of a station the inventory does not know at its location code: what
     the inventory has for the station code instead, if anything."""
-    network, code, location = _split_station(station)
+    network, code, location = split_station(station)
     holds = inventory_holds(inventory, network, code)
     if not holds:
         return f"{station}: unknown station (not in the inventory); coordinates are NaN"
@@ -335,20 +328,20 @@ def check_against_inventory(header: TraceHeader, inventory: Any) -> str | None:
 
     if not knows_station(inventory, header.station):
         return None
-    network, code, location = _split_station(header.station)
+    network, code, location = split_station(header.station)
     known = inventory.select(network=network, station=code, location=location)
     when = UTCDateTime(ns=header.start_ns)
     channels = known.select(channel=header.channel, time=when).get_contents()["channels"]
     if not channels:
         holds = inventory_holds(inventory, network, code, header.channel)
         return (
-            f"{header.path}: {header.station}.{header.channel} at {when} is not in the "
+            f"{header.path}: {channel_id(header.station, header.channel)} at {when} is not in the "
             f"inventory (channel or epoch contradicts it; it has {holds}); trace not ingested"
         )
     for channel in _channels(known.select(channel=header.channel, time=when)):
         if channel.sample_rate and not _same_rate(channel.sample_rate, header.sampling_rate):
             return (
-                f"{header.path}: {header.station}.{header.channel} sampled at "
+                f"{header.path}: {channel_id(header.station, header.channel)} sampled at "
                 f"{header.sampling_rate} Hz, the inventory says {channel.sample_rate} Hz; "
                 "trace not ingested"
             )
@@ -370,7 +363,7 @@ def _float_or_nan(value: Any) -> float:
 def station_metadata(station: str, channels: Sequence[str], inventory: Any) -> dict[str, Any]:
     """Coordinates (degrees, m) and per-channel orientation (degrees) and sensitivity of a
     station from the inventory (its first epoch holding each channel); NaN/absent if unknown."""
-    network, code, location = _split_station(station)
+    network, code, location = split_station(station)
     known = inventory.select(network=network, station=code, location=location)
     found = _channels(known)
     first = found[0] if found else None
@@ -415,7 +408,8 @@ def no_ratio_problem(header: TraceHeader, rate: float) -> str | None:
     if not needs_resampling(header, rate) or rate_ratio(header.npts, header.sampling_rate, rate):
         return None
     return (
-        f"{header.path}: {header.station}.{header.channel} at {UTCDateTime(ns=header.start_ns)}: "
+        f"{header.path}: {channel_id(header.station, header.channel)} at "
+        f"{UTCDateTime(ns=header.start_ns)}: "
         f"cannot resample {header.sampling_rate} Hz to {rate} Hz (no ratio up/down with up, down "
         f"<= {MAX_RATE_FACTOR} keeps its {header.npts} samples within half a sample of the "
         "grid); trace not ingested"
@@ -484,7 +478,7 @@ def make_plan(
         for header in scan.headers:
             contradiction = check_against_inventory(header, inventory) if inventory else None
             if contradiction is None and require_response:
-                seed_id = f"{header.station}.{header.channel}"
+                seed_id = channel_id(header.station, header.channel)
                 when = UTCDateTime(ns=header.start_ns)
                 contradiction = response_problem(header.path, seed_id, when, inventory)
             if contradiction:

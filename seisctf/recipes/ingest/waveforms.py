@@ -5,8 +5,9 @@ Store layout (zarr v3 group; `xarray.open_zarr` opens it lazily):
 - `data(station, channel, time)` float32, NaN where no sample was recorded; chunks
   (1, all channels, `block_samples`) with `block_samples` = 2**18 by default (3 MiB for three
   channels): a function of the data only, so any number of workers writes the same bytes;
-- `station` (`NET.STA.LOC`) with `latitude`, `longitude` (degrees), `elevation` (m) from StationXML
-  (NaN without it); `channel` (channel codes, e.g. `BHZ`);
+- `station` (ids `NET.STA`, or `NET.STA.LOC` for a non-empty location code: `seed_ids`) with
+  `network`, `station_code`, `location` (the SEED codes), `latitude`, `longitude` (degrees),
+  `elevation` (m) from StationXML (NaN without it); `channel` (channel codes, e.g. `BHZ`);
 - `coverage(station, block)` float32: fraction of valid (non-NaN) samples of the station's block
   (all channels), one block per time chunk;
 - attrs `start_time` (ISO 8601, the first grid sample), `start_time_ns`, `sampling_rate` (Hz):
@@ -61,6 +62,7 @@ import xarray as xr
 
 from seisctf import __version__
 from seisctf import conventions as cv
+from seisctf.catalogs.seed_ids import CODE_ARRAYS, normalised, split_station
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
 from seisctf.recipes.context import BuildContext
@@ -76,6 +78,7 @@ from seisctf.recipes.ingest.resumable import (
     open_store,
 )
 from seisctf.recipes.ingest.source import INGEST_STORE, INPUT_PATHS, opened_source
+from seisctf.recipes.ingest.station_arrays import write_array, write_station_ids
 from seisctf.recipes.ingest.waveform_blocks import (
     BlockRun,
     BlockTask,
@@ -106,7 +109,7 @@ CHANNEL = "channel"
 ELEVATION = "elevation"
 PROGRESS_DIMS = (STATION, BLOCK)
 # The station coordinates of `data` and `coverage` (CF's `coordinates` attr).
-COORDINATES = {"coordinates": f"{cv.LATITUDE} {cv.LONGITUDE} {ELEVATION}"}
+COORDINATES = {"coordinates": " ".join((cv.LATITUDE, cv.LONGITUDE, ELEVATION, *CODE_ARRAYS))}
 MERGE_RULE = (
     "obspy Stream.merge(method=1, interpolation_samples=0) on grid-aligned traces: in an overlap "
     "the later-starting trace wins; a trace contained in another is dropped where it has data"
@@ -208,7 +211,7 @@ def create_store(
 
     group = open_store(url, storage_options, mode="w")
     n_station, n_channel = len(plan.stations), len(plan.channels)
-    data = group.create_array(
+    group.create_array(
         DATA_VAR,
         shape=(n_station, n_channel, plan.n_time),
         chunks=(1, n_channel, plan.block_samples),
@@ -217,17 +220,14 @@ def create_store(
         compressors=BloscCodec(**DATA_CODEC),
         dimension_names=(STATION, CHANNEL, cv.TIME),
     )
-    data.attrs.update(COORDINATES)
+    write_station_ids(group, plan.stations, COORDINATES)
     for name, values, dim in (
-        (STATION, np.array(plan.stations, dtype=object), STATION),
         (CHANNEL, np.array(plan.channels, dtype=object), CHANNEL),
         (cv.LATITUDE, _coordinate(plan, "latitude"), STATION),
         (cv.LONGITUDE, _coordinate(plan, "longitude"), STATION),
         (ELEVATION, _coordinate(plan, "elevation"), STATION),
     ):
-        dtype = str if values.dtype == object else values.dtype  # variable-length UTF-8
-        array = group.create_array(name, shape=values.shape, dtype=dtype, dimension_names=(dim,))
-        array[:] = values
+        write_array(group, name, values, dim)
     progress = resumable.no_progress(_blocks(plan))
     resumable.create_progress(group, progress, PROGRESS_DIMS, fingerprint)
 
@@ -466,8 +466,8 @@ def check_same_removal(previous: dict[str, Any], removed: dict[str, Any] | None)
 
 
 def station_part(inventory: Any, station: str) -> Any:
-    """The inventory's networks/stations/channels of one `NET.STA.LOC` (what its tasks need)."""
-    network, code, location = station.split(".", 2)
+    """The inventory's networks/stations/channels of one station id (what its tasks need)."""
+    network, code, location = split_station(station)
     return inventory.select(network=network, station=code, location=location)
 
 
@@ -491,9 +491,10 @@ def check_unchanged(previous: dict[str, Any], inputs: Sequence[dict], url: str) 
 def check_same_grid(
     previous: dict[str, Any], plan: WaveformPlan, url: str, storage_options: dict | None
 ) -> None:
-    """Appended files keep the store's start, rate, stations and channels."""
+    """Appended files keep the store's start, rate, stations and channels (ids of older stores,
+    `NET.STA.` for an empty location code, match by `seed_ids.normalised`)."""
     group = open_store(url, storage_options)
-    stations = [str(s) for s in group[STATION][:]]
+    stations = [normalised(str(s)) for s in group[STATION][:]]
     channels = [str(c) for c in group[CHANNEL][:]]
     known = {entry["path"] for entry in previous["inputs"]}
     new = [placed.header for placed in plan.traces if placed.header.path not in known]
@@ -534,6 +535,7 @@ def prepare_append(
             kept[index, block] = (station, block) not in touched
     progress = resumable.kept_progress(old_coverage, _blocks(plan), kept)
     group[DATA_VAR].resize((len(plan.stations), len(plan.channels), plan.n_time))
+    write_station_ids(group, plan.stations, COORDINATES)
     # Decode problems of the kept blocks: the old ones that the new plan does not repeat.
     carried = [p for p in previous.get("ingest_problems", []) if p not in plan.problems]
     # The progress array last (an append killed before it is not resumable: re-ingest); killed
