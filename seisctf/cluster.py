@@ -165,8 +165,9 @@ def _start_local(
             dashboard_address="127.0.0.1:0",  # loopback, a free port
             # The bokeh dashboard (~1 s of start-up and exit) only when its link is printed.
             scheduler_kwargs={"dashboard": not quiet},
-            # Workers import what their tasks need while they start, not on their first task.
-            preload=list(preload),
+            # Workers import what their tasks need while they start, not on their first task,
+            # and run this module's `dask_setup`.
+            preload=[__name__, *preload],
         )
     try:
         client = Client(cluster)
@@ -178,13 +179,31 @@ def _start_local(
 
 
 def _announce(client: Any, where: str, quiet: bool) -> None:
-    """`dask: WHERE; dashboard LINK` on stderr, the link only where the scheduler serves one
-    (`dask scheduler --no-dashboard` does not, and its link would be a 404)."""
+    """`dask: WHERE; dashboard LINK` on stderr, or `…; no dashboard` where the scheduler serves
+    none (`dask scheduler --no-dashboard`: the link would be a 404)."""
     if quiet:
         return
-    served = "dashboard" in client.scheduler_info().get("services", {})
-    dashboard = f"dashboard {client.dashboard_link}" if served else "no dashboard"
-    print(f"dask: {where}; {dashboard}", file=sys.stderr)
+    link = client.dashboard_link
+    served = "dashboard" in client.scheduler_info().get("services", {}) and _is_page(link)
+    print(f"dask: {where}; {f'dashboard {link}' if served else 'no dashboard'}", file=sys.stderr)
+
+
+def _is_page(url: str) -> bool:
+    """Whether an HTTP server has a page at `url`, by one HEAD request (a scheduler started with
+    `--no-dashboard` still serves HTTP, its health and JSON, but answers 404 for the dashboard's
+    page; the dashboard answers 405, its page being for GET only). A link that cannot be
+    reached from here counts as a page: a browser elsewhere may reach it."""
+    import urllib.error
+    import urllib.request
+
+    no_proxy = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        no_proxy.open(urllib.request.Request(url, method="HEAD"), timeout=1).close()
+    except urllib.error.HTTPError as error:
+        return error.code != 404
+    except (OSError, ValueError):
+        return True
+    return True
 
 
 def _connect(address: str, source: str, quiet: bool) -> Any:
@@ -300,6 +319,15 @@ def _shut_down(started: Future) -> None:
                 client.run(_silence_distributed_logs)  # in the workers, for good
             client.close()
             cluster.close()
+
+
+def dask_setup(worker: Any) -> None:
+    """distributed's preload hook, run by each embedded worker as it starts: a task's error
+    reaches the caller (and its message or traceback the user), so the worker does not also
+    log it ("Compute Failed", a dozen lines); its memory warnings stay."""
+    memory = logging.getLogger("distributed.worker.memory")
+    memory.setLevel(memory.getEffectiveLevel())
+    logging.getLogger("distributed.worker").setLevel(logging.CRITICAL)
 
 
 def _distributed_loggers() -> list[logging.Logger]:
