@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+import obspy
 import psutil
 import pytest
 from conftest import write_tiny_truth
@@ -58,20 +60,17 @@ def _assert_only_the_cluster_banner_and_phases(lines: list[str]) -> None:
     assert all(PHASE_LINE.match(line) for line in lines[1:]), lines
 
 
-def test_ctrl_c_during_synth_global_prints_one_line_and_leaves_nothing(tmp_path):
-    """Ctrl-C goes to the whole process group, as a terminal sends it: the command and the
-    embedded cluster's workers (and multiprocessing's helpers) all receive SIGINT."""
-    out = tmp_path / "global.zarr"
+def _interrupt(argv: list[str], marker: str) -> tuple[str, str, list[psutil.Process]]:
+    """Run `seisctf ARGV` in a session of its own, and once `marker` is on its stderr send
+    SIGINT to its whole process group, as a terminal's Ctrl-C does (the command, the embedded
+    cluster's workers, multiprocessing's helpers). Returns stderr before and after the signal
+    and the child processes there were; asserts the exit code, no traceback, nothing on
+    stdout."""
     process = subprocess.Popen(
-        [SEISCTF, "synth", "global", "--out", str(out), "--sensors", "50", "--duration", "10000"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
+        [SEISCTF, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
     )
     try:
-        # The phase is computing: its line's start is shown once it has run for a while.
-        before = _read_until(process, " tasks …", timeout_s=600)
-        assert "\nsynth global: " in before
+        before = _read_until(process, marker, timeout_s=600)
         children = psutil.Process(process.pid).children(recursive=True)
         os.killpg(process.pid, signal.SIGINT)
         stdout, after = process.communicate(timeout=120)
@@ -81,17 +80,55 @@ def test_ctrl_c_during_synth_global_prints_one_line_and_leaves_nothing(tmp_path)
     after = after.decode()
     assert process.returncode == EXIT_INTERRUPTED, before + after
     assert "Traceback" not in before + after
+    assert stdout == b""  # no "wrote ..."
+    return before, after, children
+
+
+def _assert_none_left(children: list[psutil.Process]) -> None:
+    """The workers, the fork server and the resource tracker: none is left."""
+    assert len(children) >= 3
+    _, alive = psutil.wait_procs(children, timeout=15)
+    assert not alive, [child.pid for child in alive]
+
+
+def test_ctrl_c_during_synth_global_prints_one_line_and_leaves_nothing(tmp_path):
+    out = tmp_path / "global.zarr"
+    # Interrupted while computing: the phase's line starts once it has run for a while.
+    before, after, children = _interrupt(
+        ["synth", "global", "--out", str(out), "--sensors", "50", "--duration", "10000"],
+        " tasks …",
+    )
+    assert "\nsynth global: " in before
     lines = after.splitlines()
     # The phase's line is ended, then the one line of the interrupt.
     assert re.fullmatch(r" stopped after \d+\.\d s", lines[0]), after
     assert len(lines) == 2 and lines[1].startswith(INTERRUPTED), after
-    assert stdout == b""  # no "wrote ..."
     assert out.exists()  # the store was started ...
     _assert_not_complete(out)  # ... and is not marked complete
-    # The workers, the fork server and the resource tracker: none is left.
-    assert len(children) >= 3
-    _, alive = psutil.wait_procs(children, timeout=15)
-    assert not alive, [child.pid for child in alive]
+    _assert_none_left(children)
+
+
+def test_ctrl_c_during_an_ingest_prints_one_line_and_leaves_nothing(tmp_path):
+    """Interrupted as soon as the embedded cluster is up, while the ingest scans and writes."""
+    folder = tmp_path / "mseed"
+    folder.mkdir()
+    rng = np.random.default_rng(0)
+    for station in ("A", "B", "C"):
+        samples = rng.standard_normal(100 * 3600 * 3).astype(np.float32)
+        header = {"network": "XX", "station": station, "channel": "HHZ", "sampling_rate": 100.0}
+        trace = obspy.Trace(samples, header=header)
+        trace.write(str(folder / f"{station}.mseed"), format="MSEED")
+    out = tmp_path / "waveforms.zarr"
+    # The end of the line `dask: embedded LocalCluster, N workers; dashboard http://…/status`.
+    _, after, children = _interrupt(
+        ["ingest", "waveforms", str(folder), "--out", str(out)], "/status\n"
+    )
+    lines = after.splitlines()
+    assert lines[-1].startswith(INTERRUPTED), after
+    # Before it at most the end of the phase line it stopped.
+    assert len(lines) == 1 or (len(lines) == 2 and " stopped after " in lines[0]), after
+    _assert_not_complete(out)
+    _assert_none_left(children)
 
 
 def test_a_scheduler_that_is_gone_is_named_within_seconds(tmp_path, capsys):
