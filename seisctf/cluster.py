@@ -332,10 +332,8 @@ def dask_setup(worker: Any) -> None:
 
 def _distributed_loggers() -> list[logging.Logger]:
     """distributed's loggers that exist in this process (levels are set on several)."""
-    names = [
-        name for name in logging.root.manager.loggerDict if name.split(".")[0] == "distributed"
-    ]
-    return [logging.getLogger(name) for name in ["distributed", *names]]
+    names = {"distributed", *logging.root.manager.loggerDict}
+    return [logging.getLogger(name) for name in names if name.split(".")[0] == "distributed"]
 
 
 def _silence_distributed_logs() -> None:
