@@ -2,7 +2,14 @@
 
 Default: an embedded `LocalCluster` of worker processes sized to the machine (one single-threaded
 worker per core, memory split between them). `--scheduler ADDR` or env `SEISCTF_SCHEDULER` attaches
-to an existing cluster instead. Chunking never depends on the cluster, so results do not either.
+to an existing cluster instead; one that does not answer within `SCHEDULER_TIMEOUT_S` is an
+`InvalidInput` naming the address. Chunking never depends on the cluster, so results do not either.
+
+Ctrl-C reaches every process of the terminal's process group: embedded workers ignore it (they
+fork from a server started with SIGINT ignored, which they inherit) and are shut down by this
+process, so the caller sees one `KeyboardInterrupt` and no worker prints a traceback. The embedded
+cluster's own shutdown logs (a progress feed cancelled, a heartbeat to a closed scheduler) are
+silenced: by then every result or error has reached the caller.
 """
 
 from __future__ import annotations
@@ -10,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import signal
 import sys
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -18,7 +26,14 @@ from typing import Any
 
 import dask
 
+from seisctf.errors import InvalidInput
+from seisctf.progress import show_progress
+
 SCHEDULER_ENV = "SEISCTF_SCHEDULER"
+# Seconds to wait for a scheduler given by address (distributed's default is 30 s, silent), and
+# after how many seconds a line says that it is being waited for.
+SCHEDULER_TIMEOUT_S = 10
+SCHEDULER_NOTICE_S = 2.0
 
 # Dask picks its peer-to-peer rechunk for large rechunks on a distributed cluster; its barrier
 # tasks do not survive xarray's `to_zarr(compute=False)`, which turns the graph into a Delayed
@@ -96,15 +111,36 @@ def _start_forkserver(modules: Sequence[str], environ: Mapping[str, Any]) -> str
     # server must have it before it loads numpy. The nanny sets the same in this process anyway.
     os.environ.update({key: str(value) for key, value in environ.items()})
     multiprocessing.get_context("forkserver").set_forkserver_preload(["distributed", *modules])
-    forkserver.ensure_running()
+    # An ignored SIGINT survives exec, Python then leaves it ignored, and the server's children
+    # (the workers) get the server's start-up handler back: Ctrl-C never reaches them.
+    with sigint_ignored():
+        forkserver.ensure_running()
     return "forkserver"
 
 
+@contextlib.contextmanager
+def sigint_ignored() -> Iterator[None]:
+    """Ctrl-C (SIGINT) ignored meanwhile, in this process and in processes started meanwhile.
+    Signal handlers belong to the main thread: elsewhere this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)
+
+
 def _start_local(
-    n_workers: int, memory_limit: int | str, quiet: bool, preload: Sequence[str]
+    n_workers: int,
+    memory_limit: int | str,
+    quiet: bool,
+    preload: Sequence[str],
+    method: str,
+    environ: Mapping[str, Any],
 ) -> tuple[Any, Any]:
-    environ = _worker_environ()
-    method = _start_forkserver(preload, environ)
+    """The embedded cluster and its client (`method`, `environ`: how workers start)."""
     from distributed import Client, LocalCluster
 
     for name in ("distributed", "distributed.worker", "distributed.scheduler"):
@@ -129,8 +165,9 @@ def _start_local(
             dashboard_address="127.0.0.1:0",  # loopback, a free port
             # The bokeh dashboard (~1 s of start-up and exit) only when its link is printed.
             scheduler_kwargs={"dashboard": not quiet},
-            # Workers import what their tasks need while they start, not on their first task.
-            preload=list(preload),
+            # Workers import what their tasks need while they start, not on their first task,
+            # and run this module's `dask_setup`.
+            preload=[__name__, *preload],
         )
     try:
         client = Client(cluster)
@@ -142,8 +179,78 @@ def _start_local(
 
 
 def _announce(client: Any, where: str, quiet: bool) -> None:
+    """`dask: WHERE; dashboard LINK` on stderr, or `…; no dashboard` where the scheduler serves
+    none (`dask scheduler --no-dashboard`: the link would be a 404)."""
+    if quiet:
+        return
+    link = client.dashboard_link
+    served = "dashboard" in client.scheduler_info().get("services", {}) and _is_page(link)
+    print(f"dask: {where}; {f'dashboard {link}' if served else 'no dashboard'}", file=sys.stderr)
+
+
+def _is_page(url: str) -> bool:
+    """Whether an HTTP server has a page at `url`, by one HEAD request (a scheduler started with
+    `--no-dashboard` still serves HTTP, its health and JSON, but answers 404 for the dashboard's
+    page; the dashboard answers 405, its page being for GET only). A link that cannot be
+    reached from here counts as a page: a browser elsewhere may reach it."""
+    import urllib.error
+    import urllib.request
+
+    no_proxy = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        no_proxy.open(urllib.request.Request(url, method="HEAD"), timeout=1).close()
+    except urllib.error.HTTPError as error:
+        return error.code != 404
+    except (OSError, ValueError):
+        return True
+    return True
+
+
+def _connect(address: str, source: str, quiet: bool) -> Any:
+    """A client of the scheduler at `address`, named by `source` (`scheduler`, the option, or
+    `$SEISCTF_SCHEDULER`) when it is malformed or does not answer within `SCHEDULER_TIMEOUT_S`
+    (an `InvalidInput`); a line on stderr says so when the wait is longer than a moment."""
+    from distributed import Client
+
+    remedy = "drop --scheduler" if source == "scheduler" else f"unset {SCHEDULER_ENV}"
+    notice = threading.Timer(
+        SCHEDULER_NOTICE_S,
+        lambda: print(
+            f"dask: waiting for the scheduler at {address} (up to {SCHEDULER_TIMEOUT_S} s)",
+            file=sys.stderr,
+            flush=True,
+        ),
+    )
     if not quiet:
-        print(f"dask: {where}; dashboard {client.dashboard_link}", file=sys.stderr)
+        notice.start()
+    try:
+        return Client(address, timeout=f"{SCHEDULER_TIMEOUT_S}s")
+    except ValueError as error:  # distributed's word for an address it cannot parse
+        raise InvalidInput(
+            source, f"{address!r} is not a Dask scheduler address ({error}); {remedy}"
+        ) from None
+    except OSError as error:  # also TimeoutError: nothing answered in time
+        raise InvalidInput(
+            source,
+            f"no Dask scheduler answers at {address} ({_connect_failure(error)}); start one "
+            f"with `dask scheduler` or {remedy}",
+        ) from None
+    finally:
+        notice.cancel()
+
+
+def _connect_failure(error: BaseException) -> str:
+    """Why a connection failed, in a few words: the system's reason at the root of
+    distributed's chain of errors (`connection refused`, `name or service not known`)."""
+    reason = f"no answer within {SCHEDULER_TIMEOUT_S} s"
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.strerror:
+            reason = (
+                f"{seen.strerror[:1].lower()}{seen.strerror[1:]}; tried for {SCHEDULER_TIMEOUT_S} s"
+            )
+        seen = seen.__cause__ or seen.__context__
+    return reason
 
 
 def _in_background(start, *args) -> Future:
@@ -178,26 +285,73 @@ def dask_client(
     global _starting
     address = scheduler or os.environ.get(SCHEDULER_ENV) or None
     if address:
-        from distributed import Client
-
         started: Future = Future()
-        client = Client(address, timeout="30s")
+        client = _connect(address, "scheduler" if scheduler else f"${SCHEDULER_ENV}", quiet)
         _announce(client, address, quiet)
         started.set_result((None, client))
     else:
         n_workers = n_workers or machine_workers()
-        args = (n_workers, memory_limit or worker_memory_limit(n_workers), quiet, tuple(preload))
+        memory_limit = memory_limit or worker_memory_limit(n_workers)
+        environ = _worker_environ()
+        # Here, not in the thread: only the main thread can have the workers ignore Ctrl-C.
+        method = _start_forkserver(preload, environ)
+        args = (n_workers, memory_limit, quiet, tuple(preload), method, environ)
         started = _in_background(_start_local, *args)
     _starting = started
     try:
         yield None if background else _ready_client()
     finally:
         _starting = None
-        with contextlib.suppress(Exception):  # a failed start was already raised to the caller
-            cluster, client = started.result()
+        _shut_down(started)
+
+
+def _shut_down(started: Future) -> None:
+    """Close the client and, if embedded, the cluster (waiting for it to finish starting).
+    Ctrl-C is ignored meanwhile: a second one would interrupt the shutdown half-way."""
+    with sigint_ignored(), contextlib.suppress(Exception):
+        # A failed start was already raised to the caller: then there is nothing to close.
+        cluster, client = started.result()
+        if cluster is None:
             client.close()
-            if cluster is not None:
-                cluster.close()
+            return
+        with _distributed_logs_silenced():
+            with contextlib.suppress(Exception):
+                client.run(_silence_distributed_logs)  # in the workers, for good
+            client.close()
+            cluster.close()
+
+
+def dask_setup(worker: Any) -> None:
+    """distributed's preload hook, run by each embedded worker as it starts: a task's error
+    reaches the caller (and its message or traceback the user), so the worker does not also
+    log it ("Compute Failed", a dozen lines); its memory warnings stay."""
+    memory = logging.getLogger("distributed.worker.memory")
+    memory.setLevel(memory.getEffectiveLevel())
+    logging.getLogger("distributed.worker").setLevel(logging.CRITICAL)
+
+
+def _distributed_loggers() -> list[logging.Logger]:
+    """distributed's loggers that exist in this process (levels are set on several)."""
+    names = {"distributed", *logging.root.manager.loggerDict}
+    return [logging.getLogger(name) for name in names if name.split(".")[0] == "distributed"]
+
+
+def _silence_distributed_logs() -> None:
+    """Only critical messages from distributed's loggers from now on."""
+    for logger in _distributed_loggers():
+        logger.setLevel(logging.CRITICAL)
+
+
+@contextlib.contextmanager
+def _distributed_logs_silenced() -> Iterator[None]:
+    """Only critical messages from distributed's loggers meanwhile; their levels come back."""
+    levels = {logger: logger.level for logger in _distributed_loggers()}
+    _silence_distributed_logs()
+    try:
+        yield
+    finally:
+        for logger, level in levels.items():
+            logger.setLevel(level)
 
 
 def _ready_client() -> Any:
@@ -219,8 +373,9 @@ def active_client() -> Any | None:
 
 
 def compute(*collections: Any, label: str = "", quiet: bool = False) -> tuple[Any, ...]:
-    """Compute Dask collections on the active client (with a progress bar on stderr) or, with no
-    client, on the local threaded scheduler. Returns the computed values."""
+    """Compute Dask collections on the active client (with their progress on stderr: a bar in a
+    terminal, one line elsewhere, see `seisctf.progress`) or, with no client, on the local
+    threaded scheduler. Returns the computed values."""
     client = active_client()
     if client is None:
         return dask.compute(*collections)
@@ -231,13 +386,7 @@ def compute(*collections: Any, label: str = "", quiet: bool = False) -> tuple[An
         return tuple(repack([]))
     persisted = client.persist(list(flat))
     if not quiet:
-        from distributed import progress
-
-        if label:
-            print(f"{label}:", file=sys.stderr)
-        with contextlib.redirect_stdout(sys.stderr):
-            progress(persisted)
-        print(file=sys.stderr)
+        show_progress(persisted, label)
     return tuple(repack(dask.compute(*persisted)))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import urllib.request
 
 import dask.array as da
 
@@ -21,7 +22,11 @@ def test_embedded_local_cluster_of_worker_processes(capsys):
         assert all(worker["memory_limit"] > 0 for worker in info.values())
         total = compute(da.ones((1000, 100), chunks=(100, 100)).sum(), quiet=True)[0]
         assert total == 100_000
-    assert "dashboard http://" in capsys.readouterr().err
+        # The printed link is the dashboard's page.
+        link = client.dashboard_link
+        assert f"; dashboard {link}\n" in capsys.readouterr().err
+        with urllib.request.urlopen(link, timeout=30) as page:
+            assert page.status == 200 and b"bokeh" in page.read().lower()
 
 
 def test_existing_scheduler_by_argument_and_environment(dask_cluster, monkeypatch):

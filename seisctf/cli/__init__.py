@@ -1,9 +1,11 @@
 """The command line: `seisctf <verb> …`, thin over the library (parse, get a client, call, print).
 
 Exit codes: 0 success, 2 usage error (argparse), 3 invalid input (InvalidInput, one line, no
-traceback; the library's parameter names in it are given as the verb's flags: `_parse.flag_error`),
-1 anything else (storage that does not answer after the retries: a message naming the object, no
-traceback; any other error keeps its traceback).
+traceback; the library's parameter names in it are given as the verb's flags: `_parse.flag_error`;
+also a `--scheduler`/`$SEISCTF_SCHEDULER` where no scheduler answers), 130 interrupted (Ctrl-C:
+one line, nothing unfinished marked complete, the embedded cluster shut down), 1 anything else
+(storage that does not answer after the retries: a message naming the object, no traceback; any
+other error keeps its traceback).
 """
 
 from __future__ import annotations
@@ -27,10 +29,12 @@ from seisctf.storage import is_storage_outage
 
 EXIT_INVALID_INPUT = 3
 EXIT_STORAGE_UNAVAILABLE = 1
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
 # Each module adds its verbs; `groups` holds the kinds of `synth`, `ingest`, `score`, `export`
 # so a later module can add a kind (e.g. `score picks`) to an earlier verb.
 VERB_MODULES = (datasets, crustal, ingest, score, compare, picks)
 __all__ = [
+    "EXIT_INTERRUPTED",
     "EXIT_INVALID_INPUT",
     "EXIT_STORAGE_UNAVAILABLE",
     "SCORING_WORKER_MODULES",
@@ -75,6 +79,15 @@ def main(argv: list[str] | None = None) -> int:
         error = flag_error(error, getattr(args, "option_flags", {}))
         print(f"seisctf: invalid input: {error}", file=sys.stderr)
         return EXIT_INVALID_INPUT
+    except KeyboardInterrupt:
+        # Ctrl-C: the cluster is shut down by now (its workers ignore Ctrl-C and print nothing);
+        # a store is marked complete only after all its data is written, so none is.
+        print(
+            "seisctf: interrupted; nothing unfinished was marked complete (re-run the same "
+            "command to start again; an ingest resumes where it stopped)",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
     except Exception as error:
         if not is_storage_outage(error):
             raise
