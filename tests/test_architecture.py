@@ -1,7 +1,7 @@
 """The package's architecture, enforced: the layers of pyproject.toml's import-linter contract
 (cli > scoring | baselines > pipeline > recipes > catalogs > store_view > storage | commitment >
-conventions > base modules), no import cycle, no import of a seisctf module inside a function except where
-`LAZY_IMPORTS_ALLOWED` says why, and no module over `MAX_LINES` lines."""
+conventions > base modules), no import cycle, no import of a seisctf module inside a function
+except where `LAZY_IMPORTS_ALLOWED` says why, and no module over `MAX_LINES` lines."""
 
 from __future__ import annotations
 
