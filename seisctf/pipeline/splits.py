@@ -460,6 +460,7 @@ def write_split(
         catalog[cv.SPLIT_VAR] = pd.array(split.split.astype(str), dtype="str")
         catalog[CLUSTER_VAR] = split.cluster.astype(np.int32)
         event_windows.write_catalog(catalog, url, storage_options)
+        attrs = {**attrs, "catalog": event_windows.CATALOG_PATH}  # now inside the store
     storage.finish_group(url, attrs, storage_options)
 
 
