@@ -385,9 +385,14 @@ def read_catalog(store_url: str, storage_options=None) -> pd.DataFrame:
     url = find_catalog(store_url, storage_options)
     if not _exists(url, storage_options):
         raise InvalidInput(url, "no Parquet catalogue there")
+    import pyarrow
+
     fs, path = _filesystem(url, storage_options)
-    with fs.open(path, "rb") as file:
-        return pd.read_parquet(file, engine="pyarrow")
+    try:
+        with fs.open(path, "rb") as file:
+            return pd.read_parquet(file, engine="pyarrow")
+    except pyarrow.ArrowException as error:
+        raise InvalidInput(url, f"not a readable Parquet catalogue ({error})") from None
 
 
 # --- the writer ----------------------------------------------------------------------------------

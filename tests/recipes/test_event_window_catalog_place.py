@@ -23,11 +23,11 @@ from seisctf.catalogs import event_windows as ew
 N_TRACES = 12
 
 
-def seisctf_cli(*args: str, scheduler: str) -> subprocess.CompletedProcess:
-    """`seisctf ARGS --scheduler S --quiet` as a user runs it; must succeed."""
+def seisctf_cli(*args: str, scheduler: str, returncode: int = 0) -> subprocess.CompletedProcess:
+    """`seisctf ARGS --scheduler S --quiet` as a user runs it, with its exit code."""
     command = [sys.executable, "-m", "seisctf.cli", *args, "--scheduler", scheduler, "--quiet"]
     run = subprocess.run(command, capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.returncode == returncode, run.stdout + run.stderr
     assert "Warning" not in run.stderr, run.stderr  # e.g. zarr's about the catalogue file
     return run
 
@@ -164,6 +164,27 @@ def test_stores_of_earlier_versions_keep_their_catalogue_beside_them(
         xr.open_zarr(str(out), chunks=None)[cv.SPLIT_VAR].values.tolist()
     )
     assert cv.SPLIT_VAR not in pd.read_parquet(legacy).columns  # left as it was
+
+
+@pytest.mark.parametrize(
+    "damage, problem",
+    [(Path.unlink, "no Parquet catalogue there"),
+     (lambda path: path.write_text("trace_name\n"), "not a readable Parquet catalogue")],
+    ids=["missing", "not-parquet"],
+)  # fmt: skip
+def test_split_refuses_a_store_without_a_readable_catalogue(
+    ingested, tmp_path, dask_cluster, damage, problem
+):
+    store = tmp_path / "damaged.zarr"
+    shutil.copytree(ingested[0], store)
+    damage(store / "catalog.parquet")
+    run = seisctf_cli("split", str(store), "--strategy", "event", scheduler=dask_cluster.address,
+                      returncode=3)  # fmt: skip
+    last = run.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"seisctf: invalid input: {store}/catalog.parquet: {problem}"), last
+    assert "Traceback" not in run.stderr
+    after = xr.open_zarr(str(store), chunks=None)  # untouched: still complete, no split
+    assert after.attrs[cv.ATTR_COMPLETE] is True and cv.SPLIT_VAR not in after
 
 
 @pytest.mark.parametrize(
