@@ -30,7 +30,10 @@ it; `numpy.datetime64`, `datetime`, `pandas.Timestamp` and obspy's `UTCDateTime`
 slice keeps the samples from its start to its stop, both included (obspy's
 `Trace.slice(start, stop, nearest_sample=False)`); a single label must be a sample's own time
 unless `method="nearest"` (or `"pad"`, `"backfill"`, with `tolerance`). `isel` with a slice
-keeps the index lazy; an array of positions gives an ordinary pandas index of those labels.
+keeps the index lazy; an array of positions (or a mask) gives an ordinary pandas index of those
+labels. Alignment (`a + b`, `xr.align`) and `xr.concat` of pieces of one axis stay lazy where the
+result is a regular piece of it (inner and outer joins, contiguous pieces), else give the pandas
+index the same operation gives on materialised labels.
 
 Other stores (wavefields with their own `time` coordinate in seconds, event windows, bundles)
 open as `storage.open_dataset` opens them. Plain `xarray.open_zarr(url)` opens every store too,
@@ -276,8 +279,10 @@ class GridIndex(CoordinateTransformIndex):
         if isinstance(indexer, slice):
             positions = np.asarray(positions)
         else:
-            data = indexer.values if isinstance(indexer, xr.Variable) else indexer
-            positions = np.asarray(data, dtype=np.int64) % max(self.transform.size, 1)
+            data = np.asarray(indexer.values if isinstance(indexer, xr.Variable) else indexer)
+            if data.dtype == bool:  # a mask (e.g. `where(..., drop=True)`)
+                data = np.flatnonzero(data)
+            positions = data.astype(np.int64) % max(self.transform.size, 1)
         values = self.transform.labels(self.transform.at(positions))
         dim = indexer.dims[0] if isinstance(indexer, xr.Variable) else self.dim
         return PandasIndex(pd.Index(values, name=self.dim), dim, coord_dtype=values.dtype)
@@ -344,6 +349,76 @@ class GridIndex(CoordinateTransformIndex):
 
     def equals(self, other: Any, *, exclude: Any = None) -> bool:
         return isinstance(other, GridIndex) and self.transform.equals(other.transform)
+
+    # --- alignment and concatenation: lazy on one grid, else as pandas indexes ---------------
+
+    def _last(self) -> int:
+        """The grid index of the last position."""
+        return self.transform.first + self.transform.stride * (self.transform.size - 1)
+
+    def _on_same_grid(self, other: Any) -> bool:
+        """Whether `other` is a non-empty axis of the same grid, stride and phase."""
+        a, b = self.transform, getattr(other, "transform", None)
+        return (
+            type(b) is type(a)
+            and a.same_grid(b)
+            and a.stride == b.stride
+            and (a.first - b.first) % a.stride == 0
+            and min(a.size, b.size) > 0
+        )
+
+    def _spanning(self, first: int, last: int) -> GridIndex:
+        part = copy.copy(self.transform)
+        part.first = first
+        part.dim_size = {self.dim: max(0, (last - first) // part.stride + 1)}
+        return type(self)(part)
+
+    def as_pandas(self) -> PandasIndex:
+        """This axis as an ordinary (in-memory) pandas index."""
+        return PandasIndex(self.to_pandas_index(), self.dim, coord_dtype=self.transform.dtype)
+
+    def join(self, other: Any, how: str = "inner") -> Any:
+        if self._on_same_grid(other):
+            stride = self.transform.stride
+            if how == "inner":
+                return self._spanning(
+                    max(self.transform.first, other.transform.first),
+                    min(self._last(), other._last()),
+                )
+            if how == "outer" and max(self.transform.first, other.transform.first) <= (
+                min(self._last(), other._last()) + stride
+            ):
+                return self._spanning(
+                    min(self.transform.first, other.transform.first),
+                    max(self._last(), other._last()),
+                )
+        other = other.as_pandas() if isinstance(other, GridIndex) else other
+        return self.as_pandas().join(other, how=how)
+
+    def reindex_like(self, other: Any, method=None, tolerance=None) -> dict[Hashable, Any]:
+        labels = other.to_pandas_index() if isinstance(other, GridIndex) else other.index
+        numbers = self.transform.numbers(np.asarray(labels))
+        positions = np.empty(len(numbers), dtype=np.int64)
+        for k, number in enumerate(numbers):
+            try:
+                positions[k] = self._position(number, number, method, tolerance)
+            except KeyError:
+                positions[k] = -1
+        return {self.dim: positions}
+
+    @classmethod
+    def concat(cls, indexes: Any, dim: Hashable, positions: Any = None) -> Any:
+        indexes = list(indexes)
+        first = indexes[0]
+        if positions is None and all(
+            isinstance(index, GridIndex)
+            and first._on_same_grid(index)
+            and index.transform.first == previous._last() + previous.transform.stride
+            for previous, index in zip(indexes, indexes[1:], strict=False)
+        ):
+            return first._spanning(first.transform.first, indexes[-1]._last())
+        pandas = [i.as_pandas() if isinstance(i, GridIndex) else i for i in indexes]
+        return PandasIndex.concat(pandas, dim, positions)
 
     def to_pandas_index(self) -> pd.Index:
         """Every label, in memory (size × 8 bytes)."""

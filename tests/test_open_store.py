@@ -255,6 +255,52 @@ def test_label_selection_matches_a_materialised_pandas_index():
     assert lazy.sel(time=window).sizes["time"] == 180
 
 
+def lazy_and_eager(n: int = 1000, start_ns: int = 5, rate: float = 7.0) -> tuple:
+    """The same DataArray with the lazy axis and with a materialised pandas index."""
+    lazy = xr.DataArray(np.arange(n, dtype=np.float32), dims="time", name="v")
+    lazy = lazy.assign_coords(grid_coordinates(RegularTime(n, start_ns, rate), {}))
+    labels = start_ns + np.rint(np.arange(n) * 1e9 / rate).astype(np.int64)
+    return lazy, lazy.drop_vars("time").assign_coords(time=labels.view("datetime64[ns]"))
+
+
+OPERATIONS = {  # name: (operation, whether the result keeps the lazy axis)
+    "inner": (lambda v: v.isel(time=slice(0, 10)) + v.isel(time=slice(5, 15)), True),
+    "outer": (
+        lambda v: xr.align(v.isel(time=slice(0, 10)), v.isel(time=slice(5, 15)), join="outer")[0],
+        True,
+    ),
+    "outer-gap": (
+        lambda v: xr.align(v.isel(time=slice(0, 10)), v.isel(time=slice(50, 60)), join="outer")[1],
+        False,
+    ),
+    "left": (
+        lambda v: xr.align(v.isel(time=slice(0, 10, 2)), v.isel(time=slice(1, 10)), join="left")[1],
+        True,
+    ),
+    "concat": (
+        lambda v: xr.concat([v.isel(time=slice(0, 5)), v.isel(time=slice(5, 12))], "time"),
+        True,
+    ),
+    "concat-overlap": (
+        lambda v: xr.concat([v.isel(time=slice(0, 10)), v.isel(time=slice(5, 15))], "time"),
+        False,
+    ),
+    "where-drop": (lambda v: v.where(v > 500, drop=True), False),
+    "mask": (lambda v: v.isel(time=(v > 990).values), False),
+    "resample": (lambda v: v.resample(time="1s").mean(), False),
+    "sortby": (lambda v: v.sortby("time", ascending=False).isel(time=slice(0, 3)), False),
+}
+
+
+@pytest.mark.parametrize("name", OPERATIONS)
+def test_alignment_concat_and_masks_match_a_pandas_index(name):
+    operation, stays_lazy = OPERATIONS[name]
+    lazy, eager = lazy_and_eager()
+    result = operation(lazy)
+    xr.testing.assert_identical(result.drop_indexes("time"), operation(eager).drop_indexes("time"))
+    assert isinstance(result.xindexes["time"], GridIndex) == stays_lazy
+
+
 def write_long_store(url: str, n_time: int) -> None:
     """A complete waveform store of `n_time` samples (2 stations, 3 channels) with no chunk
     written (all NaN): its metadata as `ingest waveforms` writes it."""
