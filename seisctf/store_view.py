@@ -96,7 +96,13 @@ class RegularGrid(CoordinateTransform):
 
     @property
     def name(self) -> str:
+        """The dimension."""
         return self.dims[0]
+
+    @property
+    def coord_name(self) -> Hashable:
+        """The coordinate (the dimension's name unless renamed)."""
+        return self.coord_names[0]
 
     @property
     def size(self) -> int:
@@ -109,10 +115,10 @@ class RegularGrid(CoordinateTransform):
 
     def forward(self, dim_positions: dict[str, Any]) -> dict[Hashable, Any]:
         positions = np.rint(np.asarray(dim_positions[self.name])).astype(np.int64)
-        return {self.name: self.labels(self.at(positions))}
+        return {self.coord_name: self.labels(self.at(positions))}
 
     def reverse(self, coord_labels: dict[Hashable, Any]) -> dict[str, Any]:
-        grid = self.grid_index(self.numbers(coord_labels[self.name]))
+        grid = self.grid_index(self.numbers(coord_labels[self.coord_name]))
         return {self.name: (grid - self.first) / self.stride}
 
     def equals(self, other: CoordinateTransform, **kwargs: Any) -> bool:
@@ -285,10 +291,12 @@ class GridIndex(CoordinateTransformIndex):
             positions = data.astype(np.int64) % max(self.transform.size, 1)
         values = self.transform.labels(self.transform.at(positions))
         dim = indexer.dims[0] if isinstance(indexer, xr.Variable) else self.dim
-        return PandasIndex(pd.Index(values, name=self.dim), dim, coord_dtype=values.dtype)
+        return PandasIndex(
+            pd.Index(values, name=self.transform.coord_name), dim, coord_dtype=values.dtype
+        )
 
     def sel(self, labels: dict[Any, Any], method=None, tolerance=None) -> IndexSelResult:
-        label = labels[self.dim]
+        label = labels[self.transform.coord_name]
         if isinstance(label, slice):
             if method is not None or tolerance is not None:
                 raise ValueError("a slice of labels takes no method or tolerance")
@@ -423,7 +431,7 @@ class GridIndex(CoordinateTransformIndex):
     def to_pandas_index(self) -> pd.Index:
         """Every label, in memory (size × 8 bytes)."""
         grid = self.transform
-        return pd.Index(grid.labels(grid.at(np.arange(grid.size))), name=self.dim)
+        return pd.Index(grid.labels(grid.at(np.arange(grid.size))), name=self.transform.coord_name)
 
     def _repr_inline_(self, max_width: int) -> str:
         return f"GridIndex ({self.transform!r})"[:max_width]

@@ -288,6 +288,10 @@ OPERATIONS = {  # name: (operation, whether the result keeps the lazy axis)
     "where-drop": (lambda v: v.where(v > 500, drop=True), False),
     "mask": (lambda v: v.isel(time=(v > 990).values), False),
     "resample": (lambda v: v.resample(time="1s").mean(), False),
+    "rename": (
+        lambda v: v.rename(time="when").sel(when=slice(v.time[3].values, None)).rename(when="time"),
+        True,
+    ),
     "sortby": (lambda v: v.sortby("time", ascending=False).isel(time=slice(0, 3)), False),
 }
 
