@@ -1,3 +1,20 @@
-"""seisctf: seismic benchmark datasets and a hidden-truth referee."""
+"""seisctf: seismic benchmark datasets and a hidden-truth referee.
+
+`seisctf.open_store(url, storage_options=None)` opens any complete store lazily with xarray,
+with `time` and `distance` axes where the store's layout defines them (`seisctf.store_view`).
+"""
+
+from typing import Any
 
 __version__ = "0.1.0"
+__all__ = ["__version__", "open_store"]
+
+
+def __getattr__(name: str) -> Any:
+    """`seisctf.open_store`, imported on first use, so `import seisctf.cli` (and `seisctf
+    --help`) does not load xarray, zarr and Dask for it."""
+    if name == "open_store":
+        from seisctf.store_view import open_store
+
+        return open_store
+    raise AttributeError(f"module 'seisctf' has no attribute {name!r}")

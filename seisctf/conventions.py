@@ -88,7 +88,8 @@ ATTR_DAS = "das"
 # --- event-window store (`seisctf ingest seisbench|stead|quakeml`, `seisctf split`) -----------
 # waveforms(trace, channel, sample) float32, NaN-padded to one window length per store; every
 # metadata column a per-trace coordinate under its SeisBench name; a Parquet copy of the
-# metadata under `catalogs/` beside the store.
+# metadata inside the store (`catalog.parquet`; stores of earlier versions: under `catalogs/`
+# beside the store).
 TRACE = "trace"
 SAMPLE = "sample"
 EVENT_WINDOWS_VAR = "waveforms"
@@ -118,7 +119,7 @@ SPLIT_VALUES = ("train", "dev", "test")
 SPLIT_CLUSTER_VAR = "split_cluster"
 ATTR_SPLIT = "split"
 ATTR_SPLIT_AUDIT = "split_audit"
-CATALOGS_DIR = "catalogs"
+CATALOGS_DIR = "catalogs"  # where earlier versions kept catalogues: read, no longer written
 # Keys `seisctf split --audit` writes at least (docs/contract.md, "Splits and the leakage audit").
 AUDIT_KEYS = (
     "strategy",

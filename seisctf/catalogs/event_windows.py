@@ -27,13 +27,18 @@ orthogonal indexing builds `np.ix_` index arrays from Python ranges and fancy-in
 window it reads, several times slower than SeisBench's HDF5 reads for wide windows.
 
 Catalogue: the same per-trace values as a Parquet table (one row per trace, store order, no
-index) at `catalog_url(store)`: `catalogs/NAME.parquet` beside the store, NAME the store's last
-path component without `.zarr` (`/data/stead.zarr` → `/data/catalogs/stead.parquet`).
+index) inside the store, `STORE/catalog.parquet` (`CATALOG_PATH`, the store's attr `catalog`), so
+a store moved or copied keeps it. Readers (`read_catalog`) follow the attr `catalog` (a path
+relative to the store): stores of earlier versions say `../catalogs/NAME.parquet`, beside the
+store, and are read there.
 """
 
 from __future__ import annotations
 
 import math
+import posixpath
+import re
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from fractions import Fraction
@@ -44,6 +49,7 @@ import pandas as pd
 import xarray as xr
 from xarray.backends.common import BackendArray
 from xarray.core import indexing
+from zarr.errors import ZarrUserWarning
 
 from seisctf import conventions as cv
 from seisctf import storage
@@ -55,6 +61,17 @@ from seisctf.errors import InvalidInput
 SHARD_BYTES = 32 * 2**20
 RESAMPLING_METHOD = "scipy.signal.resample_poly"
 MAX_RATE_DENOMINATOR = 1000
+# The Parquet catalogue, relative to the store (inside it; the store's attr `catalog`).
+CATALOG_PATH = "catalog.parquet"
+# zarr's consolidation (`storage.finish_group`) lists the group's objects and says of this one
+# "ZarrUserWarning: Object at catalog.parquet is not recognized as a component of a Zarr
+# hierarchy": true, and meant (the consolidated metadata leaves it out, readers ignore it), so
+# nothing a user can act on. Only this message, about this file, is silenced.
+warnings.filterwarnings(
+    "ignore",
+    message=f"Object at {re.escape(CATALOG_PATH)} is not recognized as a component",
+    category=ZarrUserWarning,
+)
 
 
 @dataclass(frozen=True)
@@ -309,53 +326,73 @@ def rescale_sample_columns(frame: pd.DataFrame, factor: np.ndarray) -> list[str]
 # --- catalogue -----------------------------------------------------------------------------------
 
 
-def _catalog_parts(store_url: str) -> tuple[str, str]:
-    """(parent, stem) of a store URL: `/data/stead.zarr` → (`/data`, `stead`)."""
+def _legacy_catalog_url(store_url: str) -> str | None:
+    """Where stores written before the catalogue moved into them kept it:
+    `catalogs/NAME.parquet` beside the store (`/data/stead.zarr` → `/data/catalogs/stead.parquet`);
+    None for a store without a parent folder or prefix."""
     trimmed = str(store_url).rstrip("/")
     parent, sep, name = trimmed.rpartition("/")
     if not sep:
         parent, name = ".", trimmed
     if not name or parent.endswith(":/") or parent.endswith(":"):
-        raise InvalidInput(str(store_url), "an event-window store needs a parent folder or prefix")
+        return None
     stem = name[: -len(".zarr")] if name.endswith(".zarr") and len(name) > 5 else name
-    return parent, stem
-
-
-def catalog_url(store_url: str) -> str:
-    """`catalogs/NAME.parquet` beside the store (module doc)."""
-    parent, stem = _catalog_parts(store_url)
     return f"{parent}/{cv.CATALOGS_DIR}/{stem}.parquet"
 
 
-def relative_catalog_path(store_url: str) -> str:
-    """The catalogue's path relative to the store (the store's attr `catalog`)."""
-    return f"../{cv.CATALOGS_DIR}/{_catalog_parts(store_url)[1]}.parquet"
+def catalog_url(store_url: str, relative: str = CATALOG_PATH) -> str:
+    """The URL of `relative` (the store's attr `catalog`, a path relative to the store; by
+    default where writers put it, inside the store) for the store at `store_url`."""
+    protocol, sep, path = str(store_url).rstrip("/").rpartition("://")
+    resolved = posixpath.normpath(posixpath.join(path, relative))
+    return f"{protocol}{sep}{resolved}" if sep else resolved
+
+
+def _filesystem(url: str, storage_options):
+    import fsspec
+
+    return fsspec.core.url_to_fs(url, **(storage.options_for(url, storage_options) or {}))
 
 
 def write_catalog(frame: pd.DataFrame, store_url: str, storage_options=None) -> str:
-    """Write the catalogue of the store at `store_url`; returns its URL."""
-    import fsspec
-
+    """Write the catalogue of the store at `store_url` inside it (`CATALOG_PATH`); returns its
+    URL. The store's attr `catalog` must then say `CATALOG_PATH` (written with the attrs)."""
     url = catalog_url(store_url)
-    options = storage.options_for(url, storage_options) or {}
-    fs, path = fsspec.core.url_to_fs(url, **options)
+    fs, path = _filesystem(url, storage_options)
     fs.makedirs(path.rpartition("/")[0], exist_ok=True)
     with fs.open(path, "wb") as file:
         frame.to_parquet(file, index=False, engine="pyarrow")
     return url
 
 
-def read_catalog(store_url: str, storage_options=None) -> pd.DataFrame:
-    """The Parquet catalogue of the store at `store_url`."""
-    import fsspec
+def find_catalog(store_url: str, storage_options=None) -> str:
+    """The URL of the store's catalogue: where its attr `catalog` says (relative to the store),
+    else inside the store, else beside it as stores of earlier versions kept it."""
+    relative = storage.open_group(store_url, storage_options).attrs.get("catalog")
+    if relative:
+        return catalog_url(store_url, str(relative))
+    inside, legacy = catalog_url(store_url), _legacy_catalog_url(store_url)
+    return legacy if legacy is not None and not _exists(inside, storage_options) else inside
 
-    url = catalog_url(store_url)
-    options = storage.options_for(url, storage_options) or {}
-    fs, path = fsspec.core.url_to_fs(url, **options)
-    if not fs.exists(path):
+
+def _exists(url: str, storage_options) -> bool:
+    fs, path = _filesystem(url, storage_options)
+    return bool(fs.exists(path))
+
+
+def read_catalog(store_url: str, storage_options=None) -> pd.DataFrame:
+    """The Parquet catalogue of the store at `store_url` (`find_catalog`)."""
+    url = find_catalog(store_url, storage_options)
+    if not _exists(url, storage_options):
         raise InvalidInput(url, "no Parquet catalogue there")
-    with fs.open(path, "rb") as file:
-        return pd.read_parquet(file, engine="pyarrow")
+    import pyarrow
+
+    fs, path = _filesystem(url, storage_options)
+    try:
+        with fs.open(path, "rb") as file:
+            return pd.read_parquet(file, engine="pyarrow")
+    except pyarrow.ArrowException as error:
+        raise InvalidInput(url, f"not a readable Parquet catalogue ({error})") from None
 
 
 # --- the writer ----------------------------------------------------------------------------------
@@ -400,7 +437,7 @@ def write_event_windows(
     delayed = storage.start_dataset(out, url, storage_options, encoding)
     compute(delayed, label=label, quiet=quiet)
     write_catalog(per_trace_frame(out), url, storage_options)
-    attrs["catalog"] = relative_catalog_path(url)
+    attrs["catalog"] = CATALOG_PATH
     storage.finish_group(url, attrs, storage_options)
     return out
 

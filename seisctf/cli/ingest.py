@@ -245,6 +245,7 @@ def _run_ingest_seisbench(args: argparse.Namespace) -> None:
         f"{report.n_samples} samples at {report.sampling_rate_hz:g} Hz, "
         f"{report.n_resampled} resampled"
     )
+    print(f"catalogue: {report.catalog}")
 
 
 def _run_ingest_stead(args: argparse.Namespace) -> None:
@@ -258,6 +259,7 @@ def _run_ingest_stead(args: argparse.Namespace) -> None:
         quiet=args.quiet,
     )
     print(f"wrote {args.out}: {report.n_traces} windows x 3 channels x {report.n_samples} samples")
+    print(f"catalogue: {report.catalog}")
 
 
 _JSON_TYPES = {"integer": int, "number": float, "string": str}

@@ -75,7 +75,8 @@ def check_picking(recipe: RecipeText) -> None:
 
 def copy_store(source: str, target: str, context: BuildContext) -> None:
     """A byte copy of the store at `source` (any fsspec URL) to `target`, replacing it, with
-    its Parquet catalogue (an event-window store's, `catalogs/NAME.parquet` beside it)."""
+    its Parquet catalogue (an event-window store's: inside it, or beside it for a store of an
+    earlier version; the copy's is inside)."""
 
     def mapper(url: str):
         return fsspec.get_mapper(url, **(storage.options_for(url, context.storage_options) or {}))
@@ -86,10 +87,10 @@ def copy_store(source: str, target: str, context: BuildContext) -> None:
     for key in origin:
         destination[key] = origin[key]
     if storage.read_attrs(source, context.storage_options).get("catalog"):
-        # An event-window store's Parquet catalogue lives beside it, named after it.
+        # Copied with the bytes when inside the store; an earlier version's kept it beside.
         catalog = event_windows.read_catalog(source, context.storage_options)
         event_windows.write_catalog(catalog, target, context.storage_options)
-        attrs = {"catalog": event_windows.relative_catalog_path(target)}
+        attrs = {"catalog": event_windows.CATALOG_PATH}
         storage.finish_group(target, attrs, context.storage_options)
 
 

@@ -435,6 +435,11 @@ def write_split(
         mode="r+",
         use_consolidated=False,
     )
+    # The catalogue is read before anything is written: a missing or unreadable one is refused
+    # with the store as it was.
+    catalog = (
+        event_windows.read_catalog(url, storage_options) if group.attrs.get("catalog") else None
+    )
     n_trace = len(split.split)
     chunk = split_chunk(n_trace)
     sources, targets = [], []
@@ -455,11 +460,11 @@ def write_split(
         )
         sources.append(da.from_array(np.asarray(values), chunks=chunk))
     compute(da.store(sources, targets, lock=False, compute=False), label="write split", quiet=quiet)
-    if group.attrs.get("catalog"):
-        catalog = event_windows.read_catalog(url, storage_options)
+    if catalog is not None:
         catalog[cv.SPLIT_VAR] = pd.array(split.split.astype(str), dtype="str")
         catalog[CLUSTER_VAR] = split.cluster.astype(np.int32)
         event_windows.write_catalog(catalog, url, storage_options)
+        attrs = {**attrs, "catalog": event_windows.CATALOG_PATH}  # now inside the store
     storage.finish_group(url, attrs, storage_options)
 
 

@@ -184,8 +184,8 @@ def test_seisbench_metadata_keeps_names_dtypes_and_values(seisbench_dir, seisben
 def test_catalogue_equals_the_store_coordinates(seisbench_store):
     catalog = ew.read_catalog(seisbench_store)
     store = xr.open_zarr(seisbench_store, chunks=None)
-    assert Path(seisbench_store).parent.joinpath("catalogs", "sb.parquet").is_file()
-    assert store.attrs["catalog"] == "../catalogs/sb.parquet"
+    assert Path(seisbench_store).joinpath("catalog.parquet").is_file()  # inside the store
+    assert store.attrs["catalog"] == "catalog.parquet"
     per_trace = [n for n, v in store.variables.items() if v.dims == (cv.TRACE,)]
     assert sorted(catalog.columns) == sorted(per_trace)
     for name in per_trace:
@@ -240,8 +240,9 @@ def test_identical_bytes_for_one_and_two_workers_and_any_task_partition(
             ingest_seisbench(
                 str(seisbench_dir), url, layout=layout, traces_per_task=per_task, quiet=True
             )
-        runs.append(tree_bytes(url, str(Path(url).parent / "catalogs")))
+        runs.append(tree_bytes(url))
     assert len(runs[0]) > 10  # chunk files, shards, metadata, the catalogue
+    assert "sb.zarr/catalog.parquet" in runs[0]
     assert runs[0] == runs[1] == runs[2]
 
 
@@ -473,7 +474,8 @@ def test_stead_store_and_catalogue_on_object_storage(stead_files, s3_server, s3_
     np.testing.assert_array_equal(
         store[cv.EVENT_WINDOWS_VAR][4, :, :5000].values, raw[name].T[::-1]
     )
-    assert ew.catalog_url(url) == f"{s3_bucket}/windows/catalogs/stead.parquet"
+    assert ew.find_catalog(url, options) == f"{url}/catalog.parquet"
+    assert s3_server.filesystem().exists(f"{url}/catalog.parquet")
     catalog = ew.read_catalog(url, options)
     assert catalog[cv.TRACE_NAME].tolist() == store[cv.TRACE_NAME].values.tolist()
     # a remote store opens for training too (zarr-python: the same values)

@@ -32,6 +32,7 @@ class SeisbenchReport:
     n_channels: int
     n_samples: int
     sampling_rate_hz: float
+    catalog: str  # URL of the Parquet catalogue, inside the store
 
 
 def _store_metadata(
@@ -175,7 +176,9 @@ def ingest_seisbench(
     ew.write_event_windows(
         dataset_out, url, storage_options, layout=layout, label="ingest seisbench", quiet=quiet
     )
-    return SeisbenchReport(n_trace, int(resampled.sum()), n_channel, n_sample, rate_hz)
+    return SeisbenchReport(
+        n_trace, int(resampled.sum()), n_channel, n_sample, rate_hz, ew.catalog_url(url)
+    )
 
 
 def _source_dtype(waveform_path: Path, trace_name: str) -> str:

@@ -79,6 +79,7 @@ STEAD_COLUMNS = {
 class SteadReport:
     n_traces: int
     n_samples: int
+    catalog: str  # URL of the Parquet catalogue, inside the store
 
 
 def read_csv(csv_path: Path) -> pd.DataFrame:
@@ -192,7 +193,7 @@ def ingest_stead(
     ew.write_event_windows(
         dataset, url, storage_options, layout=layout, label="ingest stead", quiet=quiet
     )
-    return SteadReport(n_trace, n_sample)
+    return SteadReport(n_trace, n_sample, ew.catalog_url(url))
 
 
 # --- the recipe source ----------------------------------------------------------------------
