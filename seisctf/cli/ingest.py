@@ -9,8 +9,9 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
+from seisctf.cli import _checks
+from seisctf.cli._parse import Commands
 from seisctf.cli._parse import storage_options as _options
-from seisctf.recipes.context import BuildContext
 from seisctf.registry import INGESTS, Entry
 
 
@@ -18,6 +19,14 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     """Add `ingest waveforms|das|quakeml|seisbench|stead` (every registered ingest) to `verbs`."""
     ingest = verbs.add_parser("ingest", help="raw archives -> zarr stores")
     ingest_kinds = ingest.add_subparsers(dest="kind", required=True)
+    # The kinds are the registered ingests: added when `ingest` is chosen (loading the registry
+    # imports every ingest module).
+    ingest_kinds.defer(lambda kinds: _add_ingest_kinds(kinds, common))
+    groups["ingest"] = ingest_kinds
+
+
+def _add_ingest_kinds(ingest_kinds: Commands, common: argparse.ArgumentParser) -> None:
+    """One sub-command per registered ingest, in `COMMANDS`' order, then by name."""
     order = list(COMMANDS)
 
     def position(entry: Entry) -> tuple[int, str]:
@@ -26,16 +35,17 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
 
     for entry in sorted(INGESTS.entries(), key=position):
         command = entry.command or entry.name
-        add_arguments, run = COMMANDS.get(command, (schema_arguments(entry), run_from_schema))
+        add_arguments, run, check = COMMANDS.get(
+            command, (schema_arguments(entry), _run_from_schema, None)
+        )
         help_text = entry.help or entry.summary
         parser = ingest_kinds.add_parser(command, parents=[common], help=help_text)
         add_arguments(parser)
-        parser.set_defaults(run=run, ingest_function=entry.cli, ingest_entry=entry)
+        parser.set_defaults(run=run, check=check, ingest_function=entry.cli, ingest_entry=entry)
     # Workers import SeisBench (and torch, ~4 s) while they start, not on their first task.
     ingest_kinds.choices["seisbench"].set_defaults(
         worker_modules=("seisbench.data", "seisctf.catalogs.seisbench_format")
     )
-    groups["ingest"] = ingest_kinds
 
 
 def _sources_arguments(parser: argparse.ArgumentParser) -> None:
@@ -290,8 +300,10 @@ def schema_arguments(entry: Entry) -> Callable[[argparse.ArgumentParser], None]:
     return add
 
 
-def run_from_schema(args: argparse.Namespace) -> None:
+def _run_from_schema(args: argparse.Namespace) -> None:
     """Run an ingest from its schema's flags as its recipe source: into the store at --out."""
+    from seisctf.recipes.context import BuildContext
+
     entry: Entry = args.ingest_entry
     options = {
         name: getattr(args, name)
@@ -304,11 +316,35 @@ def run_from_schema(args: argparse.Namespace) -> None:
     print(f"wrote {args.out}: {', '.join(dataset.data_vars)} ({sizes})")
 
 
-# Each ingest command (INGESTS' `command`): its flags and how it runs, in `seisctf ingest`'s order.
-COMMANDS: dict[str, tuple[Callable, Callable]] = {
-    "waveforms": (_waveforms_arguments, _run_ingest_waveforms),
-    "das": (_das_arguments, _run_ingest_das),
-    "quakeml": (_quakeml_arguments, _run_ingest_quakeml),
-    "seisbench": (_seisbench_arguments, _run_ingest_seisbench),
-    "stead": (_stead_arguments, _run_ingest_stead),
+def _check_sources(args: argparse.Namespace) -> None:
+    """Local sources exist (a glob matches something); so do local inventories."""
+    _checks.sources(args.sources)
+    for inventory in getattr(args, "inventory", ()):
+        _checks.existing(inventory, kind="file")
+
+
+def _check_quakeml(args: argparse.Namespace) -> None:
+    _checks.existing(args.catalog, kind="file")
+    _checks.sources(args.archive)
+    for inventory in args.inventory:
+        _checks.existing(inventory, kind="file")
+
+
+def _check_seisbench(args: argparse.Namespace) -> None:
+    _checks.existing(args.folder, kind="folder")
+
+
+def _check_stead(args: argparse.Namespace) -> None:
+    _checks.existing(args.hdf5, kind="file")
+    _checks.existing(args.csv, kind="file")
+
+
+# Each ingest command (INGESTS' `command`): its flags, how it runs and its check before the
+# cluster, in `seisctf ingest`'s order.
+COMMANDS: dict[str, tuple[Callable, Callable, Callable]] = {
+    "waveforms": (_waveforms_arguments, _run_ingest_waveforms, _check_sources),
+    "das": (_das_arguments, _run_ingest_das, _check_sources),
+    "quakeml": (_quakeml_arguments, _run_ingest_quakeml, _check_quakeml),
+    "seisbench": (_seisbench_arguments, _run_ingest_seisbench, _check_seisbench),
+    "stead": (_stead_arguments, _run_ingest_stead, _check_stead),
 }
