@@ -56,7 +56,7 @@ def existing(url: str | None, *, kind: str = "path") -> None:
     if path is None:
         return
     if not path.exists():
-        raise InvalidInput(str(url), f"no such {kind} ({path} does not exist)")
+        raise InvalidInput(str(url), f"{kind} not found ({path} does not exist)")
     if kind == "file" and path.is_dir():
         raise InvalidInput(str(url), "a folder; expected a file")
     if kind == "folder" and not path.is_dir():

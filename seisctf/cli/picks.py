@@ -119,8 +119,6 @@ def _check_score_picks(args: argparse.Namespace) -> None:
 
 def _check_pick(args: argparse.Namespace) -> None:
     _checks.zarr_group(args.store)
-    if getattr(args, "weights", None):
-        _checks.existing(args.weights, kind="file")
 
 
 def _run_score_picks(args: argparse.Namespace) -> None:
