@@ -283,8 +283,11 @@ def schema_arguments(entry: Entry) -> Callable[[argparse.ArgumentParser], None]:
             if name == "store":  # the store is --out
                 continue
             flag, kind = "--" + name.replace("_", "-"), schema.get("type")
+            meaning = schema.get("description") or f"the ingest's option {name!r} ({kind})"
             if kind == "boolean":
-                parser.add_argument(flag, dest=name, action="store_true", default=None)
+                parser.add_argument(
+                    flag, dest=name, action="store_true", default=None, help=meaning
+                )
                 continue
             values = schema.get("items", {}) if kind == "array" else schema
             parser.add_argument(
@@ -293,7 +296,7 @@ def schema_arguments(entry: Entry) -> Callable[[argparse.ArgumentParser], None]:
                 required=name in required,
                 nargs="+" if kind == "array" else None,
                 type=_JSON_TYPES.get(values.get("type"), str),
-                help=schema.get("description"),
+                help=meaning,
             )
         parser.add_argument("--out", required=True, help="store URL or path")
 
