@@ -45,16 +45,31 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 
 class Commands(argparse._SubParsersAction):
-    """Sub-commands, some added only when their parent is chosen: `defer(add)` keeps `add(self)`
-    until `Parser.complete` of the parser holding this action runs it, which happens when the
-    command line names that parser's verb (or a help or test walks every verb)."""
+    """Sub-commands, some added late. `defer(add)`: `add(self)` runs when the parser holding
+    this action is completed (`Parser.complete`: the command line names that parser's verb).
+    `on_demand(add)`: `add(self)` runs only when a name not yet added is chosen, or when the
+    holding parser's help is shown (e.g. to load a registry that knows every name)."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.deferred: list[Callable[[Commands], None]] = []
+        self.on_demand_adds: list[Callable[[Commands], None]] = []
 
     def defer(self, add: Callable[[Commands], None]) -> None:
         self.deferred.append(add)
+
+    def on_demand(self, add: Callable[[Commands], None]) -> None:
+        self.on_demand_adds.append(add)
+
+    def run_added(self, *, on_demand: bool) -> bool:
+        """Run the deferred additions (and the on-demand ones); whether any ran."""
+        pending = [*self.deferred, *(self.on_demand_adds if on_demand else ())]
+        self.deferred.clear()
+        if on_demand:
+            self.on_demand_adds.clear()
+        for add in pending:
+            add(self)
+        return bool(pending)
 
     def __call__(self, parser, namespace, values, option_string=None) -> None:
         chosen = self._name_parser_map.get(values[0])
@@ -72,22 +87,32 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
         self.register("action", "parsers", Commands)
 
-    def complete(self) -> None:
-        """Add the deferred sub-commands, then give every verb below `option_flags`."""
+    def complete(self, *, on_demand: bool = False) -> None:
+        """Add the deferred sub-commands (and the on-demand ones), then give every verb below
+        `option_flags`."""
         added = False
         for action in self._actions:
             if isinstance(action, Commands):
-                while action.deferred:
-                    action.deferred.pop(0)(action)
-                    added = True
+                added = action.run_added(on_demand=on_demand) or added
         if added:
             attach_option_flags(self)
+
+    def _check_value(self, action: argparse.Action, value: object) -> None:
+        # A sub-command not added yet may be an on-demand one: add those before argparse
+        # refuses the name.
+        if isinstance(action, Commands) and value not in action.choices:
+            self.complete(on_demand=True)
+        super()._check_value(action, value)
+
+    def format_help(self) -> str:
+        self.complete(on_demand=True)  # the help lists every sub-command
+        return super().format_help()
 
 
 def complete_all(parser: argparse.ArgumentParser) -> None:
     """Complete `parser` and every parser below it (every deferred sub-command added)."""
     if isinstance(parser, Parser):
-        parser.complete()
+        parser.complete(on_demand=True)
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for child in dict.fromkeys(action.choices.values()):

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from seisctf.cli import _checks
 from seisctf.cli._parse import Commands
 from seisctf.cli._parse import storage_options as _options
+from seisctf.errors import InvalidInput
 from seisctf.registry import INGESTS, Entry
 
 
@@ -19,33 +20,52 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     """Add `ingest waveforms|das|quakeml|seisbench|stead` (every registered ingest) to `verbs`."""
     ingest = verbs.add_parser("ingest", help="raw archives -> zarr stores")
     ingest_kinds = ingest.add_subparsers(dest="kind", required=True)
-    # The kinds are the registered ingests: added when `ingest` is chosen (loading the registry
-    # imports every ingest module).
-    ingest_kinds.defer(lambda kinds: _add_ingest_kinds(kinds, common))
+    # The commands with flags here are added when `ingest` is chosen; the registry (loading it
+    # imports every ingest module) only when another is chosen, the help is shown, or one runs.
+    ingest_kinds.defer(lambda kinds: _add_commands(kinds, common))
+    ingest_kinds.on_demand(lambda kinds: _add_registered(kinds, common))
     groups["ingest"] = ingest_kinds
 
 
-def _add_ingest_kinds(ingest_kinds: Commands, common: argparse.ArgumentParser) -> None:
-    """One sub-command per registered ingest, in `COMMANDS`' order, then by name."""
-    order = list(COMMANDS)
-
-    def position(entry: Entry) -> tuple[int, str]:
-        command = entry.command or entry.name
-        return (order.index(command) if command in order else len(order), command)
-
-    for entry in sorted(INGESTS.entries(), key=position):
-        command = entry.command or entry.name
-        add_arguments, run, check = COMMANDS.get(
-            command, (schema_arguments(entry), _run_from_schema, None)
-        )
-        help_text = entry.help or entry.summary
-        parser = ingest_kinds.add_parser(command, parents=[common], help=help_text)
+def _add_commands(ingest_kinds: Commands, common: argparse.ArgumentParser) -> None:
+    """The ingest commands of `COMMANDS`, in its order (their help comes with the registry)."""
+    for command, (add_arguments, run, check) in COMMANDS.items():
+        # help=None lists it in `ingest --help`, whose text the registry then gives.
+        parser = ingest_kinds.add_parser(command, parents=[common], help=None)
         add_arguments(parser)
-        parser.set_defaults(run=run, check=check, ingest_function=entry.cli, ingest_entry=entry)
+        parser.set_defaults(run=run, check=check)
     # Workers import SeisBench (and torch, ~4 s) while they start, not on their first task.
     ingest_kinds.choices["seisbench"].set_defaults(
         worker_modules=("seisbench.data", "seisctf.catalogs.seisbench_format")
     )
+
+
+def _add_registered(ingest_kinds: Commands, common: argparse.ArgumentParser) -> None:
+    """Every registered ingest: the help of those in `COMMANDS`, and a command with flags from
+    its options schema for each other one (by name)."""
+    help_of = {choice.dest: choice for choice in ingest_kinds._choices_actions}
+    others = []
+    for entry in INGESTS.entries():
+        command = entry.command or entry.name
+        if command in ingest_kinds.choices:
+            if command in help_of:
+                help_of[command].help = entry.help or entry.summary
+        else:
+            others.append((command, entry))
+    for command, entry in sorted(others, key=lambda item: item[0]):
+        parser = ingest_kinds.add_parser(
+            command, parents=[common], help=entry.help or entry.summary
+        )
+        schema_arguments(entry)(parser)
+        parser.set_defaults(run=_run_from_schema, check=None, ingest_entry=entry)
+
+
+def _registered(command: str) -> Callable:
+    """The plain ingest function (`cli`) of the registered ingest whose command is `command`."""
+    for entry in INGESTS.entries():
+        if (entry.command or entry.name) == command:
+            return entry.cli
+    raise InvalidInput(f"ingest {command}", "no registered ingest has this command")
 
 
 def _sources_arguments(parser: argparse.ArgumentParser) -> None:
@@ -173,7 +193,7 @@ def _event_window_layout_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_ingest_waveforms(args: argparse.Namespace) -> None:
-    report = args.ingest_function(
+    report = _registered(args.kind)(
         args.sources,
         args.out,
         inventories=args.inventory,
@@ -197,7 +217,7 @@ def _run_ingest_waveforms(args: argparse.Namespace) -> None:
 
 
 def _run_ingest_das(args: argparse.Namespace) -> None:
-    report = args.ingest_function(
+    report = _registered(args.kind)(
         args.sources,
         args.out,
         strict=args.strict,
@@ -220,7 +240,7 @@ def _run_ingest_das(args: argparse.Namespace) -> None:
 
 
 def _run_ingest_quakeml(args: argparse.Namespace) -> None:
-    report = args.ingest_function(
+    report = _registered(args.kind)(
         args.catalog,
         args.archive,
         args.out,
@@ -241,7 +261,7 @@ def _run_ingest_quakeml(args: argparse.Namespace) -> None:
 
 
 def _run_ingest_seisbench(args: argparse.Namespace) -> None:
-    report = args.ingest_function(
+    report = _registered(args.kind)(
         args.folder,
         args.out,
         rate=args.rate,
@@ -258,7 +278,7 @@ def _run_ingest_seisbench(args: argparse.Namespace) -> None:
 
 
 def _run_ingest_stead(args: argparse.Namespace) -> None:
-    report = args.ingest_function(
+    report = _registered(args.kind)(
         args.hdf5,
         args.csv,
         args.out,
