@@ -237,3 +237,15 @@ def test_build_without_a_secret_names_the_source_once(tmp_path, dask_cluster, mo
         "derive it from\n"
     )
     assert not any(tmp_path.iterdir())
+
+
+def test_validation_submissions_are_checked_against_the_public_targets(tiny_truth, tmp_path):
+    truth, shapes = tiny_truth
+    public = str(Path(truth).parent / "public.zarr")
+    group = zarr.open_group(public, mode="r")
+    targets = sorted(name for name in group.array_keys() if name.endswith("val"))
+    assert targets  # the tiny bundle has validation targets
+    npz = tmp_path / "test-arrays.npz"  # the test arrays, where the targets belong
+    np.savez(npz, **{name: np.zeros(shape, np.float32) for name, shape in shapes.items()})
+    run, _ = seisctf("score", "ctf", "--validation", "--public", public, "--submission", str(npz))
+    assert_answered_before_the_cluster(run, str(npz), "missing arrays", *targets)

@@ -76,18 +76,24 @@ def sources(urls: Iterable[str]) -> None:
             existing(url)
 
 
-def ctf_manifest(truth: str | None) -> dict[str, Any] | None:
-    """The CTF manifest of a complete local truth group, read from its `zarr.json`, else None."""
-    attrs = group_attrs(truth) or {}
+def ctf_manifest(url: str | None) -> dict[str, Any] | None:
+    """The CTF manifest of a complete local bundle group (truth or public), read from its
+    `zarr.json`, else None."""
+    attrs = group_attrs(url) or {}
     manifest = attrs.get("ctf")
     if attrs.get("seisctf_complete") is not True or not isinstance(manifest, dict):
         return None
     return manifest
 
 
-def expected_shapes(manifest: dict[str, Any]) -> dict[str, tuple[int, ...]] | None:
-    """Test array name -> shape of a manifest's pairs, or None if it does not read as one."""
+def expected_shapes(
+    manifest: dict[str, Any], *, validation: bool = False
+) -> dict[str, tuple[int, ...]] | None:
+    """Array name -> shape a submission holds: the pairs' test arrays, or with `validation` the
+    public validation targets; None if the manifest does not read as one."""
     try:
+        if validation:
+            return {v["target"]: tuple(int(n) for n in v["shape"]) for v in manifest["validation"]}
         return {pair["test"]: tuple(int(n) for n in pair["shape"]) for pair in manifest["pairs"]}
     except (KeyError, TypeError, ValueError):
         return None

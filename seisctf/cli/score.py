@@ -97,7 +97,8 @@ def _submission_names(args: argparse.Namespace) -> list[str]:
 def _check_score_ctf(args: argparse.Namespace) -> None:
     """Before the cluster: the options' combinations, the submitter's metadata, the names, the
     local paths (truth or public a zarr group, each submission present), and each submission's
-    array names (and a zarr folder's shapes) against a local truth's manifest."""
+    array names (and a zarr folder's shapes) against a local bundle's manifest (the truth's test
+    arrays, or with --validation the public validation targets)."""
     if args.validation != bool(args.public) or bool(args.truth) == args.validation:
         raise InvalidInput("score ctf", "give --truth URL, or --validation with --public URL")
     if args.db and args.validation:
@@ -113,8 +114,8 @@ def _check_score_ctf(args: argparse.Namespace) -> None:
     _checks.zarr_group(args.truth or args.public)
     for submission in args.submission:
         _checks.existing(submission)
-    manifest = _checks.ctf_manifest(args.truth) if args.truth else None
-    expected = _checks.expected_shapes(manifest) if manifest else None
+    manifest = _checks.ctf_manifest(args.truth or args.public)
+    expected = _checks.expected_shapes(manifest, validation=args.validation) if manifest else None
     if expected:
         for submission in args.submission:
             _checks.submission_arrays(submission, expected)
