@@ -2,9 +2,10 @@
 chosen), the common options, how they are read, and the library's parameter names mapped back to
 the options' flags in error messages.
 
-Building the parser imports no Dask, xarray, zarr or pandas: a verb whose sub-commands come from
-a registry (`ingest`, `synth`) adds them only when the command line names it (`defer`), and the
-library code a verb runs is imported by its runner (`_run_*`) or its check (`_check_*`)."""
+Building the parser imports no Dask, xarray, zarr or pandas: a verb whose sub-commands need a
+registry (`synth`'s help, `ingest`'s registered formats) adds them only when the command line
+names it or its help is shown (`Commands`), the library code a verb runs is imported by its
+runner (`_run_*`), and its check (`_check_*`) uses only light modules."""
 
 from __future__ import annotations
 

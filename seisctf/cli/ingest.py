@@ -1,8 +1,11 @@
 """`seisctf ingest …`: raw archives -> zarr stores. One sub-command per ingest registered in
 `seisctf.registry.INGESTS` (its `command`, `help` and plain ingest function `cli`); this module
-adds each command's flags and prints its report. An ingest without flags here (`COMMANDS`) gets
-them from its options schema (`--name-with-dashes` per option, `--out` for the store) and runs
-as its recipe source does: so a new ingest is one module, its tests and its docs."""
+adds each command's flags, checks its paths before the cluster and prints its report. The
+commands of `COMMANDS` are parsed without loading the registry (it imports every ingest
+module): it loads when another command is named, for `ingest --help`, and when one runs. An
+ingest without flags here (`COMMANDS`) gets them from its options schema (`--name-with-dashes`
+per option, `--out` for the store) and runs as its recipe source does: so a new ingest is one
+module, its tests and its docs."""
 
 from __future__ import annotations
 
