@@ -220,7 +220,7 @@ def stations_note(layout: Layout, source_rate_hz: float, rate_hz: float) -> str:
             f"; shorter slots may keep more of them: shipped layout(s) {shorter} "
             "(--layout auto tries each, largest first)"
         )
-    return "; no shipped layout has shorter slots"
+    return "; no shipped layout needs as few stations over shorter slots"
 
 
 def time_steps_note(n_time: int, n_space: int) -> str:
