@@ -109,8 +109,6 @@ def _check_score_ctf(args: argparse.Namespace) -> None:
     if release_request(args) and args.validation:
         raise InvalidInput("--release", "applies to referee scores (--truth), not --validation")
     _submission_names(args)
-    if args.max_submission_bytes is not None and args.max_submission_bytes < 1:
-        raise InvalidInput("--max-submission-bytes", "expected a positive number of bytes")
     _checks.zarr_group(args.truth or args.public)
     for submission in args.submission:
         _checks.existing(submission)
