@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import glob
 import json
+import os
+import struct
 import zipfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -16,6 +18,9 @@ from typing import Any
 from seisctf.errors import InvalidInput
 
 GLOB_CHARACTERS = "*?["
+# A submission's .npz lists a few dozen members: its names are read before the cluster only
+# when its central directory is this small.
+MAX_ZIP_DIRECTORY_BYTES = 2**16
 
 
 def local_path(url: str | None) -> Path | None:
@@ -108,6 +113,8 @@ def submission_arrays(source: str, expected: dict[str, tuple[int, ...]]) -> None
     if path is None or not path.exists() or path.is_symlink():
         return
     shapes: dict[str, Any] = {}
+    if (path / ".zgroup").exists():  # zarr v2: left to the intake
+        return
     if path.is_dir() and (path / "zarr.json").is_file():
         for member in sorted(path.iterdir()):
             metadata = zarr_document(member / "zarr.json")
@@ -115,12 +122,14 @@ def submission_arrays(source: str, expected: dict[str, tuple[int, ...]]) -> None
                 shapes[member.name] = metadata.get("shape")
     elif path.is_dir():
         shapes = {file.stem: None for file in path.iterdir() if file.suffix == ".npy"}
-    elif path.suffix == ".npz":
+    elif path.suffix == ".npz" and small_zip_directory(path):
         try:
             with zipfile.ZipFile(path) as archive:
                 names = archive.namelist()
         except (OSError, zipfile.BadZipFile, ValueError):
             return
+        if any("/" in name or "\\" in name for name in names):
+            return  # paths inside: the intake screens them (zip-slip)
         shapes = {name.removesuffix(".npy"): None for name in names if name.endswith(".npy")}
     else:
         return
@@ -136,6 +145,23 @@ def submission_arrays(source: str, expected: dict[str, tuple[int, ...]]) -> None
             raise InvalidInput(
                 f"{source}:{name}", f"shape {tuple(shape)}, expected {expected[name]}"
             )
+
+
+def small_zip_directory(path: Path) -> bool:
+    """Whether a zip's end record (not zip64) declares a central directory of at most
+    `MAX_ZIP_DIRECTORY_BYTES`, so listing it is cheap whatever the archive claims."""
+    try:
+        with path.open("rb") as file:
+            size = file.seek(0, os.SEEK_END)
+            file.seek(max(0, size - 22 - 2**16))
+            tail = file.read()
+    except OSError:
+        return False
+    at = tail.rfind(b"PK\x05\x06")
+    if at < 0 or len(tail) < at + 22:
+        return False
+    count, directory_bytes = struct.unpack_from("<HI", tail, at + 10)
+    return count < 0xFFFF and directory_bytes <= MAX_ZIP_DIRECTORY_BYTES
 
 
 def zarr_document(path: Path) -> dict[str, Any] | None:
