@@ -25,6 +25,12 @@ VERB_RUNNER = (
 # prefix): reason}. Every other seisctf import sits at the top of its module, where a reader,
 # grimp and import-linter see it. Imports of heavy optional dependencies (torch, seisbench)
 # inside functions are not seisctf imports and are not restricted here.
+LIGHT_COMMAND_LINE = (
+    "building the parser and the verbs' checks load no Dask, xarray, zarr or pandas, so a "
+    "mistake is answered before the cluster starts, in well under a second: the cluster, the "
+    "storage module (for --storage-option and for judging an error) and a long help's figures "
+    "are imported where they are used"
+)
 LAZY_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ("seisctf", "__getattr__"): (
         "the package exports `open_store` on first use, so `import seisctf.cli` does not load "
@@ -32,8 +38,13 @@ LAZY_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ),
     ("seisctf.cli.compare", "_run_"): VERB_RUNNER,
     ("seisctf.cli.datasets", "_run_"): VERB_RUNNER,
+    ("seisctf.cli.ingest", "_run_"): VERB_RUNNER,
     ("seisctf.cli.picks", "_run_"): VERB_RUNNER,
     ("seisctf.cli.score", "_run_"): VERB_RUNNER,
+    ("seisctf.cli", "dask_client"): LIGHT_COMMAND_LINE,
+    ("seisctf.cli", "is_storage_outage"): LIGHT_COMMAND_LINE,
+    ("seisctf.cli._parse", "storage_options"): LIGHT_COMMAND_LINE,
+    ("seisctf.cli.datasets", "_help_"): LIGHT_COMMAND_LINE,
 }
 
 

@@ -1,4 +1,5 @@
-"""The command line: `seisctf <verb> …`, thin over the library (parse, get a client, call, print).
+"""seisctf builds benchmark datasets from seismic archives and simulations, keeps their truth
+hidden, and scores the submissions made against them.
 
 Exit codes: 0 success, 2 usage error (argparse), 3 invalid input (InvalidInput, one line, no
 traceback; the library's parameter names in it are given as the verb's flags: `_parse.flag_error`;
@@ -14,18 +15,18 @@ import argparse
 import atexit
 import os
 import sys
+from importlib.metadata import PackageNotFoundError, version
 
 from seisctf.cli import compare, crustal, datasets, ingest, picks, score
 from seisctf.cli._parse import (
     SCORING_WORKER_MODULES,
+    Parser,
     attach_option_flags,
     check_secret_option,
     common_options,
     flag_error,
 )
-from seisctf.cluster import dask_client
 from seisctf.errors import InvalidInput
-from seisctf.storage import is_storage_outage
 
 EXIT_INVALID_INPUT = 3
 EXIT_STORAGE_UNAVAILABLE = 1
@@ -44,10 +45,34 @@ __all__ = [
 ]
 
 
+FIRST_COMMANDS = """\
+first commands:
+  seisctf demo                      build a synthetic benchmark, score three baselines, show
+                                    the leaderboard (seisctf-demo/)
+  seisctf leaderboard               the demo's leaderboard again (--html DIR for web pages)
+  seisctf ingest waveforms SRC... --out STORE
+                                    miniSEED/SAC/... files -> a continuous waveform store
+  seisctf tasks STORE --public P --truth T --layout auto
+                                    a CTF benchmark from that store (public part + hidden truth)
+  seisctf baseline persistence --public P --out SUB.zarr
+  seisctf score ctf --truth T --submission SUB.zarr
+  seisctf VERB --help               each verb's options, with their defaults
+"""
+
+
+def package_version() -> str:
+    """The installed seisctf's version (package metadata), or "unknown" outside an install."""
+    try:
+        return version("seisctf")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = common_options()
-    parser = argparse.ArgumentParser(prog="seisctf", description=__doc__.splitlines()[0])
-    verbs = parser.add_subparsers(dest="verb", required=True)
+    parser = Parser(prog="seisctf", description=__doc__.split("\n\n")[0], epilog=FIRST_COMMANDS)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
+    verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
     groups: dict = {}
     for module in VERB_MODULES:
         module.register(verbs, groups, common)
@@ -101,6 +126,26 @@ def main(argv: list[str] | None = None) -> int:
         )
         return EXIT_STORAGE_UNAVAILABLE
     return 0
+
+
+# A verb's `check` (set with `set_defaults(check=...)`) validates what it can cheaply (local paths,
+# names, option combinations, layout and recipe files) before the cluster starts; importing this
+# package loads no Dask, xarray, zarr or pandas, so a mistake is answered in well under a second.
+
+
+def dask_client(*args, **kwargs):
+    """`seisctf.cluster.dask_client`, imported when a verb starts its cluster (after its
+    check), so that `seisctf --help` and the checks load no Dask."""
+    from seisctf.cluster import dask_client as client
+
+    return client(*args, **kwargs)
+
+
+def is_storage_outage(error: BaseException) -> bool:
+    """`seisctf.storage.is_storage_outage`, imported when an error is judged."""
+    from seisctf.storage import is_storage_outage as outage
+
+    return outage(error)
 
 
 def fast_exit(code: int) -> None:

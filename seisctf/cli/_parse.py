@@ -1,5 +1,11 @@
-"""What every verb shares: the common options, how they are read, and the library's parameter
-names mapped back to the options' flags in error messages."""
+"""What every verb shares: the parser class (help that shows defaults; verbs completed when
+chosen), the common options, how they are read, and the library's parameter names mapped back to
+the options' flags in error messages.
+
+Building the parser imports no Dask, xarray, zarr or pandas: a verb whose sub-commands need a
+registry (`synth`'s help, `ingest`'s registered formats) adds them only when the command line
+names it or its help is shown (`Commands`), the library code a verb runs is imported by its
+runner (`_run_*`), and its check (`_check_*`) uses only light modules."""
 
 from __future__ import annotations
 
@@ -8,17 +14,110 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from seisctf import keys
 from seisctf.errors import InvalidInput
 from seisctf.scoring.release import DEFAULT_QUOTA, Release
-from seisctf.storage import parse_storage_options
 
 # What scoring tasks import on a worker: imported while the embedded workers start.
 SCORING_WORKER_MODULES = ("seisctf.scoring.ctf", "seisctf.commitment", "scipy.sparse.linalg")
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions and epilogs as written (their lists stay lists); an option's help ends with
+    its default unless it names one itself or has none (None, False, an empty list)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if (
+            not action.option_strings
+            or "default" in text
+            or default is None
+            or default is False
+            or default == []
+            or default is argparse.SUPPRESS
+        ):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+class Commands(argparse._SubParsersAction):
+    """Sub-commands, some added late. `defer(add)`: `add(self)` runs when the parser holding
+    this action is completed (`Parser.complete`: the command line names that parser's verb).
+    `on_demand(add)`: `add(self)` runs only when a name not yet added is chosen, or when the
+    holding parser's help is shown (e.g. to load a registry that knows every name)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.deferred: list[Callable[[Commands], None]] = []
+        self.on_demand_adds: list[Callable[[Commands], None]] = []
+
+    def defer(self, add: Callable[[Commands], None]) -> None:
+        self.deferred.append(add)
+
+    def on_demand(self, add: Callable[[Commands], None]) -> None:
+        self.on_demand_adds.append(add)
+
+    def run_added(self, *, on_demand: bool) -> bool:
+        """Run the deferred additions (and the on-demand ones); whether any ran."""
+        pending = [*self.deferred, *(self.on_demand_adds if on_demand else ())]
+        self.deferred.clear()
+        if on_demand:
+            self.on_demand_adds.clear()
+        for add in pending:
+            add(self)
+        return bool(pending)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        chosen = self._name_parser_map.get(values[0])
+        if isinstance(chosen, Parser):
+            chosen.complete()
+        super().__call__(parser, namespace, values, option_string)
+
+
+class Parser(argparse.ArgumentParser):
+    """seisctf's parsers: `HelpFormatter`, and sub-commands that may be added late (`Commands`);
+    sub-parsers are of this class too."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+        self.register("action", "parsers", Commands)
+
+    def complete(self, *, on_demand: bool = False) -> None:
+        """Add the deferred sub-commands (and the on-demand ones), then give every verb below
+        `option_flags`."""
+        added = False
+        for action in self._actions:
+            if isinstance(action, Commands):
+                added = action.run_added(on_demand=on_demand) or added
+        if added:
+            attach_option_flags(self)
+
+    def _check_value(self, action: argparse.Action, value: object) -> None:
+        # A sub-command not added yet may be an on-demand one: add those before argparse
+        # refuses the name.
+        if isinstance(action, Commands) and value not in action.choices:
+            self.complete(on_demand=True)
+        super()._check_value(action, value)
+
+    def format_help(self) -> str:
+        self.complete(on_demand=True)  # the help lists every sub-command
+        return super().format_help()
+
+
+def complete_all(parser: argparse.ArgumentParser) -> None:
+    """Complete `parser` and every parser below it (every deferred sub-command added)."""
+    if isinstance(parser, Parser):
+        parser.complete(on_demand=True)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):
+                complete_all(child)
 
 
 def common_options() -> argparse.ArgumentParser:
@@ -40,7 +139,10 @@ def common_options() -> argparse.ArgumentParser:
 
 
 def storage_options(args: argparse.Namespace) -> dict:
-    """`--storage-option KEY=VALUE …` as fsspec storage options."""
+    """`--storage-option KEY=VALUE …` as fsspec storage options (read when a verb runs: the
+    storage module loads zarr and Dask)."""
+    from seisctf.storage import parse_storage_options
+
     return parse_storage_options(args.storage_option)
 
 

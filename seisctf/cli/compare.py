@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from seisctf.cli import _checks
 from seisctf.cli._parse import storage_options as _options
 from seisctf.errors import InvalidInput
 
@@ -20,7 +21,9 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     compare.add_argument("runs", metavar="RUNS", help="runs table: CSV or Parquet")
     compare.add_argument("--out", default="seisctf-compare", help="folder for report.json + PNGs")
     compare.add_argument("--metric", help="analyse this metric only (default: every metric)")
-    compare.add_argument("--level", type=float, default=0.95, help="interval level (0.95)")
+    compare.add_argument(
+        "--level", type=float, default=0.95, help="confidence level of the intervals (0.95)"
+    )
     compare.add_argument("--seed", type=int, default=0, help="seed of the mis-ranking simulation")
     compare.add_argument(
         "--n-sim", type=int, default=100_000, help="simulated single-run pairs per comparison"
@@ -33,7 +36,7 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     compare.add_argument(
         "--audit", help="split audit JSON (seisctf split --audit): budgets with one distinct draw"
     )
-    compare.set_defaults(run=_run_compare, needs_cluster=False)
+    compare.set_defaults(run=_run_compare, check=_check_compare, needs_cluster=False)
 
 
 def _load_audit(path: str) -> dict:
@@ -45,12 +48,18 @@ def _load_audit(path: str) -> dict:
         raise InvalidInput(path, f"not a JSON split audit ({error})") from None
 
 
+def _check_compare(args: argparse.Namespace) -> None:
+    if args.n_sim < 1:
+        raise InvalidInput("--n-sim", "expected a positive number of simulations")
+    _checks.existing(args.runs, kind="file")
+    if args.audit:
+        _checks.existing(args.audit, kind="file")
+
+
 def _run_compare(args: argparse.Namespace) -> None:
     from seisctf.scoring.compare import compare_runs, summary_lines
     from seisctf.scoring.uncertainty import identical_draw_budgets, read_runs
 
-    if args.n_sim < 1:
-        raise InvalidInput("--n-sim", "expected a positive number of simulations")
     runs = read_runs(args.runs, _options(args))
     identical = identical_draw_budgets(
         runs,

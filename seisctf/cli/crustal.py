@@ -5,13 +5,19 @@ from __future__ import annotations
 import argparse
 
 from seisctf.cli._parse import generator_seed, generator_seed_options
-from seisctf.cli.datasets import synthesize
+from seisctf.cli.datasets import _run_synthesis
+from seisctf.errors import InvalidInput
 from seisctf.registry import SYNTHS
 
 
 def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     """Add the `crustal` kind to `synth` (registered by cli/datasets.py)."""
-    crustal = groups["synth"].add_parser(
+    groups["synth"].defer(lambda kinds: _add_crustal(kinds, common))
+
+
+def _add_crustal(kinds, common: argparse.ArgumentParser) -> None:
+    """`synth crustal` and its options (added when `synth` is chosen)."""
+    crustal = kinds.add_parser(
         "crustal", parents=[common], help=SYNTHS["synthetic_crustal"].summary
     )
     crustal.add_argument("--out", required=True, help="store URL or path")
@@ -73,11 +79,16 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
         help="RMS of the ambient wavefield's vertical velocity, m/s (1e-5; 0: none)",
     )
     generator_seed_options(crustal)
-    crustal.set_defaults(run=_run_synth_crustal)
+    crustal.set_defaults(run=_run_synth_crustal, check=_check_crustal)
+
+
+def _check_crustal(args: argparse.Namespace) -> None:
+    if args.grid < 1:
+        raise InvalidInput("--grid", f"expected at least 1 sensor per side, got {args.grid}")
 
 
 def _run_synth_crustal(args: argparse.Namespace) -> None:
-    synthesize(
+    _run_synthesis(
         args,
         "crustal",
         generator_seed(args, "synth/crustal"),

@@ -5,21 +5,33 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import textwrap
 from pathlib import Path
 
-from seisctf import storage
-from seisctf.cli._parse import generator_seed, generator_seed_options
+from seisctf.cli import _checks
+from seisctf.cli._parse import Commands, generator_seed, generator_seed_options
 from seisctf.cli._parse import storage_options as _options
-from seisctf.recipes.context import BuildContext
-from seisctf.recipes.layouts import load_layout
+from seisctf.errors import InvalidInput
+from seisctf.recipes.layouts import LAYOUTS, load_layout
+from seisctf.recipes.schema import read_recipe
 from seisctf.registry import SYNTHS  # its summaries are the `synth` kinds' help
+
+AUTO_LAYOUT = "auto"
+LAYOUT_NAMES = ", ".join(LAYOUTS)
 
 
 def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     """Add demo, synth, build, tasks, baseline, split and export to `verbs`."""
     demo = verbs.add_parser("demo", parents=[common], help="the main job on the embedded default")
-    demo.add_argument("--workdir", default="seisctf-demo")
-    demo.add_argument("--dataset", default="global", choices=["global", "das", "crustal", "all"])
+    demo.add_argument(
+        "--workdir", default="seisctf-demo", help="folder for everything the demo writes"
+    )
+    demo.add_argument(
+        "--dataset",
+        default="global",
+        choices=["global", "das", "crustal", "all"],
+        help="global wavefield, ocean-bottom DAS record, 3D crustal simulations, or all three",
+    )
     demo.add_argument(
         "--secret",
         help="organiser secret (default: $SEISCTF_SECRET, else the published demo secret)",
@@ -34,61 +46,48 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
         "--duration", type=float, default=3000.0, help="seconds of wavefield (global only)"
     )
     demo.add_argument(
-        "--layout", help="layout name or YAML file (default: the dataset's: seismo, das, crustal)"
+        "--layout",
+        help=f"CTF layout: a shipped one ({LAYOUT_NAMES}) or a YAML file (default: the "
+        "dataset's: seismo, das, crustal)",
     )
-    demo.set_defaults(run=_run_demo)
+    demo.set_defaults(run=_run_demo, check=_check_demo)
 
     synth = verbs.add_parser("synth", help="offline synthetic wavefields")
     synth_kinds = synth.add_subparsers(dest="kind", required=True)
-    synth_global = synth_kinds.add_parser(
-        "global", parents=[common], help=SYNTHS["synthetic_global"].summary
-    )
-    synth_global.add_argument("--out", required=True, help="store URL or path")
-    synth_global.add_argument("--sensors", type=int, default=2048)
-    synth_global.add_argument("--duration", type=float, default=3000.0, help="seconds")
-    synth_global.add_argument("--rate", type=float, default=1.0, help="sampling rate, Hz")
-    generator_seed_options(synth_global)
-    synth_global.set_defaults(run=_run_synth_global)
-    synth_das = synth_kinds.add_parser(
-        "das", parents=[common], help=SYNTHS["synthetic_das"].summary
-    )
-    synth_das.add_argument("--out", required=True, help="DAS store URL or path")
-    synth_das.add_argument("--channels", type=int, default=3000)
-    synth_das.add_argument("--spacing", type=float, default=10.0, help="channel spacing, m")
-    synth_das.add_argument("--gauge-length", type=float, default=20.0, help="m")
-    synth_das.add_argument("--rate", type=float, default=5.0, help="sampling rate, Hz")
-    synth_das.add_argument(
-        "--layout",
-        default="das",
-        help="CTF layout (name or YAML) whose guarded slots the ten realisations fill",
-    )
-    synth_das.add_argument("--ctf-rate", type=float, default=1.0, help="the CTF's rate, Hz")
-    synth_das.add_argument("--no-earthquakes", action="store_true", help="swell and noise only")
-    synth_das.add_argument(
-        "--noise-rms", type=float, default=3e-9, help="instrument noise, strain rate 1/s"
-    )
-    generator_seed_options(synth_das)
-    synth_das.set_defaults(run=_run_synth_das)
-
+    # The kinds' help is the registered sources' summaries: added when `synth` is chosen.
+    synth_kinds.defer(lambda kinds: _add_synth_kinds(kinds, common))
     groups["synth"] = synth_kinds
 
     build = verbs.add_parser(
         "build", parents=[common], help="run a dataset recipe (YAML; see docs/recipes.md)"
     )
-    build.add_argument("recipe", help="recipe YAML file")
+    build.add_argument("recipe", help="recipe YAML file (docs/recipes.md)")
     build.add_argument("--workdir", default=".", help="where relative output URLs live")
     build.add_argument(
         "--secret", help="organiser secret (default: the recipe's, else $SEISCTF_SECRET)"
     )
-    build.set_defaults(run=_run_build)
+    build.set_defaults(run=_run_build, check=_check_build)
 
-    tasks = verbs.add_parser("tasks", parents=[common], help="build a CTF task bundle")
+    tasks = verbs.add_parser(
+        "tasks",
+        parents=[common],
+        help="build a CTF task bundle",
+        description="Build a CTF task bundle (public arrays + withheld truth) from a store.",
+        epilog=LayoutHelp.PENDING,
+        add_help=False,
+    )
+    tasks.add_argument("-h", "--help", action=LayoutHelp, help="show this help and exit")
     tasks.add_argument(
         "wavefield", help="wavefield store URL, or a continuous waveform store (ingest waveforms)"
     )
     tasks.add_argument("--public", required=True, help="URL of the public bundle")
     tasks.add_argument("--truth", required=True, help="URL of the withheld truth")
-    tasks.add_argument("--layout", default="seismo", help="layout name or YAML file")
+    tasks.add_argument(
+        "--layout",
+        default="seismo",
+        help=f"CTF layout: a shipped one ({LAYOUT_NAMES}), {AUTO_LAYOUT} (the largest shipped "
+        "layout the store supports, printed), or a YAML file; what each needs: below",
+    )
     tasks.add_argument(
         "--secret",
         help="organiser secret (default $SEISCTF_SECRET; else a random one, kept with the truth)",
@@ -106,13 +105,18 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
         action="store_true",
         help="replace an existing public bundle or truth at --public/--truth (default: refuse)",
     )
-    tasks.set_defaults(run=_run_tasks)
+    tasks.set_defaults(run=_run_tasks, check=_check_tasks)
 
     baseline = verbs.add_parser("baseline", parents=[common], help="write a baseline submission")
-    baseline.add_argument("model", choices=["zeros", "persistence", "mean"])
+    baseline.add_argument(
+        "model",
+        choices=["zeros", "persistence", "mean"],
+        help="zeros; persistence: the most recent input row repeated; mean: each sensor's "
+        "time mean of the inputs",
+    )
     baseline.add_argument("--public", required=True, help="URL of the public bundle")
     baseline.add_argument("--out", required=True, help="URL of the submission zarr group")
-    baseline.set_defaults(run=_run_baseline)
+    baseline.set_defaults(run=_run_baseline, check=_check_public)
 
     split = verbs.add_parser(
         "split",
@@ -124,6 +128,9 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
         "--strategy",
         required=True,
         choices=["source-clusters", "station-disjoint", "event", "time"],
+        help="source-clusters: k-means of the source locations, southern and northern clusters "
+        "for test; station-disjoint: each station in one split; event: whole events; time: "
+        "earliest events to train, latest to test",
     )
     split.add_argument("--clusters", type=int, default=20, help="k-means clusters (default 20)")
     split.add_argument(
@@ -159,6 +166,7 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     split.add_argument("--seed", type=int, default=0, help="seed of every random choice (0)")
     split.add_argument("--audit", metavar="OUT.json", help="write the leakage audit here")
     split.add_argument("--map", metavar="OUT.png", help="map of sources and stations by split")
+    # No check: the options are read first, by the splits module (which loads pandas).
     split.set_defaults(run=_run_split)
 
     export = verbs.add_parser("export", help="stores -> other formats")
@@ -176,8 +184,122 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
         help="write only metadata.csv with the store's split (into an existing dataset: its "
         "rows matched by trace_name)",
     )
-    export_seisbench.set_defaults(run=_run_export_seisbench)
+    export_seisbench.set_defaults(run=_run_export_seisbench, check=_check_export)
     groups["export"] = export_kinds
+
+
+def _add_synth_kinds(synth_kinds: Commands, common: argparse.ArgumentParser) -> None:
+    """`synth global` and `synth das` (`synth crustal`: cli/crustal.py)."""
+    synth_global = synth_kinds.add_parser(
+        "global", parents=[common], help=SYNTHS["synthetic_global"].summary
+    )
+    synth_global.add_argument("--out", required=True, help="store URL or path")
+    synth_global.add_argument(
+        "--sensors", type=int, default=2048, help="number of sensors on the globe"
+    )
+    synth_global.add_argument(
+        "--duration", type=float, default=3000.0, help="seconds of wavefield per realisation"
+    )
+    synth_global.add_argument("--rate", type=float, default=1.0, help="sampling rate, Hz")
+    generator_seed_options(synth_global)
+    synth_global.set_defaults(run=_run_synth_global)
+    synth_das = synth_kinds.add_parser(
+        "das", parents=[common], help=SYNTHS["synthetic_das"].summary
+    )
+    synth_das.add_argument("--out", required=True, help="DAS store URL or path")
+    synth_das.add_argument("--channels", type=int, default=3000, help="channels along the fibre")
+    synth_das.add_argument("--spacing", type=float, default=10.0, help="channel spacing, m")
+    synth_das.add_argument("--gauge-length", type=float, default=20.0, help="gauge length, m")
+    synth_das.add_argument("--rate", type=float, default=5.0, help="sampling rate, Hz")
+    synth_das.add_argument(
+        "--layout",
+        default="das",
+        help=f"CTF layout whose guarded slots the ten realisations fill: a shipped one "
+        f"({LAYOUT_NAMES}) or a YAML file",
+    )
+    synth_das.add_argument("--ctf-rate", type=float, default=1.0, help="the CTF's rate, Hz")
+    synth_das.add_argument("--no-earthquakes", action="store_true", help="swell and noise only")
+    synth_das.add_argument(
+        "--noise-rms", type=float, default=3e-9, help="instrument noise, strain rate 1/s"
+    )
+    generator_seed_options(synth_das)
+    synth_das.set_defaults(run=_run_synth_das, check=_check_layout_option)
+
+
+class LayoutHelp(argparse.Action):
+    """`seisctf tasks --help`: the help, with what each shipped layout needs of a store in its
+    epilog, computed from the layouts (and the filter design, which loads scipy) only when
+    asked for."""
+
+    PENDING = "(what each layout needs)"
+
+    def __init__(
+        self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None
+    ):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        parser.epilog = _help_layout_needs()
+        parser.print_help()
+        parser.exit()
+
+
+def _help_layout_needs() -> str:
+    """What each shipped layout needs of a continuous record, as `tasks --help` shows it."""
+    from seisctf.pipeline.bundles.layouts import describe_needs, needs, shipped_by_size
+
+    rate, source_rates = 1.0, (100.0, 40.0, 5.0)
+    largest = shipped_by_size()[0]
+    guards = ", ".join(
+        f"{needs(largest, source, rate).guard} from {source:g} Hz" for source in source_rates
+    )
+    heading = (
+        "What a shipped layout needs of a continuous waveform store (one channel) or DAS store, "
+        f"for a CTF at {rate:g} Hz (--rate) from a record at {source_rates[0]:g} Hz: ten "
+        "segments, each after a guard where the causal anti-alias filter settles (a guard of "
+        f"{guards}); stations or DAS channels gap-free over all ten:"
+    )
+    rows = [
+        f"  {describe_needs(needs(layout, source_rates[0], rate), rate)}"
+        for layout in shipped_by_size()
+    ]
+    footer = (
+        "A wavefield store (seisctf synth) needs the layout's steps per realisation and as "
+        f"many sensors as it needs stations. --layout {AUTO_LAYOUT} takes the largest shipped "
+        "layout the store supports."
+    )
+    return "\n".join([textwrap.fill(heading, 88), *rows, textwrap.fill(footer, 88)])
+
+
+def _check_layout_option(args: argparse.Namespace) -> None:
+    """A `--layout` that is not `auto` names a shipped layout or a valid layout file."""
+    if args.layout and args.layout != AUTO_LAYOUT:
+        load_layout(args.layout)
+
+
+def _check_demo(args: argparse.Namespace) -> None:
+    _check_layout_option(args)
+
+
+def _check_build(args: argparse.Namespace) -> None:
+    """The recipe is a readable YAML mapping (its schema, which needs the registries, is checked
+    when the build starts)."""
+    read_recipe(args.recipe)
+
+
+def _check_tasks(args: argparse.Namespace) -> None:
+    _checks.zarr_group(args.wavefield)
+    _check_layout_option(args)
+    if args.rate is not None and args.rate <= 0:
+        raise InvalidInput("--rate", f"expected a rate > 0 Hz, got {args.rate:g}")
+
+
+def _check_public(args: argparse.Namespace) -> None:
+    _checks.zarr_group(args.public)
+
+
+def _check_export(args: argparse.Namespace) -> None:
+    _checks.zarr_group(args.store)
 
 
 def _run_demo(args: argparse.Namespace) -> None:
@@ -197,9 +319,12 @@ def _run_demo(args: argparse.Namespace) -> None:
     print(f"HTML leaderboard: {(workdir / 'leaderboard' / 'index.html').resolve()}")
 
 
-def synthesize(args: argparse.Namespace, kind: str, seed: int, **options) -> None:
+def _run_synthesis(args: argparse.Namespace, kind: str, seed: int, **options) -> None:
     """`seisctf synth KIND`: the `synthetic_KIND` source of `SYNTHS` with these options (`seed`
     from --seed or the secret, the layout from --layout where given), written to --out."""
+    from seisctf import storage
+    from seisctf.recipes.context import BuildContext
+
     layout = getattr(args, "layout", None)
     context = BuildContext(
         storage_options=_options(args),
@@ -216,11 +341,11 @@ def synthesize(args: argparse.Namespace, kind: str, seed: int, **options) -> Non
 def _run_synth_global(args: argparse.Namespace) -> None:
     seed = generator_seed(args, "synth/global")
     options = {"sensors": args.sensors, "duration_s": args.duration, "sampling_rate_hz": args.rate}
-    synthesize(args, "global", seed, **options)
+    _run_synthesis(args, "global", seed, **options)
 
 
 def _run_synth_das(args: argparse.Namespace) -> None:
-    synthesize(
+    _run_synthesis(
         args,
         "das",
         generator_seed(args, "synth/das"),
@@ -288,9 +413,10 @@ def _run_build(args: argparse.Namespace) -> None:
 
 
 def _run_tasks(args: argparse.Namespace) -> None:
+    from seisctf import conventions as cv
     from seisctf import keys, storage
+    from seisctf.pipeline.bundles import layouts
     from seisctf.pipeline.bundles.archive_wavefield import wavefield_for_tasks
-    from seisctf.pipeline.bundles.layouts import load_layout
     from seisctf.pipeline.bundles.segments import (
         build_bundle,
         refuse_existing_bundle,
@@ -299,17 +425,29 @@ def _run_tasks(args: argparse.Namespace) -> None:
 
     options = _options(args)
     secret, generated = keys.resolve_secret(args.secret)
-    layout = load_layout(args.layout)
     refuse_existing_bundle(args.public, args.truth, options, overwrite=args.overwrite)
-    wavefield, attrs, truth_attrs = wavefield_for_tasks(
-        storage.open_dataset(args.wavefield, options),
-        layout,
-        channel=args.channel,
-        rate_hz=args.rate,
-        what=args.wavefield,
-        quiet=args.quiet,
-    )
-    bundle = build_bundle(wavefield, layout, secret, what=args.wavefield)
+    store = storage.open_dataset(args.wavefield, options)
+
+    def bundle_of(layout: layouts.Layout):
+        """The wavefield made for `layout`, its attrs, and its bundle (lazy)."""
+        wavefield, attrs, truth_attrs = wavefield_for_tasks(
+            store,
+            layout,
+            channel=args.channel,
+            rate_hz=args.rate,
+            what=args.wavefield,
+            quiet=args.quiet,
+        )
+        return build_bundle(wavefield, layout, secret, what=args.wavefield), attrs, truth_attrs
+
+    if args.layout == AUTO_LAYOUT:
+        candidates = layouts.auto_candidates(is_das=cv.das_variable(store) is not None)
+        layout, (bundle, attrs, truth_attrs) = layouts.largest_supported(
+            bundle_of, candidates, args.wavefield
+        )
+        print(f"layout auto: {layout.name!r}, the largest shipped layout {args.wavefield} supports")
+    else:
+        bundle, attrs, truth_attrs = bundle_of(layouts.load_layout(args.layout))
     write_bundle(
         bundle,
         args.public,

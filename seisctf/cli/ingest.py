@@ -1,16 +1,21 @@
 """`seisctf ingest …`: raw archives -> zarr stores. One sub-command per ingest registered in
 `seisctf.registry.INGESTS` (its `command`, `help` and plain ingest function `cli`); this module
-adds each command's flags and prints its report. An ingest without flags here (`COMMANDS`) gets
-them from its options schema (`--name-with-dashes` per option, `--out` for the store) and runs
-as its recipe source does: so a new ingest is one module, its tests and its docs."""
+adds each command's flags, checks its paths before the cluster and prints its report. The
+commands of `COMMANDS` are parsed without loading the registry (it imports every ingest
+module): it loads when another command is named, for `ingest --help`, and when one runs. An
+ingest without flags here (`COMMANDS`) gets them from its options schema (`--name-with-dashes`
+per option, `--out` for the store) and runs as its recipe source does: so a new ingest is one
+module, its tests and its docs."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
 
+from seisctf.cli import _checks
+from seisctf.cli._parse import Commands
 from seisctf.cli._parse import storage_options as _options
-from seisctf.recipes.context import BuildContext
+from seisctf.errors import InvalidInput
 from seisctf.registry import INGESTS, Entry
 
 
@@ -18,24 +23,52 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     """Add `ingest waveforms|das|quakeml|seisbench|stead` (every registered ingest) to `verbs`."""
     ingest = verbs.add_parser("ingest", help="raw archives -> zarr stores")
     ingest_kinds = ingest.add_subparsers(dest="kind", required=True)
-    order = list(COMMANDS)
+    # The commands with flags here are added when `ingest` is chosen; the registry (loading it
+    # imports every ingest module) only when another is chosen, the help is shown, or one runs.
+    ingest_kinds.defer(lambda kinds: _add_commands(kinds, common))
+    ingest_kinds.on_demand(lambda kinds: _add_registered(kinds, common))
+    groups["ingest"] = ingest_kinds
 
-    def position(entry: Entry) -> tuple[int, str]:
-        command = entry.command or entry.name
-        return (order.index(command) if command in order else len(order), command)
 
-    for entry in sorted(INGESTS.entries(), key=position):
-        command = entry.command or entry.name
-        add_arguments, run = COMMANDS.get(command, (schema_arguments(entry), run_from_schema))
-        help_text = entry.help or entry.summary
-        parser = ingest_kinds.add_parser(command, parents=[common], help=help_text)
+def _add_commands(ingest_kinds: Commands, common: argparse.ArgumentParser) -> None:
+    """The ingest commands of `COMMANDS`, in its order (their help comes with the registry)."""
+    for command, (add_arguments, run, check) in COMMANDS.items():
+        # help=None lists it in `ingest --help`, whose text the registry then gives.
+        parser = ingest_kinds.add_parser(command, parents=[common], help=None)
         add_arguments(parser)
-        parser.set_defaults(run=run, ingest_function=entry.cli, ingest_entry=entry)
+        parser.set_defaults(run=run, check=check)
     # Workers import SeisBench (and torch, ~4 s) while they start, not on their first task.
     ingest_kinds.choices["seisbench"].set_defaults(
         worker_modules=("seisbench.data", "seisctf.catalogs.seisbench_format")
     )
-    groups["ingest"] = ingest_kinds
+
+
+def _add_registered(ingest_kinds: Commands, common: argparse.ArgumentParser) -> None:
+    """Every registered ingest: the help of those in `COMMANDS`, and a command with flags from
+    its options schema for each other one (by name)."""
+    help_of = {choice.dest: choice for choice in ingest_kinds._choices_actions}
+    others = []
+    for entry in INGESTS.entries():
+        command = entry.command or entry.name
+        if command in ingest_kinds.choices:
+            if command in help_of:
+                help_of[command].help = entry.help or entry.summary
+        else:
+            others.append((command, entry))
+    for command, entry in sorted(others, key=lambda item: item[0]):
+        parser = ingest_kinds.add_parser(
+            command, parents=[common], help=entry.help or entry.summary
+        )
+        schema_arguments(entry)(parser)
+        parser.set_defaults(run=_run_from_schema, check=None, ingest_entry=entry)
+
+
+def _registered(command: str) -> Callable:
+    """The plain ingest function (`cli`) of the registered ingest whose command is `command`."""
+    for entry in INGESTS.entries():
+        if (entry.command or entry.name) == command:
+            return entry.cli
+    raise InvalidInput(f"ingest {command}", "no registered ingest has this command")
 
 
 def _sources_arguments(parser: argparse.ArgumentParser) -> None:
@@ -163,7 +196,7 @@ def _event_window_layout_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_ingest_waveforms(args: argparse.Namespace) -> None:
-    report = args.ingest_function(
+    report = _registered(args.kind)(
         args.sources,
         args.out,
         inventories=args.inventory,
@@ -187,7 +220,7 @@ def _run_ingest_waveforms(args: argparse.Namespace) -> None:
 
 
 def _run_ingest_das(args: argparse.Namespace) -> None:
-    report = args.ingest_function(
+    report = _registered(args.kind)(
         args.sources,
         args.out,
         strict=args.strict,
@@ -210,7 +243,7 @@ def _run_ingest_das(args: argparse.Namespace) -> None:
 
 
 def _run_ingest_quakeml(args: argparse.Namespace) -> None:
-    report = args.ingest_function(
+    report = _registered(args.kind)(
         args.catalog,
         args.archive,
         args.out,
@@ -231,7 +264,7 @@ def _run_ingest_quakeml(args: argparse.Namespace) -> None:
 
 
 def _run_ingest_seisbench(args: argparse.Namespace) -> None:
-    report = args.ingest_function(
+    report = _registered(args.kind)(
         args.folder,
         args.out,
         rate=args.rate,
@@ -249,7 +282,7 @@ def _run_ingest_seisbench(args: argparse.Namespace) -> None:
 
 
 def _run_ingest_stead(args: argparse.Namespace) -> None:
-    report = args.ingest_function(
+    report = _registered(args.kind)(
         args.hdf5,
         args.csv,
         args.out,
@@ -275,8 +308,11 @@ def schema_arguments(entry: Entry) -> Callable[[argparse.ArgumentParser], None]:
             if name == "store":  # the store is --out
                 continue
             flag, kind = "--" + name.replace("_", "-"), schema.get("type")
+            meaning = schema.get("description") or f"the ingest's option {name!r} ({kind})"
             if kind == "boolean":
-                parser.add_argument(flag, dest=name, action="store_true", default=None)
+                parser.add_argument(
+                    flag, dest=name, action="store_true", default=None, help=meaning
+                )
                 continue
             values = schema.get("items", {}) if kind == "array" else schema
             parser.add_argument(
@@ -285,15 +321,17 @@ def schema_arguments(entry: Entry) -> Callable[[argparse.ArgumentParser], None]:
                 required=name in required,
                 nargs="+" if kind == "array" else None,
                 type=_JSON_TYPES.get(values.get("type"), str),
-                help=schema.get("description"),
+                help=meaning,
             )
         parser.add_argument("--out", required=True, help="store URL or path")
 
     return add
 
 
-def run_from_schema(args: argparse.Namespace) -> None:
+def _run_from_schema(args: argparse.Namespace) -> None:
     """Run an ingest from its schema's flags as its recipe source: into the store at --out."""
+    from seisctf.recipes.context import BuildContext
+
     entry: Entry = args.ingest_entry
     options = {
         name: getattr(args, name)
@@ -306,11 +344,35 @@ def run_from_schema(args: argparse.Namespace) -> None:
     print(f"wrote {args.out}: {', '.join(dataset.data_vars)} ({sizes})")
 
 
-# Each ingest command (INGESTS' `command`): its flags and how it runs, in `seisctf ingest`'s order.
-COMMANDS: dict[str, tuple[Callable, Callable]] = {
-    "waveforms": (_waveforms_arguments, _run_ingest_waveforms),
-    "das": (_das_arguments, _run_ingest_das),
-    "quakeml": (_quakeml_arguments, _run_ingest_quakeml),
-    "seisbench": (_seisbench_arguments, _run_ingest_seisbench),
-    "stead": (_stead_arguments, _run_ingest_stead),
+def _check_sources(args: argparse.Namespace) -> None:
+    """Local sources exist (a glob matches something); so do local inventories."""
+    _checks.sources(args.sources)
+    for inventory in getattr(args, "inventory", ()):
+        _checks.existing(inventory, kind="file")
+
+
+def _check_quakeml(args: argparse.Namespace) -> None:
+    _checks.existing(args.catalog, kind="file")
+    _checks.sources(args.archive)
+    for inventory in args.inventory:
+        _checks.existing(inventory, kind="file")
+
+
+def _check_seisbench(args: argparse.Namespace) -> None:
+    _checks.existing(args.folder, kind="folder")
+
+
+def _check_stead(args: argparse.Namespace) -> None:
+    _checks.existing(args.hdf5, kind="file")
+    _checks.existing(args.csv, kind="file")
+
+
+# Each ingest command (INGESTS' `command`): its flags, how it runs and its check before the
+# cluster, in `seisctf ingest`'s order.
+COMMANDS: dict[str, tuple[Callable, Callable, Callable]] = {
+    "waveforms": (_waveforms_arguments, _run_ingest_waveforms, _check_sources),
+    "das": (_das_arguments, _run_ingest_das, _check_sources),
+    "quakeml": (_quakeml_arguments, _run_ingest_quakeml, _check_quakeml),
+    "seisbench": (_seisbench_arguments, _run_ingest_seisbench, _check_seisbench),
+    "stead": (_stead_arguments, _run_ingest_stead, _check_stead),
 }

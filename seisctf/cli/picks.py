@@ -8,6 +8,7 @@ import sys
 import warnings
 from pathlib import Path
 
+from seisctf.cli import _checks
 from seisctf.cli._parse import (
     release_options,
     release_request,
@@ -16,6 +17,7 @@ from seisctf.cli._parse import (
     write_json,
 )
 from seisctf.cli._parse import storage_options as _options
+from seisctf.errors import InvalidInput
 
 SPLITS = ("train", "dev", "test", "all")
 GROUPINGS = ("station", "magnitude", "snr")
@@ -30,8 +32,18 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     score.add_argument("--truth", required=True, help="event-window store URL (with labels)")
     score.add_argument("--submission", required=True, help="pick table: .csv, .parquet or .pq")
     score.add_argument("--name", help="model name (default: the file's stem)")
-    score.add_argument("--tolerance", type=float, default=0.5, help="pick tolerance, s")
-    score.add_argument("--threshold", type=float, default=0.5, help="detection threshold")
+    score.add_argument(
+        "--tolerance",
+        type=float,
+        default=0.5,
+        help="a P or S pick within this many seconds of the labelled arrival is a hit",
+    )
+    score.add_argument(
+        "--threshold",
+        type=float,
+        default=0.5,
+        help="a trace with a detection value at or above this is detected",
+    )
     score.add_argument("--split", default="test", choices=SPLITS, help="traces scored")
     score.add_argument(
         "--group-by",
@@ -50,7 +62,7 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     score.add_argument("--histogram", help="PNG histogram of the P and S residuals")
     submitter_options(score)
     release_options(score)
-    score.set_defaults(run=_run_score_picks)
+    score.set_defaults(run=_run_score_picks, check=_check_score_picks)
 
     pick = verbs.add_parser("pick", help="baseline pickers writing a pick table")
     kinds = pick.add_subparsers(dest="kind", required=True)
@@ -70,7 +82,9 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
         choices=("train", "dev", "none"),
         help="split the thresholds and window lengths are tuned on (none: defaults)",
     )
-    stalta.set_defaults(run=_run_pick_stalta, worker_modules=PICKING_WORKER_MODULES)
+    stalta.set_defaults(
+        run=_run_pick_stalta, check=_check_pick, worker_modules=PICKING_WORKER_MODULES
+    )
     seisbench.add_argument(
         "--model", required=True, help="class in seisbench.models, e.g. PhaseNet"
     )
@@ -86,12 +100,28 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     )
     seisbench.set_defaults(
         run=_run_pick_seisbench,
+        check=_check_pick,
         worker_modules=("seisctf.baselines.seisbench_picker", "torch", "seisbench.models"),
     )
 
 
+def _check_score_picks(args: argparse.Namespace) -> None:
+    """Before the cluster: the submitter's metadata, the release options, the truth (a local
+    zarr group) and the pick table (a local file)."""
+    submitter_metadata(args)
+    if release_request(args) and (args.group_by or args.histogram):
+        raise InvalidInput(
+            "--group-by/--histogram", "per-group and per-residual values are not released"
+        )
+    _checks.zarr_group(args.truth)
+    _checks.existing(args.submission, kind="file")
+
+
+def _check_pick(args: argparse.Namespace) -> None:
+    _checks.zarr_group(args.store)
+
+
 def _run_score_picks(args: argparse.Namespace) -> None:
-    from seisctf.errors import InvalidInput
     from seisctf.scoring import referee
     from seisctf.scoring.picks import PickTimeWarning
     from seisctf.scoring.site.plots import plot_residual_histogram
@@ -99,10 +129,6 @@ def _run_score_picks(args: argparse.Namespace) -> None:
 
     metadata = submitter_metadata(args)
     release = release_request(args)
-    if release and (args.group_by or args.histogram):
-        raise InvalidInput(
-            "--group-by/--histogram", "per-group and per-residual values are not released"
-        )
 
     def write(results: list[dict]) -> None:
         (result,) = results

@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from seisctf.cli import _checks
 from seisctf.cli._parse import (
     SCORING_WORKER_MODULES,
     release_options,
@@ -23,7 +24,9 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     score = verbs.add_parser("score", help="score submissions")
     score_kinds = score.add_subparsers(dest="kind", required=True)
     score_ctf = score_kinds.add_parser("ctf", parents=[common], help="CTF scores E1..E12")
-    score_ctf.add_argument("--truth", help="truth group URL (the referee's)")
+    score_ctf.add_argument(
+        "--truth", help="truth group URL (the referee's; or --validation with --public)"
+    )
     score_ctf.add_argument(
         "--submission",
         required=True,
@@ -31,8 +34,19 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
         action="extend",
         help="submission(s): zarr group, .zip of one, .npz or folder of .npy; repeatable",
     )
-    score_ctf.add_argument("--name", action="append", help="name per submission (repeatable)")
-    score_ctf.add_argument("--convention", default="reference", choices=["reference", "paper"])
+    score_ctf.add_argument(
+        "--name",
+        action="append",
+        help="name per submission, repeatable (default: each submission's file stem)",
+    )
+    score_ctf.add_argument(
+        "--convention",
+        default="reference",
+        choices=["reference", "paper"],
+        help="reference: numbers comparable with the published reference CTF scorer (matrix "
+        "2-norms, mean linear power spectrum); paper: the CTF paper's formulas (Frobenius "
+        "norms, log power spectrum per row); docs/scoring.md",
+    )
     score_ctf.add_argument(
         "--validation",
         action="store_true",
@@ -53,19 +67,56 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     score_ctf.add_argument("--plot", help="radar profile PNG of the scores")
     submitter_options(score_ctf)
     release_options(score_ctf)
-    score_ctf.set_defaults(run=_run_score_ctf, worker_modules=SCORING_WORKER_MODULES)
+    score_ctf.set_defaults(
+        run=_run_score_ctf, check=_check_score_ctf, worker_modules=SCORING_WORKER_MODULES
+    )
 
     board = verbs.add_parser("leaderboard", parents=[common], help="show the leaderboard")
-    board.add_argument("--db", default="seisctf-demo/leaderboard.sqlite")
+    board.add_argument(
+        "--db", default="seisctf-demo/leaderboard.sqlite", help="SQLite leaderboard to show"
+    )
     board.add_argument(
         "--html", help="also write the static HTML leaderboard (index.html + a page per dataset)"
     )
     board.add_argument(
         "--json", help="also write the public leaderboard.json (scores rounded to 0.01) here"
     )
-    board.set_defaults(run=_run_leaderboard, needs_cluster=False)
+    board.set_defaults(run=_run_leaderboard, check=_check_leaderboard, needs_cluster=False)
 
     groups["score"] = score_kinds
+
+
+def _submission_names(args: argparse.Namespace) -> list[str]:
+    """`--name`s, else the submissions' file stems; one distinct name per submission."""
+    names = args.name or [Path(s.rstrip("/")).stem for s in args.submission]
+    if len(names) != len(args.submission) or len(set(names)) != len(names):
+        raise InvalidInput("--name", "give one distinct name per submission")
+    return names
+
+
+def _check_score_ctf(args: argparse.Namespace) -> None:
+    """Before the cluster: the options' combinations, the submitter's metadata, the names, the
+    local paths (truth or public a zarr group, each submission present), and each submission's
+    array names (and a zarr folder's shapes) against a local bundle's manifest (the truth's test
+    arrays, or with --validation the public validation targets)."""
+    if args.validation != bool(args.public) or bool(args.truth) == args.validation:
+        raise InvalidInput("score ctf", "give --truth URL, or --validation with --public URL")
+    if args.db and args.validation:
+        raise InvalidInput(
+            "--db", "validation scores stay local; the leaderboard takes referee scores"
+        )
+    submitter_metadata(args)
+    if release_request(args) and args.validation:
+        raise InvalidInput("--release", "applies to referee scores (--truth), not --validation")
+    _submission_names(args)
+    _checks.zarr_group(args.truth or args.public)
+    for submission in args.submission:
+        _checks.existing(submission)
+    manifest = _checks.ctf_manifest(args.truth or args.public)
+    expected = _checks.expected_shapes(manifest, validation=args.validation) if manifest else None
+    if expected:
+        for submission in args.submission:
+            _checks.submission_arrays(submission, expected)
 
 
 def _run_score_ctf(args: argparse.Namespace) -> None:
@@ -74,19 +125,9 @@ def _run_score_ctf(args: argparse.Namespace) -> None:
     from seisctf.scoring.site.terminal import print_results
     from seisctf.scoring.submission import SubmissionLimits
 
-    if args.validation != bool(args.public) or bool(args.truth) == args.validation:
-        raise InvalidInput("score ctf", "give --truth URL, or --validation with --public URL")
-    if args.db and args.validation:
-        raise InvalidInput(
-            "--db", "validation scores stay local; the leaderboard takes referee scores"
-        )
     metadata = submitter_metadata(args)
     release = release_request(args)
-    if release and args.validation:
-        raise InvalidInput("--release", "applies to referee scores (--truth), not --validation")
-    names = args.name or [Path(s.rstrip("/")).stem for s in args.submission]
-    if len(names) != len(args.submission) or len(set(names)) != len(names):
-        raise InvalidInput("--name", "give one distinct name per submission")
+    names = _submission_names(args)
     limits = None
     if args.max_submission_bytes:
         limits = SubmissionLimits(
@@ -118,13 +159,16 @@ def _run_score_ctf(args: argparse.Namespace) -> None:
         referee.run_ctf(args.truth, submissions, judge, write, **scoring)
 
 
+def _check_leaderboard(args: argparse.Namespace) -> None:
+    if not Path(args.db).exists():
+        raise InvalidInput(args.db, "leaderboard database not found")
+
+
 def _run_leaderboard(args: argparse.Namespace) -> None:
     from seisctf.scoring import leaderboard
     from seisctf.scoring.site.pages import write_site
     from seisctf.scoring.site.terminal import print_table
 
-    if not Path(args.db).exists():
-        raise InvalidInput(args.db, "leaderboard database not found")
     rows = leaderboard.entries(args.db)
     print_table(rows)
     if args.json:

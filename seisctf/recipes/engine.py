@@ -34,6 +34,7 @@ from seisctf.recipes.schema import (
     POSITIVE_INT,
     URL,
     RecipeText,
+    describe,
     document_schema,
     parameters,
     read_recipe,
@@ -156,7 +157,10 @@ def build(recipe: RecipeText, context: BuildContext) -> BuildContext:
         try:
             result = source.function(context, **options)
         except InvalidInput as error:
-            raise recipe.error(("source", source_name), str(error)) from None
+            location = ("source", source_name)
+            # The recipe's line names the source: a source that names itself is not named twice.
+            problem = error.problem if error.what == describe(location) else str(error)
+            raise recipe.error(location, problem) from None
         if source.ingest:  # a store: open it once
             opened["source"] = result
         return result

@@ -82,7 +82,7 @@ import xarray as xr
 from seisctf import conventions as cv
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
-from seisctf.pipeline.bundles.layouts import Layout
+from seisctf.pipeline.bundles.layouts import Layout, length_note, stations_note
 from seisctf.pipeline.transforms import filters
 from seisctf.pipeline.transforms.history import recorded
 from seisctf.recipes.filter_design import FILTER_TOLERANCE, ctf_ratio, guard_steps
@@ -268,7 +268,8 @@ def guarded_segments(
             f"too short for layout {layout.name!r}: {source} gives {n_out} samples at "
             f"{rate_hz} Hz ({n_out / rate_hz:g} s); {N_SEGMENTS} segments of {steps} samples, "
             f"each after a guard of {guard} samples while the causal anti-alias filter "
-            f"settles, need {N_SEGMENTS * slot_steps} ({N_SEGMENTS * slot_steps / rate_hz:g} s)",
+            f"settles, need {N_SEGMENTS * slot_steps} ({N_SEGMENTS * slot_steps / rate_hz:g} s)"
+            + length_note(n_out, source_rate_hz, rate_hz),
         )
     max_lead = lead_limit(up, down, guard)
     (leads,) = compute(
@@ -282,7 +283,8 @@ def guarded_segments(
             f"only {int(complete.sum())} {trace_noun}(s) have gap-free {source} data over "
             f"{N_SEGMENTS} consecutive slots of {slot_steps} samples at {rate_hz} Hz "
             f"({guard} of guard + a segment of {steps}); layout {layout.name!r} "
-            f"(modes={layout.modes}) needs at least {needed}",
+            f"(modes={layout.modes}) needs at least {needed}"
+            + stations_note(layout, source_rate_hz, rate_hz),
         )
     order = list(range(data.sizes[trace_dim])) if order is None else order
     kept = [i for i in order if complete[i]]

@@ -32,15 +32,20 @@ withheld window are not amplified without bound.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
-from seisctf.conventions import extended_names
+from seisctf.conventions import SEGMENT_ROLES, extended_names
 from seisctf.errors import InvalidInput
+from seisctf.recipes.filter_design import guard_steps
 
 # Layouts as data (parsed once per build) live with the recipe engine; re-exported here.
 from seisctf.recipes.layouts import LAYOUTS as LAYOUTS
 from seisctf.recipes.layouts import Layout as Layout
 from seisctf.recipes.layouts import load_layout as load_layout
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -118,7 +123,9 @@ def check_layout(layout: Layout, n_time: int, n_space: int, what: str) -> None:
     """Refuse a layout the wavefield cannot fill or whose scores cannot be computed."""
     if layout.required_steps > n_time:
         raise InvalidInput(
-            what, f"has {n_time} time steps; layout {layout.name!r} needs {layout.required_steps}"
+            what,
+            f"has {n_time} time steps; layout {layout.name!r} needs {layout.required_steps}"
+            + time_steps_note(n_time, n_space),
         )
     if (
         not 0 < layout.k_short <= layout.forecast_steps
@@ -132,5 +139,123 @@ def check_layout(layout: Layout, n_time: int, n_space: int, what: str) -> None:
         raise InvalidInput(
             f"layout {layout.name!r}",
             f"modes={layout.modes} but {n_space} sensors "
-            f"give only {max_modes} bins from zero frequency upward",
+            f"give only {max_modes} bins from zero frequency upward"
+            + time_steps_note(n_time, n_space),
         )
+
+
+# --- what a layout needs of a record, and which shipped layout a record supports ----------------
+
+# Phrases of the errors that say a record does not fit a layout (too short, too few stations or
+# sensors): `--layout auto` then tries the next smaller shipped layout.
+MISFIT_PHRASES = ("too short for layout", "needs at least", "time steps; layout", "bins from zero")
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What `layout` needs of a continuous record (archive or DAS store) to become a bundle:
+    `traces` gap-free stations or channels (2 · modes − 1, the long-time score's), and ten
+    slots of `guard` + `steps` CTF samples (the guard: the causal filter's warm-up from the
+    record's rate to the CTF rate)."""
+
+    layout: Layout
+    traces: int
+    steps: int
+    guard: int
+
+    @property
+    def samples(self) -> int:
+        """CTF samples of the whole record: ten guarded slots."""
+        return len(SEGMENT_ROLES) * (self.guard + self.steps)
+
+
+def needs(layout: Layout, source_rate_hz: float, rate_hz: float = 1.0) -> Needs:
+    """What `layout` needs of a record sampled at `source_rate_hz`, made into a CTF at `rate_hz`."""
+    steps = layout.required_steps
+    guard = guard_steps(source_rate_hz, rate_hz, steps)
+    return Needs(layout, max(1, 2 * layout.modes - 1), steps, guard)
+
+
+def shipped_by_size() -> list[Layout]:
+    """The shipped layouts, largest first (by the steps they need; equal sizes by name)."""
+    return sorted(LAYOUTS.values(), key=lambda layout: (-layout.required_steps, layout.name))
+
+
+def describe_needs(need: Needs, rate_hz: float) -> str:
+    """'seismo: 199 gap-free stations, 10 x (39 + 3000) = 30390 samples at 1 Hz (8.44 h)'."""
+    hours = need.samples / rate_hz / 3600
+    return (
+        f"{need.layout.name}: {need.traces} gap-free stations, {len(SEGMENT_ROLES)} x "
+        f"({need.guard} + {need.steps}) = {need.samples} samples at {rate_hz:g} Hz ({hours:.3g} h)"
+    )
+
+
+def length_note(n_samples: int, source_rate_hz: float, rate_hz: float) -> str:
+    """For a record too short: the largest shipped layout `n_samples` CTF samples hold, or what
+    the smallest needs."""
+    fitting = [
+        need
+        for layout in shipped_by_size()
+        if (need := needs(layout, source_rate_hz, rate_hz)).samples <= n_samples
+    ]
+    if fitting:
+        return (
+            f"; the largest shipped layout it is long enough for is {fitting[0].layout.name!r} "
+            f"(--layout {fitting[0].layout.name}, or --layout auto)"
+        )
+    smallest = needs(shipped_by_size()[-1], source_rate_hz, rate_hz)
+    return f"; no shipped layout fits: the smallest, {describe_needs(smallest, rate_hz)}"
+
+
+def stations_note(layout: Layout, source_rate_hz: float, rate_hz: float) -> str:
+    """For a record with too few gap-free traces: the shipped layouts with shorter slots (where
+    more traces may be gap-free throughout), or that none is shorter."""
+    shorter = [
+        other.name
+        for other in shipped_by_size()
+        if other.required_steps < layout.required_steps and other.modes <= layout.modes
+    ]
+    if shorter:
+        return (
+            f"; shorter slots may keep more of them: shipped layout(s) {shorter} "
+            "(--layout auto tries each, largest first)"
+        )
+    return "; no shipped layout needs as few stations over shorter slots"
+
+
+def time_steps_note(n_time: int, n_space: int) -> str:
+    """For a wavefield store that does not fit: the largest shipped layout it does fit."""
+    for other in shipped_by_size():
+        if other.required_steps <= n_time and 0 < other.modes <= n_space - n_space // 2:
+            return f"; the largest shipped layout it fits is {other.name!r} (or --layout auto)"
+    return "; no shipped layout fits it"
+
+
+def does_not_fit(error: InvalidInput, layout: Layout) -> bool:
+    """Whether `error` says that the record does not fit `layout` (rather than anything else)."""
+    text = str(error)
+    return f"layout {layout.name!r}" in text and any(p in text for p in MISFIT_PHRASES)
+
+
+def largest_supported(
+    build: Callable[[Layout], T], candidates: list[Layout], what: str
+) -> tuple[Layout, T]:
+    """`--layout auto`: the first of `candidates` (largest first) for which `build(layout)`
+    succeeds, with its result. A candidate the record does not fit (`does_not_fit`) is passed
+    over; any other error is raised. None fitting: InvalidInput listing why each did not."""
+    reasons = []
+    for layout in candidates:
+        try:
+            return layout, build(layout)
+        except InvalidInput as error:
+            if not does_not_fit(error, layout):
+                raise
+            reasons.append(f"{layout.name!r}: {error.problem.split('; ')[0]}")
+    raise InvalidInput(what, "no shipped layout fits (--layout auto): " + "; ".join(reasons))
+
+
+def auto_candidates(is_das: bool) -> list[Layout]:
+    """The shipped layouts `--layout auto` tries, largest first; of layouts of equal sizes the
+    one made for the store's kind (`das` for a DAS store, else `seismo`)."""
+    unwanted = "seismo" if is_das else "das"
+    return [layout for layout in shipped_by_size() if layout.name != unwanted]
