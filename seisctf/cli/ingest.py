@@ -261,6 +261,7 @@ def _run_ingest_quakeml(args: argparse.Namespace) -> None:
         f"wrote {args.out}: {report.n_earthquake} earthquake and {report.n_noise} noise "
         f"windows, {len(report.problems)} problem(s)"
     )
+    print(f"catalogue: {report.catalog}")
 
 
 def _run_ingest_seisbench(args: argparse.Namespace) -> None:

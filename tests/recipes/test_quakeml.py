@@ -216,7 +216,9 @@ def test_windows_are_slices_of_the_continuous_store_with_arrivals_from_picks(sou
     assert list(catalogue[cv.TRACE_NAME]) == names
 
 
-def test_raw_archive_is_ingested_first_and_gives_the_same_windows(sources, tmp_path, dask_cluster):
+def test_raw_archive_is_ingested_first_and_gives_the_same_windows(
+    sources, tmp_path, capsys, dask_cluster
+):
     root, continuous = sources
     archive = tmp_path / "archive"
     archive.mkdir()
@@ -260,6 +262,7 @@ def test_raw_archive_is_ingested_first_and_gives_the_same_windows(sources, tmp_p
         ]
     )
     assert code == 0
+    assert f"catalogue: {out}/catalog.parquet" in capsys.readouterr().out.splitlines()
     ds = storage.open_dataset(out)
     assert set(ds[cv.TRACE_CATEGORY].values) == {"earthquake_local"}
     assert ds.sizes[cv.TRACE] == sum(len(p) for *_, p in EVENTS) - 1  # YY.B01 is not there

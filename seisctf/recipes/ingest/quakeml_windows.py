@@ -42,6 +42,7 @@ from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.catalogs import quakeml as catalogs
 from seisctf.catalogs.event_windows import (
+    catalog_url,
     choose_layout,
     input_entry,
     task_traces,
@@ -71,11 +72,13 @@ WINDOW_RULE = (
 
 @dataclass(frozen=True)
 class QuakemlReport:
-    """What the ingest wrote: number of earthquake and noise windows, and the problems."""
+    """What the ingest wrote: number of earthquake and noise windows, the problems, and the
+    URL of the Parquet catalogue (inside the store)."""
 
     n_earthquake: int
     n_noise: int
     problems: tuple[str, ...]
+    catalog: str
 
 
 def traces_per_task(n_channel: int, window_samples: int) -> int:
@@ -402,7 +405,8 @@ def cut_and_write(
         }
     )
     write_event_windows(dataset, url, storage_options, label="ingest quakeml", quiet=quiet)
-    return QuakemlReport(n_earthquake, len(plan.windows) - n_earthquake, problems)
+    n_noise = len(plan.windows) - n_earthquake
+    return QuakemlReport(n_earthquake, n_noise, problems, catalog_url(url))
 
 
 # --- the recipe source ----------------------------------------------------------------------
