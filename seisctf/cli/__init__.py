@@ -23,7 +23,12 @@ from seisctf.cli._parse import (
 )
 from seisctf.cluster import dask_client
 from seisctf.errors import InvalidInput
-from seisctf.storage import is_storage_outage
+from seisctf.storage import (
+    is_storage_outage,
+    never_answered,
+    parse_storage_options,
+    storage_mistake,
+)
 
 EXIT_INVALID_INPUT = 3
 EXIT_STORAGE_UNAVAILABLE = 1
@@ -76,18 +81,42 @@ def main(argv: list[str] | None = None) -> int:
         print(f"seisctf: invalid input: {error}", file=sys.stderr)
         return EXIT_INVALID_INPUT
     except Exception as error:
-        if not is_storage_outage(error):
+        code = _storage_failure(error, args)
+        if code is None:
             raise
-        # Not bad input (exit 3) and not a bug (a traceback): the storage did not answer, after
-        # the retries. Nothing unfinished is marked complete; an ingest resumes when re-run.
-        print(
-            f"seisctf: storage unavailable: {type(error).__name__}: {error}\n"
-            "seisctf: nothing unfinished was marked complete; re-run the same command once the "
-            "storage answers (an ingest resumes where it stopped)",
-            file=sys.stderr,
-        )
-        return EXIT_STORAGE_UNAVAILABLE
+        return code
     return 0
+
+
+def _storage_failure(error: Exception, args: argparse.Namespace) -> int | None:
+    """Report a storage failure in a line or two and return the exit code, or None for an error
+    that is not one (it keeps its traceback). A storage mistake (no bucket, no credentials,
+    access denied) is bad input, exit 3; storage that did not answer after the retries is not bad
+    input and not a bug: exit 1, and nothing unfinished was marked complete."""
+    options = getattr(args, "storage_option", None)
+    urls = [value for value in vars(args).values() if isinstance(value, str) and "://" in value]
+    mistake = (
+        storage_mistake(error, urls, parse_storage_options(options)) if options or urls else None
+    )
+    if mistake is not None:
+        mistake = flag_error(mistake, getattr(args, "option_flags", {}))
+        print(f"seisctf: invalid input: {mistake}", file=sys.stderr)
+        return EXIT_INVALID_INPUT
+    if not is_storage_outage(error):
+        return None
+    endpoint = never_answered(error)
+    hint = (
+        f" (nothing answered at {endpoint}: check the endpoint_url storage option)"
+        if endpoint
+        else ""
+    )
+    print(
+        f"seisctf: storage unavailable: {type(error).__name__}: {error}{hint}\n"
+        "seisctf: nothing unfinished was marked complete; re-run the same command once the "
+        "storage answers (an ingest resumes where it stopped)",
+        file=sys.stderr,
+    )
+    return EXIT_STORAGE_UNAVAILABLE
 
 
 def fast_exit(code: int) -> None:
