@@ -63,8 +63,8 @@ def is_remote(url: str) -> bool:
 # throttling) are retried by botocore ("standard" mode: up to this many retries after the first
 # attempt, waiting random(0, min(2**(n-1), 20)) s before the n-th). The environment variable is read
 # where the store is opened (the command's process and each worker); a storage option
-# `config_kwargs.retries.max_attempts=N` (attempts, the first included) overrides it and travels
-# with the tasks.
+# `config_kwargs.retries.max_attempts=N` (botocore's meaning: N retries after the first attempt;
+# `total_max_attempts` counts the first) overrides it and travels with the tasks.
 S3_RETRIES_ENV = "SEISCTF_S3_RETRIES"
 DEFAULT_S3_RETRIES = 10
 
@@ -100,7 +100,7 @@ def options_for(url: str, storage_options: StorageOptions | None) -> StorageOpti
     if not is_remote(url):
         return None
     if str(url).startswith(("s3://", "s3a://")):
-        retries = {"max_attempts": s3_retries() + 1, "mode": "standard"}
+        retries = {"max_attempts": s3_retries(), "mode": "standard"}
         return _with_defaults({"config_kwargs": {"retries": retries}}, storage_options or {})
     return storage_options or None
 
