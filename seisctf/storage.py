@@ -262,7 +262,9 @@ def __getattr__(name: str) -> Any:
             )
             return client
 
+    # Named as a module attribute, so that pickle (Dask sends stores to workers) finds it.
     WatchedS3FileSystem.__module__ = __name__
+    WatchedS3FileSystem.__qualname__ = name
     globals()[name] = WatchedS3FileSystem
     return WatchedS3FileSystem
 
