@@ -329,11 +329,11 @@ def storage_mistake(
     refuses a write to it as AccessDenied, so a refusal is checked with one HeadBucket), or
     access denied. `urls`: the command's URLs (the S3 ones name the store when the error does
     not); `storage_options` as given (`endpoint_url` names the endpoint)."""
-    from botocore.exceptions import ClientError, NoCredentialsError, PartialCredentialsError
-
     s3_urls = [str(url) for url in urls if str(url).startswith(("s3://", "s3a://"))]
     if not s3_urls:
         return None
+    from botocore.exceptions import ClientError, NoCredentialsError, PartialCredentialsError
+
     endpoint = _endpoint_name(storage_options)
     causes = list(_causes(error))
     if any(isinstance(cause, NoCredentialsError | PartialCredentialsError) for cause in causes):
@@ -341,7 +341,10 @@ def storage_mistake(
     refusals = [cause for cause in causes if isinstance(cause, ClientError)]
     detail = refusals[0].response.get("Error", {}) if refusals else {}
     code = str(detail.get("Code", ""))
-    if not (refusals or isinstance(error, PermissionError | FileNotFoundError)):
+    # s3fs turns S3's refusals into these OS errors, without a file name; a worker's arrive
+    # without their cause. One with a file name is about a local file.
+    from_s3 = isinstance(error, PermissionError | FileNotFoundError) and error.filename is None
+    if not (refusals or from_s3):
         return None
     url = next((u for u in s3_urls if _bucket_of(u) == detail.get("BucketName")), s3_urls[0])
     bucket = detail.get("BucketName") or _bucket_of(url)
@@ -349,7 +352,7 @@ def storage_mistake(
         return InvalidInput(url, _no_bucket(bucket, storage_options))
     if code in _REFUSED_CREDENTIALS:
         return InvalidInput(url, f"{endpoint} refuses the credentials ({code}): {CREDENTIALS_HELP}")
-    if code == "AccessDenied" or isinstance(error, PermissionError):
+    if code == "AccessDenied" or (from_s3 and isinstance(error, PermissionError)):
         operation = getattr(refusals[0], "operation_name", "") if refusals else ""
         return InvalidInput(
             url,

@@ -202,3 +202,18 @@ def test_a_wrong_endpoint_port_says_what_it_retries_and_gives_up_soon(
     assert ended - started < 40, err  # waits of at most 7 s, and the command's shutdown
     assert "seisctf: storage unavailable: EndpointConnectionError: " in err
     assert f"nothing answered at {endpoint}: check the endpoint_url storage option" in err
+
+
+def test_a_local_file_error_is_not_taken_for_an_s3_mistake(s3_server):
+    """A command with S3 URLs that fails on a local file keeps that error (and its traceback):
+    an OS error naming a file is not S3's refusal."""
+    options = s3_server.storage_options
+    for error in (PermissionError(13, "Permission denied", "/local/out.json"),
+                  FileNotFoundError(2, "No such file", "/local/in.csv")):  # fmt: skip
+        assert storage.storage_mistake(error, ["s3://nobucket-local/x.zarr"], options) is None
+    assert storage.storage_mistake(ValueError("x"), ["s3://nobucket-local/x.zarr"], options) is None
+    # Without its cause (as from a worker), s3fs's refusal is checked against the bucket.
+    mistake = storage.storage_mistake(
+        PermissionError(13, "Access Denied."), ["s3://nobucket-local/x.zarr"], options
+    )
+    assert mistake is not None and "bucket nobucket-local does not exist" in str(mistake)

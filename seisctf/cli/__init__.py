@@ -93,11 +93,9 @@ def _storage_failure(error: Exception, args: argparse.Namespace) -> int | None:
     that is not one (it keeps its traceback). A storage mistake (no bucket, no credentials,
     access denied) is bad input, exit 3; storage that did not answer after the retries is not bad
     input and not a bug: exit 1, and nothing unfinished was marked complete."""
-    options = getattr(args, "storage_option", None)
     urls = [value for value in vars(args).values() if isinstance(value, str) and "://" in value]
-    mistake = (
-        storage_mistake(error, urls, parse_storage_options(options)) if options or urls else None
-    )
+    options = parse_storage_options(getattr(args, "storage_option", None))
+    mistake = storage_mistake(error, urls, options)
     if mistake is not None:
         mistake = flag_error(mistake, getattr(args, "option_flags", {}))
         print(f"seisctf: invalid input: {mistake}", file=sys.stderr)
