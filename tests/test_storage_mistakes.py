@@ -122,12 +122,12 @@ def clean_environment(home: Path, **extra: str) -> dict[str, str]:
 
 @pytest.mark.parametrize("direction", ["write", "read"])
 def test_s3_without_credentials_says_how_to_give_them(
-    direction, s3_server, s3_bucket, dask_cluster, tmp_path
+    direction, s3_server, s3_bucket, dask_cluster, archive, tmp_path
 ):
     url = f"{s3_bucket}/{direction}.zarr"
     endpoint = f"--storage-option=endpoint_url={s3_server.endpoint_url}"
     if direction == "write":
-        command = [*SMALL_SYNTH, "--out", url]
+        command = ["ingest", "waveforms", str(archive), "--out", url]
     else:
         command = ["baseline", "persistence", "--public", url, "--out", str(tmp_path / "p.zarr")]
     result = subprocess.run(
@@ -166,20 +166,21 @@ class TimedLines:
 
 @pytest.mark.parametrize(("retries", "attempts"), [("2", 3), ("", storage.FIRST_CONTACT_ATTEMPTS)])
 def test_a_wrong_endpoint_port_says_what_it_retries_and_gives_up_soon(
-    retries, attempts, s3_server, dask_cluster, tmp_path
+    retries, attempts, dask_cluster, archive
 ):
     """Nothing listens on the port. With `SEISCTF_S3_RETRIES=2` the request is tried 3 times;
     with the default 10 retries a refused first contact is still tried only 4 times: botocore's
     waits for 11 attempts are a minute on average, for 4 at most 7 s."""
     port = free_port()
     endpoint = f"http://127.0.0.1:{port}"
-    url = "s3://somebucket/wavefield.zarr"
+    url = "s3://somebucket/waveforms.zarr"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
     env.pop(storage.S3_RETRIES_ENV, None)
     if retries:
         env[storage.S3_RETRIES_ENV] = retries
     process = subprocess.Popen(
-        [*SEISCTF, *SMALL_SYNTH, "--out", url, f"--storage-option=endpoint_url={endpoint}",
+        [*SEISCTF, "ingest", "waveforms", str(archive), "--out", url,
+         f"--storage-option=endpoint_url={endpoint}",
          "--storage-option=key=k", "--storage-option=secret=s",
          "--scheduler", dask_cluster.address, "--quiet"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
