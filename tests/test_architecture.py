@@ -42,7 +42,7 @@ LAZY_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ("seisctf.cli.picks", "_run_"): VERB_RUNNER,
     ("seisctf.cli.score", "_run_"): VERB_RUNNER,
     ("seisctf.cli", "dask_client"): LIGHT_COMMAND_LINE,
-    ("seisctf.cli", "is_storage_outage"): LIGHT_COMMAND_LINE,
+    ("seisctf.cli", "_storage_failure"): LIGHT_COMMAND_LINE,
     ("seisctf.cli._parse", "storage_options"): LIGHT_COMMAND_LINE,
     ("seisctf.cli.datasets", "_help_"): LIGHT_COMMAND_LINE,
 }

@@ -114,17 +114,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         return EXIT_INTERRUPTED
     except Exception as error:
-        if not is_storage_outage(error):
+        code = _storage_failure(error, args)
+        if code is None:
             raise
-        # Not bad input (exit 3) and not a bug (a traceback): the storage did not answer, after
-        # the retries. Nothing unfinished is marked complete; an ingest resumes when re-run.
-        print(
-            f"seisctf: storage unavailable: {type(error).__name__}: {error}\n"
-            "seisctf: nothing unfinished was marked complete; re-run the same command once the "
-            "storage answers (an ingest resumes where it stopped)",
-            file=sys.stderr,
-        )
-        return EXIT_STORAGE_UNAVAILABLE
+        return code
     return 0
 
 
@@ -141,11 +134,41 @@ def dask_client(*args, **kwargs):
     return client(*args, **kwargs)
 
 
-def is_storage_outage(error: BaseException) -> bool:
-    """`seisctf.storage.is_storage_outage`, imported when an error is judged."""
-    from seisctf.storage import is_storage_outage as outage
+def _storage_failure(error: Exception, args: argparse.Namespace) -> int | None:
+    """Report a storage failure in a line or two and return the exit code, or None for an error
+    that is not one (it keeps its traceback). A storage mistake (no bucket, no credentials,
+    access denied) is bad input, exit 3; storage that did not answer after the retries is not bad
+    input and not a bug: exit 1, and nothing unfinished was marked complete. (`seisctf.storage`
+    is imported here, when an error is judged: `seisctf --help` and the checks load no zarr.)"""
+    from seisctf.storage import (
+        is_storage_outage,
+        never_answered,
+        parse_storage_options,
+        storage_mistake,
+    )
 
-    return outage(error)
+    urls = [value for value in vars(args).values() if isinstance(value, str) and "://" in value]
+    options = parse_storage_options(getattr(args, "storage_option", None))
+    mistake = storage_mistake(error, urls, options)
+    if mistake is not None:
+        mistake = flag_error(mistake, getattr(args, "option_flags", {}))
+        print(f"seisctf: invalid input: {mistake}", file=sys.stderr)
+        return EXIT_INVALID_INPUT
+    if not is_storage_outage(error):
+        return None
+    endpoint = never_answered(error)
+    hint = (
+        f" (nothing answered at {endpoint}: check the endpoint_url storage option)"
+        if endpoint
+        else ""
+    )
+    print(
+        f"seisctf: storage unavailable: {type(error).__name__}: {error}{hint}\n"
+        "seisctf: nothing unfinished was marked complete; re-run the same command once the "
+        "storage answers (an ingest resumes where it stopped)",
+        file=sys.stderr,
+    )
+    return EXIT_STORAGE_UNAVAILABLE
 
 
 def fast_exit(code: int) -> None:

@@ -122,7 +122,7 @@ def test_an_outage_beyond_the_retries_fails_clearly_and_resumes(
     s3, killable_cluster, miniseed_archive, reference
 ):
     url = f"s3://{BUCKET}/resumed.zarr"
-    # One attempt per request (the option travels with the tasks to every worker).
+    # One retry per request (the option travels with the tasks to every worker).
     command = ingest(miniseed_archive, url, s3, killable_cluster.address,
                      **{"config_kwargs.retries.max_attempts": "1"})  # fmt: skip
     process = start(command)
@@ -151,10 +151,10 @@ def test_s3_retries_are_configurable_and_given_options_win(monkeypatch):
     default = storage.options_for(url, {"endpoint_url": "http://127.0.0.1:1"})
     assert default == {
         "endpoint_url": "http://127.0.0.1:1",
-        "config_kwargs": {"retries": {"max_attempts": 11, "mode": "standard"}},
+        "config_kwargs": {"retries": {"max_attempts": 10, "mode": "standard"}},
     }
     monkeypatch.setenv(storage.S3_RETRIES_ENV, "3")
-    assert storage.options_for(url, None)["config_kwargs"]["retries"]["max_attempts"] == 4
+    assert storage.options_for(url, None)["config_kwargs"]["retries"]["max_attempts"] == 3
     given = storage.parse_storage_options(["config_kwargs.retries.max_attempts=2"])
     merged = storage.options_for(url, given)["config_kwargs"]["retries"]
     assert merged == {"max_attempts": 2, "mode": "standard"}

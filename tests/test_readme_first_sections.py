@@ -1,0 +1,118 @@
+"""The README's first sections run as written, as a newcomer runs them top to bottom: every shell
+block up to and including "Try S3 locally" runs verbatim through `bash -e` in a fresh temporary
+working directory with the virtualenv active, and exits 0. A block that cannot run there is
+preceded by `<!-- readme-test: skip: REASON -->` (the first, `make demo` and `make test`, is the
+set-up and this very suite); python, yaml and text blocks are not shell."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+LAST_SECTION = "### Try S3 locally"
+SHELL_LANGUAGES = {"", "sh", "bash", "shell"}
+SKIP = re.compile(r"<!-- readme-test: skip: (?P<reason>.*\S) -->")
+VENV = Path(sys.executable).parents[1]
+
+
+@dataclass(frozen=True)
+class Block:
+    """A fenced code block: its first line's number in the README (1-based), its language, its
+    text, and the reason it is not run (None: it runs)."""
+
+    line: int
+    language: str
+    code: str
+    skip: str | None
+
+    @property
+    def runs(self) -> bool:
+        return self.language in SHELL_LANGUAGES and self.skip is None
+
+
+def first_section_blocks(text: str) -> list[Block]:
+    """The fenced blocks from the README's start to the heading after `LAST_SECTION`."""
+    lines = text.splitlines()
+    start = lines.index(LAST_SECTION)
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("#")), len(lines))
+    blocks, index = [], 0
+    while index < end:
+        if not lines[index].startswith("```"):
+            index += 1
+            continue
+        closing = lines.index("```", index + 1)
+        before = next((line for line in reversed(lines[:index]) if line.strip()), "")
+        marker = SKIP.fullmatch(before.strip())
+        blocks.append(
+            Block(
+                line=index + 1,
+                language=lines[index][3:].strip(),
+                code="\n".join(lines[index + 1 : closing]) + "\n",
+                skip=marker["reason"] if marker else None,
+            )
+        )
+        index = closing + 1
+    return blocks
+
+
+BLOCKS = first_section_blocks(README.read_text())
+
+
+def test_the_first_sections_run_what_a_newcomer_runs():
+    """The blocks that do not run say why; the first is `make demo`/`make test`; the S3 part
+    runs, and starts its own server."""
+    assert BLOCKS[0].code.split()[:2] == ["make", "demo"] and BLOCKS[0].skip
+    for block in BLOCKS:
+        assert block.language in SHELL_LANGUAGES | {"python", "yaml", "text"}, block.line
+    running = [block for block in BLOCKS if block.runs]
+    assert any("weed server" in block.code and "seisctf " in block.code for block in running)
+    assert all(not block.skip or len(block.skip) > 10 for block in BLOCKS)
+
+
+@pytest.mark.parametrize("block", [b for b in BLOCKS if b.runs], ids=lambda b: f"line{b.line}")
+def test_a_readme_block_runs_as_written(block: Block, tmp_path):
+    """Run in a fresh folder where `.venv` is the virtualenv (as in the checkout), after
+    `. .venv/bin/activate`; this checkout first on the import path. Whatever the block starts
+    in the background it must stop itself: nothing of its process group is left."""
+    assert (VENV / "bin" / "activate").exists(), f"no virtualenv at {VENV}"
+    (tmp_path / ".venv").symlink_to(VENV, target_is_directory=True)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen(
+        ["bash", "-e", "-c", f". .venv/bin/activate\n{block.code}"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        output, _ = process.communicate(timeout=600)
+    finally:
+        left = _stop_group(process.pid)
+    assert process.returncode == 0, (
+        f"README line {block.line} exited {process.returncode}:\n{output}"
+    )
+    assert not left, f"README line {block.line} left processes running: {left}"
+
+
+def _stop_group(group: int) -> list[str]:
+    """SIGKILL what is left of the process group the test started; returns what was left."""
+    listing = subprocess.run(
+        ["pgrep", "-a", "-g", str(group)], capture_output=True, text=True
+    ).stdout
+    left = [line.strip() for line in listing.splitlines() if line.strip()]
+    try:
+        os.killpg(group, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    return left
