@@ -36,9 +36,10 @@ def stats_station_id(stats: Any) -> str:
 
 def split_station(station: str, what: str | None = None) -> tuple[str, str, str]:
     """(network, station code, location code) of a station id: `NET.STA`, `NET.STA.LOC`, or the
-    old `NET.STA.` (empty location code); anything else is bad input of `what` (the store)."""
+    old `NET.STA.` (empty location code); anything else is bad input of `what` (the store). The
+    network code may be empty (`.STA`: SAC files often carry none); the station code may not."""
     parts = str(station).split(".")
-    if len(parts) not in (2, 3) or not all(parts[:2]):
+    if len(parts) not in (2, 3) or not parts[1]:
         raise InvalidInput(
             what or str(station),
             f"station id {str(station)!r} is not NET.STA or NET.STA.LOC (SEED network, station "

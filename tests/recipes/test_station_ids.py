@@ -213,3 +213,19 @@ def test_a_store_written_before_keeps_matching_picks_and_takes_appends(
     assert appended.attrs["channel_metadata"] == one_shot.attrs["channel_metadata"]
     np.testing.assert_array_equal(appended["data"].values, one_shot["data"].values)
     assert np.isfinite(appended["data"].values).all()
+
+
+def test_an_empty_network_code_is_ingested(tmp_path, capsys, dask_cluster):
+    """SAC files often carry no network code (obspy's test.sac): the station id is `.STA`, the
+    codes are kept, and the samples are stored."""
+    sac = OBSPY / "io/sac/tests/data/test.sac"
+    trace = obspy.read(str(sac))[0]
+    assert trace.stats.network == ""  # the case this test is about
+    out = tmp_path / "sac.zarr"
+    code, text = _cli(capsys, "ingest", "waveforms", str(sac), "--out", str(out),
+                      scheduler=dask_cluster.address)  # fmt: skip
+    assert code == 0, text
+    ds = _assert_ids_follow_obspy(out, [sac])
+    assert [str(s) for s in ds[cv.STATION].values] == [f".{trace.stats.station}"]
+    stored = ds[cv.WAVEFORM_VAR].values[0, 0, : trace.stats.npts]
+    np.testing.assert_array_equal(stored, trace.data.astype(stored.dtype))
