@@ -74,7 +74,7 @@ def zero_arrays(**replace: np.ndarray | None) -> dict[str, np.ndarray]:
     (None) drops arrays."""
     arrays = {name: np.zeros(shape, dtype=np.float32) for name, shape in CTF_SHAPES.items()}
     for name, array in replace.items():
-        arrays.pop(name)
+        arrays.pop(name, None)
         if array is not None:
             arrays[name] = array
     return arrays
@@ -196,3 +196,123 @@ def stead_hdf5(path: Path) -> Path:
 
 
 RUNS_COLUMNS = "approach,budget,data_draw,training_seed,metric,value"
+
+
+# --- small stores of seisctf's layouts, written with zarr directly -----------------------------
+
+Variable = tuple[tuple[str, ...], np.ndarray]  # (dimension names, values)
+
+
+def write_store(
+    path: Path,
+    data_vars: dict[str, Variable],
+    coords: dict[str, Variable],
+    attrs: dict,
+    extra: dict[str, bytes] | None = None,
+) -> Path:
+    """A zarr v3 store as seisctf's writers leave it: one chunk per array (every chunk written),
+    data variables listing the non-dimension `coords` in their `coordinates` attribute, the
+    `extra` files inside the store, then `attrs` with the completion marker and the consolidated
+    metadata, last. Nothing records a time or a library version."""
+    import zarr
+
+    group = zarr.open_group(str(path), mode="w", zarr_format=3)
+    listed = " ".join(name for name, (dims, _) in coords.items() if dims != (name,))
+    for name, (dims, values) in {**coords, **data_vars}.items():
+        values = np.asarray(values)
+        text = values.dtype.kind in "OU"
+        stored = group.create_array(
+            name,
+            shape=values.shape,
+            dtype=str if text else values.dtype,
+            chunks=values.shape,
+            fill_value="" if text else np.nan if values.dtype.kind == "f" else 0,
+            dimension_names=dims,
+            attributes={"coordinates": listed} if name in data_vars and listed else {},
+            config={"write_empty_chunks": True},
+        )
+        stored[...] = values
+    group.attrs.update({**attrs, "seisctf_complete": True})
+    zarr.consolidate_metadata(group.store)
+    for relative, payload in (extra or {}).items():  # after listing the group: no zarr nodes
+        (path / relative).write_bytes(payload)
+    return path
+
+
+def waveform_store(
+    path: Path, stations: list[str], n_samples: int, rate_hz: float, codes: bool = True
+) -> Path:
+    """A continuous waveform store (docs/contract.md): data(station, channel, time) float32 of
+    `stations` × BHZ × `n_samples` at `rate_hz` from 2020-01-01, seeded noise without gaps;
+    `codes`: the network, station_code and location arrays (split from the ids)."""
+    data = np.random.default_rng(7).standard_normal((len(stations), 1, n_samples))
+    coords: dict[str, Variable] = {
+        "station": (("station",), np.array(stations, dtype=object)),
+        "channel": (("channel",), np.array(["BHZ"], dtype=object)),
+        "latitude": (("station",), np.linspace(40.0, 41.0, len(stations))),
+        "longitude": (("station",), np.linspace(10.0, 11.0, len(stations))),
+        "elevation": (("station",), np.zeros(len(stations))),
+    }
+    if codes:
+        parts = [(station.split(".") + [""])[:3] for station in stations]
+        for index, name in enumerate(("network", "station_code", "location")):
+            coords[name] = (("station",), np.array([p[index] for p in parts], dtype=object))
+    attrs = {
+        "start_time": "2020-01-01T00:00:00Z",
+        "start_time_ns": 1577836800 * 10**9,
+        "sampling_rate": rate_hz,
+        "block_samples": n_samples,
+        "time_offsets_s": {station: [0.0] for station in stations},
+        "channel_metadata": {station: {} for station in stations},
+        "ingest_problems": [],
+        "inputs": [],
+        "resampling": None,
+        "response_removed": None,
+    }
+    data_vars: dict[str, Variable] = {
+        "data": (("station", "channel", "time"), data.astype(np.float32)),
+        "coverage": (("station", "block"), np.ones((len(stations), 1), dtype=np.float32)),
+    }
+    return write_store(path, data_vars, coords, attrs)
+
+
+def event_window_store(path: Path, catalog: bytes | None) -> Path:
+    """An event-window store (docs/contract.md) of four 3 × 100-sample windows at 100 Hz, two
+    stations × two events, whose attr `catalog` names `catalog.parquet` inside it, holding
+    `catalog` (None: no such file)."""
+    names = np.array([f"XX.S{i % 2}_EV{i // 2}" for i in range(4)], dtype=object)
+    coords: dict[str, Variable] = {
+        "channel": (("channel",), np.array(["Z", "N", "E"], dtype=object)),
+        "trace_name": (("trace",), names),
+        "trace_npts": (("trace",), np.full(4, 100, dtype=np.int64)),
+        "station_network_code": (("trace",), np.array(["XX"] * 4, dtype=object)),
+        "station_code": (("trace",), np.array([f"S{i % 2}" for i in range(4)], dtype=object)),
+        "source_id": (("trace",), np.array([f"EV{i // 2}" for i in range(4)], dtype=object)),
+    }
+    waveforms = np.random.default_rng(8).standard_normal((4, 3, 100)).astype(np.float32)
+    attrs = {"sampling_rate": 100.0, "component_order": "ZNE", "catalog": "catalog.parquet"}
+    extra = None if catalog is None else {"catalog.parquet": catalog}
+    return write_store(path, {"waveforms": (("trace", "channel", "sample"), waveforms)}, coords,
+                       attrs, extra)  # fmt: skip
+
+
+QUAKEML_ONE_PICK = """<?xml version="1.0" encoding="UTF-8"?>
+<q:quakeml xmlns:q="http://quakeml.org/xmlns/quakeml/1.2" xmlns="http://quakeml.org/xmlns/bed/1.2">
+  <eventParameters publicID="smi:local/corpus">
+    <event publicID="smi:local/corpus/event/1">
+      <preferredOriginID>smi:local/corpus/origin/1</preferredOriginID>
+      <origin publicID="smi:local/corpus/origin/1">
+        <time><value>2020-01-01T00:00:10.000000Z</value></time>
+        <latitude><value>40.5</value></latitude>
+        <longitude><value>10.5</value></longitude>
+        <depth><value>10000.0</value></depth>
+      </origin>
+      <pick publicID="smi:local/corpus/pick/1">
+        <time><value>2020-01-01T00:00:30.000000Z</value></time>
+        <waveformID networkCode="IM" stationCode="I59H1" locationCode="" channelCode="BHZ"/>
+        <phaseHint>P</phaseHint>
+      </pick>
+    </event>
+  </eventParameters>
+</q:quakeml>
+"""  # one event (origin at 10 s) and one P pick (at 30 s) at IM.I59H1, times of `waveform_store`

@@ -14,7 +14,9 @@ reads it, and fragments its one-line error must contain. Placeholders in command
 the bad one), `{out}` a fresh output path, `{truth}` a CTF truth group of the shapes in
 `CTF_SHAPES`, `{picks}` an event-window store with labels, `{scheduler}` a Dask scheduler.
 Every case must exit with code 3, name its input, print no traceback, and leave no complete
-output.
+output; a command given no output path (`split STORE`, in place) runs on a copy of its input,
+which must stay as written (a store still complete, without a `split`). Stores are tiny ones of
+seisctf's layouts written with zarr directly (`bad_writers.write_store`), not by an ingest.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from bad_writers import (  # noqa: E402 - beside this script, run or imported
     COORDINATES,
     CTF_SHAPES,
     MSEED_10_RECORDS,
+    QUAKEML_ONE_PICK,
     RUNS_COLUMNS,
     SAC_DATA_OFFSET,
     SAC_FILE,
@@ -42,6 +45,7 @@ from bad_writers import (  # noqa: E402 - beside this script, run or imported
     SAC_NVHDR_OFFSET,
     STATIONXML,
     STEAD_COLUMNS,
+    event_window_store,
     flip_bits,
     npy_bytes,
     npy_header,
@@ -49,6 +53,7 @@ from bad_writers import (  # noqa: E402 - beside this script, run or imported
     seisbench_dataset,
     seisbench_rows,
     stead_hdf5,
+    waveform_store,
     with_value,
     write_hdf5,
     write_npz,
@@ -278,6 +283,7 @@ TRUTH = ("score", "ctf", "--truth", "{input}", "--submission", "{support}/zeros.
          "{out}")  # fmt: skip
 COMPARE = ("compare", "{input}", "--out", "{out}")
 DEMO = ("demo", "--layout", "{input}", "--workdir", "{out}")
+SPLIT = ("split", "{input}", "--strategy", "event")  # in place: the input must stay as it was
 PICK_HEADER = "trace_name,detection,p_time_s,s_time_s\n"
 
 
@@ -352,6 +358,18 @@ CASES: tuple[Case, ...] = (
          _text("<quakeml><eventParameters><event>unclosed"),
          ("ingest", "quakeml", "{input}", "--archive", "{support}/good.mseed", "--out", "{out}"),
          ()),
+    Case("waveforms-store-bad-station-id.zarr", "a continuous waveform store (tiny, written "
+         "as the layout says) whose station id is 'I59H1', not NET.STA or NET.STA.LOC",
+         lambda p: waveform_store(p, ["I59H1"], 100, 1.0, codes=False),
+         ("ingest", "quakeml", "{support}/picks.xml", "--archive", "{input}", "--out", "{out}"),
+         ("station id 'I59H1'", "is not NET.STA or NET.STA.LOC")),
+    Case("ew-catalog-missing.zarr", "an event-window store (tiny, written as the layout says) "
+         "whose attr catalog names catalog.parquet, which is missing",
+         lambda p: event_window_store(p, None), SPLIT,
+         ("catalog.parquet", "no Parquet catalogue there")),
+    Case("ew-catalog-not-parquet.zarr", "an event-window store whose catalog.parquet is text",
+         lambda p: event_window_store(p, b"trace_name\n"), SPLIT,
+         ("catalog.parquet", "not a readable Parquet catalogue")),
     # --- CTF submissions (score ctf) -------------------------------------------------------------
     Case("ctf-nan.npz", "X3test holds a NaN", _w(write_npz, with_value("X3test", (17, 5), np.nan)),
          SCORE, ("X3test", "non-finite", "[17, 5]")),
@@ -360,6 +378,12 @@ CASES: tuple[Case, ...] = (
          ("X6test", "non-finite", "[0, 47]")),
     Case("ctf-wrong-shape.npz", "X5test has 99 rows, the manifest says 100",
          _w(write_npz, zero_arrays(X5test=np.zeros((99, 48), np.float32))), SCORE,
+         ("X5test", "(99, 48)", "expected (100, 48)")),
+    Case("ctf-missing-array.npz", "X3test missing, an unexpected X99test present",
+         _w(write_npz, zero_arrays(X3test=None, X99test=np.zeros((2, 2), np.float32))), SCORE,
+         ("missing arrays ['X3test']", "unexpected arrays ['X99test']")),
+    Case("ctf-wrong-shape.zarr", "X5test has 99 rows, the manifest says 100 (zarr group)",
+         _w(write_zarr_group, zero_arrays(X5test=np.zeros((99, 48), np.float32))), SCORE,
          ("X5test", "(99, 48)", "expected (100, 48)")),
     Case("ctf-object-dtype.npz", "X4test is an object (pickled) array",
          _w(write_npz, zero_arrays(X4test=np.full(CTF_SHAPES["X4test"], 0.0, dtype=object))),
@@ -395,6 +419,18 @@ CASES: tuple[Case, ...] = (
          _w(write_zarr_group, zero_arrays()), TRUTH, ("incomplete",)),
     Case("truth-no-manifest.zarr", "a complete group without the ctf manifest",
          _store_without_manifest, TRUTH, ("manifest",)),
+    Case("truth-not-a-group", "a folder holding only a text file, given as the truth",
+         _folder_with_notes, TRUTH, ("no zarr group found there", "a folder without zarr.json")),
+    Case("public-a-file.zarr", "a text file named .zarr, given as the public bundle",
+         _text("not a zarr group\n"),
+         ("baseline", "zeros", "--public", "{input}", "--out", "{out}/s.zarr"),
+         ("no zarr group found there", "a file, not a zarr folder")),
+    Case("waveforms-too-short.zarr", "a continuous waveform store (tiny, written as the layout "
+         "says) of 3 stations x BHZ x 100 samples at 1 Hz: too short for every layout",
+         lambda p: waveform_store(p, ["XX.S0", "XX.S1", "XX.S2"], 100, 1.0),
+         ("tasks", "{input}", "--public", "{out}/public.zarr", "--truth", "{out}/truth.zarr",
+          "--layout", "auto"),
+         ("no shipped layout fits (--layout auto)", "'seismo': too short")),
     Case("wavefield-absurd-shape.zarr", "a wavefield store whose u declares 10^15 values",
          _wavefield_absurd,
          ("tasks", "{input}", "--public", "{out}/public.zarr", "--truth", "{out}/truth.zarr"),
@@ -474,6 +510,7 @@ def write_support(folder: Path) -> None:
     shutil.copyfile(obspy_data(MSEED_10_RECORDS), folder / "good.mseed")
     write_npz(folder / "zeros.npz", zero_arrays())
     stead_hdf5(folder / "stead.hdf5")
+    (folder / "picks.xml").write_text(QUAKEML_ONE_PICK)
     (folder / "stead.csv").write_text(f"{STEAD_COLUMNS}\nXX.S1_EV,XX,S1,HH,10\n")
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -63,11 +64,23 @@ def test_committed_corpus_is_what_the_script_writes(tmp_path):
     assert all(f"`{name}`" in (BAD / "CASES.md").read_text() for name in CASES)
 
 
+def _in_place(case: corpus.Case) -> bool:
+    """A command given no output path (`split STORE`, `leaderboard --db FILE`): it may only
+    change its input, so it runs on a copy, which must stay as the corpus has it."""
+    return _output(list(case.command)) is None
+
+
 def _commands(root: Path, truth: str, picks: str, scheduler: str) -> dict[str, list[str]]:
     commands = {}
     for index, case in enumerate(corpus.CASES):
+        source = BAD / case.name
+        if _in_place(case):  # the same name, so the message names it as in the corpus
+            copied = root / "in-place" / f"{index:02d}" / case.name
+            copied.parent.mkdir(parents=True)
+            copy = shutil.copytree if source.is_dir() else shutil.copy2
+            source = Path(copy(source, copied))
         fill = {
-            "input": str(BAD / case.name),
+            "input": str(source),
             "support": str(BAD / "support"),
             "out": str(root / "out" / f"{index:02d}-{case.name}"),
             "truth": truth,
@@ -136,10 +149,29 @@ def check_refusal(case: corpus.Case, result: dict, command: list[str]) -> None:
     assert complete_outputs(_output(command)) == [], case.name
 
 
+def in_place_changes(case: corpus.Case, command: list[str]) -> list[str]:
+    """For a command given no output path: the files of its input (a copy of the corpus's)
+    that differ from the corpus's, and a store's lost completion marker or new `split`."""
+    if not _in_place(case):
+        return []
+    given = Path(next(part for part in command if Path(part).name == case.name))
+    before, after = _listing(BAD / case.name), _listing(given) if given.is_dir() else None
+    if after is None:
+        return [] if _content(given) == _content(BAD / case.name) else [str(given)]
+    changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    if (given / "zarr.json").exists():
+        meta = json.loads((given / "zarr.json").read_text())
+        nodes = meta.get("consolidated_metadata", {}).get("metadata", {})
+        changed += ["not complete"] * (meta["attributes"].get(cv.ATTR_COMPLETE) is not True)
+        changed += [cv.SPLIT_VAR] * (cv.SPLIT_VAR in nodes or (given / cv.SPLIT_VAR).exists())
+    return changed
+
+
 @pytest.mark.parametrize("name", list(CASES))
 def test_hostile_input_exits_3_naming_it(name, corpus_run):
     commands, results = corpus_run
     check_refusal(CASES[name], results[name], commands[name])
+    assert in_place_changes(CASES[name], commands[name]) == [], name
 
 
 def test_the_cluster_keeps_its_workers(corpus_run, dask_cluster):
