@@ -304,21 +304,45 @@ def _no_bucket(bucket: str, storage_options: StorageOptions | None) -> str:
     )
 
 
-def _bucket_exists(bucket: str, storage_options: StorageOptions | None) -> bool | None:
-    """Whether S3 has `bucket` (one HeadBucket, no retries); None if it cannot tell (denied,
-    or no answer)."""
+def _head_bucket(bucket: str, storage_options: StorageOptions | None) -> None:
+    """One HeadBucket request, no retries (raises what s3fs raises)."""
     options = _with_defaults(
         options_for(f"s3://{bucket}", storage_options) or {},
         {"config_kwargs": {"retries": {"max_attempts": 0}}, "skip_instance_cache": True},
     )
-    filesystem = __getattr__("WatchedS3FileSystem")(**options)
+    __getattr__("WatchedS3FileSystem")(**options).call_s3("head_bucket", Bucket=bucket)
+
+
+def _bucket_exists(bucket: str, storage_options: StorageOptions | None) -> bool | None:
+    """Whether S3 has `bucket` (one HeadBucket, no retries); None if it cannot tell (denied,
+    or no answer)."""
     try:
-        filesystem.call_s3("head_bucket", Bucket=bucket)
+        _head_bucket(bucket, storage_options)
     except FileNotFoundError:
         return False
     except Exception:  # noqa: BLE001 - denied or unreachable: the original error stands
         return None
     return True
+
+
+def check_buckets(urls: Sequence[str], storage_options: StorageOptions | None) -> None:
+    """Before any work: the bucket of every S3 URL in `urls` exists and the credentials reach it
+    (one HeadBucket each, no retries), else InvalidInput naming the URL (`storage_mistake`'s
+    texts). An endpoint that does not answer is left to the command, whose retries say so."""
+    checked: set[str] = set()
+    for url in urls:
+        bucket = _bucket_of(url)
+        if not str(url).startswith(("s3://", "s3a://")) or bucket in checked:
+            continue
+        checked.add(bucket)
+        try:
+            _head_bucket(bucket, storage_options)
+        except FileNotFoundError:
+            raise InvalidInput(str(url), _no_bucket(bucket, storage_options)) from None
+        except Exception as error:  # noqa: BLE001 - judged by storage_mistake, else left
+            mistake = storage_mistake(error, [str(url)], storage_options)
+            if mistake is not None:
+                raise mistake from None
 
 
 def storage_mistake(

@@ -43,6 +43,7 @@ LAZY_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ("seisctf.cli.score", "_run_"): VERB_RUNNER,
     ("seisctf.cli", "dask_client"): LIGHT_COMMAND_LINE,
     ("seisctf.cli", "_storage_failure"): LIGHT_COMMAND_LINE,
+    ("seisctf.cli", "_check_buckets"): LIGHT_COMMAND_LINE,
     ("seisctf.cli._parse", "storage_options"): LIGHT_COMMAND_LINE,
     ("seisctf.cli.datasets", "_help_"): LIGHT_COMMAND_LINE,
 }

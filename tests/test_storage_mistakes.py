@@ -85,6 +85,28 @@ def test_writing_into_a_missing_bucket_names_it(verb, s3_server, dask_cluster, a
     assert out == ""
 
 
+@pytest.mark.parametrize("verb", ["synth", "tasks"])
+def test_a_missing_bucket_is_answered_before_any_cluster(verb, s3_server, archive, capsys):
+    """The bucket is checked before the cluster starts: with `--scheduler` at a port where
+    nothing listens, the answer is still the bucket's line, not the scheduler's, and quick."""
+    url = "s3://nobucket-early/store.zarr"
+    if verb == "synth":
+        command = [*SMALL_SYNTH, "--out", url]
+    else:
+        command = ["tasks", url, "--public", "s3://nobucket-early/p.zarr", "--truth",
+                   "s3://nobucket-early/t.zarr"]  # fmt: skip
+    nowhere = f"tcp://127.0.0.1:{free_port()}"
+    started = time.monotonic()
+    code, out, err = run_cli(
+        [*command, *s3_server.cli_options(), "--scheduler", nowhere, "--quiet"], capsys
+    )
+    elapsed = time.monotonic() - started
+    assert code == EXIT_INVALID_INPUT, err
+    assert f"{url}: bucket nobucket-early does not exist at " in one_line(err)
+    assert elapsed < 8, elapsed  # no graph built, no cluster waited for (generous: shared CPU)
+    assert not bucket_exists(s3_server, "nobucket-early") and out == ""
+
+
 def test_reading_from_a_missing_bucket_names_it(s3_server, dask_cluster, tmp_path, capsys):
     url = "s3://nobucket-read/public.zarr"
     out_path = tmp_path / "persistence.zarr"

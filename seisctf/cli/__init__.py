@@ -89,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
             # The verb's own checks of its inputs (paths, names, schema): a mistake is reported
             # before a cluster starts, in well under a second.
             check(args)
+        _check_buckets(args)
         if getattr(args, "needs_cluster", True):
             # The cluster starts in the background while the verb imports and builds its graph.
             with dask_client(
@@ -134,6 +135,25 @@ def dask_client(*args, **kwargs):
     return client(*args, **kwargs)
 
 
+def _command_urls(args: argparse.Namespace) -> list[str]:
+    """The URLs (`scheme://…`) among the command's arguments, lists included."""
+    values = [
+        v for value in vars(args).values() for v in (value if isinstance(value, list) else [value])
+    ]
+    return [value for value in values if isinstance(value, str) and "://" in value]
+
+
+def _check_buckets(args: argparse.Namespace) -> None:
+    """A bucket that does not exist, or missing credentials, answered before the cluster starts
+    (a synthesis builds its whole graph before its first write). Loads `seisctf.storage` only
+    when the command names an object store."""
+    urls = [url for url in _command_urls(args) if url.startswith(("s3://", "s3a://"))]
+    if urls:
+        from seisctf.storage import check_buckets, parse_storage_options
+
+        check_buckets(urls, parse_storage_options(getattr(args, "storage_option", None)))
+
+
 def _storage_failure(error: Exception, args: argparse.Namespace) -> int | None:
     """Report a storage failure in a line or two and return the exit code, or None for an error
     that is not one (it keeps its traceback). A storage mistake (no bucket, no credentials,
@@ -147,7 +167,7 @@ def _storage_failure(error: Exception, args: argparse.Namespace) -> int | None:
         storage_mistake,
     )
 
-    urls = [value for value in vars(args).values() if isinstance(value, str) and "://" in value]
+    urls = _command_urls(args)
     options = parse_storage_options(getattr(args, "storage_option", None))
     mistake = storage_mistake(error, urls, options)
     if mistake is not None:
