@@ -283,9 +283,11 @@ def inventory(spec: ArchiveSpec):
     from obspy.core.inventory import Channel, Inventory, Network, Response, Site, Station
 
     opened = UTCDateTime(spec.start) - 365 * DAY_S
+    s = 2j * np.pi * 1.0  # normalised to 1 at 1 Hz: the sensitivity is the gain there
+    a0 = 1.0 / abs(np.prod([s - z for z in SENSOR_ZEROS]) / np.prod([s - p for p in SENSOR_POLES]))
     response = Response.from_paz(
         list(SENSOR_ZEROS), list(SENSOR_POLES), SENSOR_GAIN * DIGITISER_GAIN,
-        input_units="M/S", output_units="COUNTS",
+        input_units="M/S", output_units="COUNTS", normalization_factor=float(a0),
     )  # fmt: skip
     stations = []
     for index, (lat, lon, elev) in enumerate(station_sites(spec)):

@@ -172,10 +172,13 @@ def test_stationxml_matches_every_file(archive):
         assert np.isfinite([chan.latitude, chan.longitude, chan.elevation]).all()
         assert chan.dip == (-90.0 if channel.endswith("Z") else 0.0)
         # A broadband velocity response: flat at 1 Hz at its stated sensitivity (counts/(m/s)).
-        gain = abs(chan.response.get_evalresp_response_for_frequencies([1.0], "VEL")[0])
+        gains = abs(chan.response.get_evalresp_response_for_frequencies([0.1, 1.0], "VEL"))
+        gain = gains[1]
+        assert gains[0] == pytest.approx(gain, rel=0.05)  # flat from 0.1 Hz (a 120 s sensor)
         sensitivity = chan.response.instrument_sensitivity
         assert sensitivity.input_units == "M/S" and sensitivity.output_units == "COUNTS"
         assert gain == pytest.approx(sensitivity.value, rel=1e-3)
+        assert sensitivity.value == pytest.approx(1500.0 * 4.0e5, rel=1e-3)  # sensor × digitiser
     assert len(seen) == 4 * 3 == len(inventory.get_contents()["channels"])
 
 
