@@ -250,6 +250,9 @@ def __getattr__(name: str) -> Any:
     commands that never touch S3 do not pay. Pickles by reference like any module class."""
     if name != "WatchedS3FileSystem":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    built = globals().get(name)
+    if built is not None:  # called directly after the first use: the one class, or pickle fails
+        return built
     import s3fs
 
     class WatchedS3FileSystem(s3fs.S3FileSystem):

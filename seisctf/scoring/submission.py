@@ -51,9 +51,9 @@ from seisctf.scoring.submission_checks import (
     group_arrays,
     mapped_npy,
     read_npy_header,
-    refuse_names,
     refuse_symlinks,
 )
+from seisctf.scoring.submission_names import refuse_names
 
 
 def _npy_folder_arrays(root: Path, expected: Shapes | None, limits: SubmissionLimits) -> dict:

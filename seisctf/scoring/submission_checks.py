@@ -13,7 +13,7 @@ import os
 import tokenize
 import zipfile
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ import zarr
 from zarr.core.sync import sync
 
 from seisctf.errors import InvalidInput
+from seisctf.scoring.submission_names import MAX_MEMBERS, refuse_names
 
 GIB = 2**30
 NPY_HEADER_MAX_BYTES = 2**16  # a .npy header (numpy itself refuses headers above 10 000 bytes)
@@ -46,7 +47,7 @@ class SubmissionLimits:
     max_total_bytes: int = 64 * GIB  # all arrays, and all zip members (uncompressed, as declared)
     max_array_bytes: int = 16 * GIB  # one array, and one zip member
     max_chunk_bytes: int = 1 * GIB  # one zarr chunk (or shard): it is decoded whole
-    max_members: int = 1000  # entries of a .zip or .npz
+    max_members: int = MAX_MEMBERS  # entries of a .zip or .npz
     # Compressed/uncompressed ratio of a zip member larger than any expected float64 array could
     # be (smaller members are harmless, and all-zero arrays deflate at ~1023:1).
     max_compression_ratio: float = 1000.0
@@ -60,19 +61,6 @@ def expected_shapes(manifest: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
 
 
 # --- checks on metadata ------------------------------------------------------------------------
-
-
-def refuse_names(what: str, found: Iterable[str], expected: Shapes | None) -> None:
-    if expected is None:
-        return
-    found = set(found)
-    missing = [name for name in expected if name not in found]
-    unexpected = sorted(found - set(expected))
-    shown = f"{unexpected[:10]}" + f" and {len(unexpected) - 10} more" * (len(unexpected) > 10)
-    problems = [f"missing arrays {missing}"] * bool(missing)
-    problems += [f"unexpected arrays {shown}"] * bool(unexpected)
-    if problems:
-        raise InvalidInput(what, f"{' and '.join(problems)}; expected exactly {list(expected)}")
 
 
 def check_array(
