@@ -310,3 +310,18 @@ def test_build_runs_on_the_recipes_cluster_and_refuses_a_bad_section(tmp_path):
         "distributed.LocalCluster\n"
     )
     assert not (tmp_path / "bad.zarr").exists()
+
+
+def test_scale_gives_that_many_workers_and_the_cluster_is_closed_at_the_end(tmp_path):
+    path = tmp_path / "scaled.yaml"
+    path.write_text(IN_PROCESS.replace("n_workers: 1", "n_workers: 0") + "scale: 2\n")
+    config = read_cluster_file(path)
+    assert (
+        config.scale == 2
+        and config.describe() == f"distributed.LocalCluster from {path}, 2 workers"
+    )
+    with dask_client(cluster=config, quiet=True) as client:
+        client.wait_for_workers(2, timeout=60)
+        assert len(client.scheduler_info()["workers"]) == 2
+        cluster = client.cluster
+    assert cluster.status.name == "closed" and client.status == "closed"
