@@ -72,7 +72,8 @@ def readme_yaml(marker: str) -> str:
 
 def test_demo_on_a_local_cluster_from_a_file_writes_the_embedded_bytes(tmp_path):
     """The demo (synth, tasks, three baselines, scores, leaderboard) on an adaptive LocalCluster
-    named by `$SEISCTF_CLUSTER`, then by `--cluster`: the same bytes as on the embedded cluster."""
+    named by `$SEISCTF_CLUSTER` (`--cluster` is read the same way: the other tests): the same
+    bytes as on the embedded cluster."""
     layout = tmp_path / "tiny.yaml"
     layout.write_text(TINY_LAYOUT_YAML)
     config = tmp_path / "local-cluster.yaml"
