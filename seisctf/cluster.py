@@ -3,7 +3,10 @@
 Default: an embedded `LocalCluster` of worker processes sized to the machine (one single-threaded
 worker per core, memory split between them). `--scheduler ADDR` or env `SEISCTF_SCHEDULER` attaches
 to an existing cluster instead; one that does not answer within `SCHEDULER_TIMEOUT_S` is an
-`InvalidInput` naming the address. Chunking never depends on the cluster, so results do not either.
+`InvalidInput` naming the address. A `ClusterConfig` (`--cluster FILE.yaml`, see
+`seisctf.cluster_config`) builds any Dask cluster class instead, scales it or makes it adaptive,
+and closes it at the end.
+Chunking never depends on the cluster, so results do not either.
 
 Ctrl-C reaches every process of the terminal's process group: embedded workers ignore it (they
 fork from a server started with SIGINT ignored, which they inherit) and are shut down by this
@@ -26,10 +29,10 @@ from typing import Any
 
 import dask
 
+from seisctf.cluster_config import SCHEDULER_ENV, ClusterConfig, make_cluster, scale_cluster
 from seisctf.errors import InvalidInput
 from seisctf.progress import show_progress
 
-SCHEDULER_ENV = "SEISCTF_SCHEDULER"
 # Seconds to wait for a scheduler given by address (distributed's default is 30 s, silent), and
 # after how many seconds a line says that it is being waited for.
 SCHEDULER_TIMEOUT_S = 10
@@ -178,6 +181,24 @@ def _start_local(
     return cluster, client
 
 
+def _start_configured(config: ClusterConfig, quiet: bool) -> tuple[Any, Any]:
+    """The cluster `config` describes, built, scaled or made adaptive, and its client. Built in
+    the caller's thread: a refused option is answered before the command does any work (as one
+    line: distributed's logs of the failed start are silenced, its error says it all)."""
+    from distributed import Client
+
+    with _distributed_logs_silenced():
+        cluster = make_cluster(config)
+    try:
+        scale_cluster(cluster, config)
+        client = Client(cluster)
+    except BaseException:
+        cluster.close()
+        raise
+    _announce(client, config.describe(), quiet)
+    return cluster, client
+
+
 def _announce(client: Any, where: str, quiet: bool) -> None:
     """`dask: WHERE; dashboard LINK` on stderr, or `…; no dashboard` where the scheduler serves
     none (`dask scheduler --no-dashboard`: the link would be a 404)."""
@@ -271,24 +292,28 @@ def _in_background(start, *args) -> Future:
 def dask_client(
     scheduler: str | None = None,
     *,
+    cluster: ClusterConfig | None = None,
     n_workers: int | None = None,
     memory_limit: int | str | None = None,
     quiet: bool = False,
     preload: Sequence[str] = (),
     background: bool = False,
 ) -> Iterator[Any]:
-    """A `distributed.Client` of the given scheduler, `$SEISCTF_SCHEDULER`, or a LocalCluster.
+    """A `distributed.Client` of the given scheduler, else of the `cluster` configured (built
+    here and closed at the end), else of `$SEISCTF_SCHEDULER`, else of an embedded LocalCluster.
 
     `preload`: modules the embedded cluster's workers import as they start. `background=True`:
     the embedded cluster starts in a thread while the caller goes on (imports, opening stores,
     building graphs); `compute` waits for it; the context then yields None."""
     global _starting
-    address = scheduler or os.environ.get(SCHEDULER_ENV) or None
+    address = scheduler or (None if cluster else os.environ.get(SCHEDULER_ENV)) or None
+    started: Future = Future()
     if address:
-        started: Future = Future()
         client = _connect(address, "scheduler" if scheduler else f"${SCHEDULER_ENV}", quiet)
         _announce(client, address, quiet)
         started.set_result((None, client))
+    elif cluster is not None:
+        started.set_result(_start_configured(cluster, quiet))
     else:
         n_workers = n_workers or machine_workers()
         memory_limit = memory_limit or worker_memory_limit(n_workers)

@@ -23,6 +23,7 @@ from seisctf.cli._parse import (
     Parser,
     attach_option_flags,
     check_secret_option,
+    cluster_choice,
     common_options,
     flag_error,
 )
@@ -91,9 +92,11 @@ def main(argv: list[str] | None = None) -> int:
             check(args)
         _check_buckets(args)
         if getattr(args, "needs_cluster", True):
-            # The cluster starts in the background while the verb imports and builds its graph.
+            # The embedded cluster starts in the background while the verb imports and builds
+            # its graph; a configured one (--cluster) is built first.
             with dask_client(
                 args.scheduler,
+                cluster=cluster_choice(args),
                 quiet=args.quiet,
                 preload=getattr(args, "worker_modules", ()),
                 background=True,

@@ -19,7 +19,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from seisctf import keys
+from seisctf.cluster_config import CLUSTER_ENV, SCHEDULER_ENV, ClusterConfig
 from seisctf.errors import InvalidInput
+from seisctf.recipes.cluster_file import read_cluster_file
 from seisctf.scoring.release import DEFAULT_QUOTA, Release
 
 # What scoring tasks import on a worker: imported while the embedded workers start.
@@ -128,6 +130,12 @@ def common_options() -> argparse.ArgumentParser:
         "(default: $SEISCTF_SCHEDULER, else an embedded LocalCluster)",
     )
     common.add_argument(
+        "--cluster",
+        metavar="FILE.yaml",
+        help="a Dask cluster to start, described in YAML: class, options, adapt or scale "
+        "(README: Running on a real cluster; default: $SEISCTF_CLUSTER)",
+    )
+    common.add_argument(
         "--storage-option",
         action="append",
         default=[],
@@ -136,6 +144,22 @@ def common_options() -> argparse.ArgumentParser:
     )
     common.add_argument("--quiet", action="store_true", help="no progress output")
     return common
+
+
+def cluster_choice(args: argparse.Namespace) -> ClusterConfig | None:
+    """The cluster configuration a verb starts, read and checked, or None (a scheduler by
+    address or the embedded LocalCluster, `seisctf.cluster.dask_client`). First that applies:
+    `--scheduler` (None), `--cluster FILE`, `$SEISCTF_SCHEDULER` (None), `$SEISCTF_CLUSTER`,
+    the recipe's `cluster:` section (`args.recipe_cluster`, set by `build`'s check)."""
+    if getattr(args, "scheduler", None):
+        return None
+    if getattr(args, "cluster", None):
+        return read_cluster_file(args.cluster)
+    if os.environ.get(SCHEDULER_ENV):
+        return None
+    if os.environ.get(CLUSTER_ENV):
+        return read_cluster_file(os.environ[CLUSTER_ENV])
+    return getattr(args, "recipe_cluster", None)
 
 
 def storage_options(args: argparse.Namespace) -> dict:

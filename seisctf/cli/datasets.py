@@ -12,6 +12,7 @@ from seisctf.cli import _checks
 from seisctf.cli._parse import Commands, generator_seed, generator_seed_options
 from seisctf.cli._parse import storage_options as _options
 from seisctf.errors import InvalidInput
+from seisctf.recipes.cluster_file import recipe_cluster
 from seisctf.recipes.layouts import LAYOUTS, load_layout
 from seisctf.recipes.schema import read_recipe
 from seisctf.registry import SYNTHS  # its summaries are the `synth` kinds' help
@@ -283,8 +284,8 @@ def _check_demo(args: argparse.Namespace) -> None:
 
 def _check_build(args: argparse.Namespace) -> None:
     """The recipe is a readable YAML mapping (its schema, which needs the registries, is checked
-    when the build starts)."""
-    read_recipe(args.recipe)
+    when the build starts) with a valid `cluster:` section if any (kept for `cluster_choice`)."""
+    args.recipe_cluster = recipe_cluster(read_recipe(args.recipe))
 
 
 def _check_tasks(args: argparse.Namespace) -> None:

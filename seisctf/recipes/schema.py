@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from seisctf.cluster_config import CLUSTER_SCHEMA
 from seisctf.errors import InvalidInput
 
 Location = tuple[Any, ...]  # keys and indices from the document's root
@@ -62,6 +63,8 @@ def document_schema(sources: list[str], transforms: list[str], outputs: list[str
             "name": {"type": "string", "minLength": 1},
             "description": {"type": "string"},
             "secret": {"type": "string", "minLength": 1},
+            # The Dask cluster `seisctf build` starts (`seisctf.recipes.cluster_file`).
+            "cluster": CLUSTER_SCHEMA,
             "source": one_key_of(sources),
             "transforms": {"type": "array", "items": one_key_of(transforms)},
             "splits": parameters({"ctf": parameters({"layout": {"type": "string"}})}),

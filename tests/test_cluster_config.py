@@ -1,0 +1,328 @@
+"""`--cluster FILE.yaml`, `$SEISCTF_CLUSTER` and a recipe's `cluster:` section: any Dask cluster
+class built from configuration. A LocalCluster from a file runs the demo with the embedded run's
+bytes and keeps its adaptive bounds; the README's SLURM file gives dask-jobqueue's job script with
+its options (nothing submitted); bad files are exit 3 naming the file before any work."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import zarr
+from conftest import TINY_LAYOUT_YAML
+from dask.utils import format_bytes, parse_bytes
+
+from seisctf.cli import build_parser, main
+from seisctf.cli._parse import cluster_choice
+from seisctf.cluster import dask_client
+from seisctf.cluster_config import CLUSTER_ENV, SCHEDULER_ENV, make_cluster
+from seisctf.recipes.cluster_file import read_cluster_file
+
+ROOT = Path(__file__).resolve().parents[1]
+SMALL = ["--sensors", "64", "--duration", "300"]
+ADAPTIVE_LOCAL = """\
+class: distributed.LocalCluster
+options:
+  n_workers: 0
+  threads_per_worker: 1
+  dashboard_address: "127.0.0.1:0"
+adapt: {minimum: 1, maximum: 2}
+"""
+# In-process workers (threads): a refused option is answered without starting processes.
+IN_PROCESS = "class: distributed.LocalCluster\noptions: {processes: false, n_workers: 1}\n"
+
+
+def seisctf(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """The command line in its own process, as users run it."""
+    return subprocess.run(
+        [sys.executable, "-m", "seisctf.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def _store_files(root: Path) -> dict[str, bytes]:
+    """Every zarr array's values and every zarr.json under root, by relative path."""
+    found = {}
+    for meta in sorted(root.rglob("zarr.json")):
+        relative = str(meta.parent.relative_to(root))
+        found[f"{relative}/zarr.json"] = meta.read_bytes()
+        node = zarr.open(str(meta.parent), mode="r")
+        if isinstance(node, zarr.Array):
+            found[relative] = node[...].tobytes()
+    return found
+
+
+def readme_yaml(marker: str) -> str:
+    """The README's yaml block that contains `marker`."""
+    blocks = re.findall(r"```yaml\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    (block,) = [block for block in blocks if marker in block]
+    return block
+
+
+def test_demo_on_a_local_cluster_from_a_file_writes_the_embedded_bytes(tmp_path):
+    """The demo (synth, tasks, three baselines, scores, leaderboard) on an adaptive LocalCluster
+    named by `$SEISCTF_CLUSTER` (`--cluster` is read the same way: the other tests): the same
+    bytes as on the embedded cluster."""
+    layout = tmp_path / "tiny.yaml"
+    layout.write_text(TINY_LAYOUT_YAML)
+    config = tmp_path / "local-cluster.yaml"
+    config.write_text(ADAPTIVE_LOCAL)
+    demo = ["demo", *SMALL, "--layout", str(layout)]
+    embedded = seisctf(*demo, "--workdir", str(tmp_path / "embedded"), "--quiet")
+    assert embedded.returncode == 0, embedded.stderr
+    by_env = seisctf(*demo, "--workdir", str(tmp_path / "env"), env={CLUSTER_ENV: str(config)})
+    assert by_env.returncode == 0, by_env.stderr
+    assert by_env.stderr.startswith(
+        f"dask: distributed.LocalCluster from {config}, adaptive 1-2 workers; dashboard http"
+    )
+    local, configured = _store_files(tmp_path / "embedded"), _store_files(tmp_path / "env")
+    assert set(local) == set(configured) and len(local) > 60
+    assert [name for name in local if local[name] != configured[name]] == []
+    for name in ("leaderboard.json",):
+        assert json.loads((tmp_path / "embedded" / name).read_text()) == json.loads(
+            (tmp_path / "env" / name).read_text()
+        )
+
+
+def test_adaptive_bounds_are_applied(tmp_path):
+    """`adapt: {minimum: 1, maximum: 2}` on a LocalCluster built with no worker: one worker
+    comes up, and a graph that asks for more never gets more than two."""
+    config_file = tmp_path / "adaptive.yaml"
+    config_file.write_text(
+        ADAPTIVE_LOCAL.replace("maximum: 2}", "maximum: 2, interval: 200ms, target_duration: 1s}")
+    )
+    config = read_cluster_file(config_file)
+    assert config.adapt == {
+        "minimum": 1,
+        "maximum": 2,
+        "interval": "200ms",
+        "target_duration": "1s",
+    }
+    with dask_client(cluster=config, quiet=True) as client:
+        assert type(client.cluster).__name__ == "LocalCluster"
+        client.wait_for_workers(1, timeout=120)
+        futures = client.map(time.sleep, [0.5] * 40, pure=False)
+        counts = []
+        while not all(future.done() for future in futures):
+            counts.append(len(client.scheduler_info()["workers"]))
+            time.sleep(0.1)
+        client.gather(futures)
+        assert max(counts) == 2 and min(counts) >= 1, counts
+
+
+def test_the_readme_slurm_file_gives_the_job_script_of_its_options(tmp_path):
+    """The README's SLURM block, built (not scaled: no job is submitted) as `--cluster` builds
+    it: dask-jobqueue's job script carries its cores, memory, queue, walltime and account, as
+    dask-jobqueue's own tests check them."""
+    path = tmp_path / "slurm.yaml"
+    path.write_text(readme_yaml("dask_jobqueue.SLURMCluster"))
+    config = read_cluster_file(path)
+    assert config.adapt == {"minimum": 0, "maximum": 20}
+    options = config.options
+    cluster = make_cluster(dataclasses.replace(config, adapt=None))
+    try:
+        script = cluster.job_script()
+        assert cluster.workers == {}  # nothing submitted
+    finally:
+        cluster.close()
+    memory = parse_bytes(options["memory"])
+    per_worker = memory // options["processes"]
+    assert script.startswith("#!/usr/bin/env bash\n")
+    for line in (
+        f"#SBATCH --cpus-per-task={options['cores']}",
+        f"#SBATCH --mem={math.ceil(memory / 2**30)}G",
+        f"#SBATCH -p {options['queue']}",
+        f"#SBATCH -t {options['walltime']}",
+        "#SBATCH --account=seis",
+    ):
+        assert line in script.splitlines(), (line, script)
+    assert f"{sys.executable} -m distributed.cli.dask_worker tcp://" in script
+    assert f"--nworkers {options['processes']}" in script and "--nthreads 1" in script
+    assert f"--memory-limit {format_bytes(per_worker).replace(' ', '')}" in script
+
+
+def test_the_readme_kubernetes_file_is_well_formed_and_refused_without_its_package(tmp_path):
+    """The Kubernetes example parses and passes the schema; dask-kubernetes is not installed
+    here, so using it is exit 3 naming the file and the missing module."""
+    path = tmp_path / "kube.yaml"
+    path.write_text(readme_yaml("dask_kubernetes.operator.KubeCluster"))
+    config = read_cluster_file(path)
+    spec = config.options["custom_cluster_spec"]
+    assert spec["kind"] == "DaskCluster" and config.adapt == {"minimum": 1, "maximum": 50}
+    run = seisctf("synth", "global", "--out", str(tmp_path / "w.zarr"), "--cluster", str(path))
+    assert run.returncode == 3, run.stderr
+    assert run.stderr == (
+        f"seisctf: invalid input: {path}: class dask_kubernetes.operator.KubeCluster: no module "
+        "'dask_kubernetes' is installed (install the package that provides it, e.g. "
+        "dask-jobqueue, dask-kubernetes or coiled)\n"
+    )
+    assert not (tmp_path / "w.zarr").exists()
+
+
+BOMB = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{c}: &{c} [{', '.join([f'*{p}'] * 10)}]\n" for p, c in zip("abcdef", "bcdefg", strict=True)
+)
+BAD_FILES = {
+    "no-module": (
+        "class: seisctf_no_such_package.Cluster\n",
+        ["{file}: class seisctf_no_such_package.Cluster: no module 'seisctf_no_such_package'"],
+    ),
+    "no-name": (
+        "class: distributed.NoSuchCluster\n",
+        ["{file}: class distributed.NoSuchCluster: module distributed has no 'NoSuchCluster'"],
+    ),
+    "not-a-cluster": (
+        "class: collections.OrderedDict\n",
+        ["{file}: class collections.OrderedDict: not a Dask cluster class"],
+    ),
+    "not-dotted": (
+        "class: LocalCluster\n",
+        ["{file}:1: class: 'LocalCluster' is not a dotted name MODULE.CLASS"],
+    ),
+    "unknown-key": (
+        "class: distributed.LocalCluster\nadaptive: {minimum: 1}\n",
+        ["{file}:2: adaptive: unknown key(s)", "'adaptive' was unexpected"],
+    ),
+    "unknown-adapt-key": (
+        "class: distributed.LocalCluster\nadapt:\n  minimum: 1\n  maximun: 3\n",
+        ["{file}:4: adapt.maximun: unknown key(s)"],
+    ),
+    "unknown-option": (
+        IN_PROCESS.replace("n_workers: 1", "n_workers: 1, bogus_option: 3"),
+        ["{file}:2: options.bogus_option: not an option of distributed.LocalCluster"],
+    ),
+    "adapt-and-scale": (
+        "class: distributed.LocalCluster\nadapt: {maximum: 2}\nscale: 2\n",
+        ["{file}: give either adapt: or scale:, not both"],
+    ),
+    "bounds": (
+        "class: distributed.LocalCluster\nadapt: {minimum: 3, maximum: 2}\n",
+        ["{file}: adapt: minimum 3 is above maximum 2"],
+    ),
+    "yaml-bomb": (BOMB, ["more than 10000 values once aliases are expanded (a YAML bomb?)"]),
+    "not-a-mapping": ("- distributed.LocalCluster\n", ["{file}:1: a Dask cluster is a mapping"]),
+    "missing": (None, ["{file}: file not found"]),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_FILES))
+def test_a_bad_cluster_file_is_exit_3_naming_it_and_nothing_is_written(case, tmp_path, capsys):
+    text, fragments = BAD_FILES[case]
+    path = tmp_path / f"{case}.yaml"
+    if text is not None:
+        path.write_text(text)
+    out = tmp_path / "wavefield.zarr"
+    code = main(["synth", "global", "--out", str(out), *SMALL, "--cluster", str(path), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 3, err
+    assert err.startswith("seisctf: invalid input: ") and err.count("\n") == 1, err
+    for fragment in fragments:
+        assert fragment.format(file=path) in err, err
+    assert not out.exists()
+
+
+def test_choice_of_cluster_follows_the_precedence(tmp_path, monkeypatch):
+    """--scheduler > --cluster > $SEISCTF_SCHEDULER > $SEISCTF_CLUSTER > the recipe's
+    `cluster:`; a file that is not chosen is not read."""
+    good, env_file = tmp_path / "good.yaml", tmp_path / "env.yaml"
+    good.write_text(IN_PROCESS)
+    env_file.write_text(IN_PROCESS.replace("n_workers: 1", "n_workers: 2"))
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(
+        "recipe: 1\nsource:\n  synthetic_global: {sensors: 8, duration_s: 10, seed: 1}\n"
+        f"cluster:\n{''.join('  ' + line + chr(10) for line in IN_PROCESS.splitlines())}"
+        "outputs:\n  store: {url: w.zarr}\n"
+    )
+    parser = build_parser()
+
+    def chosen(*argv: str):
+        args = parser.parse_args(["build", str(recipe), *argv])
+        args.check(args)
+        return cluster_choice(args)
+
+    missing = str(tmp_path / "absent.yaml")
+    monkeypatch.delenv(SCHEDULER_ENV, raising=False)
+    monkeypatch.setenv(CLUSTER_ENV, str(env_file))
+    assert chosen("--scheduler", "tcp://127.0.0.1:1", "--cluster", missing) is None
+    assert chosen("--cluster", str(good)).where == str(good)
+    assert chosen().where == str(env_file)
+    monkeypatch.setenv(SCHEDULER_ENV, "tcp://127.0.0.1:1")
+    assert chosen() is None
+    monkeypatch.delenv(SCHEDULER_ENV)
+    monkeypatch.delenv(CLUSTER_ENV)
+    from_recipe = chosen()
+    assert from_recipe.where == f"{recipe}:4" and from_recipe.options == {
+        "processes": False,
+        "n_workers": 1,
+    }
+    assert from_recipe.option_where == {
+        "processes": f"{recipe}:6",
+        "n_workers": f"{recipe}:6",
+    }
+
+
+def test_build_runs_on_the_recipes_cluster_and_refuses_a_bad_section(tmp_path):
+    """`seisctf build` starts the cluster of the recipe's `cluster:` (its `dask:` line names the
+    recipe's line) and writes what the embedded cluster writes; an unknown option in the section
+    is exit 3 naming its line, nothing written."""
+    body = "source:\n  synthetic_global: {sensors: 16, duration_s: 60, seed: 3}\n"
+    cluster = "cluster:\n  class: distributed.LocalCluster\n  options: {n_workers: 1}\n"
+    for name, text in (("plain", body), ("clustered", body + cluster)):
+        (tmp_path / f"{name}.yaml").write_text(
+            f"recipe: 1\n{text}outputs:\n  store: {{url: w.zarr}}\n"
+        )
+    plain = seisctf("build", str(tmp_path / "plain.yaml"), "--workdir", str(tmp_path / "plain"))
+    assert plain.returncode == 0, plain.stderr
+    assert plain.stderr.startswith("dask: embedded LocalCluster, ")
+    recipe = tmp_path / "clustered.yaml"
+    clustered = seisctf("build", str(recipe), "--workdir", str(tmp_path / "clustered"))
+    assert clustered.returncode == 0, clustered.stderr
+    # (The class's own warnings may come first: this LocalCluster keeps its default dashboard
+    # port, perhaps taken.)
+    announced = f"dask: distributed.LocalCluster from {recipe}:4; dashboard http"
+    assert any(line.startswith(announced) for line in clustered.stderr.splitlines())
+    written = _store_files(tmp_path / "clustered" / "w.zarr")
+    reference = _store_files(tmp_path / "plain" / "w.zarr")
+    assert written.keys() == reference.keys() and len(written) > 10
+    differing = [key for key in written if written[key] != reference[key]]
+    assert differing == [], differing  # the provenance records no cluster
+    bad = tmp_path / "bad.yaml"
+    # (Threads, no dashboard port that may be taken: the message is the only line.)
+    no_workerz = "processes: false, dashboard_address: '127.0.0.1:0', n_workerz: 1"
+    bad.write_text(
+        f"recipe: 1\n{body}{cluster.replace('n_workers: 1', no_workerz)}"
+        "outputs:\n  store: {url: bad.zarr}\n"
+    )
+    run = seisctf("build", str(bad), "--workdir", str(tmp_path))
+    assert run.returncode == 3
+    assert run.stderr == (
+        f"seisctf: invalid input: {bad}:6: options.n_workerz: not an option of "
+        "distributed.LocalCluster\n"
+    )
+    assert not (tmp_path / "bad.zarr").exists()
+
+
+def test_scale_gives_that_many_workers_and_the_cluster_is_closed_at_the_end(tmp_path):
+    path = tmp_path / "scaled.yaml"
+    path.write_text(IN_PROCESS.replace("n_workers: 1", "n_workers: 0") + "scale: 2\n")
+    config = read_cluster_file(path)
+    assert (
+        config.scale == 2
+        and config.describe() == f"distributed.LocalCluster from {path}, 2 workers"
+    )
+    with dask_client(cluster=config, quiet=True) as client:
+        client.wait_for_workers(2, timeout=60)
+        assert len(client.scheduler_info()["workers"]) == 2
+        cluster = client.cluster
+    assert cluster.status.name == "closed" and client.status == "closed"
