@@ -161,7 +161,8 @@ def _check_buckets(args: argparse.Namespace) -> None:
 # The options naming data that a command's Dask workers read (stores, raw input files) and write
 # (stores), by `verb` or `verb kind`: with a cluster given by address, a local path among them
 # must be one the workers see (`seisctf.worker_paths`). Files the command's own process reads or
-# writes (a layout file, --json, --db, --plot, an inventory, a pick table) are not listed.
+# writes (a layout file, --json, --db, --plot, an inventory, a pick table) are not listed, nor
+# `build`'s stores: they are named in its recipe (`--workdir` only resolves relative ones).
 WORKER_DATA: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "synth": ((), ("out",)),
     "tasks": (("wavefield",), ("public", "truth")),
@@ -172,7 +173,6 @@ WORKER_DATA: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "export": (("store",), ("directory",)),
     "pick": (("store",), ()),
     "demo": ((), ("workdir",)),
-    "build": ((), ("workdir",)),
 }
 
 
