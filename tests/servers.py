@@ -11,6 +11,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 LOOPBACK = "127.0.0.1"
 
@@ -79,14 +80,14 @@ class S3Server:
         return s3fs.S3FileSystem(**self.storage_options)
 
 
-def _weed_command(directory: Path, ports: dict[str, int]) -> list[str]:
+def _weed_command(directory: Path, ports: dict[str, int], host: str = LOOPBACK) -> list[str]:
     return [
         weed_binary(),
         "server",
         "-s3",
         f"-dir={directory}",
-        f"-ip={LOOPBACK}",
-        f"-ip.bind={LOOPBACK}",
+        f"-ip={host}",
+        f"-ip.bind={host}",
         f"-master.port={ports['master']}",
         f"-volume.port={ports['volume']}",
         f"-filer.port={ports['filer']}",
@@ -108,23 +109,27 @@ def _weed_command(directory: Path, ports: dict[str, int]) -> list[str]:
 
 
 def start_s3(
-    directory: Path, timeout_s: float = 60.0, ports: dict[str, int] | None = None
+    directory: Path,
+    timeout_s: float = 60.0,
+    ports: dict[str, int] | None = None,
+    host: str = LOOPBACK,
 ) -> S3Server:
-    """`weed server -s3` on loopback with its own ports (or `ports`: those of a stopped server
-    to start again on the same data folder) and data folder; waits until S3 answers."""
+    """`weed server -s3` on loopback (or on `host`, an address of this machine) with its own
+    ports (or `ports`: those of a stopped server to start again on the same data folder) and
+    data folder; waits until S3 answers."""
     ports = ports or {
         name: free_port(grpc_offset=True) for name in ("master", "volume", "filer", "s3")
     }
     directory.mkdir(parents=True, exist_ok=True)
     log = open(directory / "weed.log", "ab")  # noqa: SIM115 - closed with the process
     process = subprocess.Popen(
-        _weed_command(directory, ports),
+        _weed_command(directory, ports, host),
         stdout=log,
         stderr=subprocess.STDOUT,
         cwd=directory,
         start_new_session=True,
     )
-    server = S3Server(f"http://{LOOPBACK}:{ports['s3']}", process, directory, ports)
+    server = S3Server(f"http://{host}:{ports['s3']}", process, directory, ports)
     deadline = time.monotonic() + timeout_s
     bucket = f"probe-{os.getpid()}"
     while time.monotonic() < deadline:
@@ -144,9 +149,10 @@ def start_s3(
 
 
 def restart_s3(server: S3Server, timeout_s: float = 60.0) -> S3Server:
-    """Start a stopped (or killed) server again: same data folder, same ports."""
+    """Start a stopped (or killed) server again: same data folder, same address and ports."""
     stop_process(server.process)
-    return start_s3(server.directory, timeout_s, ports=server.ports)
+    host = urlsplit(server.endpoint_url).hostname or LOOPBACK
+    return start_s3(server.directory, timeout_s, ports=server.ports, host=host)
 
 
 @dataclass

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import glob
 import os
 import sys
 from importlib.metadata import PackageNotFoundError, version
 
 from seisctf.cli import compare, crustal, datasets, ingest, picks, score
+from seisctf.cli._checks import GLOB_CHARACTERS, local_path
 from seisctf.cli._parse import (
     SCORING_WORKER_MODULES,
     Parser,
@@ -28,6 +30,7 @@ from seisctf.cli._parse import (
     flag_error,
 )
 from seisctf.errors import InvalidInput
+from seisctf.worker_paths import check_worker_paths, remote_client
 
 EXIT_INVALID_INPUT = 3
 EXIT_STORAGE_UNAVAILABLE = 1
@@ -101,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
                 preload=getattr(args, "worker_modules", ()),
                 background=True,
             ):
+                _check_worker_paths(args)
                 args.run(args)
         else:
             args.run(args)
@@ -155,6 +159,51 @@ def _check_buckets(args: argparse.Namespace) -> None:
         from seisctf.storage import check_buckets, parse_storage_options
 
         check_buckets(urls, parse_storage_options(getattr(args, "storage_option", None)))
+
+
+# The options naming data that a command's Dask workers read (stores, raw input files) and write
+# (stores), by `verb` or `verb kind`: with a cluster given by address, a local path among them
+# must be one the workers see (`seisctf.worker_paths`). Files the command's own process reads or
+# writes (a layout file, --json, --db, --plot, an inventory, a pick table) are not listed, nor
+# `build`'s stores: they are named in its recipe (`--workdir` only resolves relative ones).
+WORKER_DATA: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "synth": ((), ("out",)),
+    "tasks": (("wavefield",), ("public", "truth")),
+    "baseline": (("public",), ("out",)),
+    "score": (("truth", "submission", "public"), ()),
+    "ingest": (("sources", "archive", "folder", "hdf5", "csv"), ("out",)),
+    "split": (("store",), ()),
+    "export": (("store",), ("directory",)),
+    "pick": (("store",), ()),
+    "demo": ((), ("workdir",)),
+}
+
+
+def _local_paths(args: argparse.Namespace, dests: tuple[str, ...]) -> list[str]:
+    """The local paths among the values of `dests` (lists included; a glob by its first match)."""
+    given = [getattr(args, dest, None) for dest in dests]
+    values = [v for value in given for v in (value if isinstance(value, list) else [value])]
+    found = []
+    for value in values:
+        path = local_path(value) if isinstance(value, str) else None
+        if path is not None and any(c in str(path) for c in GLOB_CHARACTERS):
+            path = next(iter(sorted(glob.glob(str(path), recursive=True))), None)
+        if path is not None:
+            found.append(str(path))
+    return found
+
+
+def _check_worker_paths(args: argparse.Namespace) -> None:
+    """With a scheduler given by address, the local stores and inputs of the command must be
+    seen by its workers (one round trip, before any work); nothing is asked of an embedded
+    cluster, or when the command names no local data."""
+    inputs, outputs = WORKER_DATA.get(args.verb, ((), ()))
+    local_inputs, local_outputs = _local_paths(args, inputs), _local_paths(args, outputs)
+    if not local_inputs and not local_outputs:
+        return
+    client = remote_client()
+    if client is not None:
+        check_worker_paths(client, local_inputs, local_outputs)
 
 
 def _storage_failure(error: Exception, args: argparse.Namespace) -> int | None:
