@@ -131,6 +131,14 @@ def test_ctrl_c_during_an_ingest_prints_one_line_and_leaves_nothing(tmp_path):
     _assert_none_left(children)
 
 
+# The refusal is the system's when one reached the command, else the timeout's: on a loaded
+# machine distributed's 10 s can run out inside an attempt, before any refusal is recorded.
+GONE_REASON = (
+    f"(connection refused; tried for {SCHEDULER_TIMEOUT_S} s"
+    f"|no answer within {SCHEDULER_TIMEOUT_S} s)"
+)
+
+
 def test_a_scheduler_that_is_gone_is_named_within_seconds(tmp_path, capsys):
     address = f"tcp://127.0.0.1:{free_port()}"
     out = tmp_path / "global.zarr"
@@ -139,12 +147,15 @@ def test_a_scheduler_that_is_gone_is_named_within_seconds(tmp_path, capsys):
     code = main([*argv, "--scheduler", address])
     elapsed = time.monotonic() - start
     assert code == EXIT_INVALID_INPUT
-    assert capsys.readouterr().err.splitlines() == [
-        f"dask: waiting for the scheduler at {address} (up to {SCHEDULER_TIMEOUT_S} s)",
-        f"seisctf: invalid input: --scheduler: no Dask scheduler answers at {address} "
-        f"(connection refused; tried for {SCHEDULER_TIMEOUT_S} s); start one with "
-        "`dask scheduler` or drop --scheduler",
-    ]
+    waiting, refusal = capsys.readouterr().err.splitlines()
+    assert (
+        waiting == f"dask: waiting for the scheduler at {address} (up to {SCHEDULER_TIMEOUT_S} s)"
+    )
+    assert re.fullmatch(
+        f"seisctf: invalid input: --scheduler: no Dask scheduler answers at {re.escape(address)} "
+        f"\\({GONE_REASON}\\); start one with `dask scheduler` or drop --scheduler",
+        refusal,
+    ), refusal
     assert SCHEDULER_TIMEOUT_S <= elapsed < SCHEDULER_TIMEOUT_S + 10  # distributed waits 30 s
     assert not out.exists()
 
@@ -154,11 +165,12 @@ def test_a_scheduler_from_the_environment_that_is_gone(tmp_path, capsys, monkeyp
     out = tmp_path / "global.zarr"
     code = main(["synth", "global", "--out", str(out), "--sensors", "20", "--quiet"])
     assert code == EXIT_INVALID_INPUT
-    assert capsys.readouterr().err.splitlines() == [
-        f"seisctf: invalid input: ${SCHEDULER_ENV}: no Dask scheduler answers at 127.0.0.1:1 "
-        f"(connection refused; tried for {SCHEDULER_TIMEOUT_S} s); start one with "
-        f"`dask scheduler` or unset {SCHEDULER_ENV}",
-    ]
+    (refusal,) = capsys.readouterr().err.splitlines()
+    assert re.fullmatch(
+        f"seisctf: invalid input: \\${SCHEDULER_ENV}: no Dask scheduler answers at 127.0.0.1:1 "
+        f"\\({GONE_REASON}\\); start one with `dask scheduler` or unset {SCHEDULER_ENV}",
+        refusal,
+    ), refusal
     monkeypatch.setenv(SCHEDULER_ENV, "no-port")
     assert main(["synth", "global", "--out", str(out), "--quiet"]) == EXIT_INVALID_INPUT
     assert "'no-port' is not a Dask scheduler address" in capsys.readouterr().err
