@@ -37,6 +37,18 @@ TINY_LAYOUT_YAML = "".join(
     f"{key}: {value}\n" for key, value in TINY_LAYOUT.as_dict().items() if key != "name"
 )
 
+# A layout of 12-sample segments (8 public rows, then a forecast window of 4), as a layout file's
+# YAML: bundles from records of a few minutes.
+SHORT_LAYOUT_YAML = """train_steps: 8
+few_start: 6
+few_steps: 2
+forecast_start: 8
+forecast_steps: 4
+k_short: 2
+k_long: 2
+modes: 2
+"""
+
 
 def smooth_wavefield(
     n_time: int = 300, n_sensor: int = 48, seed: int = 0, chunks: tuple[int, int] = (64, 16)

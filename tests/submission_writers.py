@@ -1,5 +1,6 @@
 """Writers of CTF submissions in every accepted format, for the submission tests: .npz, a
-folder of .npy, a zarr v3 group, a zip of a folder."""
+folder of .npy, a zarr v3 group, a zip of a folder; and the `score ctf` command line that scores
+one."""
 
 from __future__ import annotations
 
@@ -49,3 +50,9 @@ def zip_files(directory: Path, archive: Path, extra: dict[str, bytes] | None = N
         for name, payload in (extra or {}).items():
             zipped.writestr(zipfile.ZipInfo(name), payload, zipfile.ZIP_DEFLATED)
     return archive
+
+
+def score_ctf_argv(truth_url: str, submission: Path, out: Path, scheduler: str) -> list[str]:
+    """`seisctf score ctf` of one submission, its JSON to `out`, quiet, on `scheduler`."""
+    return ["score", "ctf", "--truth", truth_url, "--submission", str(submission), "--quiet",
+            "--json", str(out), "--scheduler", scheduler]  # fmt: skip

@@ -14,6 +14,7 @@ import obspy
 import pytest
 import xarray as xr
 import zarr
+from conftest import SHORT_LAYOUT_YAML
 from obspy.core.inventory import Channel, Inventory, Network, Site, Station
 from scipy.signal import resample_poly
 
@@ -39,15 +40,7 @@ SECRET = "archive-tasks-test-secret"
 
 # 60 s at 40 Hz, at 10 Hz: ten slots of a 42-sample guard and a 12-sample segment fit.
 REAL_RATE_HZ = 10.0
-REAL_LAYOUT = """train_steps: 8
-few_start: 6
-few_steps: 2
-forecast_start: 8
-forecast_steps: 4
-k_short: 2
-k_long: 2
-modes: 2
-"""
+REAL_LAYOUT = SHORT_LAYOUT_YAML
 # The synthetic archive: 1200 s at 20 Hz, CTF at 1 Hz, ten slots of 39 + 60 samples.
 SYNTH_LAYOUT = """train_steps: 40
 few_start: 30

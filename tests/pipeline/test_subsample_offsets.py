@@ -15,6 +15,7 @@ import numpy as np
 import obspy
 import pytest
 import zarr
+from conftest import SHORT_LAYOUT_YAML
 from scipy.signal import butter, sosfilt, sosfilt_zi
 
 from seisctf import conventions as cv
@@ -26,15 +27,7 @@ SECRET = "subsample-offsets-test-secret"
 RATE_HZ = 20.0
 START = obspy.UTCDateTime("2023-03-01T00:00:00")
 # 12 CTF samples per segment: 8 public rows, then a forecast window of 4.
-LAYOUT = """train_steps: 8
-few_start: 6
-few_steps: 2
-forecast_start: 8
-forecast_steps: 4
-k_short: 2
-k_long: 2
-modes: 2
-"""
+LAYOUT = SHORT_LAYOUT_YAML
 STEPS, PUBLIC_ROWS, FORECAST = 12, 8, slice(8, 12)
 # Station code -> start offset in samples: the first three start on the grid's first sample
 # (the ingest puts 0.39 there), XX.A051 on the next (0.51 rounds up), XX.A152 two later.

@@ -18,7 +18,14 @@ import numpy as np
 import pytest
 import zarr
 from conftest import noisy_copy, write_tiny_truth
-from submission_writers import npy_bytes, write_npy_folder, write_npz, write_zarr, zip_files
+from submission_writers import (
+    npy_bytes,
+    score_ctf_argv,
+    write_npy_folder,
+    write_npz,
+    write_zarr,
+    zip_files,
+)
 
 from seisctf import cli
 from seisctf.errors import InvalidInput
@@ -392,21 +399,7 @@ def test_cli_refuses_with_exit_3(case, bundle, submission, tmp_path, capsys, das
     writer, fragments = CASES[case]
     path = writer(submission, tmp_path)
     out = tmp_path / "result.json"
-    code = cli.main(
-        [
-            "score",
-            "ctf",
-            "--truth",
-            truth_url,
-            "--submission",
-            str(path),
-            "--quiet",
-            "--json",
-            str(out),
-            "--scheduler",
-            dask_cluster.address,
-        ]
-    )
+    code = cli.main(score_ctf_argv(truth_url, path, out, dask_cluster.address))
     captured = capsys.readouterr()
     assert code == 3, (case, captured.err)
     assert captured.err.startswith("seisctf: invalid input:"), captured.err

@@ -16,7 +16,7 @@ import pytest
 from conftest import noisy_copy, write_tiny_truth
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from submission_writers import write_npy_folder, write_npz, write_zarr
+from submission_writers import score_ctf_argv, write_npy_folder, write_npz, write_zarr
 
 from seisctf import cli
 from seisctf import conventions as cv
@@ -122,21 +122,7 @@ def test_cli_refuses_non_finite_with_exit_3(bundle, submission, tmp_path, capsys
     truth_url, _, _ = bundle
     path = write_npy_folder(_non_finite(submission), tmp_path / "nan-model")
     out = tmp_path / "result.json"
-    code = cli.main(
-        [
-            "score",
-            "ctf",
-            "--truth",
-            truth_url,
-            "--submission",
-            str(path),
-            "--quiet",
-            "--json",
-            str(out),
-            "--scheduler",
-            dask_cluster.address,
-        ]
-    )
+    code = cli.main(score_ctf_argv(truth_url, path, out, dask_cluster.address))
     captured = capsys.readouterr()
     assert code == 3 and "Traceback" not in captured.err and not out.exists()
     for fragment in NON_FINITE_MESSAGES:
