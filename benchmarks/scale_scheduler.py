@@ -1,0 +1,197 @@
+"""The Dask scheduler's cost per task, measured at 10^4 to 10^6 tasks (issue 23, point 5).
+
+Graphs of N tasks run on an external `dask scheduler` with two single-threaded `dask worker`
+processes (as on a real cluster, so the scheduler's memory is its own process's): per N, the
+client's graph construction, the submission (graph sent and accepted), the wall time to the
+last result, the scheduler's peak RSS, and from these the cost per task. Two graph shapes:
+
+- `independent`: N tasks of a tiny function, gathered as one list (`client.map`-like, as an
+  ingest's per-file or per-batch tasks are);
+- `blockwise + reduce`: a dask array of N one-element chunks, `+ 1` blockwise, summed by a tree
+  reduction (the shape of a store-wide transform and score).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from scale_report import GiB, MiB, ScaleOptions, Section, TreeSampler, fitted_exponent, verdict
+
+WORKERS = 2
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _dask_command() -> list[str]:
+    """The `dask` command of this interpreter's environment."""
+    return [str(Path(sys.executable).with_name("dask"))]
+
+
+@contextlib.contextmanager
+def external_cluster(workdir: Path, workers: int = WORKERS) -> Iterator[tuple[str, int]]:
+    """A `dask scheduler` and `workers` single-threaded `dask worker`s on loopback, as processes.
+
+    Yields (scheduler address, scheduler pid); every process is stopped at the end."""
+    port = _free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    dask = _dask_command()
+    logs = workdir / "cluster-logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    quiet = {"stdout": subprocess.DEVNULL}
+    scheduler = subprocess.Popen(
+        [*dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
+        stderr=(logs / "scheduler.log").open("w"),
+        **quiet,
+    )
+    processes = [scheduler]
+    try:
+        for index in range(workers):
+            processes.append(
+                subprocess.Popen(
+                    [*dask, "worker", address, "--nthreads", "1", "--no-nanny"]
+                    + ["--no-dashboard", "--local-directory", str(workdir / f"worker-{index}")],
+                    stderr=(logs / f"worker-{index}.log").open("w"),
+                    **quiet,
+                )
+            )
+        from distributed import Client
+
+        with Client(address, timeout=60) as client:
+            client.wait_for_workers(workers, timeout=120)
+        yield address, scheduler.pid
+    finally:
+        for process in reversed(processes):
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def _independent(n_tasks: int):
+    """N independent tasks (`index + 1`) summed by one task: N + 1 tasks. The functions are
+    the standard library's, which every process of the cluster can unpickle."""
+    import operator
+
+    import dask
+
+    add = dask.delayed(operator.add, pure=True)
+    return dask.delayed(sum)([add(index, 1) for index in range(n_tasks)])
+
+
+def _blockwise_reduce(n_tasks: int):
+    """A dask array of N one-element chunks, + 1, summed by a tree reduction."""
+    import dask.array as da
+
+    return (da.arange(n_tasks, chunks=1, dtype="int64") + 1).sum(split_every=32)
+
+
+SHAPES = {
+    "independent": _independent,
+    "blockwise + reduce": _blockwise_reduce,
+}
+
+
+def _expected(n_tasks: int) -> int:
+    return n_tasks * (n_tasks + 1) // 2
+
+
+def measure(address: str, scheduler_pid: int, shape: str, n_tasks: int) -> dict[str, float]:
+    """One graph of about `n_tasks` tasks through the scheduler at `address`."""
+    from distributed import Client
+
+    with Client(address, timeout=60) as client:
+        start = time.perf_counter()
+        collection = SHAPES[shape](n_tasks)
+        graph_tasks = len(collection.__dask_graph__())
+        built = time.perf_counter()
+        with TreeSampler(scheduler_pid, interval=0.05) as sampler:
+            future = client.compute(collection)
+            submitted = time.perf_counter()
+            result = future.result()
+            done = time.perf_counter()
+        if result != _expected(n_tasks):
+            raise AssertionError(f"{shape} of {n_tasks} tasks gave {result}")
+        del future
+    peak = max(sampler.memory.peak_by_pid.values())
+    return {
+        "tasks": graph_tasks,
+        "build_s": built - start,
+        "submit_s": submitted - built,
+        "run_s": done - built,
+        "scheduler_peak_rss": peak,
+    }
+
+
+def sections(options: ScaleOptions) -> Iterator[Section]:
+    sizes = [1_000, 10_000] if options.quick else [10_000, 100_000, 1_000_000]
+    section = Section(
+        "The scheduler's cost per task (`scale_scheduler.py`)",
+        [
+            "graph",
+            "tasks",
+            "client build s",
+            "submit s",
+            "build to result s",
+            "µs per task",
+            "tasks/s",
+            "scheduler peak RSS MiB",
+            "scheduler KiB per task",
+        ],
+    )
+    per_task: dict[str, list[tuple[int, float]]] = {}
+    with external_cluster(options.workdir / "scheduler-bench") as (address, scheduler_pid):
+        idle = TreeSampler(scheduler_pid)
+        with idle:
+            time.sleep(0.5)
+        idle_rss = max(idle.memory.peak_by_pid.values())
+        for shape in SHAPES:
+            for n_tasks in sizes:
+                figures = measure(address, scheduler_pid, shape, n_tasks)
+                tasks = figures["tasks"]
+                seconds = figures["build_s"] + figures["run_s"]
+                per_task.setdefault(shape, []).append((tasks, seconds))
+                grown = max(figures["scheduler_peak_rss"] - idle_rss, 0)
+                section.rows.append(
+                    [
+                        shape,
+                        tasks,
+                        figures["build_s"],
+                        figures["submit_s"],
+                        seconds,
+                        seconds / tasks * 1e6,
+                        tasks / seconds,
+                        figures["scheduler_peak_rss"] / MiB,
+                        grown / tasks / 1024,
+                    ]
+                )
+                print(f"  {shape}: {tasks:,} tasks in {seconds:.1f} s", flush=True)
+    for shape, points in per_task.items():
+        exponent = fitted_exponent([tasks for tasks, _ in points], [s for _, s in points])
+        section.goals.append(
+            verdict(
+                f"{shape}: time grows no faster than the task count (fitted exponent ≤ 1.05)",
+                f"{exponent:.2f}",
+                exponent <= 1.05,
+            )
+        )
+    section.notes.append(
+        f"Scheduler idle RSS {idle_rss / MiB:.0f} MiB; 'KiB per task' is its peak growth over "
+        f"idle divided by the tasks. {WORKERS} single-threaded `dask worker` processes, no nanny; "
+        f"the scheduler is a separate `dask scheduler` process on loopback. "
+        f"Largest graph ≈ {sizes[-1]:,} tasks; at 1 GiB of scheduler memory the KiB per task "
+        f"gives the largest graph one scheduler holds ({GiB // 1024:,} KiB / KiB per task)."
+    )
+    yield section
