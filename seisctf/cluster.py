@@ -23,7 +23,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any
 
@@ -37,6 +37,11 @@ from seisctf.progress import show_progress
 # after how many seconds a line says that it is being waited for.
 SCHEDULER_TIMEOUT_S = 10
 SCHEDULER_NOTICE_S = 2.0
+# Above this many tasks, a phase of independent tasks runs in waves of this many: the client
+# builds, and the scheduler holds, one wave's graph at a time. The scheduler keeps a few KiB per
+# task held and the client's graph construction grows faster than linearly in the tasks of one
+# compute (docs/scaling.md), so a 50 TB ingest's ~10^6 tasks would not fit in one graph.
+MAX_TASKS_PER_WAVE = 20_000
 
 # Dask picks its peer-to-peer rechunk for large rechunks on a distributed cluster; its barrier
 # tasks do not survive xarray's `to_zarr(compute=False)`, which turns the graph into a Delayed
@@ -413,6 +418,27 @@ def compute(*collections: Any, label: str = "", quiet: bool = False) -> tuple[An
     if not quiet:
         show_progress(persisted, label)
     return tuple(repack(dask.compute(*persisted)))
+
+
+def compute_in_waves(
+    make_task: Callable[[int], Any],
+    n_tasks: int,
+    *,
+    label: str = "",
+    quiet: bool = False,
+    wave_tasks: int = MAX_TASKS_PER_WAVE,
+) -> list[Any]:
+    """`[compute(make_task(i)) for i in range(n_tasks)]` for independent tasks, in waves of at
+    most `wave_tasks`: each wave's tasks are built and computed after the previous wave's
+    finished and were released (so the scheduler holds at most two waves, one of them being
+    forgotten). One wave (and one progress line) when `n_tasks <= wave_tasks`."""
+    waves = max(1, -(-n_tasks // wave_tasks))
+    results: list[Any] = []
+    for wave in range(waves):
+        indices = range(wave * wave_tasks, min(n_tasks, (wave + 1) * wave_tasks))
+        wave_label = label if waves == 1 else f"{label} (wave {wave + 1} of {waves})"
+        results += compute(*[make_task(index) for index in indices], label=wave_label, quiet=quiet)
+    return results
 
 
 def reset_peak_memory() -> None:

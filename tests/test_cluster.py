@@ -80,3 +80,44 @@ def test_embedded_workers_spill_late_unless_the_user_configured_otherwise():
     with dask.config.set({"distributed.worker.memory.spill": 0.6}):
         with dask_client(n_workers=1, memory_limit="400MiB", quiet=True) as client:
             assert set(client.run(_thresholds).values()) == {(0.6, 0.9)}
+
+
+def test_compute_in_waves_keeps_order_and_holds_one_wave(dask_cluster, capfd):
+    """10 tasks in waves of 3: the results in task order, each wave built only after every task
+    of the one before ran, and when a wave starts the scheduler holds at most the previous
+    wave (whose release is asynchronous), never an earlier one; one progress line per wave."""
+    import time
+
+    import dask
+
+    from seisctf.cluster import compute_in_waves
+
+    built_at: dict[int, float] = {}
+    held: list[int] = []
+
+    def make_task(index: int):
+        built_at[index] = time.time()
+        return dask.delayed(lambda i: (i * i, time.time()))(index, dask_key_name=f"square-{index}")
+
+    with dask_client(dask_cluster.address, quiet=True) as client:
+
+        def make_and_count(index: int):
+            if index % 3 == 0:
+                held.append(
+                    client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks))
+                )
+            return make_task(index)
+
+        results = compute_in_waves(make_and_count, 10, label="squares", wave_tasks=3)
+        assert [square for square, _ in results] == [index**2 for index in range(10)]
+        ran_at = [when for _, when in results]
+        for first in (3, 6, 9):  # a wave is built after the previous one ran
+            assert min(built_at[i] for i in range(first, min(first + 3, 10))) > max(
+                ran_at[first - 3 : first]
+            )
+        assert len(held) == 4 and max(held) <= 3, held
+        one_wave = compute_in_waves(make_task, 3, label="one", wave_tasks=3)
+        assert [square for square, _ in one_wave] == [0, 1, 4]
+    err = capfd.readouterr().err
+    assert all(f"squares (wave {wave} of 4)" in err for wave in range(1, 5)), err
+    assert "one:" in err and "one (wave" not in err, err
