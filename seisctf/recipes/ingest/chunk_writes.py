@@ -10,6 +10,7 @@ stored bytes are those `__setitem__` writes (a test compares them).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -36,9 +37,7 @@ class ChunkWriter:
 
     def write(self, coords: tuple[int, ...], values: np.ndarray) -> None:
         """Store `values` as chunk `coords` (its shape, or cut short at the array's end)."""
-        from zarr.core.sync import sync
-
-        sync(self._write(coords, self._whole(np.asarray(values))))
+        write_chunks([(self, coords, values)])
 
     def _whole(self, values: np.ndarray) -> np.ndarray:
         """`values` in the array's dtype and C order, padded with the fill value to a chunk."""
@@ -64,3 +63,19 @@ class ChunkWriter:
         else:
             (encoded,) = await array.codec_pipeline.encode([(buffer, spec)])
         await (array.store_path / array.metadata.encode_chunk_key(coords)).set(encoded)
+
+
+def write_chunks(writes: Sequence[tuple[ChunkWriter, tuple[int, ...], np.ndarray]]) -> None:
+    """`ChunkWriter.write` of each (writer, chunk coords, values), in order (each chunk stored
+    before the next is begun), in one event-loop round trip."""
+    from zarr.core.sync import sync
+
+    whole = [
+        (writer, coords, writer._whole(np.asarray(values))) for writer, coords, values in writes
+    ]
+
+    async def in_order() -> None:
+        for writer, coords, values in whole:
+            await writer._write(coords, values)
+
+    sync(in_order())

@@ -67,7 +67,7 @@ from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
 from seisctf.recipes.context import BuildContext
 from seisctf.recipes.ingest import resampling, resumable
-from seisctf.recipes.ingest.chunk_writes import ChunkWriter
+from seisctf.recipes.ingest.chunk_writes import ChunkWriter, write_chunks
 from seisctf.recipes.ingest.response import corrected_units, requested_removal, resolve_removal
 from seisctf.recipes.ingest.resumable import (
     ATTR_FINGERPRINT,
@@ -147,9 +147,9 @@ def ingest_blocks(
         rows, problems = station_rows(task, url, storage_options, inventory)
         values = merged_block(rows, task)
         fraction = resumable.coverage_of(values)
-        if fraction > 0:
-            data.write((task.station_index, 0, task.block), values[np.newaxis])
-        progress.write((task.station_index, task.block), done_chunk(fraction, problems))
+        mark = (progress, (task.station_index, task.block), done_chunk(fraction, problems))
+        chunk = (data, (task.station_index, 0, task.block), values[np.newaxis])
+        write_chunks([chunk, mark] if fraction > 0 else [mark])  # the mark after the chunk
         found.append((fraction, problems))
     return found
 
