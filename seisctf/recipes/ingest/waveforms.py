@@ -147,16 +147,12 @@ def ingest_blocks(
         rows, problems = station_rows(task, url, storage_options, inventory)
         values = merged_block(rows, task)
         fraction = resumable.coverage_of(values)
-        mark = (progress, (task.station_index, task.block), done_chunk(fraction, problems))
+        entry = np.array([[resumable.done_entry(fraction, problems)]], dtype=object)
+        mark = (progress, (task.station_index, task.block), entry)  # `resumable.mark_done`
         chunk = (data, (task.station_index, 0, task.block), values[np.newaxis])
         write_chunks([chunk, mark] if fraction > 0 else [mark])  # the mark after the chunk
         found.append((fraction, problems))
     return found
-
-
-def done_chunk(fraction: float, problems: Sequence[str]) -> np.ndarray:
-    """The (1, 1) chunk of `ingest_progress` marking a block done (`resumable.mark_done`)."""
-    return np.array([[resumable.done_entry(fraction, problems)]], dtype=object)
 
 
 def scan_with_hash(
