@@ -249,6 +249,7 @@ class Measured:
     bare: list[float] = field(default_factory=list)
     bare_cpu: list[float] = field(default_factory=list)
     floor: list[float] = field(default_factory=list)
+    floor_cpu: list[float] = field(default_factory=list)
     ingests: dict[int, list[dict[str, float]]] = field(default_factory=lambda: {1: [], 2: []})
     scaling: list[float] = field(default_factory=list)
     stored_bytes: int = 0
@@ -274,7 +275,9 @@ def measure(files: list[Path], repeat: int, workdir: Path, scaling: bool = False
             for _ in range(repeat):
                 found.bare.append(bare_obspy(files))
                 found.bare_cpu.append(bare_obspy_cpu(files))
+                cpu_before = cpu_seconds()
                 found.floor.append(kernel_floor(files, workdir / "floor"))
+                found.floor_cpu.append(cpu_seconds() - cpu_before)
                 if scaling:  # `main`'s diagnostics
                     found.parts.append(floor_parts(files, workdir / "parts"))
                 if scaling and n_workers == 2:  # the 2-worker cluster idles meanwhile
@@ -335,10 +338,14 @@ def print_tables(found: Measured) -> None:
         cells = " | ".join(f"{median(r[k] for r in ingests):.2f}" for k in keys)
         print(f"| {n_workers} worker{'s' if n_workers > 1 else ''} | {cells} |")
     one_cpu = median(r["workers_cpu"] + r["client_cpu"] for r in found.ingests[1])
+    workers_cpu = median(r["workers_cpu"] for r in found.ingests[1])
+    floor_cpu = median(found.floor_cpu)
     print(f"\nCPU time (it too grows when other processes share the cores): bare obspy.read "
-          f"{median(found.bare_cpu):.2f} s; ingest on 1 worker {one_cpu:.2f} s (workers + "
-          f"client + scheduler): {median(found.bare_cpu) / one_cpu:.2f} × bare obspy per CPU "
-          "second")  # fmt: skip
+          f"{median(found.bare_cpu):.2f} s; kernel floor {floor_cpu:.2f} s; ingest on 1 worker "
+          f"{one_cpu:.2f} s (workers + client + scheduler): "
+          f"{median(found.bare_cpu) / one_cpu:.2f} × bare obspy and "
+          f"{floor_cpu / one_cpu:.2f} × the floor per CPU second; the worker alone "
+          f"{workers_cpu:.2f} s: {floor_cpu / workers_cpu:.2f} × the floor")  # fmt: skip
     if found.scaling:
         listed = ", ".join(f"{x:.2f}" for x in found.scaling)
         print(f"\nThis machine's own 1 → 2 process speed-up (bare obspy.read in two processes "
