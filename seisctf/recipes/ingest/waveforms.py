@@ -67,6 +67,7 @@ from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
 from seisctf.recipes.context import BuildContext
 from seisctf.recipes.ingest import resampling, resumable
+from seisctf.recipes.ingest.chunk_writes import ChunkWriter, write_chunks
 from seisctf.recipes.ingest.response import corrected_units, requested_removal, resolve_removal
 from seisctf.recipes.ingest.resumable import (
     ATTR_FINGERPRINT,
@@ -138,17 +139,18 @@ def ingest_blocks(
     the other, each marked done right after it is written: [(coverage fraction, problems)].
     `inventory`: the station's part of the StationXML (needed with response removal)."""
     group = open_store(url, storage_options, mode="r+")
-    # Empty blocks are not written (left to the fill value NaN), so zarr need not check.
-    data = group[DATA_VAR].with_config({"write_empty_chunks": True})
-    progress = group[PROGRESS_VAR]
+    # Whole chunks, written without zarr's selection machinery (`chunk_writes`); empty blocks
+    # are not written (left to the fill value NaN).
+    data, progress = ChunkWriter(group[DATA_VAR]), ChunkWriter(group[PROGRESS_VAR])
     found = []
     for task in run.tasks:
         rows, problems = station_rows(task, url, storage_options, inventory)
         values = merged_block(rows, task)
         fraction = resumable.coverage_of(values)
-        if fraction > 0:
-            data[task.station_index, :, task.first : task.stop] = values
-        resumable.mark_done(progress, (task.station_index, task.block), fraction, problems)
+        entry = np.array([[resumable.done_entry(fraction, problems)]], dtype=object)
+        mark = (progress, (task.station_index, task.block), entry)  # `resumable.mark_done`
+        chunk = (data, (task.station_index, 0, task.block), values[np.newaxis])
+        write_chunks([chunk, mark] if fraction > 0 else [mark])  # the mark after the chunk
         found.append((fraction, problems))
     return found
 
