@@ -6,10 +6,10 @@ processes of one thread each (no nanny; the embedded cluster's malloc and spill 
 command attached with `--scheduler`. Peak RSS by role: the command's own process tree (the
 client), the scheduler's process, each worker's.
 
-- bytes: symlink trees of whole station-days (3 channels) of an SDS archive (`make_archive.py
-  sds`; the full run reads /work/scale/sds10g if present, else writes one under --data) at 0.1,
-  0.3, 1, 3 and 10 GB (`--quick`: 3 sizes of a small archive), taken day-major (all stations of
-  day 1, then day 2, …);
+- bytes: symlink trees of the first day files of an SDS archive (`make_archive.py sds`; the
+  full run reads /work/scale/sds10g if present, else writes one under --data), day-major (every
+  station and channel of day 1, then day 2, …), at 0.03, 0.1, 0.3, 1 and 3 GB (100x; `--quick`:
+  3 sizes of a small archive);
 - files: small-file archives (`make_archive.py sds --files N`, 0.1 Hz day files of ~12 KiB) of
   10^3, 10^4 and 10^5 files (`--quick`: 10^2, 3·10^2, 10^3).
 
@@ -58,8 +58,9 @@ HERE = Path(__file__).resolve().parent
 MAKE_ARCHIVE = HERE / "make_archive.py"
 SDS10G = Path("/work/scale/sds10g")  # the shared 10 GB archive, where this machine has it
 GB = 1e9
-SIZES_GB = (0.1, 0.3, 1.0, 3.0, 10.0)
-QUICK_FRACTIONS = (1 / 12, 1 / 4, 1.0)  # of the quick archive's station-days
+# 100x in bytes. (10 GB, the whole shared archive, takes over an hour on 2 loaded cores.)
+SIZES_GB = (0.03, 0.1, 0.3, 1.0, 3.0)
+QUICK_FRACTIONS = (1 / 12, 1 / 4, 1.0)  # of the quick archive's files
 FILE_COUNTS = (1_000, 10_000, 100_000)
 QUICK_FILE_COUNTS = (100, 300, 1_000)
 SMALL_FILE_DAYS = 30
@@ -186,28 +187,18 @@ def file_archive(options: ScaleOptions, n_files: int) -> Archive:
     return make_sds(options.data / f"sds_files_{n_files}", *arguments)
 
 
-def station_day(entry: dict) -> tuple[str, str]:
-    """(day `YEAR.DOY`, station `NET.STA`) of a file entry (SDS names end `.YEAR.DOY`): the
-    unit the byte curve takes."""
+def day_major(entry: dict) -> tuple[str, str]:
+    """(day `YEAR.DOY`, channel id) of a file entry (SDS names end `.YEAR.DOY`): the order the
+    byte curve takes files in."""
     year, day = entry["path"].rsplit(".", 2)[1:]
-    network, station = entry["id"].split(".")[:2]
-    return f"{year}.{day}", f"{network}.{station}"
+    return f"{year}.{day}", entry["id"]
 
 
-def station_days(archive: Archive) -> list[list[dict]]:
-    """The archive's files grouped by station-day, day-major."""
-    groups: dict[tuple[str, str], list[dict]] = {}
-    for entry in archive.summary["file_list"]:
-        groups.setdefault(station_day(entry), []).append(entry)
-    return [groups[key] for key in sorted(groups)]
-
-
-def first_bytes(groups: Sequence[list[dict]], target: float) -> list[dict]:
-    """The files of the first station-days whose total is nearest `target` bytes (at least
-    one station-day)."""
-    totals = np.cumsum([sum(e["bytes"] for e in group) for group in groups])
-    count = int(np.argmin(np.abs(totals - target))) + 1
-    return [entry for group in groups[:count] for entry in group]
+def first_bytes(archive: Archive, target: float) -> list[dict]:
+    """The first files, day-major, whose total is nearest `target` bytes (at least one)."""
+    entries = sorted(archive.summary["file_list"], key=day_major)
+    totals = np.cumsum([entry["bytes"] for entry in entries])
+    return entries[: int(np.argmin(np.abs(totals - target))) + 1]
 
 
 def symlink_tree(archive: Archive, entries: Sequence[dict], out: Path) -> Path:
@@ -363,12 +354,11 @@ def ingest(
 
 def byte_curve(options: ScaleOptions) -> tuple[Section, list[IngestRun], Archive]:
     archive = byte_archive(options)
-    groups = station_days(archive)
     total = sum(entry["bytes"] for entry in archive.summary["file_list"])
     targets = [f * total for f in QUICK_FRACTIONS] if options.quick else [s * GB for s in SIZES_GB]
     runs = []
     for target in targets:
-        entries = first_bytes(groups, target)
+        entries = first_bytes(archive, target)
         label = f"{sum(e['bytes'] for e in entries) / GB:.3g} GB"
         sds = symlink_tree(archive, entries, options.workdir / f"bytes_{len(entries)}")
         runs.append(ingest(options, f"bytes_{len(entries)}", archive, entries, sds))
@@ -387,10 +377,11 @@ def byte_curve(options: ScaleOptions) -> tuple[Section, list[IngestRun], Archive
         verdict("planning <= 10 % of the run", f"at most {100 * worst:.1f} %", worst <= 0.10),
     ]  # fmt: skip
     section.notes += [
-        f"Archive: {archive.root} ({archive.summary['files']} files); whole station-days "
-        "(3 channels), day-major, as symlink trees; `--inventory` its StationXML. `first task`: "
-        "command start to the first Dask task (the header scan); `planning`: to the first "
-        "write task (scan, plan, store created). `load`: load average before / after."
+        f"Archive: {archive.root} ({archive.summary['files']} files); its first day files "
+        "(day-major: all stations and channels of a day, then the next) as symlink trees; "
+        "`--inventory` its StationXML. `first task`: command start to the first Dask task (the "
+        "header scan); `planning`: to the first write task (scan, plan, store created). "
+        "`load`: load average before / after."
     ]
     return section, runs, archive
 
@@ -514,7 +505,7 @@ def sections(options: ScaleOptions) -> Iterator[Section]:
     yield files_section
     yield planning_section("Ingest planning, where it goes: bytes", byte_runs)
     yield planning_section("Ingest planning, where it goes: files", file_runs)
-    smallest = first_bytes(station_days(archive), byte_runs[0].bytes)
+    smallest = first_bytes(archive, byte_runs[0].bytes)
     per_core = per_core_section(archive, smallest, 3 if options.quick else 5)
     if per_core is not None:
         yield per_core
