@@ -46,6 +46,7 @@ from scale_report import (
     Section,
     TreeSampler,
     fitted_exponent,
+    format_cell,
     run_command,
     seisctf_command,
     tree_bytes,
@@ -352,6 +353,13 @@ def ingest(
 # --- the sections ---------------------------------------------------------------------------
 
 
+def print_run(run: IngestRun) -> None:
+    """One run's row and where its planning went, as soon as it ends (the tables come after
+    the last size)."""
+    cells = [format_cell(cell) for cell in run.row() + run.planning_row()[1:]]
+    print("  " + " | ".join(cells), flush=True)
+
+
 def byte_curve(options: ScaleOptions) -> tuple[Section, list[IngestRun], Archive]:
     archive = byte_archive(options)
     total = sum(entry["bytes"] for entry in archive.summary["file_list"])
@@ -363,7 +371,7 @@ def byte_curve(options: ScaleOptions) -> tuple[Section, list[IngestRun], Archive
         sds = symlink_tree(archive, entries, options.workdir / f"bytes_{len(entries)}")
         runs.append(ingest(options, f"bytes_{len(entries)}", archive, entries, sds))
         runs[-1] = replace(runs[-1], label=label)
-        print(f"  ingest {label}: {runs[-1].seconds:.1f} s", flush=True)
+        print_run(runs[-1])
     section = Section(
         "Ingest cost curve: bytes (`seisctf ingest waveforms`, 2 workers)", COLUMNS,
         [run.row() for run in runs],
@@ -393,7 +401,7 @@ def file_curve(options: ScaleOptions) -> tuple[Section, list[IngestRun]]:
         entries = archive.summary["file_list"]
         run = ingest(options, f"files_{count}", archive, entries, archive.root / "sds")
         runs.append(replace(run, label=f"{len(entries):,} files"))
-        print(f"  ingest {len(entries)} files: {run.seconds:.1f} s", flush=True)
+        print_run(runs[-1])
     columns = [*COLUMNS, "client B/file", "scheduler B/file"]
     rows = [
         [*run.row(), run.peaks["client"] / run.files, run.peaks["scheduler"] / run.files]
