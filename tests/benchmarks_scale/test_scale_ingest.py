@@ -22,6 +22,9 @@ sys.path.insert(0, str(BENCHMARKS))
 import scale_ingest  # noqa: E402
 from scale_report import ScaleOptions  # noqa: E402
 
+# Six ingests, each on a cluster of its own: minutes on idle cores, far more on loaded ones.
+pytestmark = pytest.mark.timeout(3600)
+
 
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory) -> tuple[ScaleOptions, dict]:
@@ -93,7 +96,7 @@ def test_task_counts_and_times_are_consistent(quick):
 def test_largest_store_equals_obspy_on_a_station_hour(quick):
     options, sections = quick
     section, rows = table(sections, "Ingest acceptance")
-    assert [row["read"] for row in rows] == ["open_store"] + ["station-hour"] * 5
+    assert [row["read"] for row in rows][1:] == ["open_store"] + ["station-hour"] * 5
     assert len(section.goals) == 2
     summary = json.loads((options.data / "sds_quick" / "summary.json").read_text())
     (store,) = [
