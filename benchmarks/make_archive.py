@@ -1,8 +1,7 @@
 """Realistic large archives on demand: an SDS tree of miniSEED day files, or a SeisBench dataset.
 
     python benchmarks/make_archive.py sds OUT (--stations N | --files N) --days D [--channels 3]
-        [--rate 100]
-        [--seed S] [--damaged K] [--gaps G] [--overlaps O] [--mixed-rate M]
+        [--rate 100] [--seed S] [--damaged K] [--gaps G] [--overlaps O] [--mixed-rate M]
         [--events-per-day E] [--start 2024-01-01] [--workers W]
     python benchmarks/make_archive.py seisbench OUT --windows N [--samples 3000] [--rate 100]
         [--chunks K] [--seed S] [--workers W]
