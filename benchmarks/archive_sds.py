@@ -189,6 +189,7 @@ def segments(kind: str, n: int, rate: float, rng: np.random.Generator) -> list[t
 def write_station(spec: ArchiveSpec, station: int, root: str) -> list[dict]:
     """Write every day file of one station below the SDS `root`: [file entry dict]."""
     import obspy
+    from obspy.io.mseed.core import _write_mseed
 
     anomalies = plan_anomalies(spec)
     site = station_sites(spec)[station]
@@ -223,7 +224,8 @@ def write_station(spec: ArchiveSpec, station: int, root: str) -> list[dict]:
                 for (lo, hi), when in zip(pieces, starts, strict=True)
             ]
             buffer = io.BytesIO()
-            obspy.Stream(traces).write(buffer, format="MSEED", encoding="STEIM2", reclen=reclen)
+            # What Stream.write(format="MSEED") calls, without its plugin look-up (5 ms a file).
+            _write_mseed(obspy.Stream(traces), buffer, encoding="STEIM2", reclen=reclen)
             raw = buffer.getvalue()
             written = sum(hi - lo for lo, hi in pieces)
             entry = {

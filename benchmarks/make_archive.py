@@ -1,7 +1,7 @@
 """Realistic large archives on demand: an SDS tree of miniSEED day files, or a SeisBench dataset.
 
-    python benchmarks/make_archive.py sds OUT --stations N [--channels 3] --days D [--rate 100]
-        [--seed S] [--damaged K] [--gaps G] [--overlaps O] [--mixed-rate M]
+    python benchmarks/make_archive.py sds OUT (--stations N | --files N) --days D [--channels 3]
+        [--rate 100] [--seed S] [--damaged K] [--gaps G] [--overlaps O] [--mixed-rate M]
         [--events-per-day E] [--start 2024-01-01] [--workers W]
     python benchmarks/make_archive.py seisbench OUT --windows N [--samples 3000] [--rate 100]
         [--chunks K] [--seed S] [--workers W]
@@ -23,6 +23,10 @@
   middle record (`flipped-bit-data-offset`: that record no longer decodes). Defaults: one gap
   and one overlap file per 25 files, one mixed-rate and one damaged file per 50 (at least one
   each).
+- small-file mode, `--files N` instead of `--stations`: about N day files (stations =
+  ceil(N / (channels × days))) at `--rate` 0.1 Hz unless given (VH channels, as permanent
+  networks archive them: 8,640 samples, about 12 KiB of STEIM2 a file), for file-count curves;
+  everything else as above.
 - `stations.xml`: StationXML (obspy Inventory) of every station and channel: coordinates,
   azimuth and dip, the nominal sample rate (mixed-rate files contradict it, as when a datalogger
   is reconfigured without new metadata), a response (a 120 s broadband sensor's poles and
@@ -68,6 +72,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 from archive_sds import ArchiveSpec, write_sds  # noqa: E402
 from archive_seisbench import write_seisbench  # noqa: E402
 
+# Hz: the rate of the small-file mode (`--files`), SEED band V (VHZ, VHN, VHE).
+SMALL_FILE_RATE = 0.1
+
 
 def tree_bytes(root: Path) -> int:
     """Bytes of every file below `root`."""
@@ -77,10 +84,10 @@ def tree_bytes(root: Path) -> int:
 def run_sds(args: argparse.Namespace) -> dict:
     """`sds`: the tree, StationXML and summary under args.out; the summary (dict)."""
     spec = ArchiveSpec(
-        stations=args.stations,
+        stations=args.stations or -(-args.files // (args.channels * args.days)),
         channels=args.channels,
         days=args.days,
-        rate=args.rate,
+        rate=args.rate if args.rate is not None else (SMALL_FILE_RATE if args.files else 100.0),
         seed=args.seed,
         start=args.start,
         events_per_day=args.events_per_day,
@@ -151,10 +158,16 @@ def parser() -> argparse.ArgumentParser:
     kinds = top.add_subparsers(dest="kind", required=True)
     sds = kinds.add_parser("sds", help="SDS tree of STEIM2 miniSEED day files + StationXML")
     sds.add_argument("out", help="folder: sds/, stations.xml and summary.json go there")
-    sds.add_argument("--stations", type=int, required=True)
+    count = sds.add_mutually_exclusive_group(required=True)
+    count.add_argument("--stations", type=int)
+    count.add_argument(
+        "--files",
+        type=int,
+        help=f"small-file mode: about this many day files (--rate {SMALL_FILE_RATE})",
+    )
     sds.add_argument("--channels", type=int, default=3, choices=(1, 2, 3))
     sds.add_argument("--days", type=int, required=True)
-    sds.add_argument("--rate", type=float, default=100.0, help="Hz")
+    sds.add_argument("--rate", type=float, help="Hz (default 100; 0.1 with --files)")
     sds.add_argument("--start", default="2024-01-01", help="first day (UTC)")
     sds.add_argument("--events-per-day", type=int, default=6)
     for name in ("gaps", "overlaps", "mixed-rate", "damaged"):

@@ -33,8 +33,11 @@ ATTR_FINGERPRINT = "ingest_fingerprint"
 BLOCK = "block"
 _LEFT_FOLDER = f"Object at {PROGRESS_VAR} is not recognized as a component of a Zarr hierarchy"
 # Scan tasks: files in batches (a header scan takes a few ms, about a task's own overhead), in
-# about SCAN_TASKS tasks.
+# about SCAN_TASKS tasks; above SCAN_TASKS x SCAN_BATCH_MAX files, batches of SCAN_BATCH_MAX
+# (more tasks, so that a cluster of more than SCAN_TASKS workers shares the scan, each task
+# a few seconds and its result ~0.3 MB).
 SCAN_TASKS = 16
+SCAN_BATCH_MAX = 1000
 
 
 def open_store(url: str, storage_options: dict | None, mode: str = "r") -> Any:
@@ -86,10 +89,10 @@ def scan_all(
     quiet: bool,
 ) -> list:
     """`scan_batch` (one scan per path) of every path, in Dask tasks of consecutive batches
-    (about SCAN_TASKS), in path order."""
+    (about SCAN_TASKS, of at most SCAN_BATCH_MAX paths), in path order."""
     import dask
 
-    size = max(1, -(-len(paths) // SCAN_TASKS))
+    size = min(SCAN_BATCH_MAX, max(1, -(-len(paths) // SCAN_TASKS)))
     batches = [list(paths[i : i + size]) for i in range(0, len(paths), size)]
     scanned = compute(
         *[dask.delayed(scan_batch)(batch, storage_options) for batch in batches],

@@ -29,6 +29,7 @@ from seisctf import storage
 from seisctf.catalogs.seed_ids import channel_id, split_station, stats_station_id
 from seisctf.errors import InvalidInput
 from seisctf.recipes.ingest.block_grid import BlockGrid
+from seisctf.recipes.ingest.inventory_index import InventoryIndex
 from seisctf.recipes.ingest.inventory_text import inventory_holds
 from seisctf.recipes.ingest.resampling import MAX_RATE_FACTOR, rate_ratio, resampled_length
 from seisctf.recipes.ingest.response import response_problem
@@ -300,11 +301,6 @@ def read_inventories(paths: Sequence[str]) -> Any:
     return inventory
 
 
-def knows_station(inventory: Any, station: str) -> bool:
-    network, code, location = split_station(station)
-    return bool(inventory.select(network=network, station=code, location=location).networks)
-
-
 def unknown_station(station: str, inventory: Any) -> str:
     """The problem text of a station the inventory does not know at its location code: what
     the inventory has for the station code instead, if anything."""
@@ -321,24 +317,23 @@ def unknown_station(station: str, inventory: Any) -> str:
     )
 
 
-def check_against_inventory(header: TraceHeader, inventory: Any) -> str | None:
+def check_against_inventory(header: TraceHeader, index: InventoryIndex) -> str | None:
     """A problem text if the inventory knows the station but contradicts the header (channel
     absent at that time, other sampling rate); None if consistent or the station is unknown."""
     from obspy import UTCDateTime
 
-    if not knows_station(inventory, header.station):
+    if not index.knows(header.station):
         return None
-    network, code, location = split_station(header.station)
-    known = inventory.select(network=network, station=code, location=location)
+    network, code, _ = split_station(header.station)
     when = UTCDateTime(ns=header.start_ns)
-    channels = known.select(channel=header.channel, time=when).get_contents()["channels"]
+    channels = _channels(index.channels_at(header.station, header.channel, when))
     if not channels:
-        holds = inventory_holds(inventory, network, code, header.channel)
+        holds = inventory_holds(index.inventory, network, code, header.channel)
         return (
             f"{header.path}: {channel_id(header.station, header.channel)} at {when} is not in the "
             f"inventory (channel or epoch contradicts it; it has {holds}); trace not ingested"
         )
-    for channel in _channels(known.select(channel=header.channel, time=when)):
+    for channel in channels:
         if channel.sample_rate and not _same_rate(channel.sample_rate, header.sampling_rate):
             return (
                 f"{header.path}: {channel_id(header.station, header.channel)} sampled at "
@@ -360,12 +355,12 @@ def _float_or_nan(value: Any) -> float:
     return float(value) if value is not None else math.nan
 
 
-def station_metadata(station: str, channels: Sequence[str], inventory: Any) -> dict[str, Any]:
+def station_metadata(
+    station: str, channels: Sequence[str], index: InventoryIndex
+) -> dict[str, Any]:
     """Coordinates (degrees, m) and per-channel orientation (degrees) and sensitivity of a
     station from the inventory (its first epoch holding each channel); NaN/absent if unknown."""
-    network, code, location = split_station(station)
-    known = inventory.select(network=network, station=code, location=location)
-    found = _channels(known)
+    found = _channels(index.station(station))
     first = found[0] if found else None
     meta: dict[str, Any] = {
         "latitude": _float_or_nan(first.latitude) if first else math.nan,
@@ -474,9 +469,10 @@ def make_plan(
         raise InvalidInput(names, "no input is readable: " + "; ".join(problems[:5]))
     headers: list[TraceHeader] = []
     unknown: set[str] = set()
+    index = InventoryIndex(inventory) if inventory is not None else None
     for scan in scans:
         for header in scan.headers:
-            contradiction = check_against_inventory(header, inventory) if inventory else None
+            contradiction = check_against_inventory(header, index) if inventory else None
             if contradiction is None and require_response:
                 seed_id = channel_id(header.station, header.channel)
                 when = UTCDateTime(ns=header.start_ns)
@@ -484,7 +480,7 @@ def make_plan(
             if contradiction:
                 problems.append(contradiction)
                 continue
-            if inventory is not None and not knows_station(inventory, header.station):
+            if index is not None and not index.knows(header.station):
                 unknown.add(header.station)
             headers.append(header)
     if not headers:
@@ -505,8 +501,7 @@ def make_plan(
     stations = tuple(sorted({h.station for h in headers}))
     channels = tuple(sorted({h.channel for h in headers}))
     metadata = {
-        s: station_metadata(s, channels, inventory) if inventory is not None else {}
-        for s in stations
+        s: station_metadata(s, channels, index) if index is not None else {} for s in stations
     }
     return WaveformPlan(
         stations=stations,
