@@ -426,12 +426,13 @@ def compute_in_waves(
     *,
     label: str = "",
     quiet: bool = False,
-    wave_tasks: int = MAX_TASKS_PER_WAVE,
+    wave_tasks: int | None = None,
 ) -> list[Any]:
     """`[compute(make_task(i)) for i in range(n_tasks)]` for independent tasks, in waves of at
-    most `wave_tasks`: each wave's tasks are built and computed after the previous wave's
-    finished and were released (so the scheduler holds at most two waves, one of them being
-    forgotten). One wave (and one progress line) when `n_tasks <= wave_tasks`."""
+    most `wave_tasks` (default MAX_TASKS_PER_WAVE): each wave's tasks are built and computed
+    after the previous wave's finished and were released (so the scheduler holds at most two
+    waves, one of them being forgotten). One wave (one progress line) when few enough."""
+    wave_tasks = wave_tasks or MAX_TASKS_PER_WAVE
     waves = max(1, -(-n_tasks // wave_tasks))
     results: list[Any] = []
     for wave in range(waves):

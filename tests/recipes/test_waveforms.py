@@ -255,6 +255,31 @@ def test_interrupted_ingest_resumes_block_by_block_with_identical_bytes(tmp_path
     np.testing.assert_array_equal(report.coverage, _open(whole)["coverage"].values)
 
 
+def test_ingest_in_waves_writes_the_bytes_of_one_wave(tmp_path, monkeypatch):
+    """Above MAX_TASKS_PER_WAVE runs the blocks are computed in waves (a 50 TB archive's
+    ~10^6 tasks): the store is byte for byte the one-wave store."""
+    import seisctf.cluster
+
+    files = write_synthetic_archive(tmp_path / "archive")
+    whole = tmp_path / "whole.zarr"
+    ingest_waveforms([str(f) for f in files], str(whole), block_samples=512, quiet=True)
+    monkeypatch.setattr(seisctf.cluster, "MAX_TASKS_PER_WAVE", 4)  # 14 runs: 4 waves
+    waved = tmp_path / "waved.zarr"
+    waves: list[int] = []  # block tasks of each compute that ingests blocks
+
+    def count(dsk, state) -> None:
+        blocks = sum(str(key).startswith("ingest_block-") for key in dsk)
+        waves.extend([blocks] * bool(blocks))
+
+    with Callback(start_state=count):
+        ingest_waveforms([str(f) for f in files], str(waved), block_samples=512, quiet=True)
+    assert waves == [4, 4, 4, 2], waves
+    _assert_store_equals_obspy(waved, files)
+    assert _store_digest(waved, skip=waved / "zarr.json") == _store_digest(
+        whole, skip=whole / "zarr.json"
+    )
+
+
 DAY = 86400
 
 

@@ -63,7 +63,7 @@ import xarray as xr
 from seisctf import __version__
 from seisctf import conventions as cv
 from seisctf.catalogs.seed_ids import CODE_ARRAYS, normalised, split_station
-from seisctf.cluster import compute
+from seisctf.cluster import compute_in_waves
 from seisctf.errors import InvalidInput
 from seisctf.recipes.context import BuildContext
 from seisctf.recipes.ingest import resampling, resumable
@@ -418,17 +418,15 @@ def _run_blocks(
         for station in {task.station for task in tasks}
     } if inventory is not None else {}  # fmt: skip
     runs = block_runs(tasks)
-    results = compute(
-        *[
-            dask.delayed(ingest_blocks)(
-                run,
-                url,
-                storage_options,
-                station_inventory.get(run.tasks[0].station),
-                dask_key_name=f"ingest_block-{token}-{run.key}",
-            )
-            for run in runs
-        ],
+    results = compute_in_waves(  # waves above MAX_TASKS_PER_WAVE runs (a 50 TB archive)
+        lambda index: dask.delayed(ingest_blocks)(
+            runs[index],
+            url,
+            storage_options,
+            station_inventory.get(runs[index].tasks[0].station),
+            dask_key_name=f"ingest_block-{token}-{runs[index].key}",
+        ),
+        len(runs),
         label="ingest waveforms",
         quiet=quiet,
     )
