@@ -208,10 +208,11 @@ def ingest_seconds(client, sources: list[str], store: Path) -> dict[str, float]:
     """One ingest of `sources` into a fresh `store` on the running cluster: total seconds, scan
     and block computes, the client's own time outside them, and CPU seconds of the workers and
     of this process (client and scheduler)."""
+    from seisctf import cluster
     from seisctf.recipes.ingest import resumable, waveforms
 
     phases: dict[str, float] = {}
-    compute = waveforms.compute
+    compute = cluster.compute  # the blocks' (through compute_in_waves) and the scan's
 
     def timed(*collections, label="", quiet=False):
         began = time.perf_counter()
@@ -220,13 +221,13 @@ def ingest_seconds(client, sources: list[str], store: Path) -> dict[str, float]:
         return found
 
     workers_before, client_before = client.run(cpu_seconds), cpu_seconds()
-    waveforms.compute = resumable.compute = timed  # the blocks' and the scan's
+    cluster.compute = resumable.compute = timed
     try:
         began = time.perf_counter()
         waveforms.ingest_waveforms(sources, str(store), quiet=True)
         total = time.perf_counter() - began
     finally:
-        waveforms.compute = resumable.compute = compute
+        cluster.compute = resumable.compute = compute
     workers_after, client_after = client.run(cpu_seconds), cpu_seconds()
     scan, blocks = phases.get("scan", 0.0), phases.get("ingest waveforms", 0.0)
     return {
