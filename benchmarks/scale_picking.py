@@ -112,12 +112,13 @@ def peaks_mib(memory) -> tuple[float, float]:
 # --- 1. ingest seisbench ---------------------------------------------------------------------
 
 
-def ingest(folder: Path, url: Path) -> tuple[float, float, float]:
-    """`seisctf ingest seisbench FOLDER --out URL`: (wall s, client MiB, largest worker MiB)."""
+def ingest(folder: Path, url: Path) -> tuple[float, float, float, float]:
+    """`seisctf ingest seisbench FOLDER --out URL`: (wall s, CPU s of all its processes, client
+    MiB, largest worker MiB)."""
     run = run_command(
         [*seisctf_command(), "ingest", "seisbench", str(folder), "--out", str(url), "--quiet"]
     )
-    return (run.seconds, *peaks_mib(run.memory))
+    return (run.seconds, run.memory.cpu_seconds(), *peaks_mib(run.memory))
 
 
 def kernel_floor(folder: Path, n_windows: int) -> float:
