@@ -61,6 +61,7 @@ def test_quick_picking_section(tmp_path):
     batches = found["random batches of 256 windows (open_event_windows, TensorStore), interleaved"]
     assert [number(row[0]) for row in batches] == list(WINDOWS)
     assert number(batches[0][4]) == 1.0 and number(batches[1][4]) > 0
+    assert number(batches[0][6]) == 1.0 and number(batches[1][6]) > 0
 
     split = found["split"]
     assert [row[0] for row in split] == ["source-clusters", "station-disjoint"]
@@ -92,10 +93,10 @@ def check_split_from_the_store(work: Path) -> None:
     store = xr.open_zarr(work / f"catalogue-{ROWS}.zarr", chunks=None)
     frame = pd.DataFrame(
         {
-            "station": store["station_network_code"].values.astype(str).astype(object)
+            "station": store["station_network_code"].values.astype(object)
             + "."
-            + store["station_code"].values.astype(str).astype(object),
-            "split": store["split"].values.astype(str),
+            + store["station_code"].values.astype(object),
+            "split": store["split"].values.astype(object),
         }
     )
     assert (frame.groupby("station")["split"].nunique() == 1).all()
