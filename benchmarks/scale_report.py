@@ -74,6 +74,12 @@ class TreeMemory:
 
     peak_by_pid: dict[int, int] = field(default_factory=dict)
     role_by_pid: dict[int, str] = field(default_factory=dict)
+    cpu_by_pid: dict[int, float] = field(default_factory=dict)  # user + system s, last sample
+
+    def cpu_seconds(self) -> float:
+        """CPU seconds of the whole tree (as last sampled: a process's final interval is lost),
+        the work done whatever the machine's load."""
+        return sum(self.cpu_by_pid.values())
 
     def peaks(self) -> dict[str, int]:
         """Peak RSS per role ('client', 'worker 1', …), workers numbered by pid order."""
@@ -130,8 +136,10 @@ class TreeSampler:
             for process in processes:
                 try:
                     rss = process.memory_info().rss
+                    times = process.cpu_times()
                 except psutil.Error:
                     continue
+                self.memory.cpu_by_pid[process.pid] = times.user + times.system
                 pid = process.pid
                 if pid not in self.memory.role_by_pid:
                     self.memory.role_by_pid[pid] = process_role(process, self.root_pid)

@@ -18,7 +18,8 @@ object per shard, not one per window: STEAD's 1.2 M windows would otherwise be 1
 shards were as fast as single-window files through TensorStore); `conventions.DATA_CODEC`
 (Blosc LZ4, bit shuffle: 2.7× smaller on integer counts, 0.7× the batch rate of raw float32,
 still 5× SeisBench's), or none. Writes are Dask region writes of whole shards (any task
-partition gives the same bytes), then the Parquet catalogue, then the attrs and the completion
+partition gives the same bytes; local stores through TensorStore, `window_writes`), then the
+Parquet catalogue, then the attrs and the completion
 marker (`storage.finish_group`), last.
 
 Reading random batches: `open_event_windows` (xarray with `waveforms` through TensorStore). Plain
@@ -53,6 +54,7 @@ from zarr.errors import ZarrUserWarning
 
 from seisctf import conventions as cv
 from seisctf import storage
+from seisctf.catalogs import window_writes
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
 
@@ -181,6 +183,8 @@ def column_values(series: pd.Series) -> np.ndarray:
         return series.to_numpy()
     if pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype):
         return series.to_numpy(dtype=np.float64, na_value=np.nan)  # nullable ints / floats
+    if isinstance(dtype, pd.StringDtype):  # text already: only the missing values to replace
+        return series.fillna("").to_numpy(dtype=object)
     return np.array(["" if _missing(v) else str(v) for v in series.tolist()], dtype=object)
 
 
@@ -234,7 +238,9 @@ def per_trace_frame(dataset: xr.Dataset) -> pd.DataFrame:
     columns = {}
     for name in names:
         values = np.asarray(dataset[name].values)
-        if values.dtype.kind in "OTU":
+        if values.dtype == object and pd.api.types.infer_dtype(values, skipna=False) == "string":
+            values = pd.array(values, dtype="str")  # every value a str already
+        elif values.dtype.kind in "OTU":
             values = pd.array([str(v) for v in values.tolist()], dtype="str")
         columns[name] = values
     return pd.DataFrame(columns, index=pd.RangeIndex(dataset.sizes[cv.TRACE]))
@@ -256,6 +262,15 @@ def input_entry(path) -> dict[str, Any]:
     from pathlib import Path
 
     return {"path": str(path), "size": Path(path).stat().st_size, "sha256": file_sha256(path)}
+
+
+def lazy_inputs(paths) -> Any:
+    """`[input_entry(path) for path in paths]` as one Delayed, a task per file (the hashing
+    runs on the cluster, beside the ingest's tasks)."""
+    import dask
+
+    entry = dask.delayed(input_entry, pure=True)
+    return dask.delayed(list, pure=True)([entry(str(path)) for path in paths])
 
 
 def seisctf_version() -> str:
@@ -281,7 +296,7 @@ def rate_ratio(source_rate_hz: float, target_rate_hz: float, what: str) -> tuple
     return ratio.numerator, ratio.denominator
 
 
-def resampled_length(n_samples: int, up: int, down: int) -> int:
+def resampled_length(n_samples: int | np.ndarray, up: int, down: int) -> int | np.ndarray:
     """Length of `resample_windows`' output: ceil(n · up / down), as resample_poly gives."""
     return -(-n_samples * up // down)
 
@@ -409,9 +424,11 @@ def write_event_windows(
 ) -> xr.Dataset:
     """Write an event-window Dataset (waveforms lazy or in memory, per-trace values in memory)
     as a zarr v3 store at `url` with `layout` (default: `choose_layout`), then its Parquet
-    catalogue, then attrs and the completion marker, last. The waveforms are (re)chunked to
+    catalogue, then attrs and the completion marker, last (attrs that are Dask collections,
+    such as the inputs' sha256, are computed with the waveforms). The waveforms are (re)chunked to
     whole shards per write task, so the store's bytes never depend on the source's chunks or
     the number of workers. Returns the dataset as written (per-trace values as stored)."""
+    import dask
     import dask.array as da
 
     cv.validate_event_window_store(dataset, str(url))
@@ -435,11 +452,28 @@ def write_event_windows(
         out[name].encoding = {}
     encoding = {cv.EVENT_WINDOWS_VAR: layout.encoding(n_channel, n_sample)}
     delayed = storage.start_dataset(out, url, storage_options, encoding)
-    compute(delayed, label=label, quiet=quiet)
+    if not storage.is_remote(str(url)):  # the same shards, written by TensorStore
+        delayed = _tensorstore_writes(waveforms, str(url))
+    lazy = {key: value for key, value in attrs.items() if dask.is_dask_collection(value)}
+    _, computed = compute(delayed, lazy, label=label, quiet=quiet)
+    attrs.update(computed)  # in place: the attrs keep their order
     write_catalog(per_trace_frame(out), url, storage_options)
     attrs["catalog"] = CATALOG_PATH
     storage.finish_group(url, attrs, storage_options)
     return out
+
+
+def _tensorstore_writes(waveforms, url: str) -> list:
+    """One Delayed per block of `waveforms` writing it into the local store at `url`
+    (`window_writes.write_windows`)."""
+    import dask
+
+    starts = np.cumsum((0, *waveforms.chunks[0][:-1]))
+    write = dask.delayed(window_writes.write_windows, pure=False)
+    return [
+        write(block, url, int(start))
+        for block, start in zip(waveforms.to_delayed().ravel(), starts, strict=True)
+    ]
 
 
 def _aligned_chunks(chunks: tuple[int, ...], per_task: int) -> tuple[int, ...]:

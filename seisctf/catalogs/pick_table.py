@@ -135,7 +135,7 @@ def read_pick_submission(
 
 def refuse_duplicates(names: np.ndarray, what: str) -> None:
     """Bad input naming the trace names listed more than once."""
-    duplicated = pd.Series(names).duplicated(keep="first").to_numpy()
+    duplicated = pd.Series(names, dtype=object).duplicated(keep="first").to_numpy()
     if duplicated.any():
         raise InvalidInput(what, describe_traces(np.unique(names[duplicated]), "listed twice"))
 

@@ -29,9 +29,11 @@ Read through SeisBench's own `seisbench.data.WaveformDataset` (`metadata`, `data
   `trace_sampling_rate_hz` and `trace_npts` (set to the store's rate and each window's length);
   `trace_component_order`, where the CSV has it, is set to the store's order (the waveforms were
   reordered to it).
-- Work: one Dask task per block range of `event_windows.task_traces` rows (whole shards): it
-  opens the dataset once per worker process (cached) and calls `get_waveforms` once per group of
-  equal length and rate.
+- Work: one Dask task per block range of `event_windows.task_traces` rows (whole shards). The
+  common blocked traces (`seisctf.catalogs.seisbench_blocks`: SeisBench's own block slices, the
+  store's components and rate) are read with h5py, consecutive traces of a block as one slice;
+  any other trace through SeisBench: the task opens the dataset once per worker process
+  (cached) and calls `get_waveforms` once per group of equal length and rate.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ import pandas as pd
 
 from seisctf import conventions as cv
 from seisctf.catalogs import event_windows as ew
+from seisctf.catalogs import seisbench_blocks as blocks
 from seisctf.errors import InvalidInput
 
 # Columns SeisBench adds to the CSV's: the row index it resets, and its per-row chunk name.
@@ -157,19 +160,24 @@ def read_data_format(waveform_paths: Sequence[Path]) -> dict[str, Any]:
 
 def native_lengths(
     metadata: pd.DataFrame, chunks: Sequence[str], waveform_paths: Sequence[Path], sample_axis: int
-) -> np.ndarray:
+) -> tuple[np.ndarray, blocks.BlockNames]:
     """Each trace's own length along the sample axis, from its slice of its block (or its own
-    dataset) in the HDF5 headers; an unknown block is bad input naming the trace."""
+    dataset) in the HDF5 headers, and the parsed names (`seisbench_blocks.parse_names`, which
+    measures the common traces; the others one by one here); an unknown block is bad input
+    naming the trace."""
     import h5py
     import seisbench.data as sbd
 
     parse = sbd.WaveformDataset._parse_location
-    lengths = np.zeros(len(metadata), dtype=np.int64)
     paths = dict(zip(chunks, waveform_paths, strict=True))
     names = metadata["trace_name"].astype(str).to_numpy()
     trace_chunks = metadata[TRACE_CHUNK].astype(str).to_numpy()
+    parsed = blocks.parse_names(names, trace_chunks, chunks, waveform_paths, sample_axis)
+    lengths = parsed.lengths.copy()
     for chunk in chunks:
-        rows = np.flatnonzero(trace_chunks == chunk)
+        rows = np.flatnonzero((trace_chunks == chunk) & ~parsed.parsed)
+        if rows.size == 0:
+            continue
         with h5py.File(paths[chunk], "r") as file:
             data = file.get("data")
             if data is None:
@@ -202,7 +210,7 @@ def native_lengths(
                         f"expected a 2-D (channel, sample) trace, got shape {view.shape}",
                     )
                 lengths[row] = view.shape[sample_axis]
-    return lengths
+    return lengths, parsed
 
 
 def component_masks(component_orders: pd.Series | None, channels: str, n_trace: int) -> np.ndarray:
@@ -218,28 +226,39 @@ def component_masks(component_orders: pd.Series | None, channels: str, n_trace: 
 
 @dataclass(frozen=True)
 class BlockPlan:
-    """Rows [start, stop) of the store: their lengths, rates and components."""
+    """Rows [start, stop) of the store: their lengths, rates and components, and the runs of
+    them read directly (`seisbench_blocks.Run`; `transpose`: the file's traces are (sample,
+    channel))."""
 
     start: int
     stop: int
     lengths: np.ndarray
     source_rates: np.ndarray
     has_component: np.ndarray
+    runs: tuple[blocks.Run, ...] = ()
+    transpose: bool = False
 
 
 def read_block(
     source: SeisbenchSource, block: BlockPlan, store_rate_hz: float, n_sample: int
 ) -> np.ndarray:
-    """Windows [block.start, block.stop) as float32 (trace, channel, sample), NaN-padded: one
-    `get_waveforms` call per group of equal length and rate, resampled where the rate differs."""
-    dataset = open_waveform_dataset(source)
+    """Windows [block.start, block.stop) as float32 (trace, channel, sample), NaN-padded: the
+    runs read directly, the other traces with one `get_waveforms` call per group of equal length
+    and rate, resampled where the rate differs."""
     n = block.stop - block.start
     out = np.full((n, len(source.component_order), n_sample), np.nan, dtype=np.float32)
+    pending = np.ones(n, dtype=bool)
+    for run in block.runs:
+        windows = blocks.read_run(run, block.transpose)
+        out[run.rows, :, : windows.shape[-1]] = windows
+        pending[run.rows] = False
     keys = np.stack([block.lengths.astype(np.float64), block.source_rates.astype(np.float64)])
-    groups = np.unique(keys, axis=1).T if n else []
+    groups = np.unique(keys[:, pending], axis=1).T if pending.any() else []
     for length, rate in groups:
-        rows = np.flatnonzero((block.lengths == length) & (block.source_rates == rate))
-        windows = dataset.get_waveforms(idx=[int(block.start + r) for r in rows])
+        rows = np.flatnonzero(pending & (block.lengths == length) & (block.source_rates == rate))
+        windows = open_waveform_dataset(source).get_waveforms(
+            idx=[int(block.start + r) for r in rows]
+        )
         if windows.shape[-1] != length:
             raise InvalidInput(
                 f"{source.path}: trace {block.start + rows[0]}",

@@ -19,8 +19,10 @@ EARTH_RADIUS_KM = 6371.0088  # IUGG mean radius
 
 
 def station_keys(table: pd.DataFrame) -> pd.Series:
-    """`NET.STA` per trace (the contract's station)."""
-    return table[cv.NETWORK_CODE].astype(str) + "." + table[cv.STATION_CODE].astype(str)
+    """`NET.STA` per trace (the contract's station), as Python str objects (object dtype:
+    mapped, hashed and sorted element by element without a conversion each time)."""
+    keys = table[cv.NETWORK_CODE].astype(str) + "." + table[cv.STATION_CODE].astype(str)
+    return keys.astype(object)
 
 
 def has_arrival(table: pd.DataFrame) -> np.ndarray:
@@ -39,7 +41,7 @@ def event_keys(table: pd.DataFrame) -> pd.Series:
         return names
     source = table[cv.SOURCE_ID].astype(str)
     empty = source.isin(["", "nan", "None"])
-    return ("event:" + source).where(~empty, names)
+    return ("event:" + source).where(~empty, names).astype(object)  # as station_keys
 
 
 def haversine_tree(latitude: np.ndarray, longitude: np.ndarray):
@@ -55,5 +57,16 @@ def min_distance_km(a: np.ndarray, b: np.ndarray) -> float | None:
     degrees; None if either is empty."""
     if len(a) == 0 or len(b) == 0:
         return None
+    if _share_a_point(a, b):
+        return 0.0  # what the tree gives for a point in both: haversine(p, p) is exactly 0
+    if len(a) > len(b):  # the haversine formula is symmetric: query with the smaller set
+        a, b = b, a
     distance, _ = haversine_tree(b[:, 0], b[:, 1]).query(np.radians(a), k=1)
     return float(distance.min() * EARTH_RADIUS_KM)
+
+
+def _share_a_point(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether some row of a (n, 2) equals some row of b (m, 2)."""
+    left = pd.MultiIndex.from_arrays([a[:, 0], a[:, 1]])
+    right = pd.MultiIndex.from_arrays([b[:, 0], b[:, 1]])
+    return bool(left.isin(right).any())

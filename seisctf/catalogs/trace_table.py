@@ -29,7 +29,9 @@ def per_trace_names(ds: xr.Dataset) -> list[str]:
 
 def as_column(values: np.ndarray) -> np.ndarray:
     """Text as object arrays of `str`; numbers unchanged."""
-    if values.dtype.kind in "TU" or values.dtype == object:
+    if values.dtype.kind in "TU":  # NumPy text: its Python objects are str already
+        return values.astype(object)
+    if values.dtype == object:
         return np.array([str(v) for v in values.tolist()], dtype=object)
     return values
 

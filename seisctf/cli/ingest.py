@@ -37,9 +37,10 @@ def _add_commands(ingest_kinds: Commands, common: argparse.ArgumentParser) -> No
         parser = ingest_kinds.add_parser(command, parents=[common], help=None)
         add_arguments(parser)
         parser.set_defaults(run=run, check=check)
-    # Workers import SeisBench (and torch, ~4 s) while they start, not on their first task.
+    # Workers import h5py and TensorStore while they start, not on their first task; SeisBench
+    # (and torch, ~4 s) only if a trace needs its reader (seisctf.catalogs.seisbench_blocks).
     ingest_kinds.choices["seisbench"].set_defaults(
-        worker_modules=("seisbench.data", "seisctf.catalogs.seisbench_format")
+        worker_modules=("h5py", "tensorstore", "seisctf.catalogs.seisbench_format")
     )
 
 

@@ -285,6 +285,8 @@ def draw_budgets(
 
     n = len(train_ids)
     result: dict[str, Any] = {}
+    in_train = cluster[split == TRAIN]
+    train_per_cluster = np.bincount(in_train[in_train >= 0], minlength=max(train_ids) + 1)
     for budget in options.budgets:
         if budget > n:
             raise InvalidInput("budgets", f"budget {budget} exceeds the {n} training clusters")
@@ -300,7 +302,7 @@ def draw_budgets(
                 if draw not in seen:
                     seen.add(draw)
                     draws.append(list(draw))
-        train_traces = [int(((split == TRAIN) & np.isin(cluster, d)).sum()) for d in draws]
+        train_traces = [int(train_per_cluster[d].sum()) for d in draws]
         entry = {
             "clusters": budget,
             "distinct_draws": distinct,
@@ -337,7 +339,7 @@ def station_disjoint(table: pd.DataFrame, options: SplitOptions, what: str) -> S
             notes.append(f"{unlocated} station(s) without coordinates are not buffered")
     else:
         group_of = {s: s for s in stations.unique()}
-    units = stations.map(group_of)
+    units = stations.map(group_of).astype(object)  # str objects: hashed one by one below
     order = seeded_order(units, options.seed, "station-disjoint")
     split = fill_in_order(units, order, options.fractions)
     numbers = {key: i for i, key in enumerate(sorted(set(units)))}

@@ -143,7 +143,7 @@ def read_truth(
     absent = [column for column in group_columns if column not in table]
     if absent:
         raise InvalidInput(str(url), f"has no per-trace {absent} to group by")
-    names = table[cv.TRACE_NAME].astype(str)
+    names = table[cv.TRACE_NAME].astype(str).astype(object)  # str objects: fast hashing
     repeated = names[names.duplicated(keep="first")].unique()
     if len(repeated):
         raise InvalidInput(

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
+from event_window_fixtures import event_window_dataset
 from scipy.signal import resample_poly
 
 from seisctf import conventions as cv
@@ -244,6 +245,43 @@ def test_identical_bytes_for_one_and_two_workers_and_any_task_partition(
     assert len(runs[0]) > 10  # chunk files, shards, metadata, the catalogue
     assert "sb.zarr/catalog.parquet" in runs[0]
     assert runs[0] == runs[1] == runs[2]
+
+
+@pytest.mark.parametrize("shard_traces", [4, None])
+def test_local_waveforms_are_the_bytes_zarr_python_writes(tmp_path, shard_traces):
+    """Local stores' waveforms are written through TensorStore (event_windows.window_writes);
+    zarr-python, given the same values, codecs and layout, writes the same files: NaN-padded
+    windows, and a window of NaN only (its chunk left out, as zarr-python leaves it)."""
+    import zarr
+
+    dataset = event_window_dataset(n_events=12, per_event=3, noise_per_station=0)
+    values = dataset[cv.EVENT_WINDOWS_VAR].values.copy()
+    values[5] = np.nan
+    dataset[cv.EVENT_WINDOWS_VAR] = (cv.EVENT_WINDOWS_DIMS, values)
+    url = str(tmp_path / "ts.zarr")
+    layout = ew.WindowLayout(chunk_traces=1, shard_traces=shard_traces, compress=True)
+    ew.write_event_windows(dataset, url, layout=layout, quiet=True)
+    written = zarr_array(url)
+    reference = zarr.create_array(
+        str(tmp_path / "zarr-python.zarr"),
+        shape=written.shape,
+        chunks=written.chunks,
+        shards=written.shards,
+        dtype=written.dtype,
+        compressors=written.compressors,
+        fill_value=np.nan,
+    )
+    reference[:] = values
+    ours = {
+        k.split("/waveforms/")[1]: v for k, v in tree_bytes(url).items() if "/waveforms/c/" in k
+    }
+    theirs = {
+        k.split("/", 1)[1]: v
+        for k, v in tree_bytes(str(tmp_path / "zarr-python.zarr")).items()
+        if "/c/" in k
+    }
+    assert len(ours) > 1 and ours == theirs
+    assert np.array_equal(xr.open_zarr(url, chunks=None)[cv.EVENT_WINDOWS_VAR], values, True)
 
 
 def test_other_layouts_and_source_buckets_give_the_same_values(

@@ -17,6 +17,7 @@ import xarray as xr
 
 from seisctf import conventions as cv
 from seisctf.catalogs import event_windows as ew
+from seisctf.catalogs import seisbench_blocks as sbb
 from seisctf.catalogs import seisbench_format as sbf
 from seisctf.errors import InvalidInput
 from seisctf.recipes.context import BuildContext
@@ -111,19 +112,17 @@ def ingest_seisbench(
             f"{folder}: trace {metadata['trace_name'].iloc[bad]!r}",
             "has no sampling rate (trace_sampling_rate_hz, trace_dt_s or data_format)",
         )
-    lengths = sbf.native_lengths(metadata, chunks, waveform_paths, dimension_order.index("W"))
-    rate_hz = ew.store_rate(source_rates, rate)
-    ratios = {r: ew.rate_ratio(r, rate_hz, f"{folder}: {r} Hz traces") for r in set(source_rates)}
-    npts = np.array(
-        [
-            ew.resampled_length(int(n), *ratios[r])
-            for n, r in zip(lengths, source_rates, strict=True)
-        ],
-        dtype=np.int64,
+    lengths, blocked = sbf.native_lengths(
+        metadata, chunks, waveform_paths, dimension_order.index("W")
     )
+    rate_hz = ew.store_rate(source_rates, rate)
+    npts = _resampled_lengths(lengths, source_rates, rate_hz, str(folder))
     n_sample = int(npts.max())
     orders = metadata[sbf.TRACE_COMPONENT_ORDER] if sbf.TRACE_COMPONENT_ORDER in metadata else None
     has_component = sbf.component_masks(orders, component_order, len(metadata))
+    direct = blocked.parsed & (source_rates == rate_hz)  # read with h5py (seisbench_blocks)
+    if orders is not None:
+        direct &= (orders.astype(str) == component_order).to_numpy()
     frame, rescaled = _store_metadata(
         metadata, csv_columns, chunks != [""], component_order, rate_hz, source_rates, npts
     )
@@ -135,7 +134,13 @@ def ingest_seisbench(
 
     def block_args(start: int, stop: int) -> tuple:
         plan = sbf.BlockPlan(
-            start, stop, lengths[start:stop], source_rates[start:stop], has_component[start:stop]
+            start,
+            stop,
+            lengths[start:stop],
+            source_rates[start:stop],
+            has_component[start:stop],
+            sbb.runs(blocked, direct, start, stop),
+            dimension_order == "WC",
         )
         return source, plan, rate_hz, n_sample
 
@@ -144,11 +149,9 @@ def ingest_seisbench(
     )
     resampled = np.abs(source_rates - rate_hz) > 1e-9 * rate_hz
     chunks_file = folder / "chunks"
-    inputs = [
-        ew.input_entry(file)
-        for file in (*metadata_paths, *waveform_paths, chunks_file)
-        if file.is_file()
-    ]
+    inputs = ew.lazy_inputs(
+        file for file in (*metadata_paths, *waveform_paths, chunks_file) if file.is_file()
+    )
     names = frame["trace_name"].astype(str)
     attrs = {
         "source_format": "seisbench",
@@ -179,6 +182,18 @@ def ingest_seisbench(
     return SeisbenchReport(
         n_trace, int(resampled.sum()), n_channel, n_sample, rate_hz, ew.catalog_url(url)
     )
+
+
+def _resampled_lengths(
+    lengths: np.ndarray, source_rates: np.ndarray, rate_hz: float, what: str
+) -> np.ndarray:
+    """Each trace's length at the store's rate (`event_windows.resampled_length`)."""
+    npts = lengths.astype(np.int64).copy()
+    for source_rate in np.unique(source_rates):
+        up, down = ew.rate_ratio(float(source_rate), rate_hz, f"{what}: {source_rate} Hz traces")
+        rows = source_rates == source_rate
+        npts[rows] = ew.resampled_length(lengths[rows], up, down)
+    return npts
 
 
 def _source_dtype(waveform_path: Path, trace_name: str) -> str:

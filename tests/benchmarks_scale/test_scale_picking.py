@@ -1,0 +1,106 @@
+"""benchmarks/bench_scale.py --quick --only picking, run as a user runs it: every table has its
+rows; the ingested windows equal SeisBench's `get_waveforms`, the scores the per-trace reference
+scorer's, and the splits written into the catalogue store keep stations (station-disjoint) and
+events (source-clusters) in one split each, checked from the store with pandas."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+SCRIPT = Path(__file__).parents[2] / "benchmarks" / "bench_scale.py"
+WINDOWS = (1_024, 5_000)  # scale_picking.sizes(quick)
+ROWS = 20_000
+
+
+def tables(markdown: str) -> dict[str, list[list[str]]]:
+    """Rows (cells as text) of each `### title` table, by the title's text before ':'."""
+    out: dict[str, list[list[str]]] = {}
+    title = ""
+    for line in markdown.splitlines():
+        if line.startswith("### "):
+            title = line[4:].split(":")[0]
+            out[title] = []
+        elif line.startswith("| ") and title:
+            out[title].append([cell.strip() for cell in line.strip("|").split("|")])
+    return {name: rows[1:] for name, rows in out.items()}  # without the header row
+
+
+def number(cell: str) -> float:
+    return float(cell.replace(",", ""))
+
+
+def test_quick_picking_section(tmp_path):
+    work, data, markdown = tmp_path / "work", tmp_path / "data", tmp_path / "scale.md"
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "--only", "picking", "--workdir", str(work),
+         "--data", str(data), "--markdown", str(markdown)],
+        capture_output=True, text=True, timeout=1800,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    found = tables(markdown.read_text())
+    assert set(found) == {"ingest seisbench", "random batches of 256 windows (open_event_windows, "
+                          "TensorStore), interleaved", "split", "score picks"}  # fmt: skip
+
+    ingest = found["ingest seisbench"]
+    assert [number(row[0]) for row in ingest[:2]] == list(WINDOWS)
+    assert ingest[2][0].startswith("floor")
+    for row in ingest[:2]:
+        assert (
+            number(row[3]) > 0 and number(row[4]) > 0 and number(row[2]) > 0 and number(row[6]) > 0
+        )
+    check_windows_equal_seisbench(data / "seisbench-5000x3000", work / "picking-5000.zarr")
+
+    batches = found["random batches of 256 windows (open_event_windows, TensorStore), interleaved"]
+    assert [number(row[0]) for row in batches] == list(WINDOWS)
+    assert number(batches[0][4]) == 1.0 and number(batches[1][4]) > 0
+    assert number(batches[0][6]) == 1.0 and number(batches[1][6]) > 0
+
+    split = found["split"]
+    assert [row[0] for row in split] == ["source-clusters", "station-disjoint"]
+    assert all(number(row[1]) == ROWS and row[10] == "yes" for row in split)
+    check_split_from_the_store(work)
+
+    score = found["score picks"]
+    assert [row[0] for row in score] == ["parquet", "csv"]
+    assert all(row[6] == "yes" for row in score)
+    for suffix in ("parquet", "csv"):
+        result = json.loads((work / f"score-{suffix}.json").read_text())
+        assert result["n_traces"] == ROWS
+
+
+def check_windows_equal_seisbench(folder: Path, store: Path) -> None:
+    logging.getLogger("seisbench").setLevel(logging.ERROR)
+    import seisbench.data as sbd
+
+    dataset = sbd.WaveformDataset(folder, component_order="ZNE", dimension_order="NCW", cache=None)
+    windows = xr.open_zarr(store, chunks=None)["waveforms"]
+    picked = np.random.default_rng(3).choice(WINDOWS[1], 64, replace=False)
+    expected = dataset.get_waveforms(idx=picked.tolist()).astype(np.float32)
+    assert np.array_equal(windows.isel(trace=picked).values, expected)
+
+
+def check_split_from_the_store(work: Path) -> None:
+    """The last split written (station-disjoint) from the store; the audit of the first
+    (source-clusters) against the catalogue recomputed with pandas."""
+    store = xr.open_zarr(work / f"catalogue-{ROWS}.zarr", chunks=None)
+    frame = pd.DataFrame(
+        {
+            "station": store["station_network_code"].values.astype(object)
+            + "."
+            + store["station_code"].values.astype(object),
+            "split": store["split"].values.astype(object),
+        }
+    )
+    assert (frame.groupby("station")["split"].nunique() == 1).all()
+    assert frame["split"].value_counts().sum() == ROWS
+    audit = json.loads((work / "audit-source-clusters.json").read_text())
+    assert sum(audit["counts"].values()) == ROWS
+    assert audit["events_in_several_splits"] == 0
