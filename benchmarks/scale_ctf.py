@@ -20,7 +20,7 @@ Per size and convention, interleaved (command, eager, command, eager … so load
 - the eager scorer (`bench_ctf_scoring.py --eager`: every test array loaded into memory, then the
   reference scorer's formulas: SVD 2-norms, eager FFT), where its estimated need fits in the
   machine's available memory; wall time and peak RSS of its process. Its `reference` SVDs cost
-  minutes from 1 GB on (O(rows · sensors²) each), so above `EAGER_SVD_MAX_GB` the eager
+  many minutes above 1 GB (O(rows · sensors²) each), so above `EAGER_SVD_MAX_GB` the eager
   `reference` time is bounded below by the eager `paper` run of the same size (the same loads
   and float64 copies, with Frobenius norms instead of SVDs): the ratio is then a lower bound (≥).
 The ratio is eager seconds ÷ command seconds; the scores must agree (max |difference| of the raw
@@ -59,7 +59,7 @@ GOAL_RATIO, GOAL_FROM_GB = 1.5, 0.5
 CONVENTIONS = ("reference", "paper")
 # Memory limit of the command's worker: the 10 GB bundle is then 4.7x the worker's memory.
 WORKER_LIMIT = "2GiB"
-EAGER_SVD_MAX_GB = 0.5  # the eager reference scorer runs its SVDs up to this size
+EAGER_SVD_MAX_GB = 1.0  # the eager reference scorer runs its SVDs up to this size
 
 
 @dataclass(frozen=True)
@@ -240,6 +240,24 @@ def row(bundle: Bundle, convention: str, pair: Pair) -> list[object]:
     ]
 
 
+def goal(convention: str, ratios: list[tuple[float, float, bool]]) -> str | None:
+    """The verdict on the ratios (size, ratio, bounded) of one convention: measured ratios are
+    judged; a size where only a lower bound below the goal is known is left unjudged."""
+    name = f"≥ {GOAL_RATIO}× eager at every size ≥ {GOAL_FROM_GB} GB, {convention}"
+    judged = [item for item in ratios if item[0] >= GOAL_FROM_GB]
+    measured = [item for item in judged if not item[2]]
+    figure = ", ".join(
+        f"{'≥ ' * bound}{ratio:.2f}× at {size:g} GB" for size, ratio, bound in judged
+    )
+    if not judged:
+        return None  # no size the goal applies to (--quick)
+    if any(ratio < GOAL_RATIO for _, ratio, _ in measured):
+        return verdict(name, figure, False)
+    if any(ratio < GOAL_RATIO for _, ratio, _ in judged):
+        return f"{name}: {figure}, **not judged where only a bound is known** (eager SVDs not run)"
+    return verdict(name, figure, True)
+
+
 def sections(options: ScaleOptions) -> Iterator[Section]:
     sizes = QUICK_SIZES_GB if options.quick else FULL_SIZES_GB
     repeat = 1
@@ -265,17 +283,8 @@ def sections(options: ScaleOptions) -> Iterator[Section]:
             section.rows.append(row(made, convention, pair))
             if (ratio := ratio_of(pair)) is not None:
                 ratios[convention].append((size, ratio, pair.bound))
-    for convention in CONVENTIONS:
-        judged = [item for item in ratios[convention] if item[0] >= GOAL_FROM_GB]
-        if judged:
-            size, worst, bound = min(judged, key=lambda item: item[1])
-            section.goals.append(
-                verdict(
-                    f"≥ {GOAL_RATIO}× eager at every size ≥ {GOAL_FROM_GB} GB, {convention}",
-                    f"lowest {'≥ ' * bound}{worst:.2f}× (at {size:g} GB)",
-                    worst >= GOAL_RATIO,
-                )
-            )
+    verdicts = [goal(convention, ratios[convention]) for convention in CONVENTIONS]
+    section.goals += [line for line in verdicts if line]
     section.notes.append(
         f"Command: `seisctf score ctf --truth T --submission S --convention C --cluster "
         f"{cluster.name} --json OUT` (dashboard on), the cluster file: "
