@@ -50,7 +50,13 @@ def block_rows(n_space: int, itemsize: int = 4) -> int:
 
 
 def _leaf_digest(cover: Cover, shape: tuple[int, int], dtype: Any, salt: bytes) -> bytes:
-    return hashlib.sha256(salt + array_bytes_le(assemble(shape, cover, dtype))).digest()
+    """SHA-256(salt ‖ little-endian C-order bytes of the block): the block is assembled in
+    little-endian order and hashed in place (no copy to `bytes`)."""
+    digest = hashlib.sha256(salt)
+    digest.update(
+        assemble(shape, cover, np.dtype(dtype).newbyteorder("<")).reshape(-1).view(np.uint8)
+    )
+    return digest.digest()
 
 
 def block_digests(array: da.Array | Stored, salt_hex: str | None, rows: int) -> list[Any]:

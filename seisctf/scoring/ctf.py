@@ -110,7 +110,8 @@ GRAM_PANEL_BYTES = 32 * 2**20
 
 
 def _sum_of_squares(values: np.ndarray) -> float:
-    return float(np.sum(values * values))
+    """Σ values², squaring in place: `values` is the region array its task just assembled."""
+    return float(np.sum(np.multiply(values, values, out=values)))
 
 
 def _panel_gram(values: np.ndarray, transpose: bool) -> np.ndarray:

@@ -4,6 +4,7 @@ array (`value_report`) and the error naming every array holding NaN or Inf
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,12 +21,18 @@ def _block_values(
     """(NaN/Inf count, global C-order flat index of the first or −1, max |value|) of one block.
     A block's first in its own C order is its first globally: C order is lexicographic, like a
     block's."""
-    bad = ~np.isfinite(block)
-    count, first = int(np.count_nonzero(bad)), -1
-    if count:
+    if not block.size:
+        return 0, -1, 0.0
+    # max |value| from the extremes (no |block| temporary); NaN or Inf shows in them.
+    low, high = float(np.min(block)), float(np.max(block))
+    largest = max(high, -low)
+    count, first = 0, -1
+    if not (math.isfinite(low) and math.isfinite(high)):
+        bad = ~np.isfinite(block)
+        count = int(np.count_nonzero(bad))
         local = np.unravel_index(int(np.argmax(bad)), block.shape)
         first = int(np.ravel_multi_index([i + s for i, s in zip(local, start, strict=True)], shape))
-    largest = float(np.max(np.abs(block))) if block.size else 0.0
+        largest = float(np.max(np.abs(block)))
     return count, first, largest
 
 
