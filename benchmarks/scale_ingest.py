@@ -7,7 +7,7 @@ command attached with `--scheduler`. Peak RSS by role: the command's own process
 client), the scheduler's process, each worker's.
 
 - bytes: symlink trees of the first day files of an SDS archive (`make_archive.py sds`; the
-  full run reads /work/scale/sds10g if present, else writes one under --data), day-major (every
+  full run's 10 GB archive is `DATA/sds10g`, written there once), day-major (every
   station and channel of day 1, then day 2, …), at 0.03, 0.1, 0.3, 1 and 3 GB (100x; `--quick`:
   3 sizes of a small archive);
 - files: small-file archives (`make_archive.py sds --files N`, 0.1 Hz day files of ~12 KiB) of
@@ -57,7 +57,6 @@ from seisctf.cluster import EMBEDDED_ENVIRON, PRE_SPAWN_ENVIRON, worker_memory_l
 
 HERE = Path(__file__).resolve().parent
 MAKE_ARCHIVE = HERE / "make_archive.py"
-SDS10G = Path("/work/scale/sds10g")  # the shared 10 GB archive, where this machine has it
 GB = 1e9
 # 100x in bytes. (10 GB, the whole shared archive, takes over an hour on 2 loaded cores.)
 SIZES_GB = (0.03, 0.1, 0.3, 1.0, 3.0)
@@ -172,13 +171,12 @@ def make_sds(out: Path, *arguments: str) -> Archive:
 
 
 def byte_archive(options: ScaleOptions) -> Archive:
-    """The archive the byte curve cuts: a small one (--quick), else the shared 10 GB one."""
+    """The archive the byte curve cuts: a small one (--quick), else the 10 GB one in --data
+    (`DATA/sds10g`, generated there once)."""
     if options.quick:
         arguments = ("--stations", "4", "--days", "3", "--rate", "20", "--workers", "2")
         return make_sds(options.data / "sds_quick", *arguments)
-    if (SDS10G / "summary.json").exists():
-        return Archive(SDS10G, json.loads((SDS10G / "summary.json").read_text()))
-    arguments = ("--stations", "46", "--days", "5", "--workers", "2")
+    arguments = ("--stations", "46", "--days", "5", "--workers", "2")  # 10.4 GB
     return make_sds(options.data / "sds10g", *arguments)
 
 
