@@ -24,11 +24,20 @@ from pathlib import Path
 from scale_report import GiB, MiB, ScaleOptions, Section, TreeSampler, fitted_exponent, verdict
 
 WORKERS = 2
-# Graph sizes N. The blockwise graph has about 3 N tasks. On this project's 2-core machines
-# the scheduler runs ~300 tiny tasks/s, so 10^6 tasks would take about an hour a shape: the
-# full run stops at 10^5 and docs/scaling.md extrapolates with the fitted exponent.
-QUICK_SIZES = (1_000, 3_000)
-FULL_SIZES = (10_000, 30_000, 100_000)
+# Graph sizes N per shape. The blockwise graph has about 3 N tasks, so its full sizes give
+# 10^4, 10^5 and 10^6 tasks. One graph of independent tasks costs more than linearly (30,000
+# tasks took 7× the time of 10,000), so that shape stops at 3 × 10^4 and the same tasks in
+# waves go to 10^5.
+QUICK_SIZES = {
+    "independent": (1_000, 3_000),
+    "independent, in waves": (1_000, 3_000),
+    "blockwise + reduce": (1_000, 3_000),
+}
+FULL_SIZES = {
+    "independent": (10_000, 30_000),
+    "independent, in waves": (30_000, 100_000),
+    "blockwise + reduce": (3_333, 33_333, 333_333),
+}
 
 
 def _free_port() -> int:
@@ -107,10 +116,28 @@ def _blockwise_reduce(n_tasks: int):
     return (da.arange(n_tasks, chunks=1, dtype="int64") + 1).sum(split_every=32)
 
 
+def _independent_in_waves(n_tasks: int) -> list:
+    """The same N tasks through `seisctf.cluster.compute_in_waves`, as `ingest waveforms` runs
+    its block runs: a wave of at most MAX_TASKS_PER_WAVE tasks is built and computed at a time."""
+    import operator
+
+    import dask
+
+    from seisctf.cluster import compute_in_waves
+
+    def make_task(index: int):
+        return dask.delayed(operator.add)(index, 1, dask_key_name=f"wave-add-{index}")
+
+    return compute_in_waves(make_task, n_tasks, quiet=True)
+
+
 SHAPES = {
     "independent": _independent,
+    "independent, in waves": _independent_in_waves,
     "blockwise + reduce": _blockwise_reduce,
 }
+# Shapes whose function runs the tasks itself (on the default client) and returns the results.
+RUN_THEMSELVES = {"independent, in waves"}
 
 
 def _expected(n_tasks: int) -> int:
@@ -122,6 +149,16 @@ def measure(address: str, scheduler_pid: int, shape: str, n_tasks: int) -> dict[
     from distributed import Client
 
     with Client(address, timeout=60) as client:
+        if shape in RUN_THEMSELVES:
+            with TreeSampler(scheduler_pid, interval=0.05) as sampler:
+                start = time.perf_counter()
+                result = sum(SHAPES[shape](n_tasks))
+                done = time.perf_counter()
+            if result != _expected(n_tasks):
+                raise AssertionError(f"{shape} of {n_tasks} tasks gave {result}")
+            peak = max(sampler.memory.peak_by_pid.values())
+            return {"tasks": n_tasks, "build_s": 0.0, "submit_s": float("nan"),
+                    "run_s": done - start, "scheduler_peak_rss": peak}  # fmt: skip
         start = time.perf_counter()
         collection = SHAPES[shape](n_tasks)
         many = isinstance(collection, list)
@@ -168,7 +205,7 @@ def sections(options: ScaleOptions) -> Iterator[Section]:
             time.sleep(0.5)
         idle_rss = max(idle.memory.peak_by_pid.values())
         for shape in SHAPES:
-            for n_tasks in sizes:
+            for n_tasks in sizes[shape]:
                 figures = measure(address, scheduler_pid, shape, n_tasks)
                 tasks = figures["tasks"]
                 seconds = figures["build_s"] + figures["run_s"]
@@ -201,7 +238,7 @@ def sections(options: ScaleOptions) -> Iterator[Section]:
         f"Scheduler idle RSS {idle_rss / MiB:.0f} MiB; 'KiB per task' is its peak growth over "
         f"idle divided by the tasks. {WORKERS} single-threaded `dask worker` processes, no nanny; "
         f"the scheduler is a separate `dask scheduler` process on loopback. "
-        f"Largest graph ≈ {sizes[-1]:,} tasks; at 1 GiB of scheduler memory the KiB per task "
+        f"At 1 GiB of scheduler memory the KiB per task "
         f"gives the largest graph one scheduler holds ({GiB // 1024:,} KiB / KiB per task)."
     )
     yield section
