@@ -194,3 +194,21 @@ def test_subset_on_s3(parent, s3_server, s3_bucket, seisctf):
     shards = [p for p in fs.find(f"{out}/{cv.EVENT_WINDOWS_VAR}/c")]
     assert len(shards) == -(-len(selected) // SHARD_TRACES)
     assert storage.read_attrs(out, options)["subset"]["parent"] == url
+
+
+def test_parent_without_shards_and_several_windows_per_chunk(tmp_path):
+    """A parent of chunks of 4 windows and no shards: the subset has one window per chunk
+    (one file each), the same values."""
+    from seisctf.catalogs.event_window_subset import subset_event_windows
+
+    url, out = str(tmp_path / "parent.zarr"), str(tmp_path / "noise.zarr")
+    source = write_event_windows(url, shard_traces=None, chunk_traces=4, n_events=30)
+    subset_event_windows(url, 'trace_category == "noise"', out, quiet=True)
+    selected = np.flatnonzero(source[cv.TRACE_CATEGORY].values == "noise")
+    subset = ew.open_event_windows(out)
+    assert subset[cv.EVENT_WINDOWS_VAR].values.tobytes() == (
+        source[cv.EVENT_WINDOWS_VAR].values[selected].tobytes()
+    )
+    assert storage.read_attrs(out)["layout"]["shard_traces"] is None
+    chunk_files = list((Path(out) / cv.EVENT_WINDOWS_VAR / "c").iterdir())
+    assert len(chunk_files) == len(selected)
