@@ -212,3 +212,23 @@ def test_parent_without_shards_and_several_windows_per_chunk(tmp_path):
     assert storage.read_attrs(out)["layout"]["shard_traces"] is None
     chunk_files = list((Path(out) / cv.EVENT_WINDOWS_VAR / "c").iterdir())
     assert len(chunk_files) == len(selected)
+
+
+def test_a_failed_copy_is_never_marked_complete(tmp_path):
+    """A parent shard that fails its checksum mid-copy: the error stands, and the output is
+    refused as incomplete by every reader."""
+    from seisctf.catalogs.event_window_subset import subset_event_windows
+    from seisctf.errors import InvalidInput
+
+    url, out = str(tmp_path / "parent.zarr"), str(tmp_path / "subset.zarr")
+    write_event_windows(url, shard_traces=SHARD_TRACES, n_events=30)
+    shard = Path(url) / cv.EVENT_WINDOWS_VAR / "c" / "1" / "0" / "0"
+    damaged = bytearray(shard.read_bytes())
+    damaged[-100:-4] = b"\x07" * 96  # the shard index, under its crc32c
+    shard.write_bytes(bytes(damaged))
+    with pytest.raises(ValueError, match="checksum"):
+        subset_event_windows(url, "trace_npts > 0", out, quiet=True)
+    assert Path(out).exists()  # written in part, never marked complete
+    for opener in (ew.open_event_windows, lambda u: xr.open_dataset(u, engine="seisctf")):
+        with pytest.raises(InvalidInput, match="incomplete"):
+            opener(out)
