@@ -16,6 +16,9 @@ as a training loop draws them) and reads each batch, interleaved, with
   (c) xarray on TensorStore, per layout: `ds = seisctf.catalogs.event_windows.
       open_event_windows(store)` once (the same Dataset, `waveforms` read through TensorStore),
       then the same `isel(trace=idx).values` per batch (the recommended read path);
+  (d) xarray's own entry point, per layout: `ds = xr.open_dataset(store, engine="seisctf")`
+      once (seisctf's backend: `open_event_windows` behind `xr.open_dataset`), then the same
+      `isel(trace=idx).values` per batch (the path xarray users take);
 
 and checks that both return the same values on the first batch (NaN padding aside: every window
 has its full length here). Files are read from the page cache (every file was read once before
@@ -40,6 +43,13 @@ import numpy as np
 from bench_ctf_scoring import load_average, machine_facts
 
 DEFAULT_LAYOUTS = "1/none/raw,1/none/lz4,1/256/raw,1/256/lz4,1/1024/lz4,4/256/lz4"
+
+
+def open_with_engine(url):
+    """The store through xarray's own entry point: seisctf's backend."""
+    import xarray as xr
+
+    return xr.open_dataset(url, engine="seisctf")
 
 
 def parse_layout(text: str):
@@ -129,8 +139,9 @@ def main() -> None:
         opened = {
             (path, text): opener(url)
             for path, opener in (
-                ("zarr-python", lambda url: xr.open_zarr(url, chunks=None)),
-                ("TensorStore", open_event_windows),
+                ("xr.open_zarr (zarr-python)", lambda url: xr.open_zarr(url, chunks=None)),
+                ("open_event_windows (TensorStore)", open_event_windows),
+                ('xr.open_dataset(engine="seisctf")', open_with_engine),
             )
             for text, url in stores.items()
         }
@@ -140,7 +151,7 @@ def main() -> None:
         readers = {"seisbench WaveformDataset.get_waveforms": lambda idx: dataset.get_waveforms(
             idx=idx.tolist())}  # fmt: skip
         for (path, text), ds in opened.items():
-            readers[f"xarray isel on {path}, layout {text}"] = lambda idx, ds=ds: (
+            readers[f"{path}, layout {text}"] = lambda idx, ds=ds: (
                 ds["waveforms"].isel(trace=idx).values
             )
         reference = readers["seisbench WaveformDataset.get_waveforms"](batches[0])

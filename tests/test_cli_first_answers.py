@@ -139,6 +139,10 @@ def bad_commands(root: Path) -> dict[str, tuple[list[str], list[str]]]:
             ["export", "seisbench", missing, str(root / "sb")],
             [missing, "no zarr group"],
         ),
+        "subset: missing store": (
+            ["subset", missing, "--query", "split == 'test'", "--out", str(root / "s.zarr")],
+            [missing, "no zarr group"],
+        ),
         "pick stalta: missing store": (
             ["pick", "stalta", missing, "--out", str(root / "p.csv")],
             [missing, "no zarr group"],
@@ -172,6 +176,7 @@ def _written(path: Path, text: str) -> Path:
         "ingest waveforms: glob matching nothing",
         "ingest seisbench: a file for a folder",
         "export seisbench: missing store",
+        "subset: missing store",
         "pick stalta: missing store",
         "compare: missing runs",
         "leaderboard: missing db",

@@ -16,6 +16,11 @@ column, rows matched by `trace_name` (the store keeps the dataset's own names); 
 column is kept as written (read and written back as text). Rows the store does not have get an
 empty split (no `train()`/`dev()`/`test()`). The original is kept once as `metadata….csv.orig`.
 Without an existing dataset, `DIR/metadata.csv` is written from the store's columns.
+
+Filter (`query`, `--filter`): only the traces a pandas query on the store's metadata selects
+(`trace_query.select_traces`, store order) are exported, in both modes (metadata only: the
+other rows of an existing dataset get an empty split); a query that cannot be evaluated or
+selects nothing is InvalidInput, before anything is written.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import pandas as pd
 
 from seisctf import conventions as cv
 from seisctf import storage
+from seisctf.catalogs.trace_query import select_traces
 from seisctf.catalogs.trace_table import read_trace_table
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
@@ -189,13 +195,18 @@ def export_seisbench(
     directory: str,
     *,
     metadata_only: bool = False,
+    query: str | None = None,
     storage_options: dict | None = None,
     quiet: bool = False,
 ) -> list[Path]:
-    """Export the event-window store at `url` to the SeisBench dataset folder `directory`
-    (module doc); returns the files written."""
+    """Export the event-window store at `url` (the traces `query` selects, if given) to the
+    SeisBench dataset folder `directory` (module doc); returns the files written."""
     ds = cv.validate_event_window_store(storage.open_dataset(url, storage_options), url)
     table = read_trace_table(ds, quiet=quiet)
+    if query is not None:
+        selected = select_traces(table, query, url)
+        ds = ds.isel({cv.TRACE: selected})
+        table = table.iloc[selected].reset_index(drop=True)
     target = Path(directory)
     if metadata_only:
         return export_metadata_only(table, target, url)

@@ -173,6 +173,7 @@ WORKER_DATA: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "score": (("truth", "submission", "public"), ()),
     "ingest": (("sources", "archive", "folder", "hdf5", "csv"), ("out",)),
     "split": (("store",), ()),
+    "subset": (("store",), ("out",)),
     "export": (("store",), ("directory",)),
     "pick": (("store",), ()),
     "demo": ((), ("workdir",)),

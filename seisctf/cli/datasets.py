@@ -1,4 +1,4 @@
-"""Verbs that make datasets: demo, synth, build, tasks, baseline, split, export."""
+"""Verbs that make datasets: demo, synth, build, tasks, baseline, split, subset, export."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ LAYOUT_NAMES = ", ".join(LAYOUTS)
 
 
 def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
-    """Add demo, synth, build, tasks, baseline, split and export to `verbs`."""
+    """Add demo, synth, build, tasks, baseline, split, subset and export to `verbs`."""
     demo = verbs.add_parser("demo", parents=[common], help="the main job on the embedded default")
     demo.add_argument(
         "--workdir", default="seisctf-demo", help="folder for everything the demo writes"
@@ -170,6 +170,27 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     # No check: the options are read first, by the splits module (which loads pandas).
     split.set_defaults(run=_run_split)
 
+    subset = verbs.add_parser(
+        "subset",
+        parents=[common],
+        help="a new event-window store of the traces a query on the metadata selects",
+        description="Write the traces of an event-window store that a pandas query on its "
+        "metadata selects as a new store (their windows copied bit for bit into new shards; "
+        "provenance names the parent and the query).",
+    )
+    subset.add_argument("store", metavar="STORE", help="the parent event-window store URL")
+    subset.add_argument(
+        "--query",
+        required=True,
+        help="pandas DataFrame.query on the per-trace metadata, e.g. "
+        '\'split == "test" and station_network_code == "CI"\'',
+    )
+    subset.add_argument("--out", required=True, help="URL of the new store")
+    subset.add_argument(
+        "--overwrite", action="store_true", help="replace what exists at --out (default: refuse)"
+    )
+    subset.set_defaults(run=_run_subset, check=_check_export)
+
     export = verbs.add_parser("export", help="stores -> other formats")
     export_kinds = export.add_subparsers(dest="kind", required=True)
     export_seisbench = export_kinds.add_parser(
@@ -184,6 +205,12 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
         action="store_true",
         help="write only metadata.csv with the store's split (into an existing dataset: its "
         "rows matched by trace_name)",
+    )
+    export_seisbench.add_argument(
+        "--filter",
+        metavar="QUERY",
+        help="export only the traces this pandas query on the metadata selects, e.g. "
+        "'split == \"train\" and source_magnitude >= 2' (default: all)",
     )
     export_seisbench.set_defaults(run=_run_export_seisbench, check=_check_export)
     groups["export"] = export_kinds
@@ -383,6 +410,20 @@ def _run_split(args: argparse.Namespace) -> None:
     print(json.dumps(result.audit, indent=2))
 
 
+def _run_subset(args: argparse.Namespace) -> None:
+    from seisctf.catalogs.event_window_subset import subset_event_windows
+
+    written = subset_event_windows(
+        args.store,
+        args.query,
+        args.out,
+        _options(args),
+        overwrite=args.overwrite,
+        quiet=args.quiet,
+    )
+    print(f"wrote {args.out}: {written.sizes['trace']} of the traces of {args.store}")
+
+
 def _run_export_seisbench(args: argparse.Namespace) -> None:
     from seisctf.catalogs.seisbench_export import export_seisbench
 
@@ -390,6 +431,7 @@ def _run_export_seisbench(args: argparse.Namespace) -> None:
         args.store,
         args.directory,
         metadata_only=args.metadata_only,
+        query=args.filter,
         storage_options=_options(args),
         quiet=args.quiet,
     )

@@ -166,3 +166,40 @@ def test_metadata_only_puts_the_store_split_into_an_existing_dataset(
     pd.DataFrame({"trace_name": ["x", "y"]}).to_csv(other / "metadata.csv", index=False)
     assert main(["export", "seisbench", unsplit, str(other), "--metadata-only", *scheduler]) == 3
     assert str(other) in capsys.readouterr().err
+
+
+def test_filter_exports_exactly_the_queried_traces(split_store_url, tmp_path, dask_cluster, capsys):
+    query = 'split != "train" and (source_magnitude >= 2 or trace_category == "noise")'
+    scheduler = ["--scheduler", dask_cluster.address, "--quiet"]
+    directory = tmp_path / "filtered"
+    argv = ["export", "seisbench", split_store_url, str(directory), "--filter", query]
+    assert main([*argv, *scheduler]) == 0
+    store = storage.open_dataset(split_store_url)
+    frame = trace_frame(store)
+    chosen = np.flatnonzero(
+        (frame[cv.SPLIT_VAR] != "train").to_numpy()
+        & (
+            (frame["source_magnitude"] >= 2).to_numpy()
+            | (frame[cv.TRACE_CATEGORY] == "noise").to_numpy()
+        )
+    )
+    assert 0 < len(chosen) < len(frame)
+    windows = store[cv.EVENT_WINDOWS_VAR].values
+    dataset = sbd.WaveformDataset(directory, component_order="ZNE", cache=None)
+    assert dataset.metadata["trace_name_original"].tolist() == (
+        frame[cv.TRACE_NAME].to_numpy()[chosen].tolist()
+    )
+    for row, index in enumerate(chosen):
+        npts = int(frame[cv.TRACE_NPTS][index])
+        np.testing.assert_array_equal(dataset.get_waveforms(row), windows[index, :, :npts])
+    assert len(dataset.train()) == 0
+    assert len(dataset.dev()) + len(dataset.test()) == len(chosen)
+
+    # A query pandas cannot evaluate, or one that selects nothing: exit 3, nothing written.
+    for bad, fragment in (("source_magnitude >>", "cannot be evaluated"),
+                          ("source_magnitude > 99", "selects none")):  # fmt: skip
+        empty = tmp_path / "empty"
+        argv = ["export", "seisbench", split_store_url, str(empty), "--filter", bad]
+        assert main([*argv, *scheduler]) == 3
+        assert fragment in capsys.readouterr().err
+        assert not empty.exists()
