@@ -135,7 +135,7 @@ class IngestRun:
 
 
 ROLES = ("client", "scheduler", "worker 1", "worker 2")
-SCAN_PREFIX = "scan_files"  # the header scan's tasks (`waveforms.scan_files`)
+SCAN_PREFIX = "scan_files"  # the header scan's tasks (`scan_table.scan_files`)
 WRITE_PREFIX = "ingest_block"  # the write tasks (`waveforms.ingest_blocks`)
 PLANNING_COLUMNS = [
     "size", "files", "first task s", "scan s", "scan task ms/file", "plan + store s",

@@ -87,9 +87,11 @@ def scan_all(
     storage_options: dict | None,
     label: str,
     quiet: bool,
-) -> list:
+    join: Callable[[list, Sequence[str]], Any] | None = None,
+) -> Any:
     """`scan_batch` (one scan per path) of every path, in Dask tasks of consecutive batches
-    (about SCAN_TASKS, of at most SCAN_BATCH_MAX paths), in path order."""
+    (about SCAN_TASKS, of at most SCAN_BATCH_MAX paths), in path order: one list, or what
+    `join(batch results, paths)` makes of them (a scan task may return a table, not a list)."""
     import dask
 
     size = min(SCAN_BATCH_MAX, max(1, -(-len(paths) // SCAN_TASKS)))
@@ -99,6 +101,8 @@ def scan_all(
         label=label,
         quiet=quiet,
     )
+    if join is not None:
+        return join(list(scanned), paths)
     return [found for batch in scanned for found in batch]
 
 

@@ -23,7 +23,7 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from seisctf import storage
 from seisctf.catalogs.seed_ids import channel_id, split_station, stats_station_id
@@ -34,13 +34,16 @@ from seisctf.recipes.ingest.inventory_text import inventory_holds
 from seisctf.recipes.ingest.resampling import MAX_RATE_FACTOR, rate_ratio, resampled_length
 from seisctf.recipes.ingest.response import response_problem
 
+if TYPE_CHECKING:
+    from seisctf.recipes.ingest.scan_table import ScanTable
+
 DEFAULT_BLOCK_SAMPLES = 2**18
 NS_PER_S = 1_000_000_000
 # Relative difference of two sampling rates taken as equal (beyond it the drift test decides).
 RATE_RTOL = 1e-9
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TraceHeader:
     """One trace of one file, as its header says: station id (`seed_ids`: `NET.STA` or
     `NET.STA.LOC`), channel code, first sample (ns since 1970), sampling rate (Hz), number of
@@ -54,7 +57,7 @@ class TraceHeader:
     npts: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FileScan:
     """What the header scan of one file found: its traces and its problems (text)."""
 
@@ -64,7 +67,7 @@ class FileScan:
     readable: bool = True
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PlacedTrace:
     """A trace on the grid: grid index of its first sample, samples on the grid after any
     resampling, and the offset (s) of its start from that grid sample (trace minus grid)."""
@@ -450,41 +453,40 @@ def target_rate(headers: Sequence[TraceHeader], rate: float | None) -> float:
 
 
 def make_plan(
-    scans: Sequence[FileScan],
+    scans: ScanTable,
     inventory: Any | None,
     rate: float | None = None,
     block_samples: int = DEFAULT_BLOCK_SAMPLES,
     require_response: bool = False,
 ) -> WaveformPlan:
-    """Check the scanned headers (against the inventory, if any) and lay out the store.
-    `require_response` (response removal): a trace without a response in the inventory is a
-    problem and is not ingested."""
+    """Check the scanned headers (`scan_table.ScanTable`) against the inventory, if any, and lay
+    out the store. `require_response` (response removal): a trace without a response in the
+    inventory is a problem and is not ingested."""
     from obspy import UTCDateTime
 
     if block_samples < 1:
         raise InvalidInput("block_samples", f"must be positive, got {block_samples}")
-    problems = [p for scan in scans for p in scan.problems]
-    if not any(scan.readable and scan.headers for scan in scans):
-        names = ", ".join(scan.path for scan in scans[:5]) or "(no files)"
+    problems = list(scans.problems)
+    if not scans.readable_with_traces():
+        names = ", ".join(scans.paths[:5]) or "(no files)"
         raise InvalidInput(names, "no input is readable: " + "; ".join(problems[:5]))
     headers: list[TraceHeader] = []
     unknown: set[str] = set()
     index = InventoryIndex(inventory) if inventory is not None else None
-    for scan in scans:
-        for header in scan.headers:
-            contradiction = check_against_inventory(header, index) if inventory else None
-            if contradiction is None and require_response:
-                seed_id = channel_id(header.station, header.channel)
-                when = UTCDateTime(ns=header.start_ns)
-                contradiction = response_problem(header.path, seed_id, when, inventory)
-            if contradiction:
-                problems.append(contradiction)
-                continue
-            if index is not None and not index.knows(header.station):
-                unknown.add(header.station)
-            headers.append(header)
+    for header in scans.headers():
+        contradiction = check_against_inventory(header, index) if inventory else None
+        if contradiction is None and require_response:
+            seed_id = channel_id(header.station, header.channel)
+            when = UTCDateTime(ns=header.start_ns)
+            contradiction = response_problem(header.path, seed_id, when, inventory)
+        if contradiction:
+            problems.append(contradiction)
+            continue
+        if index is not None and not index.knows(header.station):
+            unknown.add(header.station)
+        headers.append(header)
     if not headers:
-        raise InvalidInput(scans[0].path, "no trace agrees with the inventory: " + problems[0])
+        raise InvalidInput(scans.paths[0], "no trace agrees with the inventory: " + problems[0])
     problems += [unknown_station(station, inventory) for station in sorted(unknown)]
     grid_rate = target_rate(headers, rate)
     if rate is not None:
@@ -492,7 +494,7 @@ def make_plan(
         problems += [problem for _, problem in unresampled if problem]
         headers = [h for h, problem in unresampled if not problem]
         if not headers:
-            raise InvalidInput(scans[0].path, "no trace can be resampled: " + problems[-1])
+            raise InvalidInput(scans.paths[0], "no trace can be resampled: " + problems[-1])
     start_ns = min(h.start_ns for h in headers)
     placed = tuple(
         place_trace(h, start_ns, grid_rate, rate is not None and needs_resampling(h, grid_rate))

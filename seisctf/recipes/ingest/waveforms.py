@@ -78,6 +78,7 @@ from seisctf.recipes.ingest.resumable import (
     iso_time,
     open_store,
 )
+from seisctf.recipes.ingest.scan_table import ScanTable, scan_files
 from seisctf.recipes.ingest.source import INGEST_STORE, INPUT_PATHS, opened_source
 from seisctf.recipes.ingest.station_arrays import write_array, write_station_ids
 from seisctf.recipes.ingest.waveform_blocks import (
@@ -90,14 +91,11 @@ from seisctf.recipes.ingest.waveform_blocks import (
 )
 from seisctf.recipes.ingest.waveform_plan import (
     DEFAULT_BLOCK_SAMPLES,
-    FileScan,
     WaveformPlan,
     expand_sources,
     input_exists,
     make_plan,
-    read_input,
     read_inventories,
-    scan_file,
 )
 from seisctf.recipes.schema import POSITIVE, URL, parameters
 from seisctf.registry import INGESTS
@@ -155,24 +153,14 @@ def ingest_blocks(
     return found
 
 
-def scan_with_hash(
-    path: str, storage_options: dict | None = None
-) -> tuple[FileScan, dict[str, Any]]:
-    """Header scan of one file (local or fsspec URL) and its manifest entry (path, size in
-    bytes, sha256)."""
-    try:
-        raw = read_input(path, storage_options)
-    except OSError as error:
-        raise InvalidInput(path, f"cannot read the file ({error})") from None
-    entry = {"path": path, "size": len(raw), "sha256": hashlib.sha256(raw).hexdigest()}
-    return scan_file(path, raw), entry
+def joined(tables: Sequence[ScanTable], paths: Sequence[str]) -> ScanTable:
+    """The scan tasks' tables as one (`ScanTable.joined`)."""
+    return ScanTable.joined(tables, paths)
 
 
-def scan_files(
-    paths: Sequence[str], storage_options: dict | None = None
-) -> list[tuple[FileScan, dict[str, Any]]]:
-    """`scan_with_hash` of each path, in order (one scan task's batch)."""
-    return [scan_with_hash(path, storage_options) for path in paths]
+def file_digests(scans: ScanTable) -> dict[str, str]:
+    """{path: hex sha256} of every scanned file."""
+    return {path: scans.sha256(index) for index, path in enumerate(scans.paths)}
 
 
 def _json_float(value: float) -> float | None:
@@ -257,7 +245,7 @@ def store_attrs(
             if response_removed is not None:
                 units = corrected_units(response_removed["output"], entry.get("input_units"))
             channel_metadata[station][channel] = {**entry, "units": units}
-    return _json_clean(
+    attrs = _json_clean(
         {
             cv.ATTR_START_TIME: iso_time(plan.start_ns),
             "start_time_ns": plan.start_ns,
@@ -266,12 +254,14 @@ def store_attrs(
             "time_offsets_s": station_offsets(plan),
             "channel_metadata": channel_metadata,
             "ingest_problems": list(problems),
-            "inputs": list(inputs),
+            "inputs": [],
             "merge_rule": MERGE_RULE,
             "resampling": RESAMPLING if resample else None,
             "response_removed": response_removed,
         }
     )
+    attrs["inputs"] = list(inputs)  # no float in them: not copied by `_json_clean`
+    return attrs
 
 
 def file_sha256(path: str) -> str:
@@ -283,7 +273,7 @@ def file_sha256(path: str) -> str:
 
 
 def ingest_fingerprint(
-    inputs: Sequence[dict],
+    scans: ScanTable,
     inventory_sha256: Sequence[str],
     rate: float | None,
     block_samples: int,
@@ -293,7 +283,7 @@ def ingest_fingerprint(
     rate, block size and the response removal (paths excluded: moving an archive does not
     change the data)."""
     parts = {
-        "inputs": sorted(entry["sha256"] for entry in inputs),
+        "inputs": sorted(scans.sha256(index) for index in range(len(scans.paths))),
         "inventories": sorted(inventory_sha256),
         "rate": rate,
         "block_samples": block_samples,
@@ -347,13 +337,11 @@ def ingest_waveforms(
         rate = append_rate(previous, rate)
         paths = sorted(set(paths) | set(previous_paths(previous, url, storage_options)))
     inventory = read_inventories(inventories) if inventories else None
-    scanned = resumable.scan_all(scan_files, paths, storage_options, "scan", quiet)
-    inputs = [entry for _, entry in scanned]
+    scans = resumable.scan_all(scan_files, paths, storage_options, "scan", quiet, joined)
     if previous is not None:
-        check_unchanged(previous, inputs, url)
-    plan = make_plan(
-        [scan for scan, _ in scanned], inventory, rate, block_samples, request is not None
-    )
+        check_unchanged(previous, scans, url)
+    plan = make_plan(scans, inventory, rate, block_samples, request is not None)
+    inventory = inventory if request is not None else None  # only response removal needs it
     removal, pre_filt_default = (
         resolve_removal(request, plan.sampling_rate) if request else (None, False)
     )
@@ -363,7 +351,7 @@ def ingest_waveforms(
         check_same_removal(previous, removed)
     fail_if_strict(strict, plan.problems)
     inventory_sha256 = [file_sha256(path) for path in inventories]
-    fingerprint = ingest_fingerprint(inputs, inventory_sha256, rate, block_samples, removed)
+    fingerprint = ingest_fingerprint(scans, inventory_sha256, rate, block_samples, removed)
     existing = resumable.up_to_date_attrs(url, storage_options, fingerprint)
     if existing:
         coverage = np.asarray(open_store(url, storage_options)[COVERAGE_VAR][:])
@@ -380,7 +368,7 @@ def ingest_waveforms(
         dataclasses.replace(
             task, removal=removal, inventory_sha256=fingerprint_of(inventory_sha256)
         )
-        for task in block_tasks(plan, rate is not None, {e["path"]: e["sha256"] for e in inputs})
+        for task in block_tasks(plan, rate is not None, file_digests(scans))
         if not progress[task.station_index, task.block]
     ]
     coverage, decode_problems = _run_blocks(
@@ -389,7 +377,7 @@ def ingest_waveforms(
     )  # fmt: skip
     problems = (*plan.problems, *(p for p in decode_problems if p not in plan.problems))
     fail_if_strict(strict, decode_problems)
-    attrs = store_attrs(plan, problems, inputs, rate is not None, removed)
+    attrs = store_attrs(plan, problems, list(scans.manifest()), rate is not None, removed)
     attrs[ATTR_FINGERPRINT] = fingerprint
     resumable.finish(
         url, storage_options, coverage, COVERAGE_VAR, PROGRESS_DIMS, attrs, COORDINATES
@@ -479,9 +467,9 @@ def previous_paths(previous: dict[str, Any], url: str, storage_options: dict | N
     return paths
 
 
-def check_unchanged(previous: dict[str, Any], inputs: Sequence[dict], url: str) -> None:
+def check_unchanged(previous: dict[str, Any], scans: ScanTable, url: str) -> None:
     """Every file already in the store must hash as it did (else bad input naming it)."""
-    now = {entry["path"]: entry["sha256"] for entry in inputs}
+    now = file_digests(scans)
     for entry in previous["inputs"]:
         if now.get(entry["path"]) != entry["sha256"]:
             found = now.get(entry["path"], "?")

@@ -1,0 +1,162 @@
+"""The header scan of a waveform ingest as columns: one table for all files, no Python object
+per file or trace.
+
+A scan task (`scan_files`) reads, hashes (sha256) and header-parses its files and returns a
+`ScanTable` of numpy columns; the client joins the tasks' tables (`ScanTable.joined`) in path
+order. Per file: size (bytes), sha256 (32 raw bytes), whether it was readable; per trace: its
+file's index, station and channel (codes into the table's `station_ids`, `channel_codes`), first
+sample (ns), sampling rate (Hz), number of samples. Problems (text) are few and kept as they
+are. At 10^5 files this is ~60 bytes a file, where per-file dataclasses and manifest dicts
+took ~2.5 KB (benchmarks/RESULTS.md, "Scale"). `TraceHeader`s are made on demand, their strings
+shared with the table's (`headers`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from seisctf.errors import InvalidInput
+from seisctf.recipes.ingest.waveform_plan import FileScan, TraceHeader, read_input, scan_file
+
+SHA256_BYTES = 32
+# Per-trace columns and their types.
+TRACE_COLUMNS = {
+    "file": np.int64,
+    "station": np.int32,
+    "channel": np.int32,
+    "start_ns": np.int64,
+    "sampling_rate": np.float64,
+    "npts": np.int64,
+}
+
+
+@dataclass(frozen=True)
+class ScanTable:
+    """The header scan of `paths` (module doc): per-file columns of length len(paths), per-trace
+    columns (`TRACE_COLUMNS`) of one length, the codes' names, problems in file order."""
+
+    paths: tuple[str, ...]
+    sizes: np.ndarray  # (file,) int64, bytes
+    digests: np.ndarray  # (file, 32) uint8, sha256
+    readable: np.ndarray  # (file,) bool
+    traces: dict[str, np.ndarray]
+    station_ids: tuple[str, ...]
+    channel_codes: tuple[str, ...]
+    problems: tuple[str, ...]
+
+    @classmethod
+    def of_scans(cls, scans: Sequence[FileScan], raws: Sequence[tuple[int, bytes]]) -> ScanTable:
+        """The table of `scans` (one per file) and their (size, sha256 digest) `raws`."""
+        stations: dict[str, int] = {}
+        channels: dict[str, int] = {}
+        rows = [
+            (index, stations.setdefault(h.station, len(stations)),
+             channels.setdefault(h.channel, len(channels)), h.start_ns, h.sampling_rate, h.npts)
+            for index, scan in enumerate(scans)
+            for h in scan.headers
+        ]  # fmt: skip
+        columns = list(zip(*rows, strict=True)) or [()] * len(TRACE_COLUMNS)
+        return cls(
+            paths=tuple(scan.path for scan in scans),
+            sizes=np.array([size for size, _ in raws], dtype=np.int64),
+            digests=np.frombuffer(b"".join(d for _, d in raws), np.uint8).reshape(-1, 32),
+            readable=np.array([scan.readable for scan in scans], dtype=bool),
+            traces={
+                name: np.array(values, dtype=kind)
+                for (name, kind), values in zip(TRACE_COLUMNS.items(), columns, strict=True)
+            },
+            station_ids=tuple(stations),
+            channel_codes=tuple(channels),
+            problems=tuple(p for scan in scans for p in scan.problems),
+        )
+
+    @classmethod
+    def joined(cls, tables: Sequence[ScanTable], paths: Sequence[str]) -> ScanTable:
+        """One table of consecutive batches' `tables`, whose files are `paths` (the caller's
+        strings, kept: the batches' own copies are dropped); codes re-numbered."""
+        stations = {name: None for t in tables for name in t.station_ids}
+        channels = {name: None for t in tables for name in t.channel_codes}
+        station_code = {name: code for code, name in enumerate(stations)}
+        channel_code = {name: code for code, name in enumerate(channels)}
+        offsets = np.cumsum([0] + [len(t.paths) for t in tables])
+        pieces: dict[str, list[np.ndarray]] = {name: [] for name in TRACE_COLUMNS}
+        for table, offset in zip(tables, offsets, strict=False):
+            recode = {
+                "file": lambda f, o=offset: f + o,
+                "station": lambda s, t=table: _recoded(s, t.station_ids, station_code),
+                "channel": lambda c, t=table: _recoded(c, t.channel_codes, channel_code),
+            }
+            for name, column in table.traces.items():
+                pieces[name].append(recode.get(name, lambda x: x)(column))
+        if len(paths) != offsets[-1]:
+            raise ValueError(f"{len(paths)} paths for tables of {offsets[-1]} files")
+        return cls(
+            paths=tuple(paths),
+            sizes=_joined([t.sizes for t in tables], np.int64),
+            digests=_joined([t.digests for t in tables], np.uint8).reshape(-1, SHA256_BYTES),
+            readable=_joined([t.readable for t in tables], bool),
+            traces={name: _joined(parts, TRACE_COLUMNS[name]) for name, parts in pieces.items()},
+            station_ids=tuple(stations),
+            channel_codes=tuple(channels),
+            problems=tuple(p for t in tables for p in t.problems),
+        )
+
+    @property
+    def n_traces(self) -> int:
+        return len(self.traces["file"])
+
+    def sha256(self, index: int) -> str:
+        """The hex sha256 of file `index`."""
+        return self.digests[index].tobytes().hex()
+
+    def manifest(self) -> Iterator[dict[str, Any]]:
+        """{"path", "size" (bytes), "sha256" (hex)} of each file, in order (made on demand)."""
+        for index, path in enumerate(self.paths):
+            yield {"path": path, "size": int(self.sizes[index]), "sha256": self.sha256(index)}
+
+    def headers(self) -> Iterator[TraceHeader]:
+        """Every trace's header, file by file and in file order."""
+        traces = self.traces
+        for file, station, channel, start_ns, rate, npts in zip(
+            *(traces[name].tolist() for name in TRACE_COLUMNS), strict=True
+        ):
+            yield TraceHeader(
+                self.paths[file],
+                self.station_ids[station],
+                self.channel_codes[channel],
+                start_ns,
+                rate,
+                npts,
+            )
+
+    def readable_with_traces(self) -> bool:
+        """Whether any file was readable and held a trace."""
+        return bool(self.n_traces) and bool(self.readable[self.traces["file"]].any())
+
+
+def _recoded(codes: np.ndarray, names: Sequence[str], joined: dict[str, int]) -> np.ndarray:
+    lookup = np.array([joined[name] for name in names], dtype=np.int32)
+    return lookup[codes] if len(codes) else codes
+
+
+def _joined(parts: Sequence[np.ndarray], dtype: Any) -> np.ndarray:
+    return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype)
+
+
+def scan_files(paths: Sequence[str], storage_options: dict | None = None) -> ScanTable:
+    """Header scan (`waveform_plan.scan_file`) and sha256 of each file (local path or fsspec
+    URL), as one table (one scan task's batch)."""
+    scans, raws = [], []
+    for path in paths:
+        try:
+            raw = read_input(path, storage_options)
+        except OSError as error:
+            raise InvalidInput(path, f"cannot read the file ({error})") from None
+        raws.append((len(raw), hashlib.sha256(raw).digest()))
+        scans.append(scan_file(path, raw))
+    return ScanTable.of_scans(scans, raws)
