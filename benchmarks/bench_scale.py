@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/bench_scale.py --quick            # CI-sized, a few minutes
     .venv/bin/python benchmarks/bench_scale.py --data /big/disk   # full sizes (hours; ~50 GB)
     .venv/bin/python benchmarks/bench_scale.py --only ingest,ctf  # some sections
+    .venv/bin/python benchmarks/bench_scale.py --only ingest-files  # ingest's file-count curve
 
 Each section module yields tables (`scale_report.Section`); they are printed as they finish and
 written together as markdown (`--markdown`, default WORKDIR/scale.md) for benchmarks/RESULTS.md.
@@ -25,6 +26,7 @@ from scale_report import ScaleOptions  # noqa: E402
 
 SECTIONS = {
     "ingest": "scale_ingest",
+    "ingest-files": "scale_ingest:file_sections",  # the file-count curve alone
     "picking": "scale_picking",
     "ctf": "scale_ctf",
     "scheduler": "scale_scheduler",
@@ -64,9 +66,10 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(header), flush=True)
         parts = ["\n".join(header)]
         for name in names:
-            module = importlib.import_module(SECTIONS[name])
+            module_name, _, function = SECTIONS[name].partition(":")
+            module = importlib.import_module(module_name)
             start = time.perf_counter()
-            for section in module.sections(options):
+            for section in getattr(module, function or "sections")(options):
                 text = section.markdown()
                 print(text, flush=True)
                 parts.append(text)

@@ -527,5 +527,13 @@ def sections(options: ScaleOptions) -> Iterator[Section]:
         yield per_core
 
 
+def file_sections(options: ScaleOptions) -> Iterator[Section]:
+    """The file-count curve and where its planning went (`bench_scale.py --only
+    ingest-files`)."""
+    files_section, file_runs = file_curve(options)
+    yield files_section
+    yield planning_section("Ingest planning, where it goes: files", file_runs)
+
+
 if __name__ == "__main__" and sys.argv[1:2] == ["read-probe"]:
     print(json.dumps(read_probe(sys.argv[2], int(sys.argv[3]), seed=23)))
