@@ -364,16 +364,9 @@ def ingest_waveforms(
     elif progress is None:
         create_store(plan, url, storage_options, fingerprint)
         progress = resumable.no_progress(_blocks(plan))
-    tasks = [
-        dataclasses.replace(
-            task, removal=removal, inventory_sha256=fingerprint_of(inventory_sha256)
-        )
-        for task in block_tasks(plan, rate is not None, file_digests(scans))
-        if not progress[task.station_index, task.block]
-    ]
-    coverage, decode_problems = _run_blocks(
-        tasks, inventory if removal is not None else None, url, storage_options, fingerprint,
-        progress, quiet,
+    coverage, decode_problems = _run_blocks(  # its tasks (one object a file) not kept after it
+        pending_tasks(plan, scans, progress, rate is not None, removal, inventory_sha256),
+        inventory, url, storage_options, fingerprint, progress, quiet,
     )  # fmt: skip
     problems = (*plan.problems, *(p for p in decode_problems if p not in plan.problems))
     fail_if_strict(strict, decode_problems)
@@ -383,6 +376,24 @@ def ingest_waveforms(
         url, storage_options, coverage, COVERAGE_VAR, PROGRESS_DIMS, attrs, COORDINATES
     )
     return IngestReport(plan, coverage, problems)
+
+
+def pending_tasks(
+    plan: WaveformPlan,
+    scans: ScanTable,
+    progress: np.ndarray,
+    resample: bool,
+    removal: Any,
+    inventory_sha256: Sequence[str],
+) -> list[BlockTask]:
+    """The block tasks (`block_tasks`) of the blocks `progress` does not mark done."""
+    return [
+        dataclasses.replace(
+            task, removal=removal, inventory_sha256=fingerprint_of(inventory_sha256)
+        )
+        for task in block_tasks(plan, resample, file_digests(scans))
+        if not progress[task.station_index, task.block]
+    ]
 
 
 def _run_blocks(
