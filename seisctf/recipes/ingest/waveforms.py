@@ -63,7 +63,7 @@ import xarray as xr
 from seisctf import __version__
 from seisctf import conventions as cv
 from seisctf.catalogs.seed_ids import CODE_ARRAYS, normalised, split_station
-from seisctf.cluster import compute_in_waves
+from seisctf.cluster import compute_in_waves, release_free_memory
 from seisctf.errors import InvalidInput
 from seisctf.recipes.context import BuildContext
 from seisctf.recipes.ingest import resampling, resumable
@@ -370,6 +370,7 @@ def ingest_waveforms(
     )  # fmt: skip
     problems = (*plan.problems, *(p for p in decode_problems if p not in plan.problems))
     fail_if_strict(strict, decode_problems)
+    release_free_memory()  # of the inventory and the tasks, before the attrs' large JSON
     attrs = store_attrs(plan, problems, list(scans.manifest()), rate is not None, removed)
     attrs[ATTR_FINGERPRINT] = fingerprint
     resumable.finish(
