@@ -14,6 +14,7 @@ last result, the scheduler's peak RSS, and from these the cost per task. Two gra
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import subprocess
 import sys
@@ -144,46 +145,60 @@ def _expected(n_tasks: int) -> int:
     return n_tasks * (n_tasks + 1) // 2
 
 
+def _cpu_seconds(pid: int) -> float:
+    import psutil
+
+    times = psutil.Process(pid).cpu_times()
+    return times.user + times.system
+
+
 def measure(address: str, scheduler_pid: int, shape: str, n_tasks: int) -> dict[str, float]:
-    """One graph of about `n_tasks` tasks through the scheduler at `address`."""
+    """One graph of about `n_tasks` tasks through the scheduler at `address`: the client's
+    build, submit and wall times, and the scheduler process's CPU seconds and peak RSS."""
     from distributed import Client
 
     with Client(address, timeout=60) as client:
-        if shape in RUN_THEMSELVES:
-            with TreeSampler(scheduler_pid, interval=0.05) as sampler:
-                start = time.perf_counter()
-                result = sum(SHAPES[shape](n_tasks))
-                done = time.perf_counter()
-            if result != _expected(n_tasks):
-                raise AssertionError(f"{shape} of {n_tasks} tasks gave {result}")
-            peak = max(sampler.memory.peak_by_pid.values())
-            return {"tasks": n_tasks, "build_s": 0.0, "submit_s": float("nan"),
-                    "run_s": done - start, "scheduler_peak_rss": peak}  # fmt: skip
+        runs_itself = shape in RUN_THEMSELVES
         start = time.perf_counter()
-        collection = SHAPES[shape](n_tasks)
+        collection = None if runs_itself else SHAPES[shape](n_tasks)
         many = isinstance(collection, list)
-        graph_tasks = len(collection) if many else len(collection.__dask_graph__())
+        graph_tasks = (
+            n_tasks
+            if runs_itself
+            else len(collection)
+            if many
+            else len(collection.__dask_graph__())
+        )
         built = time.perf_counter()
+        cpu_before = _cpu_seconds(scheduler_pid)
         with TreeSampler(scheduler_pid, interval=0.05) as sampler:
-            futures = client.compute(collection)
-            submitted = time.perf_counter()
-            result = sum(client.gather(futures)) if many else futures.result()
+            if runs_itself:
+                result = sum(SHAPES[shape](n_tasks))
+                submitted = float("nan")
+            else:
+                futures = client.compute(collection)
+                submitted = time.perf_counter()
+                result = sum(client.gather(futures)) if many else futures.result()
+                del futures
             done = time.perf_counter()
+        scheduler_cpu = _cpu_seconds(scheduler_pid) - cpu_before
         if result != _expected(n_tasks):
             raise AssertionError(f"{shape} of {n_tasks} tasks gave {result}")
-        del futures
-    peak = max(sampler.memory.peak_by_pid.values())
     return {
         "tasks": graph_tasks,
         "build_s": built - start,
         "submit_s": submitted - built,
         "run_s": done - built,
-        "scheduler_peak_rss": peak,
+        "scheduler_cpu_s": scheduler_cpu,
+        "scheduler_peak_rss": max(sampler.memory.peak_by_pid.values()),
     }
 
 
-def sections(options: ScaleOptions) -> Iterator[Section]:
-    sizes = QUICK_SIZES if options.quick else FULL_SIZES
+def sections(
+    options: ScaleOptions, sizes: dict[str, tuple[int, ...]] | None = None
+) -> Iterator[Section]:
+    """The table of every shape at its sizes (default: QUICK_SIZES or FULL_SIZES)."""
+    sizes = sizes or (QUICK_SIZES if options.quick else FULL_SIZES)
     section = Section(
         "The scheduler's cost per task (`scale_scheduler.py`)",
         [
@@ -194,6 +209,7 @@ def sections(options: ScaleOptions) -> Iterator[Section]:
             "build to result s",
             "µs per task",
             "tasks/s",
+            "scheduler CPU µs per task",
             "scheduler peak RSS MiB",
             "scheduler KiB per task",
         ],
@@ -204,8 +220,8 @@ def sections(options: ScaleOptions) -> Iterator[Section]:
         with idle:
             time.sleep(0.5)
         idle_rss = max(idle.memory.peak_by_pid.values())
-        for shape in SHAPES:
-            for n_tasks in sizes[shape]:
+        for shape, shape_sizes in sizes.items():
+            for n_tasks in shape_sizes:
                 figures = measure(address, scheduler_pid, shape, n_tasks)
                 tasks = figures["tasks"]
                 seconds = figures["build_s"] + figures["run_s"]
@@ -220,6 +236,7 @@ def sections(options: ScaleOptions) -> Iterator[Section]:
                         seconds,
                         seconds / tasks * 1e6,
                         tasks / seconds,
+                        figures["scheduler_cpu_s"] / tasks * 1e6,
                         figures["scheduler_peak_rss"] / MiB,
                         grown / tasks / 1024,
                     ]
@@ -242,3 +259,24 @@ def sections(options: ScaleOptions) -> Iterator[Section]:
         f"gives the largest graph one scheduler holds ({GiB // 1024:,} KiB / KiB per task)."
     )
     yield section
+
+
+def main() -> None:
+    """One shape at chosen sizes: `scale_scheduler.py "blockwise + reduce" 3333 33333 333333`."""
+    import argparse
+    import tempfile
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("shape", choices=list(SHAPES))
+    parser.add_argument("sizes", type=int, nargs="+", help="N per graph")
+    args = parser.parse_args()
+    print(f"load average at start: {os.getloadavg()}", flush=True)
+    with tempfile.TemporaryDirectory() as workdir:
+        options = ScaleOptions(quick=False, data=Path(workdir), workdir=Path(workdir))
+        for section in sections(options, {args.shape: tuple(args.sizes)}):
+            print(section.markdown())
+    print(f"load average at end: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()

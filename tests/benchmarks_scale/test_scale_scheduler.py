@@ -30,7 +30,7 @@ def test_graph_runs_and_is_counted(cluster, shape):
     else:
         assert figures["tasks"] > 600
     if shape in scale_scheduler.RUN_THEMSELVES:  # built and run wave by wave
-        assert figures["build_s"] == 0 < figures["run_s"]
+        assert figures["build_s"] < 0.01 < figures["run_s"]
     else:
         assert 0 < figures["build_s"] < figures["run_s"] + figures["build_s"]
     assert 20 * 2**20 < figures["scheduler_peak_rss"] < 2**30
