@@ -19,13 +19,14 @@ Store layout (zarr v3 group; `xarray.open_zarr` opens it lazily):
   file); `merge_rule`, `resampling`, `response_removed` (null, or output, pre_filt, water_level,
   … of `--remove-response`).
 
-Work: a header scan with sha256 (Dask tasks of a few files each, `waveform_plan.scan_file`),
-the plan (`waveform_plan.make_plan`), then one Dask task per run of a station's consecutive time
-blocks (`waveform_blocks.block_runs`) that, block after block, reads the block's files
-(`waveform_blocks`: decode, remove the response if asked, resample if asked, put on the grid,
-merge; decoded files and merged file sets are cached per worker, so a file is decoded once per
-run, not once per block), fills gaps with NaN and writes the block's chunk. The completion
-marker and consolidated metadata are written last (`storage.finish_group`).
+Work: a header scan with sha256 (Dask tasks of batches of files, `scan_table.scan_files`: one
+table of columns, no Python object per file), the plan (`waveform_plan.make_plan`), then one
+Dask task per run of a station's consecutive time blocks (`waveform_blocks.block_runs`) that,
+block after block, reads the block's files (`waveform_blocks`: decode, remove the response if
+asked, resample if asked, put on the grid, merge; decoded files and merged file sets are cached
+per worker, so a file is decoded once per run, not once per block), fills gaps with NaN and
+writes the block's chunk. The completion marker and consolidated metadata are written last
+(`storage.finish_group`).
 Resume: each block is marked, (station, block), in `ingest_progress` right after its chunk;
 a re-run of the same ingest (same fingerprint) on an unfinished store runs only the unmarked
 blocks, so an interrupted ingest finishes with the bytes of an uninterrupted one.
