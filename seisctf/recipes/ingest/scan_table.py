@@ -35,7 +35,7 @@ TRACE_COLUMNS = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # numpy columns: compared by identity, not by `==`
 class ScanTable:
     """The header scan of `paths` (module doc): per-file columns of length len(paths), per-trace
     columns (`TRACE_COLUMNS`) of one length, the codes' names, problems in file order."""
