@@ -10,13 +10,15 @@ Parquet catalogue and whose waveforms come from the store's shards by byte range
 Against `WaveformDataset(DIR)` on the folder the store was ingested from (same rate and
 component order, float32 waveforms):
 - the same rows in the same order, every column of the dataset's metadata under its name and
-  value (`source_origin_time` parsed to a datetime as SeisBench does), plus the store's own
+  value (missing text NaN, `source_origin_time` parsed to UTC datetimes, as SeisBench reads
+  its CSV files), plus the store's own
   `trace_npts`, `split_cluster` where a split made one, and `trace_store_row` (the window's
   position in the store, which reads use);
 - the same waveforms: each window cut to its `trace_npts` samples, then SeisBench's own
   resampling (`sampling_rate`), component mapping, padding and dimension order, so samples,
   and every augmentation of them, are equal value for value.
-Differences: waveforms are float32 whatever the source's dtype (the store's); a store made
+Differences: `trace_component_order` is the store's for every row (ingest put every window
+in the store's component order); waveforms are float32 whatever the source's dtype (the store's); a store made
 from a dataset of mixed rates holds every window at the store's rate (`trace_sampling_rate_hz`,
 `*_sample` columns rescaled at ingest), so its samples are those of the original at that rate;
 SeisBench's all-or-nothing `cache` is replaced by the reader's bounded cache (`cache_bytes`).
@@ -168,7 +170,8 @@ class StoreWaveformDataset(sbd.WaveformDataset):
 def seisbench_metadata(catalog: pd.DataFrame, channels: str, rate_hz: float) -> pd.DataFrame:
     """The store's catalogue as SeisBench's metadata table: SeisBench's columns
     (`trace_chunk`, `trace_component_order`, `trace_sampling_rate_hz`) where the catalogue has
-    none, `source_origin_time` as datetimes, `trace_store_row`; the index 0…n-1."""
+    none, missing text as NaN, `source_origin_time` as UTC datetimes, `trace_store_row`; the
+    index 0…n-1."""
     frame = catalog.reset_index(drop=True).copy()
     n = len(frame)
     if cv.TRACE_NPTS not in frame.columns:
@@ -181,8 +184,11 @@ def seisbench_metadata(catalog: pd.DataFrame, channels: str, rate_hz: float) -> 
     if cv.TRACE_SAMPLING_RATE not in frame.columns:
         frame[cv.TRACE_SAMPLING_RATE] = rate_hz
     frame[cv.TRACE_SAMPLING_RATE] = frame[cv.TRACE_SAMPLING_RATE].astype(np.float64)
+    for name in frame.columns:  # missing text: "" in the store, NaN in SeisBench's CSV reading
+        if frame[name].dtype == object or isinstance(frame[name].dtype, pd.StringDtype):
+            text = frame[name].astype(object)
+            frame[name] = text.where(text != "", np.nan)
     if "source_origin_time" in frame.columns:  # the store's naive datetimes are UTC
-        times = pd.to_datetime(frame["source_origin_time"].replace("", None), utc=True)
-        frame["source_origin_time"] = times
+        frame["source_origin_time"] = pd.to_datetime(frame["source_origin_time"], utc=True)
     frame[STORE_ROW] = np.arange(n, dtype=np.int64)
     return frame
