@@ -42,7 +42,7 @@ CRC_BYTES = 4
 class ChunkLayout:
     """Where a window's bytes are: `shape` (trace, channel, sample), `chunk_traces` windows per
     chunk, `shard_traces` per shard (None: unsharded), chunks `blosc`-compressed or raw
-    little-endian `dtype`, the shard index at the end (or start), chunk keys `c{sep}i{sep}0{sep}0`."""
+    little-endian `dtype`, the shard index at the end (or start), keys `c{sep}i{sep}0{sep}0`."""
 
     shape: tuple[int, int, int]
     chunk_traces: int
