@@ -21,7 +21,8 @@ Differences: `trace_component_order` is the store's for every row (ingest put ev
 in the store's component order); waveforms are float32 whatever the source's dtype (the
 store's); a store made from a dataset of mixed rates holds every window at the store's rate
 (`trace_sampling_rate_hz`, `*_sample` columns rescaled at ingest), so its samples are those of
-the original at that rate; SeisBench's all-or-nothing `cache` is replaced by the reader's bounded cache (`cache_bytes`).
+the original at that rate; SeisBench's all-or-nothing `cache` is replaced by the reader's
+bounded cache (`cache_bytes`).
 """
 
 from __future__ import annotations
