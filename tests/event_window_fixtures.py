@@ -217,9 +217,7 @@ def write_picking_windows(url: str, shard_traces: int | None = 8, **options) -> 
     return dataset
 
 
-def write_training_seisbench(
-    folder, n_per_chunk: int = 24, samples: int = 3400, seed: int = 5
-):
+def write_training_seisbench(folder, n_per_chunk: int = 24, samples: int = 3400, seed: int = 5):
     """A chunked SeisBench dataset (chunks `a` and `b`, blocks of 4 traces) in `folder`, written
     by SeisBench's own WaveformDataWriter, long enough for PhaseNet's training windows: RATE Hz,
     float32 noise with P and S onsets at their arrival samples, every fifth trace in ENZ order

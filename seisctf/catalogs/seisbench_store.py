@@ -153,9 +153,7 @@ class StoreWaveformDataset(sbd.WaveformDataset):
                 "Change missing_components or request traces separately."
             )
         if pack:
-            return seisbench.util.pad_packed_sequence(waveforms).transpose(
-                *self._dimension_mapping
-            )
+            return seisbench.util.pad_packed_sequence(waveforms).transpose(*self._dimension_mapping)
         return [self._transpose_single_waveform(waveform) for waveform in waveforms]
 
     def _in_component_order(self, waveform: np.ndarray, source_order: str) -> np.ndarray:
