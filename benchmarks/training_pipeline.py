@@ -42,16 +42,24 @@ def generator(dataset, window_samples: int = WINDOW_SAMPLES):
     return generate
 
 
-def loader(dataset, *, seed: int, num_workers: int = 0, batch_size: int = 16, shuffle=True):
-    """A DataLoader over `generator(dataset)` whose every random draw follows `seed`: the
-    shuffle (a seeded torch generator) and the augmentations' NumPy draws (the main process's
-    seeded now; each worker's from its torch seed, SeisBench's `worker_seeding`)."""
+def loader(
+    dataset,
+    *,
+    seed: int,
+    num_workers: int = 0,
+    batch_size: int = 16,
+    shuffle: bool = True,
+    window_samples: int = WINDOW_SAMPLES,
+):
+    """A DataLoader over `generator(dataset, window_samples)` whose every random draw follows
+    `seed`: the shuffle (a seeded torch generator) and the augmentations' NumPy draws (the main
+    process's seeded now; each worker's from its torch seed, SeisBench's `worker_seeding`)."""
     import torch
     from seisbench.util import worker_seeding
 
     np.random.seed(seed)
     return torch.utils.data.DataLoader(
-        generator(dataset),
+        generator(dataset, window_samples),
         batch_size=batch_size,
         shuffle=shuffle,
         num_workers=num_workers,
@@ -68,9 +76,17 @@ def phasenet_loss(y_pred, y_true, eps: float = 1e-5):
     return -h.mean(-1).sum(-1).mean()
 
 
-def train_steps(dataset, *, steps: int, seed: int, batch_size: int = 8, lr: float = 1e-2):
-    """Losses (float) of `steps` Adam steps of a randomly initialised PhaseNet (torch seed
-    `seed`, CPU) on batches of `loader(dataset, seed=seed)`."""
+def train_steps(
+    dataset,
+    *,
+    steps: int,
+    seed: int,
+    batch_size: int = 8,
+    lr: float = 1e-2,
+    window_samples: int = WINDOW_SAMPLES,
+) -> list[float]:
+    """Losses of `steps` Adam steps of a randomly initialised PhaseNet (torch seed `seed`, CPU)
+    on batches of `loader(dataset, seed=seed, window_samples=window_samples)`."""
     import seisbench.models as sbm
     import torch
 
@@ -78,7 +94,8 @@ def train_steps(dataset, *, steps: int, seed: int, batch_size: int = 8, lr: floa
     model = sbm.PhaseNet(phases="PSN", norm="peak")
     optimiser = torch.optim.Adam(model.parameters(), lr=lr)
     losses = []
-    for batch in loader(dataset, seed=seed, batch_size=batch_size):
+    batches = loader(dataset, seed=seed, batch_size=batch_size, window_samples=window_samples)
+    for batch in batches:
         loss = phasenet_loss(model(batch["X"]), batch["y"])
         optimiser.zero_grad()
         loss.backward()

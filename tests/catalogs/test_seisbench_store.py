@@ -207,3 +207,14 @@ def test_layouts_seisctf_does_not_write_are_refused_by_name():
         chunk_layout(description, "store.zarr/waveforms")
     with pytest.raises(InvalidInput, match="cache_bytes"):
         WindowReader("unused.zarr", cache_bytes=-1)
+
+
+def test_phasenet_trains_to_the_same_losses_from_the_store(training_dir, training_store):
+    """The training tutorial's loop (random-init PhaseNet on CPU, Adam, its loss), 3 steps of 4
+    windows of 1001 samples, on the original dataset and on the store: the same losses, bit for
+    bit."""
+    options = {"steps": 3, "seed": 3, "batch_size": 4, "window_samples": 1001}
+    want = tp.train_steps(original(training_dir).train(), **options)
+    got = tp.train_steps(seisbench_dataset(training_store).train(), **options)
+    assert len(got) == 3 and np.all(np.isfinite(got)) and len(set(got)) == 3
+    assert got == want
