@@ -60,7 +60,7 @@ class StoreWaveformDataset(sbd.WaveformDataset):
         dimension_order: str | None = None,
         sampling_rate: float | None = None,
         missing_components: Literal["pad", "copy", "ignore"] = "pad",
-        metadata_cache: bool = False,
+        metadata_cache: bool = True,
         resample_zerophase: bool = False,
         cache_bytes: int = DEFAULT_CACHE_BYTES,
     ) -> None:
@@ -130,6 +130,12 @@ class StoreWaveformDataset(sbd.WaveformDataset):
         other._waveform_cache = defaultdict(dict)
         return other
 
+    def _rebuild_metadata_cache(self) -> None:
+        """SeisBench's per-row lookup (`metadata_cache`), columnar: no second copy of the table,
+        rebuilt like SeisBench's whenever the table is replaced (filter, splits, setting
+        `metadata_cache`)."""
+        self._metadata_lookup = MetadataRows(self._metadata) if self._metadata_cache else None
+
     def _get_waveforms_from_load_metadata(
         self, load_metadata: dict[str, list], sampling_rate: float | None, pack: bool = True
     ):
@@ -164,6 +170,36 @@ class StoreWaveformDataset(sbd.WaveformDataset):
         if mapping and waveform.shape[0] == max(mapping):
             waveform = np.pad(waveform, [(0, 1), (0, 0)], "constant", constant_values=0)
         return waveform.take(mapping, axis=0)
+
+
+class MetadataRows:
+    """Rows of a metadata table as dicts equal to `frame.iloc[i].to_dict()` (Python scalars,
+    Timestamps for datetimes), read from the table's columns: nothing copied per row."""
+
+    def __init__(self, frame: pd.DataFrame) -> None:
+        self._columns = [
+            (name, frame[name].array if frame[name].dtype.kind == "M" else frame[name].to_numpy())
+            for name in frame.columns
+        ]
+        self._length = len(frame)
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __getitem__(self, i: int) -> dict:
+        row = Row()
+        for name, values in self._columns:
+            value = values[i]
+            row[name] = value.item() if isinstance(value, np.generic) else value
+        return row
+
+
+class Row(dict):
+    """A metadata row made for one caller, of immutable values (numbers, str, Timestamps): its
+    deep copy (SeisBench's `get_sample` takes one) is a plain shallow copy, equal and cheaper."""
+
+    def __deepcopy__(self, memo) -> dict:
+        return dict(self)
 
 
 def seisbench_metadata(catalog: pd.DataFrame, channels: str, rate_hz: float) -> pd.DataFrame:

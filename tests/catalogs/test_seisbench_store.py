@@ -68,6 +68,12 @@ def test_metadata_and_splits_are_seisbench_s(training_dir, training_store):
             np.testing.assert_array_equal(mine.to_numpy(), want.to_numpy(), err_msg=column)
         else:
             assert mine.astype(str).tolist() == want.astype(str).tolist(), column
+    for i in (0, 5, 47):  # the columnar row lookup gives pandas' rows, value and type
+        row, frame_row = ours._metadata_lookup[i], ours.metadata.iloc[i].to_dict()
+        assert list(row) == list(frame_row)
+        for key, value in frame_row.items():
+            assert type(row[key]) is type(value), key
+            assert row[key] == value or (pd.isna(value) and pd.isna(row[key])), key
     for split in ("train", "dev", "test"):
         mine, want = ours.get_split(split), theirs.get_split(split)
         assert mine.metadata["trace_name"].tolist() == want.metadata["trace_name"].tolist()
