@@ -1,0 +1,230 @@
+"""Benchmark: training reads — samples/s through SeisBench's `GenericGenerator` with the PhaseNet
+tutorial's augmentations (`training_pipeline`) and a torch DataLoader, from SeisBench's own
+HDF5 dataset and from the event-window store ingested from it (local, and on S3: SeaweedFS on
+loopback, started here), with 0 and 2 DataLoader workers; the peak RSS of every loader process.
+
+Data, under --data DIR (made when missing, not timed): `sb/`, a chunked SeisBench dataset
+(`make_archive.py seisbench DIR/sb --windows N --samples S`: 3 × S float32 windows at 100 Hz,
+noise with P and S arrivals), and `sb.zarr`, `seisctf ingest seisbench DIR/sb --out DIR/sb.zarr`.
+For the S3 rows the store is uploaded into a SeaweedFS started for the run (data in
+DIR/seaweedfs, removed at the end; the upload is not timed).
+
+Each row runs in a fresh process (`--row NAME --workers N`): opens its dataset (SeisBench:
+`WaveformDataset(DIR/sb, component_order="ZNE")`, its defaults: `cache=None`; store:
+`seisctf.catalogs.seisbench_dataset(URL)`, its defaults: `cache_bytes` 256 MiB), builds
+`training_pipeline.loader(dataset, seed=0, num_workers=N, batch_size=--batch)` (shuffled,
+seeded), skips --warmup batches (worker start-up), then times --batches batches: samples/s.
+Peak RSS (VmHWM) of the loader's main process and of each worker, read from /proc before the
+workers stop. Every file was read from the page cache (the machine's RAM holds both datasets).
+Rows run in turn, SeisBench first; ratios are against SeisBench with the same workers.
+
+Rows are the entries of ROWS (name → a function opening the dataset a row reads): a reader of
+another kind (say xarray random batches) is one more entry there, plus its line in ORDER.
+
+    .venv/bin/python benchmarks/bench_training_reads.py --data /path/to/train [--windows 144000]
+        [--samples 3000] [--batch 64] [--batches 40] [--warmup 4] [--skip-s3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(1, str(HERE.parent))
+sys.path.insert(2, str(HERE.parent / "tests"))
+
+from bench_ctf_scoring import load_average  # noqa: E402
+from training_pipeline import loader  # noqa: E402
+
+MIB = 2**20
+BUCKET = "train"
+
+
+def open_seisbench(args: argparse.Namespace) -> Any:
+    import seisbench.data as sbd
+
+    return sbd.WaveformDataset(Path(args.data) / "sb", component_order="ZNE")
+
+
+def open_store(args: argparse.Namespace) -> Any:
+    from seisctf.catalogs import seisbench_dataset
+
+    return seisbench_dataset(str(Path(args.data) / "sb.zarr"))
+
+
+def open_store_s3(args: argparse.Namespace) -> Any:
+    from seisctf.catalogs import seisbench_dataset
+
+    return seisbench_dataset(f"s3://{BUCKET}/sb.zarr", json.loads(args.storage_options))
+
+
+# name -> (opener, what the row reads); ORDER: the table's rows, SeisBench (the reference) first.
+ROWS: dict[str, tuple[Callable[[argparse.Namespace], Any], str]] = {
+    "seisbench": (open_seisbench, "SeisBench WaveformDataset, HDF5 (local)"),
+    "store": (open_store, "seisctf store, local"),
+    "store-s3": (open_store_s3, "seisctf store, S3 (SeaweedFS, loopback)"),
+}
+ORDER = ["seisbench", "store", "store-s3"]
+
+
+def peak_rss_bytes(pid: int | str = "self") -> int:
+    """VmHWM of a process (its peak resident set), bytes."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def run_row(args: argparse.Namespace) -> dict[str, Any]:
+    """One row, in this process: samples/s and peak RSS of the loader's processes."""
+    logging.getLogger("seisbench").setLevel(logging.ERROR)
+    opener, _ = ROWS[args.row]
+    began = time.perf_counter()
+    dataset = opener(args)
+    opened_s = time.perf_counter() - began
+    batches = iter(loader(dataset, seed=0, num_workers=args.workers, batch_size=args.batch))
+    for _ in range(args.warmup):
+        next(batches)
+    began = time.perf_counter()
+    samples = sum(len(next(batches)["X"]) for _ in range(args.batches))
+    seconds = time.perf_counter() - began
+    workers = [peak_rss_bytes(w.pid) for w in getattr(batches, "_workers", [])]
+    return {
+        "samples": samples,
+        "seconds": seconds,
+        "samples_per_s": samples / seconds,
+        "open_s": opened_s,
+        "rss_main": peak_rss_bytes(),
+        "rss_workers": workers,
+    }
+
+
+def child(args: argparse.Namespace, row: str, workers: int, options: dict) -> dict[str, Any]:
+    command = [
+        sys.executable,
+        __file__,
+        "--data", args.data,
+        "--row", row,
+        "--workers", str(workers),
+        "--batch", str(args.batch),
+        "--batches", str(args.batches),
+        "--warmup", str(args.warmup),
+        "--storage-options", json.dumps(options),
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode:
+        raise SystemExit(f"row {row} ({workers} workers) failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def make_data(args: argparse.Namespace) -> None:
+    """DIR/sb (make_archive.py seisbench) and DIR/sb.zarr (ingest), when missing."""
+    root = Path(args.data)
+    if not (root / "sb" / "chunks").is_file():
+        subprocess.run(
+            [sys.executable, str(HERE / "make_archive.py"), "seisbench", str(root / "sb"),
+             "--windows", str(args.windows), "--samples", str(args.samples)],
+            check=True,
+        )  # fmt: skip
+    if not (root / "sb.zarr" / "zarr.json").is_file():
+        from seisctf.recipes.ingest.seisbench import ingest_seisbench
+
+        ingest_seisbench(str(root / "sb"), str(root / "sb.zarr"), quiet=True)
+
+
+def tree_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def s3_store(args: argparse.Namespace):
+    """SeaweedFS on loopback with the store uploaded: (server, storage options, upload s)."""
+    from servers import start_s3
+
+    folder = Path(args.data) / "seaweedfs"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    server = start_s3(folder)
+    fs = server.filesystem()
+    fs.mkdir(BUCKET)
+    began = time.perf_counter()
+    fs.put(str(Path(args.data) / "sb.zarr"), f"{BUCKET}/sb.zarr", recursive=True)
+    return server, server.storage_options, time.perf_counter() - began
+
+
+def table(results: dict[tuple[str, int], dict], workers: list[int]) -> list[str]:
+    lines = [
+        "| reader | workers | samples/s | × SeisBench | peak RSS main (MiB) | peak RSS per worker "
+        "(MiB) | open (s) |",
+        "|---|---:|---:|---:|---:|---|---:|",
+    ]
+    for row in ORDER:
+        for n in workers:
+            if (row, n) not in results:
+                continue
+            got, reference = results[(row, n)], results[("seisbench", n)]
+            ratio = got["samples_per_s"] / reference["samples_per_s"]
+            per_worker = ", ".join(f"{r / MIB:.0f}" for r in got["rss_workers"]) or "—"
+            lines.append(
+                f"| {ROWS[row][1]} | {n} | {got['samples_per_s']:.0f} | {ratio:.2f} "
+                f"| {got['rss_main'] / MIB:.0f} | {per_worker} | {got['open_s']:.1f} |"
+            )
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", required=True, help="folder of sb/ and sb.zarr (made if missing)")
+    parser.add_argument("--windows", type=int, default=144_000)
+    parser.add_argument("--samples", type=int, default=3000)
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--batches", type=int, default=40)
+    parser.add_argument("--warmup", type=int, default=4)
+    parser.add_argument("--workers", type=int, nargs="*", default=[0, 2])
+    parser.add_argument("--skip-s3", action="store_true")
+    parser.add_argument("--row", choices=sorted(ROWS), help=argparse.SUPPRESS)
+    parser.add_argument("--storage-options", default="{}", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.row:
+        args.workers = args.workers[0]
+        print(json.dumps(run_row(args)))
+        return
+    make_data(args)
+    root = Path(args.data)
+    print(
+        f"SeisBench dataset {tree_bytes(root / 'sb') / 2**30:.2f} GiB, store "
+        f"{tree_bytes(root / 'sb.zarr') / 2**30:.2f} GiB; load average at start {load_average()}"
+    )
+    server, options, upload_s = (None, {}, 0.0) if args.skip_s3 else s3_store(args)
+    if server:
+        print(f"uploaded the store to SeaweedFS in {upload_s:.0f} s")
+    results: dict[tuple[str, int], dict] = {}
+    try:
+        for row in ORDER:
+            if row.endswith("-s3") and server is None:
+                continue
+            for n in args.workers:
+                results[(row, n)] = child(args, row, n, options)
+                print(f"{row}, {n} workers: {results[(row, n)]['samples_per_s']:.0f} samples/s")
+    finally:
+        if server is not None:
+            from servers import stop_process
+
+            stop_process(server.process)
+            shutil.rmtree(root / "seaweedfs", ignore_errors=True)
+    print(f"\nload average at end {load_average()}; batch {args.batch}, {args.batches} timed")
+    print("\n".join(table(results, args.workers)))
+
+
+if __name__ == "__main__":
+    main()
