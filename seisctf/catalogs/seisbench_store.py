@@ -70,6 +70,8 @@ class StoreWaveformDataset(sbd.WaveformDataset):
         attrs = dict(group.attrs)
         self.url = str(url)
         self._reader = WindowReader(url, storage_options, cache_bytes)
+        if cv.ATTR_SAMPLING_RATE not in attrs:
+            raise InvalidInput(str(url), f"no attr {cv.ATTR_SAMPLING_RATE!r}: not event windows")
         channels = str(attrs.get(cv.ATTR_COMPONENT_ORDER) or "")
         if len(channels) != self._reader.layout.shape[1]:
             raise InvalidInput(
@@ -89,13 +91,13 @@ class StoreWaveformDataset(sbd.WaveformDataset):
         self._chunks_with_paths_cache = None
         self.sampling_rate = sampling_rate
         catalog = ew.read_catalog(url, storage_options)
-        self._metadata = seisbench_metadata(catalog, channels, float(attrs["sampling_rate"]))
+        self._metadata = seisbench_metadata(catalog, channels, float(attrs[cv.ATTR_SAMPLING_RATE]))
         self._npts = self._metadata[cv.TRACE_NPTS].to_numpy(dtype=np.int64).copy()
         self._data_format = {
             **dict(attrs.get("seisbench_data_format") or {}),
             "dimension_order": "CW",
             "component_order": channels,
-            "sampling_rate": float(attrs["sampling_rate"]),
+            "sampling_rate": float(attrs[cv.ATTR_SAMPLING_RATE]),
         }
         self._build_trace_name_to_idx_dict()
         self.dimension_order = dimension_order

@@ -13,9 +13,11 @@ import numpy as np
 import pandas as pd
 import pytest
 import s3fs
+import zarr
 from event_window_fixtures import write_training_seisbench
 
 from benchmarks import training_pipeline as tp
+from seisctf import storage
 from seisctf.catalogs import seisbench_dataset
 from seisctf.catalogs.window_reader import WindowReader, chunk_layout
 from seisctf.errors import InvalidInput
@@ -200,6 +202,16 @@ def test_readers_pickle_without_their_handles(training_store):
     assert copy._fs is None and copy.cached_bytes == 0
     np.testing.assert_array_equal(copy.read([2, 1]), reader.read([2, 1]))
     assert 0 < reader.cached_bytes <= 4096
+
+
+def test_what_is_not_an_event_window_store_is_refused_by_name(tmp_path):
+    with pytest.raises(InvalidInput, match="nothing.zarr: no zarr group"):
+        seisbench_dataset(str(tmp_path / "nothing.zarr"))
+    url = str(tmp_path / "other.zarr")
+    zarr.open_group(url, mode="w", zarr_format=3)
+    storage.finish_group(url, {"sampling_rate": 100.0}, None)  # complete, but no windows
+    with pytest.raises(InvalidInput, match="other.zarr/waveforms: no zarr v3 array"):
+        seisbench_dataset(url)
 
 
 def test_layouts_seisctf_does_not_write_are_refused_by_name():
