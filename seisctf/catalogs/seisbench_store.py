@@ -179,10 +179,7 @@ class MetadataRows:
     Timestamps for datetimes), read from the table's columns: nothing copied per row."""
 
     def __init__(self, frame: pd.DataFrame) -> None:
-        self._columns = [
-            (name, frame[name].array if frame[name].dtype.kind == "M" else frame[name].to_numpy())
-            for name in frame.columns
-        ]
+        self._columns = [(name, _row_values(column)) for name, column in frame.items()]
         self._length = len(frame)
 
     def __len__(self) -> int:
@@ -196,6 +193,18 @@ class MetadataRows:
         return row
 
 
+def _row_values(column: pd.Series):
+    """A column for fast item access: NumPy columns as they are; text as NumPy's variable-width
+    strings (compact, items are `str`, missing ones NaN as pandas gives them); the others
+    (datetimes, …) as pandas' array."""
+    if isinstance(column.dtype, np.dtype):
+        return column.to_numpy()
+    if isinstance(column.dtype, pd.StringDtype):
+        text = np.dtypes.StringDType(na_object=np.nan)
+        return np.asarray(column.to_numpy(dtype=object, na_value=np.nan), dtype=text)
+    return column.array
+
+
 class Row(dict):
     """A metadata row made for one caller, of immutable values (numbers, str, Timestamps): its
     deep copy (SeisBench's `get_sample` takes one) is a plain shallow copy, equal and cheaper."""
@@ -207,24 +216,24 @@ class Row(dict):
 def seisbench_metadata(catalog: pd.DataFrame, channels: str, rate_hz: float) -> pd.DataFrame:
     """The store's catalogue as SeisBench's metadata table: SeisBench's columns
     (`trace_chunk`, `trace_component_order`, `trace_sampling_rate_hz`) where the catalogue has
-    none, missing text as NaN, `source_origin_time` as UTC datetimes, `trace_store_row`; the
-    index 0…n-1."""
-    frame = catalog.reset_index(drop=True).copy()
+    none, text as pandas' `str` with missing values NaN (as SeisBench reads its CSV files),
+    `source_origin_time` as UTC datetimes, `trace_store_row`; the index 0…n-1."""
+    frame = catalog.reset_index(drop=True)
     n = len(frame)
     if cv.TRACE_NPTS not in frame.columns:
         raise InvalidInput("catalogue", f"no {cv.TRACE_NPTS!r} column")
-    if cv.TRACE_CHUNK not in frame.columns:
-        frame[cv.TRACE_CHUNK] = ""
-    frame[cv.TRACE_CHUNK] = frame[cv.TRACE_CHUNK].fillna("").astype(str)
+    for name in frame.columns:  # missing text: "" in the store, NaN in SeisBench's CSV reading
+        if name != cv.TRACE_CHUNK and not pd.api.types.is_numeric_dtype(frame[name].dtype):
+            if frame[name].dtype.kind != "M":
+                text = frame[name].astype("str")
+                frame[name] = text.mask(text == "")
+    chunks = frame[cv.TRACE_CHUNK] if cv.TRACE_CHUNK in frame.columns else pd.Series([""] * n)
+    frame[cv.TRACE_CHUNK] = chunks.fillna("").astype("str")
     if cv.TRACE_COMPONENT_ORDER not in frame.columns:
-        frame[cv.TRACE_COMPONENT_ORDER] = channels
+        frame[cv.TRACE_COMPONENT_ORDER] = pd.array([channels] * n, dtype="str")
     if cv.TRACE_SAMPLING_RATE not in frame.columns:
         frame[cv.TRACE_SAMPLING_RATE] = rate_hz
     frame[cv.TRACE_SAMPLING_RATE] = frame[cv.TRACE_SAMPLING_RATE].astype(np.float64)
-    for name in frame.columns:  # missing text: "" in the store, NaN in SeisBench's CSV reading
-        if frame[name].dtype == object or isinstance(frame[name].dtype, pd.StringDtype):
-            text = frame[name].astype(object)
-            frame[name] = text.where(text != "", np.nan)
     if "source_origin_time" in frame.columns:  # the store's naive datetimes are UTC
         frame["source_origin_time"] = pd.to_datetime(frame["source_origin_time"], utc=True)
     frame[STORE_ROW] = np.arange(n, dtype=np.int64)

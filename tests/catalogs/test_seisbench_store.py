@@ -66,6 +66,7 @@ def test_metadata_and_splits_are_seisbench_s(training_dir, training_store):
     assert set(ours.metadata["trace_component_order"]) == {"ZNE"}
     for column in theirs.metadata.columns.drop(["index", "trace_component_order"]):
         mine, want = ours.metadata[column], theirs.metadata[column]
+        assert mine.dtype == want.dtype, column
         if pd.api.types.is_numeric_dtype(want.dtype):
             np.testing.assert_array_equal(mine.to_numpy(), want.to_numpy(), err_msg=column)
         else:
