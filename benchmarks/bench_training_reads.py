@@ -7,13 +7,16 @@ Data, under --data DIR (made when missing, not timed): `sb/`, a chunked SeisBenc
 (`make_archive.py seisbench DIR/sb --windows N --samples S`: 3 × S float32 windows at 100 Hz,
 noise with P and S arrivals), and `sb.zarr`, `seisctf ingest seisbench DIR/sb --out DIR/sb.zarr`.
 For the S3 rows the store is uploaded into a SeaweedFS started for the run (data in
-DIR/seaweedfs, removed at the end; the upload is not timed).
+DIR/seaweedfs, removed at the end; the upload is not timed), and the server's time for one
+window-sized ranged GET is measured beside (unsigned with urllib3: the server's floor; s3fs).
 
 Each row runs in a fresh process (`--row NAME --workers N`): opens its dataset (SeisBench:
 `WaveformDataset(DIR/sb, component_order="ZNE")`, its defaults: `cache=None`; store:
 `seisctf.catalogs.seisbench_dataset(URL)`, its defaults: `cache_bytes` 256 MiB), builds
 `training_pipeline.loader(dataset, seed=0, num_workers=N, batch_size=--batch)` (shuffled,
-seeded), skips --warmup batches (worker start-up), then times --batches batches: samples/s.
+seeded), skips --warmup batches (worker start-up), then times --batches batches: samples/s;
+then times --reads `get_sample` calls alone (random rows, no augmentation): the reads, which is
+what the two kinds of dataset differ in (the augmentations cost both the same).
 Peak RSS (VmHWM) of the loader's main process and of each worker, read from /proc before the
 workers stop. Every file was read from the page cache (the machine's RAM holds both datasets).
 Rows run in turn, SeisBench first; ratios are against SeisBench with the same workers.
@@ -37,6 +40,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -99,7 +104,14 @@ def run_row(args: argparse.Namespace) -> dict[str, Any]:
     samples = sum(len(next(batches)["X"]) for _ in range(args.batches))
     seconds = time.perf_counter() - began
     workers = [peak_rss_bytes(w.pid) for w in getattr(batches, "_workers", [])]
+    del batches
+    rows = np.random.default_rng(1).integers(0, len(dataset), args.reads).tolist()
+    began = time.perf_counter()
+    for row in rows:  # the dataset's reads alone, no augmentation: what the readers differ in
+        dataset.get_sample(row)
+    get_sample_s = (time.perf_counter() - began) / len(rows)
     return {
+        "get_sample_ms": 1e3 * get_sample_s,
         "samples": samples,
         "seconds": seconds,
         "samples_per_s": samples / seconds,
@@ -119,6 +131,7 @@ def child(args: argparse.Namespace, row: str, workers: int, options: dict) -> di
         "--batch", str(args.batch),
         "--batches", str(args.batches),
         "--warmup", str(args.warmup),
+        "--reads", str(args.reads),
         "--storage-options", json.dumps(options),
     ]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -161,11 +174,35 @@ def s3_store(args: argparse.Namespace):
     return server, server.storage_options, time.perf_counter() - began
 
 
+def s3_request_ms(server, n: int = 300) -> dict[str, float]:
+    """Median ms of one 30 KB ranged GET of a shard of the uploaded store (a window's size):
+    unsigned through urllib3 (the server's own floor: SeaweedFS answers anonymous requests)
+    and through s3fs's `cat_file` (what the store's reader does)."""
+    import statistics
+
+    import urllib3
+
+    fs = server.filesystem()
+    shards = [p for p in fs.find(f"{BUCKET}/sb.zarr/waveforms/c") if fs.size(p) > 2**20]
+    rng = np.random.default_rng(2)
+    picks = [(shards[rng.integers(len(shards))], int(rng.integers(0, 2**20))) for _ in range(n)]
+    pool, times = urllib3.PoolManager(), {"urllib3": [], "s3fs": []}
+    for path, start in picks:
+        began = time.perf_counter()
+        pool.request("GET", f"{server.endpoint_url}/{path}",
+                     headers={"Range": f"bytes={start}-{start + 30_000 - 1}"})  # fmt: skip
+        times["urllib3"].append(time.perf_counter() - began)
+        began = time.perf_counter()
+        fs.cat_file(path, start=start, end=start + 30_000)
+        times["s3fs"].append(time.perf_counter() - began)
+    return {name: 1e3 * statistics.median(values) for name, values in times.items()}
+
+
 def table(results: dict[tuple[str, int], dict], workers: list[int]) -> list[str]:
     lines = [
-        "| reader | workers | samples/s | × SeisBench | peak RSS main (MiB) | peak RSS per worker "
-        "(MiB) | open (s) |",
-        "|---|---:|---:|---:|---:|---|---:|",
+        "| reader | workers | samples/s | × SeisBench | get_sample alone (ms) | peak RSS main "
+        "(MiB) | peak RSS per worker (MiB) | open (s) |",
+        "|---|---:|---:|---:|---:|---:|---|---:|",
     ]
     for row in ORDER:
         for n in workers:
@@ -176,7 +213,8 @@ def table(results: dict[tuple[str, int], dict], workers: list[int]) -> list[str]
             per_worker = ", ".join(f"{r / MIB:.0f}" for r in got["rss_workers"]) or "—"
             lines.append(
                 f"| {ROWS[row][1]} | {n} | {got['samples_per_s']:.0f} | {ratio:.2f} "
-                f"| {got['rss_main'] / MIB:.0f} | {per_worker} | {got['open_s']:.1f} |"
+                f"| {got['get_sample_ms']:.2f} | {got['rss_main'] / MIB:.0f} | {per_worker} "
+                f"| {got['open_s']:.1f} |"
             )
     return lines
 
@@ -189,6 +227,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--batches", type=int, default=40)
     parser.add_argument("--warmup", type=int, default=4)
+    parser.add_argument("--reads", type=int, default=500, help="get_sample calls timed alone")
     parser.add_argument("--workers", type=int, nargs="*", default=[0, 2])
     parser.add_argument("--skip-s3", action="store_true")
     parser.add_argument("--row", choices=sorted(ROWS), help=argparse.SUPPRESS)
@@ -206,7 +245,11 @@ def main() -> None:
     )
     server, options, upload_s = (None, {}, 0.0) if args.skip_s3 else s3_store(args)
     if server:
-        print(f"uploaded the store to SeaweedFS in {upload_s:.0f} s")
+        floor = s3_request_ms(server)
+        print(
+            f"uploaded the store to SeaweedFS in {upload_s:.0f} s; a 30 KB ranged GET: "
+            f"{floor['urllib3']:.2f} ms unsigned (urllib3), {floor['s3fs']:.2f} ms (s3fs), medians"
+        )
     results: dict[tuple[str, int], dict] = {}
     try:
         for row in ORDER:
