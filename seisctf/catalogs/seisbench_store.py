@@ -133,9 +133,9 @@ class StoreWaveformDataset(sbd.WaveformDataset):
         return other
 
     def _rebuild_metadata_cache(self) -> None:
-        """SeisBench's per-row lookup (`metadata_cache`), columnar: no second copy of the table,
-        rebuilt like SeisBench's whenever the table is replaced (filter, splits, setting
-        `metadata_cache`)."""
+        """SeisBench's per-row lookup (`metadata_cache`), columnar (`MetadataRows`: no list of
+        row dicts), rebuilt like SeisBench's whenever the table is replaced (filter, splits,
+        setting `metadata_cache`)."""
         self._metadata_lookup = MetadataRows(self._metadata) if self._metadata_cache else None
 
     def _get_waveforms_from_load_metadata(
