@@ -1,17 +1,19 @@
-"""Event, pick and station tables (grown by the phase-picking issues)."""
+"""Event, pick and station tables (grown by the phase-picking issues).
+
+`seisctf.catalogs.seisbench_dataset(URL, storage_options=None, **options)`: an event-window store
+as a SeisBench `WaveformDataset` (`seisbench_store.seisbench_dataset`), imported on first use.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 
-def seisbench_dataset(url: str, storage_options=None, **options: Any):
-    """The event-window store at `url` (any fsspec URL) as a `seisbench.data.WaveformDataset`
-    that SeisBench's generators, augmentations and DataLoader workers use unchanged (module
-    `seisbench_store`). `options`: `component_order`, `dimension_order`, `sampling_rate`,
-    `missing_components`, `metadata_cache`, `resample_zerophase` as SeisBench's, `name`, and
-    `cache_bytes` (the most bytes of shards' indexes and windows each process keeps; default
-    `window_reader.DEFAULT_CACHE_BYTES`, 256 MiB)."""
-    from seisctf.catalogs.seisbench_store import StoreWaveformDataset
+def __getattr__(name: str) -> Any:
+    """`seisbench_dataset`, imported on first use, so that importing any catalogue module (every
+    ingest, the command line) does not load SeisBench and torch for it."""
+    if name == "seisbench_dataset":
+        from seisctf.catalogs.seisbench_store import seisbench_dataset
 
-    return StoreWaveformDataset(url, storage_options, **options)
+        return seisbench_dataset
+    raise AttributeError(f"module 'seisctf.catalogs' has no attribute {name!r}")

@@ -238,3 +238,13 @@ def seisbench_metadata(catalog: pd.DataFrame, channels: str, rate_hz: float) -> 
         frame["source_origin_time"] = pd.to_datetime(frame["source_origin_time"], utc=True)
     frame[STORE_ROW] = np.arange(n, dtype=np.int64)
     return frame
+
+
+def seisbench_dataset(url: str, storage_options=None, **options) -> StoreWaveformDataset:
+    """The event-window store at `url` (any fsspec URL) as a `seisbench.data.WaveformDataset`
+    that SeisBench's generators, augmentations and DataLoader workers use unchanged (module
+    doc). `options`: `component_order` (default: the store's), `dimension_order`,
+    `sampling_rate`, `missing_components`, `metadata_cache` (default True), `resample_zerophase`
+    as SeisBench's; `name`; `cache_bytes`, the most bytes of shard indexes and compressed
+    windows each process keeps (default `window_reader.DEFAULT_CACHE_BYTES`, 256 MiB)."""
+    return StoreWaveformDataset(url, storage_options, **options)
