@@ -12,7 +12,8 @@ window-sized ranged GET is measured beside (unsigned with urllib3: the server's 
 
 Each row runs in a fresh process (`--row NAME --workers N`): opens its dataset (SeisBench:
 `WaveformDataset(DIR/sb, component_order="ZNE")`, its defaults: `cache=None`; store:
-`seisctf.catalogs.seisbench_dataset(URL)`, its defaults: `cache_bytes` 256 MiB), builds
+`seisctf.catalogs.seisbench_dataset(URL)`, its defaults: `cache_bytes` 256 MiB; on S3 also
+with `signed_urls=False`, every read through s3fs), builds
 `training_pipeline.loader(dataset, seed=0, num_workers=N, batch_size=--batch)` (shuffled,
 seeded), skips --warmup batches (worker start-up), then times --batches batches: samples/s;
 then times --reads `get_sample` calls alone (random rows, no augmentation): the reads, which is
@@ -73,13 +74,21 @@ def open_store_s3(args: argparse.Namespace) -> Any:
     return seisbench_dataset(f"s3://{BUCKET}/sb.zarr", json.loads(args.storage_options))
 
 
+def open_store_s3fs(args: argparse.Namespace) -> Any:
+    from seisctf.catalogs import seisbench_dataset
+
+    url, options = f"s3://{BUCKET}/sb.zarr", json.loads(args.storage_options)
+    return seisbench_dataset(url, options, signed_urls=False)
+
+
 # name -> (opener, what the row reads); ORDER: the table's rows, SeisBench (the reference) first.
 ROWS: dict[str, tuple[Callable[[argparse.Namespace], Any], str]] = {
     "seisbench": (open_seisbench, "SeisBench WaveformDataset, HDF5 (local)"),
     "store": (open_store, "seisctf store, local"),
     "store-s3": (open_store_s3, "seisctf store, S3 (SeaweedFS, loopback)"),
+    "store-s3-s3fs": (open_store_s3fs, "seisctf store, S3, every read through s3fs"),
 }
-ORDER = ["seisbench", "store", "store-s3"]
+ORDER = ["seisbench", "store", "store-s3", "store-s3-s3fs"]
 
 
 def peak_rss_bytes(pid: int | str = "self") -> int:
@@ -253,7 +262,7 @@ def main() -> None:
     results: dict[tuple[str, int], dict] = {}
     try:
         for row in ORDER:
-            if row.endswith("-s3") and server is None:
+            if "-s3" in row and server is None:
                 continue
             for n in args.workers:
                 results[(row, n)] = child(args, row, n, options)

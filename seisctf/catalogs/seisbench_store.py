@@ -63,13 +63,14 @@ class StoreWaveformDataset(sbd.WaveformDataset):
         metadata_cache: bool = True,
         resample_zerophase: bool = False,
         cache_bytes: int = DEFAULT_CACHE_BYTES,
+        signed_urls: bool = True,
     ) -> None:
         # WaveformDataset.__init__ reads metadata CSV and HDF5 files from a folder: not called.
         # The attributes it sets are set here in its order, from the store.
         group = storage.require_complete(storage.open_group(url, storage_options), str(url))
         attrs = dict(group.attrs)
         self.url = str(url)
-        self._reader = WindowReader(url, storage_options, cache_bytes)
+        self._reader = WindowReader(url, storage_options, cache_bytes, signed_urls)
         if cv.ATTR_SAMPLING_RATE not in attrs:
             raise InvalidInput(str(url), f"no attr {cv.ATTR_SAMPLING_RATE!r}: not event windows")
         channels = str(attrs.get(cv.ATTR_COMPONENT_ORDER) or "")
@@ -246,5 +247,6 @@ def seisbench_dataset(url: str, storage_options=None, **options) -> StoreWavefor
     doc). `options`: `component_order` (default: the store's), `dimension_order`,
     `sampling_rate`, `missing_components`, `metadata_cache` (default True), `resample_zerophase`
     as SeisBench's; `name`; `cache_bytes`, the most bytes of shard indexes and compressed
-    windows each process keeps (default `window_reader.DEFAULT_CACHE_BYTES`, 256 MiB)."""
+    windows each process keeps (default `window_reader.DEFAULT_CACHE_BYTES`, 256 MiB);
+    `signed_urls` (S3: single windows over presigned URLs, default True; `window_reader`)."""
     return StoreWaveformDataset(url, storage_options, **options)

@@ -7,6 +7,13 @@ or not, chunk codecs `bytes` (little endian) then `blosc` or nothing. A window c
 read of its chunk inside its shard; a shard's index (16 bytes a chunk) is read once and kept.
 Nothing else of the store is read. Another codec chain is refused, naming the array.
 
+On S3 (s3fs), ranged reads of at most `DIRECT_READS` ranges go to presigned URLs of the shards
+(made by s3fs with the store's credentials, renewed after half their `SIGNED_URL_SECONDS`)
+through one urllib3 connection pool per process: one HTTP GET per window without botocore's
+per-request work and a hop to fsspec's event loop (benchmarks/RESULTS.md, "Training reads",
+measures both). More ranges at once, other filesystems, and `signed_urls=False` go through
+fsspec's `cat_ranges` (concurrent requests).
+
 Memory: one byte-bounded least-recently-used cache per process holds shard indexes and the
 compressed chunks read (`cache_bytes`, default `DEFAULT_CACHE_BYTES`), so a reader never holds
 more than that whatever the store's size.
@@ -21,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
@@ -33,6 +41,8 @@ from seisctf import storage
 from seisctf.errors import InvalidInput
 
 DEFAULT_CACHE_BYTES = 256 * 2**20
+SIGNED_URL_SECONDS = 3600
+DIRECT_READS = 4  # ranges read one after the other over presigned URLs; more: concurrently
 MISSING = 2**64 - 1  # a shard index's (offset, nbytes) of a chunk that was never written
 INDEX_ENTRY_BYTES = 16
 CRC_BYTES = 4
@@ -136,19 +146,64 @@ class ByteLRU:
                 self.size -= int(getattr(old, "nbytes", None) or len(old))
 
 
+class SignedRanges:
+    """Ranged GETs of the objects of an s3fs filesystem `fs` over presigned URLs, through one
+    urllib3 pool (of `POOL_CLASS`, urllib3's PoolManager unless set) of this process."""
+
+    POOL_CLASS: Any = None
+
+    def __init__(self, fs) -> None:
+        import urllib3
+
+        self._fs = fs
+        retries = urllib3.Retry(total=3, backoff_factor=0.2, status_forcelist=(500, 502, 503))
+        self._pool = (self.POOL_CLASS or urllib3.PoolManager)(maxsize=4, retries=retries)
+        self._urls: dict[str, tuple[str, float]] = {}
+
+    def _url(self, path: str, renew: bool = False) -> str:
+        url, renew_at = self._urls.get(path, ("", 0.0))
+        if renew or time.monotonic() >= renew_at:
+            url = self._fs.sign(path, expiration=SIGNED_URL_SECONDS)
+            self._urls[path] = (url, time.monotonic() + SIGNED_URL_SECONDS / 2)
+        return url
+
+    def read(self, path: str, start: int, end: int | None) -> bytes:
+        """Bytes [start, end) of object `path`; start < 0 and end None: its last -start bytes."""
+        span = f"bytes={start}" if end is None and start < 0 else f"bytes={start}-{end - 1}"
+        for attempt in range(2):
+            response = self._pool.request(
+                "GET", self._url(path, renew=attempt > 0), headers={"Range": span}
+            )
+            if response.status == 206:
+                return response.data
+            if response.status == 200:  # the whole object: a server that ignores ranges
+                return response.data[start:end]
+            if response.status == 404:
+                raise FileNotFoundError(path)
+            if response.status != 403:  # 403: an expired URL, signed again once
+                break
+        raise OSError(f"{path}: GET {span} answered HTTP {response.status}")
+
+
 class WindowReader:
     """Reads windows (rows along `trace`) of the event-window store at `url` (module doc)."""
 
     def __init__(
-        self, url: str, storage_options=None, cache_bytes: int = DEFAULT_CACHE_BYTES
+        self,
+        url: str,
+        storage_options=None,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+        signed_urls: bool = True,
     ) -> None:
         if cache_bytes < 0:
             raise InvalidInput("cache_bytes", f"must be ≥ 0 bytes, got {cache_bytes}")
         self.url = str(url).rstrip("/")
         self.storage_options = storage_options
         self.cache_bytes = int(cache_bytes)
+        self.signed_urls = signed_urls
         self._pid: int | None = None
         self._fs: Any = None
+        self._signed: SignedRanges | None = None
         self._cache = ByteLRU(self.cache_bytes)
         self._root = ""
         array = f"{self.url}/{cv.EVENT_WINDOWS_VAR}"
@@ -161,7 +216,7 @@ class WindowReader:
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state.update(_pid=None, _fs=None, _cache=None)
+        state.update(_pid=None, _fs=None, _cache=None, _signed=None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -185,8 +240,25 @@ class WindowReader:
             )
             self._root = self._root.rstrip("/")
             self._cache = ByteLRU(self.cache_bytes)
+            protocol = self._fs.protocol
+            s3 = "s3" in (protocol if isinstance(protocol, tuple | list) else (protocol,))
+            self._signed = SignedRanges(self._fs) if self.signed_urls and s3 else None
             self._pid = os.getpid()
         return self._fs, self._root
+
+    def _ranges(self, paths: list[str], starts: list, ends: list) -> list:
+        """Bytes of each (path, start, end) (fsspec's `cat_ranges` conventions), or the
+        exception its read raised."""
+        fs, _ = self._filesystem()
+        if self._signed is None or len(paths) > DIRECT_READS:
+            return fs.cat_ranges(paths, starts, ends, on_error="return")
+        out: list = []
+        for path, start, end in zip(paths, starts, ends, strict=True):
+            try:
+                out.append(self._signed.read(path, start, end))
+            except OSError as error:
+                out.append(error)
+        return out
 
     def read(self, rows) -> np.ndarray:
         """Windows `rows` (store positions, any order, repeats allowed) as float32 (len(rows),
@@ -209,8 +281,8 @@ class WindowReader:
 
     def _chunks(self, chunks: np.ndarray) -> list[np.ndarray | None]:
         """Decoded chunks (chunk_traces, channel, sample) in the order of `chunks` (None: never
-        written); the compressed bytes of the missing ones read in one `cat_ranges` call."""
-        fs, root = self._filesystem()
+        written); the compressed bytes of the missing ones read in one `_ranges` call."""
+        _, root = self._filesystem()
         raw: dict[int, bytes | None] = {}
         misses = []
         for chunk in chunks.tolist():
@@ -227,7 +299,7 @@ class WindowReader:
                     raw[chunk] = None
             if fetch:
                 paths = [f"{root}/{cv.EVENT_WINDOWS_VAR}/{place[0]}" for _, place in fetch]
-                blobs = fs.cat_ranges(
+                blobs = self._ranges(
                     paths, [place[1] for _, place in fetch], [place[2] for _, place in fetch]
                 )
                 for (chunk, _), blob in zip(fetch, blobs, strict=True):
@@ -267,7 +339,7 @@ class WindowReader:
     def _indexes(self, shards: list[int]) -> dict[int, np.ndarray | None]:
         """Each shard's index, (chunks_per_shard, 2) uint64 (offset, nbytes); None for a shard
         never written. Read (one ranged read each, CRC-checked) when not in the cache."""
-        fs, root = self._filesystem()
+        _, root = self._filesystem()
         per_shard = self.layout.chunks_per_shard
         index_bytes = per_shard * INDEX_ENTRY_BYTES + CRC_BYTES
         found: dict[int, np.ndarray | None] = {}
@@ -282,7 +354,7 @@ class WindowReader:
             return found
         paths = [f"{root}/{cv.EVENT_WINDOWS_VAR}/{self.layout.key(s)}" for s in misses]
         start, end = (-index_bytes, None) if self.layout.index_at_end else (0, index_bytes)
-        blobs = fs.cat_ranges(paths, [start] * len(paths), [end] * len(paths), on_error="return")
+        blobs = self._ranges(paths, [start] * len(paths), [end] * len(paths))
         for shard, path, blob in zip(misses, paths, blobs, strict=True):
             if isinstance(blob, FileNotFoundError):
                 found[shard] = None

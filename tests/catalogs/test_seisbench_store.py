@@ -13,13 +13,14 @@ import numpy as np
 import pandas as pd
 import pytest
 import s3fs
+import urllib3
 import zarr
 from event_window_fixtures import write_training_seisbench
 
 from benchmarks import training_pipeline as tp
 from seisctf import storage
 from seisctf.catalogs import seisbench_dataset
-from seisctf.catalogs.window_reader import WindowReader, chunk_layout
+from seisctf.catalogs.window_reader import SignedRanges, WindowReader, chunk_layout
 from seisctf.errors import InvalidInput
 from seisctf.recipes.ingest.seisbench import ingest_seisbench
 
@@ -136,7 +137,7 @@ def s3_training_store(training_dir, s3_server) -> str:
 
 
 class CountingS3(s3fs.S3FileSystem):
-    """s3fs counting the bytes its ranged and whole-object reads return (class-wide)."""
+    """s3fs counting the requests and bytes of its reads (class-wide)."""
 
     read_bytes = 0
     requests = 0
@@ -148,8 +149,22 @@ class CountingS3(s3fs.S3FileSystem):
         return data
 
 
+class CountingPool(urllib3.PoolManager):
+    """urllib3's pool counting the requests and bytes of its answers (class-wide)."""
+
+    read_bytes = 0
+    requests = 0
+
+    def request(self, *args, **kwargs):
+        response = super().request(*args, **kwargs)
+        type(self).read_bytes += len(response.data)
+        type(self).requests += 1
+        return response
+
+
+@pytest.mark.parametrize("signed_urls", [False, True], ids=["s3fs", "signed-urls"])
 def test_on_s3_a_batch_reads_a_small_part_of_the_store(
-    s3_training_store, s3_server, training_dir, request
+    s3_training_store, s3_server, training_dir, request, monkeypatch, signed_urls
 ):
     import fsspec
 
@@ -157,24 +172,30 @@ def test_on_s3_a_batch_reads_a_small_part_of_the_store(
     request.addfinalizer(
         lambda: fsspec.register_implementation("s3", s3fs.S3FileSystem, clobber=True)
     )
+    monkeypatch.setattr(SignedRanges, "POOL_CLASS", CountingPool)
+    counter = CountingPool if signed_urls else CountingS3
     options = s3_server.storage_options
-    dataset = seisbench_dataset(s3_training_store, options, cache_bytes=2**20)
+    dataset = seisbench_dataset(
+        s3_training_store, options, cache_bytes=2**20, signed_urls=signed_urls
+    )
     store_bytes = sum(
         info["size"]
         for info in s3_server.filesystem().find(s3_training_store, detail=True).values()
         if "/waveforms/" in info["name"]
     )
     CountingS3.read_bytes = CountingS3.requests = 0
+    CountingPool.read_bytes = CountingPool.requests = 0
     rows = [3, 40, 17, 29]
     np.testing.assert_array_equal(
         dataset.get_waveforms(rows), original(training_dir).get_waveforms(rows)
     )
     # four windows and the indexes of their four shards, nothing else of the waveforms
-    first = CountingS3.read_bytes
+    first = counter.read_bytes
     assert 0 < first < store_bytes / 4
-    assert CountingS3.requests == 8
+    assert counter.requests == 8
+    assert (CountingS3 if signed_urls else CountingPool).requests == 0  # the other path
     dataset.get_waveforms(rows)  # all in the cache now
-    assert CountingS3.read_bytes == first
+    assert counter.read_bytes == first
     assert dataset._reader.cached_bytes <= 2**20
 
 
