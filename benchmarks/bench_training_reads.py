@@ -22,6 +22,10 @@ Peak RSS (VmHWM) of the loader's main process and of each worker, read from /pro
 workers stop. Every file was read from the page cache (the machine's RAM holds both datasets).
 Rows run in turn, SeisBench first; ratios are against SeisBench with the same workers.
 
+Then the same readers once more, in this one process and interleaved block by block (the same
+rows and augmentation draws for each): medians of the generator's and of `get_sample`'s time a
+sample, which the machine's other work hits alike (`interleaved`).
+
 Rows are the entries of ROWS (name → a function opening the dataset a row reads): a reader of
 another kind (say xarray random batches) is one more entry there, plus its line in ORDER.
 
@@ -207,6 +211,46 @@ def s3_request_ms(server, n: int = 300) -> dict[str, float]:
     return {name: 1e3 * statistics.median(values) for name, values in times.items()}
 
 
+def interleaved(args: argparse.Namespace, names: list[str], blocks: int = 30) -> list[str]:
+    """The readers `names` in this one process, interleaved block by block (64 random rows a
+    block, the same rows and the same augmentation draws for each): median ms a sample through
+    the generator and of `get_sample` alone, so the machine's load changes hit all alike."""
+    import statistics
+
+    from training_pipeline import generator
+
+    logging.getLogger("seisbench").setLevel(logging.ERROR)
+    datasets = {name: ROWS[name][0](args) for name in names}
+    generators = {name: generator(dataset) for name, dataset in datasets.items()}
+    rng = np.random.default_rng(3)
+    times: dict[str, dict[str, list[float]]] = {n: {"gen": [], "get": []} for n in names}
+    for block in range(blocks):
+        rows = rng.integers(0, len(datasets[names[0]]), 64).tolist()
+        for name in names:
+            np.random.seed(block)
+            began = time.perf_counter()
+            for row in rows:
+                generators[name][row]
+            middle = time.perf_counter()
+            for row in rows:
+                datasets[name].get_sample(row)
+            times[name]["gen"].append((middle - began) / len(rows))
+            times[name]["get"].append((time.perf_counter() - middle) / len(rows))
+    median = {n: {k: 1e3 * statistics.median(v) for k, v in t.items()} for n, t in times.items()}
+    lines = [
+        "| reader (one process, interleaved) | generator ms / sample | × SeisBench | get_sample ms "
+        "| × SeisBench |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name in names:
+        gen, get = median[name]["gen"], median[name]["get"]
+        lines.append(
+            f"| {ROWS[name][1]} | {gen:.2f} | {median[names[0]]['gen'] / gen:.2f} "
+            f"| {get:.2f} | {median[names[0]]['get'] / get:.2f} |"
+        )
+    return lines
+
+
 def table(results: dict[tuple[str, int], dict], workers: list[int]) -> list[str]:
     lines = [
         "| reader | workers | samples/s | × SeisBench | get_sample alone (ms) | peak RSS main "
@@ -237,6 +281,7 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=40)
     parser.add_argument("--warmup", type=int, default=4)
     parser.add_argument("--reads", type=int, default=500, help="get_sample calls timed alone")
+    parser.add_argument("--blocks", type=int, default=30, help="of the interleaved part")
     parser.add_argument("--workers", type=int, nargs="*", default=[0, 2])
     parser.add_argument("--skip-s3", action="store_true")
     parser.add_argument("--row", choices=sorted(ROWS), help=argparse.SUPPRESS)
@@ -267,6 +312,9 @@ def main() -> None:
             for n in args.workers:
                 results[(row, n)] = child(args, row, n, options)
                 print(f"{row}, {n} workers: {results[(row, n)]['samples_per_s']:.0f} samples/s")
+        same_process = ["seisbench", "store"] + (["store-s3"] if server else [])
+        args.storage_options = json.dumps(options)
+        one_process = interleaved(args, same_process, args.blocks)
     finally:
         if server is not None:
             from servers import stop_process
@@ -275,6 +323,8 @@ def main() -> None:
             shutil.rmtree(root / "seaweedfs", ignore_errors=True)
     print(f"\nload average at end {load_average()}; batch {args.batch}, {args.batches} timed")
     print("\n".join(table(results, args.workers)))
+    print("\nThe readers interleaved in one process (medians of", args.blocks, "blocks):")
+    print("\n".join(one_process))
 
 
 if __name__ == "__main__":
