@@ -225,14 +225,14 @@ def interleaved(args: argparse.Namespace, names: list[str], blocks: int = 30) ->
     rng = np.random.default_rng(3)
     times: dict[str, dict[str, list[float]]] = {n: {"gen": [], "get": []} for n in names}
     for block in range(blocks):
-        rows = rng.integers(0, len(datasets[names[0]]), 64).tolist()
+        rows, other = rng.integers(0, len(datasets[names[0]]), (2, 64)).tolist()
         for name in names:
             np.random.seed(block)
             began = time.perf_counter()
             for row in rows:
                 generators[name][row]
             middle = time.perf_counter()
-            for row in rows:
+            for row in other:  # other rows: none in a reader's cache from the generator's reads
                 datasets[name].get_sample(row)
             times[name]["gen"].append((middle - began) / len(rows))
             times[name]["get"].append((time.perf_counter() - middle) / len(rows))
