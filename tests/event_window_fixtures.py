@@ -215,3 +215,49 @@ def write_picking_windows(url: str, shard_traces: int | None = 8, **options) -> 
     layout = event_windows.WindowLayout(chunk_traces=1, shard_traces=shard_traces)
     event_windows.write_event_windows(dataset, url, layout=layout, quiet=True)
     return dataset
+
+
+def write_training_seisbench(folder, n_per_chunk: int = 24, samples: int = 3400, seed: int = 5):
+    """A chunked SeisBench dataset (chunks `a` and `b`, blocks of 4 traces) in `folder`, written
+    by SeisBench's own WaveformDataWriter, long enough for PhaseNet's training windows: RATE Hz,
+    float32 noise with P and S onsets at their arrival samples, every fifth trace in ENZ order
+    (`trace_component_order`), every third one shorter, every fourth a noise window (no
+    arrivals), split train/dev/test in turn. Returns `folder`."""
+    import seisbench.data as sbd
+
+    rng = np.random.default_rng(seed)
+    for chunk in ("a", "b"):
+        with sbd.WaveformDataWriter(
+            folder / f"metadata{chunk}.csv", folder / f"waveforms{chunk}.hdf5"
+        ) as writer:
+            writer.data_format = {"dimension_order": "CW", "component_order": "ZNE"}
+            writer.bucket_size = 4
+            for i in range(n_per_chunk):
+                length = samples - (int(rng.integers(100, 600)) if i % 3 == 0 else 0)
+                waveform = rng.normal(size=(3, length)).astype(np.float32)
+                quake = i % 4 != 0
+                p = int(rng.integers(300, length - 1500)) if quake else np.nan
+                s = p + int(rng.integers(200, 1000)) if quake else np.nan
+                if quake:
+                    waveform[:, p:] *= 4.0
+                    waveform[:, s:] *= 3.0
+                writer.add_trace(
+                    {
+                        "trace_name": f"{chunk}{i:03d}",
+                        "trace_sampling_rate_hz": RATE,
+                        "trace_component_order": "ENZ" if i % 5 == 2 else "ZNE",
+                        "station_network_code": "TR",
+                        "station_code": f"S{i % 5}",
+                        "trace_category": "earthquake_local" if quake else "noise",
+                        "trace_p_arrival_sample": p,
+                        "trace_s_arrival_sample": s,
+                        "source_origin_time": f"2021-05-0{1 + i % 9}T10:00:{i % 60:02d}.5Z"
+                        if quake
+                        else None,
+                        "source_magnitude": float(rng.uniform(1, 4)) if quake else np.nan,
+                        "split": cv.SPLIT_VALUES[i % 3],
+                    },
+                    waveform,
+                )
+    (folder / "chunks").write_text("a\nb\n")
+    return folder

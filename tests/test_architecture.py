@@ -36,6 +36,10 @@ LAZY_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
         "the package exports `open_store` on first use, so `import seisctf.cli` does not load "
         "xarray, zarr and Dask for it"
     ),
+    ("seisctf.catalogs", "__getattr__"): (
+        "the package exports `seisbench_dataset` on first use, so that importing a catalogue "
+        "module (every ingest, the command line) does not load SeisBench and torch"
+    ),
     ("seisctf.cli.compare", "_run_"): VERB_RUNNER,
     ("seisctf.cli.datasets", "_run_"): VERB_RUNNER,
     ("seisctf.cli.ingest", "_run_"): VERB_RUNNER,

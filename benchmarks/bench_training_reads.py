@@ -1,0 +1,331 @@
+"""Benchmark: training reads — samples/s through SeisBench's `GenericGenerator` with the PhaseNet
+tutorial's augmentations (`training_pipeline`) and a torch DataLoader, from SeisBench's own
+HDF5 dataset and from the event-window store ingested from it (local, and on S3: SeaweedFS on
+loopback, started here), with 0 and 2 DataLoader workers; the peak RSS of every loader process.
+
+Data, under --data DIR (made when missing, not timed): `sb/`, a chunked SeisBench dataset
+(`make_archive.py seisbench DIR/sb --windows N --samples S`: 3 × S float32 windows at 100 Hz,
+noise with P and S arrivals), and `sb.zarr`, `seisctf ingest seisbench DIR/sb --out DIR/sb.zarr`.
+For the S3 rows the store is uploaded into a SeaweedFS started for the run (data in
+DIR/seaweedfs, removed at the end; the upload is not timed), and the server's time for one
+window-sized ranged GET is measured beside (unsigned with urllib3: the server's floor; s3fs).
+
+Each row runs in a fresh process (`--row NAME --workers N`): opens its dataset (SeisBench:
+`WaveformDataset(DIR/sb, component_order="ZNE")`, its defaults: `cache=None`; store:
+`seisctf.catalogs.seisbench_dataset(URL)`, its defaults: `cache_bytes` 256 MiB; on S3 also
+with `signed_urls=False`, every read through s3fs), builds
+`training_pipeline.loader(dataset, seed=0, num_workers=N, batch_size=--batch)` (shuffled,
+seeded), skips --warmup batches (worker start-up), then times --batches batches: samples/s;
+then times --reads `get_sample` calls alone (random rows, no augmentation): the reads, which is
+what the two kinds of dataset differ in (the augmentations cost both the same).
+Peak RSS (VmHWM) of the loader's main process and of each worker, read from /proc before the
+workers stop. Every file was read from the page cache (the machine's RAM holds both datasets).
+Rows run in turn, SeisBench first; ratios are against SeisBench with the same workers.
+
+Then the same readers once more, in this one process and interleaved block by block (the same
+rows and augmentation draws for each): medians of the generator's and of `get_sample`'s time a
+sample, which the machine's other work hits alike (`interleaved`).
+
+Rows are the entries of ROWS (name → a function opening the dataset a row reads): a reader of
+another kind (say xarray random batches) is one more entry there, plus its line in ORDER.
+
+    .venv/bin/python benchmarks/bench_training_reads.py --data /path/to/train [--windows 144000]
+        [--samples 3000] [--batch 64] [--batches 40] [--warmup 4] [--skip-s3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(1, str(HERE.parent))
+sys.path.insert(2, str(HERE.parent / "tests"))
+
+from bench_ctf_scoring import load_average  # noqa: E402
+from training_pipeline import loader  # noqa: E402
+
+MIB = 2**20
+BUCKET = "train"
+
+
+def open_seisbench(args: argparse.Namespace) -> Any:
+    import seisbench.data as sbd
+
+    return sbd.WaveformDataset(Path(args.data) / "sb", component_order="ZNE")
+
+
+def open_store(args: argparse.Namespace) -> Any:
+    from seisctf.catalogs import seisbench_dataset
+
+    return seisbench_dataset(str(Path(args.data) / "sb.zarr"))
+
+
+def open_store_s3(args: argparse.Namespace) -> Any:
+    from seisctf.catalogs import seisbench_dataset
+
+    return seisbench_dataset(f"s3://{BUCKET}/sb.zarr", json.loads(args.storage_options))
+
+
+def open_store_s3fs(args: argparse.Namespace) -> Any:
+    from seisctf.catalogs import seisbench_dataset
+
+    url, options = f"s3://{BUCKET}/sb.zarr", json.loads(args.storage_options)
+    return seisbench_dataset(url, options, signed_urls=False)
+
+
+# name -> (opener, what the row reads); ORDER: the table's rows, SeisBench (the reference) first.
+ROWS: dict[str, tuple[Callable[[argparse.Namespace], Any], str]] = {
+    "seisbench": (open_seisbench, "SeisBench WaveformDataset, HDF5 (local)"),
+    "store": (open_store, "seisctf store, local"),
+    "store-s3": (open_store_s3, "seisctf store, S3 (SeaweedFS, loopback)"),
+    "store-s3-s3fs": (open_store_s3fs, "seisctf store, S3, every read through s3fs"),
+}
+ORDER = ["seisbench", "store", "store-s3", "store-s3-s3fs"]
+
+
+def peak_rss_bytes(pid: int | str = "self") -> int:
+    """VmHWM of a process (its peak resident set), bytes."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def run_row(args: argparse.Namespace) -> dict[str, Any]:
+    """One row, in this process: samples/s and peak RSS of the loader's processes."""
+    logging.getLogger("seisbench").setLevel(logging.ERROR)
+    opener, _ = ROWS[args.row]
+    began = time.perf_counter()
+    dataset = opener(args)
+    opened_s = time.perf_counter() - began
+    batches = iter(loader(dataset, seed=0, num_workers=args.workers, batch_size=args.batch))
+    for _ in range(args.warmup):
+        next(batches)
+    began = time.perf_counter()
+    samples = sum(len(next(batches)["X"]) for _ in range(args.batches))
+    seconds = time.perf_counter() - began
+    workers = [peak_rss_bytes(w.pid) for w in getattr(batches, "_workers", [])]
+    del batches
+    rows = np.random.default_rng(1).integers(0, len(dataset), args.reads).tolist()
+    began = time.perf_counter()
+    for row in rows:  # the dataset's reads alone, no augmentation: what the readers differ in
+        dataset.get_sample(row)
+    get_sample_s = (time.perf_counter() - began) / len(rows)
+    return {
+        "get_sample_ms": 1e3 * get_sample_s,
+        "samples": samples,
+        "seconds": seconds,
+        "samples_per_s": samples / seconds,
+        "open_s": opened_s,
+        "rss_main": peak_rss_bytes(),
+        "rss_workers": workers,
+    }
+
+
+def child(args: argparse.Namespace, row: str, workers: int, options: dict) -> dict[str, Any]:
+    command = [
+        sys.executable,
+        __file__,
+        "--data", args.data,
+        "--row", row,
+        "--workers", str(workers),
+        "--batch", str(args.batch),
+        "--batches", str(args.batches),
+        "--warmup", str(args.warmup),
+        "--reads", str(args.reads),
+        "--storage-options", json.dumps(options),
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode:
+        raise SystemExit(f"row {row} ({workers} workers) failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def make_data(args: argparse.Namespace) -> None:
+    """DIR/sb (make_archive.py seisbench) and DIR/sb.zarr (ingest), when missing."""
+    root = Path(args.data)
+    if not (root / "sb" / "chunks").is_file():
+        subprocess.run(
+            [sys.executable, str(HERE / "make_archive.py"), "seisbench", str(root / "sb"),
+             "--windows", str(args.windows), "--samples", str(args.samples)],
+            check=True,
+        )  # fmt: skip
+    if not (root / "sb.zarr" / "zarr.json").is_file():
+        from seisctf.recipes.ingest.seisbench import ingest_seisbench
+
+        ingest_seisbench(str(root / "sb"), str(root / "sb.zarr"), quiet=True)
+
+
+def tree_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def s3_store(args: argparse.Namespace):
+    """SeaweedFS on loopback with the store uploaded: (server, storage options, upload s)."""
+    from servers import start_s3
+
+    folder = Path(args.data) / "seaweedfs"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    server = start_s3(folder)
+    fs = server.filesystem()
+    fs.mkdir(BUCKET)
+    began = time.perf_counter()
+    fs.put(str(Path(args.data) / "sb.zarr"), f"{BUCKET}/sb.zarr", recursive=True)
+    return server, server.storage_options, time.perf_counter() - began
+
+
+def s3_request_ms(server, n: int = 300) -> dict[str, float]:
+    """Median ms of one 30 KB ranged GET of a shard of the uploaded store (a window's size):
+    unsigned through urllib3 (the server's own floor: SeaweedFS answers anonymous requests)
+    and through s3fs's `cat_file` (what the store's reader does)."""
+    import statistics
+
+    import urllib3
+
+    fs = server.filesystem()
+    shards = [p for p in fs.find(f"{BUCKET}/sb.zarr/waveforms/c") if fs.size(p) > 2**20]
+    rng = np.random.default_rng(2)
+    picks = [(shards[rng.integers(len(shards))], int(rng.integers(0, 2**20))) for _ in range(n)]
+    pool, times = urllib3.PoolManager(), {"urllib3": [], "s3fs": []}
+    for path, start in picks:
+        began = time.perf_counter()
+        pool.request("GET", f"{server.endpoint_url}/{path}",
+                     headers={"Range": f"bytes={start}-{start + 30_000 - 1}"})  # fmt: skip
+        times["urllib3"].append(time.perf_counter() - began)
+        began = time.perf_counter()
+        fs.cat_file(path, start=start, end=start + 30_000)
+        times["s3fs"].append(time.perf_counter() - began)
+    return {name: 1e3 * statistics.median(values) for name, values in times.items()}
+
+
+def interleaved(args: argparse.Namespace, names: list[str], blocks: int = 30) -> list[str]:
+    """The readers `names` in this one process, interleaved block by block (64 random rows a
+    block, the same rows and the same augmentation draws for each): median ms a sample through
+    the generator and of `get_sample` alone, so the machine's load changes hit all alike."""
+    import statistics
+
+    from training_pipeline import generator
+
+    logging.getLogger("seisbench").setLevel(logging.ERROR)
+    datasets = {name: ROWS[name][0](args) for name in names}
+    generators = {name: generator(dataset) for name, dataset in datasets.items()}
+    rng = np.random.default_rng(3)
+    times: dict[str, dict[str, list[float]]] = {n: {"gen": [], "get": []} for n in names}
+    for block in range(blocks):
+        rows, other = rng.integers(0, len(datasets[names[0]]), (2, 64)).tolist()
+        for name in names:
+            np.random.seed(block)
+            began = time.perf_counter()
+            for row in rows:
+                generators[name][row]
+            middle = time.perf_counter()
+            for row in other:  # other rows: none in a reader's cache from the generator's reads
+                datasets[name].get_sample(row)
+            times[name]["gen"].append((middle - began) / len(rows))
+            times[name]["get"].append((time.perf_counter() - middle) / len(rows))
+    median = {n: {k: 1e3 * statistics.median(v) for k, v in t.items()} for n, t in times.items()}
+    lines = [
+        "| reader (one process, interleaved) | generator ms / sample | × SeisBench | get_sample ms "
+        "| × SeisBench |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name in names:
+        gen, get = median[name]["gen"], median[name]["get"]
+        lines.append(
+            f"| {ROWS[name][1]} | {gen:.2f} | {median[names[0]]['gen'] / gen:.2f} "
+            f"| {get:.2f} | {median[names[0]]['get'] / get:.2f} |"
+        )
+    return lines
+
+
+def table(results: dict[tuple[str, int], dict], workers: list[int]) -> list[str]:
+    lines = [
+        "| reader | workers | samples/s | × SeisBench | get_sample alone (ms) | peak RSS main "
+        "(MiB) | peak RSS per worker (MiB) | open (s) |",
+        "|---|---:|---:|---:|---:|---:|---|---:|",
+    ]
+    for row in ORDER:
+        for n in workers:
+            if (row, n) not in results:
+                continue
+            got, reference = results[(row, n)], results[("seisbench", n)]
+            ratio = got["samples_per_s"] / reference["samples_per_s"]
+            per_worker = ", ".join(f"{r / MIB:.0f}" for r in got["rss_workers"]) or "—"
+            lines.append(
+                f"| {ROWS[row][1]} | {n} | {got['samples_per_s']:.0f} | {ratio:.2f} "
+                f"| {got['get_sample_ms']:.2f} | {got['rss_main'] / MIB:.0f} | {per_worker} "
+                f"| {got['open_s']:.1f} |"
+            )
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", required=True, help="folder of sb/ and sb.zarr (made if missing)")
+    parser.add_argument("--windows", type=int, default=144_000)
+    parser.add_argument("--samples", type=int, default=3000)
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--batches", type=int, default=40)
+    parser.add_argument("--warmup", type=int, default=4)
+    parser.add_argument("--reads", type=int, default=500, help="get_sample calls timed alone")
+    parser.add_argument("--blocks", type=int, default=30, help="of the interleaved part")
+    parser.add_argument("--workers", type=int, nargs="*", default=[0, 2])
+    parser.add_argument("--skip-s3", action="store_true")
+    parser.add_argument("--row", choices=sorted(ROWS), help=argparse.SUPPRESS)
+    parser.add_argument("--storage-options", default="{}", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.row:
+        args.workers = args.workers[0]
+        print(json.dumps(run_row(args)))
+        return
+    make_data(args)
+    root = Path(args.data)
+    print(
+        f"SeisBench dataset {tree_bytes(root / 'sb') / 2**30:.2f} GiB, store "
+        f"{tree_bytes(root / 'sb.zarr') / 2**30:.2f} GiB; load average at start {load_average()}"
+    )
+    server, options, upload_s = (None, {}, 0.0) if args.skip_s3 else s3_store(args)
+    if server:
+        floor = s3_request_ms(server)
+        print(
+            f"uploaded the store to SeaweedFS in {upload_s:.0f} s; a 30 KB ranged GET: "
+            f"{floor['urllib3']:.2f} ms unsigned (urllib3), {floor['s3fs']:.2f} ms (s3fs), medians"
+        )
+    results: dict[tuple[str, int], dict] = {}
+    try:
+        for row in ORDER:
+            if "-s3" in row and server is None:
+                continue
+            for n in args.workers:
+                results[(row, n)] = child(args, row, n, options)
+                print(f"{row}, {n} workers: {results[(row, n)]['samples_per_s']:.0f} samples/s")
+        same_process = ["seisbench", "store"] + (["store-s3"] if server else [])
+        args.storage_options = json.dumps(options)
+        one_process = interleaved(args, same_process, args.blocks)
+    finally:
+        if server is not None:
+            from servers import stop_process
+
+            stop_process(server.process)
+            shutil.rmtree(root / "seaweedfs", ignore_errors=True)
+    print(f"\nload average at end {load_average()}; batch {args.batch}, {args.batches} timed")
+    print("\n".join(table(results, args.workers)))
+    print("\nThe readers interleaved in one process (medians of", args.blocks, "blocks):")
+    print("\n".join(one_process))
+
+
+if __name__ == "__main__":
+    main()

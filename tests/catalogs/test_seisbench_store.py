@@ -1,0 +1,260 @@
+"""`seisctf.catalogs.seisbench_dataset`: an event-window store as a SeisBench WaveformDataset.
+Compared value for value with SeisBench's own `WaveformDataset` on the folder the store was
+ingested from: metadata, splits, filters, waveforms, samples, and every sample of the training
+tutorial's generator through DataLoaders of 0, 2 and 4 workers; on S3 too (SeaweedFS), where
+a batch reads a small part of the store, counted by the filesystem's real reads."""
+
+from __future__ import annotations
+
+import logging
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+import s3fs
+import urllib3
+import zarr
+from event_window_fixtures import write_training_seisbench
+
+from benchmarks import training_pipeline as tp
+from seisctf import storage
+from seisctf.catalogs import seisbench_dataset
+from seisctf.catalogs.window_reader import SignedRanges, WindowReader, chunk_layout
+from seisctf.errors import InvalidInput
+from seisctf.recipes.ingest.seisbench import ingest_seisbench
+
+logging.getLogger("seisbench").setLevel(logging.ERROR)
+
+
+@pytest.fixture(scope="module")
+def training_dir(tmp_path_factory):
+    return write_training_seisbench(tmp_path_factory.mktemp("training"))
+
+
+@pytest.fixture(scope="module")
+def training_store(training_dir, tmp_path_factory) -> str:
+    url = str(tmp_path_factory.mktemp("stores") / "training.zarr")
+    ingest_seisbench(str(training_dir), url, shard_traces=8, quiet=True)
+    return url
+
+
+def original(folder, **options):
+    import seisbench.data as sbd
+
+    return sbd.WaveformDataset(folder, component_order="ZNE", **options)
+
+
+def batches(dataset, seed: int, num_workers: int) -> list[dict[str, np.ndarray]]:
+    """Every batch of the training tutorial's generator over `dataset`, shuffled."""
+    loader = tp.loader(dataset, seed=seed, num_workers=num_workers, batch_size=8)
+    return [{key: value.numpy() for key, value in batch.items()} for batch in loader]
+
+
+def assert_same_batches(expected: list[dict], got: list[dict]) -> None:
+    assert len(got) == len(expected) > 1
+    for want, have in zip(expected, got, strict=True):
+        assert want.keys() == have.keys()
+        for key in want:
+            np.testing.assert_array_equal(have[key], want[key])
+
+
+def test_metadata_and_splits_are_seisbench_s(training_dir, training_store):
+    ours, theirs = seisbench_dataset(training_store), original(training_dir)
+    assert len(ours) == len(theirs) == 48
+    assert ours.chunks == ["a", "b"]
+    # the store's windows are all in its component order (ENZ traces were reordered at ingest)
+    assert set(ours.metadata["trace_component_order"]) == {"ZNE"}
+    for column in theirs.metadata.columns.drop(["index", "trace_component_order"]):
+        mine, want = ours.metadata[column], theirs.metadata[column]
+        assert mine.dtype == want.dtype, column
+        if pd.api.types.is_numeric_dtype(want.dtype):
+            np.testing.assert_array_equal(mine.to_numpy(), want.to_numpy(), err_msg=column)
+        else:
+            assert mine.astype(str).tolist() == want.astype(str).tolist(), column
+    for i in (0, 5, 47):  # the columnar row lookup gives pandas' rows, value and type
+        row, frame_row = ours._metadata_lookup[i], ours.metadata.iloc[i].to_dict()
+        assert list(row) == list(frame_row)
+        for key, value in frame_row.items():
+            assert type(row[key]) is type(value), key
+            assert row[key] == value or (pd.isna(value) and pd.isna(row[key])), key
+    for split in ("train", "dev", "test"):
+        mine, want = ours.get_split(split), theirs.get_split(split)
+        assert mine.metadata["trace_name"].tolist() == want.metadata["trace_name"].tolist()
+        np.testing.assert_array_equal(mine.get_waveforms(), want.get_waveforms())
+    mask = (theirs.metadata["source_magnitude"] > 2).to_numpy()
+    mine, want = ours.filter(mask, inplace=False), theirs.filter(mask, inplace=False)
+    assert 0 < len(mine) == len(want) < len(theirs)
+    name, chunk = want.metadata[["trace_name", "trace_chunk"]].iloc[-2]
+    assert mine.get_idx_from_trace_name(name, chunk) == want.get_idx_from_trace_name(name, chunk)
+    np.testing.assert_array_equal(mine.get_waveforms([3, 0, 3]), want.get_waveforms([3, 0, 3]))
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"sampling_rate": 50.0}, {"component_order": "ENZ", "dimension_order": "NWC"}],
+    ids=["native", "resampled", "reordered"],
+)
+def test_waveforms_and_samples_equal_seisbench_s(training_dir, training_store, options):
+    ours, theirs = seisbench_dataset(training_store, **options), original(training_dir)
+    theirs.component_order = options.get("component_order", "ZNE")
+    theirs.dimension_order = options.get("dimension_order", "NCW")
+    theirs.sampling_rate = options.get("sampling_rate")
+    np.testing.assert_array_equal(ours.get_waveforms(), theirs.get_waveforms())
+    np.testing.assert_array_equal(ours.get_waveforms(7), theirs.get_waveforms(7))
+    np.testing.assert_array_equal(ours.get_waveforms([9, 2]), theirs.get_waveforms([9, 2]))
+    mask = np.arange(len(theirs)) % 5 == 1
+    np.testing.assert_array_equal(ours.get_waveforms(mask=mask), theirs.get_waveforms(mask=mask))
+    for i in range(len(theirs)):
+        (mine, mine_meta), (want, want_meta) = ours.get_sample(i), theirs.get_sample(i)
+        assert mine.dtype == want.dtype == np.float32
+        np.testing.assert_array_equal(mine, want)
+        for key in ("trace_p_arrival_sample", "trace_s_arrival_sample", "trace_npts"):
+            np.testing.assert_array_equal(mine_meta[key], want_meta[key], err_msg=key)
+        assert mine_meta["trace_sampling_rate_hz"] == want_meta["trace_sampling_rate_hz"]
+
+
+@pytest.mark.parametrize("num_workers", [0, 2, 4])
+def test_generator_batches_equal_seisbench_s(training_dir, training_store, num_workers):
+    ours = seisbench_dataset(training_store)  # all 48 windows, 6 batches, every augmentation
+    expected = batches(original(training_dir), seed=11, num_workers=num_workers)
+    assert_same_batches(expected, batches(ours, seed=11, num_workers=num_workers))
+
+
+@pytest.fixture(scope="module")
+def s3_training_store(training_dir, s3_server) -> str:
+    fs = s3_server.filesystem()
+    fs.mkdir("training")
+    url = "s3://training/training.zarr"
+    ingest_seisbench(
+        str(training_dir),
+        url,
+        shard_traces=8,
+        storage_options=s3_server.storage_options,
+        quiet=True,
+    )
+    return url
+
+
+class CountingS3(s3fs.S3FileSystem):
+    """s3fs counting the requests and bytes of its reads (class-wide)."""
+
+    read_bytes = 0
+    requests = 0
+
+    async def _cat_file(self, path, *args, **kwargs):
+        data = await super()._cat_file(path, *args, **kwargs)
+        type(self).read_bytes += len(data)
+        type(self).requests += 1
+        return data
+
+
+class CountingPool(urllib3.PoolManager):
+    """urllib3's pool counting the requests and bytes of its answers (class-wide)."""
+
+    read_bytes = 0
+    requests = 0
+
+    def request(self, *args, **kwargs):
+        response = super().request(*args, **kwargs)
+        type(self).read_bytes += len(response.data)
+        type(self).requests += 1
+        return response
+
+
+@pytest.mark.parametrize("signed_urls", [False, True], ids=["s3fs", "signed-urls"])
+def test_on_s3_a_batch_reads_a_small_part_of_the_store(
+    s3_training_store, s3_server, training_dir, request, monkeypatch, signed_urls
+):
+    import fsspec
+
+    fsspec.register_implementation("s3", CountingS3, clobber=True)
+    request.addfinalizer(
+        lambda: fsspec.register_implementation("s3", s3fs.S3FileSystem, clobber=True)
+    )
+    monkeypatch.setattr(SignedRanges, "POOL_CLASS", CountingPool)
+    counter = CountingPool if signed_urls else CountingS3
+    options = s3_server.storage_options
+    dataset = seisbench_dataset(
+        s3_training_store, options, cache_bytes=2**20, signed_urls=signed_urls
+    )
+    store_bytes = sum(
+        info["size"]
+        for info in s3_server.filesystem().find(s3_training_store, detail=True).values()
+        if "/waveforms/" in info["name"]
+    )
+    CountingS3.read_bytes = CountingS3.requests = 0
+    CountingPool.read_bytes = CountingPool.requests = 0
+    rows = [3, 40, 17, 29]
+    np.testing.assert_array_equal(
+        dataset.get_waveforms(rows), original(training_dir).get_waveforms(rows)
+    )
+    # four windows and the indexes of their four shards, nothing else of the waveforms
+    first = counter.read_bytes
+    assert 0 < first < store_bytes / 4
+    assert counter.requests == 8
+    assert (CountingS3 if signed_urls else CountingPool).requests == 0  # the other path
+    dataset.get_waveforms(rows)  # all in the cache now
+    assert counter.read_bytes == first
+    assert dataset._reader.cached_bytes <= 2**20
+
+
+def test_forked_workers_on_s3_give_the_samples_of_one_process(
+    s3_training_store, s3_server, training_dir
+):
+    import seisbench.generate as sbg
+    import torch
+
+    train = seisbench_dataset(s3_training_store, s3_server.storage_options).train()
+    train.get_sample(0)  # the parent's handles exist before the fork
+    assert_same_batches(batches(original(training_dir).train(), 5, 2), batches(train, 5, 2))
+    fixed = sbg.GenericGenerator(train)  # no random draw: any number of workers, same batches
+    fixed.add_augmentations([sbg.FixedWindow(p0=0, windowlen=3000, strategy="pad")])
+    one, two = (
+        [batch["X"].numpy() for batch in torch.utils.data.DataLoader(fixed, 4, num_workers=n)]
+        for n in (0, 2)
+    )
+    assert_same_batches([{"X": x} for x in one], [{"X": x} for x in two])
+
+
+def test_readers_pickle_without_their_handles(training_store):
+    reader = WindowReader(training_store, cache_bytes=4096)
+    reader.read([1, 2])
+    copy = pickle.loads(pickle.dumps(reader))
+    assert copy._fs is None and copy.cached_bytes == 0
+    np.testing.assert_array_equal(copy.read([2, 1]), reader.read([2, 1]))
+    assert 0 < reader.cached_bytes <= 4096
+
+
+def test_what_is_not_an_event_window_store_is_refused_by_name(tmp_path):
+    with pytest.raises(InvalidInput, match="nothing.zarr: no zarr group"):
+        seisbench_dataset(str(tmp_path / "nothing.zarr"))
+    url = str(tmp_path / "other.zarr")
+    zarr.open_group(url, mode="w", zarr_format=3)
+    storage.finish_group(url, {"sampling_rate": 100.0}, None)  # complete, but no windows
+    with pytest.raises(InvalidInput, match="other.zarr/waveforms: no zarr v3 array"):
+        seisbench_dataset(url)
+
+
+def test_layouts_seisctf_does_not_write_are_refused_by_name():
+    description = {
+        "shape": [4, 3, 10],
+        "data_type": "float32",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [1, 3, 10]}},
+        "codecs": [{"name": "bytes", "configuration": {"endian": "big"}}],
+    }
+    with pytest.raises(InvalidInput, match="store.zarr/waveforms: unsupported chunk codecs"):
+        chunk_layout(description, "store.zarr/waveforms")
+    with pytest.raises(InvalidInput, match="cache_bytes"):
+        WindowReader("unused.zarr", cache_bytes=-1)
+
+
+def test_phasenet_trains_to_the_same_losses_from_the_store(training_dir, training_store):
+    """The training tutorial's loop (random-init PhaseNet on CPU, Adam, its loss), 3 steps of 4
+    windows of 1001 samples, on the original dataset and on the store: the same losses, bit for
+    bit."""
+    options = {"steps": 3, "seed": 3, "batch_size": 4, "window_samples": 1001}
+    want = tp.train_steps(original(training_dir).train(), **options)
+    got = tp.train_steps(seisbench_dataset(training_store).train(), **options)
+    assert len(got) == 3 and np.all(np.isfinite(got)) and len(set(got)) == 3
+    assert got == want
