@@ -1,0 +1,263 @@
+"""Capacity model: measured per-unit costs -> wall time, tasks, S3 requests and bytes at scale.
+
+    .venv/bin/python benchmarks/capacity_model.py            # the tables of docs/scaling.md
+
+The unit costs are the figures `bench_scale.py` measured (benchmarks/RESULTS.md, "Scale"); the
+projections are arithmetic on them, with every assumption a named constant below. A projection
+is a lower bound on wall time: it assumes the per-core rates measured on 2 cores hold on every
+worker and that storage delivers the bytes (the limits of S3 it would hit are flagged).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+# Store bytes per sample: float32 under Blosc LZ4 + bit shuffle, as measured on make_archive.py's
+# broadband counts (the 3 GB byte-curve store: 2.79 GB for 1.66e9 samples).
+STORE_BYTES_PER_SAMPLE = 2.79e9 / 1.66e9
+# The scheduler's own CPU per task it runs, and its memory per task of a graph it holds
+# (scale_scheduler.py at 1.01 M graph keys, RESULTS.md): 673 us of CPU a key, and a fused
+# blockwise graph runs one task per 2.94 keys, so ~2 ms a task run; 2.51 KiB a key held.
+SCHEDULER_S_PER_TASK = 673e-6 * 1_010_754 / (333_333 + 10_753)
+SCHEDULER_BYTES_PER_TASK = 2.51 * 1024
+MB = 1e6
+GB = 1e9
+TB = 1e12
+
+
+@dataclass(frozen=True)
+class UnitCosts:
+    """Per-unit costs measured by the benchmarks (benchmarks/RESULTS.md, "Scale")."""
+
+    ingest_cpu_s_per_sample: float  # all processes' CPU per miniSEED sample ingested
+    ingest_s_per_file: float  # per-file task time beyond the samples (scan + write, small files)
+    client_bytes_per_file: float  # client peak RSS growth per input file
+    seisbench_cpu_s_per_window: float  # all processes' CPU per 3 x 3000 window ingested
+    seisbench_fixed_s: float  # `ingest seisbench`'s fixed wall time (imports, cluster, catalogue)
+    split_s_per_row: float  # `seisctf split --audit`, source clusters, whole command
+    split_client_bytes_per_row: float
+    score_picks_s_per_row: float  # `seisctf score picks`, Parquet submission, whole command
+    scheduler_s_per_task: float  # the scheduler's own time per task (it is one process)
+    scheduler_bytes_per_task: float  # scheduler memory per task of a graph it holds
+    parallel_efficiency: float = 0.9  # assumed: measured 1 -> 2 speed-ups here are load-bound
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Outside limits the projections are checked against (documented, not measured here)."""
+
+    s3_put_per_s_per_prefix: float = 3_500  # AWS S3 request rate guideline per prefix
+    s3_get_per_s_per_prefix: float = 5_500
+    s3_list_keys_per_request: int = 1_000  # ListObjectsV2 page size
+    s3_request_s: float = 0.02  # one small request's latency inside a region (assumed)
+    scheduler_memory_bytes: float = 16 * 2**30  # a generous scheduler host
+    client_memory_bytes: float = 16 * 2**30
+    worker_gbps: float = 1.0  # sustained S3 bytes/s one worker can pull (Gbit/s, assumed)
+
+
+@dataclass(frozen=True)
+class Archive:
+    """A continuous archive of miniSEED day files to ingest into one waveform store."""
+
+    name: str
+    bytes: float
+    files: int
+    mseed_bytes_per_sample: float
+    channels: int = 3
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The ingest's own sizes (seisctf's defaults, read from the code by `defaults()`)."""
+
+    block_samples: int  # samples per store chunk along time
+    run_max_blocks: int  # blocks one ingest task writes at most
+    scan_batch_files: int  # files one scan task reads at most
+    wave_tasks: int  # tasks a phase holds on the scheduler at most
+
+
+def defaults() -> Settings:
+    from seisctf.cluster import MAX_TASKS_PER_WAVE
+    from seisctf.recipes.ingest import resumable, waveform_blocks, waveform_plan
+
+    return Settings(
+        block_samples=waveform_plan.DEFAULT_BLOCK_SAMPLES,
+        run_max_blocks=waveform_blocks.RUN_MAX_BLOCKS,
+        scan_batch_files=getattr(resumable, "SCAN_BATCH_MAX", 1000),
+        wave_tasks=MAX_TASKS_PER_WAVE,
+    )
+
+
+@dataclass(frozen=True)
+class Projection:
+    workers: int
+    wall_s: float
+    compute_s: float
+    list_s: float
+    scheduler_s: float
+    scan_tasks: int
+    ingest_tasks: int
+    waves: int
+    gets: int
+    puts: int
+    written_bytes: float
+    wave_graph_bytes: float
+    client_bytes: float
+    put_per_s: float
+    pressures: dict[str, float]
+
+    @property
+    def first_limit(self) -> str:
+        name, ratio = max(self.pressures.items(), key=lambda item: item[1])
+        return f"{name} at {ratio:.2f} of its limit" if ratio >= 0.05 else "none above 0.05"
+
+
+def project_ingest(
+    archive: Archive, costs: UnitCosts, settings: Settings, limits: Limits, workers: int
+) -> Projection:
+    """`seisctf ingest waveforms` of `archive` on `workers` single-threaded workers: the listing,
+    the header scan in batches, then the blocks in waves of runs."""
+    efficiency = costs.parallel_efficiency if workers > 1 else 1.0
+    samples = archive.bytes / archive.mseed_bytes_per_sample
+    chunks = math.ceil(samples / (settings.block_samples * archive.channels))
+    ingest_tasks = math.ceil(chunks / settings.run_max_blocks)
+    scan_tasks = math.ceil(archive.files / settings.scan_batch_files)
+    waves = math.ceil(ingest_tasks / settings.wave_tasks)
+    written = samples * STORE_BYTES_PER_SAMPLE
+    cpu_s = samples * costs.ingest_cpu_s_per_sample + archive.files * costs.ingest_s_per_file
+    transfer_s = (archive.bytes + written) / (workers * limits.worker_gbps * 1e9 / 8)
+    compute_s = max(cpu_s / (workers * efficiency), transfer_s)
+    list_s = math.ceil(archive.files / limits.s3_list_keys_per_request) * limits.s3_request_s
+    scheduler_s = (ingest_tasks + scan_tasks) * costs.scheduler_s_per_task
+    wall_s = list_s + max(compute_s, scheduler_s)
+    puts = 2 * chunks  # a data chunk (all channels of a station-block) and its progress mark
+    gets = archive.files * 2  # the scan reads each file, the block tasks read it again
+    put_per_s = puts / max(wall_s, 1e-9)
+    wave_graph_bytes = min(ingest_tasks, settings.wave_tasks) * costs.scheduler_bytes_per_task
+    client_bytes = archive.files * costs.client_bytes_per_file
+    pressures = {
+        "scheduler task rate": scheduler_s / max(compute_s, 1e-9),
+        "scheduler memory (one wave)": wave_graph_bytes / limits.scheduler_memory_bytes,
+        "client memory (scan results)": client_bytes / limits.client_memory_bytes,
+        "S3 PUT rate (one prefix)": put_per_s / limits.s3_put_per_s_per_prefix,
+        "S3 listing": list_s / max(wall_s, 1e-9),
+        "too few tasks for the workers": workers / max(ingest_tasks, 1),
+    }
+    return Projection(
+        workers, wall_s, compute_s, list_s, scheduler_s, scan_tasks, ingest_tasks,
+        waves, gets, puts, written, wave_graph_bytes, client_bytes, put_per_s, pressures,
+    )  # fmt: skip
+
+
+def picking_row(name: str, windows: int, costs: UnitCosts, store_bytes_per_window: float,
+                shard_windows: int) -> str:  # fmt: skip
+    """A SeisBench picking set of `windows` 3 x 3000 windows: the ingest on 10, 100 and 1,000
+    workers (its fixed time, then the larger of the windows' CPU over the workers and the
+    scheduler's time for one write task a shard), then `split` and `score picks` (one client
+    process each, as measured)."""
+    shards = math.ceil(windows / shard_windows)
+    ingest = [
+        duration(
+            costs.seisbench_fixed_s
+            + max(
+                windows * costs.seisbench_cpu_s_per_window / (n * costs.parallel_efficiency),
+                shards * costs.scheduler_s_per_task,
+            )
+        )
+        for n in (10, 100, 1000)
+    ]
+    return (
+        f"| {name} | {windows:,} | {' / '.join(ingest)} | "
+        f"{duration(windows * costs.split_s_per_row)} | "
+        f"{windows * costs.split_client_bytes_per_row / 2**30:.1f} GiB | "
+        f"{duration(windows * costs.score_picks_s_per_row)} | "
+        f"{shards:,} | "
+        f"{windows * store_bytes_per_window / GB:,.0f} GB |"
+    )
+
+
+def duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 3 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} d"
+
+
+def ingest_table(archive: Archive, costs: UnitCosts, settings: Settings, limits: Limits) -> str:
+    rows = [
+        "| workers | wall | compute | list | scheduler busy | scan + ingest tasks | "
+        "waves | S3 GET | S3 PUT | PUT/s | written | first limit |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for workers in (10, 100, 1000):
+        p = project_ingest(archive, costs, settings, limits, workers)
+        rows.append(
+            f"| {workers:,} | {duration(p.wall_s)} | {duration(p.compute_s)} | "
+            f"{duration(p.list_s)} | {duration(p.scheduler_s)} | "
+            f"{p.scan_tasks:,} + {p.ingest_tasks:,} | {p.waves:,} | {p.gets:.2e} | {p.puts:.2e} | "
+            f"{p.put_per_s:,.0f} | {p.written_bytes / TB:.1f} TB | {p.first_limit} |"
+        )
+    return "\n".join(rows)
+
+
+def picking_table(costs: UnitCosts, store_bytes_per_window: float, shard_windows: int) -> str:
+    rows = [
+        "| set | windows | ingest on 10 / 100 / 1,000 workers | split | split client memory | "
+        "score picks | shards (objects) | store |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, windows in (("STEAD / INSTANCE", 1_200_000), ("CEED", 4_100_000),
+                          ("SCEDC", 8_100_000)):  # fmt: skip
+        rows.append(picking_row(name, windows, costs, store_bytes_per_window, shard_windows))
+    return "\n".join(rows)
+
+
+# Measured on 2026-12-02 and 2026-12-03 (benchmarks/RESULTS.md, "Scale"; 2 cores shared with
+# other work, so wall-time figures are upper bounds and CPU figures the better guide).
+MEASURED = UnitCosts(
+    # bench_ingest.py: 1.44 CPU s (worker, client, scheduler) for 103.68 M samples
+    ingest_cpu_s_per_sample=1.44 / 103.68e6,
+    # scale_ingest.py, 10^5 small files: scan 7.55 ms + write 3.19 ms of task time a file
+    ingest_s_per_file=(7.55 + 3.19) / 1e3,
+    # scale_ingest.py, 10^3 -> 10^5 files: slope of the client's peak RSS (columnar scan)
+    client_bytes_per_file=2529,
+    # scale_picking.py, 300,000 windows: 0.195 CPU ms a window, all processes
+    seisbench_cpu_s_per_window=0.195e-3,
+    # the same, fitted through 8,000 and 300,000 windows: 13.2 s fixed + 0.342 ms a window (wall)
+    seisbench_fixed_s=13.2,
+    # scale_picking.py, 1.2 M rows: 41.98 s, client 1,483 MiB
+    split_s_per_row=41.98 / 1.2e6,
+    split_client_bytes_per_row=1483 * 2**20 / 1.2e6,
+    # scale_picking.py, 1.2 M rows, Parquet: 13.31 s
+    score_picks_s_per_row=13.31 / 1.2e6,
+    # scale_scheduler.py (see RESULTS.md)
+    scheduler_s_per_task=SCHEDULER_S_PER_TASK,
+    scheduler_bytes_per_task=SCHEDULER_BYTES_PER_TASK,
+)
+
+# SCEDC's continuous archive on S3: ~50 TB, 552 stations. Its file count is an assumption
+# (day files per channel averaging 5 MB); its bytes per sample are make_archive.py's 100 Hz
+# broadband figure (sds10g: 10,442 MB for 5.82e9 samples).
+SCEDC = Archive("SCEDC continuous", bytes=50 * TB, files=10_000_000,
+                mseed_bytes_per_sample=10442.3e6 / 5819823012)  # fmt: skip
+# The picking sets' store bytes per window: the 300 k store, 9.58 GB.
+STORE_BYTES_PER_WINDOW = 9.58e9 / 300_000
+
+
+def main() -> None:
+    settings = defaults()
+    print(f"Settings: {settings}\n")
+    print(f"## {SCEDC.name}: {SCEDC.bytes / TB:.0f} TB, {SCEDC.files:,} files\n")
+    print(ingest_table(SCEDC, MEASURED, settings, Limits()))
+    print("\n## SeisBench picking sets (3 x 3000 windows)\n")
+    from seisctf.catalogs.event_windows import default_shard_traces
+
+    print(picking_table(MEASURED, STORE_BYTES_PER_WINDOW, default_shard_traces(3, 3000)))
+
+
+if __name__ == "__main__":
+    main()
