@@ -70,7 +70,8 @@ def records(draw) -> tuple[np.ndarray, tuple[tuple[int, ...], tuple[int, ...]]]:
         values[start : start + draw(st.integers(1, 20)), draw(st.integers(0, n_channels - 1))] = (
             np.nan
         )
-    return values, (chunk_sizes(draw, n_time), chunk_sizes(draw, n_channels, max_cuts=2))
+    time_chunks = chunk_sizes(draw, n_time, min_step_fraction=20)
+    return values, (time_chunks, chunk_sizes(draw, n_channels, max_cuts=2, min_step_fraction=3))
 
 
 def das_array(values: np.ndarray, chunks) -> xr.DataArray:
@@ -114,7 +115,7 @@ def assert_same_frame(actual: xr.DataArray, expected: xr.DataArray) -> None:
 
 
 @pytest.mark.parametrize("case", list(CASES))
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=10, deadline=None)
 @given(record=records())
 def test_transform_output_for_a_random_chunking(case, record):
     name, arguments, bound = CASES[case]
