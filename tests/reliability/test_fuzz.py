@@ -20,6 +20,11 @@ import zarr
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+# Imported now: Python 3.11.7 can fail to compile a module imported after a RecursionError was
+# caught in its thread ("AST constructor recursion depth mismatch", CPython gh-106905), and
+# hypothesis imports its optimiser lazily, after examples whose reading recursed deeply.
+from hypothesis.internal.conjecture import optimiser  # noqa: F401
+
 from seisctf.errors import InvalidInput
 from seisctf.recipes import engine as recipe
 from seisctf.scoring.submission import open_submission
@@ -112,11 +117,30 @@ def damage(path: Path, edits: list[tuple[int, int]], cut: int | None) -> None:
     target.write_bytes(bytes(data))
 
 
-def read_everything(source: Path) -> None:
-    """The intake, then every value read (as the scoring pass reads them)."""
+def read_everything(source: Path) -> dict[str, np.ndarray]:
+    """The intake, then every value read (as the scoring pass reads them); each array's
+    `value_report` checked against numpy on the values read."""
     opened = open_submission(str(source), MANIFEST)
-    reports = [value_report(array) for array in opened.values()]
-    dask.compute(*reports, scheduler="synchronous")
+    names = list(opened)
+    reports = dask.compute(*(value_report(opened[n]) for n in names), scheduler="synchronous")
+    values = dask.compute(*(opened[n] for n in names), scheduler="synchronous")
+    for name, report, array in zip(names, reports, values, strict=True):
+        assert array.shape == SHAPES[name], name
+        bad = np.flatnonzero(~np.isfinite(array))
+        count, first, largest = report
+        assert (count, first) == (len(bad), bad[0] if len(bad) else -1), name
+        expected = np.max(np.abs(array)) if array.size else 0.0
+        assert largest == expected or (np.isnan(largest) and np.isnan(expected)), name
+    return dict(zip(names, values, strict=True))
+
+
+def nonfinite_counts(arrays: dict[str, np.ndarray]) -> dict[str, int]:
+    """{name: NaN/Inf count} of the arrays of the manifest's names and shapes."""
+    return {
+        name: int(np.count_nonzero(~np.isfinite(array)))
+        for name, array in arrays.items()
+        if name in SHAPES and array.shape == SHAPES[name] and array.dtype.kind == "f"
+    }
 
 
 @FUZZ
@@ -132,10 +156,15 @@ def test_submission_intake_accepts_or_refuses_as_bad_input(arrays, kind, edits, 
         source = write_submission(arrays, kind, root)
         damage(source, edits, cut)
         try:
-            read_everything(source)
+            read = read_everything(source)
             event("accepted")
         except InvalidInput:
             event("refused")
+            return
+        if not edits and cut is None:  # undamaged: the values written, NaN/Inf counted as such
+            assert nonfinite_counts(read) == nonfinite_counts(arrays)
+            for name, array in read.items():
+                assert np.array_equal(array, arrays[name].astype(array.dtype), equal_nan=True)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
