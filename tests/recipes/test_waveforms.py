@@ -392,7 +392,6 @@ def test_s3_inputs_ingest_to_the_same_bytes_as_local_files(
     assert error.value.what == f"{s3_bucket}/nothing/*.mseed"
 
 
-
 def _store_digest(url: Path, skip: Path) -> str:
     digest = hashlib.sha256()
     for path in sorted(p for p in url.rglob("*") if p.is_file() and p != skip):

@@ -61,6 +61,7 @@ def test_committed_corpus_is_what_the_script_writes(tmp_path):
     changed = [name for name in fresh if fresh[name] != committed[name]]
     assert not changed, f"re-run tests/data/make_bad_inputs.py: {changed} differ"
     assert len(CASES) == len(corpus.CASES) >= 30
+    assert [name for name, case in CASES.items() if not case.expect] == []  # a fragment each
     assert all(f"`{name}`" in (BAD / "CASES.md").read_text() for name in CASES)
 
 
