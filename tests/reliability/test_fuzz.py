@@ -39,6 +39,7 @@ SHAPES = {name: (6 + (i % 3), 4) for i, name in enumerate(NAMES)}
 MANIFEST = {"pairs": [{"test": name, "shape": list(shape)} for name, shape in SHAPES.items()]}
 DTYPES = ("<f4", ">f8", "<f2", "<i4", "|u1", "|b1", "<c8", "|O", "<U3", "|S2", "|V8",
           "<M8[s]", [("a", "<f4"), ("b", "<f4")])  # fmt: skip
+FLOAT_DTYPES = ("<f4", ">f8", "<f2")
 VALUES = (0.0, -0.0, 1.5, -2.0, 1e300, np.nan, np.inf, -np.inf)
 FORMATS = ("npz", "npy", "zarr", "zip")
 # Submissions of exotic dtypes are written on purpose.
@@ -53,21 +54,24 @@ FUZZ = settings(
 
 @st.composite
 def submission_arrays(draw) -> dict[str, np.ndarray]:
-    """Mostly the expected names and shapes; sometimes others, other dtypes, non-finite values."""
+    """Half the time every expected name and shape in a float dtype, else sometimes others and
+    other dtypes; some arrays hold a non-finite or extreme value (at one place or everywhere)."""
     arrays = {}
+    wild = draw(st.booleans())  # else every name, shape and a float dtype as the manifest asks
     for name, shape in SHAPES.items():
-        if draw(st.integers(0, 19)) == 0:
+        if wild and draw(st.integers(0, 19)) == 0:
             continue  # missing
-        if draw(st.integers(0, 9)) == 0:
+        if wild and draw(st.integers(0, 9)) == 0:
             name = draw(st.text("abcXtest0123456789_.-", min_size=1, max_size=12))
-        if draw(st.integers(0, 5)) == 0:
+        if wild and draw(st.integers(0, 5)) == 0:
             shape = tuple(draw(st.lists(st.integers(0, 9), min_size=0, max_size=3)))
-        dtype = np.dtype("<f4") if draw(st.booleans()) else np.dtype(draw(st.sampled_from(DTYPES)))
-        value = draw(st.sampled_from(VALUES)) if draw(st.integers(0, 3)) == 0 else 0.25
-        array = np.zeros(shape, dtype=dtype)
-        if dtype.kind in "fcO":
+        dtypes = DTYPES if wild else FLOAT_DTYPES
+        dtype = np.dtype("<f4") if draw(st.booleans()) else np.dtype(draw(st.sampled_from(dtypes)))
+        array = np.full(shape, 0.25 if dtype.kind in "fc" else 0, dtype=dtype)
+        if dtype.kind in "fcO" and array.size and draw(st.integers(0, 3)) == 0:
+            where = draw(st.one_of(st.none(), st.integers(0, array.size - 1)))  # None: all
             with np.errstate(over="ignore"):  # 1e300 in float16/32 is inf: a case too
-                array[...] = value
+                array.flat[slice(None) if where is None else where] = draw(st.sampled_from(VALUES))
         arrays[name] = array
     return arrays
 
