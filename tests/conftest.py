@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import dask.array as da
 import numpy as np
@@ -18,6 +20,8 @@ from servers import start_dask_cluster, start_s3, stop_dask_cluster, stop_proces
 
 from seisctf import conventions as cv  # noqa: E402
 from seisctf.pipeline.bundles.layouts import Layout  # noqa: E402
+
+T = TypeVar("T")
 
 # Small shapes of the seismo layout's structure: 200 training steps, 50 few-snapshot steps from
 # 150, 100 forecast steps from 200.
@@ -157,6 +161,19 @@ def dask_cluster_one_worker():
     cluster = start_dask_cluster(n_workers=1)
     yield cluster
     stop_dask_cluster(cluster)
+
+
+def on_one_and_two_workers(run: Callable[[Path], T], root: Path) -> tuple[T, T]:
+    """(run(root / "1worker"), run(root / "2workers")), each on its own embedded LocalCluster
+    of that many worker processes: both sides of a worker-count comparison in one test."""
+    from seisctf.cluster import dask_client
+
+    results = []
+    for n_workers, name in ((1, "1worker"), (2, "2workers")):
+        (root / name).mkdir(parents=True)
+        with dask_client(n_workers=n_workers, memory_limit="2GiB", quiet=True):
+            results.append(run(root / name))
+    return results[0], results[1]
 
 
 @pytest.fixture(scope="module", params=[1, 2], ids=["1worker", "2workers"])

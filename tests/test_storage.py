@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import dask
 import dask.array as da
 import numpy as np
 import pytest
@@ -40,10 +41,40 @@ def _tree_bytes(root: Path) -> dict[str, bytes]:
     }
 
 
-def test_write_is_lazy_readable_and_repeatable(tmp_path):
-    dataset = smooth_wavefield(n_time=120, n_sensor=24)
+def _counted(dataset: xr.Dataset, computed: list) -> xr.Dataset:
+    """`dataset` whose wavefield blocks append their block index to `computed` as they run."""
+
+    def block(values: np.ndarray, block_info=None) -> np.ndarray:
+        computed.append(tuple(block_info[0]["chunk-location"]))
+        return values
+
+    field = dataset[cv.WAVEFIELD_VAR]
+    counted = field.data.map_blocks(block, dtype=field.dtype)
+    return dataset.assign({cv.WAVEFIELD_VAR: (field.dims, counted)})
+
+
+def test_write_computes_each_block_once_and_only_when_asked(tmp_path):
+    """`start_dataset` writes metadata only and computes nothing; computing what it returns
+    runs each block once and writes its chunk; `finish_group` then marks the store complete.
+    `write_dataset` runs each block once too, and gives the same bytes when repeated."""
+    computed: list[tuple[int, ...]] = []
+    dataset = _counted(smooth_wavefield(n_time=120, n_sensor=24, chunks=(50, 10)), computed)
+    blocks = sorted(np.ndindex(dataset[cv.WAVEFIELD_VAR].data.numblocks))
+    root = tmp_path / "started.zarr"
+    pending = storage.start_dataset(dataset, str(root), None, {})
+    assert computed == [] and not list((root / cv.WAVEFIELD_VAR).rglob("c/*"))
+    with pytest.raises(InvalidInput, match="incomplete"):
+        storage.open_dataset(str(root))
+    dask.compute(pending)
+    assert sorted(computed) == blocks
+    assert len(list((root / cv.WAVEFIELD_VAR).rglob("c/*/*/*"))) == len(blocks)
+    storage.finish_group(str(root), dataset.attrs, None)
+    assert storage.open_dataset(str(root)).attrs[cv.ATTR_COMPLETE] is True
+
+    computed.clear()
     url = str(tmp_path / "w.zarr")
     storage.write_dataset(dataset, url, quiet=True)
+    assert sorted(computed) == blocks
     first = _tree_bytes(tmp_path / "w.zarr")
     storage.write_dataset(dataset, url, quiet=True)
     assert _tree_bytes(tmp_path / "w.zarr") == first

@@ -9,6 +9,7 @@ import dask.array as da
 import numpy as np
 import pytest
 import xarray as xr
+from chunkings import chunk_sizes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate, signal
@@ -20,15 +21,6 @@ from seisctf.pipeline.transforms import filters
 
 RTOL = 1e-6
 EXAMPLES = settings(max_examples=10, deadline=None)
-
-
-def chunk_sizes(draw, size: int) -> tuple[int, ...]:
-    """Irregular chunks from random cuts, or regular ones of a random size."""
-    if size > 1 and draw(st.booleans()):
-        cuts = draw(st.lists(st.integers(1, size - 1), max_size=6, unique=True))
-        return tuple(int(n) for n in np.diff([0, *sorted(cuts), size]))
-    step = draw(st.integers(max(1, size // 30), size))
-    return (step,) * (size // step) + ((size % step,) if size % step else ())
 
 
 @st.composite
@@ -53,7 +45,10 @@ def das_records(
         k, f = rng.uniform(0, np.pi / spacing), rng.uniform(0, 2.5)
         values += rng.uniform(0, 3) * np.sin(k * x + 2 * np.pi * f * t + rng.uniform(0, 6.3))
     values += rng.uniform(-2, 2, (1, n_channels))
-    chunks = (chunk_sizes(draw, n_time), chunk_sizes(draw, n_channels))
+    chunks = (
+        chunk_sizes(draw, n_time, min_step_fraction=30),
+        chunk_sizes(draw, n_channels, min_step_fraction=30),
+    )
     array = xr.DataArray(
         da.from_array(values, chunks=chunks),
         dims=cv.DAS_DIMS,

@@ -11,6 +11,7 @@ import numpy as np
 import obspy
 import pytest
 import xarray as xr
+from chunkings import chunk_sizes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import signal
@@ -32,15 +33,6 @@ EXAMPLES = settings(max_examples=10, deadline=None)
 
 
 # --- data -------------------------------------------------------------------------------------
-
-
-def chunk_sizes(draw, size: int, max_cuts: int = 6) -> tuple[int, ...]:
-    """Irregular chunks from random cuts, or regular ones of a random size."""
-    if size > 1 and draw(st.booleans()):
-        cuts = draw(st.lists(st.integers(1, size - 1), max_size=max_cuts, unique=True))
-        return tuple(int(n) for n in np.diff([0, *sorted(cuts), size]))
-    step = draw(st.integers(max(1, size // 40), size))
-    return (step,) * (size // step) + ((size % step,) if size % step else ())
 
 
 @st.composite

@@ -269,9 +269,28 @@ def test_recipe_on_s3_is_byte_identical_to_the_local_run(first_build, s3_server,
         path[len(root) + 1 :]: hashlib.sha256(fs.cat_file(path)).hexdigest()
         for path in sorted(fs.find(root))
     }
-    # Same chunks and array metadata; the provenance differs only in the output URLs it names.
+    # Same files: chunks and array metadata byte for byte.
+    assert sorted(remote) == sorted(local)
     chunks = {k: v for k, v in local.items() if "/c/" in k}
     assert chunks and chunks == {k: v for k, v in remote.items() if "/c/" in k}
+    arrays = {k: v for k, v in local.items() if k.endswith("/zarr.json") and k.count("/") == 2}
+    assert arrays and arrays == {k: v for k, v in remote.items() if k in arrays}
+    # The groups' metadata (attrs, consolidated array metadata): the same but for the output
+    # URLs the provenance names and the fingerprint of the recipe that names them.
+    for store in ("wavefield.zarr", "public.zarr", "truth.zarr"):
+        remote_group = _without_output_urls(json.loads(fs.cat_file(f"{root}/{store}/zarr.json")))
+        local_group = _without_output_urls(json.loads((out / store / "zarr.json").read_text()))
+        assert remote_group == local_group, store
+
+
+def _without_output_urls(group: dict) -> dict:
+    """A group's zarr.json without its provenance's output URLs and fingerprint."""
+    provenance = group["attributes"].get(cv.ATTR_PROVENANCE)
+    if provenance:
+        provenance.pop("fingerprint", None)
+        provenance["recipe"].pop("output", None)
+        provenance["recipe"].pop("outputs", None)
+    return group
 
 
 def test_seeded_transform_without_secret_or_seed_is_refused(tmp_path, layout_file):

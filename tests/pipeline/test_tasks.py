@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 import zarr
+from chunkings import chunk_sizes
 from conftest import TINY_LAYOUT, smooth_wavefield
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from seisctf import conventions as cv
 from seisctf import keys, storage
@@ -133,12 +137,41 @@ def test_normalisation_uses_public_data_only(tmp_path, bundle):
     assert np.array_equal(_arrays(truth_url)["X2test"], _arrays(truth2)["X2test"])
 
 
-def test_bundle_bytes_do_not_depend_on_input_chunking(tmp_path, bundle):
+def _files(url: str) -> dict[str, bytes]:
+    root = Path(url)
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
+
+
+@settings(
+    max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(draw=st.data())
+def test_bundle_bytes_do_not_depend_on_input_chunking(tmp_path, bundle, draw):
+    """For a random chunking of the wavefield: every array's bytes, dtype and attrs, the group
+    attrs (the manifest and its truth commitments) and every file of both stores are those of
+    the bundle built from the fixture's chunking."""
     public_url, truth_url, _ = bundle
-    public2, truth2, _ = _write(tmp_path, smooth_wavefield(chunks=(17, 5)), name="rechunked")
+    wavefield = smooth_wavefield()
+    chunks = {
+        dim: chunk_sizes(draw.draw, wavefield.sizes[dim], max_cuts=4, min_step_fraction=6)
+        for dim in (cv.TIME, cv.SENSOR)
+    }
+    root = Path(tempfile.mkdtemp(dir=tmp_path))  # a fresh folder per example
+    public2, truth2, _ = _write(root, wavefield.chunk(chunks), name="rechunked")
     for first, second in ((public_url, public2), (truth_url, truth2)):
-        a, b = _arrays(first), _arrays(second)
-        assert all(np.array_equal(a[name], b[name]) for name in a)
+        a, b = zarr.open_group(first, mode="r"), zarr.open_group(second, mode="r")
+        assert dict(b.attrs) == dict(a.attrs)
+        assert sorted(name for name, _ in b.arrays()) == sorted(name for name, _ in a.arrays())
+        for name, array in a.arrays():
+            other = b[name]
+            assert (other.dtype, other.shape, dict(other.attrs)) == (
+                array.dtype, array.shape, dict(array.attrs)
+            ), name  # fmt: skip
+            assert other[...].tobytes() == array[...].tobytes(), name
+        assert _files(second) == _files(first)
+    assert storage.read_attrs(truth2)[cv.ATTR_CTF]["truth_sha256"]
 
 
 def test_noise_levels_and_secret_dependence(tmp_path, bundle):

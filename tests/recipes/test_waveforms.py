@@ -17,6 +17,7 @@ import obspy
 import pytest
 import xarray as xr
 import zarr
+from conftest import on_one_and_two_workers
 from dask.callbacks import Callback
 from scipy.signal import resample_poly
 
@@ -391,9 +392,6 @@ def test_s3_inputs_ingest_to_the_same_bytes_as_local_files(
     assert error.value.what == f"{s3_bucket}/nothing/*.mseed"
 
 
-_DIGESTS: dict[str, str] = {}
-
-
 def _store_digest(url: Path, skip: Path) -> str:
     digest = hashlib.sha256()
     for path in sorted(p for p in url.rglob("*") if p.is_file() and p != skip):
@@ -401,14 +399,18 @@ def _store_digest(url: Path, skip: Path) -> str:
     return digest.hexdigest()
 
 
-def test_one_and_two_workers_write_identical_bytes(tmp_path, local_client):
+def test_one_and_two_workers_write_identical_bytes(tmp_path):
     files = write_synthetic_archive(tmp_path / "archive")
-    out = tmp_path / "store.zarr"
-    ingest_waveforms([str(f) for f in files], str(out), block_samples=512, quiet=True)
-    _assert_store_equals_obspy(out, files)
-    # Every array's bytes; the group's attrs hold this run's tmp_path in `inputs`.
-    digest = _store_digest(out, skip=out / "zarr.json")
-    assert _DIGESTS.setdefault("synthetic", digest) == digest
+
+    def digest(root: Path) -> str:
+        out = root / "store.zarr"
+        ingest_waveforms([str(f) for f in files], str(out), block_samples=512, quiet=True)
+        _assert_store_equals_obspy(out, files)
+        # Every array's bytes; the group's attrs hold this run's tmp_path in `inputs`.
+        return _store_digest(out, skip=out / "zarr.json")
+
+    one, two = on_one_and_two_workers(digest, tmp_path)
+    assert one == two
 
 
 def _bad_archive(root: Path) -> dict[str, Path]:

@@ -61,6 +61,7 @@ def test_committed_corpus_is_what_the_script_writes(tmp_path):
     changed = [name for name in fresh if fresh[name] != committed[name]]
     assert not changed, f"re-run tests/data/make_bad_inputs.py: {changed} differ"
     assert len(CASES) == len(corpus.CASES) >= 30
+    assert [name for name, case in CASES.items() if not case.expect] == []  # a fragment each
     assert all(f"`{name}`" in (BAD / "CASES.md").read_text() for name in CASES)
 
 
@@ -93,13 +94,15 @@ def _commands(root: Path, truth: str, picks: str, scheduler: str) -> dict[str, l
 
 @pytest.fixture(scope="module")
 def corpus_run(tmp_path_factory, dask_cluster):
-    """(commands, results) of every case, by case name, run against the shared cluster."""
+    """(commands, results, workers): the command and result of every case by case name, run
+    against the shared cluster, and its worker processes before the run."""
     root = tmp_path_factory.mktemp("hostile")
     truth, manifest, _ = write_tiny_truth(root / "bundle", "hostile-corpus")
     assert {pair["test"]: tuple(pair["shape"]) for pair in manifest["pairs"]} == corpus.CTF_SHAPES
     picks = str(root / "picks.zarr")
     write_picking_windows(picks)
     commands = _commands(root, truth, picks, dask_cluster.address)
+    workers = _worker_processes(dask_cluster.address)
     (root / "commands.json").write_text(json.dumps(list(commands.values())))
     subprocess.run(
         [sys.executable, str(TESTS / "cli_batch.py"), str(root / "commands.json"),
@@ -108,7 +111,16 @@ def corpus_run(tmp_path_factory, dask_cluster):
     )  # fmt: skip
     lines = (root / "results.jsonl").read_text().splitlines()
     results = dict(zip(commands, (json.loads(line) for line in lines), strict=True))
-    return commands, results
+    return commands, results, workers
+
+
+def _worker_processes(address: str) -> dict[str, int]:
+    """{worker address: process id} of the cluster's workers: a worker that died and was
+    restarted by its nanny has a new address and a new process id."""
+    from distributed import Client
+
+    with Client(address, set_as_default=False, timeout="30s") as client:
+        return client.run(os.getpid)
 
 
 def _output(command: list[str]) -> Path | None:
@@ -169,23 +181,26 @@ def in_place_changes(case: corpus.Case, command: list[str]) -> list[str]:
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_hostile_input_exits_3_naming_it(name, corpus_run):
-    commands, results = corpus_run
+    commands, results, _ = corpus_run
     check_refusal(CASES[name], results[name], commands[name])
     assert in_place_changes(CASES[name], commands[name]) == [], name
 
 
 def test_the_cluster_keeps_its_workers(corpus_run, dask_cluster):
+    """The same worker processes (addresses and process ids) after the corpus as before it."""
     from distributed import Client
 
+    _, _, before = corpus_run
+    assert len(before) == 2
+    assert _worker_processes(dask_cluster.address) == before
     with Client(dask_cluster.address, set_as_default=False) as client:
-        assert len(client.scheduler_info()["workers"]) == 2
         assert client.submit(sum, [1, 2, 3]).result(timeout=60) == 6
 
 
 @pytest.mark.parametrize("name", ENTRY_POINT_CASES)
 def test_the_entry_point_gives_what_the_batch_gives(name, corpus_run, tmp_path):
     """`python -m seisctf.cli` (its own process, fast_exit) answers a case as the batch did."""
-    commands, results = corpus_run
+    commands, results, _ = corpus_run
     command = commands[name]
     out = _output(command)
     if out is not None:  # a fresh output path, same shape of name
