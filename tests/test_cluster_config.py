@@ -158,8 +158,8 @@ def test_the_readme_kubernetes_file_is_well_formed_and_refused_without_its_packa
     path = tmp_path / "kube.yaml"
     path.write_text(readme_yaml("dask_kubernetes.operator.KubeCluster"))
     config = read_cluster_file(path)
-    spec = config.options["custom_cluster_spec"]
-    assert spec["kind"] == "DaskCluster" and config.adapt == {"minimum": 1, "maximum": 50}
+    assert config.options["image"] and config.options["n_workers"] == 2
+    assert config.adapt == {"minimum": 1, "maximum": 50}
     run = seisctf("synth", "global", "--out", str(tmp_path / "w.zarr"), "--cluster", str(path))
     assert run.returncode == 3, run.stderr
     assert run.stderr == (
