@@ -140,16 +140,16 @@ def sigint_ignored() -> Iterator[None]:
         signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)
 
 
-def _start_local(
+def _local_cluster(
     n_workers: int,
     memory_limit: int | str,
     quiet: bool,
     preload: Sequence[str],
     method: str,
     environ: Mapping[str, Any],
-) -> tuple[Any, Any]:
-    """The embedded cluster and its client (`method`, `environ`: how workers start)."""
-    from distributed import Client, LocalCluster
+) -> Any:
+    """The embedded cluster (`method`, `environ`: how workers start)."""
+    from distributed import LocalCluster
 
     for name in ("distributed", "distributed.worker", "distributed.scheduler"):
         logging.getLogger(name).setLevel(logging.ERROR)
@@ -177,13 +177,51 @@ def _start_local(
             # and run this module's `dask_setup`.
             preload=[__name__, *preload],
         )
+    return cluster
+
+
+def _local_arguments(
+    n_workers: int | None, memory_limit: int | str | None, quiet: bool, preload: Sequence[str]
+) -> tuple[Any, ...]:
+    """`_local_cluster`'s arguments, the machine's defaults filled in and the fork server
+    started. Here, not in a thread: only the main thread can have the workers ignore Ctrl-C."""
+    n_workers = n_workers or machine_workers()
+    memory_limit = memory_limit or worker_memory_limit(n_workers)
+    environ = _worker_environ()
+    method = _start_forkserver(preload, environ)
+    return (n_workers, memory_limit, quiet, tuple(preload), method, environ)
+
+
+def _start_local(*arguments: Any) -> tuple[Any, Any]:
+    """The embedded cluster and its client."""
+    from distributed import Client
+
+    cluster = _local_cluster(*arguments)
     try:
         client = Client(cluster)
     except BaseException:
         cluster.close()
         raise
+    n_workers, quiet = arguments[0], arguments[2]
     _announce(client, f"embedded LocalCluster, {n_workers} workers", quiet)
     return cluster, client
+
+
+@contextlib.contextmanager
+def embedded_cluster(
+    n_workers: int | None = None,
+    memory_limit: int | str | None = None,
+    preload: Sequence[str] = (),
+) -> Iterator[str]:
+    """The embedded LocalCluster `dask_client` would start, with no client: yields its
+    scheduler address, for `dask_client(address)` (clients come and go, the workers stay and
+    no client is active in between); closed at the end."""
+    cluster = _local_cluster(*_local_arguments(n_workers, memory_limit, True, preload))
+    try:
+        yield cluster.scheduler_address
+    finally:
+        with sigint_ignored(), _distributed_logs_silenced():
+            cluster.close()
 
 
 def _start_configured(config: ClusterConfig, quiet: bool) -> tuple[Any, Any]:
@@ -320,13 +358,8 @@ def dask_client(
     elif cluster is not None:
         started.set_result(_start_configured(cluster, quiet))
     else:
-        n_workers = n_workers or machine_workers()
-        memory_limit = memory_limit or worker_memory_limit(n_workers)
-        environ = _worker_environ()
-        # Here, not in the thread: only the main thread can have the workers ignore Ctrl-C.
-        method = _start_forkserver(preload, environ)
-        args = (n_workers, memory_limit, quiet, tuple(preload), method, environ)
-        started = _in_background(_start_local, *args)
+        arguments = _local_arguments(n_workers, memory_limit, quiet, preload)
+        started = _in_background(_start_local, *arguments)
     _starting = started
     try:
         yield None if background else _ready_client()

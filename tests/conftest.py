@@ -177,9 +177,20 @@ def on_one_and_two_workers(run: Callable[[Path], T], root: Path) -> tuple[T, T]:
 
 
 @pytest.fixture(scope="module", params=[1, 2], ids=["1worker", "2workers"])
-def local_client(request):
-    """An embedded LocalCluster of worker processes, as seisctf makes it, with 1 or 2 workers."""
+def local_cluster_address(request):
+    """An embedded LocalCluster of worker processes, as seisctf makes it, with 1 or 2 workers,
+    started once per module: its scheduler address (no client is active meanwhile)."""
+    from seisctf.cluster import embedded_cluster
+
+    with embedded_cluster(n_workers=request.param, memory_limit="2GiB") as address:
+        yield address
+
+
+@pytest.fixture
+def local_client(local_cluster_address):
+    """The active client of `local_cluster_address`, for this test only: the module's other
+    tests run on the local threaded scheduler whatever their order."""
     from seisctf.cluster import dask_client
 
-    with dask_client(n_workers=request.param, memory_limit="2GiB", quiet=True) as client:
+    with dask_client(local_cluster_address, quiet=True) as client:
         yield client

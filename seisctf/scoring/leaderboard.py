@@ -15,19 +15,17 @@ import hashlib
 import json
 import os
 import sqlite3
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from seisctf.errors import InvalidInput
+from seisctf.scoring import sqlite_wal
 from seisctf.scoring.release import public_entries
 
 FAMILIES = ("ctf", "picks")
 # The flat scores stored for a pick result: F1 of detection, P and S picks.
 PICK_SCORE_KEYS = {"detection_f1": "detection", "p_f1": "p", "s_f1": "s"}
-LOCK_WAIT_S = 120.0
-T = TypeVar("T")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS submissions (
@@ -63,40 +61,11 @@ _COLUMNS = (
 _JSON_COLUMNS = ("scores", "metadata", "result")
 
 
-def _is_lock_error(error: sqlite3.Error) -> bool:
-    return isinstance(error, sqlite3.OperationalError) and (
-        "locked" in str(error) or "busy" in str(error)
-    )
-
-
-def _retry_locked(action: Callable[[], T]) -> T:
-    """Run `action()` until it gets past SQLite's lock errors (those it does not wait for by
-    itself, e.g. switching a fresh file to WAL) or `LOCK_WAIT_S` pass."""
-    deadline = time.monotonic() + LOCK_WAIT_S
-    while True:
-        try:
-            return action()
-        except sqlite3.OperationalError as error:
-            if not _is_lock_error(error) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
-
-
 def _connect(db_path: str | Path) -> sqlite3.Connection:
     """Open (creating if needed) a leaderboard database in WAL mode, its schema up to date.
 
     A file that is not an SQLite database is bad input."""
-    Path(db_path).parent.mkdir(parents=True, exist_ok=True)
-    connection = sqlite3.connect(str(db_path), timeout=60, isolation_level=None)
-    try:
-        _retry_locked(lambda: connection.execute("PRAGMA journal_mode=WAL"))
-        _retry_locked(lambda: _migrate(connection))
-    except sqlite3.DatabaseError as error:
-        connection.close()
-        if _is_lock_error(error):
-            raise
-        raise InvalidInput(str(db_path), f"not a seisctf leaderboard database ({error})") from None
-    return connection
+    return sqlite_wal.connect(db_path, _migrate, "a seisctf leaderboard database")
 
 
 def check_database(db_path: str | Path) -> None:
@@ -203,7 +172,7 @@ def record(
             raise
 
     try:
-        return _retry_locked(insert)
+        return sqlite_wal.retry_locked(insert)
     finally:
         connection.close()
 

@@ -25,10 +25,10 @@ import sqlite3
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from seisctf.errors import InvalidInput
+from seisctf.scoring import sqlite_wal
 
 POLICY = "seisctf-release-2"
 CTF_DIGITS = 1  # E1..E12 and AvgScore in steps of 0.1 (of a score between -100 and 100)
@@ -161,19 +161,13 @@ class Release:
             raise InvalidInput("quota", f"expected at least 1 release per 24 h, got {self.quota}")
 
 
+def _prepare(connection: sqlite3.Connection) -> None:
+    connection.execute(_SCHEMA)
+    connection.execute(_INDEX)
+
+
 def _connect(path: str) -> sqlite3.Connection:
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    connection = sqlite3.connect(path, timeout=60, isolation_level=None)
-    try:
-        connection.execute("PRAGMA journal_mode=WAL")
-        connection.execute(_SCHEMA)
-        connection.execute(_INDEX)
-    except sqlite3.DatabaseError as error:
-        connection.close()
-        if "locked" in str(error) or "busy" in str(error):
-            raise
-        raise InvalidInput(path, f"not a release quota database ({error})") from None
-    return connection
+    return sqlite_wal.connect(path, _prepare, "a release quota database")
 
 
 def _utc(seconds: float) -> str:
