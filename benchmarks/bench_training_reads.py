@@ -1,7 +1,8 @@
 """Benchmark: training reads — samples/s through SeisBench's `GenericGenerator` with the PhaseNet
-tutorial's augmentations (`training_pipeline`) and a torch DataLoader, from SeisBench's own
-HDF5 dataset and from the event-window store ingested from it (local, and on S3: SeaweedFS on
-loopback, started here), with 0 and 2 DataLoader workers; the peak RSS of every loader process.
+tutorial's augmentations and a torch DataLoader (`seisctf.catalogs.seisbench_training`), from
+SeisBench's own HDF5 dataset and from the event-window store ingested from it (local, and on S3:
+SeaweedFS on loopback, started here), with 0 and 2 DataLoader workers; the peak RSS of every
+loader process.
 
 Data, under --data DIR (made when missing, not timed): `sb/`, a chunked SeisBench dataset
 (`make_archive.py seisbench DIR/sb --windows N --samples S`: 3 × S float32 windows at 100 Hz,
@@ -14,7 +15,7 @@ Each row runs in a fresh process (`--row NAME --workers N`): opens its dataset (
 `WaveformDataset(DIR/sb, component_order="ZNE")`, its defaults: `cache=None`; store:
 `seisctf.catalogs.seisbench_dataset(URL)`, its defaults: `cache_bytes` 256 MiB; on S3 also
 with `signed_urls=False`, every read through s3fs), builds
-`training_pipeline.loader(dataset, seed=0, num_workers=N, batch_size=--batch)` (shuffled,
+`phasenet_loader(dataset, seed=0, num_workers=N, batch_size=--batch)` (shuffled,
 seeded), skips --warmup batches (worker start-up), then times --batches batches: samples/s;
 then times --reads `get_sample` calls alone (random rows, no augmentation): the reads, which is
 what the two kinds of dataset differ in (the augmentations cost both the same).
@@ -54,7 +55,8 @@ sys.path.insert(1, str(HERE.parent))
 sys.path.insert(2, str(HERE.parent / "tests"))
 
 from bench_ctf_scoring import load_average  # noqa: E402
-from training_pipeline import loader  # noqa: E402
+
+from seisctf.catalogs.seisbench_training import phasenet_generator, phasenet_loader  # noqa: E402
 
 MIB = 2**20
 BUCKET = "train"
@@ -110,7 +112,9 @@ def run_row(args: argparse.Namespace) -> dict[str, Any]:
     began = time.perf_counter()
     dataset = opener(args)
     opened_s = time.perf_counter() - began
-    batches = iter(loader(dataset, seed=0, num_workers=args.workers, batch_size=args.batch))
+    batches = iter(
+        phasenet_loader(dataset, seed=0, num_workers=args.workers, batch_size=args.batch)
+    )
     for _ in range(args.warmup):
         next(batches)
     began = time.perf_counter()
@@ -217,11 +221,9 @@ def interleaved(args: argparse.Namespace, names: list[str], blocks: int = 30) ->
     the generator and of `get_sample` alone, so the machine's load changes hit all alike."""
     import statistics
 
-    from training_pipeline import generator
-
     logging.getLogger("seisbench").setLevel(logging.ERROR)
     datasets = {name: ROWS[name][0](args) for name in names}
-    generators = {name: generator(dataset) for name, dataset in datasets.items()}
+    generators = {name: phasenet_generator(dataset) for name, dataset in datasets.items()}
     rng = np.random.default_rng(3)
     times: dict[str, dict[str, list[float]]] = {n: {"gen": [], "get": []} for n in names}
     for block in range(blocks):
