@@ -12,6 +12,7 @@ from typing import Any
 
 _LAZY = {
     "seisbench_dataset": "seisctf.catalogs.seisbench_store",
+    "BatchReads": "seisctf.catalogs.seisbench_training",
     "phasenet_augmentations": "seisctf.catalogs.seisbench_training",
     "phasenet_loader": "seisctf.catalogs.seisbench_training",
     "phasenet_loss": "seisctf.catalogs.seisbench_training",

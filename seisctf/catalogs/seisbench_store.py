@@ -127,6 +127,13 @@ class StoreWaveformDataset(sbd.WaveformDataset):
             "Skipping preload: a store-backed dataset reads through its bounded cache."
         )
 
+    def prefetch(self, idx) -> None:
+        """Read the windows of samples `idx` (positions in `metadata`) into this process's
+        cache at once, concurrently (`WindowReader.prefetch`): what a batch reads before its
+        samples are made one by one (`seisbench_training.BatchReads`)."""
+        rows = self._metadata[STORE_ROW].to_numpy()[np.asarray(idx, dtype=np.int64)]
+        self._reader.prefetch(rows)
+
     def copy(self) -> StoreWaveformDataset:
         other = copy.copy(self)
         other._metadata = self._metadata.copy()

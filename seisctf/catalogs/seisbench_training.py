@@ -46,6 +46,31 @@ def phasenet_generator(dataset: Any, window_samples: int = WINDOW_SAMPLES) -> An
     return generate
 
 
+class BatchReads:
+    """A map-style dataset of the samples of `generator` (a SeisBench `GenericGenerator`),
+    whose batches first read all their windows at once: torch's DataLoader hands a batch's
+    indices to `__getitems__`, which calls `generator.dataset.prefetch(indices)` where the
+    dataset has one (a store's: concurrent ranged reads into its cache; SeisBench's own
+    datasets have none), then makes the samples one by one as the generator does. A batch on
+    S3 then waits about as long as its slowest read, not the sum of its reads; the samples and
+    their random draws are the generator's, in the same order."""
+
+    def __init__(self, generator: Any) -> None:
+        self.generator = generator
+
+    def __len__(self) -> int:
+        return len(self.generator)
+
+    def __getitem__(self, idx: int) -> dict:
+        return self.generator[idx]
+
+    def __getitems__(self, indices: list[int]) -> list[dict]:
+        prefetch = getattr(self.generator.dataset, "prefetch", None)
+        if prefetch is not None:
+            prefetch(indices)
+        return [self.generator[idx] for idx in indices]
+
+
 def phasenet_loader(
     dataset: Any,
     *,
@@ -54,11 +79,13 @@ def phasenet_loader(
     seed: int | None = None,
     shuffle: bool = True,
     window_samples: int = WINDOW_SAMPLES,
+    batch_reads: bool = True,
 ) -> Any:
-    """A torch DataLoader over `phasenet_generator(dataset, window_samples)`; its workers seeded
-    by SeisBench's `worker_seeding`. With `seed`, every random draw follows it: the shuffle (a
-    seeded torch generator) and the augmentations' NumPy draws (this process's, seeded now;
-    each worker's from its torch seed)."""
+    """A torch DataLoader over `phasenet_generator(dataset, window_samples)` (wrapped in
+    `BatchReads` unless `batch_reads=False`); its workers seeded by SeisBench's
+    `worker_seeding`. With `seed`, every random draw follows it: the shuffle (a seeded torch
+    generator) and the augmentations' NumPy draws (this process's, seeded now; each worker's
+    from its torch seed)."""
     import torch
     from seisbench.util import worker_seeding
 
@@ -66,8 +93,9 @@ def phasenet_loader(
     if seed is not None:
         np.random.seed(seed)
         shuffle_draws = torch.Generator().manual_seed(seed)
+    generator = phasenet_generator(dataset, window_samples)
     return torch.utils.data.DataLoader(
-        phasenet_generator(dataset, window_samples),
+        BatchReads(generator) if batch_reads else generator,
         batch_size=batch_size,
         shuffle=shuffle,
         num_workers=num_workers,

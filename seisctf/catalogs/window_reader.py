@@ -7,12 +7,12 @@ or not, chunk codecs `bytes` (little endian) then `blosc` or nothing. A window c
 read of its chunk inside its shard; a shard's index (16 bytes a chunk) is read once and kept.
 Nothing else of the store is read. Another codec chain is refused, naming the array.
 
-On S3 (s3fs), ranged reads of at most `DIRECT_READS` ranges go to presigned URLs of the shards
-(made by s3fs with the store's credentials, renewed after half their `SIGNED_URL_SECONDS`)
-through one urllib3 connection pool per process: one HTTP GET per window without botocore's
-per-request work and a hop to fsspec's event loop (benchmarks/RESULTS.md, "Training reads",
-measures both). More ranges at once, other filesystems, and `signed_urls=False` go through
-fsspec's `cat_ranges` (concurrent requests).
+On S3 (s3fs), ranged reads go to presigned URLs of the shards (made by s3fs with the store's
+credentials, renewed after half their `SIGNED_URL_SECONDS`) through one urllib3 connection pool
+per process: one HTTP GET per window without botocore's per-request work and a hop to fsspec's
+event loop (benchmarks/RESULTS.md, "Training reads", measures both); several ranges at once
+(`prefetch`, a batch's windows) go out concurrently on up to `READ_THREADS` threads. Other
+filesystems and `signed_urls=False` go through fsspec's `cat_ranges` (concurrent requests).
 
 Memory: one byte-bounded least-recently-used cache per process holds shard indexes and the
 compressed chunks read (`cache_bytes`, default `DEFAULT_CACHE_BYTES`), so a reader never holds
@@ -42,7 +42,7 @@ from seisctf.errors import InvalidInput
 
 DEFAULT_CACHE_BYTES = 256 * 2**20
 SIGNED_URL_SECONDS = 3600
-DIRECT_READS = 4  # ranges read one after the other over presigned URLs; more: concurrently
+READ_THREADS = 16  # presigned GETs in flight at once per process (a batch's windows)
 MISSING = 2**64 - 1  # a shard index's (offset, nbytes) of a chunk that was never written
 INDEX_ENTRY_BYTES = 16
 CRC_BYTES = 4
@@ -148,7 +148,8 @@ class ByteLRU:
 
 class SignedRanges:
     """Ranged GETs of the objects of an s3fs filesystem `fs` over presigned URLs, through one
-    urllib3 pool (of `POOL_CLASS`, urllib3's PoolManager unless set) of this process."""
+    urllib3 pool (of `POOL_CLASS`, urllib3's PoolManager unless set) of this process, several
+    at once on a pool of `READ_THREADS` threads."""
 
     POOL_CLASS: Any = None
 
@@ -157,15 +158,37 @@ class SignedRanges:
 
         self._fs = fs
         retries = urllib3.Retry(total=3, backoff_factor=0.2, status_forcelist=(500, 502, 503))
-        self._pool = (self.POOL_CLASS or urllib3.PoolManager)(maxsize=4, retries=retries)
+        self._pool = (self.POOL_CLASS or urllib3.PoolManager)(maxsize=READ_THREADS, retries=retries)
         self._urls: dict[str, tuple[str, float]] = {}
+        self._lock = threading.Lock()
+        self._threads: Any = None
 
     def _url(self, path: str, renew: bool = False) -> str:
-        url, renew_at = self._urls.get(path, ("", 0.0))
-        if renew or time.monotonic() >= renew_at:
-            url = self._fs.sign(path, expiration=SIGNED_URL_SECONDS)
-            self._urls[path] = (url, time.monotonic() + SIGNED_URL_SECONDS / 2)
-        return url
+        with self._lock:
+            url, renew_at = self._urls.get(path, ("", 0.0))
+            if renew or time.monotonic() >= renew_at:
+                url = self._fs.sign(path, expiration=SIGNED_URL_SECONDS)
+                self._urls[path] = (url, time.monotonic() + SIGNED_URL_SECONDS / 2)
+            return url
+
+    def read_many(self, paths: list[str], starts: list, ends: list) -> list:
+        """`read` of each (path, start, end), concurrently; the exception (OSError) in place of
+        the bytes of a read that failed."""
+
+        def read_or_error(place: tuple[str, int, int | None]) -> bytes | OSError:
+            try:
+                return self.read(*place)
+            except OSError as error:
+                return error
+
+        places = list(zip(paths, starts, ends, strict=True))
+        if len(places) == 1:
+            return [read_or_error(places[0])]
+        if self._threads is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._threads = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="seisctf-read")
+        return list(self._threads.map(read_or_error, places))
 
     def read(self, path: str, start: int, end: int | None) -> bytes:
         """Bytes [start, end) of object `path`; start < 0 and end None: its last -start bytes."""
@@ -250,15 +273,9 @@ class WindowReader:
         """Bytes of each (path, start, end) (fsspec's `cat_ranges` conventions), or the
         exception its read raised."""
         fs, _ = self._filesystem()
-        if self._signed is None or len(paths) > DIRECT_READS:
+        if self._signed is None:
             return fs.cat_ranges(paths, starts, ends, on_error="return")
-        out: list = []
-        for path, start, end in zip(paths, starts, ends, strict=True):
-            try:
-                out.append(self._signed.read(path, start, end))
-            except OSError as error:
-                out.append(error)
-        return out
+        return self._signed.read_many(paths, starts, ends)
 
     def read(self, rows) -> np.ndarray:
         """Windows `rows` (store positions, any order, repeats allowed) as float32 (len(rows),
@@ -279,9 +296,24 @@ class WindowReader:
                 out[k] = block[row - chunk * self.layout.chunk_traces]
         return out
 
+    def prefetch(self, rows) -> None:
+        """Read the windows `rows` (store positions) into this process's cache, all at once
+        (concurrent ranged reads, see the module doc), so that reading them one by one next
+        finds them there; windows beyond the cache's size are read again then."""
+        rows = np.asarray(rows, dtype=np.int64).reshape(-1)
+        if rows.size and (rows.min() < 0 or rows.max() >= self.layout.shape[0]):
+            raise IndexError(f"{self.url}: rows outside 0…{self.layout.shape[0] - 1}")
+        self._compressed(np.unique(rows // self.layout.chunk_traces))
+
     def _chunks(self, chunks: np.ndarray) -> list[np.ndarray | None]:
         """Decoded chunks (chunk_traces, channel, sample) in the order of `chunks` (None: never
-        written); the compressed bytes of the missing ones read in one `_ranges` call."""
+        written)."""
+        raw = self._compressed(chunks)
+        return [self._decode(raw[chunk]) for chunk in chunks.tolist()]
+
+    def _compressed(self, chunks: np.ndarray) -> dict[int, bytes | None]:
+        """The stored bytes of each chunk (None: never written), from the cache or, for those
+        missing, read in one `_ranges` call and put in the cache."""
         _, root = self._filesystem()
         raw: dict[int, bytes | None] = {}
         misses = []
@@ -307,7 +339,7 @@ class WindowReader:
                         raise blob
                     raw[chunk] = bytes(blob)
                     self._cache.put(("chunk", chunk), raw[chunk])
-        return [self._decode(raw[chunk]) for chunk in chunks.tolist()]
+        return raw
 
     def _places(self, chunks: list[int]) -> list[tuple[str, int, int] | None]:
         """(object key, start, end) of each chunk's bytes; None for a chunk never written."""

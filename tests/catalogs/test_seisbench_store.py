@@ -11,18 +11,21 @@ import os
 import pickle
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import s3fs
+import seisbench.generate as sbg
 import urllib3
 import zarr
 from event_window_fixtures import write_training_seisbench
 
 from seisctf import storage
-from seisctf.catalogs import phasenet_loader, phasenet_loss, seisbench_dataset
+from seisctf.catalogs import BatchReads, phasenet_loader, phasenet_loss, seisbench_dataset
 from seisctf.catalogs.window_reader import SignedRanges, WindowReader, chunk_layout
 from seisctf.errors import InvalidInput
 from seisctf.recipes.ingest.seisbench import ingest_seisbench
@@ -48,9 +51,13 @@ def original(folder, **options):
     return sbd.WaveformDataset(folder, component_order="ZNE", **options)
 
 
-def batches(dataset, seed: int, num_workers: int) -> list[dict[str, np.ndarray]]:
+def batches(
+    dataset, seed: int, num_workers: int, batch_reads: bool = True
+) -> list[dict[str, np.ndarray]]:
     """Every batch of the training tutorial's generator over `dataset`, shuffled."""
-    loader = phasenet_loader(dataset, seed=seed, num_workers=num_workers, batch_size=8)
+    loader = phasenet_loader(
+        dataset, seed=seed, num_workers=num_workers, batch_size=8, batch_reads=batch_reads
+    )
     return [{key: value.numpy() for key, value in batch.items()} for batch in loader]
 
 
@@ -141,11 +148,19 @@ def test_waveforms_and_samples_equal_seisbench_s(training_dir, training_store, o
         assert mine_meta["trace_sampling_rate_hz"] == want_meta["trace_sampling_rate_hz"]
 
 
-@pytest.mark.parametrize("num_workers", [0, 2, 4])
-def test_generator_batches_equal_seisbench_s(training_dir, training_store, num_workers):
+@pytest.mark.parametrize(
+    ("num_workers", "batch_reads"),
+    [(0, False), (0, True), (2, True), (4, True)],
+    ids=["0-per-sample", "0-batch-reads", "2-batch-reads", "4-batch-reads"],
+)
+def test_generator_batches_equal_seisbench_s(
+    training_dir, training_store, num_workers, batch_reads
+):
+    """SeisBench's own pipeline (plain GenericGenerator + DataLoader) on its dataset gives the
+    batches of the store's, with or without `BatchReads`."""
     ours = seisbench_dataset(training_store)  # all 48 windows, 6 batches, every augmentation
-    expected = batches(original(training_dir), seed=11, num_workers=num_workers)
-    assert_same_batches(expected, batches(ours, seed=11, num_workers=num_workers))
+    expected = batches(original(training_dir), 11, num_workers, batch_reads=False)
+    assert_same_batches(expected, batches(ours, 11, num_workers, batch_reads=batch_reads))
 
 
 @pytest.fixture(scope="module")
@@ -177,15 +192,27 @@ class CountingS3(s3fs.S3FileSystem):
 
 
 class CountingPool(urllib3.PoolManager):
-    """urllib3's pool counting the requests and bytes of its answers (class-wide)."""
+    """urllib3's pool counting the requests and bytes of its answers, and the most requests
+    in flight at once (class-wide; each request waits `DELAY_S` before it is sent)."""
 
-    read_bytes = 0
-    requests = 0
+    read_bytes = requests = in_flight = most_in_flight = 0
+    DELAY_S = 0.0
+    lock = threading.Lock()
 
     def request(self, *args, **kwargs):
-        response = super().request(*args, **kwargs)
-        type(self).read_bytes += len(response.data)
-        type(self).requests += 1
+        cls = type(self)
+        with cls.lock:
+            cls.in_flight += 1
+            cls.most_in_flight = max(cls.most_in_flight, cls.in_flight)
+        time.sleep(cls.DELAY_S)
+        try:
+            response = super().request(*args, **kwargs)
+        finally:
+            with cls.lock:
+                cls.in_flight -= 1
+        with cls.lock:
+            cls.read_bytes += len(response.data)
+            cls.requests += 1
         return response
 
 
@@ -226,10 +253,34 @@ def test_on_s3_a_batch_reads_a_small_part_of_the_store(
     assert dataset._reader.cached_bytes <= 2**20
 
 
+def test_a_batch_on_s3_reads_its_windows_concurrently_then_from_the_cache(
+    s3_training_store, s3_server, training_dir, monkeypatch
+):
+    """`BatchReads`: a batch's 6 windows in 6 shards are read at once (indexes, then windows:
+    12 GETs, several in flight; each held 50 ms, so one after the other would take 0.6 s),
+    after which making its samples reads nothing; the samples are SeisBench's."""
+    monkeypatch.setattr(SignedRanges, "POOL_CLASS", CountingPool)
+    monkeypatch.setattr(CountingPool, "DELAY_S", 0.05)
+    dataset = seisbench_dataset(s3_training_store, s3_server.storage_options)
+    generator = BatchReads(sbg.GenericGenerator(dataset))
+    CountingPool.read_bytes = CountingPool.requests = CountingPool.most_in_flight = 0
+    indices = [1, 9, 17, 25, 33, 41]  # shards of 8 windows: one window in each of 6
+    began = time.perf_counter()
+    dataset.prefetch(indices)
+    seconds = time.perf_counter() - began
+    assert CountingPool.requests == 12
+    assert CountingPool.most_in_flight >= 4
+    assert seconds < 0.3
+    samples = generator.__getitems__(indices)
+    assert CountingPool.requests == 12  # every window came from the cache
+    want = original(training_dir)
+    for idx, sample in zip(indices, samples, strict=True):
+        np.testing.assert_array_equal(sample["X"], want.get_sample(idx)[0])
+
+
 def test_forked_workers_on_s3_give_the_samples_of_one_process(
     s3_training_store, s3_server, training_dir
 ):
-    import seisbench.generate as sbg
     import torch
 
     train = seisbench_dataset(s3_training_store, s3_server.storage_options).train()
