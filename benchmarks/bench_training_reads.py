@@ -13,10 +13,10 @@ window-sized ranged GET is measured beside (unsigned with urllib3: the server's 
 
 Each row runs in a fresh process (`--row NAME --workers N`): opens its dataset (SeisBench:
 `WaveformDataset(DIR/sb, component_order="ZNE")`, its defaults: `cache=None`; store:
-`seisctf.catalogs.seisbench_dataset(URL)`, its defaults: `cache_bytes` 256 MiB; on S3 also
-with `signed_urls=False`, every read through s3fs), builds
-`phasenet_loader(dataset, seed=0, num_workers=N, batch_size=--batch)` (shuffled,
-seeded), skips --warmup batches (worker start-up), then times --batches batches: samples/s;
+`seisctf.catalogs.seisbench_dataset(URL)`, its defaults: `cache_bytes` 256 MiB), builds
+`phasenet_loader(dataset, seed=0, num_workers=N, batch_size=--batch, batch_reads=B)` (shuffled,
+seeded; B: the row's, False for SeisBench: its own plain GenericGenerator; on S3 one row of
+each), skips --warmup batches (worker start-up), then times --batches batches: samples/s;
 then times --reads `get_sample` calls alone (random rows, no augmentation): the reads, which is
 what the two kinds of dataset differ in (the augmentations cost both the same).
 Peak RSS (VmHWM) of the loader's main process and of each worker, read from /proc before the
@@ -56,7 +56,11 @@ sys.path.insert(2, str(HERE.parent / "tests"))
 
 from bench_ctf_scoring import load_average  # noqa: E402
 
-from seisctf.catalogs.seisbench_training import phasenet_generator, phasenet_loader  # noqa: E402
+from seisctf.catalogs.seisbench_training import (  # noqa: E402
+    BatchReads,
+    phasenet_generator,
+    phasenet_loader,
+)
 
 MIB = 2**20
 BUCKET = "train"
@@ -80,21 +84,19 @@ def open_store_s3(args: argparse.Namespace) -> Any:
     return seisbench_dataset(f"s3://{BUCKET}/sb.zarr", json.loads(args.storage_options))
 
 
-def open_store_s3fs(args: argparse.Namespace) -> Any:
-    from seisctf.catalogs import seisbench_dataset
-
-    url, options = f"s3://{BUCKET}/sb.zarr", json.loads(args.storage_options)
-    return seisbench_dataset(url, options, signed_urls=False)
-
-
-# name -> (opener, what the row reads); ORDER: the table's rows, SeisBench (the reference) first.
-ROWS: dict[str, tuple[Callable[[argparse.Namespace], Any], str]] = {
-    "seisbench": (open_seisbench, "SeisBench WaveformDataset, HDF5 (local)"),
-    "store": (open_store, "seisctf store, local"),
-    "store-s3": (open_store_s3, "seisctf store, S3 (SeaweedFS, loopback)"),
-    "store-s3-s3fs": (open_store_s3fs, "seisctf store, S3, every read through s3fs"),
+# name -> (opener, what the row reads, batch_reads: the loader's `BatchReads`, else SeisBench's
+# plain GenericGenerator); ORDER: the table's rows, SeisBench (the reference) first.
+ROWS: dict[str, tuple[Callable[[argparse.Namespace], Any], str, bool]] = {
+    "seisbench": (open_seisbench, "SeisBench WaveformDataset, HDF5 (local)", False),
+    "store": (open_store, "seisctf store, local", True),
+    "store-s3": (open_store_s3, "seisctf store, S3 (SeaweedFS, loopback)", True),
+    "store-s3-per-sample": (
+        open_store_s3,
+        "seisctf store, S3, one read a sample (plain GenericGenerator)",
+        False,
+    ),
 }
-ORDER = ["seisbench", "store", "store-s3", "store-s3-s3fs"]
+ORDER = ["seisbench", "store", "store-s3", "store-s3-per-sample"]
 
 
 def peak_rss_bytes(pid: int | str = "self") -> int:
@@ -108,12 +110,18 @@ def peak_rss_bytes(pid: int | str = "self") -> int:
 def run_row(args: argparse.Namespace) -> dict[str, Any]:
     """One row, in this process: samples/s and peak RSS of the loader's processes."""
     logging.getLogger("seisbench").setLevel(logging.ERROR)
-    opener, _ = ROWS[args.row]
+    opener, _, batch_reads = ROWS[args.row]
     began = time.perf_counter()
     dataset = opener(args)
     opened_s = time.perf_counter() - began
     batches = iter(
-        phasenet_loader(dataset, seed=0, num_workers=args.workers, batch_size=args.batch)
+        phasenet_loader(
+            dataset,
+            seed=0,
+            num_workers=args.workers,
+            batch_size=args.batch,
+            batch_reads=batch_reads,
+        )
     )
     for _ in range(args.warmup):
         next(batches)
@@ -223,7 +231,14 @@ def interleaved(args: argparse.Namespace, names: list[str], blocks: int = 30) ->
 
     logging.getLogger("seisbench").setLevel(logging.ERROR)
     datasets = {name: ROWS[name][0](args) for name in names}
-    generators = {name: phasenet_generator(dataset) for name, dataset in datasets.items()}
+    batch = {}  # name -> the samples of a list of rows, as the row's loader makes them
+    for name, dataset in datasets.items():
+        generator = phasenet_generator(dataset)
+        batch[name] = (
+            BatchReads(generator).__getitems__
+            if ROWS[name][2]
+            else (lambda rows, generator=generator: [generator[row] for row in rows])
+        )
     rng = np.random.default_rng(3)
     times: dict[str, dict[str, list[float]]] = {n: {"gen": [], "get": []} for n in names}
     for block in range(blocks):
@@ -231,8 +246,7 @@ def interleaved(args: argparse.Namespace, names: list[str], blocks: int = 30) ->
         for name in names:
             np.random.seed(block)
             began = time.perf_counter()
-            for row in rows:
-                generators[name][row]
+            batch[name](rows)
             middle = time.perf_counter()
             for row in other:  # other rows: none in a reader's cache from the generator's reads
                 datasets[name].get_sample(row)
@@ -314,7 +328,7 @@ def main() -> None:
             for n in args.workers:
                 results[(row, n)] = child(args, row, n, options)
                 print(f"{row}, {n} workers: {results[(row, n)]['samples_per_s']:.0f} samples/s")
-        same_process = ["seisbench", "store"] + (["store-s3"] if server else [])
+        same_process = [name for name in ORDER if server or "-s3" not in name]
         args.storage_options = json.dumps(options)
         one_process = interleaved(args, same_process, args.blocks)
     finally:
