@@ -37,8 +37,9 @@ LAZY_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
         "xarray, zarr and Dask for it"
     ),
     ("seisctf.catalogs", "__getattr__"): (
-        "the package exports `seisbench_dataset` on first use, so that importing a catalogue "
-        "module (every ingest, the command line) does not load SeisBench and torch"
+        "the package exports `seisbench_dataset` and the training pipeline on first use, so "
+        "that importing a catalogue module (every ingest, the command line) does not load "
+        "SeisBench and torch"
     ),
     ("seisctf.cli.compare", "_run_"): VERB_RUNNER,
     ("seisctf.cli.datasets", "_run_"): VERB_RUNNER,

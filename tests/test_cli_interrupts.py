@@ -60,6 +60,10 @@ def _assert_only_the_cluster_banner_and_phases(lines: list[str]) -> None:
     assert all(PHASE_LINE.match(line) for line in lines[1:]), lines
 
 
+def _sigint_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupt(argv: list[str], marker: str) -> tuple[str, str, list[psutil.Process]]:
     """Run `seisctf ARGV` in a session of its own, and once `marker` is on its stderr send
     SIGINT to its whole process group, as a terminal's Ctrl-C does (the command, the embedded
@@ -67,7 +71,13 @@ def _interrupt(argv: list[str], marker: str) -> tuple[str, str, list[psutil.Proc
     and the child processes there were; asserts the exit code, no traceback, nothing on
     stdout."""
     process = subprocess.Popen(
-        [SEISCTF, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+        [SEISCTF, *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        # Ctrl-C handled as in a terminal's foreground command, however pytest was started:
+        # a shell's background job (`make test &`) ignores SIGINT, and its children inherit that.
+        preexec_fn=_sigint_default,
     )
     try:
         before = _read_until(process, marker, timeout_s=600)

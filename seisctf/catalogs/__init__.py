@@ -10,20 +10,18 @@ from __future__ import annotations
 
 from typing import Any
 
-_LAZY = {
-    "seisbench_dataset": "seisctf.catalogs.seisbench_store",
-    "BatchReads": "seisctf.catalogs.seisbench_training",
-    "phasenet_augmentations": "seisctf.catalogs.seisbench_training",
-    "phasenet_loader": "seisctf.catalogs.seisbench_training",
-    "phasenet_loss": "seisctf.catalogs.seisbench_training",
-}
+TRAINING = ("BatchReads", "phasenet_augmentations", "phasenet_loader", "phasenet_loss")
 
 
 def __getattr__(name: str) -> Any:
     """The training entry points, imported on first use, so that importing any catalogue module
     (every ingest, the command line) does not load SeisBench and torch for them."""
-    if name in _LAZY:
-        import importlib
+    if name == "seisbench_dataset":
+        from seisctf.catalogs.seisbench_store import seisbench_dataset
 
-        return getattr(importlib.import_module(_LAZY[name]), name)
+        return seisbench_dataset
+    if name in TRAINING:
+        from seisctf.catalogs import seisbench_training
+
+        return getattr(seisbench_training, name)
     raise AttributeError(f"module 'seisctf.catalogs' has no attribute {name!r}")
