@@ -4,7 +4,7 @@ bounded memory.
 rechunker does not support zarr v3, so this uses Dask's own task-based rechunk: it plans
 intermediate stages so that no task holds more than `block_size_limit` bytes, and on a cluster the
 workers spill what waits to disk (tests/pipeline/test_rechunk.py turns 768 MiB around through two
-workers of 500 MiB). Dask's peer-to-peer rechunk would stream through disk too, but its barrier
+workers of 700 MiB). Dask's peer-to-peer rechunk would stream through disk too, but its barrier
 tasks do not survive xarray's `to_zarr(compute=False)`, which turns the graph into a Delayed
 (dask 2026.8: "lost dependencies"). Values are copied, never recomputed: the result is the same
 array for any chunking and any number of workers.
