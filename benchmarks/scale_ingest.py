@@ -11,7 +11,7 @@ client), the scheduler's process, each worker's.
   station and channel of day 1, then day 2, …), at 0.03, 0.1, 0.3, 1 and 3 GB (100x; `--quick`:
   3 sizes of a small archive);
 - files: small-file archives (`make_archive.py sds --files N`, 0.1 Hz day files of ~12 KiB) of
-  10^3, 10^4 and 10^5 files (`--quick`: 10^2, 3·10^2, 10^3).
+  10^3, 10^4 and 10^5 files (`--quick`: 60, 200, 600).
 
 Per run: bytes, files, samples decoded (the archive summary's count), wall seconds (spawn to
 exit), samples/s, peak RSS (MiB) of client, scheduler and each worker, Dask tasks, the time from
@@ -62,7 +62,7 @@ GB = 1e9
 SIZES_GB = (0.03, 0.1, 0.3, 1.0, 3.0)
 QUICK_FRACTIONS = (1 / 12, 1 / 4, 1.0)  # of the quick archive's files
 FILE_COUNTS = (1_000, 10_000, 100_000)
-QUICK_FILE_COUNTS = (100, 300, 1_000)
+QUICK_FILE_COUNTS = (60, 200, 600)
 SMALL_FILE_DAYS = 30
 N_WORKERS = 2
 READ_HOURS = 5  # station-hours read at the largest size
@@ -522,7 +522,7 @@ def sections(options: ScaleOptions) -> Iterator[Section]:
     yield planning_section("Ingest planning, where it goes: bytes", byte_runs)
     yield planning_section("Ingest planning, where it goes: files", file_runs)
     smallest = first_bytes(archive, byte_runs[0].bytes)
-    per_core = per_core_section(archive, smallest, 3 if options.quick else 5)
+    per_core = per_core_section(archive, smallest, 2 if options.quick else 5)
     if per_core is not None:
         yield per_core
 

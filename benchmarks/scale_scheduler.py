@@ -88,8 +88,8 @@ def external_cluster(workdir: Path, workers: int = WORKERS) -> Iterator[tuple[st
         for process in reversed(processes):
             process.terminate()
         for process in processes:
-            try:
-                process.wait(timeout=20)
+            try:  # a `dask worker --no-nanny` whose scheduler went can take 20 s and more
+                process.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
