@@ -20,8 +20,9 @@ each), skips --warmup batches (worker start-up), then times --batches batches: s
 then times --reads `get_sample` calls alone (random rows, no augmentation): the reads, which is
 what the two kinds of dataset differ in (the augmentations cost both the same).
 Peak RSS (VmHWM) of the loader's main process and of each worker, read from /proc before the
-workers stop. Every file was read from the page cache (the machine's RAM holds both datasets).
-Rows run in turn, SeisBench first; ratios are against SeisBench with the same workers.
+workers stop; on S3 also the server's CPU time (its process's user + system seconds over the
+row) per sample read. Every file was read from the page cache (the machine's RAM holds both
+datasets). Rows run in turn, SeisBench first; ratios are against SeisBench with the same workers.
 
 Then the same readers once more, in this one process and interleaved block by block (the same
 rows and augmentation draws for each): medians of the generator's and of `get_sample`'s time a
@@ -267,11 +268,21 @@ def interleaved(args: argparse.Namespace, names: list[str], blocks: int = 30) ->
     return lines
 
 
+def cpu_seconds(server: Any) -> float:
+    """User + system CPU seconds of the S3 server's process so far (0 without a server)."""
+    if server is None:
+        return 0.0
+    import psutil
+
+    times = psutil.Process(server.process.pid).cpu_times()
+    return times.user + times.system
+
+
 def table(results: dict[tuple[str, int], dict], workers: list[int]) -> list[str]:
     lines = [
         "| reader | workers | samples/s | × SeisBench | get_sample alone (ms) | peak RSS main "
-        "(MiB) | peak RSS per worker (MiB) | open (s) |",
-        "|---|---:|---:|---:|---:|---:|---|---:|",
+        "(MiB) | peak RSS per worker (MiB) | open (s) | S3 server CPU ms / sample |",
+        "|---|---:|---:|---:|---:|---:|---|---:|---:|",
     ]
     for row in ORDER:
         for n in workers:
@@ -280,10 +291,11 @@ def table(results: dict[tuple[str, int], dict], workers: list[int]) -> list[str]
             got, reference = results[(row, n)], results[("seisbench", n)]
             ratio = got["samples_per_s"] / reference["samples_per_s"]
             per_worker = ", ".join(f"{r / MIB:.0f}" for r in got["rss_workers"]) or "—"
+            server_ms = "—" if got.get("server_cpu_ms") is None else f"{got['server_cpu_ms']:.2f}"
             lines.append(
                 f"| {ROWS[row][1]} | {n} | {got['samples_per_s']:.0f} | {ratio:.2f} "
                 f"| {got['get_sample_ms']:.2f} | {got['rss_main'] / MIB:.0f} | {per_worker} "
-                f"| {got['open_s']:.1f} |"
+                f"| {got['open_s']:.1f} | {server_ms} |"
             )
     return lines
 
@@ -326,7 +338,13 @@ def main() -> None:
             if "-s3" in row and server is None:
                 continue
             for n in args.workers:
+                server_cpu_before = cpu_seconds(server)
                 results[(row, n)] = child(args, row, n, options)
+                # The S3 server's CPU over the row, per sample the row read (timed batches,
+                # warm-up and the get_sample calls; a few batches more in the workers' queues).
+                samples = (args.warmup + args.batches) * args.batch + args.reads
+                server_ms = 1e3 * (cpu_seconds(server) - server_cpu_before) / samples
+                results[(row, n)]["server_cpu_ms"] = server_ms if "-s3" in row else None
                 print(f"{row}, {n} workers: {results[(row, n)]['samples_per_s']:.0f} samples/s")
         same_process = [name for name in ORDER if server or "-s3" not in name]
         args.storage_options = json.dumps(options)
