@@ -75,6 +75,8 @@ EMBEDDED_ENVIRON = {"MALLOC_MMAP_THRESHOLD_": 16 * 2**20, "MALLOC_ARENA_MAX": 1}
 # left ~50 MiB for data and spilled nearly every block: 1.0-1.3 GiB per worker for a 1 GiB
 # chain, 0.2-0.4 GiB at these values (benchmarks/RESULTS.md). Tasks here stream bounded blocks,
 # so the room between spill and the 95 % terminate threshold is enough.
+# (A task-based rechunk of an array bigger than a small worker does not stream: its heap grows to
+# the spill line and stays, and 5 % was too little room at 700 MiB; tests/pipeline/test_rechunk.py.)
 # Applied where the user's dask config still has distributed's defaults.
 EMBEDDED_MEMORY_FRACTIONS = {"spill": (0.7, 0.85), "pause": (0.8, 0.9)}
 # An embedded cluster still starting in the background (`dask_client(background=True)`).

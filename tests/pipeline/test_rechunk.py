@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+import dask
 import dask.array as da
 import numpy as np
 import xarray as xr
@@ -13,13 +14,19 @@ from seisctf import storage
 from seisctf.cluster import dask_client
 from seisctf.recipes.rechunk import rechunk, rechunk_method
 
-# 700 MiB: at 500 MiB (about 150 MiB of it the idle process), with the embedded workers' one
-# malloc arena and 16 MiB mmap threshold (seisctf.cluster.EMBEDDED_ENVIRON), the nanny
-# restarted a worker past 95 % of its limit in 3 of 8 runs on an idle machine (the values were
-# still right; returning free heap pages with malloc_trim every 200 ms did not prevent it).
-# With glibc's defaults 5 of 5 passed, but the filter chain benchmark then ran at 0.57x of
-# scipy instead of 0.8x (one run, 2026-12-03). 6 of 6 passed at 700 MiB.
+# 700 MiB workers. A worker's heap grows to about where it starts to spill and keeps those pages
+# (counted as unmanaged memory), so what decides a restart is the room between the spill and
+# pause fractions and the nanny's 95 %. The embedded fractions (spill 0.85, pause 0.9,
+# seisctf.cluster.EMBEDDED_MEMORY_FRACTIONS, chosen for streaming chains) leave 35 MiB of it
+# here; workers peaked at 596-637 MiB of the 665 MiB terminate line (6 runs) and one was restarted
+# on the CI machine. A user who turns arrays bigger than a worker around on small workers sets
+# lower fractions, as here: peaks 471-496 MiB (4 runs, 2026-12-03). Values the user sets are kept.
+# (At 500 MiB with the embedded fractions the nanny restarted a worker in 3 of 8 runs.)
 WORKER_LIMIT = 700 * 2**20
+SMALL_WORKER_FRACTIONS = {
+    "distributed.worker.memory.spill": 0.65,
+    "distributed.worker.memory.pause": 0.75,
+}
 
 
 def _wavefield(n_time: int, n_sensor: int, chunks: tuple[int, int]) -> xr.Dataset:
@@ -45,8 +52,18 @@ def test_time_to_trace_contiguous_bigger_than_a_worker(tmp_path):
     n_time, n_sensor = 24_576, 8192  # 768 MiB float32
     source = _wavefield(n_time, n_sensor, (n_time, 128))  # time-contiguous: 12 MiB chunks
     url = str(tmp_path / "rows.zarr")
-    with dask_client(n_workers=2, memory_limit=WORKER_LIMIT, quiet=True) as client:
+    with (
+        dask.config.set(SMALL_WORKER_FRACTIONS),
+        dask_client(n_workers=2, memory_limit=WORKER_LIMIT, quiet=True) as client,
+    ):
         workers = client.run(os.getpid)  # a worker lost and restarted by its nanny changes it
+        fractions = client.run(
+            lambda dask_worker: (
+                dask_worker.memory_manager.memory_spill_fraction,
+                dask_worker.memory_manager.memory_pause_fraction,
+            )
+        )
+        assert set(fractions.values()) == {(0.65, 0.75)}  # the user's, not the embedded ones
         assert rechunk_method() == "tasks"
         rows = rechunk(source, {cv.TIME: 384, cv.SENSOR: n_sensor})  # 12 MiB rows
         storage.write_dataset(rows, url, quiet=True)
