@@ -140,7 +140,9 @@ def test_too_few_stations_says_so_and_auto_passes_no_other_error(tmp_path, dask_
 
 def test_a_short_wavefield_store(tmp_path, dask_cluster, capsys):
     wavefield = str(tmp_path / "wavefield.zarr")
-    storage.write_dataset(smooth_wavefield(n_time=1000, n_sensor=200), wavefield, quiet=True)
+    # Chunks of 250 x 200: at the fixture's default 64 x 16, 2,080 chunks made ~10,000 tasks.
+    store = smooth_wavefield(n_time=1000, n_sensor=200, chunks=(250, 200))
+    storage.write_dataset(store, wavefield, quiet=True)
     out = tmp_path / "bundle"
     assert main(tasks(wavefield, out, "seismo", dask_cluster.address)) == 3
     line = error_line(capsys)

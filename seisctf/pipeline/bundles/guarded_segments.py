@@ -58,9 +58,11 @@ here is any trace of the record, e.g. a DAS fibre's channel):
    stations are usable throughout is used (the earliest among equals); the other stations are
    dropped and listed in the attrs. Too few stations for the layout's `modes`, or a record
    shorter than ten slots, is an error (InvalidInput).
-4. Per used slot and kept station: chunks of 1 station × `time_chunk_samples` from the slot's
-   start (a function of the data's shape only, so the bundle's bytes never depend on how the
-   store was chunked), then to the CTF rate with the causal filters (`to_ctf_rate`):
+4. Per used slot: chunks of `time_chunk_samples` from the slot's start and of as many stations
+   as fill about that many samples (`stations_per_chunk`: 1 when a slot is that long; a function
+   of the data's shape only, so the bundle's bytes never depend on how the store was chunked,
+   and each station is filtered alone whatever its neighbours in a chunk), then to the CTF rate
+   with the causal filters (`to_ctf_rate`):
    `filters.decimate` when the store's rate is an integer multiple of `rate_hz` (Butterworth
    anti-alias filter of order 8 at 0.8 × the new Nyquist frequency, then every factor-th
    sample), else `filters.resample` (the same filter, then the delayed polyphase FIR); nothing
@@ -114,19 +116,29 @@ def to_ctf_rate(
     trace_chunks: Mapping[str, int] | None = None,
 ) -> xr.DataArray:
     """`data(station, time)` (attr `sampling_rate`) brought to `rate_hz` with the causal
-    filters (module docstring), float64, in chunks of 1 station × `time_chunk_samples` from its
-    first sample (`trace_chunks`: other chunks along the trace dims, e.g. {"distance": 128}):
+    filters (module docstring), float64, in chunks of `stations_per_chunk` stations ×
+    `time_chunk_samples` from its first sample (`trace_chunks`: other chunks along the trace
+    dims, e.g. {"distance": 128}):
     sample k depends on input samples at or before k / rate_hz s only. NaN where a gap is
     within the filters' reach before the sample (`filters.py`'s causal NaN policy)."""
     source_rate_hz = float(data.attrs[cv.ATTR_SAMPLING_RATE])
     up, down = ctf_ratio(source_rate_hz, rate_hz, what)
-    data = data.chunk({**(trace_chunks or {cv.STATION: 1}), cv.TIME: time_chunk_samples})
+    stations = stations_per_chunk(data.sizes[cv.TIME], time_chunk_samples)
+    data = data.chunk({**(trace_chunks or {cv.STATION: stations}), cv.TIME: time_chunk_samples})
     tolerance = FILTER_TOLERANCE
     if up == 1 and down > 1:
         return filters.decimate(data, factor=down, tolerance=tolerance, zero_phase=False)
     if down > 1:
         return filters.resample(data, sampling_rate=rate_hz, tolerance=tolerance, zero_phase=False)
     return data.astype(np.float64)
+
+
+def stations_per_chunk(n_samples: int, time_chunk_samples: int) -> int:
+    """Stations in one chunk of a slot of `n_samples` raw samples cut in chunks of
+    `time_chunk_samples`: enough to hold about `time_chunk_samples` samples (1 when the slot is
+    that long). Short slots of many stations would otherwise be thousands of tiny tasks: the
+    scheduler's ~1 ms each, not the filters, set the time."""
+    return max(1, time_chunk_samples // max(1, min(n_samples, time_chunk_samples)))
 
 
 def remove_offset(segment: xr.DataArray, public_rows: int) -> xr.DataArray:
@@ -160,7 +172,8 @@ def slot_leads(
     n_slots = data.sizes[cv.TIME] // slot_samples
     finite = da.isfinite(data.transpose(trace_dim, cv.TIME).data[:, : n_slots * slot_samples])
     per_chunk = slot_samples * max(1, TIME_CHUNK_SAMPLES // slot_samples)
-    finite = finite.rechunk({0: 1, 1: per_chunk})
+    stations = stations_per_chunk(finite.shape[1], TIME_CHUNK_SAMPLES)
+    finite = finite.rechunk({0: stations, 1: per_chunk})
     finite = finite.reshape(finite.shape[0], n_slots, slot_samples)
     head = finite[:, :, : max_lead + 1]
     lead = head.argmax(axis=2)  # the first finite sample of the head (0 if none)
