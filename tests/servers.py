@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -80,7 +81,9 @@ class S3Server:
         return s3fs.S3FileSystem(**self.storage_options)
 
 
-def _weed_command(directory: Path, ports: dict[str, int], host: str = LOOPBACK) -> list[str]:
+def _weed_command(
+    directory: Path, ports: dict[str, int], host: str = LOOPBACK, options: Sequence[str] = ()
+) -> list[str]:
     return [
         weed_binary(),
         "server",
@@ -105,6 +108,7 @@ def _weed_command(directory: Path, ports: dict[str, int], host: str = LOOPBACK) 
         # servers of concurrent test runs do not collide.
         "-s3.port.iceberg=0",
         "-s3.port.lance=0",
+        *options,
     ]
 
 
@@ -113,17 +117,18 @@ def start_s3(
     timeout_s: float = 60.0,
     ports: dict[str, int] | None = None,
     host: str = LOOPBACK,
+    options: Sequence[str] = (),
 ) -> S3Server:
     """`weed server -s3` on loopback (or on `host`, an address of this machine) with its own
     ports (or `ports`: those of a stopped server to start again on the same data folder) and
-    data folder; waits until S3 answers."""
+    data folder, and `weed server` `options` added; waits until S3 answers."""
     ports = ports or {
         name: free_port(grpc_offset=True) for name in ("master", "volume", "filer", "s3")
     }
     directory.mkdir(parents=True, exist_ok=True)
     log = open(directory / "weed.log", "ab")  # noqa: SIM115 - closed with the process
     process = subprocess.Popen(
-        _weed_command(directory, ports, host),
+        _weed_command(directory, ports, host, options),
         stdout=log,
         stderr=subprocess.STDOUT,
         cwd=directory,
