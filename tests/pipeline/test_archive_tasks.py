@@ -28,7 +28,7 @@ from seisctf.pipeline.bundles.archive_wavefield import (
     select_channel,
     wavefield_for_tasks,
 )
-from seisctf.pipeline.bundles.guarded_segments import to_ctf_rate
+from seisctf.pipeline.bundles.guarded_segments import stations_per_chunk, to_ctf_rate
 from seisctf.pipeline.bundles.layouts import Layout, load_layout
 from seisctf.pipeline.transforms import filters
 from seisctf.recipes.filter_design import guard_steps
@@ -152,6 +152,29 @@ def test_resampled_channel_equals_obspy_on_real_data(real):
         assert np.isfinite(ours[warmup:]).all()
         peak = np.nanmax(np.abs(expected))
         np.testing.assert_allclose(ours[warmup:], expected[warmup:181], rtol=0, atol=1e-6 * peak)
+
+
+@pytest.mark.parametrize(("rate_hz", "ctf_rate_hz"), [(20.0, 1.0), (40.0, 3.0), (1.0, 1.0)])
+def test_stations_batched_in_a_chunk_are_each_filtered_alone(rate_hz, ctf_rate_hz):
+    """A short slot of many stations goes to the CTF rate in chunks of several stations
+    (`stations_per_chunk`); every station's bytes equal those of it alone (decimate, resample,
+    equal rates), NaN where a gap is within reach included."""
+    rng = np.random.default_rng(5)
+    n_stations, n_samples = 41, int(700 * rate_hz)
+    values = rng.standard_normal((n_stations, n_samples)).astype(np.float32)
+    values[7, 100:130] = np.nan
+    data = xr.DataArray(
+        values, dims=(cv.STATION, cv.TIME), attrs={cv.ATTR_SAMPLING_RATE: rate_hz}
+    ).chunk({cv.STATION: 3, cv.TIME: 1000})  # the store's chunks: replaced by to_ctf_rate's
+    time_chunk = 2**16
+    batched = to_ctf_rate(data, ctf_rate_hz, time_chunk, "batched")
+    per_chunk = stations_per_chunk(n_samples, time_chunk)
+    assert per_chunk > 1 and batched.chunks[0][0] == min(per_chunk, n_stations)
+    together = batched.compute(scheduler="sync").values
+    for station in range(n_stations):
+        alone = to_ctf_rate(data.isel({cv.STATION: [station]}), ctf_rate_hz, time_chunk, "alone")
+        assert alone.compute(scheduler="sync").values[0].tobytes() == together[station].tobytes()
+    assert np.isnan(together[7]).any() and np.isfinite(together[0]).all()
 
 
 def _segments(real) -> tuple[np.ndarray, dict]:
