@@ -67,6 +67,7 @@ class S3Server:
     process: subprocess.Popen
     directory: Path
     ports: dict[str, int]
+    options: tuple[str, ...] = ()  # added to `weed server`'s command line
 
     @property
     def storage_options(self) -> dict:
@@ -134,7 +135,7 @@ def start_s3(
         cwd=directory,
         start_new_session=True,
     )
-    server = S3Server(f"http://{host}:{ports['s3']}", process, directory, ports)
+    server = S3Server(f"http://{host}:{ports['s3']}", process, directory, ports, tuple(options))
     deadline = time.monotonic() + timeout_s
     bucket = f"probe-{os.getpid()}"
     while time.monotonic() < deadline:
@@ -154,10 +155,12 @@ def start_s3(
 
 
 def restart_s3(server: S3Server, timeout_s: float = 60.0) -> S3Server:
-    """Start a stopped (or killed) server again: same data folder, same address and ports."""
+    """Start a stopped (or killed) server again: same data folder, address, ports and options."""
     stop_process(server.process)
     host = urlsplit(server.endpoint_url).hostname or LOOPBACK
-    return start_s3(server.directory, timeout_s, ports=server.ports, host=host)
+    return start_s3(
+        server.directory, timeout_s, ports=server.ports, host=host, options=server.options
+    )
 
 
 @dataclass

@@ -63,7 +63,8 @@ def test_time_to_trace_contiguous_bigger_than_a_worker(tmp_path):
                 dask_worker.memory_manager.memory_pause_fraction,
             )
         )
-        assert set(fractions.values()) == {(0.65, 0.75)}  # the user's, not the embedded ones
+        user = tuple(SMALL_WORKER_FRACTIONS.values())
+        assert set(fractions.values()) == {user}  # the user's, not the embedded ones
         assert rechunk_method() == "tasks"
         rows = rechunk(source, {cv.TIME: 384, cv.SENSOR: n_sensor})  # 12 MiB rows
         storage.write_dataset(rows, url, quiet=True)
