@@ -220,3 +220,45 @@ def start_dask_cluster(n_workers: int = 2, timeout_s: float = 60.0) -> DaskClust
 def stop_dask_cluster(cluster: DaskCluster) -> None:
     for process in reversed(cluster.processes):
         stop_process(process)
+
+
+class SlowLink:
+    """A TCP relay on loopback to `upstream` (host, port) that holds every piece a client sends
+    for `delay_s` before passing it on, on each connection by itself (a thread per direction):
+    a far server, to which requests sent together take one delay and requests sent one after
+    the other one delay each. `address` is its (host, port); `close()` stops it."""
+
+    def __init__(self, upstream: tuple[str, int], delay_s: float) -> None:
+        import threading
+
+        self.upstream, self.delay_s = upstream, delay_s
+        self._listener = socket.create_server((LOOPBACK, 0))
+        self.address = self._listener.getsockname()[:2]
+        self._threading = threading
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:  # closed
+                return
+            server = socket.create_connection(self.upstream)
+            for source, sink, delay in ((client, server, self.delay_s), (server, client, 0.0)):
+                self._threading.Thread(
+                    target=self._pump, args=(source, sink, delay), daemon=True
+                ).start()
+
+    @staticmethod
+    def _pump(source: socket.socket, sink: socket.socket, delay_s: float) -> None:
+        try:
+            while piece := source.recv(1 << 16):
+                time.sleep(delay_s)
+                sink.sendall(piece)
+        except OSError:
+            pass
+        for end in (source, sink):
+            end.close()
+
+    def close(self) -> None:
+        self._listener.close()

@@ -155,7 +155,10 @@ class StoreWaveformDataset(sbd.WaveformDataset):
         rows = np.asarray(load_metadata[STORE_ROW], dtype=np.int64)
         sources = load_metadata.get(cv.TRACE_SOURCE_SAMPLING_RATE, [0.0] * len(rows))
         orders = load_metadata[cv.TRACE_COMPONENT_ORDER]
-        unique, position = np.unique(rows, return_inverse=True)
+        if rows.size == 1:  # get_sample's
+            unique, position = rows, np.zeros(1, dtype=np.int64)
+        else:
+            unique, position = np.unique(rows, return_inverse=True)
         windows = self._reader.read(unique)
         waveforms = []
         for k, (row, source_rate, order) in enumerate(zip(rows, sources, orders, strict=True)):
@@ -187,7 +190,7 @@ class MetadataRows:
     Timestamps for datetimes), read from the table's columns: nothing copied per row."""
 
     def __init__(self, frame: pd.DataFrame) -> None:
-        self._columns = [(name, _row_values(column)) for name, column in frame.items()]
+        self._columns = [(name, _item_getter(column)) for name, column in frame.items()]
         self._length = len(frame)
 
     def __len__(self) -> int:
@@ -195,10 +198,24 @@ class MetadataRows:
 
     def __getitem__(self, i: int) -> dict:
         row = Row()
-        for name, values in self._columns:
-            value = values[i]
-            row[name] = value.item() if isinstance(value, np.generic) else value
+        for name, item in self._columns:
+            row[name] = item(i)
         return row
+
+
+def _item_getter(column: pd.Series):
+    """A function of a row position giving the column's value there as `iloc[i].to_dict()`
+    does: numbers, booleans and text as Python's (NumPy's `item`, one call), the others as
+    `_row_values` holds them (NumPy scalars made Python ones)."""
+    values = _row_values(column)
+    if isinstance(values, np.ndarray) and values.dtype.kind in "biufT":
+        return values.item
+
+    def item(i: int):
+        value = values[i]
+        return value.item() if isinstance(value, np.generic) else value
+
+    return item
 
 
 def _row_values(column: pd.Series):

@@ -7,12 +7,13 @@ or not, chunk codecs `bytes` (little endian) then `blosc` or nothing. A window c
 read of its chunk inside its shard; a shard's index (16 bytes a chunk) is read once and kept.
 Nothing else of the store is read. Another codec chain is refused, naming the array.
 
-On S3 (s3fs), ranged reads go to presigned URLs of the shards (made by s3fs with the store's
-credentials, renewed after half their `SIGNED_URL_SECONDS`) through one urllib3 connection pool
-per process: one HTTP GET per window without botocore's per-request work and a hop to fsspec's
-event loop (benchmarks/RESULTS.md, "Training reads", measures both); several ranges at once
-(`prefetch`, a batch's windows) go out concurrently on up to `READ_THREADS` threads. Other
-filesystems and `signed_urls=False` go through fsspec's `cat_ranges` (concurrent requests).
+On S3 (s3fs), ranged reads go to presigned URLs of the shards over this process's keep-alive
+HTTP connections (`byte_ranges.SignedRanges`): one HTTP GET per window without botocore's
+per-request work and a hop to fsspec's event loop (benchmarks/RESULTS.md, "Training reads",
+measures both); several ranges at once (`prefetch`, a batch's windows) are all sent before the
+first answer is read. Local stores are read by `os.pread` on kept file descriptors
+(`byte_ranges.LocalRanges`). Other filesystems and `signed_urls=False` on S3 go through
+fsspec's `cat_ranges` (concurrent requests).
 
 Memory: one byte-bounded least-recently-used cache per process holds shard indexes and the
 compressed chunks read (`cache_bytes`, default `DEFAULT_CACHE_BYTES`), so a reader never holds
@@ -28,7 +29,6 @@ from __future__ import annotations
 import json
 import os
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
@@ -38,11 +38,10 @@ import numpy as np
 
 from seisctf import conventions as cv
 from seisctf import storage
+from seisctf.catalogs.byte_ranges import LocalRanges, SignedRanges
 from seisctf.errors import InvalidInput
 
 DEFAULT_CACHE_BYTES = 256 * 2**20
-SIGNED_URL_SECONDS = 3600
-READ_THREADS = 16  # presigned GETs in flight at once per process (a batch's windows)
 MISSING = 2**64 - 1  # a shard index's (offset, nbytes) of a chunk that was never written
 INDEX_ENTRY_BYTES = 16
 CRC_BYTES = 4
@@ -146,68 +145,6 @@ class ByteLRU:
                 self.size -= int(getattr(old, "nbytes", None) or len(old))
 
 
-class SignedRanges:
-    """Ranged GETs of the objects of an s3fs filesystem `fs` over presigned URLs, through one
-    urllib3 pool (of `POOL_CLASS`, urllib3's PoolManager unless set) of this process, several
-    at once on a pool of `READ_THREADS` threads."""
-
-    POOL_CLASS: Any = None
-
-    def __init__(self, fs) -> None:
-        import urllib3
-
-        self._fs = fs
-        retries = urllib3.Retry(total=3, backoff_factor=0.2, status_forcelist=(500, 502, 503))
-        self._pool = (self.POOL_CLASS or urllib3.PoolManager)(maxsize=READ_THREADS, retries=retries)
-        self._urls: dict[str, tuple[str, float]] = {}
-        self._lock = threading.Lock()
-        self._threads: Any = None
-
-    def _url(self, path: str, renew: bool = False) -> str:
-        with self._lock:
-            url, renew_at = self._urls.get(path, ("", 0.0))
-            if renew or time.monotonic() >= renew_at:
-                url = self._fs.sign(path, expiration=SIGNED_URL_SECONDS)
-                self._urls[path] = (url, time.monotonic() + SIGNED_URL_SECONDS / 2)
-            return url
-
-    def read_many(self, paths: list[str], starts: list, ends: list) -> list:
-        """`read` of each (path, start, end), concurrently; the exception (OSError) in place of
-        the bytes of a read that failed."""
-
-        def read_or_error(place: tuple[str, int, int | None]) -> bytes | OSError:
-            try:
-                return self.read(*place)
-            except OSError as error:
-                return error
-
-        places = list(zip(paths, starts, ends, strict=True))
-        if len(places) == 1:
-            return [read_or_error(places[0])]
-        if self._threads is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            self._threads = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="seisctf-read")
-        return list(self._threads.map(read_or_error, places))
-
-    def read(self, path: str, start: int, end: int | None) -> bytes:
-        """Bytes [start, end) of object `path`; start < 0 and end None: its last -start bytes."""
-        span = f"bytes={start}" if end is None and start < 0 else f"bytes={start}-{end - 1}"
-        for attempt in range(2):
-            response = self._pool.request(
-                "GET", self._url(path, renew=attempt > 0), headers={"Range": span}
-            )
-            if response.status == 206:
-                return response.data
-            if response.status == 200:  # the whole object: a server that ignores ranges
-                return response.data[start:end]
-            if response.status == 404:
-                raise FileNotFoundError(path)
-            if response.status != 403:  # 403: an expired URL, signed again once
-                break
-        raise OSError(f"{path}: GET {span} answered HTTP {response.status}")
-
-
 class WindowReader:
     """Reads windows (rows along `trace`) of the event-window store at `url` (module doc)."""
 
@@ -226,7 +163,7 @@ class WindowReader:
         self.signed_urls = signed_urls
         self._pid: int | None = None
         self._fs: Any = None
-        self._signed: SignedRanges | None = None
+        self._direct: SignedRanges | LocalRanges | None = None
         self._cache = ByteLRU(self.cache_bytes)
         self._root = ""
         array = f"{self.url}/{cv.EVENT_WINDOWS_VAR}"
@@ -239,7 +176,7 @@ class WindowReader:
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state.update(_pid=None, _fs=None, _cache=None, _signed=None)
+        state.update(_pid=None, _fs=None, _cache=None, _direct=None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -264,8 +201,12 @@ class WindowReader:
             self._root = self._root.rstrip("/")
             self._cache = ByteLRU(self.cache_bytes)
             protocol = self._fs.protocol
-            s3 = "s3" in (protocol if isinstance(protocol, tuple | list) else (protocol,))
-            self._signed = SignedRanges(self._fs) if self.signed_urls and s3 else None
+            protocols = protocol if isinstance(protocol, tuple | list) else (protocol,)
+            self._direct = None
+            if self.signed_urls and "s3" in protocols:
+                self._direct = SignedRanges(self._fs)
+            elif {"file", "local"} & set(protocols):
+                self._direct = LocalRanges()
             self._pid = os.getpid()
         return self._fs, self._root
 
@@ -273,9 +214,9 @@ class WindowReader:
         """Bytes of each (path, start, end) (fsspec's `cat_ranges` conventions), or the
         exception its read raised."""
         fs, _ = self._filesystem()
-        if self._signed is None:
+        if self._direct is None:
             return fs.cat_ranges(paths, starts, ends, on_error="return")
-        return self._signed.read_many(paths, starts, ends)
+        return self._direct.read_many(paths, starts, ends)
 
     def read(self, rows) -> np.ndarray:
         """Windows `rows` (store positions, any order, repeats allowed) as float32 (len(rows),
@@ -286,7 +227,7 @@ class WindowReader:
             raise IndexError(f"{self.url}: rows outside 0…{n_trace - 1}")
         out = np.empty((rows.size, n_channel, n_sample), dtype=np.float32)
         chunks = rows // self.layout.chunk_traces
-        wanted = np.unique(chunks)
+        wanted = chunks if chunks.size == 1 else np.unique(chunks)  # one window: a sample
         decoded = dict(zip(wanted.tolist(), self._chunks(wanted), strict=True))
         for k, (row, chunk) in enumerate(zip(rows.tolist(), chunks.tolist(), strict=True)):
             block = decoded[chunk]

@@ -6,6 +6,7 @@ a batch reads a small part of the store, counted by the filesystem's real reads.
 
 from __future__ import annotations
 
+import http.client
 import logging
 import os
 import pickle
@@ -14,19 +15,21 @@ import sys
 import threading
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import numpy as np
 import pandas as pd
 import pytest
 import s3fs
 import seisbench.generate as sbg
-import urllib3
 import zarr
 from event_window_fixtures import write_training_seisbench
+from servers import SlowLink
 
 from seisctf import storage
 from seisctf.catalogs import BatchReads, phasenet_loader, phasenet_loss, seisbench_dataset
-from seisctf.catalogs.window_reader import SignedRanges, WindowReader, chunk_layout
+from seisctf.catalogs.byte_ranges import SignedRanges
+from seisctf.catalogs.window_reader import WindowReader, chunk_layout
 from seisctf.errors import InvalidInput
 from seisctf.recipes.ingest.seisbench import ingest_seisbench
 
@@ -191,28 +194,27 @@ class CountingS3(s3fs.S3FileSystem):
         return data
 
 
-class CountingPool(urllib3.PoolManager):
-    """urllib3's pool counting the requests and bytes of its answers, and the most requests
-    in flight at once (class-wide; each request waits `DELAY_S` before it is sent)."""
+class CountingConnection(http.client.HTTPConnection):
+    """http.client's connection counting the answers and their bytes (Content-Length), and the
+    most requests sent and not yet answered at once (class-wide)."""
 
     read_bytes = requests = in_flight = most_in_flight = 0
-    DELAY_S = 0.0
     lock = threading.Lock()
 
     def request(self, *args, **kwargs):
+        super().request(*args, **kwargs)
         cls = type(self)
         with cls.lock:
             cls.in_flight += 1
             cls.most_in_flight = max(cls.most_in_flight, cls.in_flight)
-        time.sleep(cls.DELAY_S)
-        try:
-            response = super().request(*args, **kwargs)
-        finally:
-            with cls.lock:
-                cls.in_flight -= 1
+
+    def getresponse(self):
+        response = super().getresponse()
+        cls = type(self)
         with cls.lock:
-            cls.read_bytes += len(response.data)
+            cls.in_flight -= 1
             cls.requests += 1
+            cls.read_bytes += int(response.getheader("Content-Length") or 0)
         return response
 
 
@@ -226,8 +228,8 @@ def test_on_s3_a_batch_reads_a_small_part_of_the_store(
     request.addfinalizer(
         lambda: fsspec.register_implementation("s3", s3fs.S3FileSystem, clobber=True)
     )
-    monkeypatch.setattr(SignedRanges, "POOL_CLASS", CountingPool)
-    counter = CountingPool if signed_urls else CountingS3
+    monkeypatch.setattr(SignedRanges, "CONNECTION_CLASS", CountingConnection)
+    counter = CountingConnection if signed_urls else CountingS3
     options = s3_server.storage_options
     dataset = seisbench_dataset(
         s3_training_store, options, cache_bytes=2**20, signed_urls=signed_urls
@@ -238,7 +240,7 @@ def test_on_s3_a_batch_reads_a_small_part_of_the_store(
         if "/waveforms/" in info["name"]
     )
     CountingS3.read_bytes = CountingS3.requests = 0
-    CountingPool.read_bytes = CountingPool.requests = 0
+    CountingConnection.read_bytes = CountingConnection.requests = 0
     rows = [3, 40, 17, 29]
     np.testing.assert_array_equal(
         dataset.get_waveforms(rows), original(training_dir).get_waveforms(rows)
@@ -247,7 +249,7 @@ def test_on_s3_a_batch_reads_a_small_part_of_the_store(
     first = counter.read_bytes
     assert 0 < first < store_bytes / 4
     assert counter.requests == 8
-    assert (CountingS3 if signed_urls else CountingPool).requests == 0  # the other path
+    assert (CountingS3 if signed_urls else CountingConnection).requests == 0  # the other path
     dataset.get_waveforms(rows)  # all in the cache now
     assert counter.read_bytes == first
     assert dataset._reader.cached_bytes <= 2**20
@@ -257,22 +259,30 @@ def test_a_batch_on_s3_reads_its_windows_concurrently_then_from_the_cache(
     s3_training_store, s3_server, training_dir, monkeypatch
 ):
     """`BatchReads`: a batch's 6 windows in 6 shards are read at once (indexes, then windows:
-    12 GETs, several in flight; each held 50 ms, so one after the other would take 0.6 s),
-    after which making its samples reads nothing; the samples are SeisBench's."""
-    monkeypatch.setattr(SignedRanges, "POOL_CLASS", CountingPool)
-    monkeypatch.setattr(CountingPool, "DELAY_S", 0.05)
-    dataset = seisbench_dataset(s3_training_store, s3_server.storage_options)
-    generator = BatchReads(sbg.GenericGenerator(dataset))
-    CountingPool.read_bytes = CountingPool.requests = CountingPool.most_in_flight = 0
-    indices = [1, 9, 17, 25, 33, 41]  # shards of 8 windows: one window in each of 6
-    began = time.perf_counter()
-    dataset.prefetch(indices)
-    seconds = time.perf_counter() - began
-    assert CountingPool.requests == 12
-    assert CountingPool.most_in_flight >= 4
-    assert seconds < 0.3
-    samples = generator.__getitems__(indices)
-    assert CountingPool.requests == 12  # every window came from the cache
+    12 GETs, all of a step sent before the first answer is read), after which making its
+    samples reads nothing; the samples are SeisBench's. Through a link that holds each request
+    `delay_s`: one GET after the other would take 12 delays, two steps take about two."""
+    monkeypatch.setattr(SignedRanges, "CONNECTION_CLASS", CountingConnection)
+    delay_s = 0.1
+    endpoint = urlsplit(s3_server.endpoint_url)
+    link = SlowLink((endpoint.hostname, endpoint.port), delay_s)
+    far = {**s3_server.storage_options, "endpoint_url": "http://{}:{}".format(*link.address)}
+    try:
+        dataset = seisbench_dataset(s3_training_store, far)
+        generator = BatchReads(sbg.GenericGenerator(dataset))
+        CountingConnection.read_bytes = CountingConnection.requests = 0
+        CountingConnection.most_in_flight = 0
+        indices = [1, 9, 17, 25, 33, 41]  # shards of 8 windows: one window in each of 6
+        began = time.perf_counter()
+        dataset.prefetch(indices)
+        seconds = time.perf_counter() - began
+        assert CountingConnection.requests == 12
+        assert CountingConnection.most_in_flight == 6
+        assert 2 * delay_s <= seconds < 5 * delay_s
+        samples = generator.__getitems__(indices)
+        assert CountingConnection.requests == 12  # every window came from the cache
+    finally:
+        link.close()
     want = original(training_dir)
     for idx, sample in zip(indices, samples, strict=True):
         np.testing.assert_array_equal(sample["X"], want.get_sample(idx)[0])
