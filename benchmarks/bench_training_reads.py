@@ -9,8 +9,8 @@ Data, under --data DIR (made when missing, not timed): `sb/`, a chunked SeisBenc
 noise with P and S arrivals), and `sb.zarr`, `seisctf ingest seisbench DIR/sb --out DIR/sb.zarr`.
 For the S3 rows the store is uploaded into a SeaweedFS started for the run (data in
 DIR/seaweedfs, removed at the end; the upload is not timed; 1 MB chunks: `WEED_OPTIONS`), and
-the server's time for one window-sized ranged GET is measured beside (unsigned with urllib3:
-the server's floor; s3fs).
+the time of one window-sized ranged GET is measured beside (presigned on a kept connection,
+as the reader reads; s3fs).
 
 Each row runs in a fresh process (`--row NAME --workers N`): opens its dataset (SeisBench:
 `WaveformDataset(DIR/sb, component_order="ZNE")`, its defaults: `cache=None`; store:
@@ -210,22 +210,21 @@ def s3_store(args: argparse.Namespace):
 
 def s3_request_ms(server, n: int = 300) -> dict[str, float]:
     """Median ms of one 30 KB ranged GET of a shard of the uploaded store (a window's size):
-    unsigned through urllib3 (the server's own floor: SeaweedFS answers anonymous requests)
-    and through s3fs's `cat_file` (what the store's reader does)."""
+    through the store's reader (`byte_ranges.SignedRanges`: a presigned URL on a kept
+    http.client connection) and through s3fs's `cat_file` (`signed_urls=False`)."""
     import statistics
 
-    import urllib3
+    from seisctf.catalogs.byte_ranges import SignedRanges
 
     fs = server.filesystem()
     shards = [p for p in fs.find(f"{BUCKET}/sb.zarr/waveforms/c") if fs.size(p) > 2**20]
     rng = np.random.default_rng(2)
     picks = [(shards[rng.integers(len(shards))], int(rng.integers(0, 2**20))) for _ in range(n)]
-    pool, times = urllib3.PoolManager(), {"urllib3": [], "s3fs": []}
+    signed, times = SignedRanges(fs), {"signed": [], "s3fs": []}
     for path, start in picks:
         began = time.perf_counter()
-        pool.request("GET", f"{server.endpoint_url}/{path}",
-                     headers={"Range": f"bytes={start}-{start + 30_000 - 1}"})  # fmt: skip
-        times["urllib3"].append(time.perf_counter() - began)
+        signed.read(path, start, start + 30_000)
+        times["signed"].append(time.perf_counter() - began)
         began = time.perf_counter()
         fs.cat_file(path, start=start, end=start + 30_000)
         times["s3fs"].append(time.perf_counter() - began)
@@ -338,7 +337,8 @@ def main() -> None:
         floor = s3_request_ms(server)
         print(
             f"uploaded the store to SeaweedFS in {upload_s:.0f} s; a 30 KB ranged GET: "
-            f"{floor['urllib3']:.2f} ms unsigned (urllib3), {floor['s3fs']:.2f} ms (s3fs), medians"
+            f"{floor['signed']:.2f} ms (presigned, the reader's), {floor['s3fs']:.2f} ms (s3fs), "
+            "medians"
         )
     results: dict[tuple[str, int], dict] = {}
     try:

@@ -6,6 +6,7 @@ a batch reads a small part of the store, counted by the filesystem's real reads.
 
 from __future__ import annotations
 
+import copy
 import http.client
 import logging
 import os
@@ -125,6 +126,25 @@ def test_metadata_and_splits_are_seisbench_s(training_dir, training_store):
     name, chunk = want.metadata[["trace_name", "trace_chunk"]].iloc[-2]
     assert mine.get_idx_from_trace_name(name, chunk) == want.get_idx_from_trace_name(name, chunk)
     np.testing.assert_array_equal(mine.get_waveforms([3, 0, 3]), want.get_waveforms([3, 0, 3]))
+
+
+def test_a_metadata_row_deep_copies_like_a_dict(training_store):
+    """SeisBench's augmentations deep-copy the metadata at almost every step and some change
+    array values in place (windows of grouped samples, gaps): a copy shares only immutable
+    values, so such a change never reaches the row it came from."""
+    row = seisbench_dataset(training_store).get_sample(5)[1]
+    row["trace_p_arrival_sample"] = np.array([100.0, 300.0])
+    twin = copy.deepcopy(row)
+    assert type(twin) is type(row) and list(twin) == list(row)
+    plain = copy.deepcopy(dict(row))
+    for key, value in plain.items():
+        assert type(twin[key]) is type(value), key
+        np.testing.assert_array_equal(twin[key], value, err_msg=key)
+    twin["trace_p_arrival_sample"][0] += 7
+    twin["trace_name"] = "changed"
+    np.testing.assert_array_equal(row["trace_p_arrival_sample"], [100.0, 300.0])
+    assert row["trace_name"] == plain["trace_name"] != "changed"
+    assert twin["source_origin_time"] is row["source_origin_time"]  # immutable: shared
 
 
 @pytest.mark.parametrize(
