@@ -172,7 +172,11 @@ class StoreWaveformDataset(sbd.WaveformDataset):
                 "Change missing_components or request traces separately."
             )
         if pack:
-            return seisbench.util.pad_packed_sequence(waveforms).transpose(*self._dimension_mapping)
+            # one waveform (get_sample's) is its own packing: a new axis, not SeisBench's copy
+            packed = waveforms[0][None] if len(waveforms) == 1 else None
+            if packed is None:
+                packed = seisbench.util.pad_packed_sequence(waveforms)
+            return packed.transpose(*self._dimension_mapping)
         return [self._transpose_single_waveform(waveform) for waveform in waveforms]
 
     def _in_component_order(self, waveform: np.ndarray, source_order: str) -> np.ndarray:

@@ -169,6 +169,8 @@ def test_waveforms_and_samples_equal_seisbench_s(training_dir, training_store, o
         for key in ("trace_p_arrival_sample", "trace_s_arrival_sample", "trace_npts"):
             np.testing.assert_array_equal(mine_meta[key], want_meta[key], err_msg=key)
         assert mine_meta["trace_sampling_rate_hz"] == want_meta["trace_sampling_rate_hz"]
+    ours.get_sample(3)[0][...] = 0  # the caller's own array: reading it again is untouched
+    np.testing.assert_array_equal(ours.get_sample(3)[0], theirs.get_sample(3)[0])
 
 
 @pytest.mark.parametrize(
