@@ -74,9 +74,9 @@ class SignedRanges:
             group = places[first : first + READ_CONNECTIONS]
             self._target(group[0][0])  # signed first: the endpoint to connect to
             connections = [self._connection(k) for k in range(len(group))]
-            sent = [self._send(*pair) for pair in zip(connections, group, strict=True)]
-            for connection, place, ok in zip(connections, group, sent, strict=True):
-                answer = self._answer(connection) if ok else None
+            failures = [self._send(*pair) for pair in zip(connections, group, strict=True)]
+            for connection, place, failure in zip(connections, group, failures, strict=True):
+                answer = failure or self._answer(connection)
                 results.append(self._settle(connection, place, answer))
         return results
 
@@ -110,37 +110,40 @@ class SignedRanges:
             return http.client.HTTPSConnection(host, timeout=TIMEOUT_S, context=context)
         return http.client.HTTPConnection(host, timeout=TIMEOUT_S)
 
-    def _send(self, connection: http.client.HTTPConnection, place: Place, renew=False) -> bool:
-        """Send the GET of `place` on `connection`; False (the connection closed) when that
+    def _send(
+        self, connection: http.client.HTTPConnection, place: Place, renew=False
+    ) -> Exception | None:
+        """Send the GET of `place` on `connection`; the error (the connection closed) when that
         failed."""
         path, start, end = place
         target = self._target(path, renew)
         span = f"bytes={start}" if end is None and start < 0 else f"bytes={start}-{end - 1}"
         try:
             connection.request("GET", target, headers={"Range": span})
-        except (OSError, http.client.HTTPException):
+        except (OSError, http.client.HTTPException) as error:
             connection.close()
-            return False
-        return True
+            return error
+        return None
 
     @staticmethod
-    def _answer(connection: http.client.HTTPConnection) -> tuple[int, bytes] | None:
-        """(status, body) of the request sent on `connection`; None (the connection closed)
-        when the connection failed."""
+    def _answer(connection: http.client.HTTPConnection) -> tuple[int, bytes] | Exception:
+        """(status, body) of the request sent on `connection`; the error (the connection
+        closed) when the connection failed."""
         try:
             response = connection.getresponse()
             return response.status, response.read()
-        except (OSError, http.client.HTTPException):
+        except (OSError, http.client.HTTPException) as error:
             connection.close()
-            return None
+            return error
 
     def _settle(
         self, connection: http.client.HTTPConnection, place: Place, answer
     ) -> bytes | OSError:
-        """The bytes of `place` from its `answer`, after retries (module doc), or the error."""
+        """The bytes of `place` from its `answer` ((status, body) or the connection's error),
+        after retries (module doc), or the error."""
         path, start, end = place
         for attempt in range(RETRIES + 1):
-            status = None if answer is None else answer[0]
+            status = answer[0] if isinstance(answer, tuple) else None
             if status == 206:
                 return answer[1]
             if status == 200:  # the whole object: a server that ignores ranges
@@ -152,11 +155,9 @@ class SignedRanges:
                 break
             if attempt and status != 403:
                 time.sleep(RETRY_PAUSE_S * 2 ** (attempt - 1))
-            if self._send(connection, place, renew=status == 403):
-                answer = self._answer(connection)
-            else:
-                answer = None
-        what = "the connection failed" if status is None else f"HTTP {status}"
+            failure = self._send(connection, place, renew=status == 403)
+            answer = failure or self._answer(connection)
+        what = f"the connection failed: {answer!r}" if status is None else f"HTTP {status}"
         return OSError(f"{path}: GET bytes {start}…{end} answered {what}")
 
 
