@@ -214,5 +214,9 @@ class LocalRanges:
                 os.close(self._files.popitem()[1])
 
     def __del__(self) -> None:
-        if getattr(self, "_pid", None) == os.getpid():
-            self.close()
+        # At interpreter shutdown `os` may already be torn down: nothing is left to close then.
+        try:
+            if getattr(self, "_pid", None) == os.getpid():
+                self.close()
+        except (AttributeError, TypeError, OSError):
+            pass
