@@ -22,8 +22,10 @@ then times --reads `get_sample` calls alone (random rows, no augmentation): the 
 what the two kinds of dataset differ in (the augmentations cost both the same).
 Peak RSS (VmHWM) of the loader's main process and of each worker, read from /proc before the
 workers stop; on S3 also the server's CPU time (its process's user + system seconds over the
-row) per sample read. Every file was read from the page cache (the machine's RAM holds both
-datasets). Rows run in turn, SeisBench first; ratios are against SeisBench with the same workers.
+row) per sample read. Before each row every file it reads is read once, untimed, so that its
+reads come from the page cache (the machine's RAM holds both datasets, but hands idle cache back
+to its host within minutes). Rows run in turn, SeisBench first; ratios are against SeisBench
+with the same workers.
 
 Then the same readers once more, in this one process and interleaved block by block (the same
 rows and augmentation draws for each): medians of the generator's and of `get_sample`'s time a
@@ -87,15 +89,17 @@ def open_store_s3(args: argparse.Namespace) -> Any:
 
 
 # name -> (opener, what the row reads, batch_reads: the loader's `BatchReads`, else SeisBench's
-# plain GenericGenerator); ORDER: the table's rows, SeisBench (the reference) first.
-ROWS: dict[str, tuple[Callable[[argparse.Namespace], Any], str, bool]] = {
-    "seisbench": (open_seisbench, "SeisBench WaveformDataset, HDF5 (local)", False),
-    "store": (open_store, "seisctf store, local", True),
-    "store-s3": (open_store_s3, "seisctf store, S3 (SeaweedFS, loopback)", True),
+# plain GenericGenerator, the folder under --data its files are in); ORDER: the table's rows,
+# SeisBench (the reference) first.
+ROWS: dict[str, tuple[Callable[[argparse.Namespace], Any], str, bool, str]] = {
+    "seisbench": (open_seisbench, "SeisBench WaveformDataset, HDF5 (local)", False, "sb"),
+    "store": (open_store, "seisctf store, local", True, "sb.zarr"),
+    "store-s3": (open_store_s3, "seisctf store, S3 (SeaweedFS, loopback)", True, "seaweedfs"),
     "store-s3-per-sample": (
         open_store_s3,
         "seisctf store, S3, one read a sample (plain GenericGenerator)",
         False,
+        "seaweedfs",
     ),
 }
 ORDER = ["seisbench", "store", "store-s3", "store-s3-per-sample"]
@@ -112,7 +116,7 @@ def peak_rss_bytes(pid: int | str = "self") -> int:
 def run_row(args: argparse.Namespace) -> dict[str, Any]:
     """One row, in this process: samples/s and peak RSS of the loader's processes."""
     logging.getLogger("seisbench").setLevel(logging.ERROR)
-    opener, _, batch_reads = ROWS[args.row]
+    opener, _, batch_reads, _ = ROWS[args.row]
     began = time.perf_counter()
     dataset = opener(args)
     opened_s = time.perf_counter() - began
@@ -180,6 +184,19 @@ def make_data(args: argparse.Namespace) -> None:
         from seisctf.recipes.ingest.seisbench import ingest_seisbench
 
         ingest_seisbench(str(root / "sb"), str(root / "sb.zarr"), quiet=True)
+
+
+def warm_page_cache(folder: Path) -> float:
+    """Read every file under `folder` once (this machine hands idle page cache back to its
+    host within minutes, so a row would otherwise read from disk what the one before it read
+    from memory): seconds taken."""
+    began = time.perf_counter()
+    for path in sorted(folder.rglob("*")):
+        if path.is_file():
+            with open(path, "rb", buffering=0) as file:
+                while file.read(16 * MIB):
+                    pass
+    return time.perf_counter() - began
 
 
 def tree_bytes(path: Path) -> int:
@@ -346,6 +363,7 @@ def main() -> None:
             if "-s3" in row and server is None:
                 continue
             for n in args.workers:
+                warm_page_cache(root / ROWS[row][3])
                 server_cpu_before = cpu_seconds(server)
                 results[(row, n)] = child(args, row, n, options)
                 # The S3 server's CPU over the row, per sample the row read (timed batches,
@@ -356,6 +374,8 @@ def main() -> None:
                 print(f"{row}, {n} workers: {results[(row, n)]['samples_per_s']:.0f} samples/s")
         same_process = [name for name in ORDER if server or "-s3" not in name]
         args.storage_options = json.dumps(options)
+        for folder in {ROWS[name][3] for name in same_process}:
+            warm_page_cache(root / folder)
         one_process = interleaved(args, same_process, args.blocks)
     finally:
         if server is not None:
