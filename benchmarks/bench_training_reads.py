@@ -186,17 +186,15 @@ def make_data(args: argparse.Namespace) -> None:
         ingest_seisbench(str(root / "sb"), str(root / "sb.zarr"), quiet=True)
 
 
-def warm_page_cache(folder: Path) -> float:
+def warm_page_cache(folder: Path) -> None:
     """Read every file under `folder` once (this machine hands idle page cache back to its
     host within minutes, so a row would otherwise read from disk what the one before it read
-    from memory): seconds taken."""
-    began = time.perf_counter()
+    from memory)."""
     for path in sorted(folder.rglob("*")):
         if path.is_file():
             with open(path, "rb", buffering=0) as file:
                 while file.read(16 * MIB):
                     pass
-    return time.perf_counter() - began
 
 
 def tree_bytes(path: Path) -> int:

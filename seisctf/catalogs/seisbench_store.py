@@ -172,9 +172,9 @@ class StoreWaveformDataset(sbd.WaveformDataset):
                 "Change missing_components or request traces separately."
             )
         if pack:
-            # one waveform (get_sample's) is its own packing: a new axis, not SeisBench's copy
-            packed = waveforms[0][None] if len(waveforms) == 1 else None
-            if packed is None:
+            if len(waveforms) == 1:  # get_sample's: a new axis, not SeisBench's stacking copy
+                packed = waveforms[0][None]
+            else:
                 packed = seisbench.util.pad_packed_sequence(waveforms)
             return packed.transpose(*self._dimension_mapping)
         return [self._transpose_single_waveform(waveform) for waveform in waveforms]

@@ -63,7 +63,7 @@ class Flaky(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
-        self.close_connection = type(self).drops
+        self.close_connection = cls.drops
 
     def log_message(self, *args):
         pass
