@@ -8,9 +8,11 @@ Data, under --data DIR (made when missing, not timed): `sb/`, a chunked SeisBenc
 (`make_archive.py seisbench DIR/sb --windows N --samples S`: 3 × S float32 windows at 100 Hz,
 noise with P and S arrivals), and `sb.zarr`, `seisctf ingest seisbench DIR/sb --out DIR/sb.zarr`.
 For the S3 rows the store is uploaded into a SeaweedFS started for the run (data in
-DIR/seaweedfs, removed at the end; the upload is not timed; 1 MB chunks: `WEED_OPTIONS`), and
-the time of one window-sized ranged GET is measured beside (presigned on a kept connection,
-as the reader reads; s3fs).
+DIR/seaweedfs, removed at the end; the upload is not timed; 1 MB chunks and an in-memory chunk
+cache twice the store's size: `weed_options`), then read twice, untimed, so that the server
+answers from memory as the page cache answers the local rows (`warm_server_cache`); the time
+of one window-sized ranged GET is measured beside (presigned on a kept connection, as the
+reader reads; s3fs).
 
 Each row runs in a fresh process (`--row NAME --workers N`): opens its dataset (SeisBench:
 `WaveformDataset(DIR/sb, component_order="ZNE")`, its defaults: `cache=None`; store:
@@ -22,10 +24,11 @@ then times --reads `get_sample` calls alone (random rows, no augmentation): the 
 what the two kinds of dataset differ in (the augmentations cost both the same).
 Peak RSS (VmHWM) of the loader's main process and of each worker, read from /proc before the
 workers stop; on S3 also the server's CPU time (its process's user + system seconds over the
-row) per sample read. Before each row every file it reads is read once, untimed, so that its
-reads come from the page cache (the machine's RAM holds both datasets, but hands idle cache back
-to its host within minutes). Rows run in turn, SeisBench first; ratios are against SeisBench
-with the same workers.
+row) per sample read. Before each row its files are read once and the other dataset's dropped
+from the page cache (`page_cache_only`). Every row runs --rounds times, the rows in turn within
+a round, SeisBench first: the table gives medians over the rounds, and the median and range of
+each round's ratio to SeisBench's run of the same round with the same workers (this machine's
+speed drifts by 10-20 % from minute to minute).
 
 Then the same readers once more, in this one process and interleaved block by block (the same
 rows and augmentation draws for each): medians of the generator's and of `get_sample`'s time a
@@ -35,7 +38,7 @@ Rows are the entries of ROWS (name → a function opening the dataset a row read
 another kind (say xarray random batches) is one more entry there, plus its line in ORDER.
 
     .venv/bin/python benchmarks/bench_training_reads.py --data /path/to/train [--windows 144000]
-        [--samples 3000] [--batch 64] [--batches 40] [--warmup 4] [--skip-s3]
+        [--samples 3000] [--batch 64] [--batches 150] [--rounds 3] [--warmup 4] [--skip-s3]
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import shutil
 import subprocess
 import sys
@@ -89,17 +93,17 @@ def open_store_s3(args: argparse.Namespace) -> Any:
 
 
 # name -> (opener, what the row reads, batch_reads: the loader's `BatchReads`, else SeisBench's
-# plain GenericGenerator, the folder under --data its files are in); ORDER: the table's rows,
-# SeisBench (the reference) first.
-ROWS: dict[str, tuple[Callable[[argparse.Namespace], Any], str, bool, str]] = {
+# plain GenericGenerator, the folder under --data its files are in: None on S3, read from the
+# server's memory); ORDER: the table's rows, SeisBench (the reference) first.
+ROWS: dict[str, tuple[Callable[[argparse.Namespace], Any], str, bool, str | None]] = {
     "seisbench": (open_seisbench, "SeisBench WaveformDataset, HDF5 (local)", False, "sb"),
     "store": (open_store, "seisctf store, local", True, "sb.zarr"),
-    "store-s3": (open_store_s3, "seisctf store, S3 (SeaweedFS, loopback)", True, "seaweedfs"),
+    "store-s3": (open_store_s3, "seisctf store, S3 (SeaweedFS, loopback)", True, None),
     "store-s3-per-sample": (
         open_store_s3,
         "seisctf store, S3, one read a sample (plain GenericGenerator)",
         False,
-        "seaweedfs",
+        None,
     ),
 }
 ORDER = ["seisbench", "store", "store-s3", "store-s3-per-sample"]
@@ -186,15 +190,27 @@ def make_data(args: argparse.Namespace) -> None:
         ingest_seisbench(str(root / "sb"), str(root / "sb.zarr"), quiet=True)
 
 
-def warm_page_cache(folder: Path) -> None:
-    """Read every file under `folder` once (this machine hands idle page cache back to its
-    host within minutes, so a row would otherwise read from disk what the one before it read
-    from memory)."""
-    for path in sorted(folder.rglob("*")):
-        if path.is_file():
-            with open(path, "rb", buffering=0) as file:
-                while file.read(16 * MIB):
-                    pass
+def page_cache_only(root: Path, keep: set[str]) -> None:
+    """Hold in the page cache the files of the folders `keep` under `root` (each read once)
+    and none of the other datasets' (`posix_fadvise` DONTNEED), so that every row reads from
+    memory and runs with only its own files cached. This machine hands idle page cache back
+    to its host within minutes: without the reads, a row read from disk what the one before it
+    read from memory. With both datasets cached (9 GiB) the store's 2-worker row ran 10-20 %
+    slower than with its own files alone, one worker spending two to three times the kernel
+    time per sample for the same page faults (2026-12-03): memory the host backs differently."""
+    for name in {ROWS[row][3] for row in ROWS} - {None}:
+        for path in sorted((root / name).rglob("*")):
+            if not path.is_file():
+                continue
+            descriptor = os.open(path, os.O_RDONLY)
+            try:
+                if name in keep:
+                    while os.read(descriptor, 16 * MIB):
+                        pass
+                else:
+                    os.posix_fadvise(descriptor, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(descriptor)
 
 
 def tree_bytes(path: Path) -> int:
@@ -203,9 +219,16 @@ def tree_bytes(path: Path) -> int:
 
 # SeaweedFS stores an object in chunks of `-filer.maxMB` (default 4 MB) and reads a whole chunk
 # to serve a ranged GET inside it: 2.05 ms of server CPU for a 30 KB GET at 4 MB, 1.02 ms at
-# 1 MB (1,500 random GETs over 32 objects of 16 MB, 2026-12-03). Object stores in the cloud
-# serve ranges without that cost; 1 MB is SeaweedFS's smallest setting.
+# 1 MB (1,500 random GETs over 32 objects of 16 MB, 2026-12-03); 1 MB is its smallest setting.
+# Its S3 gateway keeps chunks in memory (`-s3.cacheCapacityMB`, sized here to twice the store:
+# at 1.2 times some chunks were still read again): with the store in it, 0.32-0.39 ms a GET
+# (0.69-0.71 without). The local rows read from the page cache; the S3 rows, from the server's
+# memory, filled by reading every object once before them (`warm_server_cache`).
 WEED_OPTIONS = ("-filer.maxMB=1",)
+
+
+def weed_options(store_bytes: int) -> tuple[str, ...]:
+    return (*WEED_OPTIONS, f"-s3.cacheCapacityMB={2 * store_bytes // MIB + 64}")
 
 
 def s3_store(args: argparse.Namespace):
@@ -215,12 +238,26 @@ def s3_store(args: argparse.Namespace):
     folder = Path(args.data) / "seaweedfs"
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
-    server = start_s3(folder, options=WEED_OPTIONS)
+    server = start_s3(folder, options=weed_options(tree_bytes(Path(args.data) / "sb.zarr")))
     fs = server.filesystem()
     fs.mkdir(BUCKET)
     began = time.perf_counter()
     fs.put(str(Path(args.data) / "sb.zarr"), f"{BUCKET}/sb.zarr", recursive=True)
     return server, server.storage_options, time.perf_counter() - began
+
+
+def warm_server_cache(server, passes: int = 2) -> float:
+    """Read every object of the uploaded store `passes` times in 1 MB ranges (a stored chunk
+    each): the S3 gateway's chunk cache then holds the store, as the page cache holds the local
+    rows' files (one pass of whole GETs left it part-filled: 2.6 GiB of 4.3). Seconds."""
+    fs = server.filesystem()
+    began = time.perf_counter()
+    objects = fs.find(f"{BUCKET}/sb.zarr", detail=True)
+    for _ in range(passes):
+        for path, info in objects.items():
+            for start in range(0, int(info["size"]), MIB):
+                fs.cat_file(path, start=start, end=min(start + MIB, int(info["size"])))
+    return time.perf_counter() - began
 
 
 def s3_request_ms(server, n: int = 300) -> dict[str, float]:
@@ -300,26 +337,58 @@ def cpu_seconds(server: Any) -> float:
     return times.user + times.system
 
 
-def table(results: dict[tuple[str, int], dict], workers: list[int]) -> list[str]:
+def table(results: dict[tuple[str, int], list[dict]], workers: list[int]) -> list[str]:
+    """One line a row and worker count: medians over the rounds (samples/s, `get_sample`, open
+    time, server CPU), the median and range of the round-by-round ratios to SeisBench (its run
+    of the same round), the highest peak RSS."""
+    import statistics
+
     lines = [
-        "| reader | workers | samples/s | × SeisBench | get_sample alone (ms) | peak RSS main "
-        "(MiB) | peak RSS per worker (MiB) | open (s) | S3 server CPU ms / sample |",
-        "|---|---:|---:|---:|---:|---:|---|---:|---:|",
+        "| reader | workers | samples/s | × SeisBench | range of rounds | get_sample alone (ms) "
+        "| peak RSS main (MiB) | peak RSS per worker (MiB) | open (s) "
+        "| S3 server CPU ms / sample |",
+        "|---|---:|---:|---:|---|---:|---:|---|---:|---:|",
     ]
     for row in ORDER:
         for n in workers:
             if (row, n) not in results:
                 continue
-            got, reference = results[(row, n)], results[("seisbench", n)]
-            ratio = got["samples_per_s"] / reference["samples_per_s"]
-            per_worker = ", ".join(f"{r / MIB:.0f}" for r in got["rss_workers"]) or "—"
-            server_ms = "—" if got.get("server_cpu_ms") is None else f"{got['server_cpu_ms']:.2f}"
+            rounds = results[(row, n)]
+            ratios = [
+                got["samples_per_s"] / reference["samples_per_s"]
+                for got, reference in zip(rounds, results[("seisbench", n)], strict=True)
+            ]
+
+            def median(key: str, rounds=rounds) -> float:
+                return statistics.median(got[key] for got in rounds)
+
+            per_worker = [max(r) for r in zip(*(got["rss_workers"] for got in rounds), strict=True)]
+            server = rounds[0]["server_cpu_ms"] and f"{median('server_cpu_ms'):.2f}"
             lines.append(
-                f"| {ROWS[row][1]} | {n} | {got['samples_per_s']:.0f} | {ratio:.2f} "
-                f"| {got['get_sample_ms']:.2f} | {got['rss_main'] / MIB:.0f} | {per_worker} "
-                f"| {got['open_s']:.1f} | {server_ms} |"
+                f"| {ROWS[row][1]} | {n} | {median('samples_per_s'):.0f} "
+                f"| {statistics.median(ratios):.2f} | {min(ratios):.2f}–{max(ratios):.2f} "
+                f"| {median('get_sample_ms'):.2f} "
+                f"| {max(got['rss_main'] for got in rounds) / MIB:.0f} "
+                f"| {', '.join(f'{r / MIB:.0f}' for r in per_worker) or '—'} "
+                f"| {median('open_s'):.1f} "
+                f"| {server or '—'} |"
             )
     return lines
+
+
+def run_child(
+    args: argparse.Namespace, root: Path, row: str, workers: int, options: dict, server: Any
+) -> dict[str, Any]:
+    """One row in a fresh process, its files read just before (local rows); on S3 with the
+    server's CPU over the row, per sample the row read (timed batches, warm-up and the
+    get_sample calls; a few batches more sit in the workers' queues)."""
+    page_cache_only(root, {ROWS[row][3]} - {None})
+    server_cpu_before = cpu_seconds(server)
+    got = child(args, row, workers, options)
+    samples = (args.warmup + args.batches) * args.batch + args.reads
+    server_ms = 1e3 * (cpu_seconds(server) - server_cpu_before) / samples
+    got["server_cpu_ms"] = server_ms if "-s3" in row else None
+    return got
 
 
 def main() -> None:
@@ -328,7 +397,8 @@ def main() -> None:
     parser.add_argument("--windows", type=int, default=144_000)
     parser.add_argument("--samples", type=int, default=3000)
     parser.add_argument("--batch", type=int, default=64)
-    parser.add_argument("--batches", type=int, default=40)
+    parser.add_argument("--batches", type=int, default=150)
+    parser.add_argument("--rounds", type=int, default=3, help="runs of every row, in turn")
     parser.add_argument("--warmup", type=int, default=4)
     parser.add_argument("--reads", type=int, default=500, help="get_sample calls timed alone")
     parser.add_argument("--blocks", type=int, default=30, help="of the interleaved part")
@@ -349,31 +419,31 @@ def main() -> None:
     )
     server, options, upload_s = (None, {}, 0.0) if args.skip_s3 else s3_store(args)
     if server:
+        cache_s = warm_server_cache(server)
         floor = s3_request_ms(server)
         print(
-            f"uploaded the store to SeaweedFS in {upload_s:.0f} s; a 30 KB ranged GET: "
+            f"uploaded the store to SeaweedFS in {upload_s:.0f} s, read it twice in "
+            f"{cache_s:.0f} s "
+            f"(server RSS {peak_rss_bytes(server.process.pid) / 2**30:.1f} GiB); a 30 KB GET: "
             f"{floor['signed']:.2f} ms (presigned, the reader's), {floor['s3fs']:.2f} ms (s3fs), "
             "medians"
         )
-    results: dict[tuple[str, int], dict] = {}
+    results: dict[tuple[str, int], list[dict]] = {}
     try:
-        for row in ORDER:
-            if "-s3" in row and server is None:
-                continue
-            for n in args.workers:
-                warm_page_cache(root / ROWS[row][3])
-                server_cpu_before = cpu_seconds(server)
-                results[(row, n)] = child(args, row, n, options)
-                # The S3 server's CPU over the row, per sample the row read (timed batches,
-                # warm-up and the get_sample calls; a few batches more in the workers' queues).
-                samples = (args.warmup + args.batches) * args.batch + args.reads
-                server_ms = 1e3 * (cpu_seconds(server) - server_cpu_before) / samples
-                results[(row, n)]["server_cpu_ms"] = server_ms if "-s3" in row else None
-                print(f"{row}, {n} workers: {results[(row, n)]['samples_per_s']:.0f} samples/s")
+        for round_number in range(1, args.rounds + 1):
+            for row in ORDER:
+                if "-s3" in row and server is None:
+                    continue
+                for n in args.workers:
+                    got = run_child(args, root, row, n, options, server)
+                    results.setdefault((row, n), []).append(got)
+                    print(
+                        f"round {round_number}, {row}, {n} workers: "
+                        f"{got['samples_per_s']:.0f} samples/s"
+                    )
         same_process = [name for name in ORDER if server or "-s3" not in name]
         args.storage_options = json.dumps(options)
-        for folder in {ROWS[name][3] for name in same_process}:
-            warm_page_cache(root / folder)
+        page_cache_only(root, {ROWS[name][3] for name in same_process} - {None})
         one_process = interleaved(args, same_process, args.blocks)
     finally:
         if server is not None:
@@ -381,7 +451,10 @@ def main() -> None:
 
             stop_process(server.process)
             shutil.rmtree(root / "seaweedfs", ignore_errors=True)
-    print(f"\nload average at end {load_average()}; batch {args.batch}, {args.batches} timed")
+    print(
+        f"\nload average at end {load_average()}; batch {args.batch}, {args.batches} timed, "
+        f"{args.rounds} rounds"
+    )
     print("\n".join(table(results, args.workers)))
     print("\nThe readers interleaved in one process (medians of", args.blocks, "blocks):")
     print("\n".join(one_process))
