@@ -195,9 +195,10 @@ def page_cache_only(root: Path, keep: set[str]) -> None:
     and none of the other datasets' (`posix_fadvise` DONTNEED), so that every row reads from
     memory and runs with only its own files cached. This machine hands idle page cache back
     to its host within minutes: without the reads, a row read from disk what the one before it
-    read from memory. With both datasets cached (9 GiB) the store's 2-worker row ran 10-20 %
-    slower than with its own files alone, one worker spending two to three times the kernel
-    time per sample for the same page faults (2026-12-03): memory the host backs differently."""
+    read from memory. In sequences run by hand with both datasets cached (9 GiB), the store's
+    2-worker row was at times 10-20 % slower, one worker spending two to three times the kernel
+    time a sample for the same page faults; whole runs of this script showed no clear
+    difference (2026-12-03)."""
     for name in {ROWS[row][3] for row in ROWS} - {None}:
         for path in sorted((root / name).rglob("*")):
             if not path.is_file():
@@ -223,7 +224,7 @@ def tree_bytes(path: Path) -> int:
 # Its S3 gateway keeps chunks in memory (`-s3.cacheCapacityMB`, sized here to twice the store:
 # at 1.2 times some chunks were still read again): with the store in it, 0.32-0.39 ms a GET
 # (0.69-0.71 without). The local rows read from the page cache; the S3 rows, from the server's
-# memory, filled by reading every object once before them (`warm_server_cache`).
+# memory, filled by reading the store twice before them (`warm_server_cache`).
 WEED_OPTIONS = ("-filer.maxMB=1",)
 
 
@@ -363,7 +364,7 @@ def table(results: dict[tuple[str, int], list[dict]], workers: list[int]) -> lis
                 return statistics.median(got[key] for got in rounds)
 
             per_worker = [max(r) for r in zip(*(got["rss_workers"] for got in rounds), strict=True)]
-            server = rounds[0]["server_cpu_ms"] and f"{median('server_cpu_ms'):.2f}"
+            server = "—" if rounds[0]["server_cpu_ms"] is None else f"{median('server_cpu_ms'):.2f}"
             lines.append(
                 f"| {ROWS[row][1]} | {n} | {median('samples_per_s'):.0f} "
                 f"| {statistics.median(ratios):.2f} | {min(ratios):.2f}–{max(ratios):.2f} "
@@ -371,7 +372,7 @@ def table(results: dict[tuple[str, int], list[dict]], workers: list[int]) -> lis
                 f"| {max(got['rss_main'] for got in rounds) / MIB:.0f} "
                 f"| {', '.join(f'{r / MIB:.0f}' for r in per_worker) or '—'} "
                 f"| {median('open_s'):.1f} "
-                f"| {server or '—'} |"
+                f"| {server} |"
             )
     return lines
 
