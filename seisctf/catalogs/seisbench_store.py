@@ -128,9 +128,9 @@ class StoreWaveformDataset(sbd.WaveformDataset):
         )
 
     def prefetch(self, idx) -> None:
-        """Read the windows of samples `idx` (positions in `metadata`) into this process's
-        cache at once, concurrently (`WindowReader.prefetch`): what a batch reads before its
-        samples are made one by one (`seisbench_training.BatchReads`)."""
+        """Read the windows of samples `idx` (positions in `metadata`) at once, concurrently,
+        and hold them until the next call (`WindowReader.prefetch`): what a batch reads before
+        its samples are made one by one (`seisbench_training.BatchReads`)."""
         rows = self._metadata[STORE_ROW].to_numpy()[np.asarray(idx, dtype=np.int64)]
         self._reader.prefetch(rows)
 

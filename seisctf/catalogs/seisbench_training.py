@@ -50,7 +50,7 @@ class BatchReads:
     """A map-style dataset of the samples of `generator` (a SeisBench `GenericGenerator`),
     whose batches first read all their windows at once: torch's DataLoader hands a batch's
     indices to `__getitems__`, which calls `generator.dataset.prefetch(indices)` where the
-    dataset has one (a store's: concurrent ranged reads into its cache; SeisBench's own
+    dataset has one (a store's: concurrent ranged reads, held for the batch; SeisBench's own
     datasets have none), then makes the samples one by one as the generator does. A batch on
     S3 then waits about as long as its slowest read, not the sum of its reads; the samples and
     their random draws are the generator's, in the same order."""

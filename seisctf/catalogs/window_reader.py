@@ -17,7 +17,8 @@ fsspec's `cat_ranges` (concurrent requests).
 
 Memory: one byte-bounded least-recently-used cache per process holds shard indexes and the
 compressed chunks read (`cache_bytes`, default `DEFAULT_CACHE_BYTES`), so a reader never holds
-more than that whatever the store's size.
+more than that, plus the compressed windows of the last batch `prefetch` read, whatever the
+store's size.
 
 Processes: the filesystem handle (fsspec) and the cache belong to the process that opened them:
 a reader used in another process (a forked DataLoader worker) opens its own there on first use;
@@ -165,6 +166,7 @@ class WindowReader:
         self._fs: Any = None
         self._direct: SignedRanges | LocalRanges | None = None
         self._cache = ByteLRU(self.cache_bytes)
+        self._batch: dict[int, bytes | None] = {}  # the last prefetched batch's chunks
         self._root = ""
         array = f"{self.url}/{cv.EVENT_WINDOWS_VAR}"
         fs, root = self._filesystem()
@@ -176,7 +178,7 @@ class WindowReader:
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state.update(_pid=None, _fs=None, _cache=None, _direct=None)
+        state.update(_pid=None, _fs=None, _cache=None, _direct=None, _batch={})
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -200,6 +202,7 @@ class WindowReader:
             )
             self._root = self._root.rstrip("/")
             self._cache = ByteLRU(self.cache_bytes)
+            self._batch = {}
             protocol = self._fs.protocol
             protocols = protocol if isinstance(protocol, tuple | list) else (protocol,)
             self._direct = None
@@ -238,13 +241,16 @@ class WindowReader:
         return out
 
     def prefetch(self, rows) -> None:
-        """Read the windows `rows` (store positions) into this process's cache, all at once
-        (concurrent ranged reads, see the module doc), so that reading them one by one next
-        finds them there; windows beyond the cache's size are read again then."""
+        """Read the windows `rows` (store positions) all at once (concurrent ranged reads, see
+        the module doc) and hold them, until the next `prefetch`, for reading them one by one
+        next. They are held beside the cache, not in it: a training epoch reads each window
+        once, so keeping every batch's windows would only grow the process (and its page
+        faults) up to `cache_bytes` for nothing."""
         rows = np.asarray(rows, dtype=np.int64).reshape(-1)
         if rows.size and (rows.min() < 0 or rows.max() >= self.layout.shape[0]):
             raise IndexError(f"{self.url}: rows outside 0…{self.layout.shape[0] - 1}")
-        self._compressed(np.unique(rows // self.layout.chunk_traces))
+        # windows the held batch has too are taken from it, the others read; then it is replaced
+        self._batch = self._compressed(np.unique(rows // self.layout.chunk_traces), keep=False)
 
     def _chunks(self, chunks: np.ndarray) -> list[np.ndarray | None]:
         """Decoded chunks (chunk_traces, channel, sample) in the order of `chunks` (None: never
@@ -252,14 +258,17 @@ class WindowReader:
         raw = self._compressed(chunks)
         return [self._decode(raw[chunk]) for chunk in chunks.tolist()]
 
-    def _compressed(self, chunks: np.ndarray) -> dict[int, bytes | None]:
-        """The stored bytes of each chunk (None: never written), from the cache or, for those
-        missing, read in one `_ranges` call and put in the cache."""
+    def _compressed(self, chunks: np.ndarray, keep: bool = True) -> dict[int, bytes | None]:
+        """The stored bytes of each chunk (None: never written), from the prefetched batch or
+        the cache or, for those missing, read in one `_ranges` call (and put in the cache,
+        with `keep`)."""
         _, root = self._filesystem()
         raw: dict[int, bytes | None] = {}
         misses = []
         for chunk in chunks.tolist():
-            found = self._cache.get(("chunk", chunk))
+            found = (
+                self._batch[chunk] if chunk in self._batch else self._cache.get(("chunk", chunk))
+            )
             if found is None:
                 misses.append(chunk)
             else:
@@ -279,7 +288,8 @@ class WindowReader:
                     if isinstance(blob, BaseException):
                         raise blob
                     raw[chunk] = bytes(blob)
-                    self._cache.put(("chunk", chunk), raw[chunk])
+                    if keep:
+                        self._cache.put(("chunk", chunk), raw[chunk])
         return raw
 
     def _places(self, chunks: list[int]) -> list[tuple[str, int, int] | None]:

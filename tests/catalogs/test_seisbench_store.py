@@ -29,7 +29,7 @@ from servers import SlowLink
 
 from seisctf import storage
 from seisctf.catalogs import BatchReads, phasenet_loader, phasenet_loss, seisbench_dataset
-from seisctf.catalogs.byte_ranges import SignedRanges
+from seisctf.catalogs.byte_ranges import LocalRanges, SignedRanges
 from seisctf.catalogs.window_reader import WindowReader, chunk_layout
 from seisctf.errors import InvalidInput
 from seisctf.recipes.ingest.seisbench import ingest_seisbench
@@ -308,6 +308,33 @@ def test_a_batch_on_s3_reads_its_windows_concurrently_then_from_the_cache(
     want = original(training_dir)
     for idx, sample in zip(indices, samples, strict=True):
         np.testing.assert_array_equal(sample["X"], want.get_sample(idx)[0])
+
+
+def test_a_prefetched_batch_is_held_beside_the_cache_until_the_next(
+    training_store, training_dir, monkeypatch
+):
+    """`BatchReads` on a local store: a batch's windows are read once, at once, and held for
+    making its samples, not put in the cache (a training epoch reads each window once), which
+    keeps only the shard indexes; the next batch's windows replace them."""
+    reads = []
+    read = LocalRanges._read
+    monkeypatch.setattr(
+        LocalRanges, "_read", lambda self, *where: reads.append(where) or read(self, *where)
+    )
+    dataset = seisbench_dataset(training_store)
+    reader = dataset._reader
+    generator = BatchReads(sbg.GenericGenerator(dataset))
+    index_bytes = reader.layout.chunks_per_shard * 16  # (offset, nbytes) a chunk, uint64
+    first, second = [1, 9, 17], [2, 10]  # shards of 8 windows: 0, 1, 2; then 0, 1 again
+    samples = generator.__getitems__(first) + generator.__getitems__(second)
+    assert len(reads) == 3 + 3 + 2  # three indexes, then every window once
+    assert reader.cached_bytes == 3 * index_bytes
+    assert sorted(reader._batch) == [row // reader.layout.chunk_traces for row in second]
+    want = original(training_dir)
+    for idx, sample in zip(first + second, samples, strict=True):
+        np.testing.assert_array_equal(sample["X"], want.get_sample(idx)[0])
+    dataset.get_sample(9)  # not in the held batch: read again, and kept in the cache now
+    assert len(reads) == 9 and reader.cached_bytes > 3 * index_bytes
 
 
 def test_forked_workers_on_s3_give_the_samples_of_one_process(
