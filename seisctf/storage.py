@@ -10,23 +10,19 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import sys
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
-from urllib.parse import urlsplit
 
 import dask.array as da
-import fsspec
 import xarray as xr
 import zarr
 
-from seisctf import conventions
+from seisctf import conventions, s3
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
 
-StorageOptions = dict[str, Any]
+StorageOptions = s3.StorageOptions
 
 # seisctf writes consolidated metadata on purpose (one read opens a store over object storage).
 warnings.filterwarnings("ignore", message="Consolidated metadata is currently not part")
@@ -59,334 +55,14 @@ def is_remote(url: str) -> bool:
     return "://" in str(url) and not str(url).startswith("file://")
 
 
-# S3 requests that fail for want of a server (connection refused or reset, timeouts, 5xx,
-# throttling) are retried by botocore ("standard" mode: up to this many retries after the first
-# attempt, waiting random(0, min(2**(n-1), 20)) s before the n-th). The environment variable is read
-# where the store is opened (the command's process and each worker); a storage option
-# `config_kwargs.retries.max_attempts=N` (botocore's meaning: N retries after the first attempt;
-# `total_max_attempts` counts the first) overrides it and travels with the tasks.
-S3_RETRIES_ENV = "SEISCTF_S3_RETRIES"
-DEFAULT_S3_RETRIES = 10
-
-
-def s3_retries() -> int:
-    """Retries of a failed S3 request: `$SEISCTF_S3_RETRIES` (0 or more), else 10."""
-    text = os.environ.get(S3_RETRIES_ENV, "").strip()
-    if not text:
-        return DEFAULT_S3_RETRIES
-    try:
-        retries = int(text)
-    except ValueError:
-        retries = -1
-    if retries < 0:
-        raise InvalidInput(S3_RETRIES_ENV, f"expected a whole number of retries >= 0, got {text!r}")
-    return retries
-
-
-def _with_defaults(defaults: Mapping[str, Any], given: Mapping[str, Any]) -> StorageOptions:
-    """`given` over `defaults`, nested dicts merged key by key."""
-    merged = dict(defaults)
-    for key, value in given.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
-            merged[key] = _with_defaults(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
-
-
 def options_for(url: str, storage_options: StorageOptions | None) -> StorageOptions | None:
     """Storage options apply to fsspec URLs only; zarr refuses them for local paths. S3 URLs get
-    seisctf's retry defaults under the given options."""
+    seisctf's retry defaults under the given options (`s3.with_retries`)."""
     if not is_remote(url):
         return None
     if str(url).startswith(("s3://", "s3a://")):
-        retries = {"max_attempts": s3_retries(), "mode": "standard"}
-        return _with_defaults({"config_kwargs": {"retries": retries}}, storage_options or {})
+        return s3.with_retries(storage_options)
     return storage_options or None
-
-
-def is_storage_outage(error: BaseException) -> bool:
-    """Whether `error` says the storage did not answer (no connection, a connection lost, a
-    timeout) rather than anything about the data: a run that fails so can be re-run as it is."""
-    kinds: list[type] = [ConnectionError, TimeoutError]
-    try:
-        from botocore.exceptions import ConnectionError as BotoConnectionError
-        from botocore.exceptions import HTTPClientError
-
-        kinds += [BotoConnectionError, HTTPClientError]
-    except ImportError:  # pragma: no cover - s3fs is a dependency
-        pass
-    try:
-        from aiohttp import ClientConnectionError
-
-        kinds.append(ClientConnectionError)
-    except ImportError:  # pragma: no cover
-        pass
-    return isinstance(error, tuple(kinds))
-
-
-def _causes(error: BaseException) -> Iterator[BaseException]:
-    """`error`, its causes and contexts, and the errors botocore and aiohttp wrap in theirs
-    (`kwargs["error"]`, `os_error`), each once."""
-    seen: set[int] = set()
-    stack: list[Any] = [error]
-    while stack:
-        current = stack.pop()
-        if not isinstance(current, BaseException) or id(current) in seen:
-            continue
-        seen.add(id(current))
-        yield current
-        wrapped = getattr(current, "kwargs", None)
-        wrapped = wrapped.get("error") if isinstance(wrapped, dict) else None
-        stack += [
-            current.__cause__,
-            current.__context__,
-            getattr(current, "os_error", None),
-            wrapped,
-        ]
-
-
-def _outage_reason(error: BaseException) -> str:
-    """A few words on why a request got no answer: "connection refused", "timeout", ..."""
-    causes = list(_causes(error))
-    if any(isinstance(cause, ConnectionRefusedError) for cause in causes):
-        return "connection refused"
-    if any(
-        isinstance(cause, TimeoutError) or "Timeout" in type(cause).__name__ for cause in causes
-    ):
-        return "timeout"
-    return type(error).__name__
-
-
-def _endpoint(url: str) -> str:
-    parts = urlsplit(str(url))
-    return f"{parts.scheme}://{parts.netloc}"
-
-
-# --- S3 requests that get no answer: say so while retrying -----------------------------------
-# botocore retries a request that got no answer silently (up to about two minutes with the
-# default retries). Each S3 client seisctf's filesystem makes gets `_watch_retries` on botocore's
-# `needs-retry` event, which fires after every attempt of every request with its outcome. The
-# hook runs where the request runs; only the command's own process (one that runs no Dask worker)
-# prints or gives up early. The command opens or creates its stores there before any task starts,
-# so a wrong endpoint, the common mistake, shows there on the first request. A worker's retries
-# during an outage mid-run stay silent (its process has no terminal of the user's), and they keep
-# every attempt: a server that comes back in time is ridden through.
-FIRST_CONTACT_ATTEMPTS = 4  # attempts, the first included, of a refused first contact
-_answered: set[str] = set()  # endpoints that gave this process any response
-_announced: set[str] = set()  # endpoints whose retrying this process has reported
-
-
-def _in_command_process() -> bool:
-    """True unless this process runs a Dask worker (then its requests are tasks' requests)."""
-    worker = sys.modules.get("distributed.worker")
-    return worker is None or not worker.Worker._instances
-
-
-def _retry_waits_s(attempts: int) -> int:
-    """The longest botocore's standard mode waits in all before `attempts` attempts: a random
-    wait of up to min(2**(n-1), 20) s before the n-th retry."""
-    return sum(min(2 ** (n - 1), 20) for n in range(1, attempts))
-
-
-def _watch_retries(
-    response: Any = None,
-    caught_exception: BaseException | None = None,
-    attempts: int = 1,
-    request_dict: Mapping[str, Any] | None = None,
-    **_: Any,
-) -> None:
-    """botocore `needs-retry` hook: remember endpoints that answered; for a request that got no
-    answer, in the command's process, say once per endpoint what is retried and for how long.
-
-    A connection refused by an endpoint that never answered this process (a wrong port or host,
-    or no server) is retried `FIRST_CONTACT_ATTEMPTS` times in all, not the full count: a server
-    being started is up within seconds, and a wrong address should not cost minutes. Raising the
-    caught error here is how botocore lets a hook end the retries. Returns None: botocore's own
-    retry handler decides the waits."""
-    endpoint = _endpoint((request_dict or {}).get("url", ""))
-    if response is not None:
-        _answered.add(endpoint)
-        return None
-    if caught_exception is None or not is_storage_outage(caught_exception):
-        return None
-    if not _in_command_process():
-        return None
-    config = (request_dict or {}).get("context", {}).get("client_config")
-    retries = getattr(config, "retries", None) or {}
-    total = int(retries.get("total_max_attempts") or retries.get("max_attempts", 4) + 1)
-    reason = _outage_reason(caught_exception)
-    first_contact = endpoint not in _answered and reason == "connection refused"
-    limit = min(total, FIRST_CONTACT_ATTEMPTS) if first_contact else total
-    if attempts >= limit:
-        if attempts < total:
-            raise caught_exception
-        return None
-    if endpoint not in _announced:
-        _announced.add(endpoint)
-        hint = "; nothing answered there yet: is endpoint_url right?" if first_contact else ""
-        print(
-            f"seisctf: storage at {endpoint} does not answer ({reason}); retrying for up to "
-            f"{limit} attempts (at most {_retry_waits_s(limit)} s of waits){hint}",
-            file=sys.stderr,
-            flush=True,
-        )
-    return None
-
-
-def never_answered(error: BaseException) -> str | None:
-    """For an outage error: the endpoint it names if nothing there ever answered this process
-    (a wrong address rather than a server that went away), else None."""
-    for cause in _causes(error):
-        url = (getattr(cause, "kwargs", None) or {}).get("endpoint_url")
-        if isinstance(url, str) and "://" in url:
-            endpoint = _endpoint(url)
-            return endpoint if endpoint not in _answered else None
-    return None
-
-
-def __getattr__(name: str) -> Any:
-    """`WatchedS3FileSystem`, built on first use: importing s3fs costs about a second, which
-    commands that never touch S3 do not pay. Pickles by reference like any module class."""
-    if name != "WatchedS3FileSystem":
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    built = globals().get(name)
-    if built is not None:  # called directly after the first use: the one class, or pickle fails
-        return built
-    import s3fs
-
-    class WatchedS3FileSystem(s3fs.S3FileSystem):
-        """s3fs, with `_watch_retries` on every S3 client it makes."""
-
-        async def set_session(self, refresh: bool = False, kwargs: dict | None = None) -> Any:
-            client = await super().set_session(refresh=refresh, kwargs=kwargs or {})
-            client.meta.events.register(
-                "needs-retry.s3", _watch_retries, unique_id="seisctf-watch-retries"
-            )
-            return client
-
-    # Named as a module attribute, so that pickle (Dask sends stores to workers) finds it.
-    WatchedS3FileSystem.__module__ = __name__
-    WatchedS3FileSystem.__qualname__ = name
-    globals()[name] = WatchedS3FileSystem
-    return WatchedS3FileSystem
-
-
-# s3:// and s3a:// URLs opened in a process that imported seisctf.storage use it (fsspec imports
-# the class when the first such URL is opened).
-for _protocol in ("s3", "s3a"):
-    if _protocol in fsspec.registry:  # s3fs already in use here: nothing to defer
-        fsspec.register_implementation(_protocol, __getattr__("WatchedS3FileSystem"), clobber=True)
-    else:
-        fsspec.register_implementation(_protocol, f"{__name__}.WatchedS3FileSystem", clobber=True)
-
-
-# --- S3 mistakes as bad input -------------------------------------------------------------------
-CREDENTIALS_HELP = (
-    "give `storage_options` key=KEY and `storage_options` secret=SECRET, or set "
-    "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or an AWS profile), or `storage_options` "
-    "anon=true for a public bucket"
-)
-_REFUSED_CREDENTIALS = {"InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken"}
-
-
-def _bucket_of(url: str) -> str:
-    return str(url).split("://", 1)[-1].split("/", 1)[0]
-
-
-def _endpoint_name(storage_options: StorageOptions | None) -> str:
-    return (storage_options or {}).get("endpoint_url") or "the AWS default endpoint"
-
-
-def _no_bucket(bucket: str, storage_options: StorageOptions | None) -> str:
-    """What to say of a bucket that does not exist."""
-    endpoint = _endpoint_name(storage_options)
-    return (
-        f"bucket {bucket} does not exist at {endpoint}; create it first "
-        f"(e.g. `aws s3 mb s3://{bucket} --endpoint-url {endpoint}`)"
-    )
-
-
-def _head_bucket(bucket: str, storage_options: StorageOptions | None) -> None:
-    """One HeadBucket request, no retries (raises what s3fs raises)."""
-    options = _with_defaults(
-        options_for(f"s3://{bucket}", storage_options) or {},
-        {"config_kwargs": {"retries": {"max_attempts": 0}}, "skip_instance_cache": True},
-    )
-    __getattr__("WatchedS3FileSystem")(**options).call_s3("head_bucket", Bucket=bucket)
-
-
-def _bucket_exists(bucket: str, storage_options: StorageOptions | None) -> bool | None:
-    """Whether S3 has `bucket` (one HeadBucket, no retries); None if it cannot tell (denied,
-    or no answer)."""
-    try:
-        _head_bucket(bucket, storage_options)
-    except FileNotFoundError:
-        return False
-    except Exception:  # noqa: BLE001 - denied or unreachable: the original error stands
-        return None
-    return True
-
-
-def check_buckets(urls: Sequence[str], storage_options: StorageOptions | None) -> None:
-    """Before any work: the bucket of every S3 URL in `urls` exists and the credentials reach it
-    (one HeadBucket each, no retries), else InvalidInput naming the URL (`storage_mistake`'s
-    texts). An endpoint that does not answer is left to the command, whose retries say so."""
-    checked: set[str] = set()
-    for url in urls:
-        bucket = _bucket_of(url)
-        if not str(url).startswith(("s3://", "s3a://")) or bucket in checked:
-            continue
-        checked.add(bucket)
-        try:
-            _head_bucket(bucket, storage_options)
-        except FileNotFoundError:
-            raise InvalidInput(str(url), _no_bucket(bucket, storage_options)) from None
-        except Exception as error:  # noqa: BLE001 - judged by storage_mistake, else left
-            mistake = storage_mistake(error, [str(url)], storage_options)
-            if mistake is not None:
-                raise mistake from None
-
-
-def storage_mistake(
-    error: BaseException, urls: Sequence[str], storage_options: StorageOptions | None
-) -> InvalidInput | None:
-    """The S3 mistake behind `error` as bad input naming the URL, or None if it is none of them:
-    no credentials, credentials the endpoint refuses, a bucket that does not exist (SeaweedFS
-    refuses a write to it as AccessDenied, so a refusal is checked with one HeadBucket), or
-    access denied. `urls`: the command's URLs (the S3 ones name the store when the error does
-    not); `storage_options` as given (`endpoint_url` names the endpoint)."""
-    s3_urls = [str(url) for url in urls if str(url).startswith(("s3://", "s3a://"))]
-    if not s3_urls:
-        return None
-    from botocore.exceptions import ClientError, NoCredentialsError, PartialCredentialsError
-
-    endpoint = _endpoint_name(storage_options)
-    causes = list(_causes(error))
-    if any(isinstance(cause, NoCredentialsError | PartialCredentialsError) for cause in causes):
-        return InvalidInput(s3_urls[0], f"no S3 credentials for {endpoint}: {CREDENTIALS_HELP}")
-    refusals = [cause for cause in causes if isinstance(cause, ClientError)]
-    detail = refusals[0].response.get("Error", {}) if refusals else {}
-    code = str(detail.get("Code", ""))
-    # s3fs turns S3's refusals into these OS errors, without a file name; a worker's arrive
-    # without their cause. One with a file name is about a local file.
-    from_s3 = isinstance(error, PermissionError | FileNotFoundError) and error.filename is None
-    if not (refusals or from_s3):
-        return None
-    url = next((u for u in s3_urls if _bucket_of(u) == detail.get("BucketName")), s3_urls[0])
-    bucket = detail.get("BucketName") or _bucket_of(url)
-    if code == "NoSuchBucket" or _bucket_exists(bucket, storage_options) is False:
-        return InvalidInput(url, _no_bucket(bucket, storage_options))
-    if code in _REFUSED_CREDENTIALS:
-        return InvalidInput(url, f"{endpoint} refuses the credentials ({code}): {CREDENTIALS_HELP}")
-    if code == "AccessDenied" or (from_s3 and isinstance(error, PermissionError)):
-        operation = getattr(refusals[0], "operation_name", "") if refusals else ""
-        return InvalidInput(
-            url,
-            f"access denied by {endpoint}{f' to {operation}' if operation else ''}: check that "
-            f"the credentials may use bucket {bucket} ({CREDENTIALS_HELP})",
-        )
-    return None
 
 
 def join(url: str, *parts: str) -> str:
@@ -405,10 +81,10 @@ def open_group(
             zarr_format=3 if mode != "r" else None,
         )
     except (FileNotFoundError, zarr.errors.GroupNotFoundError) as error:
-        bucket = _bucket_of(url)
-        s3 = str(url).startswith(("s3://", "s3a://"))
-        if s3 and _bucket_exists(bucket, storage_options) is False:
-            raise InvalidInput(str(url), _no_bucket(bucket, storage_options)) from None
+        bucket = s3.bucket_of(url)
+        on_s3 = str(url).startswith(("s3://", "s3a://"))
+        if on_s3 and s3.bucket_exists(bucket, storage_options) is False:
+            raise InvalidInput(str(url), s3.no_bucket(bucket, storage_options)) from None
         raise InvalidInput(str(url), f"no zarr group found there ({error})") from None
 
 

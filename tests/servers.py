@@ -15,6 +15,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 LOOPBACK = "127.0.0.1"
+S3_KEY = "seisctf"  # the tests' access key, and its secret
 
 
 def free_port(grpc_offset: bool = False) -> int:
@@ -71,7 +72,7 @@ class S3Server:
 
     @property
     def storage_options(self) -> dict:
-        return {"endpoint_url": self.endpoint_url, "key": "seisctf", "secret": "seisctf"}
+        return {"endpoint_url": self.endpoint_url, "key": S3_KEY, "secret": S3_KEY}
 
     def cli_options(self) -> list[str]:
         return [f"--storage-option={k}={v}" for k, v in self.storage_options.items()]
@@ -111,6 +112,34 @@ def _weed_command(
         "-s3.port.lance=0",
         *options,
     ]
+
+
+def https_options(directory: Path) -> tuple[list[str], int, Path]:
+    """`weed server` options that add an HTTPS S3 listener on loopback, its certificate issued
+    by a new test CA (trustme), written under `directory`: (options, HTTPS port, the CA's PEM
+    file). SeaweedFS checks signatures on that listener against configured identities only, so
+    the options configure one for the tests' key."""
+    import json
+
+    import trustme
+
+    directory.mkdir(parents=True, exist_ok=True)
+    authority = trustme.CA()
+    certificate = authority.issue_cert(LOOPBACK, "localhost")
+    certificate.private_key_pem.write_to_path(str(directory / "key.pem"))
+    certificate.cert_chain_pems[0].write_to_path(str(directory / "cert.pem"))
+    authority.cert_pem.write_to_path(str(directory / "ca.pem"))
+    identity = {"name": S3_KEY, "credentials": [{"accessKey": S3_KEY, "secretKey": S3_KEY}]}
+    identity["actions"] = ["Admin", "Read", "Write", "List", "Tagging"]
+    (directory / "s3.json").write_text(json.dumps({"identities": [identity]}))
+    port = free_port()
+    options = [
+        f"-s3.port.https={port}",
+        f"-s3.cert.file={directory / 'cert.pem'}",
+        f"-s3.key.file={directory / 'key.pem'}",
+        f"-s3.config={directory / 's3.json'}",
+    ]
+    return options, port, directory / "ca.pem"
 
 
 def start_s3(

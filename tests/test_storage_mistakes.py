@@ -18,7 +18,7 @@ import obspy
 import pytest
 from servers import free_port
 
-from seisctf import storage
+from seisctf import s3
 from seisctf.cli import EXIT_INVALID_INPUT, EXIT_STORAGE_UNAVAILABLE, main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -186,7 +186,7 @@ class TimedLines:
         return "".join(line for _, line in self.lines)
 
 
-@pytest.mark.parametrize(("retries", "attempts"), [("2", 3), ("", storage.FIRST_CONTACT_ATTEMPTS)])
+@pytest.mark.parametrize(("retries", "attempts"), [("2", 3), ("", s3.FIRST_CONTACT_ATTEMPTS)])
 def test_a_wrong_endpoint_port_says_what_it_retries_and_gives_up_soon(
     retries, attempts, dask_cluster, archive
 ):
@@ -197,9 +197,9 @@ def test_a_wrong_endpoint_port_says_what_it_retries_and_gives_up_soon(
     endpoint = f"http://127.0.0.1:{port}"
     url = "s3://somebucket/waveforms.zarr"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
-    env.pop(storage.S3_RETRIES_ENV, None)
+    env.pop(s3.S3_RETRIES_ENV, None)
     if retries:
-        env[storage.S3_RETRIES_ENV] = retries
+        env[s3.S3_RETRIES_ENV] = retries
     process = subprocess.Popen(
         [*SEISCTF, "ingest", "waveforms", str(archive), "--out", url,
          f"--storage-option=endpoint_url={endpoint}",
@@ -233,10 +233,10 @@ def test_a_local_file_error_is_not_taken_for_an_s3_mistake(s3_server):
     options = s3_server.storage_options
     for error in (PermissionError(13, "Permission denied", "/local/out.json"),
                   FileNotFoundError(2, "No such file", "/local/in.csv")):  # fmt: skip
-        assert storage.storage_mistake(error, ["s3://nobucket-local/x.zarr"], options) is None
-    assert storage.storage_mistake(ValueError("x"), ["s3://nobucket-local/x.zarr"], options) is None
+        assert s3.storage_mistake(error, ["s3://nobucket-local/x.zarr"], options) is None
+    assert s3.storage_mistake(ValueError("x"), ["s3://nobucket-local/x.zarr"], options) is None
     # Without its cause (as from a worker), s3fs's refusal is checked against the bucket.
-    mistake = storage.storage_mistake(
+    mistake = s3.storage_mistake(
         PermissionError(13, "Access Denied."), ["s3://nobucket-local/x.zarr"], options
     )
     assert mistake is not None and "bucket nobucket-local does not exist" in str(mistake)

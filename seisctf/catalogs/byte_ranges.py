@@ -17,6 +17,10 @@ Failures: a dropped connection (a keep-alive one the server closed, a restart) a
 FileNotFoundError; anything else an OSError naming the object, the range and the status.
 
 Connections belong to the thread and process that opened them (a forked worker makes its own).
+HTTPS connections check certificates as s3fs's own client does (`tls_context`): the
+filesystem's `client_kwargs["verify"]` (False, or a CA bundle's path), else botocore's
+`ca_bundle` setting (`AWS_CA_BUNDLE`, the profile's config), else `REQUESTS_CA_BUNDLE`, else
+botocore's default bundle.
 
 `LocalRanges()` keeps up to `OPEN_FILES` files open (least recently used closed first), so a
 window costs one `pread`, not an open, a seek, a read and a close. A file replaced while open
@@ -106,7 +110,8 @@ class SignedRanges:
         if self.CONNECTION_CLASS is not None:
             return self.CONNECTION_CLASS(host, timeout=TIMEOUT_S)
         if scheme == "https":
-            context = ssl.create_default_context()
+            context = getattr(self._local, "tls", None) or tls_context(self._fs)
+            self._local.tls = context
             return http.client.HTTPSConnection(host, timeout=TIMEOUT_S, context=context)
         return http.client.HTTPConnection(host, timeout=TIMEOUT_S)
 
@@ -159,6 +164,34 @@ class SignedRanges:
             answer = failure or self._answer(connection)
         what = f"the connection failed: {answer!r}" if status is None else f"HTTP {status}"
         return OSError(f"{path}: GET bytes {start}…{end} answered {what}")
+
+
+def tls_context(fs) -> ssl.SSLContext:
+    """The TLS context of s3fs filesystem `fs`'s own botocore client: certificates checked
+    against the bundle its settings name (module doc), or not at all when `verify` is False."""
+    from botocore.httpsession import create_urllib3_context, get_cert_path
+
+    verify = (getattr(fs, "client_kwargs", None) or {}).get("verify")
+    session = getattr(fs, "session", None)
+    if verify is None and session is not None:
+        verify = session.get_config_variable("ca_bundle")
+    if verify is None:
+        verify = os.environ.get("REQUESTS_CA_BUNDLE", True)
+    context = create_urllib3_context()
+    if verify is False:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        return context
+    context.check_hostname = True
+    bundle = get_cert_path(verify)
+    try:
+        if os.path.isdir(bundle):
+            context.load_verify_locations(capath=bundle)
+        else:
+            context.load_verify_locations(cafile=bundle)
+    except (OSError, ssl.SSLError) as error:
+        raise OSError(f"CA bundle {bundle!r} (s3fs verify or AWS_CA_BUNDLE): {error}") from error
+    return context
 
 
 class LocalRanges:

@@ -197,9 +197,8 @@ class WindowReader:
             import fsspec
 
             options = dict(storage.options_for(self.url, self.storage_options) or {})
-            self._fs, self._root = fsspec.core.url_to_fs(
-                self.url, skip_instance_cache=True, **options
-            )
+            options["skip_instance_cache"] = True
+            self._fs, self._root = fsspec.core.url_to_fs(self.url, **options)
             self._root = self._root.rstrip("/")
             self._cache = ByteLRU(self.cache_bytes)
             self._batch = {}

@@ -156,7 +156,8 @@ def _check_buckets(args: argparse.Namespace) -> None:
     when the command names an object store."""
     urls = [url for url in _command_urls(args) if url.startswith(("s3://", "s3a://"))]
     if urls:
-        from seisctf.storage import check_buckets, parse_storage_options
+        from seisctf.s3 import check_buckets
+        from seisctf.storage import parse_storage_options
 
         check_buckets(urls, parse_storage_options(getattr(args, "storage_option", None)))
 
@@ -213,12 +214,8 @@ def _storage_failure(error: Exception, args: argparse.Namespace) -> int | None:
     access denied) is bad input, exit 3; storage that did not answer after the retries is not bad
     input and not a bug: exit 1, and nothing unfinished was marked complete. (`seisctf.storage`
     is imported here, when an error is judged: `seisctf --help` and the checks load no zarr.)"""
-    from seisctf.storage import (
-        is_storage_outage,
-        never_answered,
-        parse_storage_options,
-        storage_mistake,
-    )
+    from seisctf.s3 import is_storage_outage, never_answered, storage_mistake
+    from seisctf.storage import parse_storage_options
 
     urls = _command_urls(args)
     options = parse_storage_options(getattr(args, "storage_option", None))

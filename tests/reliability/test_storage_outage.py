@@ -32,6 +32,7 @@ from faults import (
 from servers import S3Server, restart_s3, start_s3, stop_process
 
 from seisctf import conventions as cv
+from seisctf import s3 as s3_settings
 from seisctf import storage
 from seisctf.errors import InvalidInput
 
@@ -153,13 +154,13 @@ def test_s3_retries_are_configurable_and_given_options_win(monkeypatch):
         "endpoint_url": "http://127.0.0.1:1",
         "config_kwargs": {"retries": {"max_attempts": 10, "mode": "standard"}},
     }
-    monkeypatch.setenv(storage.S3_RETRIES_ENV, "3")
+    monkeypatch.setenv(s3_settings.S3_RETRIES_ENV, "3")
     assert storage.options_for(url, None)["config_kwargs"]["retries"]["max_attempts"] == 3
     given = storage.parse_storage_options(["config_kwargs.retries.max_attempts=2"])
     merged = storage.options_for(url, given)["config_kwargs"]["retries"]
     assert merged == {"max_attempts": 2, "mode": "standard"}
     assert storage.options_for("/local/store.zarr", given) is None
     assert storage.options_for("gs://b/x.zarr", {"token": "anon"}) == {"token": "anon"}
-    monkeypatch.setenv(storage.S3_RETRIES_ENV, "many")
+    monkeypatch.setenv(s3_settings.S3_RETRIES_ENV, "many")
     with pytest.raises(InvalidInput, match="SEISCTF_S3_RETRIES"):
         storage.options_for(url, None)
