@@ -197,8 +197,12 @@ def _local_arguments(
 def _start_local(*arguments: Any) -> tuple[Any, Any]:
     """The embedded cluster and its client."""
     from distributed import Client
+    from distributed.gc import disable_gc_diagnosis
 
     cluster = _local_cluster(*arguments)
+    # Its scheduler, in this process, hooks a logger (silenced above) into every full garbage
+    # collection: a Ctrl-C landing in that hook is printed as "Exception ignored" and lost.
+    disable_gc_diagnosis(force=True)
     try:
         client = Client(cluster)
     except BaseException:
@@ -292,6 +296,7 @@ def _connect(address: str, source: str, quiet: bool) -> Any:
     try:
         return Client(address, timeout=f"{SCHEDULER_TIMEOUT_S}s")
     except ValueError as error:  # distributed's word for an address it cannot parse
+        _close_unconnected_client()
         raise InvalidInput(
             source, f"{address!r} is not a Dask scheduler address ({error}); {remedy}"
         ) from None
@@ -303,6 +308,20 @@ def _connect(address: str, source: str, quiet: bool) -> Any:
         ) from None
     finally:
         notice.cancel()
+
+
+def _close_unconnected_client() -> None:
+    """distributed's Client makes itself the default client, and dask's `scheduler` setting
+    "dask.distributed", before it parses the address, and leaves both behind when that fails
+    (the next computation in this process would then refuse to run): closing it undoes them."""
+    from distributed import default_client
+
+    try:
+        client = default_client()
+    except ValueError:  # no default client
+        return
+    if client.status != "running":
+        client.close()
 
 
 def _connect_failure(error: BaseException) -> str:

@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+import dask
+import dask.array as da
 import numpy as np
 import obspy
 import psutil
@@ -185,6 +187,9 @@ def test_a_scheduler_from_the_environment_that_is_gone(tmp_path, capsys, monkeyp
     assert main(["synth", "global", "--out", str(out), "--quiet"]) == EXIT_INVALID_INPUT
     assert "'no-port' is not a Dask scheduler address" in capsys.readouterr().err
     assert not out.exists()
+    # Nothing of the refused client stays in this process: the next computation runs here.
+    assert dask.config.get("scheduler", None) is None
+    assert dask.compute(da.ones(4, chunks=2).sum())[0] == 4
 
 
 def _run(*argv: str) -> subprocess.CompletedProcess:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
@@ -30,6 +31,9 @@ def test_embedded_local_cluster_of_worker_processes(capsys):
         assert f"; dashboard {link}\n" in capsys.readouterr().err
         with urllib.request.urlopen(link, timeout=30) as page:
             assert page.status == 200 and b"bokeh" in page.read().lower()
+        # Nothing of distributed's runs inside this process's garbage collections, where a
+        # Ctrl-C would be swallowed ("Exception ignored in ... _gc_callback").
+        assert not [hook for hook in gc.callbacks if "distributed" in hook.__module__]
 
 
 def test_existing_scheduler_by_argument_and_environment(dask_cluster, monkeypatch):

@@ -13,9 +13,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import fsspec
 import numpy as np
 import pytest
-import s3fs
 from event_window_fixtures import write_training_seisbench
 from servers import LOOPBACK, S3_KEY, https_options, start_s3, stop_process
 
@@ -39,8 +39,8 @@ def https_endpoint(tmp_path_factory):
 
 
 def https_options_for(endpoint: str, **client_kwargs) -> dict:
-    # A fresh s3fs instance each time: fsspec's cache would hand back a client made before an
-    # environment variable the test sets.
+    # A fresh filesystem each time (seisctf's s3fs class, as "s3" URLs open): fsspec's cache
+    # would hand back a client made before an environment variable the test sets.
     options = {"endpoint_url": endpoint, "key": S3_KEY, "secret": S3_KEY}
     return {**options, "client_kwargs": client_kwargs, "skip_instance_cache": True}
 
@@ -51,7 +51,7 @@ def training(https_endpoint, tmp_path_factory):
     endpoint, authority = https_endpoint
     folder = write_training_seisbench(tmp_path_factory.mktemp("training"))
     options = https_options_for(endpoint, verify=authority)
-    s3fs.S3FileSystem(**options).mkdir("training")
+    fsspec.filesystem("s3", **options).mkdir("training")
     ingest_seisbench(str(folder), STORE, shard_traces=8, storage_options=options, quiet=True)
     return folder
 
@@ -96,17 +96,17 @@ def test_an_untrusted_certificate_is_an_error_naming_the_object_unless_verify_is
     endpoint, authority = https_endpoint
     for variable in ("AWS_CA_BUNDLE", "REQUESTS_CA_BUNDLE"):
         monkeypatch.delenv(variable, raising=False)
-    trusted = s3fs.S3FileSystem(**https_options_for(endpoint, verify=authority))
+    trusted = fsspec.filesystem("s3", **https_options_for(endpoint, verify=authority))
     shard = sorted(trusted.find(STORE.removeprefix("s3://") + "/waveforms/c"))[0]
     head = trusted.cat_file(shard, start=0, end=64)
     # Signing is local: an s3fs that trusts nothing private still makes the URLs.
-    untrusted = s3fs.S3FileSystem(**https_options_for(endpoint))
+    untrusted = fsspec.filesystem("s3", **https_options_for(endpoint))
     (failed,) = SignedRanges(untrusted).read_many([shard], [0], [64])
     assert isinstance(failed, OSError) and shard in str(failed)
     assert "CERTIFICATE_VERIFY_FAILED" in str(failed)
-    unchecked = s3fs.S3FileSystem(**https_options_for(endpoint, verify=False))
+    unchecked = fsspec.filesystem("s3", **https_options_for(endpoint, verify=False))
     assert SignedRanges(unchecked).read(shard, 0, 64) == head
-    missing = s3fs.S3FileSystem(**https_options_for(endpoint, verify=os.devnull + ".pem"))
+    missing = fsspec.filesystem("s3", **https_options_for(endpoint, verify=os.devnull + ".pem"))
     with pytest.raises(OSError, match="CA bundle"):
         SignedRanges(missing).read(shard, 0, 64)
 
