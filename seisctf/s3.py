@@ -239,8 +239,13 @@ def __getattr__(name: str) -> Any:
         def close_session(loop: Any, s3: Any) -> None:
             # s3fs closes a collected filesystem's client on the loop running where it was
             # collected: on a Dask thread that is Dask's loop, and an HTTPS connection then
-            # refuses to close there ("attached to a different loop", a traceback at exit).
-            if loop is not None and loop.is_running():
+            # refuses to close there ("attached to a different loop", a traceback). Elsewhere
+            # (no loop running, or the client's own) s3fs's way stands: it waits for the close.
+            try:
+                running = asyncio.get_running_loop()
+            except RuntimeError:
+                running = None
+            if running not in (None, loop) and loop is not None and loop.is_running():
                 asyncio.run_coroutine_threadsafe(s3.__aexit__(None, None, None), loop)
                 return
             s3fs.S3FileSystem.close_session(loop, s3)
