@@ -69,24 +69,31 @@ def train_steps(
     dataset, *, steps: int, seed: int, batch_size: int, window_samples: int
 ) -> list[float]:
     """Losses of `steps` Adam steps of a randomly initialised PhaseNet (torch seed `seed`, CPU)
-    on `phasenet_loader(dataset, seed=seed)`: the README's training loop."""
+    on `phasenet_loader(dataset, seed=seed)`: the README's training loop. On one torch thread,
+    so that the order of a sum cannot vary between the two runs compared (in one full run the
+    first-step losses of store and original differed in their sixth digit, with more threads)."""
     import seisbench.models as sbm
     import torch
 
-    torch.manual_seed(seed)
-    model = sbm.PhaseNet(phases="PSN", norm="peak")
-    optimiser = torch.optim.Adam(model.parameters(), lr=1e-2)
-    losses: list[float] = []
-    loader = phasenet_loader(
-        dataset, batch_size=batch_size, seed=seed, window_samples=window_samples
-    )
-    for batch in loader:
-        loss = phasenet_loss(model(batch["X"]), batch["y"])
-        optimiser.zero_grad(), loss.backward(), optimiser.step()
-        losses.append(float(loss.detach()))
-        if len(losses) == steps:
-            return losses
-    return losses
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        torch.manual_seed(seed)
+        model = sbm.PhaseNet(phases="PSN", norm="peak")
+        optimiser = torch.optim.Adam(model.parameters(), lr=1e-2)
+        losses: list[float] = []
+        loader = phasenet_loader(
+            dataset, batch_size=batch_size, seed=seed, window_samples=window_samples
+        )
+        for batch in loader:
+            loss = phasenet_loss(model(batch["X"]), batch["y"])
+            optimiser.zero_grad(), loss.backward(), optimiser.step()
+            losses.append(float(loss.detach()))
+            if len(losses) == steps:
+                break
+        return losses
+    finally:
+        torch.set_num_threads(threads)
 
 
 def assert_same_batches(expected: list[dict], got: list[dict]) -> None:
