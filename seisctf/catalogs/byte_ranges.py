@@ -61,6 +61,7 @@ class SignedRanges:
         self._endpoint = ("", "")  # scheme, host:port
         self._lock = threading.Lock()
         self._local = threading.local()
+        self._tls: ssl.SSLContext | None = None  # made on the first HTTPS connection
 
     def read(self, path: str, start: int, end: int | None) -> bytes:
         """Bytes [start, end) of object `path`; start < 0 and end None: its last -start bytes."""
@@ -110,9 +111,9 @@ class SignedRanges:
         if self.CONNECTION_CLASS is not None:
             return self.CONNECTION_CLASS(host, timeout=TIMEOUT_S)
         if scheme == "https":
-            context = getattr(self._local, "tls", None) or tls_context(self._fs)
-            self._local.tls = context
-            return http.client.HTTPSConnection(host, timeout=TIMEOUT_S, context=context)
+            if self._tls is None:
+                self._tls = tls_context(self._fs)
+            return http.client.HTTPSConnection(host, timeout=TIMEOUT_S, context=self._tls)
         return http.client.HTTPConnection(host, timeout=TIMEOUT_S)
 
     def _send(
