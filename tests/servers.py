@@ -151,10 +151,28 @@ def start_s3(
 ) -> S3Server:
     """`weed server -s3` on loopback (or on `host`, an address of this machine) with its own
     ports (or `ports`: those of a stopped server to start again on the same data folder) and
-    data folder, and `weed server` `options` added; waits until S3 answers."""
-    ports = ports or {
-        name: free_port(grpc_offset=True) for name in ("master", "volume", "filer", "s3")
-    }
+    data folder, and `weed server` `options` added; waits until S3 answers. Ports probed here
+    can be taken by another connection before weed binds them: an early exit on ports of its
+    own is retried on new ones."""
+    for attempt in range(3):
+        chosen = ports or {
+            name: free_port(grpc_offset=True) for name in ("master", "volume", "filer", "s3")
+        }
+        try:
+            return _start_weed(directory, timeout_s, chosen, host, options)
+        except WeedExited:
+            if ports or attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
+class WeedExited(RuntimeError):
+    """`weed server` ended before S3 answered (its log's end is the message)."""
+
+
+def _start_weed(
+    directory: Path, timeout_s: float, ports: dict[str, int], host: str, options: Sequence[str]
+) -> S3Server:
     directory.mkdir(parents=True, exist_ok=True)
     log = open(directory / "weed.log", "ab")  # noqa: SIM115 - closed with the process
     process = subprocess.Popen(
@@ -169,7 +187,7 @@ def start_s3(
     bucket = f"probe-{os.getpid()}"
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"weed exited early: {(directory / 'weed.log').read_text()[-2000:]}")
+            raise WeedExited(f"weed exited early: {(directory / 'weed.log').read_text()[-2000:]}")
         try:
             fs = server.filesystem()
             if not fs.exists(bucket):
@@ -196,59 +214,69 @@ def restart_s3(server: S3Server, timeout_s: float = 60.0) -> S3Server:
 class DaskCluster:
     address: str
     processes: list[subprocess.Popen]
+    directory: Path  # the scheduler file, each process's log and the workers' local directories
 
 
 def start_dask_cluster(n_workers: int = 2, timeout_s: float = 60.0) -> DaskCluster:
-    """A real `dask scheduler` and `n_workers` `dask worker` processes on loopback."""
-    port = free_port()
-    address = f"tcp://{LOOPBACK}:{port}"
-    dask = str(Path(sys.executable).parent / "dask")
-    scheduler = subprocess.Popen(
-        [dask, "scheduler", "--host", LOOPBACK, "--port", str(port), "--no-dashboard"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
+    """A real `dask scheduler` and `n_workers` `dask worker` processes on loopback.
+
+    The scheduler binds a port of its own choosing and writes its address to a scheduler file
+    the workers read: a port probed free here could be taken by another connection's local end
+    before the scheduler binds it. Each process logs to a file whose end a failed start quotes."""
+    import json
+    import tempfile
+
+    directory = Path(tempfile.mkdtemp(prefix="seisctf-dask-"))
+    scheduler_file = directory / "scheduler.json"
+    scheduler = _dask_process(
+        directory,
+        "scheduler",
+        ["--host", LOOPBACK, "--port", "0", "--no-dashboard", "--scheduler-file", scheduler_file],
     )
+    worker_options = ["--scheduler-file", scheduler_file, "--host", LOOPBACK, "--nthreads", "1"]
+    worker_options += ["--nworkers", "1", "--no-dashboard", "--memory-limit", "4GiB"]
     workers = [
-        subprocess.Popen(
-            [
-                dask,
-                "worker",
-                address,
-                "--host",
-                LOOPBACK,
-                "--nthreads",
-                "1",
-                "--nworkers",
-                "1",
-                "--no-dashboard",
-                "--memory-limit",
-                "4GiB",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        for _ in range(n_workers)
+        _dask_process(directory, f"worker-{index}", [*worker_options, "--local-directory", "."])
+        for index in range(n_workers)
     ]
-    cluster = DaskCluster(address, [scheduler, *workers])
+    cluster = DaskCluster("", [scheduler, *workers], directory)
     from distributed import Client
 
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and all(p.poll() is None for p in cluster.processes):
         try:
-            with Client(address, timeout="5s") as client:
-                client.wait_for_workers(n_workers, timeout=timeout_s)
+            cluster.address = json.loads(scheduler_file.read_text())["address"]
+            with Client(cluster.address, timeout="5s") as client:
+                client.wait_for_workers(n_workers, timeout=max(1.0, deadline - time.monotonic()))
                 return cluster
-        except OSError:
+        except (OSError, ValueError, KeyError):  # no file yet, half written, or still starting
             time.sleep(0.5)
+    logs = "\n".join(
+        f"{log.name}: {log.read_text(errors='replace')[-1500:]}"
+        for log in sorted(directory.glob("*.log"))
+    )
     stop_dask_cluster(cluster)
-    raise RuntimeError(f"dask cluster at {address} did not start")
+    raise RuntimeError(f"dask cluster did not start within {timeout_s} s\n{logs}")
+
+
+def _dask_process(directory: Path, name: str, arguments: Sequence[object]) -> subprocess.Popen:
+    """`dask <name's command> arguments` in `directory/name`, logging to `directory/name.log`."""
+    command = name.split("-")[0]
+    (directory / name).mkdir()
+    with open(directory / f"{name}.log", "wb") as log:
+        return subprocess.Popen(
+            [str(Path(sys.executable).parent / "dask"), command, *map(str, arguments)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=directory / name,
+            start_new_session=True,
+        )
 
 
 def stop_dask_cluster(cluster: DaskCluster) -> None:
     for process in reversed(cluster.processes):
         stop_process(process)
+    shutil.rmtree(cluster.directory, ignore_errors=True)
 
 
 class SlowLink:

@@ -106,7 +106,10 @@ def statistic(
     return spectral_norm(window)
 
 
-GRAM_PANEL_BYTES = 32 * 2**20
+# A Gram panel's float64 bytes: as many as its Gram (m² · 8, so partial Grams never outweigh the
+# data they sum), within these bounds. The region, its input chunks and the Gram make a panel
+# task's memory, which decides whether scoring fits a small worker (tests/scoring/test_memory.py).
+GRAM_PANEL_MIN_BYTES, GRAM_PANEL_MAX_BYTES = 16 * 2**20, 32 * 2**20
 
 
 def _sum_of_squares(values: np.ndarray) -> float:
@@ -115,9 +118,9 @@ def _sum_of_squares(values: np.ndarray) -> float:
 
 
 def _panel_gram(values: np.ndarray, transpose: bool) -> np.ndarray:
-    """P·Pᵀ of the panel P = values (or valuesᵀ): m × m, m = P's number of rows."""
-    panel = np.ascontiguousarray(values.T) if transpose else values
-    return panel @ panel.T
+    """P·Pᵀ of the panel P = values (or valuesᵀ): m × m, m = P's number of rows. BLAS reads the
+    transposed view in place: a contiguous copy would add a second panel to the task's memory."""
+    return values.T @ values if transpose else values @ values.T
 
 
 def _panel_norm(values: np.ndarray, transpose: bool) -> float:
@@ -138,12 +141,13 @@ def _tree_sum(parts: list) -> Any:
 
 def spectral_norm(window: Difference) -> Any:
     """Lazy 2-norm (a Delayed float) of a window from the Gram matrix of its smaller side (m × m,
-    m = min(shape)): the sum over panels of whole m-long vectors (at most `GRAM_PANEL_BYTES` of
-    float64 each) of panel · panelᵀ, whose largest eigenvalue is taken on a worker."""
+    m = min(shape)): the sum over panels of whole m-long vectors (16-32 MiB of float64 each) of
+    panel · panelᵀ, whose largest eigenvalue is taken on a worker."""
     rows, cols = window.shape
     transpose = rows > cols  # panels are then blocks of whole rows, and the Gram is AᵀA
     m = min(rows, cols)
-    step = max(1, GRAM_PANEL_BYTES // (8 * m))
+    panel_bytes = min(max(8 * m * m, GRAM_PANEL_MIN_BYTES), GRAM_PANEL_MAX_BYTES)
+    step = max(1, panel_bytes // (8 * m))
     if transpose:
         regions = [((start, min(start + step, rows)), (0, cols)) for start in range(0, rows, step)]
     else:
