@@ -153,10 +153,15 @@ def main() -> None:
     print("\n| process | wall s | peak RSS MiB | peak ÷ worker limit | note |")
     print("|---|---:|---:|---:|---|")
     for index, (address, peak) in enumerate(sorted(peaks.items())):
+        # A worker its nanny killed comes back at a new address: what it measured died with it.
+        history = (
+            f"idle after restart {idle[address] / MIB:.0f} MiB"
+            if address in idle
+            else "a replacement started during scoring (its predecessor was killed)"
+        )
         print(
             f"| Dask worker {index} | — | {peak / MIB:.0f} | {peak / limit:.2f} "
-            f"| idle after restart {idle[address] / MIB:.0f} MiB; spilled "
-            f"{spilled[address] / MIB:.0f} MiB to disk |"
+            f"| {history}; spilled {spilled[address] / MIB:.0f} MiB to disk |"
         )
     print(
         f"| `seisctf score ctf` client process | {cli.seconds:.2f} "

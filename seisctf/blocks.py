@@ -60,6 +60,25 @@ def pieces(chunks: tuple[Sequence[int], Sequence[int]], rows: Span, cols: Span) 
     return found
 
 
+def restrict(cover: Cover, rows: Span, cols: Span) -> Cover:
+    """The part of a region's `cover` that covers its sub-region rows × cols (in the region's
+    coordinates), with targets relative to that sub-region."""
+    kept: list[Piece] = []
+    blocks: list[Any] = []
+    for piece, block in zip(*cover, strict=True):
+        (target_rows, target_cols), (source_rows, source_cols) = piece.target, piece.source
+        r0, r1 = max(rows[0], target_rows[0]), min(rows[1], target_rows[1])
+        c0, c1 = max(cols[0], target_cols[0]), min(cols[1], target_cols[1])
+        if r0 >= r1 or c0 >= c1:
+            continue
+        row_shift, col_shift = source_rows[0] - target_rows[0], source_cols[0] - target_cols[0]
+        source = ((r0 + row_shift, r1 + row_shift), (c0 + col_shift, c1 + col_shift))
+        target = ((r0 - rows[0], r1 - rows[0]), (c0 - cols[0], c1 - cols[0]))
+        kept.append(Piece(piece.block, source, target))
+        blocks.append(block)
+    return kept, blocks
+
+
 def _slices(spans: tuple[Span, Span]) -> tuple[slice, slice]:
     return slice(*spans[0]), slice(*spans[1])
 
@@ -148,6 +167,17 @@ def _references(value: Any, dependencies: dict[Any, Delayed], parts: list[str]) 
         return value
     parts.append(repr(value))
     return value
+
+
+def tree_sum(parts: list) -> Any:
+    """Delayed pairwise sum of `parts` in a fixed order (the result never depends on which worker
+    adds what)."""
+    while len(parts) > 1:
+        parts = [
+            named(np.add, "add", parts[i], parts[i + 1]) if i + 1 < len(parts) else parts[i]
+            for i in range(0, len(parts), 2)
+        ]
+    return parts[0]
 
 
 def tiles(shape: tuple[int, int], tile: tuple[int, int]) -> list[tuple[Span, Span]]:

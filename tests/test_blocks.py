@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from seisctf.blocks import Stored, assemble, named, pieces, subtract, tiles
+from seisctf.blocks import Stored, assemble, named, pieces, restrict, subtract, tiles
 
 
 def _chunking(draw, n: int) -> tuple[int, ...]:
@@ -54,6 +54,30 @@ def test_region_from_stored_blocks_equals_numpy_slice(data):
     expected = values[r0:r1, c0:c1].astype(np.float64) - other[r0:r1, c0:c1].astype(np.float64)
     assert result.dtype == np.float64 and result.flags.c_contiguous
     np.testing.assert_array_equal(result, expected)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_a_restricted_cover_assembles_its_sub_region(data):
+    """restrict(cover of a region, sub-region) assembles what slicing the region gives."""
+    shape = (data.draw(st.integers(1, 30)), data.draw(st.integers(1, 20)))
+    chunks = (_chunking(data.draw, shape[0]), _chunking(data.draw, shape[1]))
+    values = np.arange(np.prod(shape), dtype=np.float32).reshape(shape) * 1.5 - 7
+    r0, c0 = data.draw(st.integers(0, shape[0] - 1)), data.draw(st.integers(0, shape[1] - 1))
+    r1, c1 = data.draw(st.integers(r0 + 1, shape[0])), data.draw(st.integers(c0 + 1, shape[1]))
+    blocks = da.from_array(values, chunks=chunks).to_delayed()
+    found = pieces(chunks, (r0, r1), (c0, c1))
+    cover = (found, [blocks[p.block].compute() for p in found])
+    region = values[r0:r1, c0:c1]
+    s0 = data.draw(st.integers(0, r1 - r0 - 1))
+    s1 = data.draw(st.integers(s0 + 1, r1 - r0))
+    t0 = data.draw(st.integers(0, c1 - c0 - 1))
+    t1 = data.draw(st.integers(t0 + 1, c1 - c0))
+
+    sub_cover = restrict(cover, (s0, s1), (t0, t1))
+    assert len(sub_cover[0]) == len(sub_cover[1]) <= len(found)
+    sub_region = assemble((s1 - s0, t1 - t0), sub_cover, np.float64)
+    np.testing.assert_array_equal(sub_region, region[s0:s1, t0:t1])
 
 
 def test_assemble_keeps_the_stored_dtype_and_whole_rows_by_default():

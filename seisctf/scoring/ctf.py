@@ -4,10 +4,10 @@ Everything a score needs is computed in one graph (`cluster.compute`): each stor
 once and feeds the truth's block commitment, the Gram matrices of the `reference` 2-norms (their
 largest eigenvalue is taken on a worker), the sums of squares of the `paper` Frobenius norms, and
 the spectra of the long-time windows. Formulas per convention: `seisctf.scoring.metrics`. The
-2-norm uses the Gram matrix of the smaller side when that side has at most `GRAM_MAX_SIDE`
-entries, else a Lanczos iteration (scipy `svds` over a LinearOperator whose products are Dask
-reductions). Submissions with values so large that squares overflow float64 are rescored, scaled
-by a power of two, in a second pass.
+2-norm uses the Gram matrix of the smaller side (`seisctf.scoring.gram`) when that side has at
+most `GRAM_MAX_SIDE` entries, else a Lanczos iteration (scipy `svds` over a LinearOperator whose
+products are Dask reductions). Submissions with values so large that squares overflow float64
+are rescored, scaled by a power of two, in a second pass.
 """
 
 from __future__ import annotations
@@ -16,16 +16,16 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-import dask
 import dask.array as da
 import numpy as np
 
 from seisctf import commitment, storage
 from seisctf import conventions as cv
-from seisctf.blocks import Stored, named, tiles
+from seisctf.blocks import Stored, tiles, tree_sum
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
 from seisctf.scoring import metrics
+from seisctf.scoring.gram import spectral_norm
 from seisctf.scoring.regions import Difference
 from seisctf.scoring.submission import SubmissionLimits, open_submission
 from seisctf.scoring.values import raise_if_nonfinite, value_report
@@ -97,7 +97,7 @@ def statistic(
         return window.reduce(metrics.paper_log_spectrum, (0, rows), (0, cols), modes)
     if convention == "paper":
         tile = cv.time_space_chunks(rows, cols, itemsize=8)
-        return _tree_sum(
+        return tree_sum(
             [window.reduce(_sum_of_squares, r, c) for r, c in tiles(window.shape, tile)]
         )
     if min(window.shape) > gram_max_side:
@@ -106,61 +106,9 @@ def statistic(
     return spectral_norm(window)
 
 
-# A Gram panel's float64 bytes: as many as its Gram (m² · 8, so partial Grams never outweigh the
-# data they sum), within these bounds. The region, its input chunks and the Gram make a panel
-# task's memory, which decides whether scoring fits a small worker (tests/scoring/test_memory.py).
-GRAM_PANEL_MIN_BYTES, GRAM_PANEL_MAX_BYTES = 16 * 2**20, 32 * 2**20
-
-
 def _sum_of_squares(values: np.ndarray) -> float:
     """Σ values², squaring in place: `values` is the region array its task just assembled."""
     return float(np.sum(np.multiply(values, values, out=values)))
-
-
-def _panel_gram(values: np.ndarray, transpose: bool) -> np.ndarray:
-    """P·Pᵀ of the panel P = values (or valuesᵀ): m × m, m = P's number of rows. BLAS reads the
-    transposed view in place: a contiguous copy would add a second panel to the task's memory."""
-    return values.T @ values if transpose else values @ values.T
-
-
-def _panel_norm(values: np.ndarray, transpose: bool) -> float:
-    """The 2-norm of a window that is one panel: its Gram and that Gram's largest eigenvalue in
-    one task."""
-    return metrics.spectral_norm_from_gram(_panel_gram(values, transpose))
-
-
-def _tree_sum(parts: list) -> Any:
-    """Pairwise sum in a fixed order (the result never depends on which worker adds what)."""
-    while len(parts) > 1:
-        parts = [
-            named(np.add, "add", parts[i], parts[i + 1]) if i + 1 < len(parts) else parts[i]
-            for i in range(0, len(parts), 2)
-        ]
-    return parts[0]
-
-
-def spectral_norm(window: Difference) -> Any:
-    """Lazy 2-norm (a Delayed float) of a window from the Gram matrix of its smaller side (m × m,
-    m = min(shape)): the sum over panels of whole m-long vectors (16-32 MiB of float64 each) of
-    panel · panelᵀ, whose largest eigenvalue is taken on a worker."""
-    rows, cols = window.shape
-    transpose = rows > cols  # panels are then blocks of whole rows, and the Gram is AᵀA
-    m = min(rows, cols)
-    panel_bytes = min(max(8 * m * m, GRAM_PANEL_MIN_BYTES), GRAM_PANEL_MAX_BYTES)
-    step = max(1, panel_bytes // (8 * m))
-    if transpose:
-        regions = [((start, min(start + step, rows)), (0, cols)) for start in range(0, rows, step)]
-    else:
-        regions = [((0, rows), (start, min(start + step, cols))) for start in range(0, cols, step)]
-    if len(regions) == 1:
-        # A window in one panel: its Gram and eigenvalue are one of the longest tasks; the
-        # biggest go first, since left to the end they run alone.
-        with dask.annotate(priority=m):
-            return window.reduce(_panel_norm, *regions[0], transpose)
-    # Several panels: Dask's own order, which adds partial Grams (m² each) as they come instead
-    # of computing every panel first.
-    gram = _tree_sum([window.reduce(_panel_gram, r, c, transpose) for r, c in regions])
-    return named(metrics.spectral_norm_from_gram, "spectral_norm_from_gram", gram)
 
 
 def norm_of(convention: str, value: Any) -> float:

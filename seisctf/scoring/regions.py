@@ -10,14 +10,14 @@ and subtraction tasks, each of which would copy the data.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import dask.array as da
 import numpy as np
 
-from seisctf.blocks import Cover, Span, Stored, assemble, named, subtract
+from seisctf.blocks import Cover, Span, Stored, assemble, named, restrict, subtract
 
 
 def region_values(
@@ -34,6 +34,30 @@ def region_values(
 
 def _reduce_region(kernel, shape, minuend, subtrahend, scale, *args) -> Any:
     return kernel(region_values(shape, minuend, subtrahend, scale), *args)
+
+
+def region_parts(
+    shape: tuple[int, int],
+    axis: int,
+    length: int,
+    minuend: Cover,
+    subtrahend: Cover | None,
+    scale: float,
+) -> Iterator[np.ndarray]:
+    """The region's values (as `region_values`) in consecutive parts of `length` rows (axis 0)
+    or columns (axis 1), each assembled when asked for: one part in memory at a time."""
+    for start in range(0, shape[axis], length):
+        stop = min(start + length, shape[axis])
+        spans = [(0, shape[0]), (0, shape[1])]
+        spans[axis] = (start, stop)
+        rows, cols = spans
+        part_subtrahend = None if subtrahend is None else restrict(subtrahend, rows, cols)
+        part_shape = (rows[1] - rows[0], cols[1] - cols[0])
+        yield region_values(part_shape, restrict(minuend, rows, cols), part_subtrahend, scale)
+
+
+def _reduce_parts(kernel, shape, axis, length, minuend, subtrahend, scale, *args) -> Any:
+    return kernel(region_parts(shape, axis, length, minuend, subtrahend, scale), *args)
 
 
 @dataclass(frozen=True)
@@ -65,13 +89,27 @@ class Difference:
 
     def reduce(self, kernel: Callable[..., Any], rows: Span, cols: Span, *args: Any) -> Any:
         """Delayed `kernel(values, *args)` of the region rows × cols of this window."""
+        label = kernel.__name__.strip("_")
+        return named(_reduce_region, label, kernel, *self._covered(rows, cols), *args)
+
+    def reduce_in_parts(
+        self, kernel: Callable[..., Any], rows: Span, cols: Span, axis: int, length: int, *args
+    ) -> Any:
+        """Delayed `kernel(parts, *args)` of the region rows × cols of this window, `parts` an
+        iterator over its values `length` rows (axis 0) or columns (axis 1) at a time."""
+        shape, minuend, subtrahend, scale = self._covered(rows, cols)
+        label = kernel.__name__.strip("_")
+        return named(
+            _reduce_parts, label, kernel, shape, axis, length, minuend, subtrahend, scale, *args
+        )
+
+    def _covered(self, rows: Span, cols: Span) -> tuple[Any, ...]:
+        """(shape, minuend's cover, subtrahend's cover or None, scale) of the region."""
         offset = self.span[0]
         absolute = (offset + rows[0], offset + rows[1])
         minuend = self.minuend.cover(absolute, cols)
         subtrahend = None if self.subtrahend is None else self.subtrahend.cover(absolute, cols)
-        shape = (rows[1] - rows[0], cols[1] - cols[0])
-        label = kernel.__name__.strip("_")
-        return named(_reduce_region, label, kernel, shape, minuend, subtrahend, self.scale, *args)
+        return (rows[1] - rows[0], cols[1] - cols[0]), minuend, subtrahend, self.scale
 
     def as_float64(self) -> da.Array:
         """The window as a lazy float64 Dask array (for reductions that need Dask's blocks)."""

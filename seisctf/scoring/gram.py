@@ -1,0 +1,86 @@
+"""2-norms of windows from their Gram matrices, summed panel by panel in place.
+
+The 2-norm of a window A (m × n or n × m, m ≤ n) is the square root of the largest eigenvalue of
+its m × m Gram matrix G (AAᵀ or AᵀA). G is a sum over panels of whole m-long vectors; a panel's
+task assembles the panel a part at a time and adds each part's product into the upper triangle
+of its partial G with BLAS `syrk` (half a matrix product, into G itself), so a task holds its
+input blocks, G and one part, never the whole panel or a second G. The partial Gs are added in a
+fixed tree and the last task mirrors the triangle and takes the eigenvalue. Panel and part
+bounds depend on the window's shape only: the same sums in the same order for any chunking.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import dask
+import numpy as np
+
+from seisctf.blocks import named, tree_sum
+from seisctf.scoring import metrics
+from seisctf.scoring.regions import Difference
+
+# A panel holds as much float64 as its Gram (m² · 8 bytes, so partial Grams never outweigh the
+# data they sum), within these bounds: fewer, larger panels mean fewer m² partial Grams to add.
+PANEL_MIN_BYTES, PANEL_MAX_BYTES = 16 * 2**20, 32 * 2**20
+PART_BYTES = 4 * 2**20  # float64 of a panel assembled at a time
+
+
+def spectral_norm(window: Difference) -> Any:
+    """Lazy 2-norm (a Delayed float) of `window` from the Gram matrix of its smaller side."""
+    rows, cols = window.shape
+    transpose = rows > cols  # panels are then blocks of whole rows, and the Gram is AᵀA
+    m = min(rows, cols)
+    panel_bytes = min(max(8 * m * m, PANEL_MIN_BYTES), PANEL_MAX_BYTES)
+    step = max(1, panel_bytes // (8 * m))
+    part = max(1, PART_BYTES // (8 * m))
+    axis = 0 if transpose else 1  # the panel's long side, along which its parts follow
+    long_side = rows if transpose else cols
+    panels = [(start, min(start + step, long_side)) for start in range(0, long_side, step)]
+    spans = [((a, b), (0, cols)) if transpose else ((0, rows), (a, b)) for a, b in panels]
+    if len(spans) == 1:
+        # A window in one panel: its Gram and eigenvalue are one of the longest tasks; the
+        # biggest go first, since left to the end they run alone.
+        with dask.annotate(priority=m):
+            return window.reduce_in_parts(_panel_norm, *spans[0], axis, part, m, transpose)
+    # Several panels: Dask's own order, which adds partial Grams (m² each) as they come instead
+    # of computing every panel first.
+    grams = [window.reduce_in_parts(_panel_gram, *s, axis, part, m, transpose) for s in spans]
+    return named(_norm_of_upper, "spectral_norm_from_gram", tree_sum(grams))
+
+
+def _panel_gram(parts: Iterable[np.ndarray], m: int, transpose: bool) -> np.ndarray:
+    """Upper triangle (the rest zero) of the panel's m × m Gram, Σ over its parts P of PᵀP
+    (`transpose`: parts of whole rows) or PPᵀ (parts of whole columns), Fortran-ordered."""
+    from scipy.linalg.blas import dsyrk
+
+    gram = np.zeros((m, m), order="F")
+    for part in parts:
+        # A C-ordered part is a Fortran-ordered transpose: syrk reads it without a copy.
+        # syrk(a, trans=0) is a·aᵀ and syrk(a, trans=1) is aᵀ·a; here a = partᵀ.
+        gram = dsyrk(1.0, part.T, beta=1.0, c=gram, trans=0 if transpose else 1, overwrite_c=1)
+        del part  # before the next part is assembled
+    return gram
+
+
+def _panel_norm(parts: Iterable[np.ndarray], m: int, transpose: bool) -> float:
+    """The 2-norm of a window that is one panel: its Gram and that Gram's eigenvalue, one task."""
+    return _norm_of_upper(_panel_gram(parts, m, transpose))
+
+
+def _norm_of_upper(upper: np.ndarray) -> float:
+    return metrics.spectral_norm_from_gram(mirror_upper(upper))
+
+
+def mirror_upper(gram: np.ndarray, band: int = 256) -> np.ndarray:
+    """`gram` made symmetric from its upper triangle, in place (band by band: no m × m
+    temporary) and returned. Idempotent, so a task retried on the same input is unharmed."""
+    m = gram.shape[0]
+    for start in range(0, m, band):
+        stop = min(start + band, m)
+        gram[stop:, start:stop] = gram[start:stop, stop:].T
+        block = gram[start:stop, start:stop]
+        lower = np.tril_indices(stop - start, -1)
+        block[lower] = block.T[lower]
+    return gram

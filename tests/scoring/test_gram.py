@@ -1,0 +1,86 @@
+"""2-norms from Gram matrices summed panel by panel in parts: equal to numpy's SVD norm, and
+bitwise the same for any chunking of the stored arrays."""
+
+from __future__ import annotations
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from seisctf.blocks import Stored
+from seisctf.scoring import gram
+from seisctf.scoring.regions import Difference
+
+
+def _chunking(draw, n: int) -> tuple[int, ...]:
+    sizes, left = [], n
+    while left:
+        size = draw(st.integers(1, left))
+        sizes.append(size)
+        left -= size
+    return tuple(sizes)
+
+
+@pytest.fixture
+def small_panels(monkeypatch):
+    """Panels of 2-4 KiB and parts of 512 bytes: small windows then span several panels, each
+    of several parts, as a real window of millions of samples does at the real sizes."""
+    monkeypatch.setattr(gram, "PANEL_MIN_BYTES", 2048)
+    monkeypatch.setattr(gram, "PANEL_MAX_BYTES", 4096)
+    monkeypatch.setattr(gram, "PART_BYTES", 512)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_norm_equals_numpy_and_never_depends_on_chunking(small_panels, data):
+    shape = (data.draw(st.integers(1, 90)), data.draw(st.integers(1, 90)))
+    rows = (data.draw(st.integers(0, shape[0] - 1)), shape[0])
+    rows = (rows[0], data.draw(st.integers(rows[0] + 1, shape[0])))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    truth = rng.standard_normal(shape).astype(np.float32)
+    submission = rng.standard_normal(shape).astype(np.float32)
+    scale = data.draw(st.sampled_from([1.0, 0.25]))
+
+    norms = []
+    for _ in range(2):
+        chunks = (_chunking(data.draw, shape[0]), _chunking(data.draw, shape[1]))
+        window = Difference(
+            Stored(da.from_array(truth, chunks=chunks)),
+            Stored(da.from_array(submission, chunks=chunks)),
+            scale,
+            rows,
+        )
+        norms.append(dask.compute(gram.spectral_norm(window), scheduler="threads")[0])
+
+    difference = scale * (truth[slice(*rows)].astype(np.float64) - submission[slice(*rows)])
+    assert norms[0] == norms[1]  # bitwise: the panels and parts follow the window's shape only
+    np.testing.assert_allclose(norms[0], np.linalg.norm(difference, 2), rtol=1e-12)
+
+
+def test_a_window_of_several_panels_of_several_parts_equals_numpy(small_panels):
+    """The case the property test draws only sometimes, at fixed sizes: both orientations."""
+    rng = np.random.default_rng(3)
+    for shape in ((200, 12), (12, 200)):
+        values = rng.standard_normal(shape).astype(np.float32)
+        window = Difference(Stored(da.from_array(values, chunks=(7, 5))))
+        m = min(shape)
+        step = gram.PANEL_MIN_BYTES // (8 * m) if 8 * m * m < gram.PANEL_MIN_BYTES else m
+        assert max(shape) / step > 3 and step > gram.PART_BYTES // (8 * m) > 1
+        norm = dask.compute(gram.spectral_norm(window), scheduler="synchronous")[0]
+        np.testing.assert_allclose(norm, np.linalg.norm(values.astype(np.float64), 2), rtol=1e-12)
+
+
+def test_mirror_upper_fills_the_lower_triangle_in_place():
+    rng = np.random.default_rng(4)
+    for order in ("C", "F"):
+        upper = np.triu(rng.standard_normal((37, 37)))
+        expected = upper + np.triu(upper, 1).T
+        target = np.array(upper, order=order)
+        assert gram.mirror_upper(target, band=8) is target
+        np.testing.assert_array_equal(target, expected)
+        np.testing.assert_array_equal(gram.mirror_upper(target, band=8), expected)  # idempotent
