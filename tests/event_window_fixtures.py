@@ -261,3 +261,30 @@ def write_training_seisbench(folder, n_per_chunk: int = 24, samples: int = 3400,
                 )
     (folder / "chunks").write_text("a\nb\n")
     return folder
+
+
+def seisbench_original(folder, **options):
+    """SeisBench's own WaveformDataset of a folder (ZNE), what a store's samples must equal."""
+    import seisbench.data as sbd
+
+    return sbd.WaveformDataset(folder, component_order="ZNE", **options)
+
+
+def loader_batches(
+    dataset, seed: int, num_workers: int, batch_reads: bool = True
+) -> list[dict[str, np.ndarray]]:
+    """Every batch of the training tutorial's generator over `dataset`, shuffled."""
+    from seisctf.catalogs import phasenet_loader
+
+    loader = phasenet_loader(
+        dataset, seed=seed, num_workers=num_workers, batch_size=8, batch_reads=batch_reads
+    )
+    return [{key: value.numpy() for key, value in batch.items()} for batch in loader]
+
+
+def assert_same_batches(expected: list[dict], got: list[dict]) -> None:
+    assert len(got) == len(expected) > 1
+    for want, have in zip(expected, got, strict=True):
+        assert want.keys() == have.keys()
+        for key in want:
+            np.testing.assert_array_equal(have[key], want[key], err_msg=key)

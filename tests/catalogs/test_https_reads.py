@@ -16,10 +16,12 @@ from pathlib import Path
 import fsspec
 import numpy as np
 import pytest
-from event_window_fixtures import write_training_seisbench
+from event_window_fixtures import assert_same_batches, write_training_seisbench
+from event_window_fixtures import loader_batches as batches
+from event_window_fixtures import seisbench_original as original
 from servers import LOOPBACK, S3_KEY, https_options, start_s3, stop_process
 
-from seisctf.catalogs import phasenet_loader, seisbench_dataset
+from seisctf.catalogs import seisbench_dataset
 from seisctf.catalogs.byte_ranges import SignedRanges
 from seisctf.recipes.ingest.seisbench import ingest_seisbench
 
@@ -56,17 +58,6 @@ def training(https_endpoint, tmp_path_factory):
     return folder
 
 
-def original(folder):
-    import seisbench.data as sbd
-
-    return sbd.WaveformDataset(folder, component_order="ZNE")
-
-
-def batches(dataset, num_workers: int) -> list[dict[str, np.ndarray]]:
-    loader = phasenet_loader(dataset, seed=5, num_workers=num_workers, batch_size=8)
-    return [{key: value.numpy() for key, value in batch.items()} for batch in loader]
-
-
 def test_the_ca_in_client_kwargs_is_trusted_in_this_process_and_forked_workers(
     https_endpoint, training
 ):
@@ -74,11 +65,7 @@ def test_the_ca_in_client_kwargs_is_trusted_in_this_process_and_forked_workers(
     dataset = seisbench_dataset(STORE, https_options_for(endpoint, verify=authority))
     theirs = original(training)
     np.testing.assert_array_equal(dataset.get_waveforms(), theirs.get_waveforms())
-    expected, got = batches(theirs, 2), batches(dataset, 2)
-    assert [sorted(batch) for batch in got] == [sorted(batch) for batch in expected]
-    for mine, want in zip(got, expected, strict=True):
-        for key in want:
-            np.testing.assert_array_equal(mine[key], want[key], err_msg=key)
+    assert_same_batches(batches(theirs, 5, 2), batches(dataset, 5, 2))
 
 
 def test_the_ca_in_aws_ca_bundle_is_trusted(https_endpoint, training, monkeypatch):

@@ -24,7 +24,9 @@ import pytest
 import s3fs
 import seisbench.generate as sbg
 import zarr
-from event_window_fixtures import write_training_seisbench
+from event_window_fixtures import assert_same_batches, write_training_seisbench
+from event_window_fixtures import loader_batches as batches
+from event_window_fixtures import seisbench_original as original
 from servers import SlowLink
 
 from seisctf import storage
@@ -47,22 +49,6 @@ def training_store(training_dir, tmp_path_factory) -> str:
     url = str(tmp_path_factory.mktemp("stores") / "training.zarr")
     ingest_seisbench(str(training_dir), url, shard_traces=8, quiet=True)
     return url
-
-
-def original(folder, **options):
-    import seisbench.data as sbd
-
-    return sbd.WaveformDataset(folder, component_order="ZNE", **options)
-
-
-def batches(
-    dataset, seed: int, num_workers: int, batch_reads: bool = True
-) -> list[dict[str, np.ndarray]]:
-    """Every batch of the training tutorial's generator over `dataset`, shuffled."""
-    loader = phasenet_loader(
-        dataset, seed=seed, num_workers=num_workers, batch_size=8, batch_reads=batch_reads
-    )
-    return [{key: value.numpy() for key, value in batch.items()} for batch in loader]
 
 
 def train_steps(
@@ -94,14 +80,6 @@ def train_steps(
         return losses
     finally:
         torch.set_num_threads(threads)
-
-
-def assert_same_batches(expected: list[dict], got: list[dict]) -> None:
-    assert len(got) == len(expected) > 1
-    for want, have in zip(expected, got, strict=True):
-        assert want.keys() == have.keys()
-        for key in want:
-            np.testing.assert_array_equal(have[key], want[key])
 
 
 def test_metadata_and_splits_are_seisbench_s(training_dir, training_store):
