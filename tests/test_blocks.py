@@ -5,26 +5,18 @@ from __future__ import annotations
 import dask
 import dask.array as da
 import numpy as np
+from chunkings import chunk_sizes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from seisctf.blocks import Stored, assemble, named, pieces, restrict, subtract, tiles
 
 
-def _chunking(draw, n: int) -> tuple[int, ...]:
-    sizes, left = [], n
-    while left:
-        size = draw(st.integers(1, left))
-        sizes.append(size)
-        left -= size
-    return tuple(sizes)
-
-
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_region_from_stored_blocks_equals_numpy_slice(data):
     shape = (data.draw(st.integers(1, 30)), data.draw(st.integers(1, 20)))
-    chunks = (_chunking(data.draw, shape[0]), _chunking(data.draw, shape[1]))
+    chunks = (chunk_sizes(data.draw, shape[0]), chunk_sizes(data.draw, shape[1]))
     values = np.arange(np.prod(shape), dtype=np.float32).reshape(shape) * 1.5 - 7
     other = np.cos(np.arange(np.prod(shape))).reshape(shape).astype(np.float32)
     r0 = data.draw(st.integers(0, shape[0] - 1))
@@ -61,7 +53,7 @@ def test_region_from_stored_blocks_equals_numpy_slice(data):
 def test_a_restricted_cover_assembles_its_sub_region(data):
     """restrict(cover of a region, sub-region) assembles what slicing the region gives."""
     shape = (data.draw(st.integers(1, 30)), data.draw(st.integers(1, 20)))
-    chunks = (_chunking(data.draw, shape[0]), _chunking(data.draw, shape[1]))
+    chunks = (chunk_sizes(data.draw, shape[0]), chunk_sizes(data.draw, shape[1]))
     values = np.arange(np.prod(shape), dtype=np.float32).reshape(shape) * 1.5 - 7
     r0, c0 = data.draw(st.integers(0, shape[0] - 1)), data.draw(st.integers(0, shape[1] - 1))
     r1, c1 = data.draw(st.integers(r0 + 1, shape[0])), data.draw(st.integers(c0 + 1, shape[1]))

@@ -17,7 +17,7 @@ from typing import Any
 import dask
 import numpy as np
 
-from seisctf.blocks import named, tree_sum
+from seisctf.blocks import named, tiles, tree_sum
 from seisctf.scoring import metrics
 from seisctf.scoring.regions import Difference
 
@@ -36,9 +36,7 @@ def spectral_norm(window: Difference) -> Any:
     step = max(1, panel_bytes // (8 * m))
     part = max(1, PART_BYTES // (8 * m))
     axis = 0 if transpose else 1  # the panel's long side, along which its parts follow
-    long_side = rows if transpose else cols
-    panels = [(start, min(start + step, long_side)) for start in range(0, long_side, step)]
-    spans = [((a, b), (0, cols)) if transpose else ((0, rows), (a, b)) for a, b in panels]
+    spans = tiles(window.shape, (step, cols) if transpose else (rows, step))
     if len(spans) == 1:
         # A window in one panel: its Gram and eigenvalue are one of the longest tasks; the
         # biggest go first, since left to the end they run alone.

@@ -17,7 +17,7 @@ from typing import Any
 import dask.array as da
 import numpy as np
 
-from seisctf.blocks import Cover, Span, Stored, assemble, named, restrict, subtract
+from seisctf.blocks import Cover, Span, Stored, assemble, named, restrict, subtract, tiles
 
 
 def region_values(
@@ -46,11 +46,7 @@ def region_parts(
 ) -> Iterator[np.ndarray]:
     """The region's values (as `region_values`) in consecutive parts of `length` rows (axis 0)
     or columns (axis 1), each assembled when asked for: one part in memory at a time."""
-    for start in range(0, shape[axis], length):
-        stop = min(start + length, shape[axis])
-        spans = [(0, shape[0]), (0, shape[1])]
-        spans[axis] = (start, stop)
-        rows, cols = spans
+    for rows, cols in tiles(shape, (length, shape[1]) if axis == 0 else (shape[0], length)):
         part_subtrahend = None if subtrahend is None else restrict(subtrahend, rows, cols)
         part_shape = (rows[1] - rows[0], cols[1] - cols[0])
         yield region_values(part_shape, restrict(minuend, rows, cols), part_subtrahend, scale)

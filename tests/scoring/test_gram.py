@@ -7,21 +7,13 @@ import dask
 import dask.array as da
 import numpy as np
 import pytest
+from chunkings import chunk_sizes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from seisctf.blocks import Stored
 from seisctf.scoring import gram
 from seisctf.scoring.regions import Difference
-
-
-def _chunking(draw, n: int) -> tuple[int, ...]:
-    sizes, left = [], n
-    while left:
-        size = draw(st.integers(1, left))
-        sizes.append(size)
-        left -= size
-    return tuple(sizes)
 
 
 @pytest.fixture
@@ -48,7 +40,7 @@ def test_norm_equals_numpy_and_never_depends_on_chunking(small_panels, data):
 
     norms = []
     for _ in range(2):
-        chunks = (_chunking(data.draw, shape[0]), _chunking(data.draw, shape[1]))
+        chunks = (chunk_sizes(data.draw, shape[0]), chunk_sizes(data.draw, shape[1]))
         window = Difference(
             Stored(da.from_array(truth, chunks=chunks)),
             Stored(da.from_array(submission, chunks=chunks)),
