@@ -32,6 +32,7 @@ import zarr
 
 from seisctf import conventions as cv
 from seisctf import storage
+from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
 from seisctf.scoring.submission_checks import (
     CODEC_SLACK_BYTES,
@@ -54,6 +55,7 @@ from seisctf.scoring.submission_checks import (
     refuse_symlinks,
 )
 from seisctf.scoring.submission_names import refuse_names
+from seisctf.scoring.values import value_report
 
 
 def _npy_folder_arrays(root: Path, expected: Shapes | None, limits: SubmissionLimits) -> dict:
@@ -347,6 +349,29 @@ def read_submission_arrays(
     return arrays
 
 
+def _float64_block(block: np.ndarray) -> np.ndarray:
+    """A block of a wider float as float64, rounded to nearest; a value beyond float64's range
+    becomes ±Inf (and is then refused, so the warning numpy would give is not needed)."""
+    with np.errstate(over="ignore"):
+        return block.astype(np.float64)
+
+
+def as_float64(what: str, array: da.Array) -> da.Array:
+    """A longdouble array (wider than float64) as float64, its values read here once, before any
+    scoring: refused naming the first value float64 cannot hold (NaN, Inf, or beyond ±1.8e308)."""
+    converted = array.map_blocks(_float64_block, dtype=np.float64)
+    count, first, _ = compute(value_report(converted), label=f"reading {what}", quiet=True)[0]
+    if count:
+        where = ", ".join(str(int(i)) for i in np.unravel_index(int(first), array.shape))
+        raise InvalidInput(
+            what,
+            f"{count} value{'s' * (count != 1)} of dtype {array.dtype} that float64 cannot hold "
+            f"(NaN, Inf, or beyond ±{np.finfo(np.float64).max:.4g}), first at [{where}]; the "
+            "referee scores in float64",
+        )
+    return converted
+
+
 def open_submission(
     source: str | Mapping[str, Any],
     manifest: Mapping[str, Any],
@@ -357,7 +382,8 @@ def open_submission(
 ) -> dict[str, da.Array]:
     """Validate names, shapes, dtypes and sizes; return Dask arrays chunked like the truth, in
     the submitted float dtype (native byte order): the scorer converts to float64 in its kernels,
-    where the data already is.
+    where the data already is. A longdouble array is converted here instead, its values checked
+    first (`as_float64`): the only dtype whose values float64 may not hold.
 
     `scratch_dir` holds the temporary zarr stores of compressed .npz members (default: $TMPDIR).
     """
@@ -375,5 +401,8 @@ def open_submission(
             array = CheckedArray(array, f"{what}:{name}", errors)
         if not isinstance(array, da.Array):
             array = da.from_array(array, chunks=chunks, asarray=True)
-        opened[name] = array.rechunk(chunks).astype(array.dtype.newbyteorder("="))
+        array = array.rechunk(chunks).astype(array.dtype.newbyteorder("="))
+        if array.dtype.itemsize > np.dtype(np.float64).itemsize:
+            array = as_float64(f"{what}:{name}", array)
+        opened[name] = array
     return opened

@@ -63,23 +63,59 @@ def expected_shapes(manifest: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
 # --- checks on metadata ------------------------------------------------------------------------
 
 
+# What each refused kind of numpy dtype holds, for the message (numpy's `dtype.kind` codes).
+REFUSED_KINDS = {
+    "b": "booleans",
+    "i": "signed integers",
+    "u": "unsigned integers",
+    "c": "complex numbers",
+    "S": "byte strings",
+    "U": "unicode text",
+    "T": "text",
+    "M": "datetimes",
+    "m": "time deltas",
+    "O": "Python objects",
+}
+DTYPE_TEXT_CHARS = 80  # a hostile header may declare a structured dtype of thousands of fields
+ACCEPTED_DTYPES = "floating point (float16, float32, float64 or longdouble, either byte order)"
+
+
+def dtype_problem(dtype: np.dtype) -> str | None:
+    """Why a submitted array's dtype is refused (None: a real floating-point dtype, any precision
+    and byte order). Anything else holds no prediction the referee can score in float64 without
+    guessing: integers, booleans, complex numbers, text, times, records, raw bytes, objects."""
+    if dtype.kind == "f":
+        return None
+    text = str(dtype)
+    if len(text) > DTYPE_TEXT_CHARS:
+        text = f"{text[:DTYPE_TEXT_CHARS]}…"
+    if dtype.hasobject:
+        return (
+            f"dtype {text}: object arrays (pickled Python objects) are refused; expected "
+            "floating point in a plain .npy or zarr array"
+        )
+    if dtype.kind == "V":
+        held = "records (structured fields)" if dtype.names else "raw bytes"
+    else:
+        held = REFUSED_KINDS.get(dtype.kind, f"dtype kind {dtype.kind!r}")
+    return f"dtype {text} holds {held}, expected {ACCEPTED_DTYPES}"
+
+
 def check_array(
     what: str, name: str, shape: Any, dtype: Any, expected: Shapes | None, limits: SubmissionLimits
 ) -> int:
-    """Refuse object (pickled) or non-float dtypes, wrong shapes, oversized arrays; return bytes."""
+    """Refuse any dtype but real floating point (`dtype_problem`), wrong shapes, oversized arrays;
+    return bytes. Object dtypes are refused before anything else: nothing of theirs is read."""
     shape, dtype = tuple(int(n) for n in shape), np.dtype(dtype)
-    if dtype.kind == "O" or (dtype.kind == "V" and dtype.hasobject):
-        raise InvalidInput(
-            what,
-            f"dtype {dtype}: object arrays (pickled Python objects) are "
-            "refused; expected floating point in a plain .npy or zarr array",
-        )
+    if dtype.hasobject:
+        raise InvalidInput(what, dtype_problem(dtype))
     if expected is not None and shape != expected[name]:
         raise InvalidInput(what, f"shape {shape}, expected {expected[name]}")
     if not shape or min(shape) < 1:
         raise InvalidInput(what, f"shape {shape}, expected a non-empty (time, space) matrix")
-    if dtype.kind != "f":
-        raise InvalidInput(what, f"dtype {dtype}, expected floating point")
+    problem = dtype_problem(dtype)
+    if problem:
+        raise InvalidInput(what, problem)
     nbytes = math.prod(shape) * dtype.itemsize
     if nbytes > limits.max_array_bytes:
         raise InvalidInput(what, f"{nbytes} bytes, above the limit of {limits.max_array_bytes}")
