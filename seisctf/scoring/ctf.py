@@ -8,6 +8,11 @@ the spectra of the long-time windows. Formulas per convention: `seisctf.scoring.
 most `GRAM_MAX_SIDE` entries, else a Lanczos iteration (scipy `svds` over a LinearOperator whose
 products are Dask reductions). Submissions with values so large that squares overflow float64
 are rescored, scaled by a power of two, in a second pass.
+
+A truth with a commitment salt is also scored on its public and its private part, in the same
+pass (`seisctf.scoring.parts`: each part's scores are those of its sensors, the others zero):
+results then carry `parts` {"public", "private"}, each with its own scores and averages, and
+`split` (the rule that made the parts).
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from seisctf import conventions as cv
 from seisctf.blocks import Stored, tiles, tree_sum
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
-from seisctf.scoring import metrics
+from seisctf.scoring import metrics, parts
 from seisctf.scoring.gram import spectral_norm
 from seisctf.scoring.regions import Difference
 from seisctf.scoring.submission import SubmissionLimits, open_submission
@@ -81,9 +86,11 @@ def statistic(
     window: Difference,
     modes: int,
     gram_max_side: int = GRAM_MAX_SIDE,
+    keep: np.ndarray | None = None,
 ) -> Any:
     """The lazy reduction (a Delayed) a metric needs from one window (truth, or truth −
-    submission, or the submission for spectra), per convention.
+    submission, or the submission for spectra), per convention; with `keep` ((n,) bool), of the
+    window with the other columns set to zero (a part of the truth's sensors).
 
     Every reduction runs on regions whose shape depends on the window's shape only (whole rows
     for spectra, panels for Grams, `time_space_chunks` tiles for sums of squares), summed in a
@@ -92,9 +99,16 @@ def statistic(
     statistics."""
     rows, cols = window.shape
     if metric == cv.METRIC_LONG:  # k_long whole rows: small, one region
-        if convention == "reference":
-            return window.reduce(metrics.reference_spectrum, (0, rows), (0, cols), modes)
-        return window.reduce(metrics.paper_log_spectrum, (0, rows), (0, cols), modes)
+        kernel = (
+            metrics.reference_spectrum if convention == "reference" else metrics.paper_log_spectrum
+        )
+        if keep is None:
+            return window.reduce(kernel, (0, rows), (0, cols), modes)
+        # Zero-filled rather than narrowed: the spectrum keeps its n bins, `modes` of them scored.
+        return window.reduce(parts.zero_filled, (0, rows), (0, cols), kernel, keep, modes)
+    if keep is not None:  # a norm: the zero columns add nothing, so only the kept ones are read
+        window = window.of_columns(np.flatnonzero(keep))
+        rows, cols = window.shape
     if convention == "paper":
         tile = cv.time_space_chunks(rows, cols, itemsize=8)
         return tree_sum(
@@ -175,19 +189,62 @@ def open_truth(
     return manifest, attrs.get(cv.ATTR_CTF_SALT), truth
 
 
-def _statistics(convention, tasks, truth, submission, manifest, scales, gram_max_side) -> list:
-    """Statistics of one submission's windows; `truth`, `submission`: {test name: Stored}."""
+Keeps = Mapping[str, np.ndarray | None]  # per test name, the columns of a part (None: all)
+
+
+def _statistics(
+    convention, tasks, truth, submission, manifest, scales, gram_max_side, keeps: Keeps
+) -> list:
+    """Statistics of one submission's windows (`submission` None: of the truth's own windows)
+    on the columns `keeps` names; `truth`, `submission`: {test name: Stored}."""
     stats = []
     for _, pair, metric in tasks:
         name = pair["test"]
         scale = scales.get(name, 1.0)
-        if metric == cv.METRIC_LONG:
+        if submission is None:
+            window = Difference(truth[name])
+        elif metric == cv.METRIC_LONG:
             window = Difference(submission[name], scale=scale if convention == "reference" else 1)
         else:
             window = Difference(truth[name], submission[name], scale)
         window = window.window(window_rows(metric, manifest))
-        stats.append(statistic(convention, metric, window, manifest["modes"], gram_max_side))
+        stats.append(
+            statistic(convention, metric, window, manifest["modes"], gram_max_side, keeps[name])
+        )
     return stats
+
+
+def part_keeps(
+    manifest: Mapping[str, Any], shapes: Mapping[str, tuple[int, ...]], salt: str | None
+) -> dict[str, Keeps]:
+    """The columns each view scores, per test name: "whole" (all), and with a salt "public" and
+    "private" (`parts.part_mask`)."""
+    names = [pair["test"] for pair in manifest["pairs"]]
+    views: dict[str, Keeps] = {"whole": dict.fromkeys(names)}
+    if salt:
+        for part in parts.PARTS:
+            views[part] = {name: parts.part_mask(salt, shapes[name][1], part) for name in names}
+    return views
+
+
+def _scored(
+    convention: str, tasks: list, truth_values: list, stats: list, scales: dict
+) -> dict[str, Any]:
+    """{"scores", averages, "raw_scores", "unscorable"} from one view's computed statistics."""
+    raw_scores, scores = {}, {}
+    for (score_name, pair, metric), truth_value, error_value in zip(
+        tasks, truth_values, stats, strict=True
+    ):
+        error = metric_error(
+            convention, metric, truth_value, error_value, scales.get(pair["test"], 1.0)
+        )
+        raw_scores[score_name], scores[score_name] = metrics.score_from_error(error)
+    return {
+        "scores": scores,
+        **averages(scores),
+        "raw_scores": raw_scores,
+        "unscorable": [score for score, value in scores.items() if value is None],
+    }
 
 
 def _resolve_lanczos(values: Any, quiet: bool) -> Any:
@@ -279,21 +336,20 @@ def score_arrays(
         name: {test: Stored(array) for test, array in arrays.items()}
         for name, arrays in submissions.items()
     }
-    truth_stats = [
-        statistic(
-            convention,
-            metric,
-            Difference(truth[pair["test"]]).window(window_rows(metric, manifest)),
-            manifest["modes"],
-            gram_max_side,
-        )
-        for _, pair, metric in tasks
-    ]
+    views = part_keeps(manifest, {name: a.shape for name, a in truth_stored.items()}, salt)
+
+    def view_stats(submission, scales) -> dict[str, list]:
+        return {
+            view: _statistics(
+                convention, tasks, truth, submission, manifest, scales, gram_max_side, keeps
+            )
+            for view, keeps in views.items()
+        }
+
+    truth_stats = view_stats(None, {})
     per_submission = {
         name: {
-            "stats": _statistics(
-                convention, tasks, truth, stored[name], manifest, {}, gram_max_side
-            ),
+            "stats": view_stats(stored[name], {}),
             "values": {test: value_report(array) for test, array in arrays.items()},
         }
         for name, arrays in submissions.items()
@@ -315,33 +371,29 @@ def score_arrays(
         stats = values["stats"]
         if scales:
             stats = compute(
-                _statistics(
-                    convention, tasks, truth, stored[name], manifest, scales, gram_max_side
-                ),
+                view_stats(stored[name], scales),
                 label=f"rescoring {name} (huge values)",
                 quiet=quiet,
             )[0]
         stats = _resolve_lanczos(stats, quiet)
-        raw_scores, scores = {}, {}
-        for (score_name, pair, metric), truth_value, error_value in zip(
-            tasks, truth_values, stats, strict=True
-        ):
-            error = metric_error(
-                convention, metric, truth_value, error_value, scales.get(pair["test"], 1.0)
-            )
-            raw_scores[score_name], scores[score_name] = metrics.score_from_error(error)
-        results.append(
-            {
-                "name": name,
-                "dataset": manifest["dataset"],
-                "convention": convention,
-                "scores": scores,
-                **averages(scores),
-                "raw_scores": raw_scores,
-                "truth_sha256_verified": verified,
-                "unscorable": [score for score, value in scores.items() if value is None],
-            }
-        )
+        scored = {
+            view: _scored(convention, tasks, truth_values[view], stats[view], scales)
+            for view in views
+        }
+        whole = scored.pop("whole")
+        result = {
+            "name": name,
+            "dataset": manifest["dataset"],
+            "convention": convention,
+            "scores": whole["scores"],
+            **{key: whole[key] for key in whole if key.endswith("avg_score")},
+            "raw_scores": whole["raw_scores"],
+            "truth_sha256_verified": verified,
+            "unscorable": whole["unscorable"],
+        }
+        if scored:
+            result |= {"parts": scored, "split": parts.RULE}
+        results.append(result)
     return results
 
 
