@@ -135,7 +135,7 @@ def _run_score_ctf(args: argparse.Namespace) -> None:
         )
 
     def write(results: list[dict]) -> None:
-        output = results[0] if len(results) == 1 else results
+        output = results[0] if len(args.submission) == 1 else results
         if args.json:
             write_json(args.json, output)
         if args.plot:

@@ -6,7 +6,9 @@ over quota, nothing scored), scores, turns each result into the participant's vi
 released (`release.release_ctf`, `release.release_picks`), records the results with the
 commitment of the truth they were scored against (`leaderboard.record`), and hands them to the
 caller's `write` (files, printing) while the slots are still held: a run that fails at any step
-gives its slots back, since nothing was released.
+gives its slots back, since nothing was released. A CTF batch scores every valid submission and
+refuses the others alone (`submission_batch`): a refused submission's slot is given back, the
+others' are kept, and the refusals are raised once the others are recorded and written.
 
 The truth is opened once: the commitment a CTF entry records comes from the manifest the scoring
 opened (`leaderboard.truth_commitment_of`), a picks entry's from its result.
@@ -22,10 +24,16 @@ import pandas as pd
 
 from seisctf import storage
 from seisctf.scoring import leaderboard
-from seisctf.scoring.ctf import open_truth, score_ctf, score_validation
+from seisctf.scoring.ctf import open_truth
 from seisctf.scoring.picks import DEFAULT_THRESHOLD, DEFAULT_TOLERANCE_S, score_picks
 from seisctf.scoring.release import Release, quota_slots, release_ctf, release_picks
 from seisctf.scoring.submission import SubmissionLimits
+from seisctf.scoring.submission_batch import (
+    Refusals,
+    raise_refusals,
+    score_ctf_batch,
+    score_validation_batch,
+)
 
 Result = dict[str, Any]
 Write = Callable[[list[Result]], None]
@@ -53,17 +61,20 @@ def _nothing(results: list[Result]) -> None:
 def run(
     family: str,
     names: Sequence[str],
-    score: Callable[[], tuple[list[Result], str | None]],
+    score: Callable[[], tuple[list[Result], str | None, Refusals]],
     referee: Referee,
     write: Write = _nothing,
 ) -> list[Result]:
     """The protocol (module doc) around `score`, which returns the results of the submissions
-    `names` and the commitment of the truth they were scored against; returns the results as
-    written (released when `referee.release`)."""
+    `names` it scored, the commitment of the truth they were scored against, and those it
+    refused; returns the results as written (released when `referee.release`). Refused
+    submissions get their slots back and, after the others are recorded and written, an
+    InvalidInput naming each (`submission_batch.raise_refusals`)."""
     if referee.db:
         leaderboard.check_database(referee.db)
-    with quota_slots(referee.release, family, names):
-        results, commitment = score()
+    with quota_slots(referee.release, family, names) as give_back:
+        results, commitment, refused = score()
+        give_back(refused)
         if referee.release:
             results = [RELEASED_VIEWS[family](result) for result in results]
         if referee.db:
@@ -75,7 +86,9 @@ def run(
                     truth_commitment=commitment,
                     metadata=referee.metadata,
                 )
-        write(results)
+        if results or not refused:
+            write(results)
+    raise_refusals(refused, len(results))
     return results
 
 
@@ -90,12 +103,13 @@ def run_ctf(
     limits: SubmissionLimits | None = None,
     quiet: bool = False,
 ) -> list[Result]:
-    """`seisctf score ctf --truth`: named submissions (`ctf.score_ctf`) scored against the truth
-    group at `truth_url`, opened once for the scores and the commitment they record."""
+    """`seisctf score ctf --truth`: named submissions (`ctf.score_ctf`, one refused alone:
+    `submission_batch`) scored against the truth group at `truth_url`, opened once for the
+    scores and the commitment they record."""
 
-    def score() -> tuple[list[Result], str]:
+    def score() -> tuple[list[Result], str, Refusals]:
         truth = open_truth(truth_url, storage_options)
-        results = score_ctf(
+        results, refused = score_ctf_batch(
             truth_url,
             submissions,
             convention=convention,
@@ -104,7 +118,7 @@ def run_ctf(
             quiet=quiet,
             truth=truth,
         )
-        return results, leaderboard.truth_commitment_of(truth[0])
+        return results, leaderboard.truth_commitment_of(truth[0]), refused
 
     return run("ctf", list(submissions), score, referee, write)
 
@@ -122,8 +136,8 @@ def run_validation(
     """`seisctf score ctf --validation`: submissions of the validation inputs scored against the
     public bundle's targets (`ctf.score_validation`); local scores, never released or recorded."""
 
-    def score() -> tuple[list[Result], None]:
-        results = score_validation(
+    def score() -> tuple[list[Result], None, Refusals]:
+        results, refused = score_validation_batch(
             public_url,
             submissions,
             convention=convention,
@@ -131,7 +145,7 @@ def run_validation(
             limits=limits,
             quiet=quiet,
         )
-        return results, None
+        return results, None, refused
 
     return run("ctf", list(submissions), score, Referee(), write)
 
@@ -153,7 +167,7 @@ def run_picks(
     """`seisctf score picks`: one pick table (`picks.score_picks`) scored against the
     event-window store at `truth_url`; its entry records the result's `truth_commitment`."""
 
-    def score() -> tuple[list[Result], str]:
+    def score() -> tuple[list[Result], str, Refusals]:
         result = score_picks(
             truth_url,
             submission,
@@ -165,6 +179,6 @@ def run_picks(
             storage_options=storage_options,
             quiet=quiet,
         )
-        return [result], result["truth_commitment"]
+        return [result], result["truth_commitment"], {}
 
     return run("picks", [name], score, referee, write)[0]

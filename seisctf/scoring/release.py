@@ -23,7 +23,7 @@ import datetime as dt
 import math
 import sqlite3
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -233,19 +233,31 @@ def settle(release: Release, ids: Sequence[int], released: bool) -> None:
 
 
 @contextlib.contextmanager
-def quota_slots(release: Release | None, family: str, names: Sequence[str]) -> Iterator[None]:
+def quota_slots(
+    release: Release | None, family: str, names: Sequence[str]
+) -> Iterator[Callable[[Iterable[str]], None]]:
     """Around a scoring run: slots taken before (InvalidInput over quota), kept when the block
-    finishes, given back when it raises. `release` None (organisers): nothing counted."""
+    finishes, given back when it raises. The block gets `give_back(names)`, which returns at once
+    the slots of submissions that were refused (nothing of theirs is released) while the others
+    are kept. `release` None (organisers): nothing counted."""
     if release is None:
-        yield
+        yield lambda refused: None
         return
-    ids = reserve(release, family, names)
+    held = dict(zip(names, reserve(release, family, names), strict=True))
+
+    def give_back(refused: Iterable[str]) -> None:
+        ids = [held.pop(name) for name in set(refused) & held.keys()]
+        if ids:
+            settle(release, ids, released=False)
+
     try:
-        yield
+        yield give_back
     except BaseException:
-        settle(release, ids, released=False)
+        if held:
+            settle(release, list(held.values()), released=False)
         raise
-    settle(release, ids, released=True)
+    if held:
+        settle(release, list(held.values()), released=True)
 
 
 def used(release: Release, now_s: float | None = None) -> int:
