@@ -96,9 +96,9 @@ def _submission_names(args: argparse.Namespace) -> list[str]:
 
 def _check_score_ctf(args: argparse.Namespace) -> None:
     """Before the cluster: the options' combinations, the submitter's metadata, the names, the
-    local paths (truth or public a zarr group, each submission present), and each submission's
-    array names (and a zarr folder's shapes) against a local bundle's manifest (the truth's test
-    arrays, or with --validation the public validation targets)."""
+    local paths (truth or public a zarr group, a lone submission present), and a lone
+    submission's array names (and a zarr folder's shapes) against a local bundle's manifest (the
+    truth's test arrays, or with --validation the public validation targets)."""
     if args.validation != bool(args.public) or bool(args.truth) == args.validation:
         raise InvalidInput("score ctf", "give --truth URL, or --validation with --public URL")
     if args.db and args.validation:
@@ -110,13 +110,13 @@ def _check_score_ctf(args: argparse.Namespace) -> None:
         raise InvalidInput("--release", "applies to referee scores (--truth), not --validation")
     _submission_names(args)
     _checks.zarr_group(args.truth or args.public)
-    for submission in args.submission:
-        _checks.existing(submission)
+    if len(args.submission) > 1:
+        return  # a batch's submissions are refused one by one, the others scored (referee.run)
+    _checks.existing(args.submission[0])
     manifest = _checks.ctf_manifest(args.truth or args.public)
     expected = _checks.expected_shapes(manifest, validation=args.validation) if manifest else None
     if expected:
-        for submission in args.submission:
-            _checks.submission_arrays(submission, expected)
+        _checks.submission_arrays(args.submission[0], expected)
 
 
 def _run_score_ctf(args: argparse.Namespace) -> None:
