@@ -8,7 +8,8 @@ offending trace names (the first few and how many): missing columns, duplicate o
 names, traces of the scored split missing, probabilities outside [0, 1] or absent, non-finite or
 negative times, values that are not numbers. A column whose Parquet type is neither a number nor
 text is refused as a whole. Submissions are data: read with pandas' CSV parser or pyarrow, never
-evaluated; files above `MAX_SUBMISSION_BYTES` are refused before they are read.
+evaluated; files above `MAX_SUBMISSION_BYTES` (Parquet: declaring more uncompressed data) are
+refused before they are read, and of a Parquet file only the contract's columns are decoded.
 
 CSV values are read as text and converted here, so the errors can name traces: an empty field or
 one of `NA_TOKENS` is "no value"; anything else must parse as a number (`inf` parses, and is then
@@ -34,6 +35,7 @@ MAX_SUBMISSION_BYTES = 4 * 2**30
 SHOWN_NAMES = 5  # offending trace names an error message lists before "and N more"
 CSV_SUFFIXES = (".csv",)
 PARQUET_SUFFIXES = (".parquet", ".pq")
+PARSER_MESSAGE_CHARS = 300  # of a CSV or Parquet parser's message, quoted on one line
 
 
 def describe_traces(names: np.ndarray | pd.Series | list, problem: str) -> str:
@@ -73,10 +75,46 @@ def read_table(
     with file:
         try:
             if lowered.endswith(CSV_SUFFIXES):
-                return pd.read_csv(file, dtype=str, keep_default_na=False, na_filter=False)
-            return pd.read_parquet(file, engine="pyarrow")
+                frame = pd.read_csv(file, dtype=str, keep_default_na=False, na_filter=False)
+            else:
+                frame = _read_parquet(file, str(source), max_bytes)
         except (ValueError, OSError, UnicodeDecodeError, pd.errors.ParserError) as error:
-            raise InvalidInput(str(source), f"not a readable pick table ({error})") from None
+            raise unreadable(str(source), error) from None
+    if not isinstance(frame.index, pd.RangeIndex):  # pandas made the extra fields an index
+        raise InvalidInput(
+            str(source), "rows hold more fields than the header names; expected one per column"
+        )
+    return frame
+
+
+def unreadable(what: str, error: BaseException) -> InvalidInput:
+    """The parser's message, on one line and cut short, as bad input naming the file."""
+    problem = " ".join(str(error).split())[:PARSER_MESSAGE_CHARS]
+    return InvalidInput(what, f"not a readable pick table ({problem})")
+
+
+def _read_parquet(file, what: str, max_bytes: int) -> pd.DataFrame:
+    """The contract's columns of a Parquet file (others are never decoded), refused before
+    reading when its footer declares more than `max_bytes` of uncompressed data. The pandas
+    metadata a writer may store is not used: it is the writer's say, and can be anything."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        parquet = pq.ParquetFile(file)
+        metadata = parquet.metadata
+        row_groups = range(metadata.num_row_groups)
+        declared = sum(metadata.row_group(i).total_byte_size for i in row_groups)
+        if declared > max_bytes:
+            raise InvalidInput(
+                what, f"declares {declared} bytes uncompressed, above the limit of {max_bytes}"
+            )
+        present = set(parquet.schema_arrow.names)
+        table = parquet.read(columns=[name for name in PICK_COLUMNS if name in present])
+        table.validate(full=True)  # text that is not UTF-8 fails here, not later in pandas
+        return table.replace_schema_metadata(None).to_pandas()
+    except pa.ArrowException as error:  # ArrowInvalid and ArrowIOError are ValueError, OSError
+        raise unreadable(what, error) from None
 
 
 def _names_column(frame: pd.DataFrame, what: str) -> np.ndarray:
@@ -151,6 +189,9 @@ def validate_pick_table(
         raise InvalidInput(
             what, f"missing column(s) {missing}; expected {list(PICK_COLUMNS)} (one row per trace)"
         )
+    repeated = [name for name in PICK_COLUMNS if list(frame.columns).count(name) > 1]
+    if repeated:
+        raise InvalidInput(what, f"column(s) {repeated} appear more than once; expected one each")
     if len(frame) == 0:
         raise InvalidInput(what, "holds no rows")
     names = _names_column(frame, what)
