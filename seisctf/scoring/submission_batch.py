@@ -118,6 +118,12 @@ def score_validation_batch(
     return score_each(score, open_one, submissions)
 
 
+def one_line(text: object) -> str:
+    """`text` with every run of whitespace (newlines in a file name or a parser's message) one
+    space."""
+    return " ".join(str(text).split())
+
+
 def raise_refusals(refused: Refusals, scored: int) -> None:
     """After the `scored` others were written: InvalidInput listing each refused submission on a
     line of its own (name, then what was refused and why); a lone refusal is raised as is."""
@@ -126,7 +132,7 @@ def raise_refusals(refused: Refusals, scored: int) -> None:
     if len(refused) == 1 and not scored:
         raise next(iter(refused.values()))
     others = f"; the other {scored} scored, their results written" if scored else ""
-    lines = "".join(f"\n  {name}: {error}" for name, error in refused.items())
+    lines = "".join(f"\n  {one_line(name)}: {one_line(error)}" for name, error in refused.items())
     raise InvalidInput(
         "submissions", f"{len(refused)} of {len(refused) + scored} refused{others}:{lines}"
     )
