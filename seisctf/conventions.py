@@ -163,6 +163,13 @@ ATTR_COMPLETE = "seisctf_complete"
 ATTR_TRANSFORMS = "seisctf_transforms"
 # Provenance of a store written by `seisctf build`: recipe (less secrets), versions, input hashes.
 ATTR_PROVENANCE = "seisctf_provenance"
+# Provenance keys of a generated store: whether anyone can regenerate its truth
+# (`keys.TRUTH_PUBLIC`: from an explicit seed or the published demo secret; `keys.TRUTH_HIDDEN`:
+# from a secret) and why. A bundle cut from a public one (`--public-truth`) states both in its
+# `ctf` manifest, and every leaderboard page of its scores carries `PUBLIC_TRUTH_NOTE`.
+PROVENANCE_TRUTH = "truth"
+PROVENANCE_TRUTH_REASON = "truth_reason"
+PUBLIC_TRUTH_NOTE = "truth regenerable: for teaching only"
 
 # --- CTF bundle -------------------------------------------------------------------------------
 ATTR_CTF = "ctf"

@@ -230,18 +230,22 @@ def test_a_zarr_submission_s_shapes_are_checked_before_the_cluster(tiny_truth, t
     )
 
 
-def test_build_without_a_secret_names_the_source_once(tmp_path, dask_cluster, monkeypatch, capsys):
+def test_a_recipe_holding_a_secret_is_refused_naming_its_line(tmp_path, monkeypatch, capsys):
+    """Recipes are made to be shared: a `secret:` in one is refused before any work, with the
+    line and the two ways to give a secret."""
     monkeypatch.delenv("SEISCTF_SECRET", raising=False)
-    recipe = shipped("demo-global")
-    line = 1 + recipe.read_text().splitlines().index("  synthetic_global:")
-    argv = ["build", str(recipe), "--workdir", str(tmp_path), "--scheduler", dask_cluster.address]
-    assert main([*argv, "--quiet"]) == 3
+    text = shipped("demo-global").read_text() + "secret: a-long-enough-organiser-secret\n"
+    recipe = tmp_path / "shared.yaml"
+    recipe.write_text(text)
+    line = 1 + text.splitlines().index("secret: a-long-enough-organiser-secret")
+    out = tmp_path / "out"
+    assert main(["build", str(recipe), "--workdir", str(out), "--quiet"]) == 3
     assert capsys.readouterr().err == (
-        f"seisctf: invalid input: {recipe}:{line}: source.synthetic_global: needs a seed: give "
-        "`seed:` in the recipe, or a secret (recipe `secret:`, --secret or $SEISCTF_SECRET) to "
-        "derive it from\n"
+        f"seisctf: invalid input: {recipe}:{line}: secret: a recipe file is made to be shared, so "
+        "a secret never lives in one: give it with --secret or $SEISCTF_SECRET (without either, "
+        "the build draws one and keeps it with its truth)\n"
     )
-    assert not any(tmp_path.iterdir())
+    assert not out.exists()
 
 
 def test_validation_submissions_are_checked_against_the_public_targets(tiny_truth, tmp_path):

@@ -171,14 +171,34 @@ def storage_options(args: argparse.Namespace) -> dict:
 
 
 def generator_seed_options(parser: argparse.ArgumentParser) -> None:
-    """`--seed` and `--secret` of a synthetic generator (`generator_seed` reads them)."""
+    """`--seed` and `--secret` of a synthetic generator."""
     parser.add_argument(
         "--seed",
         type=int,
-        help="generator seed (default: derived from --secret/$SEISCTF_SECRET, else 0)",
+        help="generator seed, for teaching: anyone can type it again, so the store is marked "
+        "truth: public and `tasks` refuses it without --public-truth (default: derived from "
+        "the secret)",
     )
+    secret_argument(parser)
+
+
+def secret_argument(parser: argparse.ArgumentParser) -> None:
+    """`--secret`, read by `keys.resolve_secret` in the one order every verb uses."""
     parser.add_argument(
-        "--secret", help="organiser secret to derive the seed from (at least 20 characters)"
+        "--secret",
+        help=f"organiser secret, at least {keys.MIN_SECRET_CHARS} characters (default: "
+        f"${keys.SECRET_ENV}, else a random one kept only with the truth)",
+    )
+
+
+def public_truth_option(parser: argparse.ArgumentParser) -> None:
+    """`--public-truth` of the verbs that cut a bundle."""
+    parser.add_argument(
+        "--public-truth",
+        action="store_true",
+        help="accept a source whose truth anyone can regenerate (made with --seed or the "
+        "published demo secret): for teaching only; the bundle and every leaderboard page of "
+        "its scores say so (default: refuse)",
     )
 
 
@@ -196,15 +216,6 @@ def check_secret_option(args: argparse.Namespace) -> None:
     (`main` calls it first): every verb then uses a checked secret, whichever way it reads it."""
     if hasattr(args, "secret"):
         secret_option(args)
-
-
-def generator_seed(args: argparse.Namespace, purpose: str) -> int:
-    """`--seed`, else the seed derived for `purpose` (e.g. "synth/das") from `--secret` or
-    $SEISCTF_SECRET (checked by `secret_option`), else 0."""
-    if args.seed is not None:
-        return args.seed
-    secret = secret_option(args)
-    return keys.derive_seed(secret, purpose) if secret else 0
 
 
 SUBMITTER_OPTIONS = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from seisctf.cli._parse import generator_seed, generator_seed_options
+from seisctf.cli._parse import generator_seed_options
 from seisctf.cli.datasets import _run_synthesis
 from seisctf.errors import InvalidInput
 from seisctf.registry import SYNTHS
@@ -91,7 +91,6 @@ def _run_synth_crustal(args: argparse.Namespace) -> None:
     _run_synthesis(
         args,
         "crustal",
-        generator_seed(args, "synth/crustal"),
         sensors=args.grid * args.grid,
         sensor_spacing_m=args.sensor_spacing,
         sampling_rate_hz=args.rate,

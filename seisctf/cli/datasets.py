@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import textwrap
 from pathlib import Path
 
 from seisctf.cli import _checks
-from seisctf.cli._parse import Commands, generator_seed, generator_seed_options
+from seisctf.cli._parse import (
+    Commands,
+    generator_seed_options,
+    public_truth_option,
+    secret_argument,
+)
 from seisctf.cli._parse import storage_options as _options
 from seisctf.errors import InvalidInput
 from seisctf.recipes.cluster_file import recipe_cluster
@@ -35,7 +39,8 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     )
     demo.add_argument(
         "--secret",
-        help="organiser secret (default: $SEISCTF_SECRET, else the published demo secret)",
+        help="organiser secret (default: $SEISCTF_SECRET, else the published demo secret, "
+        "which makes the demo's truth public: the demo is not a challenge)",
     )
     demo.add_argument(
         "--sensors",
@@ -64,9 +69,8 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     )
     build.add_argument("recipe", help="recipe YAML file (docs/recipes.md)")
     build.add_argument("--workdir", default=".", help="where relative output URLs live")
-    build.add_argument(
-        "--secret", help="organiser secret (default: the recipe's, else $SEISCTF_SECRET)"
-    )
+    secret_argument(build)
+    public_truth_option(build)
     build.set_defaults(run=_run_build, check=_check_build)
 
     tasks = verbs.add_parser(
@@ -89,10 +93,8 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
         help=f"CTF layout: a shipped one ({LAYOUT_NAMES}), {AUTO_LAYOUT} (the largest shipped "
         "layout the store supports, printed), or a YAML file; what each needs: below",
     )
-    tasks.add_argument(
-        "--secret",
-        help="organiser secret (default $SEISCTF_SECRET; else a random one, kept with the truth)",
-    )
+    secret_argument(tasks)
+    public_truth_option(tasks)
     tasks.add_argument(
         "--channel",
         help="waveform store only: channel code (BHZ) or component letter (Z); "
@@ -347,19 +349,29 @@ def _run_demo(args: argparse.Namespace) -> None:
     print(f"HTML leaderboard: {(workdir / 'leaderboard' / 'index.html').resolve()}")
 
 
-def _run_synthesis(args: argparse.Namespace, kind: str, seed: int, **options) -> None:
-    """`seisctf synth KIND`: the `synthetic_KIND` source of `SYNTHS` with these options (`seed`
-    from --seed or the secret, the layout from --layout where given), written to --out."""
-    from seisctf import storage
+def _run_synthesis(args: argparse.Namespace, kind: str, **options) -> None:
+    """`seisctf synth KIND`: the `synthetic_KIND` source of `SYNTHS` with these options (its
+    seed --seed, else derived from `keys.resolve_secret`'s secret; the layout from --layout
+    where given), written to --out with provenance saying whether its truth is public and, when
+    the secret was drawn here, that secret (the store is the organiser's: it holds the truth)."""
+    from seisctf import conventions as cv
+    from seisctf import keys, storage
     from seisctf.recipes.context import BuildContext
+    from seisctf.recipes.provenance import truth_keys
 
     layout = getattr(args, "layout", None)
+    secret = None if args.seed is not None else keys.resolve_secret(args.secret)
     context = BuildContext(
         storage_options=_options(args),
+        secret=secret,
         quiet=args.quiet,
         layout=load_layout(layout) if layout else None,
     )
-    dataset = SYNTHS[f"synthetic_{kind}"].function(context, seed=seed, **options)
+    dataset = SYNTHS[f"synthetic_{kind}"].function(context, seed=args.seed, **options)
+    truth = truth_keys(*keys.generator_truth(args.seed is not None, secret))
+    dataset.attrs[cv.ATTR_PROVENANCE] = {"command": f"seisctf synth {kind}", **truth}
+    if secret is not None and secret.drawn:
+        dataset.attrs[cv.ATTR_CTF_SECRET] = secret.value
     storage.write_dataset(
         dataset, args.out, context.storage_options, label=f"synth {kind}", quiet=args.quiet
     )
@@ -367,16 +379,14 @@ def _run_synthesis(args: argparse.Namespace, kind: str, seed: int, **options) ->
 
 
 def _run_synth_global(args: argparse.Namespace) -> None:
-    seed = generator_seed(args, "synth/global")
     options = {"sensors": args.sensors, "duration_s": args.duration, "sampling_rate_hz": args.rate}
-    _run_synthesis(args, "global", seed, **options)
+    _run_synthesis(args, "global", **options)
 
 
 def _run_synth_das(args: argparse.Namespace) -> None:
     _run_synthesis(
         args,
         "das",
-        generator_seed(args, "synth/das"),
         channels=args.channels,
         channel_spacing_m=args.spacing,
         gauge_length_m=args.gauge_length,
@@ -439,15 +449,15 @@ def _run_export_seisbench(args: argparse.Namespace) -> None:
 
 
 def _run_build(args: argparse.Namespace) -> None:
-    from seisctf import keys
     from seisctf.recipes.engine import build_file
 
     context = build_file(
         args.recipe,
         workdir=args.workdir,
         storage_options=_options(args),
-        secret=args.secret or os.environ.get(keys.SECRET_ENV),
+        secret=args.secret,
         quiet=args.quiet,
+        public_truth=args.public_truth,
     )
     for url in context.written:
         print(f"wrote {url}")
@@ -460,6 +470,7 @@ def _run_tasks(args: argparse.Namespace) -> None:
     from seisctf import keys, storage
     from seisctf.pipeline.bundles import layouts
     from seisctf.pipeline.bundles.archive_wavefield import wavefield_for_tasks
+    from seisctf.pipeline.bundles.public_truth import truth_stamp
     from seisctf.pipeline.bundles.segments import (
         build_bundle,
         refuse_existing_bundle,
@@ -467,9 +478,10 @@ def _run_tasks(args: argparse.Namespace) -> None:
     )
 
     options = _options(args)
-    secret, generated = keys.resolve_secret(args.secret)
+    secret = keys.resolve_secret(args.secret)
     refuse_existing_bundle(args.public, args.truth, options, overwrite=args.overwrite)
     store = storage.open_dataset(args.wavefield, options)
+    stamp = truth_stamp(store.attrs, secret, allowed=args.public_truth, what=args.wavefield)
 
     def bundle_of(layout: layouts.Layout):
         """The wavefield made for `layout`, its attrs, and its bundle (lazy)."""
@@ -481,7 +493,8 @@ def _run_tasks(args: argparse.Namespace) -> None:
             what=args.wavefield,
             quiet=args.quiet,
         )
-        return build_bundle(wavefield, layout, secret, what=args.wavefield), attrs, truth_attrs
+        bundle = build_bundle(wavefield, layout, secret.value, what=args.wavefield)
+        return bundle, attrs, truth_attrs
 
     if args.layout == AUTO_LAYOUT:
         candidates = layouts.auto_candidates(is_das=cv.das_variable(store) is not None)
@@ -495,12 +508,13 @@ def _run_tasks(args: argparse.Namespace) -> None:
         bundle,
         args.public,
         args.truth,
-        secret,
-        keep_secret=generated,
+        secret.value,
+        keep_secret=secret.drawn,
         storage_options=options,
         quiet=args.quiet,
         attrs=attrs,
         truth_attrs=truth_attrs,
+        manifest_stamp=stamp,
     )
     print(f"wrote public bundle {args.public} and truth {args.truth}")
 

@@ -19,9 +19,12 @@ number (the grid's side squared); the record's length follows from the layout. A
 cores (benchmarks/RESULTS.md).
 
 The demo is not a challenge: unless `--secret`/`SEISCTF_SECRET` is given it uses the published
-secret `DEMO_SECRET`, so its outputs are byte-identical on every machine and cluster.
-`$SEISCTF_SECRET` must have at least `keys.MIN_SECRET_CHARS` characters; `run_demo(secret=...)`
-takes any string (a test may need a guessable one on purpose).
+secret `keys.DEMO_SECRET` (through `keys.resolve_secret`, as every verb gets its secret), so its
+outputs are byte-identical on every machine and cluster, and its truth is public: the bundle's
+manifest and every leaderboard page say "truth regenerable: for teaching only", and `seisctf
+tasks`/`build` refuse its stores without `--public-truth`. `$SEISCTF_SECRET` must have at least
+`keys.MIN_SECRET_CHARS` characters; `run_demo(secret=...)` takes any string (a test may need a
+guessable one on purpose).
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from seisctf.scoring.ctf import score_ctf
 from seisctf.scoring.site.pages import write_site
 from seisctf.scoring.site.terminal import print_table
 
-DEMO_SECRET = "seisctf-demo-not-a-secret"
+DEMO_SECRET = keys.DEMO_SECRET  # kept here too: documented as seisctf.cli.demo.DEMO_SECRET
 BASELINE_MODELS = ("zeros", "persistence", "mean")
 DATASETS = ("global", "das", "crustal")
 DEFAULT_SENSORS = {"global": 2048, "das": 256, "crustal": 94 * 94}
@@ -99,7 +102,7 @@ def run_demo(
         raise InvalidInput(
             f"--dataset {dataset}", f"not available yet; choose from {list(DATASETS)}"
         )
-    secret = secret or keys.secret_from_env() or DEMO_SECRET
+    resolved = keys.resolve_secret(secret, default=DEMO_SECRET)
     paths = demo_paths(workdir, datasets[0])
     Path(workdir).mkdir(parents=True, exist_ok=True)
     Path(paths["db"]).unlink(missing_ok=True)  # the demo's leaderboard is rebuilt on every run
@@ -112,9 +115,10 @@ def run_demo(
         build_file(
             shipped(f"demo-{name}"),
             workdir=workdir,
-            secret=secret,
+            secret=resolved.value,
             quiet=quiet,
             overrides=overrides,
+            public_truth=resolved.public,
         )
         manifest = storage.read_attrs(paths["truth"])[cv.ATTR_CTF]
         shutil.rmtree(paths["submissions"], ignore_errors=True)
@@ -133,9 +137,10 @@ def run_demo(
                 metadata={"description": f"built-in {result['name']} baseline"},
             )
     rows = leaderboard.entries(paths["db"])
-    table = leaderboard.as_json(rows)
+    # The demo is no challenge (its truth is regenerable): its leaderboard is the final view.
+    table = leaderboard.as_json(rows, final=True)
     Path(paths["json"]).write_text(json.dumps(table, indent=2))
-    write_site(rows, paths["html"])
+    write_site(rows, paths["html"], final=True)
     if not quiet:
-        print_table(rows)
+        print_table(rows, final=True)
     return table

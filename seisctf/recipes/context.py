@@ -14,12 +14,14 @@ from seisctf.recipes.layouts import Layout
 @dataclass
 class BuildContext:
     """What a build needs besides the recipe: where relative URLs live, storage options, the
-    organiser's secret (from the recipe, --secret or $SEISCTF_SECRET) and output verbosity."""
+    organiser's secret (`keys.resolve_secret`), whether the organiser accepts a truth anyone can
+    regenerate (`public_truth`: `--public-truth`) and output verbosity."""
 
     workdir: Path = Path(".")
     storage_options: storage.StorageOptions | None = None
-    secret: str | None = None
+    secret: keys.Secret | None = None
     quiet: bool = False
+    public_truth: bool = False
     written: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     scratch: str | None = None  # where checkpoints go (private: next to the outputs)
@@ -35,10 +37,10 @@ class BuildContext:
         return str(self.workdir / url)
 
     def require_secret(self, what: str) -> str:
-        if not self.secret:
+        """The secret's value (a build resolves one before any work; a bare context has none)."""
+        if self.secret is None:
             raise InvalidInput(
                 what,
-                "needs a seed: give `seed:` in the recipe, or a secret (recipe `secret:`, "
-                f"--secret or ${keys.SECRET_ENV}) to derive it from",
+                f"needs a secret to derive its seed from: --secret or ${keys.SECRET_ENV}",
             )
-        return self.secret
+        return self.secret.value

@@ -92,11 +92,13 @@ def validate(recipe: RecipeText) -> Layout | None:
     the recipe's CTF layout, parsed (None when it names none)."""
     data = recipe.data
     recipe.check(document_schema(list(SOURCES), list(TRANSFORMS), output_names()), data, ())
-    if data.get("secret") is not None:
-        try:
-            keys.checked_secret(data["secret"], "secret")
-        except InvalidInput as error:
-            raise recipe.error(("secret",), error.problem) from None
+    if "secret" in data:
+        raise recipe.error(
+            ("secret",),
+            "a recipe file is made to be shared, so a secret never lives in one: give it with "
+            f"--secret or ${keys.SECRET_ENV} (without either, the build draws one and keeps it "
+            "with its truth)",
+        )
     ((source_name, source_options),) = data["source"].items()
     recipe.check(SOURCES[source_name].options, source_options or {}, ("source", source_name))
     for index, step in enumerate(data.get("transforms") or []):
@@ -141,7 +143,6 @@ def _private_url(outputs: Mapping[str, Any]) -> str:
 def build(recipe: RecipeText, context: BuildContext) -> BuildContext:
     """Run a validated recipe: source → transforms → outputs (skipping up-to-date outputs)."""
     data = recipe.data
-    context.secret = data.get("secret") or context.secret
     if context.layout is None and _layout_name(data):
         context.layout = load_layout(_layout_name(data))
     ((source_name, source_options),) = data["source"].items()
@@ -221,9 +222,13 @@ def build_file(
     secret: str | None = None,
     quiet: bool = False,
     overrides: Mapping[str, Any] | None = None,
+    public_truth: bool = False,
 ) -> BuildContext:
     """Validate and run the recipe at `path` (`overrides`: top-level keys replaced, e.g. by the
-    demo's command-line options; validated like the file)."""
+    demo's command-line options; validated like the file). The secret is `keys.resolve_secret`'s:
+    `secret`, else $SEISCTF_SECRET, else the one this build drew before (kept in its truth
+    group, so a re-run is up to date), else a fresh one. `public_truth`: accept a source whose
+    truth anyone can regenerate (`--public-truth`; its bundle is stamped so)."""
     recipe = read_recipe(path)
     if overrides:
         data = copy.deepcopy(recipe.data)
@@ -233,8 +238,23 @@ def build_file(
     context = BuildContext(
         workdir=Path(workdir),
         storage_options=storage_options,
-        secret=secret,
         quiet=quiet,
         layout=layout if _layout_name(recipe.data) else None,
+        public_truth=public_truth,
     )
+    context.secret = keys.resolve_secret(secret, kept=_kept_secret(recipe, context))
     return build(recipe, context)
+
+
+def _kept_secret(recipe: RecipeText, context: BuildContext) -> str | None:
+    """The secret an earlier run of this build drew and kept in its withheld output (None when
+    there is none, or it has no kept secret)."""
+    outputs = recipe.data["outputs"]
+    for name in OUTPUTS:
+        if name in outputs and OUTPUTS[name].withheld:
+            url = context.resolve(outputs[name][OUTPUTS[name].private])
+            try:
+                return storage.read_attrs(url, context.storage_options).get(cv.ATTR_CTF_SECRET)
+            except InvalidInput:
+                return None
+    return None

@@ -17,6 +17,7 @@ from seisctf import keys, storage
 from seisctf.errors import InvalidInput
 from seisctf.recipes.context import BuildContext
 from seisctf.recipes.schema import RecipeText
+from seisctf.registry import SYNTHS
 
 WITHHELD = "[withheld]"
 
@@ -97,11 +98,41 @@ def provenance(
         "versions": versions(),
         "input_sha256": input_hash(context, data["source"]),
         "key_derivation": dict(keys.KDF_PARAMETERS),
+        **source_truth(data["source"], context),
         **({"resolved": dict(resolved)} if resolved else {}),
     }
-    keyed = _keyed_seeds(context.secret, json.dumps(_seeds(depends), sort_keys=True))
+    secret = context.secret.value if context.secret else None
+    keyed = _keyed_seeds(secret, json.dumps(_seeds(depends), sort_keys=True))
     canonical = json.dumps({**record, "seeds": keyed}, sort_keys=True).encode()
     return {**record, "fingerprint": hashlib.sha256(canonical).hexdigest()}
+
+
+def source_truth(source: Mapping[str, Any], context: BuildContext) -> dict[str, str]:
+    """The provenance keys saying whether anyone can regenerate what `source` makes
+    (`cv.PROVENANCE_TRUTH`, and `cv.PROVENANCE_TRUTH_REASON` when public): a generator's output
+    is public when its seed is explicit or derives from the published demo secret; a `store`
+    source passes on what its store records; an archive's ingest says nothing (the data are as
+    hidden as the archive)."""
+    ((name, values),) = source.items()
+    if name in SYNTHS:
+        truth, reason = keys.generator_truth("seed" in (values or {}), context.secret)
+        return truth_keys(truth, reason)
+    if name == "store":
+        try:
+            attrs = storage.read_attrs(context.resolve(values["url"]), context.storage_options)
+        except InvalidInput:
+            return {}
+        recorded = attrs.get(cv.ATTR_PROVENANCE) or {}
+        return truth_keys(
+            recorded.get(cv.PROVENANCE_TRUTH), recorded.get(cv.PROVENANCE_TRUTH_REASON)
+        )
+    return {}
+
+
+def truth_keys(truth: str | None, reason: str | None) -> dict[str, str]:
+    """{PROVENANCE_TRUTH: truth, PROVENANCE_TRUTH_REASON: reason}, without the missing ones."""
+    keyed = {cv.PROVENANCE_TRUTH: truth, cv.PROVENANCE_TRUTH_REASON: reason}
+    return {key: value for key, value in keyed.items() if value}
 
 
 def _keyed_seeds(secret: str | None, seeds_json: str) -> str:
@@ -109,9 +140,9 @@ def _keyed_seeds(secret: str | None, seeds_json: str) -> str:
     "provenance/seeds" key; without a secret, the seed values themselves go through the KDF
     (explicit seeds are withheld too, and a small integer is easy to guess)."""
     if secret:
-        key = keys.derive_bytes(secret, "provenance/seeds")
+        key = keys.derive_bytes(secret, keys.Purpose.PROVENANCE_SEEDS)
         return hmac.new(key, seeds_json.encode(), hashlib.sha256).hexdigest()
-    return keys.derive_bytes(seeds_json, "provenance/seeds").hex()
+    return keys.derive_bytes(seeds_json, keys.Purpose.PROVENANCE_SEEDS).hex()
 
 
 def up_to_date(url: str, fingerprint: str, context: BuildContext) -> bool:

@@ -90,7 +90,7 @@ def apply_transforms(
                 if "seed" not in arguments:
                     arguments["seed"] = keys.derive_seed(
                         context.require_secret(f"transforms[{index}].{name}"),
-                        f"transforms/{index}/{name}",
+                        keys.transform_purpose(index, name),
                     )
                 arguments["variable"] = str(variable)
             if variable in levels:

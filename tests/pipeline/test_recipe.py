@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 import zarr
@@ -293,10 +294,25 @@ def _without_output_urls(group: dict) -> dict:
     return group
 
 
-def test_seeded_transform_without_secret_or_seed_is_refused(tmp_path, layout_file):
+def test_a_build_without_a_secret_draws_one_keeps_it_with_the_truth_and_reruns_up_to_date(
+    tmp_path, layout_file, monkeypatch
+):
+    """No secret anywhere: the build draws 256 random bits, keeps them in the truth group only
+    (never in the public bundle or the store), and a re-run takes them from there, so it is up
+    to date; a build elsewhere draws another secret, so its truth differs."""
+    monkeypatch.delenv("SEISCTF_SECRET", raising=False)
     path = write(tmp_path / "r.yaml", recipe_text(layout_file))
-    with pytest.raises(InvalidInput, match="seed"):
-        recipes.build_file(path, workdir=tmp_path / "o", secret=None, quiet=True)
+    first = recipes.build_file(path, workdir=tmp_path / "a", secret=None, quiet=True)
+    assert len(first.written) == 3 and first.secret.drawn
+    kept = zarr.open_group(str(tmp_path / "a" / "truth.zarr"), mode="r").attrs[cv.ATTR_CTF_SECRET]
+    assert len(kept) == 64 and kept == first.secret.value
+    for public in ("public.zarr", "wavefield.zarr"):
+        assert kept not in json.dumps(dict(zarr.open_group(str(tmp_path / "a" / public)).attrs))
+    again = recipes.build_file(path, workdir=tmp_path / "a", secret=None, quiet=True)
+    assert again.secret.origin == "kept" and again.written == [] and len(again.skipped) == 3
+    recipes.build_file(path, workdir=tmp_path / "b", secret=None, quiet=True)
+    truths = [zarr.open_group(str(tmp_path / name / "truth.zarr")) for name in "ab"]
+    assert not np.array_equal(truths[0]["X1test"][...], truths[1]["X1test"][...])
 
 
 def test_the_layout_is_parsed_once_and_travels_in_the_context(tmp_path, layout_file, monkeypatch):

@@ -11,6 +11,7 @@ import xarray as xr
 from seisctf import conventions as cv
 from seisctf import keys, storage
 from seisctf.pipeline.bundles.archive_wavefield import wavefield_for_tasks
+from seisctf.pipeline.bundles.public_truth import truth_stamp
 from seisctf.pipeline.bundles.segments import build_bundle, write_bundle
 from seisctf.recipes.context import BuildContext
 from seisctf.recipes.layouts import load_layout
@@ -42,7 +43,10 @@ def ctf_bundle_output(
     if all(up_to_date(url, record["fingerprint"], context) for url in (public, truth)):
         context.skipped.extend([public, truth])
         return
-    secret, generated = keys.resolve_secret(context.secret)
+    secret = context.secret or keys.resolve_secret(None)
+    stamp = truth_stamp(
+        {cv.ATTR_PROVENANCE: record}, secret, allowed=context.public_truth, what=recipe.where
+    )
     # The bundle reads the store just written (the chain runs once), else the lazy chain.
     store_url = context.store_output
     source = storage.open_dataset(store_url, context.storage_options) if store_url else dataset()
@@ -50,16 +54,17 @@ def ctf_bundle_output(
     wavefield, public_attrs, truth_attrs = wavefield_for_tasks(
         source, layout, what=what, quiet=context.quiet
     )
-    bundle = build_bundle(wavefield, layout, secret, what=what)
+    bundle = build_bundle(wavefield, layout, secret.value, what=what)
     write_bundle(
         bundle,
         public,
         truth,
-        secret,
-        keep_secret=generated,
+        secret.value,
+        keep_secret=secret.drawn or secret.origin == "kept",
         storage_options=context.storage_options,
         quiet=context.quiet,
         attrs={cv.ATTR_PROVENANCE: record, **public_attrs},
         truth_attrs=truth_attrs,
+        manifest_stamp=stamp,
     )
     context.written.extend([public, truth])

@@ -117,7 +117,7 @@ def build_bundle(
         clean = _clean_window(wavefield, window, what)
         if cv.is_train_name(name):
             if window.noise:
-                key = keys.derive_seed(secret, f"noise/{name}")
+                key = keys.derive_seed(secret, keys.noise_purpose(name))
                 clean = _add_noise(clean, noise_levels[window.noise], key)
             public_raw[name] = clean
         else:
@@ -299,11 +299,13 @@ def write_bundle(
     quiet: bool = False,
     attrs: Mapping[str, Any] | None = None,
     truth_attrs: Mapping[str, Any] | None = None,
+    manifest_stamp: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write truth first (and hash what was stored), then the public group. Returns the manifest.
 
     `attrs`: more attrs for both groups (e.g. a recipe's provenance; nothing secret);
-    `truth_attrs`: more for the truth group only (organiser-side provenance)."""
+    `truth_attrs`: more for the truth group only (organiser-side provenance); `manifest_stamp`:
+    more manifest keys (`public_truth.truth_stamp`'s)."""
     if storage.join(public_url, "") == storage.join(truth_url, ""):
         raise InvalidInput(
             "truth_url", "must differ from `public_url`: truth is written only to its own URL"
@@ -321,6 +323,7 @@ def write_bundle(
     )[0]
     manifest = {
         **bundle.manifest,
+        **(manifest_stamp or {}),
         "truth_sha256": {
             name: commitment.sha256_commitment(array, salt) for name, array in stored.items()
         },

@@ -37,7 +37,9 @@ def synthetic_global(
     `sensors` on the sphere, `duration_s` s at `sampling_rate_hz` Hz
     (`global_wavefield.synthesize_global`)."""
     if seed is None:
-        seed = keys.derive_seed(context.require_secret("source.synthetic_global"), "synth/global")
+        seed = keys.derive_seed(
+            context.require_secret("source.synthetic_global"), keys.Purpose.SYNTH_GLOBAL
+        )
     return synthesize_global(
         n_sensors=sensors,
         duration_s=duration_s,
@@ -72,7 +74,9 @@ def synthetic_das(context: BuildContext, *, seed: int | None = None, **options: 
     Ten realisations, one per guarded slot of the build's CTF layout (default `das`), lazy
     (`das_record.synthetic_das_record`)."""
     if seed is None:
-        seed = keys.derive_seed(context.require_secret("source.synthetic_das"), "synth/das")
+        seed = keys.derive_seed(
+            context.require_secret("source.synthetic_das"), keys.Purpose.SYNTH_DAS
+        )
     return synthetic_das_record(
         layout=context.layout or LAYOUTS["das"],
         seed=seed,
@@ -121,7 +125,9 @@ def synthetic_crustal(
     A square grid of `sensors` (`crustal.sweep.crustal_store`); the duration is the build's CTF
     layout's (default `crustal`) at the rate unless given."""
     if seed is None:
-        seed = keys.derive_seed(context.require_secret("source.synthetic_crustal"), "synth/crustal")
+        seed = keys.derive_seed(
+            context.require_secret("source.synthetic_crustal"), keys.Purpose.SYNTH_CRUSTAL
+        )
     if duration_s is None:
         duration_s = (context.layout or LAYOUTS["crustal"]).required_steps / sampling_rate_hz
     return crustal_store(
