@@ -7,9 +7,12 @@ compression ratios: a zip bomb is refused before anything is decompressed), zarr
 metadata (names, shapes, dtypes, chunk sizes, no arrays in nested groups). Limits are a
 `SubmissionLimits`. A valid submission is never copied whole into memory: zarr (also inside a zip)
 is read chunk-wise by Dask, .npy files and stored .npz members are memory-mapped, and compressed
-.npz members are streamed once, one row block at a time, into a scratch zarr store. NaN and Inf are
-found lazily, in the scoring pass (`seisctf.scoring.values`). The checks on metadata and the
-array wrappers are in `seisctf.scoring.submission_checks`; this module reads each format.
+.npz members are streamed once, one row block at a time, into a scratch .npy file that is mapped
+in turn. Real floating point of any precision and byte order is accepted, every other dtype
+refused (`submission_checks.dtype_problem`); NaN and Inf are found lazily, in the scoring pass
+(`seisctf.scoring.values`), except in a longdouble array, whose values are read once here to
+check that float64 holds them (`as_float64`). The checks on metadata and the array wrappers are
+in `seisctf.scoring.submission_checks`; this module reads each format.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from seisctf.scoring.submission_checks import (
     ZIP_ERRORS,
     ZIP_METHODS,
     CheckedArray,
+    MappedArray,
     Shapes,
     SubmissionLimits,
     check_array,
@@ -164,23 +168,19 @@ def _stream_to_scratch(
     archive: zipfile.ZipFile,
     info: zipfile.ZipInfo,
     scratch_dir: str | os.PathLike | None,
-) -> da.Array:
-    """Decompress a member once, a block of whole rows (~4 MiB) at a time, into a scratch zarr
-    store deleted with the array; memory stays at one block."""
+) -> MappedArray:
+    """Decompress a member once, a block of whole rows (~4 MiB) at a time, into a scratch .npy
+    file (any dtype, byte order and layout as submitted), mapped like a stored member; its folder
+    is deleted with the array. Memory stays at one block."""
     directory = tempfile.mkdtemp(prefix="seisctf-npz-", dir=scratch_dir)
+    path = Path(directory, "member.npy")
     try:
         with archive.open(info) as stream:
             shape, dtype, fortran_order = read_npy_header(what, stream)
             rows_shape = shape[::-1] if fortran_order else shape  # Fortran = C order transposed
             row_bytes = max(1, math.prod(rows_shape[1:]) * dtype.itemsize)
             rows = max(1, min(rows_shape[0], cv.TARGET_CHUNK_BYTES // row_bytes))
-            target = zarr.create_array(
-                directory,
-                shape=rows_shape,
-                dtype=dtype.newbyteorder("="),
-                chunks=(rows, *rows_shape[1:]),
-                compressors=None,
-            )
+            target = np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=rows_shape)
             for start in range(0, rows_shape[0], rows):
                 count = min(rows, rows_shape[0] - start)
                 block = stream.read(count * row_bytes)
@@ -191,14 +191,17 @@ def _stream_to_scratch(
                 )
             if stream.read(1):
                 raise InvalidInput(what, "more data than its .npy header declares")
+            target.flush()
+            offset = target.offset
+            del target
     except BaseException as error:
         shutil.rmtree(directory, ignore_errors=True)
         if isinstance(error, ZIP_ERRORS):
             raise InvalidInput(what, f"corrupt compressed data ({error})") from None
         raise
-    weakref.finalize(target, shutil.rmtree, directory, True)
-    array = da.from_zarr(target)
-    return array.transpose() if fortran_order else array
+    mapped = MappedArray(str(path), offset, shape, dtype, fortran_order, path.stat().st_mtime_ns)
+    weakref.finalize(mapped, shutil.rmtree, directory, True)
+    return mapped
 
 
 def _npz_arrays(
@@ -385,7 +388,7 @@ def open_submission(
     where the data already is. A longdouble array is converted here instead, its values checked
     first (`as_float64`): the only dtype whose values float64 may not hold.
 
-    `scratch_dir` holds the temporary zarr stores of compressed .npz members (default: $TMPDIR).
+    `scratch_dir` holds the temporary .npy files of compressed .npz members (default: $TMPDIR).
     """
     arrays = read_submission_arrays(
         source, storage_options, manifest=manifest, limits=limits, scratch_dir=scratch_dir
