@@ -55,6 +55,7 @@ from seisctf.scoring.submission_checks import (
     expected_shapes,
     group_arrays,
     mapped_npy,
+    quoted,
     read_npy_header,
     refuse_symlinks,
 )
@@ -141,7 +142,7 @@ def _open_zip(path: Path, limits: SubmissionLimits, harmless_bytes: int) -> zipf
     try:
         archive = zipfile.ZipFile(path)
     except (ValueError, *ZIP_ERRORS) as error:
-        raise InvalidInput(str(path), f"not a readable zip file ({error})") from None
+        raise InvalidInput(str(path), f"not a readable zip file ({quoted(error)})") from None
     infos, seen, total = archive.infolist(), set(), 0
     for info in infos:
         problem = _member_problem(info, seen, limits, harmless_bytes)
@@ -197,7 +198,7 @@ def _stream_to_scratch(
     except BaseException as error:
         shutil.rmtree(directory, ignore_errors=True)
         if isinstance(error, ZIP_ERRORS):
-            raise InvalidInput(what, f"corrupt compressed data ({error})") from None
+            raise InvalidInput(what, f"corrupt compressed data ({quoted(error)})") from None
         raise
     mapped = MappedArray(str(path), offset, shape, dtype, fortran_order, path.stat().st_mtime_ns)
     weakref.finalize(mapped, shutil.rmtree, directory, True)
@@ -239,7 +240,7 @@ def _npz_arrays(
                     shape, dtype, _ = read_npy_header(what, stream)
                     header_bytes = stream.tell()
             except ZIP_ERRORS as error:
-                raise InvalidInput(what, f"corrupt zip member ({error})") from None
+                raise InvalidInput(what, f"corrupt zip member ({quoted(error)})") from None
             declared = header_bytes + check_array(what, name, shape, dtype, expected, limits)
             if info.file_size != declared:
                 raise InvalidInput(

@@ -60,6 +60,16 @@ def expected_shapes(manifest: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
     return {pair["test"]: tuple(pair["shape"]) for pair in manifest["pairs"]}
 
 
+ERROR_TEXT_CHARS = 300  # of a parser's message quoted in a refusal
+
+
+def quoted(error: BaseException) -> str:
+    """A library's error message, as a refusal quotes it: on one line (numpy's and zarr's may
+    span several), at most `ERROR_TEXT_CHARS` characters."""
+    text = " ".join(str(error).split())
+    return text if len(text) <= ERROR_TEXT_CHARS else f"{text[:ERROR_TEXT_CHARS]}…"
+
+
 # --- checks on metadata ------------------------------------------------------------------------
 
 
@@ -144,7 +154,9 @@ def read_npy_header(what: str, stream: Any) -> tuple[tuple[int, ...], np.dtype, 
         else:
             shape, fortran_order, dtype = np.lib.format.read_array_header_2_0(stream)
     except (ValueError, TypeError, SyntaxError, tokenize.TokenError, *ZIP_ERRORS) as error:
-        raise InvalidInput(what, f"not a plain .npy array (unreadable header: {error})") from None
+        raise InvalidInput(
+            what, f"not a plain .npy array (unreadable header: {quoted(error)})"
+        ) from None
     return tuple(shape), dtype, bool(fortran_order)
 
 
@@ -204,7 +216,7 @@ class CheckedArray:
             rows = key[0] if isinstance(key, tuple) and key else key
             where = f"rows {rows.start}-{rows.stop - 1}" if isinstance(rows, slice) else "values"
             raise InvalidInput(
-                self.what, f"{where} cannot be decoded ({type(error).__name__}: {error})"
+                self.what, f"{where} cannot be decoded ({type(error).__name__}: {quoted(error)})"
             ) from None
 
 
@@ -284,7 +296,7 @@ def group_arrays(
         members = list(group.members(max_depth=None))
     except errors as error:
         raise InvalidInput(
-            what, f"no readable zarr group ({type(error).__name__}: {error})"
+            what, f"no readable zarr group ({type(error).__name__}: {quoted(error)})"
         ) from None
     arrays = dict(sorted((path, node) for path, node in members if isinstance(node, zarr.Array)))
     nested = sorted(path for path in arrays if "/" in path)
