@@ -248,6 +248,10 @@ def test_das_demo_scores_the_baselines_and_zeros_score_zero(tiny, tmp_path, dask
     assert all(math.isfinite(persistence["scores"][name]) for name in cv.SCORE_NAMES)
     assert (workdir / "private" / "wavefield-das.zarr").exists()
     assert (workdir / "leaderboard" / "index.html").exists()
+    # The published demo secret makes a truth anyone can regenerate: the bundle says so.
+    manifest = storage.read_attrs(str(workdir / "public" / "bundle-das.zarr"))[cv.ATTR_CTF]
+    assert manifest[cv.PROVENANCE_TRUTH] == "public"
+    assert manifest["truth_note"] == cv.PUBLIC_TRUTH_NOTE
 
 
 def test_synthetic_das_on_s3_with_two_workers_is_byte_identical(
