@@ -44,6 +44,8 @@ import yaml
 import zarr
 
 from benchmarks.red_team import harness
+from seisctf import conventions as cv
+from seisctf import keys
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -53,8 +55,6 @@ SHIPPED_RECIPES = ROOT / "seisctf" / "recipes" / "shipped"
 GOAL_REGENERATED_MAX = 20.0
 INVALID_INPUT_EXIT = 3
 SECRET_ENV = "SEISCTF_SECRET"
-TRUTH_KEY, TRUTH_PUBLIC = "truth", "public"  # the manifest's stamp of a regenerable truth
-PUBLIC_TRUTH_NOTE = "truth regenerable"  # what every leaderboard page of such a bundle says
 # The smallest sizes the shipped layouts allow: 199 sensors or channels (2 · modes − 1) and
 # 600 steps (the crustal layout, which `--layout auto` picks for a 600 s global record).
 SMALL_SIZES = {"--sensors": "200", "--duration": "600", "--channels": "200"}
@@ -271,12 +271,12 @@ def regenerated_truth(truth_url: str, manifest: dict) -> dict[str, np.ndarray]:
 
 def public_truth_stamps(folder: Path, path: DocumentedPath) -> dict[str, bool | None]:
     """Whether the bundle's manifest says `truth: public`, and whether every leaderboard page
-    the path wrote carries PUBLIC_TRUTH_NOTE (None: it writes none)."""
+    the path wrote carries `conventions.PUBLIC_TRUTH_NOTE` (None: it writes none)."""
     manifest = dict(zarr.open_group(str(folder / path.public), mode="r").attrs["ctf"])
     pages = sorted((folder / path.pages).rglob("*.html")) if path.pages else []
     return {
-        "manifest": manifest.get(TRUTH_KEY) == TRUTH_PUBLIC,
-        "pages": all(PUBLIC_TRUTH_NOTE in p.read_text() for p in pages) if pages else None,
+        "manifest": manifest.get(cv.PROVENANCE_TRUTH) == keys.TRUTH_PUBLIC,
+        "pages": all(cv.PUBLIC_TRUTH_NOTE in p.read_text() for p in pages) if pages else None,
     }
 
 
