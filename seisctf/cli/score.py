@@ -79,7 +79,13 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
         "--html", help="also write the static HTML leaderboard (index.html + a page per dataset)"
     )
     board.add_argument(
-        "--json", help="also write the public leaderboard.json (scores rounded to 0.01) here"
+        "--json", help="also write the public leaderboard.json (the view shown) here"
+    )
+    board.add_argument(
+        "--final",
+        action="store_true",
+        help="the view at the close: private-part E1..E12 and AvgScore to 0.01, ranked by them "
+        "(default: the season's view, public-part AvgScore only; docs/release.md)",
     )
     board.set_defaults(run=_run_leaderboard, check=_check_leaderboard, needs_cluster=False)
 
@@ -108,6 +114,8 @@ def _check_score_ctf(args: argparse.Namespace) -> None:
     submitter_metadata(args)
     if release_request(args) and args.validation:
         raise InvalidInput("--release", "applies to referee scores (--truth), not --validation")
+    if release_request(args) and args.plot:
+        raise InvalidInput("--plot", "a release holds one AvgScore, no profile to plot")
     _submission_names(args)
     _checks.zarr_group(args.truth or args.public)
     if len(args.submission) > 1:
@@ -170,8 +178,8 @@ def _run_leaderboard(args: argparse.Namespace) -> None:
     from seisctf.scoring.site.terminal import print_table
 
     rows = leaderboard.entries(args.db)
-    print_table(rows)
+    print_table(rows, final=args.final)
     if args.json:
-        print(f"leaderboard JSON: {leaderboard.write_json(rows, args.json)}")
+        print(f"leaderboard JSON: {leaderboard.write_json(rows, args.json, final=args.final)}")
     if args.html:
-        print(f"HTML leaderboard: {write_site(rows, args.html)}")
+        print(f"HTML leaderboard: {write_site(rows, args.html, final=args.final)}")

@@ -195,12 +195,13 @@ def entries(db_path: str | Path, family: str | None = None) -> list[dict[str, An
     return found
 
 
-def as_json(entries_: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def as_json(entries_: list[dict[str, Any]], final: bool = False) -> list[dict[str, Any]]:
     """The contract's leaderboard.json rows (with `extended_avg_score` where E13+ exist), from
-    the public view of the entries (`release.public_entries`: scores clipped and rounded to
-    0.01, nothing else of the results)."""
+    the public view of the entries (`release.public_entries`: during the season a CTF entry's
+    public-part AvgScore to the Ladder's step and no scores; at the close, `final`, its private
+    part's scores clipped and rounded to 0.01; nothing else of the results)."""
     rows = []
-    for e in public_entries(entries_):
+    for e in public_entries(entries_, final):
         row = {
             "model": e["model"],
             "dataset": e["dataset"],
@@ -214,11 +215,12 @@ def as_json(entries_: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def write_json(entries_: list[dict[str, Any]], out: str | Path) -> Path:
-    """Write `as_json(entries_)` to `out` (replaced whole, never half-written); returns it."""
+def write_json(entries_: list[dict[str, Any]], out: str | Path, final: bool = False) -> Path:
+    """Write `as_json(entries_, final)` to `out` (replaced whole, never half-written); returns
+    it."""
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(json.dumps(as_json(entries_), indent=2))
+    partial.write_text(json.dumps(as_json(entries_, final), indent=2))
     os.replace(partial, path)
     return path

@@ -3,12 +3,15 @@
 A run first checks the SQLite leaderboard it records into (a file that is not one is refused
 before any work), then takes the participant's release slots (`release.quota_slots`: refused
 over quota, nothing scored), scores, turns each result into the participant's view when it is
-released (`release.release_ctf`, `release.release_picks`), records the results with the
-commitment of the truth they were scored against (`leaderboard.record`), and hands them to the
+released (`release.released_view`: a CTF result's rung on the participant's Ladder, taken as
+pending like the slots; a pick result rounded), records the results with the commitment of the
+truth they were scored against (`leaderboard.record`; a released CTF result in full beside what
+was released, `release.recorded_result`), and hands what was released, or the results, to the
 caller's `write` (files, printing) while the slots are still held: a run that fails at any step
-gives its slots back, since nothing was released. A CTF batch scores every valid submission and
-refuses the others alone (`submission_batch`): a refused submission's slot is given back, the
-others' are kept, and the refusals are raised once the others are recorded and written.
+gives its slots and rungs back, since nothing was released. A CTF batch scores every valid
+submission and refuses the others alone (`submission_batch`): a refused submission's slot is
+given back, the others' are kept, and the refusals are raised once the others are recorded and
+written.
 
 The truth is opened once: the commitment a CTF entry records comes from the manifest the scoring
 opened (`leaderboard.truth_commitment_of`), a picks entry's from its result.
@@ -25,8 +28,9 @@ import pandas as pd
 from seisctf import storage
 from seisctf.scoring import leaderboard
 from seisctf.scoring.ctf import open_truth
+from seisctf.scoring.ladder import climbing
 from seisctf.scoring.picks import DEFAULT_THRESHOLD, DEFAULT_TOLERANCE_S, score_picks
-from seisctf.scoring.release import Release, quota_slots, release_ctf, release_picks
+from seisctf.scoring.release import Release, quota_slots, recorded_result, released_view
 from seisctf.scoring.submission import SubmissionLimits
 from seisctf.scoring.submission_batch import (
     Refusals,
@@ -37,10 +41,6 @@ from seisctf.scoring.submission_batch import (
 
 Result = dict[str, Any]
 Write = Callable[[list[Result]], None]
-RELEASED_VIEWS: dict[str, Callable[[Mapping[str, Any]], Result]] = {
-    "ctf": release_ctf,
-    "picks": release_picks,
-}
 
 
 @dataclass(frozen=True)
@@ -72,20 +72,27 @@ def run(
     InvalidInput naming each (`submission_batch.raise_refusals`)."""
     if referee.db:
         leaderboard.check_database(referee.db)
-    with quota_slots(referee.release, family, names) as give_back:
+    with (
+        quota_slots(referee.release, family, names) as give_back,
+        climbing(referee.release) as climb,
+    ):
         results, commitment, refused = score()
         give_back(refused)
-        if referee.release:
-            results = [RELEASED_VIEWS[family](result) for result in results]
+        released = [
+            released_view(family, result, commitment, climb) if referee.release else None
+            for result in results
+        ]
         if referee.db:
-            for result in results:
+            for result, view in zip(results, released, strict=True):
                 leaderboard.record(
                     referee.db,
-                    result,
+                    recorded_result(family, result, view),
                     family=family,
                     truth_commitment=commitment,
                     metadata=referee.metadata,
                 )
+        if referee.release:
+            results = released
         if results or not refused:
             write(results)
     raise_refusals(refused, len(results))

@@ -1,14 +1,20 @@
 """What participants see: released scores (`seisctf score ctf|picks --release`) and the public
 leaderboard's view of each entry (`public_entry`: `leaderboard.json`, the HTML site, the table
-`seisctf leaderboard` prints).
+`seisctf leaderboard` prints), during the season and at the close (`final`).
 
 Both are built key by key from allow-lists (a key the referee adds later is not published until
-it is listed here). A released result has scores rounded to `CTF_DIGITS` (E1..E12, AvgScore) or
-`PICK_DIGITS` (precision, recall, F1) decimals; a public leaderboard entry has its scores and
-rates clipped to [-100, 100] and rounded to `PUBLIC_DIGITS` decimals. Neither has raw
-(unclipped) scores, errors, norms, counts, residual statistics (they are computed against the
-truth), per-split, per-group or per-trace values, or the residual histogram; those stay in the
-organisers' SQLite leaderboard and `score --json` output. Every release counts against a quota:
+it is listed here). A released CTF result is one number: the participant's best AvgScore on the
+truth's public part (`seisctf.scoring.parts`) through the Ladder (`seisctf.scoring.ladder`: a
+new best only when it beats the old one by `ladder.STEP`, rounded to it), with whether this
+submission set it. A released pick result has precision, recall and F1 rounded to `PICK_DIGITS`
+decimals. The season's leaderboard shows a CTF entry's public-part AvgScore alone (its Ladder
+best, or for an entry recorded without a release its public AvgScore rounded to the step); the
+final view (the close) its private part's E1..E12 and averages, clipped to [-100, 100] and
+rounded to `PUBLIC_DIGITS` decimals, and ranks by them. Both views hold, of a participant's
+released entries against one truth, only the one that set their best (`standing`). Neither has
+raw (unclipped) scores, errors, norms, counts, residual statistics (they are computed against
+the truth), per-split, per-group or per-trace values, or the residual histogram; those stay in
+the organisers' SQLite leaderboard and `score --json` output. Every release counts against a quota:
 at most `quota` releases per participant in any `QUOTA_WINDOW_S` (a rolling 24 h), kept in an
 SQLite table `releases` (one `BEGIN IMMEDIATE` transaction takes the slots, so concurrent
 referees cannot exceed it). A slot is taken before scoring and given back if the run fails
@@ -29,9 +35,9 @@ from typing import Any
 
 from seisctf.errors import InvalidInput
 from seisctf.scoring import sqlite_wal
+from seisctf.scoring.ladder import STEP, Climb, Rung, to_step
 
-POLICY = "seisctf-release-2"
-CTF_DIGITS = 1  # E1..E12 and AvgScore in steps of 0.1 (of a score between -100 and 100)
+POLICY = "seisctf-release-3"
 PICK_DIGITS = 2  # precision, recall, F1 in steps of 0.01
 PUBLIC_DIGITS = 2  # the public leaderboard: scores and rates in steps of 0.01
 SCORE_LIMIT = 100.0  # scores are clipped to [-SCORE_LIMIT, SCORE_LIMIT]
@@ -65,17 +71,50 @@ def _policy(**steps: float) -> dict[str, Any]:
     return {"policy": POLICY, **steps}
 
 
-def release_ctf(result: Mapping[str, Any]) -> dict[str, Any]:
-    """The participant's view of a `score ctf` result: E1..E12 and the averages rounded."""
+def public_avg_score(result: Mapping[str, Any]) -> float | None:
+    """The AvgScore of a `score ctf` result's public part; InvalidInput when it has no parts
+    (a truth group without a commitment salt cannot be split, so nothing can be released)."""
+    if "parts" not in result:
+        raise InvalidInput(
+            f"result {result.get('name')!r}",
+            "has no public part (the truth group has no ctf_salt to split its sensors by): "
+            "nothing can be released; rebuild the bundle with this seisctf",
+        )
+    return result["parts"]["public"]["avg_score"]
+
+
+def release_ctf(result: Mapping[str, Any], rung: Rung) -> dict[str, Any]:
+    """The participant's view of a `score ctf` result: their Ladder `rung` after it (their best
+    public-part AvgScore, a multiple of `ladder.STEP`, and whether this submission set it)."""
     released = {key: result[key] for key in CTF_KEYS if key in result}
-    released["scores"] = {
-        name: rounded(value, CTF_DIGITS) for name, value in result["scores"].items()
-    }
-    for key in ("avg_score", "extended_avg_score"):
-        if key in result:
-            released[key] = rounded(result[key], CTF_DIGITS)
-    released["release"] = _policy(score_step=10.0**-CTF_DIGITS)
+    released |= {"participant": rung.participant, "avg_score": rung.best}
+    released["improved"] = rung.improved
+    released["release"] = _policy(part="public", ladder_step=STEP)
     return released
+
+
+def released_view(
+    family: str, result: Mapping[str, Any], truth_commitment: str | None, climb: Climb
+) -> dict[str, Any]:
+    """What a participant is shown of a result: a CTF result's Ladder rung (taken by `climb`),
+    a pick result rounded."""
+    if family == "ctf":
+        score = public_avg_score(result)
+        return release_ctf(result, climb(str(truth_commitment), str(result["name"]), score))
+    return release_picks(result)
+
+
+def recorded_result(
+    family: str, result: Mapping[str, Any], released: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """What the organisers' leaderboard records of a result: as scored when nothing was
+    released; a released CTF result in full with what was released under `released` (the final
+    view needs its private part); a released pick result as released."""
+    if released is None:
+        return dict(result)
+    if family == "ctf":
+        return {**result, "released": dict(released)}
+    return dict(released)
 
 
 def release_picks(result: Mapping[str, Any]) -> dict[str, Any]:
@@ -94,40 +133,101 @@ def release_picks(result: Mapping[str, Any]) -> dict[str, Any]:
 # --- the public leaderboard ------------------------------------------------------------------
 
 
+def _clipped(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return min(max(float(value), -SCORE_LIMIT), SCORE_LIMIT)
+
+
 def public_value(value: object) -> float | None:
     """A score (or rate) as the public leaderboard shows it: clipped to [-100, 100], rounded to
     `PUBLIC_DIGITS` decimals; None for anything that is not a finite number."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        return None
-    return rounded(min(max(float(value), -SCORE_LIMIT), SCORE_LIMIT), PUBLIC_DIGITS)
+    clipped = _clipped(value)
+    return None if clipped is None else rounded(clipped, PUBLIC_DIGITS)
 
 
-def public_entry(entry: Mapping[str, Any]) -> dict[str, Any]:
+def season_value(value: object) -> float | None:
+    """An AvgScore as the season's leaderboard shows it: clipped, rounded to `ladder.STEP`."""
+    clipped = _clipped(value)
+    return None if clipped is None else to_step(clipped)
+
+
+def _ctf_view(entry: Mapping[str, Any], final: bool) -> tuple[Any, dict[str, Any], Any]:
+    """(avg_score, scores, extended_avg_score) of a CTF entry in the season's or the final view:
+    its Ladder best (or public-part AvgScore to the step) and no scores during the season; its
+    private part at the close (the whole truth for an entry scored before truths were split)."""
+    result = entry.get("result") or {}
+    parts = result.get("parts") or {}
+    if not final:
+        released = result.get("released")
+        if isinstance(released, Mapping):
+            return season_value(released.get("avg_score")), {}, None
+        public = parts.get("public") or {}
+        return season_value(public.get("avg_score")), {}, None
+    scored = parts.get("private") or {
+        "avg_score": entry.get("avg_score"),
+        "scores": entry.get("scores") or {},
+        "extended_avg_score": result.get("extended_avg_score"),
+    }
+    scores = {name: public_value(value) for name, value in (scored.get("scores") or {}).items()}
+    extended = scored.get("extended_avg_score")
+    return public_value(scored.get("avg_score")), scores, extended
+
+
+def public_entry(entry: Mapping[str, Any], final: bool = False) -> dict[str, Any]:
     """The public view of one `leaderboard.entries` row: its identity, submitter metadata and
-    truth commitment, `scores` and `avg_score` as `public_value`s, and of its result only
-    `PUBLIC_RESULT_KEYS`, `extended_avg_score` and the precision, recall and F1 of detection, P
-    and S picks (as `public_value`s). No raw scores, counts, residuals, breakdowns or
+    truth commitment, and of its result only `PUBLIC_RESULT_KEYS` and the precision, recall and
+    F1 of detection, P and S picks (as `public_value`s). A CTF entry's `avg_score` and `scores`
+    are the season's (`final` False: the public part's AvgScore to `ladder.STEP`, no scores) or
+    the final view's (the private part's, with `extended_avg_score`, as `public_value`s); a
+    pick entry's `scores` are its F1s. No raw scores, counts, residuals, breakdowns or
     histograms, and no `submission_key` (a hash of the full result)."""
     result = entry.get("result") or {}
-    scores = entry.get("scores") or {}
     shown = {key: result[key] for key in PUBLIC_RESULT_KEYS if key in result}
-    if "extended_avg_score" in result:
-        shown["extended_avg_score"] = public_value(result["extended_avg_score"])
     for part in PICK_PARTS:
         if isinstance(result.get(part), Mapping):
             shown[part] = {key: public_value(result[part].get(key)) for key in RATES}
+    if entry.get("family") == "ctf":
+        avg_score, scores, extended = _ctf_view(entry, final)
+        if extended is not None:
+            shown["extended_avg_score"] = public_value(extended)
+    else:
+        avg_score = public_value(entry.get("avg_score"))
+        scores = {name: public_value(v) for name, v in (entry.get("scores") or {}).items()}
     return {
         **{key: entry.get(key) for key in PUBLIC_ENTRY_KEYS},
-        "avg_score": public_value(entry.get("avg_score")),
-        "scores": {name: public_value(value) for name, value in scores.items()},
+        "avg_score": avg_score,
+        "scores": scores,
         "result": shown,
     }
 
 
-def public_entries(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """`public_entry` of each entry, ordered by dataset, public AvgScore (best first, missing
-    last), then id: the order never depends on digits the public view does not show."""
-    shown = [public_entry(entry) for entry in entries]
+def standing(entries: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The entries a leaderboard view holds: every entry not released to a participant, and of a
+    participant's released CTF entries against one truth only the latest that set their Ladder
+    best. The final ranking thus takes each participant's submission chosen by public scores
+    alone: several submissions cannot be picked from by their private scores."""
+    latest: dict[tuple[str, str], int] = {}
+    released = {}
+    for index, entry in enumerate(entries):
+        view = (entry.get("result") or {}).get("released")
+        if entry.get("family") == "ctf" and isinstance(view, Mapping):
+            released[index] = view
+            if view.get("improved"):
+                key = (str(view.get("participant")), str(entry.get("truth_commitment")))
+                if key not in latest or entry["id"] > entries[latest[key]]["id"]:
+                    latest[key] = index
+    kept = set(latest.values())
+    return [e for i, e in enumerate(entries) if i not in released or i in kept]
+
+
+def public_entries(
+    entries: Sequence[Mapping[str, Any]], final: bool = False
+) -> list[dict[str, Any]]:
+    """`public_entry` of each `standing` entry (the season's view, or with `final` the close's),
+    ordered by dataset, shown AvgScore (best first, missing last), then id: the order never
+    depends on digits the view does not show."""
+    shown = [public_entry(entry, final) for entry in standing(entries)]
     return sorted(
         shown,
         key=lambda e: (

@@ -93,7 +93,7 @@ def test_record_entries_as_json_round_trip_ranked_by_avg_score(db):
     assert by_model["unscorable"]["avg_score"] is None
     assert by_model["partly"]["scores"]["E5"] is None
 
-    table = leaderboard.as_json(rows)
+    table = leaderboard.as_json(rows, final=True)  # entries without parts: their whole scores
     assert json.loads(json.dumps(table)) == table
     for row in table:
         assert set(row) == {"model", "dataset", "convention", "scores", "avg_score"}
@@ -224,7 +224,8 @@ def test_writer_on_a_fresh_db_waits_for_another_writer(tmp_path):
 
 
 def test_cli_leaderboard_prints_models_and_writes_html(db, tmp_path, capsys):
-    code = cli.main(["leaderboard", "--db", str(db), "--html", str(tmp_path / "html")])
+    html = str(tmp_path / "html")
+    code = cli.main(["leaderboard", "--db", str(db), "--html", html, "--final"])
     captured = capsys.readouterr()
     assert code == 0, captured.err
     for original in RESULTS:
@@ -379,7 +380,7 @@ def test_print_table_shows_pick_entries_with_their_f1(tmp_path, capsys):
     picks = {"name": "picker", "dataset": "global", "scores": {"detection_f1": 0.9,
              "p_f1": 0.8125, "s_f1": None}}  # fmt: skip
     leaderboard.record(db_path, picks, family="picks")
-    print_table(leaderboard.entries(db_path))
+    print_table(leaderboard.entries(db_path), final=True)
     out = capsys.readouterr().out
     assert "seisctf leaderboard — global — picks" in out and "p_f1" in out
     assert "0.81" in out and "0.812" not in out and "12.50" in out and "picker" in out
@@ -395,7 +396,7 @@ def test_public_json_rounds_clips_and_orders_by_shown_digits_only(tmp_path):
     leaderboard.record(db_path, first)
     # Stored scores beyond the clip (a database from elsewhere) are clipped when shown.
     leaderboard.record(db_path, result("second", 12.3449, scores={"E1": -150.5, "E2": 100.004}))
-    table = leaderboard.as_json(leaderboard.entries(db_path))
+    table = leaderboard.as_json(leaderboard.entries(db_path), final=True)
     assert [row["model"] for row in table] == ["first", "second"]  # tie at 12.34: by id
     assert table[0]["scores"] == {name: round(v, 2) for name, v in fine.items()}
     assert table[0]["avg_score"] == table[1]["avg_score"] == 12.34

@@ -2,12 +2,14 @@
 
 A small real bundle; persistence scaled by c = 1 and c = 2 scored by the real command line
 (`paper` convention) into an SQLite leaderboard; the public outputs written by `seisctf
-leaderboard --html --json`. Then:
+leaderboard --html --json`, the season's view and, with `--final`, the close's. Then:
 
-(a) every number of the public leaderboard.json, and every score of the HTML pages, is a
-multiple of 0.01 in [-100, 100], and no raw score, error or truth norm appears in them at any
-precision;
-(b) the probing attack of issue 20 recovers ||X1test[:k_short]||_F from two scores. With
+(a) during the season leaderboard.json and the HTML pages hold of a CTF entry only its
+public-part AvgScore, a multiple of the Ladder's step (1); at the close every number is a
+private-part score, a multiple of 0.01 in [-100, 100]; no raw score, error or truth norm appears
+in either at any precision;
+(b) the probing attack of issue 20 recovers the norm of the private part of X1test[:k_short]
+from two final-view scores (during the season there are no per-score numbers to use). With
 e_c = 1 - E_c/100 = ||T - cS||_F / ||T||_F (S the persistence window, known to the
 participant), a = ||T||_F^2, b = <T, S>, s = ||S||_F^2:
     e_c^2 a = a - 2cb + c^2 s, so 2 e_1^2 a - e_2^2 a = a - 2s and a = 2s / (1 - 2e_1^2 + e_2^2).
@@ -38,6 +40,7 @@ from conftest import TINY_LAYOUT, smooth_wavefield
 from seisctf import conventions as cv
 from seisctf.cli import main
 from seisctf.pipeline.bundles.segments import build_bundle, write_bundle
+from seisctf.scoring import ladder, parts
 
 SCALES = (1, 2)
 STEP = 0.01  # the public leaderboard's score step
@@ -96,19 +99,27 @@ def scored(tmp_path_factory, dask_cluster):
             *(f"--name=persistence-x{c}" for c in SCALES), "--db", str(db),
             "--json", str(full_json)]  # fmt: skip
     assert main([*argv, *scheduler]) == 0
-    site, public_json = root / "site", root / "leaderboard.json"
-    argv = ["leaderboard", "--db", str(db), "--html", str(site), "--json", str(public_json)]
-    assert main(argv) == 0
+    views = {}
+    for view, final in (("season", []), ("final", ["--final"])):
+        site, public_json = root / f"site-{view}", root / f"leaderboard-{view}.json"
+        argv = ["leaderboard", "--db", str(db), "--html", str(site), "--json", str(public_json)]
+        assert main([*argv, *final]) == 0
+        views[view] = {
+            "json": public_json.read_text(),
+            "pages": {path.name: path.read_text() for path in sorted(site.glob("*.html"))},
+        }
     with closing(sqlite3.connect(db)) as connection:
         stored = [
             json.loads(row[0]) for row in connection.execute("SELECT result FROM submissions")
         ]
     truth = zarr.open_group(truth_url, mode="r")
+    n_space = truth["X1test"].shape[1]
     return {
         "full": json.loads(full_json.read_text()),
         "stored": stored,
-        "public_json": public_json.read_text(),
-        "pages": {path.name: path.read_text() for path in sorted(site.glob("*.html"))},
+        "season": views["season"],
+        "final": views["final"],
+        "private": parts.part_mask(truth.attrs[cv.ATTR_CTF_SALT], n_space, "private"),
         "truth": {name: truth[name][...].astype(np.float64) for name in truth.array_keys()},
         "persistence": {k: v.astype(np.float64) for k, v in predictions.items()},
     }
@@ -120,12 +131,14 @@ def _hidden_values(scored) -> list[float]:
     k = TINY_LAYOUT.k_short
     values = []
     for result in [*scored["full"], *scored["stored"]]:
-        for raw in result["raw_scores"].values():
+        views = [result, *result["parts"].values()]
+        for raw in (raw for view in views for raw in view["raw_scores"].values()):
             values += [raw, 1 - raw / 100]
     for name, truth in scored["truth"].items():
-        for window in (truth[:k], truth):
-            frobenius = float(np.linalg.norm(window))
-            values += [frobenius, frobenius**2, float(np.linalg.norm(window, 2))]
+        for columns in (slice(None), scored["private"], ~scored["private"]):
+            for window in (truth[:k, columns], truth[:, columns]):
+                frobenius = float(np.linalg.norm(window))
+                values += [frobenius, frobenius**2, float(np.linalg.norm(window, 2))]
         for c in SCALES:
             values.append(float(np.linalg.norm(truth[:k] - c * scored["persistence"][name][:k])))
     return values
@@ -140,33 +153,69 @@ def _spellings(value: float) -> set[str]:
     return {text for text in spelt if re.fullmatch(r"-?\d+\.\d{3,}(e[-+]\d+)?", text)}
 
 
-def test_public_json_holds_only_scores_to_a_hundredth(scored):
-    rows = json.loads(scored["public_json"])
+def _numbers(json_text: str) -> list[str]:
+    """Every number of a JSON text, strings blanked."""
+    outside_strings = re.sub(r'"(?:[^"\\]|\\.)*"', '""', json_text)
+    return re.findall(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?", outside_strings)
+
+
+def test_season_json_holds_only_public_avg_scores_to_the_ladder_step(scored):
+    rows = json.loads(scored["season"]["json"])
+    by_model = {result["name"]: result for result in scored["full"]}
+    assert {row["model"] for row in rows} == set(by_model)
+    for row in rows:
+        assert set(row) == {"model", "dataset", "convention", "scores", "avg_score"}
+        assert row["scores"] == {}
+        public = by_model[row["model"]]["parts"]["public"]["avg_score"]
+        assert row["avg_score"] == ladder.to_step(public) and abs(row["avg_score"] - public) <= 0.5
+    assert [row["model"] for row in rows] == sorted(
+        by_model, key=lambda name: (-ladder.to_step(by_model[name]["parts"]["public"]["avg_score"]),
+                                    name)
+    )  # fmt: skip
+    numbers = _numbers(scored["season"]["json"])
+    assert len(numbers) == 2 and all(float(n) == round(float(n)) for n in numbers), numbers
+
+
+def test_final_json_holds_only_private_scores_to_a_hundredth(scored):
+    rows = json.loads(scored["final"]["json"])
     assert [row["model"] for row in rows] == ["persistence-x1", "persistence-x2"]
     by_model = {result["name"]: result for result in scored["full"]}
     for row in rows:
         assert set(row) == {"model", "dataset", "convention", "scores", "avg_score"}
         assert row["convention"] == "paper" and list(row["scores"]) == list(cv.SCORE_NAMES)
-        full = by_model[row["model"]]
-        assert row["scores"] == {k: round(v, 2) + 0.0 for k, v in full["scores"].items()}
-        assert row["avg_score"] == round(full["avg_score"], 2)
+        private = by_model[row["model"]]["parts"]["private"]
+        assert row["scores"] == {k: round(v, 2) + 0.0 for k, v in private["scores"].items()}
+        assert row["avg_score"] == round(private["avg_score"], 2)
         for value in (*row["scores"].values(), row["avg_score"]):
             assert -100 <= value <= 100 and round(value * 100) == pytest.approx(value * 100)
-    # The text itself (strings blanked): every number written with at most two decimals.
-    outside_strings = re.sub(r'"(?:[^"\\]|\\.)*"', '""', scored["public_json"])
-    numbers = re.findall(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?", outside_strings)
+    # The text itself: every number written with at most two decimals.
+    numbers = _numbers(scored["final"]["json"])
     assert len(numbers) == 2 * (len(cv.SCORE_NAMES) + 1)
     assert all(re.fullmatch(r"-?\d+(\.\d\d?)?", number) for number in numbers), numbers
 
 
+def test_season_pages_show_one_public_avg_score_per_entry(scored):
+    pages = scored["season"]["pages"]
+    page = next(text for name, text in pages.items() if name.startswith("dataset-"))
+    ranking = page[page.index('id="ctf1-ranking"') : page.index("</table>", page.index("ctf1-"))]
+    cells = re.findall(r'<t[dh][^>]*data-sort="([^"]*)"[^>]*>([^<]*)</t[dh]>', ranking)
+    scores = [text for _, text in cells if DECIMAL.fullmatch(text)]
+    expected = [ladder.to_step(r["parts"]["public"]["avg_score"]) for r in scored["full"]]
+    assert sorted(float(text) for text in scores) == sorted(expected)
+    assert "E1" not in ranking and "<svg" not in page  # no per-score column, no profile
+    for name, text in pages.items():
+        finer = [n for n in DECIMAL.findall(text) if len(n.split(".")[1]) > 2]
+        assert finer == [], (name, finer[:5])
+
+
 def test_html_scores_are_hundredths_and_no_page_has_a_finer_number(scored):
-    pages = scored["pages"]
+    pages = scored["final"]["pages"]
     page = next(text for name, text in pages.items() if name.startswith("dataset-"))
     ranking = page[page.index('id="ctf1-ranking"') : page.index("</table>", page.index("ctf1-"))]
     cells = re.findall(r'<t[dh][^>]*data-sort="([^"]*)"[^>]*>([^<]*)</t[dh]>', ranking)
     scores = [(key, text) for key, text in cells if DECIMAL.fullmatch(text)]
     assert len(scores) == 2 * (len(cv.SCORE_NAMES) + 1)  # AvgScore and E1..E12 of two rows
-    by_text = {result["name"]: result for result in scored["full"]}
+    by_text = {result["name"]: result["parts"]["private"] for result in scored["full"]}
     for key, text in scores:
         assert re.fullmatch(r"-?\d+\.\d\d", text) and float(key) == float(text)
         assert -100 <= float(text) <= 100
@@ -182,7 +231,8 @@ def test_html_scores_are_hundredths_and_no_page_has_a_finer_number(scored):
 
 
 def test_no_raw_score_error_or_norm_is_published(scored):
-    public = [scored["public_json"], *scored["pages"].values()]
+    public = [scored[view]["json"] for view in ("season", "final")]
+    public += [page for view in ("season", "final") for page in scored[view]["pages"].values()]
     hidden = _hidden_values(scored)
     assert len(hidden) > 100
     raw_e1 = [result["raw_scores"]["E1"] for result in scored["full"]]
@@ -207,11 +257,12 @@ def _known_to(published: float) -> float:
 
 
 def test_probing_attack_works_on_raw_scores_and_fails_on_public_ones(scored):
-    k = TINY_LAYOUT.k_short
-    truth_sq = float(np.sum(scored["truth"]["X1test"][:k] ** 2))
-    window = scored["persistence"]["X1test"][:k]
-    raw = [result["raw_scores"]["E1"] for result in scored["full"]]
-    public = [row["scores"]["E1"] for row in json.loads(scored["public_json"])]
+    """On the final view's private E1 (the season's view has no E1 to probe with)."""
+    k, private = TINY_LAYOUT.k_short, scored["private"]
+    truth_sq = float(np.sum(scored["truth"]["X1test"][:k, private] ** 2))
+    window = scored["persistence"]["X1test"][:k, private]
+    raw = [result["parts"]["private"]["raw_scores"]["E1"] for result in scored["full"]]
+    public = [row["scores"]["E1"] for row in json.loads(scored["final"]["json"])]
     assert all(-100 < score < 100 for score in raw)  # neither probe is clipped: E1 is public
 
     # Positive control: the organisers' raw scores give the norm to float64 precision.
@@ -236,8 +287,8 @@ def test_probing_attack_works_on_raw_scores_and_fails_on_public_ones(scored):
     assert spread >= 0.9 * bound / denominator
     assert spread > 1e4 * RAW_TOLERANCE
     print(
-        f"||X1test[:{k}]||_F = {math.sqrt(truth_sq):.12g}: raw-score attack error {raw_error:.1e}"
-        f", public-score attack error {public_error:.1e} (bound "
+        f"||X1test[:{k}, private]||_F = {math.sqrt(truth_sq):.12g}: raw-score attack error "
+        f"{raw_error:.1e}, public-score attack error {public_error:.1e} (bound "
         f"{bound / (denominator - bound):.1e}), norms consistent with the public scores span "
         f"{spread:.1e} of it"
     )

@@ -9,7 +9,7 @@ from conftest import noisy_copy, write_tiny_truth
 
 from seisctf import storage
 from seisctf.errors import InvalidInput
-from seisctf.scoring import leaderboard, referee, release
+from seisctf.scoring import ladder, leaderboard, referee, release
 from seisctf.scoring.ctf import score_ctf
 
 
@@ -62,9 +62,17 @@ def test_released_run_counts_and_a_failed_write_gives_the_slots_back(ctf, tmp_pa
     with pytest.raises(OSError, match="disk full"):
         referee.run_ctf(truth_url, {"noisy1": paths["noisy1"]}, judge, failing, quiet=True)
     assert release.used(asked) == 0
+    (full,) = score_ctf(truth_url, {"noisy1": paths["noisy1"]}, quiet=True)
+    commitment = leaderboard.entries(judge.db)[0]["truth_commitment"]
+    assert ladder.current_best(asked, commitment) is None  # the failed run's rung was deleted
     (result,) = referee.run_ctf(truth_url, {"noisy1": paths["noisy1"]}, judge, quiet=True)
-    assert release.used(asked) == 1 and "raw_scores" not in result
-    assert leaderboard.entries(judge.db)[0]["scores"] == result["scores"]
+    assert release.used(asked) == 1 and "raw_scores" not in result and "scores" not in result
+    assert result["improved"] is True
+    assert result["avg_score"] == ladder.to_step(full["parts"]["public"]["avg_score"])
+    assert ladder.current_best(asked, commitment) == result["avg_score"]
+    # The organisers' leaderboard keeps the result in full, what was released beside it.
+    recorded = [e["result"] for e in leaderboard.entries(judge.db)]
+    assert any(r["released"] == result and r["parts"] == full["parts"] for r in recorded)
     with pytest.raises(InvalidInput, match="1 of 2 releases used"):
         referee.run_ctf(truth_url, paths, referee.Referee(release=asked), quiet=True)
     assert release.used(asked) == 1

@@ -1,6 +1,7 @@
-"""The score release policy (docs/release.md): a released result holds only rounded values and
-none of the referee's other keys, the quota holds across processes (SQLite transactions) and
-over the rolling 24 h, refusals take nothing from it, and organisers' output is unchanged."""
+"""The score release policy (docs/release.md): a released CTF result is one Ladder number, a
+released pick result holds only rounded rates, neither any of the referee's other keys; the
+quota holds across processes (SQLite transactions) and over the rolling 24 h, refusals take
+nothing from it, and organisers' output is unchanged. The Ladder itself: test_ladder.py."""
 
 from __future__ import annotations
 
@@ -18,14 +19,14 @@ from event_window_fixtures import write_picking_windows
 from seisctf import conventions as cv
 from seisctf.cli import main
 from seisctf.errors import InvalidInput
-from seisctf.scoring import leaderboard, release
+from seisctf.scoring import ladder, leaderboard, release
 from seisctf.scoring.ctf import score_ctf
 from seisctf.scoring.picks import score_picks
 from seisctf.scoring.site import pages as site
 
 RATE = 100.0
-CTF_RELEASED_KEYS = {"name", "dataset", "convention", "truth_sha256_verified", "scores",
-                     "avg_score", "release"}  # fmt: skip
+CTF_RELEASED_KEYS = {"name", "dataset", "convention", "truth_sha256_verified", "participant",
+                     "avg_score", "improved", "release"}  # fmt: skip
 PICKS_RELEASED_KEYS = {"family", "name", "dataset", "split", "n_traces", "tolerance_s",
                        "threshold", "truth_commitment", "detection", "p", "s", "scores",
                        "release"}  # fmt: skip
@@ -63,20 +64,26 @@ def _decimals_at_most(value: float | None, digits: int) -> bool:
     return value is None or value == round(value, digits)
 
 
-def test_released_ctf_result_is_rounded_and_holds_no_raw_values(ctf):
+def test_released_ctf_result_is_one_ladder_number_and_no_score(ctf, tmp_path):
     truth_url, path = ctf
     full = score_ctf(truth_url, {"noisy": str(path)}, quiet=True)[0]
-    released = release.release_ctf(full)
+    asked = release.Release("team-a", str(tmp_path / "quota.sqlite"))
+    with ladder.climbing(asked) as climb:
+        released = release.released_view("ctf", full, "commitment", climb)
     assert set(released) == CTF_RELEASED_KEYS
-    assert released["scores"] == {k: round(v, 1) for k, v in full["scores"].items()}
-    assert all(_decimals_at_most(v, 1) for v in released["scores"].values())
-    assert all(-100 <= v <= 100 for v in released["scores"].values())
-    assert released["avg_score"] == round(full["avg_score"], 1)
-    assert any(v != round(v, 1) for v in full["scores"].values())  # rounding did something
+    public = full["parts"]["public"]["avg_score"]
+    assert released["avg_score"] == ladder.to_step(public) and public != round(public)
+    assert released["improved"] is True and released["participant"] == "team-a"
+    assert released["release"] == {"policy": release.POLICY, "part": "public", "ladder_step": 1.0}
     text = json.dumps(released)
-    for value in full["raw_scores"].values():
-        assert repr(value) not in text
-    assert released["release"] == {"policy": release.POLICY, "score_step": 0.1}
+    assert '"E1"' not in text and "scores" not in text
+    for view in (full, *full["parts"].values()):
+        for value in (*view["raw_scores"].values(), view["avg_score"]):
+            assert repr(value) not in text
+    no_parts = {key: value for key, value in full.items() if key != "parts"}
+    with ladder.climbing(asked) as climb, pytest.raises(InvalidInput, match="no public part"):
+        release.released_view("ctf", no_parts, "commitment", climb)
+    assert ladder.current_best(asked, "commitment") == released["avg_score"]
 
 
 def test_released_picks_result_has_rates_rounded_and_no_counts_or_residuals(picks):
@@ -154,22 +161,33 @@ def test_cli_release_records_rounded_scores_until_the_quota(ctf, tmp_path, capsy
     db, out = tmp_path / "board.sqlite", tmp_path / "released.json"
     argv = _score_ctf(truth_url, path, dask_cluster.address, "--release", "--participant",
                       "team-a", "--quota", "2", "--db", str(db), "--json", str(out))  # fmt: skip
+    printed = []
     for _ in range(2):
         assert main(argv) == 0
         assert capsys.readouterr().out == ""  # --json FILE --quiet: the JSON goes to the file
-    printed = json.loads(out.read_text())
-    assert set(printed) == CTF_RELEASED_KEYS and printed["truth_sha256_verified"] is True
+        printed.append(json.loads(out.read_text()))
+    assert all(set(p) == CTF_RELEASED_KEYS for p in printed)
+    assert printed[0]["truth_sha256_verified"] is True
+    # The same submission again does not beat its own best by a step: the old best, no gain.
+    assert [p["improved"] for p in printed] == [True, False]
+    assert printed[0]["avg_score"] == printed[1]["avg_score"]
     out.unlink()
     assert main(argv) == 3
     err = capsys.readouterr().err
     assert "--participant team-a: 2 of 2 releases used in the last 24 h" in err
     assert "nothing was scored" in err and not out.exists()
     entries = leaderboard.entries(db)
-    # Both releases counted against the quota; the same submission released twice with the
-    # same metadata is one leaderboard entry (its key is what it is, `leaderboard.entry_key`).
-    assert len(entries) == 1 and all("raw_scores" not in e["result"] for e in entries)
-    assert entries[0]["scores"] == printed["scores"]
+    # Both releases counted and recorded in full, what was released beside each; the public
+    # views hold the one that set the participant's best.
+    assert sorted(e["result"]["released"]["improved"] for e in entries) == [False, True]
+    assert all("parts" in e["result"] for e in entries)
+    (season,) = leaderboard.as_json(entries)
+    assert season["avg_score"] == printed[0]["avg_score"] and season["scores"] == {}
+    (final,) = leaderboard.as_json(entries, final=True)
+    private = entries[0]["result"]["parts"]["private"]
+    assert final["scores"] == {k: round(v, 2) for k, v in private["scores"].items()}
     site.write_site(entries, tmp_path / "site")  # the site renders released entries
+    site.write_site(entries, tmp_path / "final", final=True)
 
 
 def test_cli_release_refusals_take_nothing(ctf, picks, tmp_path, capsys, dask_cluster):

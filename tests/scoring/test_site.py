@@ -92,7 +92,9 @@ def column(table: dict, label: str) -> list[str]:
 def site_dir(tmp_path_factory):
     root = tmp_path_factory.mktemp("site")
     recorded = populate(root / "leaderboard.sqlite")
-    index = site.write_site(leaderboard.entries(root / "leaderboard.sqlite"), root / "html")
+    # The final view: the fixture's entries (recorded without parts) show their whole scores.
+    entries = leaderboard.entries(root / "leaderboard.sqlite")
+    index = site.write_site(entries, root / "html", final=True)
     return index.parent, recorded
 
 
@@ -295,7 +297,7 @@ def test_pages_show_scores_and_rates_rounded_to_a_hundredth_only(tmp_path):
     picks = pick_result("digits-picker", 0.7654321)
     picks["p"] |= {"precision": 0.81234567, "recall": 0.7123456, "residual_mean_s": 0.0123456}
     leaderboard.record(db, picks, family="picks", truth_commitment=PICKS_COMMITMENT)
-    index = site.write_site(leaderboard.entries(db), tmp_path / "html")
+    index = site.write_site(leaderboard.entries(db), tmp_path / "html", final=True)
     text = "".join(path.read_text() for path in index.parent.glob("*.html"))
     tables = {
         ident: table
@@ -419,11 +421,12 @@ def test_extended_scores_get_columns_and_json_keeps_their_average(tmp_path):
     leaderboard.record(db, result, truth_commitment=GLOBAL_COMMITMENT)
     rows = leaderboard.entries(db)
     page = (
-        site.write_site(rows, tmp_path / "html").parent / site.page_names(["crustal"])["crustal"]
+        site.write_site(rows, tmp_path / "html", final=True).parent
+        / site.page_names(["crustal"])["crustal"]
     ).read_text()
     ranking = next(t for t in tables_of(page).values() if "AvgScore" in str(t["head"]))
     labels = [cell[2] for cell in ranking["head"]]
     assert labels[-16:] == [f"E{i}" for i in range(1, 17)]
     assert column(ranking, "E16") == ["16.00"] and column(ranking, "E10") == ["10.00"]
-    (row,) = leaderboard.as_json(rows)
+    (row,) = leaderboard.as_json(rows, final=True)
     assert row["extended_avg_score"] == 14.5 and row["scores"]["E15"] == 15.0

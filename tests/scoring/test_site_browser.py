@@ -1,6 +1,7 @@
 """The static HTML leaderboard in a real browser: Debian's headless Chromium driven through its
 chromedriver (Selenium), pages loaded from file://. Checks what a reader sees (rows, scores
-rounded to 0.01, commitments), that clicking or pressing Enter on a header button reorders the
+rounded to 0.01 in the final view, public AvgScores alone in the season's, commitments), that
+clicking or pressing Enter on a header button reorders the
 rows, that no script from the database runs and the page's own script is not blocked; saves
 screenshots to `test-artifacts/leaderboard/` (or $SEISCTF_TEST_ARTIFACTS/leaderboard/).
 
@@ -15,10 +16,17 @@ import shutil
 from pathlib import Path
 
 import pytest
-from leaderboard_fixtures import GLOBAL_COMMITMENT, HOSTILE, PICKS_COMMITMENT, populate
+from leaderboard_fixtures import (
+    GLOBAL_COMMITMENT,
+    HOSTILE,
+    PICKS_COMMITMENT,
+    ctf_result,
+    populate,
+    profile,
+)
 
 from seisctf import conventions as cv
-from seisctf.scoring import leaderboard, release
+from seisctf.scoring import ladder, leaderboard, release
 from seisctf.scoring.site import pages as site
 
 CHROMIUM = "/usr/bin/chromium"
@@ -69,7 +77,8 @@ def browser(tmp_path_factory):
 def site_dir(tmp_path_factory):
     root = tmp_path_factory.mktemp("browser-site")
     populate(root / "leaderboard.sqlite")
-    site.write_site(leaderboard.entries(root / "leaderboard.sqlite"), root / "html")
+    # The final view: the fixture's entries (recorded without parts) show their whole scores.
+    site.write_site(leaderboard.entries(root / "leaderboard.sqlite"), root / "html", final=True)
     return root / "html"
 
 
@@ -121,7 +130,7 @@ def test_dataset_page_rows_scores_commitments_and_sorting(browser, site_dir, art
     entries = [  # the public view: what the site is made from
         e
         for e in release.public_entries(
-            leaderboard.entries(site_dir.parent / "leaderboard.sqlite", family="ctf")
+            leaderboard.entries(site_dir.parent / "leaderboard.sqlite", family="ctf"), final=True
         )
         if e["dataset"] == "global" and e["convention"] == "reference"
     ]
@@ -177,4 +186,34 @@ def test_das_page_shows_the_unscorable_task(browser, site_dir, artifacts):
     e5 = cv.SCORE_NAMES.index("E5") + 4
     assert column_texts(browser, "ctf1-ranking", e5) == ["0.00", "—"]
     screenshot(browser, artifacts / "dataset-das.png")
+    assert severe_console_messages(browser) == []
+
+
+def test_season_page_shows_public_avg_scores_alone(browser, tmp_path, artifacts):
+    """Entries with parts, the season's view: one AvgScore per entry (the public part's, to the
+    Ladder's step), no E1..E12 column, no profile; the column sorts."""
+    db = tmp_path / "season.sqlite"
+    public = {"zeros": 0.0, "persistence": 8.4, "dmd": 44.6, "lstm": 29.51}
+    for model, level in public.items():
+        result = ctf_result(model, profile(level, seed=len(model)))
+        scored = {"scores": result["scores"], "avg_score": result["avg_score"]}
+        result["parts"] = {"public": {**scored, "avg_score": level}, "private": scored}
+        leaderboard.record(db, result, truth_commitment=GLOBAL_COMMITMENT)
+    index = site.write_site(leaderboard.entries(db), tmp_path / "html")
+    browser.get((index.parent / site.page_names(["global"])["global"]).as_uri())
+    heads = texts(browser, "#ctf1-ranking thead th")
+    assert [h.strip(" ▲▼") for h in heads] == ["Rank", "Model", "Run", "Public AvgScore"]
+    wanted = sorted(public, key=lambda m: -ladder.to_step(public[m]))
+    assert column_texts(browser, "ctf1-ranking", 1) == wanted
+    shown = column_texts(browser, "ctf1-ranking", 3)
+    assert shown == [f"{ladder.to_step(public[m]):.2f}" for m in wanted]
+    model = browser.find_element("css selector", "#ctf1-ranking thead th:nth-child(2) button")
+    model.click()
+    assert column_texts(browser, "ctf1-ranking", 1) == sorted(public, key=str.casefold)
+    svg_titles = browser.execute_script(
+        "return Array.from(document.querySelectorAll('svg > title')).map(t => t.textContent)"
+    )
+    assert not any("profile" in title for title in svg_titles)
+    assert "Season view" in browser.find_element("css selector", "p.note").text
+    screenshot(browser, artifacts / "dataset-global-season.png")
     assert severe_console_messages(browser) == []

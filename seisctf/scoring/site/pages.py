@@ -40,26 +40,27 @@ def _write_atomic(path: Path, text: str) -> None:
     os.replace(partial, path)
 
 
-def write_site(entries: list[dict[str, Any]], out_dir: str | Path) -> Path:
+def write_site(entries: list[dict[str, Any]], out_dir: str | Path, final: bool = False) -> Path:
     """Write `index.html` and a page per dataset into `out_dir`; returns the index path.
 
     The pages are made from the public view of the entries alone (`release.public_entries`:
-    scores and rates clipped and rounded to 0.01, no raw values, counts or residuals), so no
-    page can show more. Dataset pages of an earlier rendering whose dataset is gone are
-    removed; nothing else in `out_dir` is touched."""
+    the season's, a CTF entry's public-part AvgScore alone; with `final`, the close's, its
+    private part's scores to 0.01; no raw values, counts or residuals), so no page can show
+    more. Dataset pages of an earlier rendering whose dataset is gone are removed; nothing else
+    in `out_dir` is touched."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     by_dataset: dict[str, list[dict[str, Any]]] = {}
-    for entry in public_entries(entries):
+    for entry in public_entries(entries, final):
         by_dataset.setdefault(entry["dataset"], []).append(entry)
     names = page_names(by_dataset)
     for dataset, name in names.items():
-        title, body = dataset_page(dataset, by_dataset[dataset])
+        title, body = dataset_page(dataset, by_dataset[dataset], final)
         _write_atomic(out / name, page(title, body, back_link=True))
     for stale in out.glob(f"{PAGE_PREFIX}*.html"):
         if stale.name not in names.values():
             stale.unlink()
-    title, body = index_page(by_dataset, names)
+    title, body = index_page(by_dataset, names, final)
     index = out / INDEX
     _write_atomic(index, page(title, body, back_link=False))
     return index

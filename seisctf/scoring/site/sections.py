@@ -3,12 +3,13 @@ profiles, pick F1 tables and the uncertainty of repeated runs.
 
 Each function returns escaped HTML for `seisctf.scoring.site.pages`, built with
 `seisctf.scoring.site.markup`. Entries are the public view of
-`leaderboard.entries` rows (`release.public_entry`: scores and rates clipped and rounded to
-0.01, no raw values, counts or residuals), so every number on a page is a rounded score or
-rate or a statistic of them (a radar of means, intervals over runs). Entries are compared only
-with entries scored under the same convention against the same truth commitment (a CTF group)
-or the same truth commitment, tolerance and threshold (a picks group); each group's section
-states them.
+`leaderboard.entries` rows (`release.public_entry`: during the season a CTF entry's
+public-part AvgScore to the Ladder's step alone; at the close, `final`, its private part's
+scores clipped and rounded to 0.01; no raw values, counts or residuals), so every number on a
+page is a rounded score or rate or a statistic of them (a radar of means, intervals over
+runs). Entries are compared only with entries scored under the same convention against the same
+truth commitment (a CTF group) or the same truth commitment, tolerance and threshold (a picks
+group); each group's section states them.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from html import escape
 from typing import Any
 
 from seisctf import conventions as cv
+from seisctf.scoring.ladder import STEP
 from seisctf.scoring.release import METADATA_KEYS
 from seisctf.scoring.site import svg
 from seisctf.scoring.site.markup import (
@@ -220,18 +222,44 @@ def _mean_avg(entries: Sequence[Entry]) -> float:
     return sum(values) / len(values) if values else -math.inf
 
 
+SEASON_NOTE = (
+    "<p class=\"note\">Season view: each entry's AvgScore on the truth's <strong>public "
+    "part</strong> (half of its sensors, drawn from the commitment salt that is revealed at the "
+    "close), rounded to {step:g}. A participant's entry shows their best through the Ladder: a "
+    "release reports a new value only when it beats their previous best by at least {step:g} "
+    "point, else the old best, and only the entry that set it is listed. E1..E12 and the final "
+    "ranking, on the <strong>private part</strong> (the other half), are published when the "
+    "challenge closes.</p>"
+)
+FINAL_NOTE = (
+    '<p class="note">Final view: scores on the truth\'s <strong>private part</strong> (half of '
+    "its sensors, never released during the season; anyone can recompute the split from the "
+    "revealed commitment salt). Each score Ei = 100·(1 − error), clipped to [−100, 100] and "
+    "shown rounded to 0.01; 0 is the all-zero prediction (cells above it blue, below it red, "
+    "darker farther from 0), 100 a perfect prediction. AvgScore is the mean of E1..E12 (rounded "
+    "after averaging); a dash is a task that could not be scored. A participant is ranked by the "
+    "entry that set their best public score.</p>"
+)
+
+
 def ctf_section(
-    ident: str, convention: str | None, commitment: str | None, entries: Sequence[Entry]
+    ident: str,
+    convention: str | None,
+    commitment: str | None,
+    entries: Sequence[Entry],
+    final: bool = False,
 ) -> str:
-    """Ranking by AvgScore, radar profiles, uncertainty and submissions of one CTF group."""
+    """Ranking by AvgScore, uncertainty and submissions of one CTF group; with `final` (the
+    close's view) also E1..E12 and radar profiles."""
     ranked = sorted(entries, key=lambda e: (_descending(e["avg_score"]), e["id"]))
     rank = {id(entry): index for index, entry in enumerate(ranked, start=1)}
-    names = _score_names(ranked)
+    names = _score_names(ranked) if final else ()
+    average = "AvgScore" if final else "Public AvgScore"
     columns = [
         Column("Rank", lambda e: number_cell(rank[id(e)])),
         _model_column(),
         _run_column(),
-        Column("AvgScore", lambda e: score_cell(_finite(e["avg_score"]))),
+        Column(average, lambda e: score_cell(_finite(e["avg_score"]))),
         *(
             Column(name, lambda e, name=name: score_cell(_finite(e["scores"].get(name))))
             for name in names
@@ -240,9 +268,24 @@ def ctf_section(
     by_model = group_by(ranked, lambda e: e["model"])
     models = sorted(by_model, key=lambda m: (-_mean_avg(by_model[m]), m))
     caption = (
-        f"Ranking by AvgScore: {len(ranked)} submissions of {len(models)} models "
+        f"Ranking by {average}: {len(ranked)} submissions of {len(models)} models "
         f"(convention {escape(str(convention))})"
     )
+    runs = {
+        m: [v for e in by_model[m] if (v := _finite(e["avg_score"])) is not None] for m in models
+    }
+    head = _provenance(
+        [
+            ("Convention", f"<strong>{escape(str(convention))}</strong>"),
+            ("truth commitment", _commitment(commitment)),
+        ]
+    )
+    ranking = table(f"{ident}-ranking", caption, columns, ranked, sorted_by=(3, "descending"))
+    tail = uncertainty_section(f"{ident}-uncertainty", average, runs) + _details_table(
+        f"{ident}-submissions", ranked
+    )
+    if not final:
+        return head + SEASON_NOTE.format(step=STEP) + ranking + tail
     overlay = svg.radar(
         [(model, _mean_profile(by_model[model], names)) for model in models[:TOP_MODELS]],
         names,
@@ -252,39 +295,20 @@ def ctf_section(
     )
     figures = [f"<figure>{overlay}<figcaption>Top models by mean AvgScore.</figcaption></figure>"]
     for index, model in enumerate(models):
-        runs = by_model[model]
+        model_runs = by_model[model]
         title = f"{model}: score profile" + (
-            f" (mean of {len(runs)} runs)" if len(runs) > 1 else ""
+            f" (mean of {len(model_runs)} runs)" if len(model_runs) > 1 else ""
         )
         chart = svg.radar(
-            [(model, _mean_profile(runs, names))],
+            [(model, _mean_profile(model_runs, names))],
             names,
             ident=f"{ident}-radar-{index}",
             title=title,
             size=260,
         )
         figures.append(f"<figure>{chart}<figcaption>{escape(title)}</figcaption></figure>")
-    runs = {
-        m: [v for e in by_model[m] if (v := _finite(e["avg_score"])) is not None] for m in models
-    }
-    return (
-        _provenance(
-            [
-                ("Convention", f"<strong>{escape(str(convention))}</strong>"),
-                ("truth commitment", _commitment(commitment)),
-            ]
-        )
-        + '<p class="note">Each score Ei = 100·(1 − error), clipped to [−100, 100] and shown '
-        "rounded to 0.01; 0 is the all-zero prediction (cells above it blue, below it red, "
-        "darker farther from 0), 100 a perfect prediction. AvgScore is the mean of E1..E12 "
-        "(rounded after averaging); a dash is a task that could not be scored.</p>"
-        + table(f"{ident}-ranking", caption, columns, ranked, sorted_by=(3, "descending"))
-        + '<h3>Score profiles</h3><div class="figures">'
-        + "".join(figures)
-        + "</div>"
-        + uncertainty_section(f"{ident}-uncertainty", "AvgScore", runs)
-        + _details_table(f"{ident}-submissions", ranked)
-    )
+    profiles = '<h3>Score profiles</h3><div class="figures">' + "".join(figures) + "</div>"
+    return head + FINAL_NOTE + ranking + profiles + tail
 
 
 # --- picks ---------------------------------------------------------------------------------
@@ -373,15 +397,15 @@ def _picks_key(entry: Entry) -> tuple:
     return entry["truth_commitment"], result.get("tolerance_s"), result.get("threshold")
 
 
-def dataset_page(dataset: str, entries: Sequence[Entry]) -> tuple[str, str]:
-    """(title, body) of a dataset's page."""
+def dataset_page(dataset: str, entries: Sequence[Entry], final: bool = False) -> tuple[str, str]:
+    """(title, body) of a dataset's page (the season's view, or with `final` the close's)."""
     parts = []
     for family, heading, key, section, label in (
         (
             "ctf",
-            "Wavefield CTF scores",
+            "Wavefield CTF scores" + (" (final)" if final else " (season)"),
             _ctf_key,
-            lambda i, k, g: ctf_section(i, *k, g),
+            lambda i, k, g: ctf_section(i, *k, g, final),
             lambda k: f"convention {k[0]}",
         ),
         ("picks", "Phase picking", _picks_key, picks_section, lambda k: f"±{_plain(k[1])} s"),
@@ -400,7 +424,7 @@ def dataset_page(dataset: str, entries: Sequence[Entry]) -> tuple[str, str]:
 
 
 def index_page(
-    by_dataset: Mapping[str, Sequence[Entry]], names: Mapping[str, str]
+    by_dataset: Mapping[str, Sequence[Entry]], names: Mapping[str, str], final: bool = False
 ) -> tuple[str, str]:
     """(title, body) of the index: one row per dataset, linking its page."""
 
@@ -445,6 +469,12 @@ def index_page(
         "ranks its submissions, shows their score profiles and pick metrics, and states the "
         "scoring convention and the truth commitment (SHA-256 over the published truth "
         "hashes) its numbers come from.</p>"
+        + (
+            "<p>Final view: CTF scores on the private part of each truth.</p>"
+            if final
+            else "<p>Season view: CTF AvgScores on the public part of each truth (the Ladder's "
+            f"best, to {STEP:g}); the private part's scores are published at the close.</p>"
+        )
     )
     if not rows:
         return "seisctf leaderboard", intro

@@ -12,23 +12,33 @@ from seisctf import conventions as cv
 from seisctf.scoring.leaderboard import PICK_SCORE_KEYS
 from seisctf.scoring.release import public_entries
 
+SEASON_TITLE = " (season: public part, AvgScore alone)"
+FINAL_TITLE = " (final: private part)"
+
 
 def _fmt(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}"
 
 
-def print_table(entries_: list[dict[str, Any]]) -> None:
-    """Rich tables per dataset of the public view (`release.public_entries`): CTF entries
-    ranked by AvgScore, pick entries with their F1s, all to 0.01."""
-    shown = public_entries(entries_)
+def _stepped(value: float | None) -> str:
+    """A season's AvgScore, a multiple of the Ladder's step: no more digits than it has."""
+    return "—" if value is None else f"{value:g}"
+
+
+def print_table(entries_: list[dict[str, Any]], final: bool = False) -> None:
+    """Rich tables per dataset of the public view (`release.public_entries`; the season's, or
+    with `final` the close's): CTF entries ranked by AvgScore (with E1..E12 in the final view),
+    pick entries with their F1s."""
+    shown = public_entries(entries_, final)
     console = Console(width=None if Console().is_terminal else 220)
-    views = {"ctf": ("AvgScore", cv.SCORE_NAMES), "picks": (None, tuple(PICK_SCORE_KEYS))}
+    ctf_scores = cv.SCORE_NAMES if final else ()
+    views = {"ctf": ("AvgScore", ctf_scores), "picks": (None, tuple(PICK_SCORE_KEYS))}
     for dataset in sorted({e["dataset"] for e in shown}):
         for family, (average, score_names) in views.items():
             ranked = [e for e in shown if e["dataset"] == dataset and e["family"] == family]
             if not ranked:
                 continue
-            suffix = "" if family == "ctf" else " — picks"
+            suffix = (FINAL_TITLE if final else SEASON_TITLE) if family == "ctf" else " — picks"
             table = Table(title=f"seisctf leaderboard — {dataset}{suffix}")
             columns = ("rank", "model", "convention", *([average] if average else []))
             for column in (*columns, *score_names):
@@ -42,7 +52,7 @@ def print_table(entries_: list[dict[str, Any]]) -> None:
                     str(rank),
                     entry["model"],
                     str(entry["convention"]),
-                    *([_fmt(entry["avg_score"])] if average else []),
+                    *([(_fmt if final else _stepped)(entry["avg_score"])] if average else []),
                     *(_fmt(entry["scores"].get(name)) for name in score_names),
                 )
             console.print(table)
