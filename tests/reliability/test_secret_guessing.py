@@ -47,7 +47,7 @@ PREFIX_BYTES = 8
 SHORTEST_SEED = {"hex": 12, "decimal": 13}
 INDEX_PLACEHOLDER = re.compile(r"(^|_)(index|i|j|k)$")
 N_INDICES = 8
-DERIVERS = {"derive_seed", "derive_bytes", "generator_seed"}
+DERIVERS = {"derive_seed", "derive_bytes"}
 
 
 def word_list() -> list[str]:
@@ -130,27 +130,32 @@ def _call_name(function: ast.expr) -> str:
 
 
 def purpose_templates() -> set[tuple[str, ...]]:
-    """The purpose argument of every derive_seed/derive_bytes/generator_seed call in the
-    package: a constant, or an f-string as its parts (a placeholder as "{expression}")."""
-    templates: set[tuple[str, ...]] = set()
+    """Every purpose the package derives a value for: the `keys.Purpose` constants, the f-strings
+    the `keys.*_purpose` functions return, and the purpose argument of any derive_seed or
+    derive_bytes call given as a literal or an f-string (an f-string as its parts, a
+    placeholder as "{expression}")."""
+    templates: set[tuple[str, ...]] = {(purpose.value,) for purpose in keys.Purpose}
     for path in sorted(Path(seisctf.__file__).parent.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
-            if not isinstance(node, ast.Call) or _call_name(node.func) not in DERIVERS:
-                continue
-            given = [*node.args[1:2], *(k.value for k in node.keywords if k.arg == "purpose")]
-            for argument in given:
-                if isinstance(argument, ast.Constant) and isinstance(argument.value, str):
-                    templates.add((argument.value,))
-                elif isinstance(argument, ast.JoinedStr):
-                    templates.add(
-                        tuple(
-                            part.value
-                            if isinstance(part, ast.Constant)
-                            else "{" + ast.unparse(part.value) + "}"
-                            for part in argument.values
-                        )
-                    )
+            if isinstance(node, ast.FunctionDef) and node.name.endswith("_purpose"):
+                returned = [n.value for n in ast.walk(node) if isinstance(n, ast.Return)]
+                templates.update(_template(value) for value in returned if _template(value))
+            elif isinstance(node, ast.Call) and _call_name(node.func) in DERIVERS:
+                given = [*node.args[1:2], *(k.value for k in node.keywords if k.arg == "purpose")]
+                templates.update(_template(value) for value in given if _template(value))
     return templates
+
+
+def _template(argument: ast.expr | None) -> tuple[str, ...] | None:
+    """A literal string as (value,), an f-string as its parts, anything else None."""
+    if isinstance(argument, ast.Constant) and isinstance(argument.value, str):
+        return (argument.value,)
+    if isinstance(argument, ast.JoinedStr):
+        return tuple(
+            part.value if isinstance(part, ast.Constant) else "{" + ast.unparse(part.value) + "}"
+            for part in argument.values
+        )
+    return None
 
 
 def expand(templates: set[tuple[str, ...]], names: set[str]) -> list[str]:
@@ -396,19 +401,20 @@ def test_short_secrets_are_refused_on_the_command_line(capsys, monkeypatch, word
     assert f"${keys.SECRET_ENV}" in capsys.readouterr().err
 
 
-def test_short_recipe_secret_is_refused_and_long_ones_pass(tmp_path, monkeypatch):
+def test_recipe_secrets_are_refused_and_drawn_secrets_pass_the_check(tmp_path, monkeypatch):
+    """A recipe never holds a secret, short or long (it is made to be shared); the published
+    demo secret and a drawn one pass the length check."""
     from seisctf.cli.demo import DEMO_SECRET
     from seisctf.recipes import engine as recipes
 
     shipped = recipes.shipped("demo-global").read_text()
     path = tmp_path / "r.yaml"
-    path.write_text(shipped + "secret: tsunami2024\n")
-    with pytest.raises(InvalidInput, match="guessed offline") as refused:
-        recipes.load(path)
-    assert refused.value.what == f"{path}:{len(shipped.splitlines()) + 1}"
-    path.write_text(shipped + f"secret: {'x' * keys.MIN_SECRET_CHARS}\n")
-    recipes.load(path)
+    for secret in ("tsunami2024", "x" * keys.MIN_SECRET_CHARS):
+        path.write_text(shipped + f"secret: {secret}\n")
+        with pytest.raises(InvalidInput, match="made to be shared") as refused:
+            recipes.load(path)
+        assert refused.value.what == f"{path}:{len(shipped.splitlines()) + 1}"
     assert keys.checked_secret(DEMO_SECRET, "demo") == DEMO_SECRET
     monkeypatch.delenv(keys.SECRET_ENV, raising=False)
     generated = keys.resolve_secret(None)
-    assert generated[1] and keys.checked_secret(generated[0], "generated")
+    assert generated.drawn and keys.checked_secret(generated.value, "generated")
