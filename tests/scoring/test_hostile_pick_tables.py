@@ -79,8 +79,10 @@ def _ragged_csv(table: pd.DataFrame) -> bytes:
 
 
 def _unparsable_csv(table: pd.DataFrame) -> bytes:
-    """An unterminated quote: the parser's message spans two lines."""
-    return b'trace_name,detection,p_time_s,s_time_s\n"PK.ST0,0.5,1,2\n'
+    """A later row holds more fields than the first: the parser's message ends in a newline."""
+    lines = table.to_csv(index=False).splitlines()
+    lines[3] += ",9,9"
+    return "\n".join(lines).encode()
 
 
 REFUSED = {
@@ -90,7 +92,7 @@ REFUSED = {
     ),
     "invalid-utf8.parquet": (_invalid_utf8, "not a readable pick table (Column 0"),
     "ragged.csv": (_ragged_csv, "rows hold more fields than the header names"),
-    "unparsable.csv": (_unparsable_csv, "not a readable pick table (Error tokenizing data"),
+    "unparsable.csv": (_unparsable_csv, "(Error tokenizing data. C error: Expected 4 fields"),
 }
 
 
