@@ -12,7 +12,7 @@ are rescored, scaled by a power of two, in a second pass.
 A truth with a commitment salt is also scored on its public and its private part, in the same
 pass (`seisctf.scoring.parts`: each part's scores are those of its sensors, the others zero):
 results then carry `parts` {"public", "private"}, each with its own scores and averages, and
-`split` (the rule that made the parts).
+`split` (the rule that made the parts). Every result names the metric of each score (`metrics`).
 """
 
 from __future__ import annotations
@@ -390,6 +390,7 @@ def score_arrays(
             "raw_scores": whole["raw_scores"],
             "truth_sha256_verified": verified,
             "unscorable": whole["unscorable"],
+            "metrics": {score_name: metric for score_name, _, metric in tasks},
         }
         if scored:
             result |= {"parts": scored, "split": parts.RULE}

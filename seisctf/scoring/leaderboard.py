@@ -198,8 +198,8 @@ def entries(db_path: str | Path, family: str | None = None) -> list[dict[str, An
 def as_json(entries_: list[dict[str, Any]], final: bool = False) -> list[dict[str, Any]]:
     """The contract's leaderboard.json rows (with `extended_avg_score` where E13+ exist), from
     the public view of the entries (`release.public_entries`: during the season a CTF entry's
-    public-part AvgScore to the Ladder's step and no scores; at the close, `final`, its private
-    part's scores clipped and rounded to 0.01; nothing else of the results)."""
+    `public_score` to the Ladder's step, `avg_score` null and no scores; at the close, `final`,
+    its private part's scores clipped and rounded to 0.01; nothing else of the results)."""
     rows = []
     for e in public_entries(entries_, final):
         row = {
@@ -209,6 +209,8 @@ def as_json(entries_: list[dict[str, Any]], final: bool = False) -> list[dict[st
             "scores": e["scores"],
             "avg_score": e["avg_score"],
         }
+        if "public_score" in e:
+            row["public_score"] = e["public_score"]
         if "extended_avg_score" in e["result"]:
             row["extended_avg_score"] = e["result"]["extended_avg_score"]
         rows.append(row)

@@ -3,23 +3,26 @@ leaderboard's view of each entry (`public_entry`: `leaderboard.json`, the HTML s
 `seisctf leaderboard` prints), during the season and at the close (`final`).
 
 Both are built key by key from allow-lists (a key the referee adds later is not published until
-it is listed here). A released CTF result is one number: the participant's best AvgScore on the
-truth's public part (`seisctf.scoring.parts`) through the Ladder (`seisctf.scoring.ladder`: a
-new best only when it beats the old one by `ladder.STEP`, rounded to it), with whether this
-submission set it. A released pick result has precision, recall and F1 rounded to `PICK_DIGITS`
-decimals. The season's leaderboard shows a CTF entry's public-part AvgScore alone (its Ladder
-best, or for an entry recorded without a release its public AvgScore rounded to the step); the
-final view (the close) its private part's E1..E12 and averages, clipped to [-100, 100] and
-rounded to `PUBLIC_DIGITS` decimals, and ranks by them. Both views hold, of a participant's
-released entries against one truth, only the one that set their best (`standing`). Neither has
-raw (unclipped) scores, errors, norms, counts, residual statistics (they are computed against
-the truth), per-split, per-group or per-trace values, or the residual histogram; those stay in
-the organisers' SQLite leaderboard and `score --json` output. Every release counts against a quota:
-at most `quota` releases per participant in any `QUOTA_WINDOW_S` (a rolling 24 h), kept in an
-SQLite table `releases` (one `BEGIN IMMEDIATE` transaction takes the slots, so concurrent
-referees cannot exceed it). A slot is taken before scoring and given back if the run fails
-(nothing was released). The reasons (how much a published number tells about the truth) are in
-docs/release.md.
+it is listed here). A released CTF result is one number, the participant's best public score
+through the Ladder (`seisctf.scoring.ladder`: a new best only when it beats the old one by
+`ladder.STEP`, rounded to it), with whether this submission set it. The public score
+(`public_score`) is the mean, on the truth's public part (`seisctf.scoring.parts`), of the
+scores of E1..E12 that are not long-time spectra: a long-time score answers to little more than
+the level of a forecast's last rows, one number per pair, which a few releases of any number
+that depends on it would tune against the truth (docs/release.md). A released pick result has
+precision, recall and F1 rounded to `PICK_DIGITS` decimals. The season's leaderboard shows a
+CTF entry's public score alone (its Ladder best, or for an entry recorded without a release its
+public score rounded to the step); the final view (the close) its private part's E1..E12 and
+averages, clipped to [-100, 100] and rounded to `PUBLIC_DIGITS` decimals, and ranks by them.
+Both views hold, of a participant's released entries against one truth, only the one that set
+their best (`standing`). Neither has raw (unclipped) scores, errors, norms, counts, residual
+statistics (they are computed against the truth), per-split, per-group or per-trace values, or
+the residual histogram; those stay in the organisers' SQLite leaderboard and `score --json`
+output. Every release counts against a quota: at most `quota` releases per participant in any
+`QUOTA_WINDOW_S` (a rolling 24 h), kept in an SQLite table `releases` (one `BEGIN IMMEDIATE`
+transaction takes the slots, so concurrent referees cannot exceed it). A slot is taken before
+scoring and given back if the run fails (nothing was released). The reasons (how much a
+published number tells about the truth) are in docs/release.md.
 """
 
 from __future__ import annotations
@@ -33,11 +36,14 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
 from seisctf.scoring import sqlite_wal
 from seisctf.scoring.ladder import STEP, Climb, Rung, to_step
 
 POLICY = "seisctf-release-3"
+# The metrics of the scores a public score averages (every one but the long-time spectra).
+SEASON_METRICS = (cv.METRIC_SHORT, cv.METRIC_RECON)
 PICK_DIGITS = 2  # precision, recall, F1 in steps of 0.01
 PUBLIC_DIGITS = 2  # the public leaderboard: scores and rates in steps of 0.01
 SCORE_LIMIT = 100.0  # scores are clipped to [-SCORE_LIMIT, SCORE_LIMIT]
@@ -71,25 +77,33 @@ def _policy(**steps: float) -> dict[str, Any]:
     return {"policy": POLICY, **steps}
 
 
-def public_avg_score(result: Mapping[str, Any]) -> float | None:
-    """The AvgScore of a `score ctf` result's public part; InvalidInput when it has no parts
-    (a truth group without a commitment salt cannot be split, so nothing can be released)."""
-    if "parts" not in result:
+def public_score(result: Mapping[str, Any]) -> float | None:
+    """The public score of a `score ctf` result: the mean of its public part's scorable E1..E12
+    whose metric is not `long_time` (None when none is scorable); InvalidInput when it has no
+    parts (a truth group without a commitment salt cannot be split: nothing can be released)."""
+    parts = result.get("parts")
+    if not isinstance(parts, Mapping) or "metrics" not in result:
         raise InvalidInput(
             f"result {result.get('name')!r}",
             "has no public part (the truth group has no ctf_salt to split its sensors by): "
             "nothing can be released; rebuild the bundle with this seisctf",
         )
-    return result["parts"]["public"]["avg_score"]
+    scores, metrics = parts["public"]["scores"], result["metrics"]
+    shown = [
+        value
+        for name, value in scores.items()
+        if name in cv.SCORE_NAMES and metrics.get(name) in SEASON_METRICS and value is not None
+    ]
+    return sum(shown) / len(shown) if shown else None
 
 
 def release_ctf(result: Mapping[str, Any], rung: Rung) -> dict[str, Any]:
     """The participant's view of a `score ctf` result: their Ladder `rung` after it (their best
-    public-part AvgScore, a multiple of `ladder.STEP`, and whether this submission set it)."""
+    `public_score`, a multiple of `ladder.STEP`, and whether this submission set it)."""
     released = {key: result[key] for key in CTF_KEYS if key in result}
-    released |= {"participant": rung.participant, "avg_score": rung.best}
+    released |= {"participant": rung.participant, "public_score": rung.best}
     released["improved"] = rung.improved
-    released["release"] = _policy(part="public", ladder_step=STEP)
+    released["release"] = _policy(part="public", metrics=list(SEASON_METRICS), ladder_step=STEP)
     return released
 
 
@@ -99,7 +113,7 @@ def released_view(
     """What a participant is shown of a result: a CTF result's Ladder rung (taken by `climb`),
     a pick result rounded."""
     if family == "ctf":
-        score = public_avg_score(result)
+        score = public_score(result)
         return release_ctf(result, climb(str(truth_commitment), str(result["name"]), score))
     return release_picks(result)
 
@@ -147,23 +161,28 @@ def public_value(value: object) -> float | None:
 
 
 def season_value(value: object) -> float | None:
-    """An AvgScore as the season's leaderboard shows it: clipped, rounded to `ladder.STEP`."""
+    """A public score as the season's leaderboard shows it: clipped, rounded to `ladder.STEP`."""
     clipped = _clipped(value)
     return None if clipped is None else to_step(clipped)
 
 
-def _ctf_view(entry: Mapping[str, Any], final: bool) -> tuple[Any, dict[str, Any], Any]:
-    """(avg_score, scores, extended_avg_score) of a CTF entry in the season's or the final view:
-    its Ladder best (or public-part AvgScore to the step) and no scores during the season; its
-    private part at the close (the whole truth for an entry scored before truths were split)."""
+def _season_score(entry: Mapping[str, Any]) -> float | None:
+    """A CTF entry's public score in the season's view: its Ladder best when it was released,
+    else its `public_score` to the step; None for an entry scored before truths were split."""
+    result = entry.get("result") or {}
+    released = result.get("released")
+    if isinstance(released, Mapping):
+        return season_value(released.get("public_score"))
+    if "parts" not in result or "metrics" not in result:
+        return None
+    return season_value(public_score(result))
+
+
+def _final_view(entry: Mapping[str, Any]) -> tuple[Any, dict[str, Any], Any]:
+    """(avg_score, scores, extended_avg_score) of a CTF entry at the close: its private part
+    (the whole truth for an entry scored before truths were split)."""
     result = entry.get("result") or {}
     parts = result.get("parts") or {}
-    if not final:
-        released = result.get("released")
-        if isinstance(released, Mapping):
-            return season_value(released.get("avg_score")), {}, None
-        public = parts.get("public") or {}
-        return season_value(public.get("avg_score")), {}, None
     scored = parts.get("private") or {
         "avg_score": entry.get("avg_score"),
         "scores": entry.get("scores") or {},
@@ -177,18 +196,22 @@ def _ctf_view(entry: Mapping[str, Any], final: bool) -> tuple[Any, dict[str, Any
 def public_entry(entry: Mapping[str, Any], final: bool = False) -> dict[str, Any]:
     """The public view of one `leaderboard.entries` row: its identity, submitter metadata and
     truth commitment, and of its result only `PUBLIC_RESULT_KEYS` and the precision, recall and
-    F1 of detection, P and S picks (as `public_value`s). A CTF entry's `avg_score` and `scores`
-    are the season's (`final` False: the public part's AvgScore to `ladder.STEP`, no scores) or
-    the final view's (the private part's, with `extended_avg_score`, as `public_value`s); a
-    pick entry's `scores` are its F1s. No raw scores, counts, residuals, breakdowns or
-    histograms, and no `submission_key` (a hash of the full result)."""
+    F1 of detection, P and S picks (as `public_value`s). A CTF entry shows during the season
+    (`final` False) its `public_score` to `ladder.STEP` alone (`avg_score` None, no `scores`);
+    at the close its private part's `avg_score`, `scores` and `extended_avg_score` as
+    `public_value`s. A pick entry's `scores` are its F1s. No raw scores, counts, residuals,
+    breakdowns or histograms, and no `submission_key` (a hash of the full result)."""
     result = entry.get("result") or {}
     shown = {key: result[key] for key in PUBLIC_RESULT_KEYS if key in result}
     for part in PICK_PARTS:
         if isinstance(result.get(part), Mapping):
             shown[part] = {key: public_value(result[part].get(key)) for key in RATES}
-    if entry.get("family") == "ctf":
-        avg_score, scores, extended = _ctf_view(entry, final)
+    view: dict[str, Any] = {}
+    if entry.get("family") == "ctf" and not final:
+        avg_score, scores = None, {}
+        view["public_score"] = _season_score(entry)
+    elif entry.get("family") == "ctf":
+        avg_score, scores, extended = _final_view(entry)
         if extended is not None:
             shown["extended_avg_score"] = public_value(extended)
     else:
@@ -198,8 +221,15 @@ def public_entry(entry: Mapping[str, Any], final: bool = False) -> dict[str, Any
         **{key: entry.get(key) for key in PUBLIC_ENTRY_KEYS},
         "avg_score": avg_score,
         "scores": scores,
+        **view,
         "result": shown,
     }
+
+
+def shown_score(entry: Mapping[str, Any]) -> float | None:
+    """The number a public entry is ranked by: its `public_score` in the season's view of a CTF
+    entry, else its `avg_score`."""
+    return entry["public_score"] if "public_score" in entry else entry["avg_score"]
 
 
 def standing(entries: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -225,15 +255,15 @@ def public_entries(
     entries: Sequence[Mapping[str, Any]], final: bool = False
 ) -> list[dict[str, Any]]:
     """`public_entry` of each `standing` entry (the season's view, or with `final` the close's),
-    ordered by dataset, shown AvgScore (best first, missing last), then id: the order never
+    ordered by dataset, `shown_score` (best first, missing last), then id: the order never
     depends on digits the view does not show."""
     shown = [public_entry(entry, final) for entry in standing(entries)]
     return sorted(
         shown,
         key=lambda e: (
             str(e["dataset"]),
-            e["avg_score"] is None,
-            -(e["avg_score"] or 0.0),
+            shown_score(e) is None,
+            -(shown_score(e) or 0.0),
             e["id"] if isinstance(e["id"], int) else 0,
         ),
     )

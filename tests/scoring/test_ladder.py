@@ -1,5 +1,5 @@
-"""The Ladder (`seisctf.scoring.ladder`): a release reports a new best only when the public-part
-AvgScore beats the old one by a step; the best is kept across processes, ordered when they run
+"""The Ladder (`seisctf.scoring.ladder`): a release reports a new best only when the public
+score beats the old one by a step; the best is kept across processes, ordered when they run
 at once, and a failed run takes nothing; through the command line, released outcomes follow
 the organisers' public-part scores."""
 
@@ -113,14 +113,14 @@ def test_runs_at_once_are_ordered_as_one_ladder(tmp_path):
 
 def test_cli_releases_follow_the_public_part(tmp_path, capsys, dask_cluster):
     """Three submissions released in turn: each printed outcome is the Ladder over the
-    organisers' public-part AvgScores of the same submissions, never a per-score value."""
+    organisers' public scores of the same submissions, never a per-score value."""
     truth_url, _, truth = write_tiny_truth(tmp_path, "a secret of the ladder test, 30 chars")
     paths = {}
     for name, level in (("rough", 1.5), ("close", 0.05), ("closer", 0.04)):
         paths[name] = tmp_path / f"{name}.npz"
         np.savez(paths[name], **noisy_copy(truth, seed=3, level=level))
     full = score_ctf(truth_url, {name: str(path) for name, path in paths.items()}, quiet=True)
-    public = {result["name"]: result["parts"]["public"]["avg_score"] for result in full}
+    public = {result["name"]: release.public_score(result) for result in full}
     db = tmp_path / "board.sqlite"
     best, released = None, []
     for name, path in paths.items():
@@ -130,10 +130,10 @@ def test_cli_releases_follow_the_public_part(tmp_path, capsys, dask_cluster):
         assert main(argv) == 0
         released.append(json.loads(capsys.readouterr().out))
         best, improved = ladder.next_best(best, public[name])
-        assert (released[-1]["avg_score"], released[-1]["improved"]) == (best, improved)
+        assert (released[-1]["public_score"], released[-1]["improved"]) == (best, improved)
         assert "scores" not in released[-1]
     assert [r["improved"] for r in released][:2] == [True, True]  # 1.5 → 0.05: far better
     (season,) = leaderboard.as_json(leaderboard.entries(db))
-    assert season["avg_score"] == best
+    assert season["public_score"] == best and season["avg_score"] is None
     standing = [r["name"] for r in released if r["improved"]][-1]
     assert season["model"] == standing

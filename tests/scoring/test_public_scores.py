@@ -5,7 +5,8 @@ A small real bundle; persistence scaled by c = 1 and c = 2 scored by the real co
 leaderboard --html --json`, the season's view and, with `--final`, the close's. Then:
 
 (a) during the season leaderboard.json and the HTML pages hold of a CTF entry only its
-public-part AvgScore, a multiple of the Ladder's step (1); at the close every number is a
+public score (short-time and reconstruction scores on the public part), a multiple of the
+Ladder's step (1); at the close every number is a
 private-part score, a multiple of 0.01 in [-100, 100]; no raw score, error or truth norm appears
 in either at any precision;
 (b) the probing attack of issue 20 recovers the norm of the private part of X1test[:k_short]
@@ -40,7 +41,7 @@ from conftest import TINY_LAYOUT, smooth_wavefield
 from seisctf import conventions as cv
 from seisctf.cli import main
 from seisctf.pipeline.bundles.segments import build_bundle, write_bundle
-from seisctf.scoring import ladder, parts
+from seisctf.scoring import ladder, parts, release
 
 SCALES = (1, 2)
 STEP = 0.01  # the public leaderboard's score step
@@ -159,19 +160,18 @@ def _numbers(json_text: str) -> list[str]:
     return re.findall(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?", outside_strings)
 
 
-def test_season_json_holds_only_public_avg_scores_to_the_ladder_step(scored):
+def test_season_json_holds_only_public_scores_to_the_ladder_step(scored):
     rows = json.loads(scored["season"]["json"])
-    by_model = {result["name"]: result for result in scored["full"]}
-    assert {row["model"] for row in rows} == set(by_model)
+    public = {result["name"]: release.public_score(result) for result in scored["full"]}
+    assert {row["model"] for row in rows} == set(public)
     for row in rows:
-        assert set(row) == {"model", "dataset", "convention", "scores", "avg_score"}
-        assert row["scores"] == {}
-        public = by_model[row["model"]]["parts"]["public"]["avg_score"]
-        assert row["avg_score"] == ladder.to_step(public) and abs(row["avg_score"] - public) <= 0.5
-    assert [row["model"] for row in rows] == sorted(
-        by_model, key=lambda name: (-ladder.to_step(by_model[name]["parts"]["public"]["avg_score"]),
-                                    name)
-    )  # fmt: skip
+        assert set(row) == {"model", "dataset", "convention", "scores", "avg_score", "public_score"}
+        assert row["scores"] == {} and row["avg_score"] is None
+        shown = row["public_score"]
+        assert shown == ladder.to_step(public[row["model"]])
+        assert abs(shown - public[row["model"]]) <= 0.5
+    order = sorted(public, key=lambda name: (-ladder.to_step(public[name]), name))
+    assert [row["model"] for row in rows] == order
     numbers = _numbers(scored["season"]["json"])
     assert len(numbers) == 2 and all(float(n) == round(float(n)) for n in numbers), numbers
 
@@ -194,13 +194,13 @@ def test_final_json_holds_only_private_scores_to_a_hundredth(scored):
     assert all(re.fullmatch(r"-?\d+(\.\d\d?)?", number) for number in numbers), numbers
 
 
-def test_season_pages_show_one_public_avg_score_per_entry(scored):
+def test_season_pages_show_one_public_score_per_entry(scored):
     pages = scored["season"]["pages"]
     page = next(text for name, text in pages.items() if name.startswith("dataset-"))
     ranking = page[page.index('id="ctf1-ranking"') : page.index("</table>", page.index("ctf1-"))]
     cells = re.findall(r'<t[dh][^>]*data-sort="([^"]*)"[^>]*>([^<]*)</t[dh]>', ranking)
     scores = [text for _, text in cells if DECIMAL.fullmatch(text)]
-    expected = [ladder.to_step(r["parts"]["public"]["avg_score"]) for r in scored["full"]]
+    expected = [ladder.to_step(release.public_score(r)) for r in scored["full"]]
     assert sorted(float(text) for text in scores) == sorted(expected)
     assert "E1" not in ranking and "<svg" not in page  # no per-score column, no profile
     for name, text in pages.items():

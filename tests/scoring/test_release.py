@@ -26,7 +26,7 @@ from seisctf.scoring.site import pages as site
 
 RATE = 100.0
 CTF_RELEASED_KEYS = {"name", "dataset", "convention", "truth_sha256_verified", "participant",
-                     "avg_score", "improved", "release"}  # fmt: skip
+                     "public_score", "improved", "release"}  # fmt: skip
 PICKS_RELEASED_KEYS = {"family", "name", "dataset", "split", "n_traces", "tolerance_s",
                        "threshold", "truth_commitment", "detection", "p", "s", "scores",
                        "release"}  # fmt: skip
@@ -71,10 +71,16 @@ def test_released_ctf_result_is_one_ladder_number_and_no_score(ctf, tmp_path):
     with ladder.climbing(asked) as climb:
         released = release.released_view("ctf", full, "commitment", climb)
     assert set(released) == CTF_RELEASED_KEYS
-    public = full["parts"]["public"]["avg_score"]
-    assert released["avg_score"] == ladder.to_step(public) and public != round(public)
+    # The public score: the public part's mean of the scores that are not long-time spectra.
+    scores, metrics = full["parts"]["public"]["scores"], full["metrics"]
+    kept = [v for k, v in scores.items() if k in cv.SCORE_NAMES and metrics[k] != "long_time"]
+    assert len(kept) == 7 and release.public_score(full) == pytest.approx(np.mean(kept))
+    public = release.public_score(full)
+    assert released["public_score"] == ladder.to_step(public) and public != round(public)
     assert released["improved"] is True and released["participant"] == "team-a"
-    assert released["release"] == {"policy": release.POLICY, "part": "public", "ladder_step": 1.0}
+    assert released["release"] == {"policy": release.POLICY, "part": "public",
+                                   "metrics": ["short_time", "reconstruction"],
+                                   "ladder_step": 1.0}  # fmt: skip
     text = json.dumps(released)
     assert '"E1"' not in text and "scores" not in text
     for view in (full, *full["parts"].values()):
@@ -83,7 +89,7 @@ def test_released_ctf_result_is_one_ladder_number_and_no_score(ctf, tmp_path):
     no_parts = {key: value for key, value in full.items() if key != "parts"}
     with ladder.climbing(asked) as climb, pytest.raises(InvalidInput, match="no public part"):
         release.released_view("ctf", no_parts, "commitment", climb)
-    assert ladder.current_best(asked, "commitment") == released["avg_score"]
+    assert ladder.current_best(asked, "commitment") == released["public_score"]
 
 
 def test_released_picks_result_has_rates_rounded_and_no_counts_or_residuals(picks):
@@ -170,7 +176,7 @@ def test_cli_release_records_rounded_scores_until_the_quota(ctf, tmp_path, capsy
     assert printed[0]["truth_sha256_verified"] is True
     # The same submission again does not beat its own best by a step: the old best, no gain.
     assert [p["improved"] for p in printed] == [True, False]
-    assert printed[0]["avg_score"] == printed[1]["avg_score"]
+    assert printed[0]["public_score"] == printed[1]["public_score"]
     out.unlink()
     assert main(argv) == 3
     err = capsys.readouterr().err
@@ -182,7 +188,8 @@ def test_cli_release_records_rounded_scores_until_the_quota(ctf, tmp_path, capsy
     assert sorted(e["result"]["released"]["improved"] for e in entries) == [False, True]
     assert all("parts" in e["result"] for e in entries)
     (season,) = leaderboard.as_json(entries)
-    assert season["avg_score"] == printed[0]["avg_score"] and season["scores"] == {}
+    assert season["public_score"] == printed[0]["public_score"] and season["scores"] == {}
+    assert season["avg_score"] is None
     (final,) = leaderboard.as_json(entries, final=True)
     private = entries[0]["result"]["parts"]["private"]
     assert final["scores"] == {k: round(v, 2) for k, v in private["scores"].items()}

@@ -1,5 +1,6 @@
 """The public leaderboard's two views (docs/release.md): during the season a CTF entry shows its
-public-part AvgScore alone, to the Ladder's step; at the close (`final`) its private part's
+public score alone (short-time and reconstruction scores on the public part), to the Ladder's
+step; at the close (`final`) its private part's
 E1..E12 and AvgScore to 0.01, ranked by them; both hold one released entry per participant and
 truth, the one that set their best."""
 
@@ -62,7 +63,7 @@ def db(tmp_path, results):
         leaderboard.record(path, result, truth_commitment=COMMITMENT, metadata=metadata)
 
     add(results["poor"], description="organiser baseline")
-    public = {name: r["parts"]["public"]["avg_score"] for name, r in results.items()}
+    public = {name: release.public_score(r) for name, r in results.items()}
     add(_released(results["fair"], "team-a", ladder.to_step(public["fair"]), True), run="1")
     add(_released(results["good"], "team-a", ladder.to_step(public["good"]), True), run="2")
     add(_released(results["fair"], "team-a", ladder.to_step(public["good"]), False), run="3")
@@ -70,9 +71,9 @@ def db(tmp_path, results):
     return path
 
 
-def test_season_view_holds_only_public_avg_scores_to_the_step(db, results):
+def test_season_view_holds_only_public_scores_to_the_step(db, results):
     shown = release.public_entries(leaderboard.entries(db))
-    public = {name: r["parts"]["public"]["avg_score"] for name, r in results.items()}
+    public = {name: release.public_score(r) for name, r in results.items()}
     assert [(e["model"], (e["metadata"] or {}).get("run")) for e in shown] == [
         ("good", "2"),  # team-a: the release that set their best alone
         ("poor", None),
@@ -80,10 +81,11 @@ def test_season_view_holds_only_public_avg_scores_to_the_step(db, results):
     ]
     for entry in shown:
         assert entry["scores"] == {} and "extended_avg_score" not in entry["result"]
-        assert entry["avg_score"] == ladder.to_step(public[entry["model"]])
+        assert entry["avg_score"] is None
+        assert entry["public_score"] == ladder.to_step(public[entry["model"]])
     table = leaderboard.as_json(leaderboard.entries(db))
-    assert all(row["scores"] == {} for row in table)
-    assert {row["avg_score"] for row in table} == {e["avg_score"] for e in shown}
+    assert all(row["scores"] == {} and row["avg_score"] is None for row in table)
+    assert [row["public_score"] for row in table] == [e["public_score"] for e in shown]
 
 
 def test_final_view_holds_private_scores_and_ranks_by_them(db, results):
@@ -110,7 +112,7 @@ def test_season_table_and_pages_have_no_per_score_value(db, tmp_path, capsys):
     page = "dataset-synthetic.html"
     season_page = (site.write_site(entries, tmp_path / "season").parent / page).read_text()
     final_page = (site.write_site(entries, tmp_path / "final", True).parent / page).read_text()
-    assert "Public AvgScore" in season_page and "-overlay" not in season_page
+    assert "Public score" in season_page and "-overlay" not in season_page
     assert "-radar-" not in season_page and "Score profiles" not in season_page
     assert not re.search(r">E\d+<", season_page)
     assert re.search(r">E12<", final_page) and final_page.count('role="img"') >= 2

@@ -189,20 +189,24 @@ def test_das_page_shows_the_unscorable_task(browser, site_dir, artifacts):
     assert severe_console_messages(browser) == []
 
 
-def test_season_page_shows_public_avg_scores_alone(browser, tmp_path, artifacts):
-    """Entries with parts, the season's view: one AvgScore per entry (the public part's, to the
-    Ladder's step), no E1..E12 column, no profile; the column sorts."""
+def test_season_page_shows_public_scores_alone(browser, tmp_path, artifacts):
+    """Entries with parts, the season's view: one public score per entry (to the Ladder's step),
+    no E1..E12 column, no profile; the column sorts."""
     db = tmp_path / "season.sqlite"
     public = {"zeros": 0.0, "persistence": 8.4, "dmd": 44.6, "lstm": 29.51}
     for model, level in public.items():
-        result = ctf_result(model, profile(level, seed=len(model)))
-        scored = {"scores": result["scores"], "avg_score": result["avg_score"]}
-        result["parts"] = {"public": {**scored, "avg_score": level}, "private": scored}
+        result = ctf_result(model, {name: level for name in cv.SCORE_NAMES})
+        private = profile(level, seed=len(model))
+        result["metrics"] = dict.fromkeys(cv.SCORE_NAMES, "short_time")
+        result["parts"] = {
+            "public": {"scores": result["scores"], "avg_score": level},
+            "private": {"scores": private, "avg_score": sum(private.values()) / 12},
+        }
         leaderboard.record(db, result, truth_commitment=GLOBAL_COMMITMENT)
     index = site.write_site(leaderboard.entries(db), tmp_path / "html")
     browser.get((index.parent / site.page_names(["global"])["global"]).as_uri())
     heads = texts(browser, "#ctf1-ranking thead th")
-    assert [h.strip(" ▲▼") for h in heads] == ["Rank", "Model", "Run", "Public AvgScore"]
+    assert [h.strip(" ▲▼") for h in heads] == ["Rank", "Model", "Run", "Public score"]
     wanted = sorted(public, key=lambda m: -ladder.to_step(public[m]))
     assert column_texts(browser, "ctf1-ranking", 1) == wanted
     shown = column_texts(browser, "ctf1-ranking", 3)

@@ -22,7 +22,7 @@ from typing import Any
 
 from seisctf import conventions as cv
 from seisctf.scoring.ladder import STEP
-from seisctf.scoring.release import METADATA_KEYS
+from seisctf.scoring.release import METADATA_KEYS, shown_score
 from seisctf.scoring.site import svg
 from seisctf.scoring.site.markup import (
     MISSING,
@@ -217,19 +217,20 @@ def _mean_profile(
     return profile
 
 
-def _mean_avg(entries: Sequence[Entry]) -> float:
-    values = [v for e in entries if (v := _finite(e["avg_score"])) is not None]
+def _mean_shown(entries: Sequence[Entry]) -> float:
+    values = [v for e in entries if (v := _finite(shown_score(e))) is not None]
     return sum(values) / len(values) if values else -math.inf
 
 
 SEASON_NOTE = (
-    "<p class=\"note\">Season view: each entry's AvgScore on the truth's <strong>public "
-    "part</strong> (half of its sensors, drawn from the commitment salt that is revealed at the "
-    "close), rounded to {step:g}. A participant's entry shows their best through the Ladder: a "
-    "release reports a new value only when it beats their previous best by at least {step:g} "
-    "point, else the old best, and only the entry that set it is listed. E1..E12 and the final "
-    "ranking, on the <strong>private part</strong> (the other half), are published when the "
-    "challenge closes.</p>"
+    '<p class="note">Season view: each entry\'s public score, the mean of its short-time and '
+    "reconstruction scores on the truth's <strong>public part</strong> (half of its sensors, "
+    "drawn from the commitment salt that is revealed at the close), rounded to {step:g}; "
+    "long-time scores are not in it. A participant's entry shows their best through the "
+    "Ladder: a release reports a new value only when it beats their previous best by at least "
+    "{step:g} point, else the old best, and only the entry that set it is listed. E1..E12, "
+    "AvgScore and the final ranking, on the <strong>private part</strong> (the other half), "
+    "are published when the challenge closes.</p>"
 )
 FINAL_NOTE = (
     '<p class="note">Final view: scores on the truth\'s <strong>private part</strong> (half of '
@@ -251,28 +252,28 @@ def ctf_section(
 ) -> str:
     """Ranking by AvgScore, uncertainty and submissions of one CTF group; with `final` (the
     close's view) also E1..E12 and radar profiles."""
-    ranked = sorted(entries, key=lambda e: (_descending(e["avg_score"]), e["id"]))
+    ranked = sorted(entries, key=lambda e: (_descending(shown_score(e)), e["id"]))
     rank = {id(entry): index for index, entry in enumerate(ranked, start=1)}
     names = _score_names(ranked) if final else ()
-    average = "AvgScore" if final else "Public AvgScore"
+    average = "AvgScore" if final else "Public score"
     columns = [
         Column("Rank", lambda e: number_cell(rank[id(e)])),
         _model_column(),
         _run_column(),
-        Column(average, lambda e: score_cell(_finite(e["avg_score"]))),
+        Column(average, lambda e: score_cell(_finite(shown_score(e)))),
         *(
             Column(name, lambda e, name=name: score_cell(_finite(e["scores"].get(name))))
             for name in names
         ),
     ]
     by_model = group_by(ranked, lambda e: e["model"])
-    models = sorted(by_model, key=lambda m: (-_mean_avg(by_model[m]), m))
+    models = sorted(by_model, key=lambda m: (-_mean_shown(by_model[m]), m))
     caption = (
         f"Ranking by {average}: {len(ranked)} submissions of {len(models)} models "
         f"(convention {escape(str(convention))})"
     )
     runs = {
-        m: [v for e in by_model[m] if (v := _finite(e["avg_score"])) is not None] for m in models
+        m: [v for e in by_model[m] if (v := _finite(shown_score(e))) is not None] for m in models
     }
     head = _provenance(
         [
@@ -430,9 +431,9 @@ def index_page(
 
     def best(entries: Sequence[Entry]) -> Entry | None:
         scored = [
-            e for e in entries if e["family"] == "ctf" and _finite(e["avg_score"]) is not None
+            e for e in entries if e["family"] == "ctf" and _finite(shown_score(e)) is not None
         ]
-        return max(scored, key=lambda e: (e["avg_score"], -e["id"]), default=None)
+        return max(scored, key=lambda e: (shown_score(e), -e["id"]), default=None)
 
     def listing(values: Iterable[object]) -> Cell:
         shown = sorted({str(v) for v in values if v})
@@ -453,7 +454,10 @@ def index_page(
         Column(
             "Best CTF model", lambda r: text_cell((best(r[1]) or {}).get("model")), numeric=False
         ),
-        Column("Best AvgScore", lambda r: score_cell((best(r[1]) or {}).get("avg_score"))),
+        Column(
+            "Best AvgScore" if final else "Best public score",
+            lambda r: score_cell(shown_score(best(r[1])) if best(r[1]) else None),
+        ),
         Column("Conventions", lambda r: listing(e["convention"] for e in r[1]), numeric=False),
         Column(
             "Truth commitments",
@@ -472,8 +476,9 @@ def index_page(
         + (
             "<p>Final view: CTF scores on the private part of each truth.</p>"
             if final
-            else "<p>Season view: CTF AvgScores on the public part of each truth (the Ladder's "
-            f"best, to {STEP:g}); the private part's scores are published at the close.</p>"
+            else "<p>Season view: CTF public scores (short-time and reconstruction scores on the "
+            f"public part of each truth; the Ladder's best, to {STEP:g}); every score of the "
+            "private part is published at the close.</p>"
         )
     )
     if not rows:

@@ -10,9 +10,9 @@ from rich.table import Table
 
 from seisctf import conventions as cv
 from seisctf.scoring.leaderboard import PICK_SCORE_KEYS
-from seisctf.scoring.release import public_entries
+from seisctf.scoring.release import public_entries, shown_score
 
-SEASON_TITLE = " (season: public part, AvgScore alone)"
+SEASON_TITLE = " (season: public score alone)"
 FINAL_TITLE = " (final: private part)"
 
 
@@ -27,12 +27,13 @@ def _stepped(value: float | None) -> str:
 
 def print_table(entries_: list[dict[str, Any]], final: bool = False) -> None:
     """Rich tables per dataset of the public view (`release.public_entries`; the season's, or
-    with `final` the close's): CTF entries ranked by AvgScore (with E1..E12 in the final view),
-    pick entries with their F1s."""
+    with `final` the close's): CTF entries ranked by their public score (the season) or by
+    AvgScore with E1..E12 (the close), pick entries with their F1s."""
     shown = public_entries(entries_, final)
     console = Console(width=None if Console().is_terminal else 220)
     ctf_scores = cv.SCORE_NAMES if final else ()
-    views = {"ctf": ("AvgScore", ctf_scores), "picks": (None, tuple(PICK_SCORE_KEYS))}
+    average = "AvgScore" if final else "Public score"
+    views = {"ctf": (average, ctf_scores), "picks": (None, tuple(PICK_SCORE_KEYS))}
     for dataset in sorted({e["dataset"] for e in shown}):
         for family, (average, score_names) in views.items():
             ranked = [e for e in shown if e["dataset"] == dataset and e["family"] == family]
@@ -52,7 +53,7 @@ def print_table(entries_: list[dict[str, Any]], final: bool = False) -> None:
                     str(rank),
                     entry["model"],
                     str(entry["convention"]),
-                    *([(_fmt if final else _stepped)(entry["avg_score"])] if average else []),
+                    *([(_fmt if final else _stepped)(shown_score(entry))] if average else []),
                     *(_fmt(entry["scores"].get(name)) for name in score_names),
                 )
             console.print(table)
