@@ -25,6 +25,7 @@ from seisctf import cli, storage
 from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
 from seisctf.scoring import leaderboard, referee, release
+from seisctf.scoring.ctf import validation_manifest
 from seisctf.scoring.submission import open_submission
 from seisctf.scoring.submission_checks import DEFAULT_LIMITS, check_array
 
@@ -405,3 +406,26 @@ def test_a_truth_that_fails_its_commitment_refuses_the_whole_batch(
     )
     assert (code, written, models) == (3, None, [])
     assert len(err) == 1 and "X3test: does not hash to the published commitment" in err[0]
+
+
+def test_a_validation_batch_scores_the_valid_and_reports_the_refused(
+    bundle, tmp_path, capsys, dask_cluster
+):
+    public_url = str(Path(bundle[0]).with_name("public.zarr"))
+    manifest = validation_manifest(storage.read_attrs(public_url)[cv.ATTR_CTF])
+    names = [pair["test"] for pair in manifest["pairs"]]
+    targets = {name: storage.read_array(public_url, name).compute() for name in names}
+    predictions = {name: (array + 0.1).astype(np.float32) for name, array in targets.items()}
+    honest = write_npz(predictions, tmp_path / "honest.npz")
+    integers = write_npz({n: a.astype(np.int16) for n, a in targets.items()}, tmp_path / "int.npz")
+    out = tmp_path / "validation.json"
+    argv = ["score", "ctf", "--validation", "--public", public_url, "--quiet", "--json", str(out),
+            "--scheduler", dask_cluster.address,
+            "--submission", str(honest), str(integers)]  # fmt: skip
+    code = cli.main(argv)
+    err = capsys.readouterr().err.splitlines()
+    assert code == 3 and len(err) == 2, err
+    assert err[1].startswith(f"  int: {integers}:X1val: dtype int16 holds signed integers"), err
+    (result,) = json.loads(out.read_text())
+    assert result["name"] == "honest" and result["validation"] is True
+    _assert_numpy_scores(result, targets, predictions, manifest)
