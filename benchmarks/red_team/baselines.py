@@ -28,16 +28,10 @@ Each is `predict(public_arrays, manifest) -> {X1test: (m, n), …}` for every pa
   referee's). The 2-norm weighs the dominant singular directions, which the truncated SVD keeps
   and the Wiener filter damps; which wins depends on the field.
 
-Long-time rows: the last k_long rows of every forecast are, of four candidates, the one that
-forecasts the spectra of the most recent input's own last k_long rows best (summed relative
-error over its last TAIL_HOLDOUT_WINDOWS windows of k_long rows, each from a cut half the
-horizon, at most half the input, before it): the most recent input's last k_long (denoised)
-rows; the same scaled by the growth of the row power that a log-linear trend over the input's
-second half predicts for the forecast's end (a power ratio clamped to [0.01, 100]); rows whose
-spatial power spectrum is the mean over the input's second half (a stationary field's); zeros
-(error exactly 1, a score of 0: chosen when the hold-out says that no extrapolation of the
-spectrum beats silence, e.g. a field made of events at unknown times). The rows between are the
-model's forecast (unscored).
+Long-time rows: the last k_long rows of every forecast that scores the long time are a hedged
+tail (`tails.hedged_tail`): a spectral shape and a decaying level, chosen with a hedging factor
+on hold-out examples cut from the bundle's clean public arrays at the forecast's own horizon.
+The rows between are the model's forecast (unscored).
 
 The three model baselines share their work: the denoised inputs and each pair's forecasts are
 kept for the last MEMO_ENTRIES (arrays, manifest) seen, so scoring all of them costs one fit per
@@ -54,6 +48,9 @@ import numpy as np
 from scipy.sparse.linalg import svds
 
 from benchmarks.red_team import linear_models as lm
+from benchmarks.red_team import tails
+from benchmarks.red_team.tails import long_time_tail as long_time_tail
+from benchmarks.red_team.tails import rows_with_power_spectrum as rows_with_power_spectrum
 from seisctf.baselines import ctf as package_baselines
 from seisctf.scoring.metrics import reference_spectrum
 
@@ -66,8 +63,6 @@ POD_RANKS = (8, 16, 32, 64)
 VAR_ORDERS = (1, 2, 4)
 MAX_VAR_PARAMETERS_PER_EQUATION = 128
 HOLDOUT_ORIGINS = 3
-TAIL_HOLDOUT_WINDOWS = 5
-POWER_RATIO_LIMITS = (0.01, 100.0)
 
 
 def pair_input_names(pair: dict[str, Any]) -> list[str]:
@@ -117,50 +112,6 @@ def choose_denoiser(arrays: dict[str, np.ndarray], noisy_name: str) -> str:
     return min(errors, key=errors.get)
 
 
-def _power_trend_ratio(recent: np.ndarray, horizon: int) -> float:
-    """Row-power growth factor over `horizon` rows from a log-linear fit on recent's second half,
-    clamped to POWER_RATIO_LIMITS."""
-    half = recent[recent.shape[0] // 2 :]
-    log_power = np.log(np.maximum((half**2).mean(axis=1), np.finfo(float).tiny))
-    slope = np.polyfit(np.arange(half.shape[0]), log_power, 1)[0]
-    return float(np.clip(np.exp(slope * horizon), *POWER_RATIO_LIMITS))
-
-
-def rows_with_power_spectrum(power: np.ndarray, k_rows: int) -> np.ndarray:
-    """(k_rows, space) identical real rows whose |FFT over space|² is `power` (space,; the
-    unshifted, symmetric power spectrum of real rows), all phases zero."""
-    row = np.fft.ifft(np.sqrt(np.maximum(power, 0.0))).real
-    return np.tile(row, (k_rows, 1))
-
-
-def long_time_tail(recent: np.ndarray, k_long: int, horizon: int, modes: int) -> np.ndarray:
-    """(k_long, space) rows standing for the forecast's last k_long rows (module docstring)."""
-
-    def candidates(history: np.ndarray, ahead: int) -> list[np.ndarray]:
-        rows = history[-k_long:]
-        half = history[history.shape[0] // 2 :]
-        mean_power = (np.abs(np.fft.fft(half, axis=1)) ** 2).mean(axis=0)
-        return [
-            rows,
-            rows * np.sqrt(_power_trend_ratio(history, ahead)),
-            rows_with_power_spectrum(mean_power, k_long),
-            np.zeros_like(rows),
-        ]
-
-    cut = min(horizon, recent.shape[0] // 2)
-    errors = np.zeros(4)
-    for window in range(TAIL_HOLDOUT_WINDOWS):
-        end = recent.shape[0] - window * k_long
-        if end - cut < recent.shape[0] // 4:
-            break
-        target = reference_spectrum(recent[end - k_long : end], modes)
-        errors += [
-            np.linalg.norm(reference_spectrum(c, modes) - target) / np.linalg.norm(target)
-            for c in candidates(recent[: end - cut], cut - k_long // 2)
-        ]
-    return candidates(recent, horizon - k_long // 2)[int(np.argmin(errors))]
-
-
 def _holdout_split(series: list[np.ndarray], k_short: int) -> tuple[list[np.ndarray], range]:
     """The inputs without the most recent input's last HOLDOUT_ORIGINS·k_short rows, and the
     forecast origins (rows of the most recent input) k_short apart inside those rows."""
@@ -184,18 +135,6 @@ def _holdout_error(
         truth = target[origin : origin + k_short]
         error += float(np.linalg.norm(forecast(model, recent[:origin], k_short) - truth) ** 2)
     return error
-
-
-def _finish_forecast(
-    body: np.ndarray, pair: dict[str, Any], recent: np.ndarray, manifest: dict
-) -> np.ndarray:
-    """Put the long-time tail at the end of a forecast whose pair scores the long time."""
-    if LONG_TIME in pair["metrics"]:
-        steps = body.shape[0]
-        body[-manifest["k_long"] :] = long_time_tail(
-            recent, manifest["k_long"], steps, manifest["modes"]
-        )
-    return np.nan_to_num(body, nan=0.0, posinf=0.0, neginf=0.0)
 
 
 def _ar_orders(series: list[np.ndarray]) -> tuple[int, ...]:
@@ -260,8 +199,7 @@ def _sensor_ar_pair(
     ]
     order = orders[int(np.argmin(errors))]
     coefficients = _sensor_ar_models(series, (order,))[order]
-    body = _sensor_ar_forecast(coefficients, series[-1], pair["shape"][0])
-    return min(errors), _finish_forecast(body, pair, series[-1], manifest)
+    return min(errors), _sensor_ar_forecast(coefficients, series[-1], pair["shape"][0])
 
 
 def _pod_var_pair(
@@ -285,8 +223,7 @@ def _pod_var_pair(
     ]
     rank, order = candidates[int(np.argmin(errors))]
     model = _pod_var_fit(series, lm.pod_modes(series, rank), order)
-    body = _pod_var_forecast(model, series[-1], pair["shape"][0])
-    return min(errors), _finish_forecast(body, pair, series[-1], manifest)
+    return min(errors), _pod_var_forecast(model, series[-1], pair["shape"][0])
 
 
 MEMO_ENTRIES = 2
@@ -342,16 +279,44 @@ def _pair_forecast(arrays: dict, manifest: dict, pair: dict, family: str) -> Pai
     return _memoised(arrays, manifest, (family, pair["test"]), compute)
 
 
+def _clean_arrays(arrays: dict, manifest: dict) -> list[np.ndarray]:
+    """The public arrays not judged noisy (`is_noisy`), memoised: the tails' hold-out."""
+    return _memoised(
+        arrays, manifest, ("clean",), lambda: [x for x in arrays.values() if not is_noisy(x)]
+    )
+
+
+def _tail(arrays: dict, manifest: dict, pair: dict, denoiser: str) -> np.ndarray:
+    """The hedged long-time rows of a forecast pair (`tails.hedged_tail`) from its most recent
+    input through `denoiser` (memoised)."""
+
+    def compute() -> np.ndarray:
+        recent = _input(arrays, manifest, pair_input_names(pair)[-1], denoiser)
+        rows, _ = tails.hedged_tail(
+            recent,
+            _clean_arrays(arrays, manifest),
+            manifest["k_long"],
+            pair["shape"][0],
+            manifest["modes"],
+        )
+        return rows
+
+    return _memoised(arrays, manifest, ("tail", pair["test"], denoiser), compute)
+
+
 def _predict(arrays: dict, manifest: dict, families: tuple[str, ...], denoiser: str) -> dict:
     """Every pair: reconstruction by `denoiser`, forecasts by the family of smallest hold-out
-    error among `families`."""
+    error among `families`, with hedged long-time rows where the pair scores the long time."""
     predictions = {}
     for pair in manifest["pairs"]:
         if RECONSTRUCTION in pair["metrics"]:
             predictions[pair["test"]] = _input(arrays, manifest, pair["train"][0], denoiser)
             continue
         candidates = [_pair_forecast(arrays, manifest, pair, family) for family in families]
-        predictions[pair["test"]] = min(candidates, key=lambda c: c[0])[1]
+        forecast = min(candidates, key=lambda c: c[0])[1].copy()
+        if LONG_TIME in pair["metrics"]:
+            forecast[-manifest["k_long"] :] = _tail(arrays, manifest, pair, denoiser)
+        predictions[pair["test"]] = np.nan_to_num(forecast, nan=0.0, posinf=0.0, neginf=0.0)
     return predictions
 
 
