@@ -24,7 +24,7 @@ from typing import Any
 import dask.array as da
 import numpy as np
 
-from seisctf import commitment, storage
+from seisctf import commitment, keys, storage
 from seisctf import conventions as cv
 from seisctf.blocks import Stored, tiles, tree_sum
 from seisctf.cluster import compute
@@ -391,11 +391,20 @@ def score_arrays(
             "truth_sha256_verified": verified,
             "unscorable": whole["unscorable"],
             "metrics": {score_name: metric for score_name, _, metric in tasks},
+            **public_truth_keys(manifest),
         }
         if scored:
             result |= {"parts": scored, "split": parts.RULE}
         results.append(result)
     return results
+
+
+def public_truth_keys(manifest: Mapping[str, Any]) -> dict[str, str]:
+    """The manifest's stamp of a truth anyone can regenerate (`truth`, `truth_note`), which every
+    result, release and leaderboard page of its scores carries; nothing for a hidden truth."""
+    if manifest.get(cv.PROVENANCE_TRUTH) != keys.TRUTH_PUBLIC:
+        return {}
+    return {cv.PROVENANCE_TRUTH: keys.TRUTH_PUBLIC, "truth_note": cv.PUBLIC_TRUTH_NOTE}
 
 
 def averages(scores: Mapping[str, float | None]) -> dict[str, float | None]:
