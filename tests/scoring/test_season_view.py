@@ -19,7 +19,7 @@ from seisctf import conventions as cv
 from seisctf.scoring import ladder, leaderboard, release
 from seisctf.scoring.ctf import score_arrays
 from seisctf.scoring.site import pages as site
-from seisctf.scoring.site.terminal import print_table
+from seisctf.scoring.site.terminal import print_results, print_table
 
 SALT = "3c" * 16
 COMMITMENT = "ab" * 32
@@ -126,3 +126,10 @@ def test_cli_leaderboard_final_switch(db, tmp_path, capsys):
     assert out.read_text().count('"E12"') == 3
     assert cli.main(["leaderboard", "--db", str(db), "--json", str(out)]) == 0
     assert '"E12"' not in out.read_text()
+
+
+def test_the_short_table_of_a_release_shows_the_ladder(results, capsys):
+    view = release.release_ctf(results["good"], ladder.Rung("team-a", 41.0, True))
+    print_results([view])
+    out = capsys.readouterr().out
+    assert "Public score" in out and "41" in out and "yes" in out and "E1" not in out

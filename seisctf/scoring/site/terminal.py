@@ -61,16 +61,22 @@ def print_table(entries_: list[dict[str, Any]], final: bool = False) -> None:
 
 def print_results(results: list[dict[str, Any]]) -> None:
     """One row per result (CTF or picks, full or released): its name, `avg_score` when it has
-    one, then its `scores` (to 0.01) in the order of the first result's."""
+    one, a released CTF result's `public_score` and whether it `improved` the participant's
+    best, then its `scores` (to 0.01) in the order of the first result's."""
     names = list(dict.fromkeys(name for r in results for name in r.get("scores", {})))
     average = any("avg_score" in r for r in results)
+    ladder = any("public_score" in r for r in results)
     table = Table(title=f"seisctf scores — {results[0].get('dataset', '')}".rstrip(" —"))
-    for column in ("model", *(["AvgScore"] if average else []), *names):
+    heads = ("model", *(["AvgScore"] if average else []))
+    heads += ("Public score", "improved") if ladder else ()
+    for column in (*heads, *names):
         table.add_column(column, justify="left" if column == "model" else "right", no_wrap=True)
     for result in results:
+        improved = {True: "yes", False: "no"}.get(result.get("improved"), "—")
         table.add_row(
             str(result.get("name", "")),
             *([_fmt(result.get("avg_score"))] if average else []),
+            *([_stepped(result.get("public_score")), improved] if ladder else []),
             *(_fmt(result.get("scores", {}).get(name)) for name in names),
         )
     Console(width=None if Console().is_terminal else 220).print(table)
