@@ -196,7 +196,8 @@ def entries(db_path: str | Path, family: str | None = None) -> list[dict[str, An
 
 
 def as_json(entries_: list[dict[str, Any]], final: bool = False) -> list[dict[str, Any]]:
-    """The contract's leaderboard.json rows (with `extended_avg_score` where E13+ exist), from
+    """The contract's leaderboard.json rows (with `extended_avg_score` where E13+ exist, and
+    `truth_note` where the truth is regenerable: `--public-truth`), from
     the public view of the entries (`release.public_entries`: during the season a CTF entry's
     `public_score` to the Ladder's step, `avg_score` null and no scores; at the close, `final`,
     its private part's scores clipped and rounded to 0.01; nothing else of the results)."""
@@ -211,8 +212,9 @@ def as_json(entries_: list[dict[str, Any]], final: bool = False) -> list[dict[st
         }
         if "public_score" in e:
             row["public_score"] = e["public_score"]
-        if "extended_avg_score" in e["result"]:
-            row["extended_avg_score"] = e["result"]["extended_avg_score"]
+        for key in ("extended_avg_score", "truth_note"):
+            if key in e["result"]:
+                row[key] = e["result"][key]
         rows.append(row)
     return rows
 

@@ -50,7 +50,7 @@ SCORE_LIMIT = 100.0  # scores are clipped to [-SCORE_LIMIT, SCORE_LIMIT]
 DEFAULT_QUOTA = 5
 QUOTA_WINDOW_S = 24 * 3600
 MAX_PARTICIPANT_CHARS = 200
-CTF_KEYS = ("name", "dataset", "convention", "truth_sha256_verified")
+CTF_KEYS = ("name", "dataset", "convention", "truth_sha256_verified", "truth_note")
 PICK_KEYS = ("name", "dataset", "split", "n_traces", "tolerance_s", "threshold",
              "truth_commitment")  # fmt: skip
 PICK_PARTS = ("detection", "p", "s")
@@ -58,7 +58,7 @@ RATES = ("precision", "recall", "f1")
 # A leaderboard entry's columns and result keys the public view keeps (scores come separately).
 PUBLIC_ENTRY_KEYS = ("id", "timestamp", "dataset", "family", "model", "convention",
                      "truth_commitment", "metadata")  # fmt: skip
-PUBLIC_RESULT_KEYS = ("truth_sha256_verified", "tolerance_s", "threshold")
+PUBLIC_RESULT_KEYS = ("truth_sha256_verified", "tolerance_s", "threshold", "truth_note")
 # Submitter metadata keys the site shows in columns of their own; any other key is kept and
 # listed as is.
 METADATA_KEYS = ("code_url", "description", "run", "seed")

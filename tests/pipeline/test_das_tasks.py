@@ -252,6 +252,9 @@ def test_das_demo_scores_the_baselines_and_zeros_score_zero(tiny, tmp_path, dask
     manifest = storage.read_attrs(str(workdir / "public" / "bundle-das.zarr"))[cv.ATTR_CTF]
     assert manifest[cv.PROVENANCE_TRUTH] == "public"
     assert manifest["truth_note"] == cv.PUBLIC_TRUTH_NOTE
+    assert all(row["truth_note"] == cv.PUBLIC_TRUTH_NOTE for row in rows)
+    for page in (workdir / "leaderboard").glob("*.html"):
+        assert cv.PUBLIC_TRUTH_NOTE in page.read_text(), page
 
 
 def test_synthetic_das_on_s3_with_two_workers_is_byte_identical(

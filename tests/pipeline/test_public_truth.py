@@ -118,6 +118,25 @@ def test_a_store_from_an_explicit_seed_is_refused_by_tasks_unless_public_truth(
         manifest = storage.read_attrs(str(taught / group))[cv.ATTR_CTF]
         assert manifest[cv.PROVENANCE_TRUTH] == keys.TRUTH_PUBLIC
         assert manifest["truth_note"] == cv.PUBLIC_TRUTH_NOTE
+    pages = score_and_render(taught)
+    assert all(cv.PUBLIC_TRUTH_NOTE in text for text in pages.values()), sorted(pages)
+
+
+def score_and_render(root: Path) -> dict[str, str]:
+    """The zeros baseline of the bundle in `root` scored into a leaderboard, rendered in both
+    views: every page's text, and the printed table, by name."""
+    zeros, db = root / "zeros.zarr", root / "lb.sqlite"
+    assert main(["baseline", "zeros", "--public", str(root / "public.zarr"), "--out", str(zeros),
+                 "--quiet"]) == 0  # fmt: skip
+    truth = str(root / "truth.zarr")
+    assert main(["score", "ctf", "--truth", truth, "--submission", str(zeros), "--db", str(db),
+                 "--json", str(root / "scores.json"), "--quiet"]) == 0  # fmt: skip
+    pages = {}
+    for view in ([], ["--final"]):
+        site = root / f"site{''.join(view)}"
+        assert main(["leaderboard", "--db", str(db), "--html", str(site), *view]) == 0
+        pages |= {f"{site.name}/{page.name}": page.read_text() for page in site.glob("*.html")}
+    return pages
 
 
 def test_a_store_from_a_secret_gives_an_unstamped_bundle(tmp_path, layout_file, monkeypatch):
@@ -127,6 +146,8 @@ def test_a_store_from_a_secret_gives_an_unstamped_bundle(tmp_path, layout_file, 
     assert tasks(store, tmp_path, layout_file) == 0
     manifest = storage.read_attrs(str(tmp_path / "public.zarr"))[cv.ATTR_CTF]
     assert cv.PROVENANCE_TRUTH not in manifest and "truth_note" not in manifest
+    pages = score_and_render(tmp_path)
+    assert len(pages) == 4 and not any(cv.PUBLIC_TRUTH_NOTE in text for text in pages.values())
     truth_attrs = storage.read_attrs(str(tmp_path / "truth.zarr"))
     assert len(truth_attrs[cv.ATTR_CTF_SECRET]) == 64  # tasks drew its own secret and kept it
     # ... and the bundle's secret as the published one makes it public again.

@@ -398,9 +398,29 @@ def _picks_key(entry: Entry) -> tuple:
     return entry["truth_commitment"], result.get("tolerance_s"), result.get("threshold")
 
 
+def truth_notes(entries: Iterable[Entry]) -> set[str]:
+    """The notes of entries scored against a truth anyone can regenerate (the manifest's stamp,
+    `cv.PUBLIC_TRUTH_NOTE`): empty for hidden truths."""
+    return {
+        str(e["result"]["truth_note"]) for e in entries if (e.get("result") or {}).get("truth_note")
+    }
+
+
+def _truth_banner(entries: Iterable[Entry], where: str) -> str:
+    """A note at the top of a page whose scores come from a regenerable truth ("" otherwise)."""
+    notes = truth_notes(entries)
+    if not notes:
+        return ""
+    return (
+        f'<p class="truth-note" role="note"><strong>{escape("; ".join(sorted(notes)))}</strong>: '
+        f"{escape(where)} scored against a truth anyone can regenerate from public commands (an "
+        "explicit seed or the published demo secret), so they rank nothing.</p>"
+    )
+
+
 def dataset_page(dataset: str, entries: Sequence[Entry], final: bool = False) -> tuple[str, str]:
     """(title, body) of a dataset's page (the season's view, or with `final` the close's)."""
-    parts = []
+    parts = [_truth_banner(entries, "these submissions were")]
     for family, heading, key, section, label in (
         (
             "ctf",
@@ -468,7 +488,12 @@ def index_page(
         ),
     ]
     total = sum(len(entries) for entries in by_dataset.values())
-    intro = (
+    regenerable = [name for name, entries in sorted(by_dataset.items()) if truth_notes(entries)]
+    banner = _truth_banner(
+        [e for name in regenerable for e in by_dataset[name]],
+        f"the submissions on {', '.join(regenerable)} were",
+    )
+    intro = banner + (
         f"<p>{total} scored submissions on {len(by_dataset)} datasets. Each dataset's page "
         "ranks its submissions, shows their score profiles and pick metrics, and states the "
         "scoring convention and the truth commitment (SHA-256 over the published truth "

@@ -11,6 +11,7 @@ from rich.table import Table
 from seisctf import conventions as cv
 from seisctf.scoring.leaderboard import PICK_SCORE_KEYS
 from seisctf.scoring.release import public_entries, shown_score
+from seisctf.scoring.site.sections import truth_notes
 
 SEASON_TITLE = " (season: public score alone)"
 FINAL_TITLE = " (final: private part)"
@@ -40,7 +41,11 @@ def print_table(entries_: list[dict[str, Any]], final: bool = False) -> None:
             if not ranked:
                 continue
             suffix = (FINAL_TITLE if final else SEASON_TITLE) if family == "ctf" else " — picks"
-            table = Table(title=f"seisctf leaderboard — {dataset}{suffix}")
+            notes = truth_notes(ranked)
+            table = Table(
+                title=f"seisctf leaderboard — {dataset}{suffix}",
+                caption="; ".join(sorted(notes)) or None,
+            )
             columns = ("rank", "model", "convention", *([average] if average else []))
             for column in (*columns, *score_names):
                 table.add_column(
