@@ -9,10 +9,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-
-import xarray as xr
+from typing import TYPE_CHECKING
 
 from seisctf.errors import InvalidInput
+
+if TYPE_CHECKING:  # annotations only: the command line reads these names without xarray
+    import xarray as xr
 
 # --- dims -------------------------------------------------------------------------------------
 TIME = "time"
