@@ -280,7 +280,8 @@ def release_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--release",
         action="store_true",
-        help="the participant's view: rounded scores only, counted against a quota",
+        help="the participant's view (docs/release.md): a CTF result's best public score through "
+        "the Ladder, pick rates rounded; counted against a quota",
     )
     group.add_argument("--participant", help="who receives the released scores (--release)")
     group.add_argument("--quota-db", help="SQLite file counting releases (default: --db)")
