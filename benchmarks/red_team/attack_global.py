@@ -28,10 +28,11 @@ and 7 have only 500 public rows, after the P waves, and are left to the baseline
    explains a fifth of the training rows' energy, and not clipped: their surface waves are
    rightly many times larger than anything in their public rows.
 4. The fitted model over the test window, plus a baseline (`holdout_best` by default: the
-   best legitimate method on this dataset) run on the residuals (public arrays minus the model) for what the physics misses. Parametric group:
-   located on X7train, the burn-ins X9train and X10train modelled at their published depths;
-   the training arrays X6–X8 stay as they are for the baseline. Pairs without a model (6, 7)
-   take the baseline's forecast of the public arrays themselves.
+   best legitimate method on this dataset) run on the residuals (public arrays minus the
+   model) for what the physics misses. Parametric group: located on X7train, the burn-ins
+   X9train and X10train modelled at their published depths; the training arrays X6–X8 stay
+   as they are for the baseline. Pairs without a model (6, 7) take the baseline's forecast of
+   the public arrays themselves.
 5. Long-time rows (`tail_at_model_energy`): the model's phases 1000 s on are not to be
    trusted, its energy is; a flat spectrum at the model's mean power over the scored
    wavenumbers, plus the spectrum of the baseline's hedged tail of the public arrays (on the
