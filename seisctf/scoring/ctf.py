@@ -18,6 +18,7 @@ results then carry `parts` {"public", "private"}, each with its own scores and a
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,11 +27,11 @@ import numpy as np
 
 from seisctf import commitment, keys, storage
 from seisctf import conventions as cv
-from seisctf.blocks import Stored, tiles, tree_sum
+from seisctf.blocks import Stored, named, tiles, tree_sum
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
 from seisctf.scoring import metrics, parts
-from seisctf.scoring.gram import spectral_norm
+from seisctf.scoring.gram import spectral_norm, spectral_norms
 from seisctf.scoring.regions import Difference
 from seisctf.scoring.submission import SubmissionLimits, open_submission
 from seisctf.scoring.values import raise_if_nonfinite, value_report
@@ -192,26 +193,50 @@ def open_truth(
 Keeps = Mapping[str, np.ndarray | None]  # per test name, the columns of a part (None: all)
 
 
-def _statistics(
-    convention, tasks, truth, submission, manifest, scales, gram_max_side, keeps: Keeps
-) -> list:
-    """Statistics of one submission's windows (`submission` None: of the truth's own windows)
-    on the columns `keeps` names; `truth`, `submission`: {test name: Stored}."""
-    stats = []
+def _window(convention, pair, metric, truth, submission, manifest, scales) -> Difference:
+    """The window a task's statistic reduces: truth − submission, the submission (spectra), or
+    with `submission` None the truth itself; `truth`, `submission`: {test name: Stored}."""
+    name = pair["test"]
+    scale = scales.get(name, 1.0)
+    if submission is None:
+        window = Difference(truth[name])
+    elif metric == cv.METRIC_LONG:
+        window = Difference(submission[name], scale=scale if convention == "reference" else 1)
+    else:
+        window = Difference(truth[name], submission[name], scale)
+    return window.window(window_rows(metric, manifest))
+
+
+def view_statistics(
+    convention, tasks, truth, submission, manifest, scales, gram_max_side, views
+) -> dict[str, list]:
+    """{view: [the lazy statistic of each task on the view's columns]} for one submission's
+    windows (`submission` None: the truth's own); `views`: {view: Keeps} (`part_keeps`). A
+    reference 2-norm's Gram is shared between the views (`gram.spectral_norms`): scoring the
+    parts costs little more than the whole."""
+    statistics: dict[str, list] = {view: [] for view in views}
     for _, pair, metric in tasks:
         name = pair["test"]
-        scale = scales.get(name, 1.0)
-        if submission is None:
-            window = Difference(truth[name])
-        elif metric == cv.METRIC_LONG:
-            window = Difference(submission[name], scale=scale if convention == "reference" else 1)
-        else:
-            window = Difference(truth[name], submission[name], scale)
-        window = window.window(window_rows(metric, manifest))
-        stats.append(
-            statistic(convention, metric, window, manifest["modes"], gram_max_side, keeps[name])
-        )
-    return stats
+        window = _window(convention, pair, metric, truth, submission, manifest, scales)
+        shared = None
+        if (
+            convention == "reference"
+            and metric != cv.METRIC_LONG
+            and len(views) > 1
+            and min(window.shape) <= gram_max_side
+        ):
+            columns = {
+                view: None if keeps[name] is None else tuple(np.flatnonzero(keeps[name]).tolist())
+                for view, keeps in views.items()
+            }
+            shared = spectral_norms(window, columns)
+        for view, keeps in views.items():
+            statistics[view].append(
+                statistic(convention, metric, window, manifest["modes"], gram_max_side, keeps[name])
+                if shared is None
+                else named(operator.getitem, "spectral_norm", shared, view)
+            )
+    return statistics
 
 
 def part_keeps(
@@ -339,12 +364,9 @@ def score_arrays(
     views = part_keeps(manifest, {name: a.shape for name, a in truth_stored.items()}, salt)
 
     def view_stats(submission, scales) -> dict[str, list]:
-        return {
-            view: _statistics(
-                convention, tasks, truth, submission, manifest, scales, gram_max_side, keeps
-            )
-            for view, keeps in views.items()
-        }
+        return view_statistics(
+            convention, tasks, truth, submission, manifest, scales, gram_max_side, views
+        )
 
     truth_stats = view_stats(None, {})
     per_submission = {

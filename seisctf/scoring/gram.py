@@ -11,7 +11,7 @@ bounds depend on the window's shape only: the same sums in the same order for an
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import dask
@@ -46,6 +46,70 @@ def spectral_norm(window: Difference) -> Any:
     # of computing every panel first.
     grams = [window.reduce_in_parts(_panel_gram, *s, axis, part, m, transpose) for s in spans]
     return named(_norm_of_upper, "spectral_norm_from_gram", tree_sum(grams))
+
+
+def _gram(window: Difference, transpose: bool | None = None) -> Any:
+    """Lazy upper triangle of the Gram matrix of `window`'s smaller side, or with `transpose`
+    given of AᵀA (True) or AAᵀ (False) (`spectral_norm`'s panels, summed in its fixed tree)."""
+    rows, cols = window.shape
+    transpose = rows > cols if transpose is None else transpose
+    m = cols if transpose else rows
+    panel_bytes = min(max(8 * m * m, PANEL_MIN_BYTES), PANEL_MAX_BYTES)
+    step = max(1, panel_bytes // (8 * m))
+    part = max(1, PART_BYTES // (8 * m))
+    axis = 0 if transpose else 1
+    spans = tiles(window.shape, (step, cols) if transpose else (rows, step))
+    with dask.annotate(priority=m):
+        grams = [window.reduce_in_parts(_panel_gram, *s, axis, part, m, transpose) for s in spans]
+    return tree_sum(grams)
+
+
+def spectral_norms(window: Difference, columns: Mapping[str, tuple[int, ...] | None]) -> Any | None:
+    """Lazy {view: 2-norm of `window` on the columns `columns[view]` names (None: all)}, from
+    Gram matrices shared between the views: with more rows than columns the Gram is AᵀA over the
+    columns, and a view's Gram is the whole's on its columns; otherwise it is AAᵀ summed over
+    columns, and when the views other than the whole partition the columns, the whole's Gram is
+    the sum of theirs. None when neither holds (then each view needs its own Gram)."""
+    rows, cols = window.shape
+    subsets = [chosen for chosen in columns.values() if chosen is not None]
+    if rows > cols:
+        return named(_norms_of_columns, "spectral_norms_from_gram", _gram(window), dict(columns))
+    covered = sorted(column for chosen in subsets for column in chosen)
+    if covered != list(range(cols)) or not subsets:
+        return None
+    grams = {
+        view: _gram(window.of_columns(np.array(chosen)), transpose=False)
+        for view, chosen in columns.items()
+        if chosen is not None
+    }
+    wholes = [view for view, chosen in columns.items() if chosen is None]
+    return named(_norms_of_summed, "spectral_norms_from_gram", grams, wholes)
+
+
+def _norms_of_columns(
+    upper: np.ndarray, columns: Mapping[str, tuple[int, ...] | None]
+) -> dict[str, float]:
+    """{view: 2-norm} from the whole window's AᵀA (upper triangle, mirrored in place: idempotent)
+    and each view's columns."""
+    gram = mirror_upper(upper)
+    return {
+        view: metrics.spectral_norm_from_gram(
+            gram if chosen is None else gram[np.ix_(chosen, chosen)]
+        )
+        for view, chosen in columns.items()
+    }
+
+
+def _norms_of_summed(uppers: Mapping[str, np.ndarray], wholes: list[str]) -> dict[str, float]:
+    """{view: 2-norm} from each view's AAᵀ (upper triangles, mirrored in place: idempotent; the
+    views partition the columns), and for each view of `wholes` (all columns) from their sum."""
+    norms = {view: _norm_of_upper(upper) for view, upper in uppers.items()}
+    if wholes:
+        whole = np.zeros_like(next(iter(uppers.values())), order="F")
+        for view in sorted(uppers):  # a fixed order of addition
+            whole += uppers[view]
+        norms |= dict.fromkeys(wholes, metrics.spectral_norm_from_gram(whole))
+    return norms
 
 
 def _panel_gram(parts: Iterable[np.ndarray], m: int, transpose: bool) -> np.ndarray:

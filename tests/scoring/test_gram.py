@@ -76,3 +76,41 @@ def test_mirror_upper_fills_the_lower_triangle_in_place():
         assert gram.mirror_upper(target, band=8) is target
         np.testing.assert_array_equal(target, expected)
         np.testing.assert_array_equal(gram.mirror_upper(target, band=8), expected)  # idempotent
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_shared_grams_give_each_view_its_own_norm_for_any_chunking(small_panels, data):
+    """`spectral_norms`: the whole window's 2-norm and each part's (a partition of the columns)
+    from shared Grams equal numpy's SVD norms of those columns, bitwise the same for any
+    chunking, in both orientations (AᵀA with more rows than columns, AAᵀ otherwise)."""
+    shape = (data.draw(st.integers(2, 80)), data.draw(st.integers(2, 80)))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    truth = rng.standard_normal(shape).astype(np.float32)
+    submission = rng.standard_normal(shape).astype(np.float32)
+    public = rng.permutation(shape[1])[: shape[1] // 2]
+    keep = np.zeros(shape[1], dtype=bool)
+    keep[public] = True
+    columns = {
+        "whole": None,
+        "public": tuple(np.flatnonzero(keep).tolist()),
+        "private": tuple(np.flatnonzero(~keep).tolist()),
+    }
+    norms = []
+    for _ in range(2):
+        chunks = (chunk_sizes(data.draw, shape[0]), chunk_sizes(data.draw, shape[1]))
+        window = Difference(
+            Stored(da.from_array(truth, chunks=chunks)),
+            Stored(da.from_array(submission, chunks=chunks)),
+        )
+        norms.append(dask.compute(gram.spectral_norms(window, columns), scheduler="threads")[0])
+    assert norms[0] == norms[1]
+    difference = truth.astype(np.float64) - submission
+    for view, chosen in columns.items():
+        expected = np.linalg.norm(difference if chosen is None else difference[:, chosen], 2)
+        np.testing.assert_allclose(norms[0][view], expected, rtol=1e-12, atol=1e-300)
+    # Views that do not partition the columns share nothing in AAᵀ: the caller scores each alone.
+    if shape[0] <= shape[1]:
+        assert gram.spectral_norms(window, {"whole": None, "public": columns["public"]}) is None
