@@ -242,8 +242,23 @@ def build_file(
         layout=layout if _layout_name(recipe.data) else None,
         public_truth=public_truth,
     )
-    context.secret = keys.resolve_secret(secret, kept=_kept_secret(recipe, context))
+    if secret or keys.secret_from_env() or needs_secret(recipe.data):
+        context.secret = keys.resolve_secret(secret, kept=_kept_secret(recipe, context))
     return build(recipe, context)
+
+
+def needs_secret(data: Mapping[str, Any]) -> bool:
+    """Whether a recipe's outputs depend on a secret: a generator source or a seeded transform
+    without its own `seed:`, or a withheld output (a bundle's noise and commitment salt). Without
+    one given, only such a build draws a secret: the others stay up to date on a re-run."""
+    ((source_name, source_options),) = data["source"].items()
+    if source_name in SYNTHS and "seed" not in (source_options or {}):
+        return True
+    for step in data.get("transforms") or []:
+        ((name, values),) = step.items()
+        if TRANSFORMS[name].seeded and "seed" not in (values or {}):
+            return True
+    return any(name != "store" and OUTPUTS[name].withheld for name in data["outputs"])
 
 
 def _kept_secret(recipe: RecipeText, context: BuildContext) -> str | None:
