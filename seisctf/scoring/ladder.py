@@ -111,16 +111,7 @@ def _climb(release: Release, commitment: str, name: str, score: float | None) ->
 
 
 def _settle(release: Release, ids: list[int], released: bool) -> None:
-    connection = _connect(release.quota_db)
-    try:
-        marks = ",".join("?" * len(ids))
-        if released:
-            statement = f"UPDATE ladder SET state = 'released' WHERE id IN ({marks})"
-        else:
-            statement = f"DELETE FROM ladder WHERE id IN ({marks})"
-        connection.execute(statement, tuple(ids))
-    finally:
-        connection.close()
+    sqlite_wal.settle_rows(_connect(release.quota_db), "ladder", ids, released)
 
 
 Climb = Callable[[str, str, "float | None"], Rung]

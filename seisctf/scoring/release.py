@@ -350,16 +350,7 @@ def reserve(
 
 def settle(release: Release, ids: Sequence[int], released: bool) -> None:
     """Mark reserved slots `released`, or give them back (delete) when nothing was released."""
-    connection = _connect(release.quota_db)
-    try:
-        marks = ",".join("?" * len(ids))
-        if released:
-            statement = f"UPDATE releases SET state = 'released' WHERE id IN ({marks})"
-        else:
-            statement = f"DELETE FROM releases WHERE id IN ({marks})"
-        connection.execute(statement, tuple(ids))
-    finally:
-        connection.close()
+    sqlite_wal.settle_rows(_connect(release.quota_db), "releases", ids, released)
 
 
 @contextlib.contextmanager

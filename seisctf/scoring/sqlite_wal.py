@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -51,3 +51,19 @@ def connect(
             raise
         raise InvalidInput(str(path), f"not {what} ({error})") from None
     return connection
+
+
+def settle_rows(
+    connection: sqlite3.Connection, table: str, ids: Sequence[int], released: bool
+) -> None:
+    """Mark the rows `ids` of `table` (a quota database's `releases` or `ladder`) released, or
+    delete them when nothing was released; closes `connection`."""
+    try:
+        marks = ",".join("?" * len(ids))
+        if released:
+            statement = f"UPDATE {table} SET state = 'released' WHERE id IN ({marks})"
+        else:
+            statement = f"DELETE FROM {table} WHERE id IN ({marks})"
+        connection.execute(statement, tuple(ids))
+    finally:
+        connection.close()

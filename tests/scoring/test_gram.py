@@ -25,6 +25,16 @@ def small_panels(monkeypatch):
     monkeypatch.setattr(gram, "PART_BYTES", 512)
 
 
+def chunked_window(data, truth: np.ndarray, submission: np.ndarray, *window) -> Difference:
+    """truth − submission (`window`: Difference's scale and rows) on a chunking `data` draws."""
+    chunks = (chunk_sizes(data.draw, truth.shape[0]), chunk_sizes(data.draw, truth.shape[1]))
+    return Difference(
+        Stored(da.from_array(truth, chunks=chunks)),
+        Stored(da.from_array(submission, chunks=chunks)),
+        *window,
+    )
+
+
 @settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -40,13 +50,7 @@ def test_norm_equals_numpy_and_never_depends_on_chunking(small_panels, data):
 
     norms = []
     for _ in range(2):
-        chunks = (chunk_sizes(data.draw, shape[0]), chunk_sizes(data.draw, shape[1]))
-        window = Difference(
-            Stored(da.from_array(truth, chunks=chunks)),
-            Stored(da.from_array(submission, chunks=chunks)),
-            scale,
-            rows,
-        )
+        window = chunked_window(data, truth, submission, scale, rows)
         norms.append(dask.compute(gram.spectral_norm(window), scheduler="threads")[0])
 
     difference = scale * (truth[slice(*rows)].astype(np.float64) - submission[slice(*rows)])
@@ -100,11 +104,7 @@ def test_shared_grams_give_each_view_its_own_norm_for_any_chunking(small_panels,
     }
     norms = []
     for _ in range(2):
-        chunks = (chunk_sizes(data.draw, shape[0]), chunk_sizes(data.draw, shape[1]))
-        window = Difference(
-            Stored(da.from_array(truth, chunks=chunks)),
-            Stored(da.from_array(submission, chunks=chunks)),
-        )
+        window = chunked_window(data, truth, submission)
         norms.append(dask.compute(gram.spectral_norms(window, columns), scheduler="threads")[0])
     assert norms[0] == norms[1]
     difference = truth.astype(np.float64) - submission
