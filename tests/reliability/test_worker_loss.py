@@ -100,7 +100,7 @@ JOBS = (
             "--db",
             str(w / "board.sqlite"),
         ],  # fmt: skip
-        prefix="panel_norm",
+        prefix="panel_gram",  # a Gram panel (the whole and its parts share them)
     ),
 )
 IDS = [job.name for job in JOBS]
