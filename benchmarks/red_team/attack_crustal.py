@@ -31,13 +31,14 @@ legitimate baseline:
    sensor, fitted freely.
 5. Residual and choice. Each baseline (`sensor_ar`, `pod_var`) runs on the public arrays, and
    on the public arrays minus the model where a model exists (the prediction then being the
-   model's window plus the baseline's prediction of the residual). Per forecast pair, the
-   candidate that forecast best on a hold-out inside the public arrays wins: the same hold-out
-   as the `holdout_best` baseline (`baselines.choose_per_pair`: every candidate refitted
-   without the most recent input's last rows, as many as the forecast and at most half the
-   input, forecasting them, scored as the referee weighs the pair). The attack's edge over
-   that baseline is therefore the model candidates alone. Reconstructions take `sensor_ar`'s
-   (no clean rows to check a model against).
+   model's window plus the baseline's prediction of the residual, and its long-time rows the
+   plain baseline's hedged tail with the model's power added: `tails.with_model_power`). Per
+   forecast pair, the candidate that forecast best on a hold-out inside the public arrays
+   wins: the same hold-out as the `holdout_best` baseline (`baselines.choose_per_pair`: every
+   candidate refitted without the most recent input's last rows, as many as the forecast and
+   at most half the input, forecasting them, scored as the referee weighs the pair). The
+   attack's edge over that baseline is therefore the model candidates alone. Reconstructions
+   are `holdout_best`'s (no clean rows to check a model against).
 
 Cost: five solver runs per located realisation and vp (`SYNTH_ARGS` sizes the benchmark grid).
 """
@@ -50,11 +51,13 @@ from pathlib import Path
 import numpy as np
 from scipy.optimize import minimize
 
-from benchmarks.red_team import harness
+from benchmarks.red_team import harness, tails
 from benchmarks.red_team.baselines import (
     BASELINES,
+    LONG_TIME,
     RECONSTRUCTION,
     choose_per_pair,
+    chosen_reconstructions,
     pair_input_names,
 )
 from seisctf.pipeline.bundles.layouts import load_layout
@@ -337,11 +340,13 @@ def _candidates(
     starts: dict[str, int],
 ) -> dict[str, dict[str, np.ndarray]]:
     """{candidate: {test: prediction}}: each baseline plain, and `model+<baseline>` (the model's
-    record plus the baseline's prediction from the residual arrays); a reconstruction covers
-    its most recent input's rows, a forecast the rows after it. `starts`: every array's window
+    record plus the baseline's prediction from the residual arrays, its long-time rows
+    `tails.with_model_power` of the plain baseline's); a reconstruction covers its most recent
+    input's rows, a forecast the rows after it. `starts`: every array's window
     start step, from the full public arrays (a hold-out's shortened arrays keep their starts)."""
     records = {key: model.record(arrays) for key, model in models.items()}
     residuals = residual_arrays(arrays, records, models)
+    k_long = manifest["k_long"]
     out = {}
     for baseline in baselines:
         out[baseline] = BASELINES[baseline](arrays, manifest)
@@ -355,7 +360,12 @@ def _candidates(
             if RECONSTRUCTION not in pair["metrics"]:
                 start += arrays[recent].shape[0]
             rows = combined[test].shape[0]
-            combined[test] = combined[test] + records[key][start : start + rows]
+            window = records[key][start : start + rows]
+            combined[test] = combined[test] + window
+            if LONG_TIME in pair["metrics"]:
+                combined[test][-k_long:] = tails.with_model_power(
+                    out[baseline][test][-k_long:], window[-k_long:], manifest["modes"]
+                )
         out[f"model+{baseline}"] = combined
     return out
 
@@ -368,7 +378,7 @@ def combine(
 ) -> dict[str, np.ndarray]:
     """Per forecast pair, the candidate (each baseline plain, and model + the baseline on the
     residual where a model exists) that `baselines.choose_per_pair`'s hold-out prefers;
-    reconstructions take the first baseline's (module docstring, step 5)."""
+    reconstructions by the denoiser `holdout_best` chooses (module docstring, step 5)."""
 
     def allowed(pair: dict) -> list[str]:
         with_model = [f"model+{name}" for name in baselines]
@@ -383,11 +393,7 @@ def combine(
         allowed,
         lambda message: harness.log(f"crustal attack: {message}"),
     )
-    reconstructions = BASELINES[baselines[0]](arrays, manifest)
-    for pair in manifest["pairs"]:
-        if RECONSTRUCTION in pair["metrics"]:
-            predictions[pair["test"]] = reconstructions[pair["test"]]
-    return predictions
+    return predictions | chosen_reconstructions(arrays, manifest)
 
 
 def attack(public_url: str, workdir: Path) -> dict[str, np.ndarray]:

@@ -33,9 +33,9 @@ and 7 have only 500 public rows, after the P waves, and are left to the baseline
    X9train and X10train modelled at their published depths; the training arrays X6–X8 stay
    as they are for the baseline. Pairs without a model (6, 7) take the baseline's forecast of
    the public arrays themselves.
-5. Long-time rows (`tail_at_model_energy`): the model's phases 1000 s on are not to be
-   trusted, its energy is; a flat spectrum at the model's mean power over the scored
-   wavenumbers, plus the spectrum of the baseline's hedged tail of the public arrays (on the
+5. Long-time rows (`tails.with_model_power`): the model's phases 1000 s on are not to be
+   trusted, its energy is: a flat spectrum at the model's mean power over the scored
+   wavenumbers plus the spectrum of the baseline's hedged tail of the public arrays (on the
    development bundle the residuals' tail, whose hold-out sees residual arrays, scored 13
    points less on E2).
 """
@@ -58,7 +58,6 @@ from seisctf.recipes.synth.global_wavefield import (
     fibonacci_sensors,
     synthesize_global,
 )
-from seisctf.scoring.metrics import reference_spectrum
 
 SYNTH_ARGS = ["--sensors", "2048", "--duration", "3000"]
 DURATION_S = 3000
@@ -249,20 +248,10 @@ def fitted_models(arrays: dict[str, np.ndarray], manifest: dict) -> dict[str, np
     return models
 
 
-def tail_at_model_energy(model_rows: np.ndarray, baseline_rows: np.ndarray, modes: int):
-    """Long-time rows: the spectrum of the baseline's (hedged) tail on the public arrays plus a
-    flat spectrum at the model's mean power over the scored wavenumbers (the model's phases
-    that far on are not to be trusted, its energy is; the two fields independent, their powers
-    add)."""
-    level = reference_spectrum(model_rows, modes).mean()
-    spectrum = level + reference_spectrum(baseline_rows, modes)
-    return tails.rows_with_scored_spectrum(spectrum, model_rows.shape[1], model_rows.shape[0])
-
-
 def attack(public_url: str, workdir: Path, baseline: str = "holdout_best") -> dict:
     """X1test … X9test: where a realisation is modelled, the model over the test window plus
     `baseline`'s forecast of the residuals (public arrays minus models), and long-time rows from
-    `tail_at_model_energy`; elsewhere `baseline`'s forecast of the public arrays."""
+    `tails.with_model_power`; elsewhere `baseline`'s forecast of the public arrays."""
     arrays, manifest = harness.load_public(public_url)
     models = fitted_models(arrays, manifest)
     residuals = {}
@@ -279,8 +268,8 @@ def attack(public_url: str, workdir: Path, baseline: str = "holdout_best") -> di
         window = model[pair["start_index"] : pair["start_index"] + pair["shape"][0]]
         prediction = of_residuals[pair["test"]] + window
         if "long_time" in pair["metrics"]:
-            prediction[-k_long:] = tail_at_model_energy(
-                window[-k_long:], predictions[pair["test"]][-k_long:], manifest["modes"]
+            prediction[-k_long:] = tails.with_model_power(
+                predictions[pair["test"]][-k_long:], window[-k_long:], manifest["modes"]
             )
         predictions[pair["test"]] = prediction
     return predictions

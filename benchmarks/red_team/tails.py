@@ -7,14 +7,16 @@ and a level. Both are uncertain, and an error is not symmetric in the level (too
 most 100 points, too high without bound until the clip), so the level is hedged: scaled by the
 factor that maximises the mean clipped score on a public hold-out.
 
-- `hedged_tail`: candidate spectra (`candidate_spectra`: the last k_long rows' spectrum, the mean
-  spectrum of the input's second half, a flat spectrum at either's level, the last rows scaled by
-  the log-linear power trend) times a factor of LEVEL_FACTORS (0 is silence, score 0). The
+- `hedged_tail`: candidate spectra (`candidate_spectra`: a shape, of the last k_long rows, the
+  input's second half, its window of median power, or flat, at a level, the mean power of the
+  last window, the second half, the median or the quietest window) times a factor of
+  LEVEL_FACTORS (0 is silence, score 0). The
   (candidate, factor) is the one with the best mean clipped score over hold-out examples cut
   from the bundle's clean public arrays only (`holdout_examples`: every clean training array cut
   where as many rows as the forecast's horizon follow, the history as long as the pair's input
   at most): the same horizon as the forecast's, the decay of the level over it learnt from
   every public realisation.
+- `with_model_power`: the tail of a forecast that adds a physical model (the attacks).
 - `long_time_tail`: the earlier choice among four tails on the most recent input alone (its last
   rows, scaled by the trend, its mean spectrum, zeros; error summed, not hedged), kept for its
   callers.
@@ -125,7 +127,11 @@ def candidate_spectra(history: np.ndarray, k_long: int, modes: int) -> np.ndarra
 
 
 def holdout_examples(
-    arrays: Sequence[np.ndarray], history_rows: int, horizon: int, k_long: int, modes: int
+    arrays: Sequence[np.ndarray],
+    history_rows: int,
+    horizon: int,
+    k_long: int,
+    modes: int,
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     """(candidate spectra (16, modes), target spectrum (modes,)) of every hold-out example: each
     array of `arrays` cut at the CUTS_PER_ARRAY latest points c, k_long apart, where `horizon`
@@ -179,3 +185,13 @@ def hedged_tail(
     spectrum = factor * candidate_spectra(recent, k_long, modes)[candidate]
     rows = rows_with_scored_spectrum(spectrum, recent.shape[1], k_long)
     return rows, (CANDIDATE_NAMES[candidate], factor, score)
+
+
+def with_model_power(tail_rows: np.ndarray, model_rows: np.ndarray, modes: int) -> np.ndarray:
+    """Long-time rows of a forecast that adds a physical model: the spectrum of a baseline's
+    tail plus a flat spectrum at the model's mean power over the scored wavenumbers (the
+    model's phases that far on are not to be trusted, its energy is; the two fields are
+    independent, so their powers add)."""
+    level = reference_spectrum(model_rows, modes).mean()
+    spectrum = level + reference_spectrum(tail_rows, modes)
+    return rows_with_scored_spectrum(spectrum, tail_rows.shape[1], tail_rows.shape[0])

@@ -88,3 +88,11 @@ def test_shifted_window_delays_with_zeros() -> None:
     np.testing.assert_array_equal(
         attack_global.shifted_window(basis, slice(6, 10), -2)[0, :, 0], [8, 9, 0, 0]
     )
+
+
+def test_with_model_power_adds_the_models_flat_power() -> None:
+    rng = np.random.default_rng(5)
+    tail, model = rng.standard_normal((4, 30)), 3.0 * rng.standard_normal((4, 30))
+    rows = tails.with_model_power(tail, model, 10)
+    expected = reference_spectrum(tail, 10) + reference_spectrum(model, 10).mean()
+    np.testing.assert_allclose(reference_spectrum(rows, 10), expected, rtol=1e-10)
