@@ -61,7 +61,9 @@ def test_demo_writes_the_contract_leaderboard(local_demo):
     by_model = {row["model"]: row for row in rows}
     assert set(by_model) == {"zeros", "persistence", "mean"}
     for row in rows:
-        assert set(row) == {"model", "dataset", "convention", "scores", "avg_score"}
+        # The demo's truth is regenerable (the published demo secret): every row says so.
+        assert set(row) == {"model", "dataset", "convention", "scores", "avg_score", "truth_note"}
+        assert row["truth_note"] == cv.PUBLIC_TRUTH_NOTE
         assert row["dataset"] == "global" and row["convention"] == "reference"
         assert list(row["scores"]) == list(cv.SCORE_NAMES)
         assert all(math.isfinite(v) for v in row["scores"].values())
