@@ -18,7 +18,7 @@ import dask.array as da
 import xarray as xr
 import zarr
 
-from seisctf import conventions, s3
+from seisctf import conventions, s3, urls
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
 
@@ -72,7 +72,9 @@ def join(url: str, *parts: str) -> str:
 def open_group(
     url: str, storage_options: StorageOptions | None = None, mode: str = "r"
 ) -> zarr.Group:
-    """Open a zarr v3 group; a missing store is bad input naming the URL."""
+    """Open a zarr v3 group; a missing store or a misspelt URL (`urls.checked`) is bad input
+    naming the URL."""
+    urls.checked(url)
     try:
         return zarr.open_group(
             str(url),
@@ -167,7 +169,9 @@ def start_dataset(
 ) -> Any:
     """Create the zarr v3 store at `url` for `dataset` (replacing one there): its metadata and
     numpy-backed variables now, not marked complete; returns the Delayed that writes the
-    Dask-backed ones (compute it, or write their chunks yourself), then call `finish_group`."""
+    Dask-backed ones (compute it, or write their chunks yourself), then call `finish_group`.
+    A misspelt URL is bad input (`urls.checked`)."""
+    urls.checked(url)
     return dataset.to_zarr(
         str(url),
         mode="w",

@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from seisctf import urls
 from seisctf.cluster_config import CLUSTER_SCHEMA
 from seisctf.errors import InvalidInput
 
@@ -23,7 +24,9 @@ Location = tuple[Any, ...]  # keys and indices from the document's root
 NUMBER = {"type": "number"}
 POSITIVE = {"type": "number", "exclusiveMinimum": 0}
 POSITIVE_INT = {"type": "integer", "minimum": 1}
-URL = {"type": "string", "minLength": 1}
+# A path or URL, spelt as one (`seisctf.urls.checked`, through `LOCATION_FORMAT`).
+LOCATION_FORMAT = "seisctf-location"
+URL = {"type": "string", "minLength": 1, "format": LOCATION_FORMAT}
 SECONDS_WINDOW = {"type": "array", "items": NUMBER, "minItems": 2, "maxItems": 2}
 # A seeded step's own seed (else derived from the secret).
 SEED = {"seed": {"type": "integer", "minimum": 0}}
@@ -175,11 +178,13 @@ class RecipeText:
 
     def check(self, schema: Mapping[str, Any], value: Any, location: Location) -> None:
         """Validate `value` (found at `location`) against `schema`; the first error, by line."""
-        from jsonschema import Draft202012Validator
+        from jsonschema import Draft202012Validator, FormatChecker
 
+        formats = FormatChecker(formats=())
+        formats.checks(LOCATION_FORMAT, raises=InvalidInput)(urls.checked)
         found = [
             (location + _offending(error), error)
-            for error in Draft202012Validator(schema).iter_errors(value)
+            for error in Draft202012Validator(schema, format_checker=formats).iter_errors(value)
         ]
         if found:
             where, error = min(found, key=lambda item: self.lines.of(item[0]))
@@ -201,6 +206,8 @@ def _offending(error: Any) -> Location:
 
 
 def _message(error: Any) -> str:
+    if error.validator == "format" and isinstance(error.cause, InvalidInput):
+        return error.cause.problem
     if error.validator == "additionalProperties":
         return error.message.replace("Additional properties are not allowed", "unknown key(s)")
     if error.validator == "propertyNames":

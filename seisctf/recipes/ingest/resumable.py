@@ -23,7 +23,7 @@ import numpy as np
 from zarr.errors import ZarrUserWarning
 
 from seisctf import conventions as cv
-from seisctf import storage
+from seisctf import storage, urls
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
 
@@ -46,6 +46,7 @@ def open_store(url: str, storage_options: dict | None, mode: str = "r") -> Any:
     import zarr
 
     if mode == "r":
+        urls.checked(url)
         try:
             return zarr.open_group(
                 str(url),
