@@ -54,6 +54,12 @@ class BlockTask:
     digests: tuple[str, ...] = ()  # sha256 of each file read (the decode caches' key)
     removal: ResponseRemoval | None = None
     inventory_sha256: str = ""  # of the inventories (the decode caches' key, with removal)
+    own_rows: tuple[int, ...] = ()  # rows of `channels` the station has (empty: all)
+
+    def own(self, values: np.ndarray) -> np.ndarray:
+        """The rows of a block (channel, time) of the station's own channels: what its
+        coverage counts."""
+        return values[list(self.own_rows)] if self.own_rows else values
 
 
 def grid_time_ns(start_ns: int, index: int, rate: float) -> int:
@@ -280,6 +286,7 @@ def block_tasks(
 ) -> list[BlockTask]:
     """One task per (station, time block), station-major. `digests`: sha256 by path."""
     reads = plan.reads_by_block()
+    own = {s: tuple(map(plan.channels.index, c)) for s, c in plan.station_channels().items()}
     return [
         BlockTask(
             station,
@@ -292,6 +299,7 @@ def block_tasks(
             plan.sampling_rate,
             resample,
             tuple((digests or {}).get(path, "") for path, _ in reads.get((station, block), ())),
+            own_rows=own[station],
         )
         for index, station in enumerate(plan.stations)
         for block in range(plan.n_blocks)

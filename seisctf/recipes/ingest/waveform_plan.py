@@ -22,7 +22,7 @@ import math
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from seisctf import storage
@@ -107,6 +107,33 @@ class WaveformPlan(BlockGrid):
             key: tuple((path, tuple(sorted(chans))) for path, chans in sorted(files.items()))
             for key, files in wanted.items()
         }
+
+    def station_channels(self) -> dict[str, tuple[str, ...]]:
+        """{station: its own channel codes, sorted}: those any of its traces has (a store of
+        mixed channel sets holds every code for every station, NaN where a station has none)."""
+        return own_channels(self.traces, self.stations)
+
+    def blocks_to_rewrite(self, known_paths: set[str]) -> set[tuple[str, int]]:
+        """(station, block) an append must (re)write: those the files not in `known_paths`
+        touch, and every block of a station they give a channel it did not have (its coverage,
+        a fraction of its own channels, changes everywhere)."""
+        new_traces = tuple(p for p in self.traces if p.header.path not in known_paths)
+        touched = set(replace(self, traces=new_traces).reads_by_block())
+        old_traces = [p for p in self.traces if p.header.path in known_paths]
+        before, now = own_channels(old_traces, self.stations), self.station_channels()
+        for station in (s for s in self.stations if before[s] != now[s]):
+            touched.update((station, block) for block in range(self.n_blocks))
+        return touched
+
+
+def own_channels(
+    traces: Sequence[PlacedTrace], stations: Sequence[str]
+) -> dict[str, tuple[str, ...]]:
+    """{station: the channel codes `traces` have there, sorted} for every one of `stations`."""
+    own: dict[str, set[str]] = {station: set() for station in stations}
+    for placed in traces:
+        own[placed.header.station].add(placed.header.channel)
+    return {station: tuple(sorted(codes)) for station, codes in own.items()}
 
 
 def is_url(path: str) -> bool:

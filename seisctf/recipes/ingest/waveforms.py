@@ -9,11 +9,12 @@ Store layout (zarr v3 group; `xarray.open_zarr` opens it lazily):
   `network`, `station_code`, `location` (the SEED codes), `latitude`, `longitude` (degrees),
   `elevation` (m) from StationXML (NaN without it); `channel` (channel codes, e.g. `BHZ`);
 - `coverage(station, block)` float32: fraction of valid (non-NaN) samples of the station's block
-  (all channels), one block per time chunk;
+  in its own channels (attr `station_channels`), one block per time chunk;
 - attrs `start_time` (ISO 8601, the first grid sample), `start_time_ns`, `sampling_rate` (Hz):
   sample i is at start_time + i / sampling_rate (no time coordinate is stored: it would be as
   large as the data); `time_offsets_s` (per station: the offsets of its traces' starts from their
-  grid sample, trace minus grid, in seconds); `channel_metadata` (per station and channel:
+  grid sample, trace minus grid, in seconds); `station_channels` (per station: the channel
+  codes its traces have); `channel_metadata` (per station and channel:
   azimuth, dip (degrees), sensitivity, its frequency and units, and `units` of the stored
   samples); `ingest_problems` (every bad input, by name); `inputs` (path, size, sha256 of every
   file); `merge_rule`, `resampling`, `response_removed` (null, or output, pre_filt, water_level,
@@ -145,7 +146,7 @@ def ingest_blocks(
     for task in run.tasks:
         rows, problems = station_rows(task, url, storage_options, inventory)
         values = merged_block(rows, task)
-        fraction = resumable.coverage_of(values)
+        fraction = resumable.coverage_of(task.own(values))
         entry = np.array([[resumable.done_entry(fraction, problems)]], dtype=object)
         mark = (progress, (task.station_index, task.block), entry)  # `resumable.mark_done`
         chunk = (data, (task.station_index, 0, task.block), values[np.newaxis])
@@ -253,6 +254,7 @@ def store_attrs(
             cv.ATTR_SAMPLING_RATE: plan.sampling_rate,
             "block_samples": plan.block_samples,
             "time_offsets_s": station_offsets(plan),
+            "station_channels": plan.station_channels(),
             "channel_metadata": channel_metadata,
             "ingest_problems": list(problems),
             "inputs": [],
@@ -523,12 +525,10 @@ def prepare_append(
     fingerprint: str,
 ) -> np.ndarray:
     """Turn the complete store into an unfinished one of the grown plan: completion marker
-    off, `data` resized, and progress marking done every old block that is whole and that no
-    new file touches (its chunk and coverage stay). Returns the progress (station, block)."""
+    off, `data` resized, and progress marking done every old block that is whole and not to
+    rewrite (`blocks_to_rewrite`; its chunk and coverage stay). Returns the progress."""
     group, old_coverage = resumable.reopen_for_append(url, storage_options, COVERAGE_VAR)
-    known = {entry["path"] for entry in previous["inputs"]}
-    new_traces = tuple(p for p in plan.traces if p.header.path not in known)
-    touched = set(dataclasses.replace(plan, traces=new_traces).reads_by_block())
+    touched = plan.blocks_to_rewrite({entry["path"] for entry in previous["inputs"]})
     whole_blocks = group[DATA_VAR].shape[-1] // plan.block_samples
     kept = np.zeros(old_coverage.shape, dtype=bool)
     for index, station in enumerate(plan.stations):
