@@ -21,8 +21,10 @@ Windows (`plan_windows`), on the store's sample grid (sample i at start + i / ra
 - noise windows from pick-free periods: the station's record is tiled by windows from the
   store's first sample; a tile is free when it starts at least one window length after, and ends
   at least one window length before, every pick at that station and every origin time of the
-  catalogue, and (when the store has `coverage`) lies in blocks without gaps. Of a station's
-  free tiles, `noise_windows` evenly spaced ones are kept (no randomness).
+  catalogue, and (when the store has `coverage`) lies in blocks without gaps in the station's
+  own channels. Of a station's free tiles, `noise_windows` evenly spaced ones are kept (no
+  randomness); fewer free tiles than asked is a problem saying how many candidates were
+  rejected near picks and how many for gaps (`FreeTiles.shortfall`).
 
 A window that does not lie wholly inside the record is not cut and is reported as a problem.
 """
@@ -171,8 +173,10 @@ class StoreGrid:
     # coverage(station, block) and its block length, or None when the store has none.
     coverage: np.ndarray | None = None
     block_samples: int | None = None
-    # Per station: the channel codes it has (from the store's channel metadata), else all.
+    # Per station: the channel codes it has (the store's `station_channels`), else all.
     station_channels: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Said after a shortfall of noise windows: why the coverage may not be the station's.
+    coverage_note: str = ""
 
     def sample_of(self, time_ns: np.ndarray) -> np.ndarray:
         """Fractional grid position of times (ns)."""
@@ -262,26 +266,61 @@ def event_windows(
     return rows, problems
 
 
+@dataclass(frozen=True)
+class FreeTiles:
+    """A station's noise-window candidates (the record tiled by windows from its first sample):
+    the starts of the free ones, and how many were rejected for each reason."""
+
+    starts: np.ndarray
+    candidates: int
+    near_picks: int  # within one window length of a pick at the station or an origin time
+    with_gaps: int  # clear of those, but in time blocks with gaps (coverage < 1)
+
+    def shortfall(self, station: str, asked: int, grid: StoreGrid, window_samples: int) -> str:
+        """The problem line when fewer than `asked` tiles are free, saying why."""
+        found = f"{station}: {self.starts.size} pick-free window(s), {asked} asked for"
+        if self.candidates == 0:
+            return (
+                f"{found}: the record ({grid.n_time} samples) is shorter than one window "
+                f"({window_samples} samples)"
+            )
+        gaps = ""
+        if grid.coverage is not None and grid.block_samples:
+            gaps = (
+                f", {self.with_gaps} more in time blocks with gaps in the station's channels "
+                f"(coverage < 1 in blocks of {grid.block_samples} samples)"
+                + (grid.coverage_note if self.with_gaps else "")
+            )
+        return (
+            f"{found}: of {self.candidates} candidate window(s) (the record tiled from its "
+            f"first sample), {self.near_picks} lie within one window length of a pick or an "
+            f"origin time{gaps}"
+        )
+
+
 def free_tiles(
     grid: StoreGrid, station_index: int, busy_samples: np.ndarray, window_samples: int
-) -> np.ndarray:
-    """Starts of the station's tiles clear of every busy sample by a window length both sides
-    and (with coverage) inside gap-free blocks."""
+) -> FreeTiles:
+    """The station's tiles clear of every busy sample by a window length both sides and (with
+    coverage) inside gap-free blocks."""
     n_tiles = grid.n_time // window_samples
     starts = np.arange(n_tiles, dtype=np.int64) * window_samples
     if n_tiles == 0:
-        return starts
+        return FreeTiles(starts, 0, 0, 0)
     busy = np.sort(busy_samples)
     # The first busy sample after start − window must be at or after start + 2 × window.
     following = np.searchsorted(busy, starts - window_samples, side="right")
     later = busy[np.minimum(following, busy.size - 1)] if busy.size else np.zeros(0)
-    free = (following >= busy.size) | (later >= starts + 2 * window_samples)
+    clear = (following >= busy.size) | (later >= starts + 2 * window_samples)
+    free = clear.copy()
     if grid.coverage is not None and grid.block_samples:
-        gappy = np.concatenate([[0], np.cumsum(grid.coverage[station_index] < 1.0)])
+        # NaN coverage (a block never written) counts as a gap.
+        gappy = np.concatenate([[0], np.cumsum(~(grid.coverage[station_index] >= 1.0))])
         first_block = starts // grid.block_samples
         last_block = np.minimum((starts + window_samples - 1) // grid.block_samples, gappy.size - 2)
         free &= gappy[last_block + 1] == gappy[first_block]
-    return starts[free]
+    n_clear = int(clear.sum())
+    return FreeTiles(starts[free], n_tiles, n_tiles - n_clear, n_clear - int(free.sum()))
 
 
 def noise_windows(
@@ -297,13 +336,12 @@ def noise_windows(
     origins = grid.sample_of(origin_ns)
     for station_index, station in enumerate(grid.stations):
         station_picks = grid.sample_of(picks.loc[picks["station"] == station, "time_ns"])
-        starts = free_tiles(
+        tiles = free_tiles(
             grid, station_index, np.concatenate([station_picks, origins]), window_samples
         )
+        starts = tiles.starts
         if starts.size < per_station:
-            problems.append(
-                f"{station}: {starts.size} pick-free window(s), {per_station} asked for"
-            )
+            problems.append(tiles.shortfall(station, per_station, grid, window_samples))
         if starts.size == 0:
             continue
         chosen = np.unique(np.round(np.linspace(0, starts.size - 1, per_station)).astype(int))

@@ -63,6 +63,12 @@ DEFAULT_PRE_ARRIVAL_S = 10.0
 DEFAULT_NOISE_WINDOWS = 1
 # Windows of one station whose union spans at most this many samples are read in one slice.
 MAX_READ_SPAN = 2**20
+# Said after a shortfall of noise windows cut from a store without `station_channels`.
+OLD_COVERAGE = (
+    "; this store was ingested before `station_channels`: its coverage counts every channel "
+    "of the store, so a station without all of them never reaches 1 (ingest the archive "
+    "again into a new store)"
+)
 WINDOW_RULE = (
     "event windows start pre_arrival_s before the station's first pick (P, else S) at the "
     "nearest grid sample; noise windows are tiles of the record from its first sample, one "
@@ -126,10 +132,12 @@ def store_grid(dataset, url: str) -> catalogs.StoreGrid:
     coverage, block_samples = None, attrs.get("block_samples")
     if cv.COVERAGE_VAR in dataset and block_samples:
         coverage = np.asarray(dataset[cv.COVERAGE_VAR].values, dtype=np.float64)
-    channel_metadata = attrs.get("channel_metadata") or {}
     stations = tuple(str(s) for s in dataset[cv.STATION].values)
     for station in stations:
         split_station(station, url)
+    own = attrs.get("station_channels")
+    if own is None:  # a store ingested before `station_channels`: the inventory's, else all
+        own = {s: list(c) for s, c in (attrs.get("channel_metadata") or {}).items()}
     return catalogs.StoreGrid(
         stations=stations,
         channels=tuple(str(c) for c in dataset[cv.CHANNEL].values),
@@ -139,8 +147,9 @@ def store_grid(dataset, url: str) -> catalogs.StoreGrid:
         coverage=coverage,
         block_samples=int(block_samples) if block_samples else None,
         station_channels={
-            station: tuple(channels) for station, channels in channel_metadata.items() if channels
+            station: tuple(channels) for station, channels in own.items() if channels
         },
+        coverage_note="" if "station_channels" in attrs else OLD_COVERAGE,
     )
 
 
