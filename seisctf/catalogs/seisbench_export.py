@@ -1,10 +1,14 @@
 """Event windows and their split back to SeisBench users (`seisctf export seisbench`).
 
 Full export: `DIR/metadata.csv` + `DIR/waveforms.hdf5` written by seisbench's own
-`WaveformDataWriter` (its buckets; `data_format`: `dimension_order` `CW`, `component_order`
-from the store's `channel` letters, `sampling_rate`), one row per trace in store order with
-every per-trace column of the store (the `split` column included). Each waveform is the store's
-window cut to `trace_npts` samples (the NaN padding is not exported). The writer names traces by
+`WaveformDataWriter` (its buckets; `data_format`: `dimension_order` `CW`, `sampling_rate`, and
+`component_order`, the store's `channel` letters, when every trace has every component), one
+row per trace in store order with every per-trace column of the store (the `split` column
+included). Each waveform is the store's window cut to `trace_npts` samples (the NaN padding is
+not exported), holding only the components it has (`window_components`: a component all NaN in
+the window is left out), listed in the row's `trace_component_order` in the store's order, so
+that SeisBench's `missing_components` fills the others when reading, as it does for any
+dataset (a window without any sample is written whole, as zeros). The writer names traces by
 their block (`bucket0$3,:3,:6000`) and keeps the store's `trace_name` as `trace_name_original`;
 a store that already has `trace_name_original` (from a SeisBench dataset) keeps it. Waveforms
 are read with Dask, about 64 MiB of whole chunks at a time, and written as they come; the files are
@@ -39,6 +43,7 @@ from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.catalogs.trace_query import select_traces
 from seisctf.catalogs.trace_table import read_trace_table
+from seisctf.catalogs.window_components import own_components
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
 
@@ -56,12 +61,12 @@ def component_order(ds) -> str:
     return "".join(channels)
 
 
-def data_format(ds) -> dict[str, Any]:
-    found = {
-        "dimension_order": "CW",
-        "component_order": component_order(ds),
-        "sampling_rate": float(ds.attrs[cv.ATTR_SAMPLING_RATE]),
-    }
+def data_format(ds, whole: bool = True) -> dict[str, Any]:
+    """The writer's `data_format`; `component_order` only when every trace is `whole` (has
+    every component): SeisBench warns when it differs from a row's `trace_component_order`."""
+    found = {"dimension_order": "CW", "sampling_rate": float(ds.attrs[cv.ATTR_SAMPLING_RATE])}
+    if whole:
+        found["component_order"] = component_order(ds)
     for key in ("measurement", "unit", "instrument_response"):
         if key in ds.attrs:
             found[key] = ds.attrs[key]
@@ -112,17 +117,22 @@ def export_full(ds, table: pd.DataFrame, directory: Path, quiet: bool) -> list[P
         if cv.TRACE_NPTS in table
         else np.full(len(table), ds.sizes[cv.SAMPLE], dtype=np.int64)
     )
+    order, whole = component_order(ds), True
     # The writer's progress bar goes to stderr; --quiet silences it.
     with (
         contextlib.redirect_stderr(io.StringIO()) if quiet else contextlib.nullcontext(),
         WaveformDataWriter(work / "metadata.csv", work / "waveforms.hdf5") as writer,
     ):
-        writer.data_format = data_format(ds)
         writer.set_total(len(table))
         for first, block in trace_blocks(ds[cv.EVENT_WINDOWS_VAR], quiet):
             rows = trace_metadata(table.iloc[first : first + len(block)])
             for offset, (row, window) in enumerate(zip(rows, block, strict=True)):
-                writer.add_trace(row, np.ascontiguousarray(window[:, : npts[first + offset]]))
+                trace, row[cv.TRACE_COMPONENT_ORDER] = own_components(
+                    window[:, : npts[first + offset]], order
+                )
+                whole &= row[cv.TRACE_COMPONENT_ORDER] == order
+                writer.add_trace(row, np.ascontiguousarray(trace))
+        writer.data_format = data_format(ds, whole)  # written when the writer closes
     written = []
     for name in ("waveforms.hdf5", "metadata.csv"):  # metadata last: it makes the dataset
         os.replace(work / name, directory / name)

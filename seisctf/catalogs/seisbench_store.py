@@ -17,6 +17,11 @@ component order, float32 waveforms):
 - the same waveforms: each window cut to its `trace_npts` samples, then SeisBench's own
   resampling (`sampling_rate`), component mapping, padding and dimension order, so samples,
   and every augmentation of them, are equal value for value.
+Missing components: a window's component whose samples are all NaN (a component the station
+lacks, NaN in the store) is missing, as a component absent from a trace's
+`trace_component_order` is in SeisBench: `missing_components` pads it with zeros (`pad`, the
+default), copies the first present component (`copy`) or leaves it out (`ignore`); a window
+without any sample reads as zeros. NaN inside a present component (a gap) stays NaN.
 Differences: `trace_component_order` is the store's for every row (ingest put every window
 in the store's component order); waveforms are float32 whatever the source's dtype (the
 store's); a store made from a dataset of mixed rates holds every window at the store's rate
@@ -40,6 +45,7 @@ import seisbench.util
 from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.catalogs import event_windows as ew
+from seisctf.catalogs.window_components import present_components
 from seisctf.catalogs.window_reader import DEFAULT_CACHE_BYTES, WindowReader
 from seisctf.errors import InvalidInput
 
@@ -163,9 +169,10 @@ class StoreWaveformDataset(sbd.WaveformDataset):
         waveforms = []
         for k, (row, source_rate, order) in enumerate(zip(rows, sources, orders, strict=True)):
             waveform = windows[position[k], :, : self._npts[row]]
+            present = present_components(waveform)  # before resampling spreads a gap's NaN
             if sampling_rate is not None:
                 waveform = self._resample(waveform, sampling_rate, float(source_rate))
-            waveforms.append(self._in_component_order(waveform, order))
+            waveforms.append(self._in_component_order(waveform, order, present))
         if self.missing_components == "ignore" and len({w.shape[0] for w in waveforms}) > 1:
             raise ValueError(
                 "Requested traces with mixed number of components. "
@@ -179,11 +186,24 @@ class StoreWaveformDataset(sbd.WaveformDataset):
             return packed.transpose(*self._dimension_mapping)
         return [self._transpose_single_waveform(waveform) for waveform in waveforms]
 
-    def _in_component_order(self, waveform: np.ndarray, source_order: str) -> np.ndarray:
+    def _in_component_order(
+        self, waveform: np.ndarray, source_order: str, present: np.ndarray
+    ) -> np.ndarray:
         """(channel, sample) in the output component order, as SeisBench's
-        `_get_single_waveform` does: a missing component padded with zeros (`pad`), the first
-        one copied (`copy`) or left out (`ignore`)."""
-        mapping = self._component_mapping[source_order]
+        `_get_single_waveform` does. The window's components are the rows of `source_order`
+        that `present` marks (`window_components`): a row all NaN is missing, as a component
+        absent from a SeisBench trace's `trace_component_order` is: padded with zeros (`pad`),
+        the first present one copied (`copy`) or left out (`ignore`). A window without any
+        sample reads as zeros in every component."""
+        if not present.any():
+            waveform, present = np.zeros_like(waveform), ~present
+        if not present.all():
+            source_order = "".join(np.asarray(list(source_order))[present])
+            waveform = waveform[present]
+        mapping = self._component_mapping.get(source_order)
+        if mapping is None:  # SeisBench maps the metadata's orders; subsets are mapped here
+            mapping = self._get_component_mapping(source_order, self.component_order)
+            self._component_mapping[source_order] = mapping
         if mapping and waveform.shape[0] == max(mapping):
             waveform = np.pad(waveform, [(0, 1), (0, 0)], "constant", constant_values=0)
         return waveform.take(mapping, axis=0)
