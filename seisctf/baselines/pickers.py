@@ -59,6 +59,15 @@ class StoreTraces:
     task_traces: int
 
 
+def split_counts(table: pd.DataFrame) -> str:
+    """'its splits: train 6, test 4' of a trace table (its `split` column), or 'no split'."""
+    if cv.SPLIT_VAR not in table:
+        return "no split"
+    counts = table[cv.SPLIT_VAR].astype(str).value_counts()
+    found = [f"{name} {counts[name]}" for name in cv.SPLIT_VALUES if counts.get(name, 0)]
+    return "its splits: " + (", ".join(found) or "none")
+
+
 def _task_traces(url: str, storage_options: dict | None) -> int:
     """The store's shard (windows per shard), else DEFAULT_TASK_TRACES."""
     layout = storage.read_attrs(url, storage_options).get("layout") or {}
@@ -66,9 +75,15 @@ def _task_traces(url: str, storage_options: dict | None) -> int:
 
 
 def select_traces(
-    url: str, split: str, storage_options: dict | None = None, *, quiet: bool = True
+    url: str,
+    split: str,
+    storage_options: dict | None = None,
+    *,
+    quiet: bool = True,
+    empty_hint: str = "",
 ) -> StoreTraces:
-    """The traces of `split` (`train`, `dev`, `test`, or `all`) of the store at `url`."""
+    """The traces of `split` (`train`, `dev`, `test`, or `all`) of the store at `url`; none is
+    bad input naming the splits the store has, then `empty_hint` (what to do instead)."""
     ds = cv.validate_event_window_store(storage.open_dataset(url, storage_options), str(url))
     table = read_trace_table(ds, [cv.TRACE_NAME, cv.SPLIT_VAR, cv.TRACE_NPTS], quiet=quiet)
     n_sample = int(ds.sizes[cv.SAMPLE])
@@ -81,7 +96,9 @@ def select_traces(
     else:
         positions = np.flatnonzero(table[cv.SPLIT_VAR].to_numpy(dtype=object) == split)
     if positions.size == 0:
-        raise InvalidInput(str(url), f"has no trace in split {split!r}")
+        raise InvalidInput(
+            str(url), f"has no trace in split {split!r} ({split_counts(table)}){empty_hint}"
+        )
     npts = (
         table[cv.TRACE_NPTS].to_numpy(dtype=np.int64)
         if cv.TRACE_NPTS in table

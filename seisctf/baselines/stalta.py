@@ -154,6 +154,21 @@ class StaLtaPicker:
         return out
 
 
+def tuning_traces(
+    url: str, split: str, storage_options: dict | None = None, *, quiet: bool = True
+) -> pickers.StoreTraces:
+    """The traces STA/LTA is tuned on: `split` of the store, never `test`; a split without
+    traces (a store split with no dev part) is bad input saying which split to tune on."""
+    if split == "test":
+        raise InvalidInput("tune_split", "tuning on the test split is not allowed")
+    other = "dev" if split == "train" else "train"
+    hint = (
+        f": nothing to tune STA/LTA on; tune on the {other} split with `--tune-split {other}`, "
+        "or keep the default parameters with `--tune-split none`"
+    )
+    return pickers.select_traces(url, split, storage_options, quiet=quiet, empty_hint=hint)
+
+
 def tune(
     url: str,
     split: str,
@@ -166,10 +181,8 @@ def tune(
     """The best of `candidates` (default: `grid_candidates()`) on `split` by
     `objective(names, detection, p_time_s, s_time_s) -> float` (higher is better), and every
     candidate's score. Filters are shared, so candidates must differ only in tuned values."""
-    if split == "test":
-        raise InvalidInput("tune_split", "tuning on the test split is not allowed")
     candidates = candidates or grid_candidates()
-    traces = pickers.select_traces(url, split, storage_options, quiet=quiet)
+    traces = tuning_traces(url, split, storage_options, quiet=quiet)
     rows = pickers.run_picker(
         traces, StaLtaPicker(candidates), label=f"tune STA/LTA on {split}", quiet=quiet
     )

@@ -166,13 +166,14 @@ def _run_score_picks(args: argparse.Namespace) -> None:
 
 
 def _run_pick_stalta(args: argparse.Namespace) -> None:
-    from seisctf.baselines.stalta import stalta_picks
+    from seisctf.baselines.stalta import stalta_picks, tuning_traces
     from seisctf.scoring import picks
 
     options = _options(args)
     tune_split = None if args.tune_split == "none" else args.tune_split
     objective = None
     if tune_split is not None:
+        tuning_traces(args.store, tune_split, options)  # none there: say what to tune on
         truth = picks.read_truth(args.store, storage_options=options, quiet=args.quiet)
         objective = picks.mean_f1_objective(truth, tune_split)
     description = stalta_picks(
