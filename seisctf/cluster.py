@@ -29,9 +29,16 @@ from typing import Any
 
 import dask
 
-from seisctf.cluster_config import SCHEDULER_ENV, ClusterConfig, make_cluster, scale_cluster
+from seisctf.cluster_config import (
+    SCHEDULER_ENV,
+    ClusterConfig,
+    StartWatch,
+    make_cluster,
+    scale_cluster,
+)
 from seisctf.errors import InvalidInput
 from seisctf.progress import show_progress
+from seisctf.wording import counted
 
 # Seconds to wait for a scheduler given by address (distributed's default is 30 s, silent), and
 # after how many seconds a line says that it is being waited for.
@@ -209,7 +216,7 @@ def _start_local(*arguments: Any) -> tuple[Any, Any]:
         cluster.close()
         raise
     n_workers, quiet = arguments[0], arguments[2]
-    _announce(client, f"embedded LocalCluster, {n_workers} workers", quiet)
+    _announce(client, f"embedded LocalCluster, {counted(n_workers, 'worker')}", quiet)
     return cluster, client
 
 
@@ -230,14 +237,16 @@ def embedded_cluster(
             cluster.close()
 
 
-def _start_configured(config: ClusterConfig, quiet: bool) -> tuple[Any, Any]:
+def _start_configured(config: ClusterConfig, quiet: bool, watch: StartWatch) -> tuple[Any, Any]:
     """The cluster `config` describes, built, scaled or made adaptive, and its client. Built in
     the caller's thread: a refused option is answered before the command does any work (as one
-    line: distributed's logs of the failed start are silenced, its error says it all)."""
+    line: distributed's logs of the failed start are silenced, its error says it all); `watch`
+    answers the workers it fails to start later."""
     from distributed import Client
 
     with _distributed_logs_silenced():
         cluster = make_cluster(config)
+    watch.cluster = cluster
     try:
         scale_cluster(cluster, config)
         client = Client(cluster)
@@ -372,21 +381,27 @@ def dask_client(
     global _starting
     address = scheduler or (None if cluster else os.environ.get(SCHEDULER_ENV)) or None
     started: Future = Future()
-    if address:
-        client = _connect(address, "scheduler" if scheduler else f"${SCHEDULER_ENV}", quiet)
-        _announce(client, address, quiet)
-        started.set_result((None, client))
-    elif cluster is not None:
-        started.set_result(_start_configured(cluster, quiet))
-    else:
-        arguments = _local_arguments(n_workers, memory_limit, quiet, preload)
-        started = _in_background(_start_local, *arguments)
-    _starting = started
-    try:
-        yield None if background else _ready_client()
-    finally:
-        _starting = None
-        _shut_down(started)
+    # A configured cluster's workers that fail to start are answered, not logged, until it is
+    # closed (its batch system may be refused again meanwhile).
+    watch = StartWatch(cluster) if cluster is not None and not address else None
+    with watch or contextlib.nullcontext():
+        if address:
+            client = _connect(address, "scheduler" if scheduler else f"${SCHEDULER_ENV}", quiet)
+            _announce(client, address, quiet)
+            started.set_result((None, client))
+        elif watch is not None:
+            started.set_result(_start_configured(watch.config, quiet, watch))
+        else:
+            arguments = _local_arguments(n_workers, memory_limit, quiet, preload)
+            started = _in_background(_start_local, *arguments)
+        _starting = started
+        try:
+            yield None if background else _ready_client()
+        finally:
+            _starting = None
+            if watch is not None:
+                watch.disarm()  # the shutdown is not interrupted
+            _shut_down(started)
 
 
 def _shut_down(started: Future) -> None:

@@ -9,20 +9,32 @@ section), in the style of dask's own configuration:
 `CLUSTER_SCHEMA` is the document's shape (checked, with its lines, where the YAML is read:
 `seisctf.recipes.cluster_file`); `ClusterConfig.from_mapping` adds what a schema cannot say;
 `cluster_class` imports the class and checks that it is a Dask cluster; `make_cluster` builds it
-(an option the class does not take is refused naming its line) and `scale_cluster` scales it or
-makes it adaptive. Naming a class runs the code of its module: a cluster file is trusted like a
-script. Nothing here imports Dask until a cluster is built.
+(an option the class does not take is refused naming its line, before anything starts where the
+class's signatures say which options it takes) and `scale_cluster` scales it or makes it
+adaptive; `StartWatch` turns a worker the cluster fails to start (a job its batch system
+refused) into one line. Naming a class runs the code of its module: a cluster file is trusted
+like a script. Nothing here imports Dask until a cluster is built.
 """
 
 from __future__ import annotations
 
+import contextlib
+import difflib
+import gc
 import importlib
+import inspect
+import logging
 import re
-from collections.abc import Mapping
+import signal
+import sys
+import threading
+import traceback
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from seisctf.errors import InvalidInput
+from seisctf.wording import counted
 
 # Where a command finds its cluster when no option names one: a scheduler's address, or a
 # cluster file (`--scheduler` and `--cluster` win, in that order).
@@ -57,6 +69,13 @@ CLUSTER_SCHEMA = {
 # ValueError).
 UNEXPECTED_KEYWORD = re.compile(r"unexpected keyword argument '(?P<name>[^']+)'")
 MAX_MESSAGE_CHARS = 400  # of a constructor's own message, quoted in ours
+BY_NAME = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+# dask-jobqueue's error for a batch system's command that failed (`sbatch`, `qsub`, `bsub`, …).
+JOB_COMMAND_FAILED = re.compile(
+    r"Exit code: (?P<code>-?\d+)\s*Command:\s*(?P<command>[^\n]*)\s*stdout:\s*(?P<stdout>.*?)"
+    r"\s*stderr:\s*(?P<stderr>.*)",
+    re.S,
+)
 
 
 @dataclass(frozen=True)
@@ -100,7 +119,7 @@ class ClusterConfig:
             low, high = self.adapt.get("minimum", 0), self.adapt.get("maximum", "any")
             return f"{text}, adaptive {low}-{high} workers"
         if self.scale is not None:
-            return f"{text}, {self.scale} workers"
+            return f"{text}, {counted(self.scale, 'worker')}"
         return text
 
 
@@ -144,25 +163,101 @@ def cluster_class(config: ClusterConfig) -> type:
 def make_cluster(config: ClusterConfig) -> Any:
     """The cluster, built with `config.options` (not scaled yet). An option the class (or a
     class it passes options on to, such as LocalCluster's workers) does not take is an
-    InvalidInput naming the option's line; a value it refuses (its TypeError or ValueError) one
-    naming the file; any other failure to start is raised as it is."""
+    InvalidInput naming the option's line: checked against their signatures before anything
+    starts where they say (`accepted_options`), else as the constructor refuses it. Any other
+    failure to start is an InvalidInput naming the file with the class's own reason (a
+    TypeError: the options' fault; anything else, such as no credentials for a Kubernetes
+    cluster: the cluster's)."""
     klass = cluster_class(config)
+    _check_option_names(config, klass)
     try:
         return klass(**config.options)
     except Exception as error:
         refused = _refused_option(error, config.options)
         if refused is not None:
-            raise InvalidInput(
-                config.option_where.get(refused, config.where),
-                f"options.{refused}: not an option of {config.class_path}",
-            ) from None
-        if not isinstance(error, TypeError | ValueError):
-            raise
-        message = " ".join(str(error).split())[:MAX_MESSAGE_CHARS]
-        raise InvalidInput(
-            config.where,
-            f"options: {config.class_path} refused them: {type(error).__name__}: {message}",
-        ) from None
+            failure = _not_an_option(config, refused, ())
+        elif isinstance(error, TypeError):
+            failure = InvalidInput(
+                config.where,
+                f"options: {config.class_path} refused them: {start_failure_reason(error)}",
+            )
+        else:
+            failure = InvalidInput(
+                config.where, f"{config.class_path} could not start: {start_failure_reason(error)}"
+            )
+    # Raised here, without the constructor's error as its context: the half-built cluster that
+    # error's frames hold is then collected, and nothing (dask-kubernetes' exit handler) tries
+    # to close it again as the command exits.
+    gc.collect()
+    raise failure
+
+
+def _not_an_option(config: ClusterConfig, name: str, accepted: Iterable[str]) -> InvalidInput:
+    """`FILE:LINE: options.NAME: not an option of CLASS`, with the closest accepted name."""
+    close = difflib.get_close_matches(name, sorted(accepted), n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    return InvalidInput(
+        config.option_where.get(name, config.where),
+        f"options.{name}: not an option of {config.class_path}{hint}",
+    )
+
+
+def _check_option_names(config: ClusterConfig, klass: type) -> None:
+    """An option `klass` and the classes it passes options on to do not take, refused before
+    anything starts (a LocalCluster's workers would each print its traceback first)."""
+    accepted = accepted_options(klass, config.options)
+    if accepted is None:
+        return
+    for name in config.options:
+        if name not in accepted:
+            raise _not_an_option(config, name, accepted)
+
+
+def _option_forwards() -> dict[type, Callable[[Mapping[str, Any]], type | None]]:
+    """Where the constructors whose `**kwargs` do not go to their base class send them (the
+    classes of `distributed`): a LocalCluster to its worker class (a Nanny, whose worker is a
+    Worker, unless `processes: false` or another `worker_class`), a Worker to its server."""
+    from distributed import LocalCluster, Nanny, Worker
+    from distributed.core import Server
+
+    def local_worker(options: Mapping[str, Any]) -> type | None:
+        chosen = options.get("worker_class")
+        if chosen is not None:
+            return chosen if isinstance(chosen, type) else None
+        return Nanny if options.get("processes", True) in (True, None) else Worker
+
+    return {LocalCluster: local_worker, Nanny: lambda _: Worker, Worker: lambda _: Server}
+
+
+def accepted_options(klass: type, options: Mapping[str, Any]) -> set[str] | None:
+    """The keywords a LocalCluster (or subclass) built with `options` takes, its workers' and
+    their servers' included, read from their constructors' signatures (a subclass's `**kwargs`
+    taken to go to its base class); None for other classes, or where some `**kwargs` goes where
+    this cannot follow: those refuse an unknown option themselves, before starting anything."""
+    from distributed import LocalCluster
+
+    if not issubclass(klass, LocalCluster):
+        return None
+    return _keywords(klass, options, _option_forwards())
+
+
+def _keywords(
+    klass: type,
+    options: Mapping[str, Any],
+    forwards: Mapping[type, Callable[[Mapping[str, Any]], type | None]],
+) -> set[str] | None:
+    """The keywords `klass(...)` takes by name, following `**kwargs` as `accepted_options`."""
+    names: set[str] = set()
+    for owner in [base for base in klass.__mro__ if "__init__" in vars(base)]:
+        parameters = inspect.signature(vars(owner)["__init__"]).parameters.values()
+        names |= {p.name for p in parameters if p.kind in BY_NAME} - {"self"}
+        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+            return names
+        if owner in forwards:
+            target = forwards[owner](options)
+            further = None if target is None else _keywords(target, options, forwards)
+            return None if further is None else names | further
+    return None
 
 
 def _refused_option(error: BaseException, options: Mapping[str, Any]) -> str | None:
@@ -177,9 +272,127 @@ def _refused_option(error: BaseException, options: Mapping[str, Any]) -> str | N
     return None
 
 
+def start_failure_reason(error: BaseException) -> str:
+    """Why a cluster or one of its workers did not start, on one line: the failed command and
+    its stderr for a batch system's command (dask-jobqueue's `sbatch`, `qsub`, … error), else
+    the error's type and message (at most `MAX_MESSAGE_CHARS` of it)."""
+    text = str(error)
+    command = JOB_COMMAND_FAILED.search(text)
+    if command is not None:
+        program = command["command"].split()[0] if command["command"].split() else "command"
+        said = " ".join((command["stderr"] or command["stdout"]).split())
+        return f"`{program}` failed (exit code {command['code']}): {said[:MAX_MESSAGE_CHARS]}"
+    return f"{type(error).__name__}: {' '.join(text.split())[:MAX_MESSAGE_CHARS]}"
+
+
 def scale_cluster(cluster: Any, config: ClusterConfig) -> None:
     """`cluster.adapt(**adapt)` or `cluster.scale(n)` as `config` asks (else as built)."""
     if config.adapt is not None:
         cluster.adapt(**config.adapt)
     elif config.scale is not None:
         cluster.scale(config.scale)
+
+
+class StartWatch(logging.Filter):
+    """A configured cluster's workers that fail to start, while it runs. Such a failure (a batch
+    job its `sbatch` refused, a worker process that did not start) happens in the cluster's
+    background work, which only logs it, a traceback each time it tries again, while the
+    command waits for workers that never come. Here it is not logged: when none of the
+    cluster's workers has started, it is raised as an InvalidInput naming the file in the main
+    thread (a signal interrupts what it waits for), else one line on stderr says so, once.
+
+    `with StartWatch(config) as watch:` around the cluster's life; set `watch.cluster` once it
+    is built, and `watch.disarm()` before closing it. Outside the main thread a failure is only
+    kept in `watch.failure`."""
+
+    SIGNAL = signal.SIGUSR1
+    # Where asyncio's and tornado's event loops log an exception nobody awaited.
+    LOGGERS = ("tornado.application", "asyncio")
+
+    def __init__(self, config: ClusterConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.cluster: Any = None
+        self.failure: InvalidInput | None = None
+        self.armed = False
+        self._warned = False
+        self._previous_handler: Any = None
+        # Held while the signal is sent: once disarmed, none is on its way (the default action
+        # of SIGUSR1, restored at the end, would end the process).
+        self._sending = threading.Lock()
+
+    def __enter__(self) -> StartWatch:
+        for name in self.LOGGERS:
+            logging.getLogger(name).addFilter(self)
+        if threading.current_thread() is threading.main_thread():
+            self._previous_handler = signal.signal(self.SIGNAL, self._raise_failure)
+            self.armed = True
+        return self
+
+    def disarm(self) -> None:
+        """No failure is raised in the main thread from now on (they are still not logged)."""
+        with self._sending:
+            self.armed = False
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.disarm()
+        if self._previous_handler is not None:
+            signal.signal(self.SIGNAL, self._previous_handler)
+        for name in self.LOGGERS:
+            logging.getLogger(name).removeFilter(self)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """False (not logged) for a worker's failure to start, which is answered instead."""
+        error = record.exc_info[1] if record.exc_info else None
+        worker = None if error is None else self._worker_not_started(error)
+        if worker is None:
+            return True
+        # Marked failed, as it is: a Dask cluster that is closed asserts that each worker it
+        # made is closed or failed, and one left "created" failed that (and the exit waited).
+        with contextlib.suppress(AttributeError, TypeError):
+            from distributed.core import Status
+
+            worker.status = Status.failed
+        reason = start_failure_reason(error)
+        running = self._running_workers()
+        if running:
+            if not self._warned:
+                self._warned = True
+                print(
+                    f"dask: {self.config.class_path} could not start a worker ({reason}); "
+                    f"going on with {running} started",
+                    file=sys.stderr,
+                    flush=True,
+                )
+        elif self.failure is None:
+            self.failure = InvalidInput(
+                self.config.where, f"{self.config.class_path} could not start a worker: {reason}"
+            )
+            with self._sending:
+                if self.armed:
+                    signal.pthread_kill(threading.main_thread().ident, self.SIGNAL)
+        return False
+
+    @staticmethod
+    def _worker_not_started(error: BaseException) -> Any:
+        """The object whose `start` raised `error` while a Dask cluster was starting it (one of
+        its workers or batch jobs), else None."""
+        from distributed.deploy import Cluster
+
+        cluster_seen = False
+        for frame, _ in traceback.walk_tb(error.__traceback__):
+            owner = frame.f_locals.get("self")
+            if cluster_seen and frame.f_code.co_name == "start" and owner is not None:
+                return owner
+            cluster_seen = cluster_seen or isinstance(owner, Cluster)
+        return None
+
+    def _running_workers(self) -> int:
+        """How many of the cluster's workers (or batch jobs) have started."""
+        workers = list((getattr(self.cluster, "workers", None) or {}).values())
+        return sum(getattr(getattr(w, "status", None), "name", None) == "running" for w in workers)
+
+    def _raise_failure(self, signum: int, frame: Any) -> None:
+        if self.armed and self.failure is not None:
+            self.armed = False
+            raise self.failure

@@ -6,6 +6,7 @@ its options (nothing submitted); bad files are exit 3 naming the file before any
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import math
 import os
@@ -15,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+import obspy
 import pytest
 import zarr
 from conftest import TINY_LAYOUT_YAML
@@ -24,6 +26,7 @@ from seisctf.cli import build_parser, main
 from seisctf.cli._parse import cluster_choice
 from seisctf.cluster import dask_client
 from seisctf.cluster_config import CLUSTER_ENV, SCHEDULER_ENV, make_cluster
+from seisctf.conventions import ATTR_COMPLETE
 from seisctf.recipes.cluster_file import read_cluster_file
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,13 +43,15 @@ adapt: {minimum: 1, maximum: 2}
 IN_PROCESS = "class: distributed.LocalCluster\noptions: {processes: false, n_workers: 1}\n"
 
 
-def seisctf(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+def seisctf(
+    *args: str, env: dict | None = None, timeout_s: float = 900
+) -> subprocess.CompletedProcess:
     """The command line in its own process, as users run it."""
     return subprocess.run(
         [sys.executable, "-m", "seisctf.cli", *args],
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=timeout_s,
         env={**os.environ, **(env or {})},
     )
 
@@ -153,13 +158,15 @@ def test_the_readme_slurm_file_gives_the_job_script_of_its_options(tmp_path):
 
 
 def test_the_readme_kubernetes_file_is_well_formed_and_refused_without_its_package(tmp_path):
-    """The Kubernetes example parses and passes the schema; dask-kubernetes is not installed
-    here, so using it is exit 3 naming the file and the missing module."""
+    """The Kubernetes example parses and passes the schema; where dask-kubernetes is not
+    installed (it is not a dependency), using it is exit 3 naming the file and the module."""
     path = tmp_path / "kube.yaml"
     path.write_text(readme_yaml("dask_kubernetes.operator.KubeCluster"))
     config = read_cluster_file(path)
     assert config.options["image"] and config.options["n_workers"] == 2
     assert config.adapt == {"minimum": 1, "maximum": 50}
+    if importlib.util.find_spec("dask_kubernetes") is not None:
+        pytest.skip("dask-kubernetes is installed here (its refusal: the test below)")
     run = seisctf("synth", "global", "--out", str(tmp_path / "w.zarr"), "--cluster", str(path))
     assert run.returncode == 3, run.stderr
     assert run.stderr == (
@@ -308,7 +315,7 @@ def test_build_runs_on_the_recipes_cluster_and_refuses_a_bad_section(tmp_path):
     assert run.returncode == 3
     assert run.stderr == (
         f"seisctf: invalid input: {bad}:6: options.n_workerz: not an option of "
-        "distributed.LocalCluster\n"
+        "distributed.LocalCluster (did you mean n_workers?)\n"
     )
     assert not (tmp_path / "bad.zarr").exists()
 
@@ -326,3 +333,152 @@ def test_scale_gives_that_many_workers_and_the_cluster_is_closed_at_the_end(tmp_
         assert len(client.scheduler_info()["workers"]) == 2
         cluster = client.cluster
     assert cluster.status.name == "closed" and client.status == "closed"
+
+
+# A batch system that refuses every job, as `sbatch` does for a wrong account or partition.
+SBATCH_REFUSAL = (
+    "sbatch: error: Batch job submission failed: Invalid account or account/partition "
+    "combination specified"
+)
+MSEED = (
+    Path(obspy.__file__).parent / "clients/filesystem/tests/data/tsindex_data/CU/2018/001"
+    / "CU.TGUH.00.BHZ.2018.001_first_minute.mseed"
+)  # fmt: skip
+
+
+def fake_slurm(folder: Path, accept_first: bool = False) -> dict[str, str]:
+    """`sbatch` and `scancel` programs in `folder` that refuse every job (`sbatch` says
+    SBATCH_REFUSAL, exit 1), or accept the first one only (job 4242, which never runs); the
+    environment that puts them first on PATH."""
+    folder.mkdir(parents=True, exist_ok=True)
+    accept = (
+        f'if mkdir "{folder}/submitted" 2>/dev/null; then echo "Submitted batch job 4242"; '
+        "exit 0; fi\n"
+        if accept_first
+        else ""
+    )
+    programs = {
+        "sbatch": f"#!/bin/sh\n{accept}echo '{SBATCH_REFUSAL}' >&2\nexit 1\n",
+        "scancel": "#!/bin/sh\nexit 0\n",
+    }
+    for name, script in programs.items():
+        (folder / name).write_text(script)
+        (folder / name).chmod(0o755)
+    return {"PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"}
+
+
+def readme_slurm(how: str) -> str:
+    """The README's SLURM file, its scheduler's dashboard on a free port (8787 may be taken),
+    with `scale: N` for `how == "scale N"`, else as it is (adaptive from 0 to 20 workers)."""
+    text = readme_yaml("dask_jobqueue.SLURMCluster").replace(
+        "options:\n", "options:\n  scheduler_options: {dashboard_address: ':0'}\n"
+    )
+    if how.startswith("scale "):
+        text = text.replace("adapt: {minimum: 0, maximum: 20}", f"scale: {how.split()[1]}")
+    return text
+
+
+def assert_one_line_refusal(run: subprocess.CompletedProcess, message: str) -> None:
+    """Exit 3; stderr is `message` as `seisctf: invalid input: …`, after at most the `dask:`
+    line, and no traceback."""
+    lines = run.stderr.splitlines()
+    assert run.returncode == 3, run.stderr
+    assert "Traceback" not in run.stderr, run.stderr
+    assert lines[-1] == f"seisctf: invalid input: {message}", run.stderr
+    assert all(line.startswith("dask: ") for line in lines[:-1]), run.stderr
+
+
+@pytest.mark.parametrize("how", ["readme", "scale 2"])
+def test_a_cluster_whose_batch_system_refuses_every_job_fails_in_one_line(how, tmp_path):
+    """The README's SLURM file (adaptive from 0 workers: the first job is asked for when the
+    work starts), or with `scale: 2` (one job of 8 workers, asked for at once), where `sbatch`
+    refuses every job:
+    exit 3 within a minute, one line naming the file with sbatch's own reason, the store not
+    marked complete. (Before, distributed logged a 40-line traceback per try, forever.)"""
+    path = tmp_path / "slurm.yaml"
+    path.write_text(readme_slurm(how))
+    out = tmp_path / "ingested.zarr"
+    started = time.monotonic()
+    run = seisctf("ingest", "waveforms", str(MSEED), "--out", str(out), "--cluster", str(path),
+                  env=fake_slurm(tmp_path / "bin"), timeout_s=120)  # fmt: skip
+    assert time.monotonic() - started < 60
+    assert_one_line_refusal(
+        run,
+        f"{path}: dask_jobqueue.SLURMCluster could not start a worker: `sbatch` failed (exit "
+        f"code 1): {SBATCH_REFUSAL}",
+    )
+    assert not out.exists() or ATTR_COMPLETE not in zarr.open_group(str(out), mode="r").attrs
+
+
+def test_a_refused_job_among_accepted_ones_is_one_line_and_the_command_goes_on(tmp_path):
+    """`scale: 16` (two jobs of 8 workers) where `sbatch` accepts the first job and refuses
+    the second: one line says so and the command waits for its job (queued here for ever), as
+    on a busy cluster."""
+    path = tmp_path / "slurm.yaml"
+    path.write_text(readme_slurm("scale 16"))
+    log = tmp_path / "stderr.txt"
+    command = [sys.executable, "-m", "seisctf.cli", "ingest", "waveforms", str(MSEED)]
+    command += ["--out", str(tmp_path / "out.zarr"), "--cluster", str(path)]
+    environment = {**os.environ, **fake_slurm(tmp_path / "bin", accept_first=True)}
+    with open(log, "w") as stderr:
+        process = subprocess.Popen(command, stderr=stderr, env=environment)
+    try:
+        deadline = time.monotonic() + 60
+        while "going on" not in log.read_text() and time.monotonic() < deadline:
+            assert process.poll() is None, log.read_text()
+            time.sleep(0.2)
+        time.sleep(2)  # nothing more comes, and the command still waits
+        assert process.poll() is None, log.read_text()
+    finally:
+        process.kill()
+        process.wait()
+    lines = log.read_text().splitlines()
+    refused = [line for line in lines if " could not start " in line]
+    assert refused == [
+        "dask: dask_jobqueue.SLURMCluster could not start a worker (`sbatch` failed (exit code "
+        f"1): {SBATCH_REFUSAL}); going on with 1 started"
+    ], lines
+    others = [line for line in lines if line not in refused and not line.startswith("scan: ")]
+    assert len(others) == 1, lines
+    assert others[0].startswith(f"dask: dask_jobqueue.SLURMCluster from {path}, 16 workers;")
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("dask_kubernetes") is None,
+    reason="dask-kubernetes is not installed (not a dependency of seisctf): its refusal without "
+    "a kubeconfig cannot be run here",
+)
+def test_a_kubernetes_cluster_without_credentials_fails_in_one_line(tmp_path):
+    """The README's Kubernetes file where no kubeconfig exists (KUBECONFIG names a missing
+    file): exit 3 within a minute, one line with the Kubernetes client's reason; the options
+    are not blamed."""
+    path = tmp_path / "kube.yaml"
+    path.write_text(readme_yaml("dask_kubernetes.operator.KubeCluster"))
+    no_kubeconfig = {"KUBECONFIG": str(tmp_path / "missing-kubeconfig"), "HOME": str(tmp_path)}
+    started = time.monotonic()
+    run = seisctf("ingest", "waveforms", str(MSEED), "--out", str(tmp_path / "out.zarr"),
+                  "--cluster", str(path), env=no_kubeconfig, timeout_s=120)  # fmt: skip
+    assert time.monotonic() - started < 60
+    assert_one_line_refusal(
+        run,
+        f"{path}: dask_kubernetes.operator.KubeCluster could not start: ValueError: Unable to "
+        "find valid credentials",
+    )
+
+
+def test_an_option_typo_of_a_local_cluster_of_processes_is_one_line_before_any_worker(tmp_path):
+    """A misspelt worker option of a LocalCluster of worker processes is refused from the
+    signatures before any worker starts: stderr is the one line (each worker used to print
+    its traceback first), with the option it resembles."""
+    path = tmp_path / "typo.yaml"
+    path.write_text(
+        "class: distributed.LocalCluster\n"
+        "options:\n  n_workers: 2\n  threads_per_worker: 1\n  memory_limt: 1GB\n"
+    )
+    run = seisctf("ingest", "waveforms", str(MSEED), "--out", str(tmp_path / "out.zarr"),
+                  "--cluster", str(path))  # fmt: skip
+    assert run.returncode == 3, run.stderr
+    assert run.stderr == (
+        f"seisctf: invalid input: {path}:5: options.memory_limt: not an option of "
+        "distributed.LocalCluster (did you mean memory_limit?)\n"
+    )
