@@ -3,8 +3,10 @@ hidden, and scores the submissions made against them.
 
 Exit codes: 0 success, 2 usage error (argparse), 3 invalid input (InvalidInput, one line, no
 traceback; the library's parameter names in it are given as the verb's flags: `_parse.flag_error`;
-also a `--scheduler`/`$SEISCTF_SCHEDULER` where no scheduler answers), 130 interrupted (Ctrl-C:
-one line, nothing unfinished marked complete, the embedded cluster shut down), 1 anything else
+also a `--scheduler`/`$SEISCTF_SCHEDULER` where no scheduler answers, and a write to a local
+output that fails for want of space or of write access: `local_outputs.write_failure`), 130
+interrupted (Ctrl-C: one line, nothing unfinished marked complete, the embedded cluster shut
+down), 1 anything else
 (storage that does not answer after the retries: a message naming the object, no traceback; any
 other error keeps its traceback).
 """
@@ -20,6 +22,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from seisctf.cli import compare, crustal, datasets, ingest, picks, score
 from seisctf.cli._checks import GLOB_CHARACTERS, local_path
+from seisctf.cli._locations import check_locations, check_outputs, local_outputs
 from seisctf.cli._parse import (
     SCORING_WORKER_MODULES,
     Parser,
@@ -30,6 +33,7 @@ from seisctf.cli._parse import (
     flag_error,
 )
 from seisctf.errors import InvalidInput
+from seisctf.local_outputs import write_failure
 from seisctf.worker_paths import check_worker_paths, remote_client
 
 EXIT_INVALID_INPUT = 3
@@ -88,11 +92,13 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         check_secret_option(args)  # before any work: a short secret is refused (exit 3)
+        check_locations(args)  # a misspelt URL, before it is taken for a local path
         check = getattr(args, "check", None)
         if check is not None:
             # The verb's own checks of its inputs (paths, names, schema): a mistake is reported
             # before a cluster starts, in well under a second.
             check(args)
+        check_outputs(args)
         _check_buckets(args)
         if getattr(args, "needs_cluster", True):
             # The embedded cluster starts in the background while the verb imports and builds
@@ -122,6 +128,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         return EXIT_INTERRUPTED
     except Exception as error:
+        failed_write = write_failure(error, local_outputs(args))
+        if failed_write is not None:  # a full disk, or a folder turned read-only midway
+            print(f"seisctf: {failed_write}", file=sys.stderr)
+            return EXIT_INVALID_INPUT
         code = _storage_failure(error, args)
         if code is None:
             raise

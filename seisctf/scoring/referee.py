@@ -1,17 +1,18 @@
-"""The referee's protocol, one for every kind of score: quota → score → release → record → write.
+"""The referee's protocol, one for every kind of score: quota → score → release → write → record.
 
 A run first checks the SQLite leaderboard it records into (a file that is not one is refused
 before any work), then takes the participant's release slots (`release.quota_slots`: refused
 over quota, nothing scored), scores, turns each result into the participant's view when it is
 released (`release.released_view`: a CTF result's rung on the participant's Ladder, taken as
-pending like the slots; a pick result rounded), records the results with the commitment of the
-truth they were scored against (`leaderboard.record`; a released CTF result in full beside what
-was released, `release.recorded_result`), and hands what was released, or the results, to the
-caller's `write` (files, printing) while the slots are still held: a run that fails at any step
-gives its slots and rungs back, since nothing was released. A CTF batch scores every valid
-submission and refuses the others alone (`submission_batch`): a refused submission's slot is
-given back, the others' are kept, and the refusals are raised once the others are recorded and
-written.
+pending like the slots; a pick result rounded), hands what was released, or the results, to the
+caller's `write` (files, printing), and records the results last with the commitment of the
+truth they were scored against (`leaderboard.record`, once per entry: a re-run adds no row; a
+released CTF result in full beside what was released, `release.recorded_result`), all while the
+slots are still held: a run that fails at any step gives its slots and rungs back, since nothing
+was released, and one whose outputs cannot be written records nothing. A CTF batch scores
+every valid submission and refuses the others alone (`submission_batch`): a refused
+submission's slot is given back, the others' are kept, and the refusals are raised once the
+others are written and recorded.
 
 The truth is opened once: the commitment a CTF entry records comes from the manifest the scoring
 opened (`leaderboard.truth_commitment_of`), a picks entry's from its result.
@@ -68,7 +69,7 @@ def run(
     """The protocol (module doc) around `score`, which returns the results of the submissions
     `names` it scored, the commitment of the truth they were scored against, and those it
     refused; returns the results as written (released when `referee.release`). Refused
-    submissions get their slots back and, after the others are recorded and written, an
+    submissions get their slots back and, after the others are written and recorded, an
     InvalidInput naming each (`submission_batch.raise_refusals`)."""
     if referee.db:
         leaderboard.check_database(referee.db)
@@ -82,6 +83,9 @@ def run(
             released_view(family, result, commitment, climb) if referee.release else None
             for result in results
         ]
+        shown = released if referee.release else results
+        if shown or not refused:
+            write(shown)
         if referee.db:
             for result, view in zip(results, released, strict=True):
                 leaderboard.record(
@@ -91,12 +95,8 @@ def run(
                     truth_commitment=commitment,
                     metadata=referee.metadata,
                 )
-        if referee.release:
-            results = released
-        if results or not refused:
-            write(results)
-    raise_refusals(refused, len(results))
-    return results
+    raise_refusals(refused, len(shown))
+    return shown
 
 
 def run_ctf(

@@ -1,4 +1,4 @@
-"""The referee protocol (`seisctf.scoring.referee`): quota → score → release → record → write,
+"""The referee protocol (`seisctf.scoring.referee`): quota → score → release → write → record,
 with the truth opened once for the scores and the commitment an entry records."""
 
 from __future__ import annotations
@@ -62,8 +62,9 @@ def test_released_run_counts_and_a_failed_write_gives_the_slots_back(ctf, tmp_pa
     with pytest.raises(OSError, match="disk full"):
         referee.run_ctf(truth_url, {"noisy1": paths["noisy1"]}, judge, failing, quiet=True)
     assert release.used(asked) == 0
+    assert leaderboard.entries(judge.db) == []  # recorded only once written
     (full,) = score_ctf(truth_url, {"noisy1": paths["noisy1"]}, quiet=True)
-    commitment = leaderboard.entries(judge.db)[0]["truth_commitment"]
+    commitment = leaderboard.truth_commitment_of(storage.read_attrs(truth_url)["ctf"])
     assert ladder.current_best(asked, commitment) is None  # the failed run's rung was deleted
     (result,) = referee.run_ctf(truth_url, {"noisy1": paths["noisy1"]}, judge, quiet=True)
     assert release.used(asked) == 1 and "raw_scores" not in result and "scores" not in result
