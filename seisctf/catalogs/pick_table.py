@@ -14,6 +14,8 @@ refused before they are read, and of a Parquet file only the contract's columns 
 CSV values are read as text and converted here, so the errors can name traces: an empty field or
 one of `NA_TOKENS` is "no value"; anything else must parse as a number (`inf` parses, and is then
 refused as non-finite). Parquet nulls are "no value"; text columns are converted like CSV fields.
+A CSV whose header is one column holding `;` or a tab (written with another delimiter, as
+spreadsheets do in many locales) is refused saying so.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ SHOWN_NAMES = 5  # offending trace names an error message lists before "and N mo
 CSV_SUFFIXES = (".csv",)
 PARQUET_SUFFIXES = (".parquet", ".pq")
 PARSER_MESSAGE_CHARS = 300  # of a CSV or Parquet parser's message, quoted on one line
+OTHER_DELIMITERS = {";": "semicolon", "\t": "tab"}  # CSV delimiters other than the comma
 
 
 def describe_traces(names: np.ndarray | pd.Series | list, problem: str) -> str:
@@ -75,6 +78,8 @@ def read_table(
     with file:
         try:
             if lowered.endswith(CSV_SUFFIXES):
+                refuse_other_delimiter(pd.read_csv(file, nrows=0).columns, str(source))
+                file.seek(0)
                 frame = pd.read_csv(file, dtype=str, keep_default_na=False, na_filter=False)
             else:
                 frame = _read_parquet(file, str(source), max_bytes)
@@ -85,6 +90,21 @@ def read_table(
             str(source), "rows hold more fields than the header names; expected one per column"
         )
     return frame
+
+
+def refuse_other_delimiter(header: pd.Index, what: str) -> None:
+    """Bad input when a CSV header is one column holding `;` or a tab: a table written with
+    another delimiter (a spreadsheet's in many locales), whose columns pandas cannot see."""
+    if len(header) != 1:
+        return
+    for delimiter, name in OTHER_DELIMITERS.items():
+        if delimiter in str(header[0]):
+            raise InvalidInput(
+                what,
+                f"its header is one column {str(header[0])[:PARSER_MESSAGE_CHARS]!r}: it looks "
+                f"{name}-delimited; expected comma-separated columns {', '.join(PICK_COLUMNS)} "
+                "(with `.` as the decimal point)",
+            )
 
 
 def unreadable(what: str, error: BaseException) -> InvalidInput:

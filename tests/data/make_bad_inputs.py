@@ -465,6 +465,12 @@ CASES: tuple[Case, ...] = (
          PICKS, ("s_time_s not finite",)),
     Case("picks-not-parquet.parquet", "text named .parquet", _text("trace_name,detection\n"),
          PICKS, ("not a readable pick table",)),
+    Case("picks-semicolon.csv", "fields separated by ';' with ',' as the decimal point (a "
+         "spreadsheet's CSV in many locales)",
+         _text(PICK_HEADER.replace(",", ";") + "A;0,9;1,5;\n"), PICKS,
+         ("it looks semicolon-delimited", "expected comma-separated columns")),
+    Case("picks-tab.csv", "fields separated by tabs", _text(PICK_HEADER.replace(",", "\t")
+         + "A\t0.9\t1.5\t\n"), PICKS, ("it looks tab-delimited",)),
     # --- recipes (build) -------------------------------------------------------------------------
     Case("recipe-list.yaml", "a YAML list, not a mapping", _text("- recipe: 1\n- source: x\n"),
          BUILD, ("a recipe is a YAML mapping",)),
