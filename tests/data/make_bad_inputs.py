@@ -492,6 +492,17 @@ CASES: tuple[Case, ...] = (
          BUILD, ("UTF-8",)),
     Case("recipe-wrong-type.yaml", "sensors given as text",
          _recipe("source:\n  synthetic_global: {sensors: many}\n"), BUILD, ("sensors", "'many'")),
+    Case("recipe-url-empty-segment.yaml", "an output store URL with an empty path segment",
+         _text("recipe: 1\nsource:\n  synthetic_global: {sensors: 64}\n"
+               "outputs:\n  store: {url: 's3://demo//typo.zarr'}\n"), BUILD,
+         (":5: outputs.store.url: an empty path segment", "did you mean s3://demo/typo.zarr?")),
+    Case("recipe-url-scheme-case.yaml", "a source store URL with its scheme in capitals",
+         _recipe("source:\n  store: {url: 'S3://demo/wavefield.zarr'}\n"), BUILD,
+         ("source.store.url", "write the scheme in lower case: s3://demo/wavefield.zarr")),
+    Case("recipe-url-missing-slash.yaml", "a bundle's truth URL missing a slash (s3:/…)",
+         _text("recipe: 1\nsource:\n  synthetic_global: {sensors: 64}\noutputs:\n"
+               "  ctf_bundle: {public: public.zarr, truth: 's3:/demo/truth.zarr'}\n"), BUILD,
+         ("outputs.ctf_bundle.truth", "did you mean s3://demo/truth.zarr?")),
     # --- CTF layouts (demo --layout: refused before any work) ---------------------------------
     Case("layout-scalar.yaml", "a layout that is a number", _text("5\n"), DEMO,
          ("a layout is a YAML mapping",)),
