@@ -23,6 +23,7 @@ from importlib.metadata import PackageNotFoundError, version
 from seisctf.cli import compare, crustal, datasets, ingest, picks, score
 from seisctf.cli._checks import GLOB_CHARACTERS, local_path
 from seisctf.cli._locations import check_locations, check_outputs, local_outputs
+from seisctf.cli._locking import holding_outputs
 from seisctf.cli._parse import (
     SCORING_WORKER_MODULES,
     Parser,
@@ -100,20 +101,21 @@ def main(argv: list[str] | None = None) -> int:
             check(args)
         check_outputs(args)
         _check_buckets(args)
-        if getattr(args, "needs_cluster", True):
-            # The embedded cluster starts in the background while the verb imports and builds
-            # its graph; a configured one (--cluster) is built first.
-            with dask_client(
-                args.scheduler,
-                cluster=cluster_choice(args),
-                quiet=args.quiet,
-                preload=getattr(args, "worker_modules", ()),
-                background=True,
-            ):
-                _check_worker_paths(args)
+        with holding_outputs(args):  # another command writing an output: refused at once
+            if getattr(args, "needs_cluster", True):
+                # The embedded cluster starts in the background while the verb imports and
+                # builds its graph; a configured one (--cluster) is built first.
+                with dask_client(
+                    args.scheduler,
+                    cluster=cluster_choice(args),
+                    quiet=args.quiet,
+                    preload=getattr(args, "worker_modules", ()),
+                    background=True,
+                ):
+                    _check_worker_paths(args)
+                    args.run(args)
+            else:
                 args.run(args)
-        else:
-            args.run(args)
     except InvalidInput as error:
         error = flag_error(error, getattr(args, "option_flags", {}))
         print(f"seisctf: invalid input: {error}", file=sys.stderr)

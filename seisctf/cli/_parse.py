@@ -143,6 +143,12 @@ def common_options() -> argparse.ArgumentParser:
         help="fsspec storage option, repeatable (e.g. endpoint_url=http://…)",
     )
     common.add_argument("--quiet", action="store_true", help="no progress output")
+    common.add_argument(
+        "--force-unlock",
+        action="store_true",
+        help="remove the writer lock another command left on an output (one that is no longer "
+        "running) and go on (docs/contract.md: Writer locks)",
+    )
     return common
 
 

@@ -247,6 +247,24 @@ def build_file(
     return build(recipe, context)
 
 
+def output_urls(path: str | Path, workdir: str | Path = ".") -> list[str]:
+    """What the recipe at `path` writes, resolved against `workdir`: every URL option of its
+    outputs and, for an ingest source, the store it ingests into (`seisctf build` holds their
+    writer locks)."""
+    recipe = load(path)
+    data, context = recipe.data, BuildContext(workdir=Path(workdir))
+    written = []
+    for name, values in data["outputs"].items():
+        schema = STORE_OUTPUT if name == "store" else OUTPUTS[name].options
+        for option, option_schema in schema.get("properties", {}).items():
+            if option_schema == URL and (values or {}).get(option):
+                written.append(context.resolve(values[option]))
+    ((source_name, _),) = data["source"].items()
+    if SOURCES[source_name].ingest:
+        written.append(source_store_url(data, context))
+    return written
+
+
 def needs_secret(data: Mapping[str, Any]) -> bool:
     """Whether a recipe's outputs depend on a secret: a generator source or a seeded transform
     without its own `seed:`, or a withheld output (a bundle's noise and commitment salt). Without
