@@ -23,6 +23,7 @@ from pathlib import Path
 from seisctf.errors import InvalidInput
 
 FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
+SQLITE_FULL = 13  # sqlite3.SQLITE_FULL, without importing sqlite3
 NOT_WRITABLE = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
 # zarr v3 data types by their size in bytes (a string type counts as one pointer).
 ITEMSIZE = {"bool": 1, "int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "float16": 2}
@@ -52,8 +53,8 @@ def check_writable(path: str | Path, what: str) -> None:
     os.unlink(probe)
 
 
-def os_errors(error: BaseException) -> Iterator[OSError]:
-    """The OSErrors among `error`, its causes and contexts."""
+def causes(error: BaseException) -> Iterator[BaseException]:
+    """`error`, its causes and contexts, each once."""
     seen: set[int] = set()
     stack: list[BaseException | None] = [error]
     while stack:
@@ -61,25 +62,34 @@ def os_errors(error: BaseException) -> Iterator[OSError]:
         if current is None or id(current) in seen:
             continue
         seen.add(id(current))
-        if isinstance(current, OSError):
-            yield current
+        yield current
         stack += [current.__cause__, current.__context__]
+
+
+def _is_full(error: BaseException) -> bool:
+    """An OSError of `FULL`, or SQLite's SQLITE_FULL (a database that cannot grow)."""
+    if isinstance(error, OSError):
+        return error.errno in FULL
+    return (getattr(error, "sqlite_errorcode", None) or 0) & 0xFF == SQLITE_FULL
 
 
 def write_failure(error: BaseException, outputs: Sequence[str]) -> str | None:
     """One line on a write to a local output that failed for want of space or of write access
-    (`error` or one of its causes an OSError of `FULL` or `NOT_WRITABLE`), or None. `outputs`:
-    the command's local outputs (paths); the one named is the output holding the error's file,
-    else the one on the fullest device (the error of a write rarely names its file)."""
-    failure = next((e for e in os_errors(error) if e.errno in FULL | NOT_WRITABLE), None)
-    if failure is None:
+    (`error` or one of its causes an OSError of `FULL` or `NOT_WRITABLE`, or SQLITE_FULL), or
+    None. `outputs`: the command's local outputs (paths); the one named is the output holding
+    the error's file, else the one on the fullest device (the error of a write rarely names its
+    file)."""
+    found = [e for e in causes(error) if _is_full(e)]
+    found += [e for e in causes(error) if isinstance(e, OSError) and e.errno in NOT_WRITABLE]
+    if not found:
         return None
-    filename = failure.filename
+    failure = found[0]
+    filename = getattr(failure, "filename", None)
     holding = [o for o in outputs if filename and _inside(Path(str(filename)), Path(o))]
-    if failure.errno not in FULL:
+    if not _is_full(failure):
         if not holding:
             return None  # a file the command reads, or none named: not about an output
-        return f"cannot write {filename}: {failure.strerror}"
+        return f"cannot write {filename}: {getattr(failure, 'strerror', failure)}"
     output = (holding or sorted(outputs, key=_free_bytes) or [filename or "?"])[0]
     declared = _declared_bytes(Path(output))
     needs = f", its arrays need up to {_size(declared)} uncompressed" if declared else ""

@@ -163,3 +163,28 @@ cp -r {full}/x.zarr {kept}/second.zarr
     store = seisctf.open_store(str(kept / "second.zarr"))
     expected = obspy.read(str(BALST))[0].data
     np.testing.assert_array_equal(store["data"].sel(channel="LHE").values[0], expected)
+
+
+def test_a_leaderboard_on_a_full_disk_is_said_full_not_junk(files, tmp_path):
+    """`--db` on a full tmpfs (4 KiB left): one line naming the database and the disk, not
+    'not a seisctf leaderboard database (disk I/O error)'; the database is as it was."""
+    if why := namespace_requirement():
+        pytest.skip(f"a full disk is a small tmpfs, mounted as root: {why}")
+    full, kept = tmp_path / "full", tmp_path / "kept"
+    full.mkdir()
+    kept.mkdir()
+    score = [*SEISCTF, "score", "ctf", "--truth", str(files["truth"]), "--name", "new"]
+    score += ["--submission", str(files["submission"]), "--json", str(kept / "x.json"), "--quiet"]
+    script = f"""cp {files["db"]} {full}/lb.sqlite
+head -c 1048576 /dev/zero > {full}/filler 2>/dev/null || true
+truncate -s -4096 {full}/filler
+"$@" --db {full}/lb.sqlite; code=$?
+cp {full}/lb.sqlite {kept}/lb.sqlite
+exit $code"""
+    run = run_on_tmpfs(full, "64k", script, score, timeout=300)
+    assert run.returncode == EXIT_INVALID_INPUT, run.stderr
+    line = one_line(run.stderr)
+    assert line.startswith(f"seisctf: no space left on device writing {full}/lb.sqlite: ")
+    assert "not a seisctf leaderboard" not in line
+    assert rows(kept / "lb.sqlite") == rows(files["db"])
+    assert not (kept / "x.json").exists()

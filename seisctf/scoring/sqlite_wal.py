@@ -4,6 +4,9 @@ does not wait for by itself (switching a fresh file to WAL while another process
 
 from __future__ import annotations
 
+import errno
+import os
+import shutil
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
@@ -14,6 +17,25 @@ from seisctf.errors import InvalidInput
 
 LOCK_WAIT_S = 120.0
 T = TypeVar("T")
+
+
+# Free bytes under which an SQLite I/O error on a file is taken for a full disk (a WAL index that
+# cannot grow on a full tmpfs is SQLITE_IOERR_SHMSIZE, not SQLITE_FULL).
+NEARLY_FULL_BYTES = 2**20
+
+
+def disk_full(error: sqlite3.Error, path: str | Path) -> OSError | None:
+    """`error` as the OSError of a full disk naming `path` (`local_outputs.write_failure` says
+    it in one line), when it is one: SQLITE_FULL, or an I/O error with the device of `path`
+    (nearly) full; else None."""
+    code = (getattr(error, "sqlite_errorcode", None) or 0) & 0xFF
+    folder = Path(path).parent if Path(path).parent.is_dir() else Path(".")
+    full = code == sqlite3.SQLITE_FULL or (
+        code == sqlite3.SQLITE_IOERR and shutil.disk_usage(folder).free < NEARLY_FULL_BYTES
+    )
+    return (
+        OSError(errno.ENOSPC, f"{os.strerror(errno.ENOSPC)} ({error})", str(path)) if full else None
+    )
 
 
 def is_lock_error(error: sqlite3.Error) -> bool:
@@ -49,6 +71,9 @@ def connect(
         connection.close()
         if is_lock_error(error):
             raise
+        full = disk_full(error, path)
+        if full is not None:  # not a sign of a file of another kind
+            raise full from error
         raise InvalidInput(str(path), f"not {what} ({error})") from None
     return connection
 
