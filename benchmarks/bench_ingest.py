@@ -96,18 +96,15 @@ def machine_scaling(files: list[Path]) -> float:
 def kernel_floor(files: list[Path], workdir: Path) -> float:
     """Seconds of the kernels every ingest runs, in this process (no Dask, no zarr, no merge,
     no progress marks): per file, read its bytes, sha256 them, scan the headers
-    (`waveform_plan.scan_file`) and decode (`waveform_plan.read_stream`); then each trace's
+    (`waveform_files.scan_file`) and decode (`waveform_files.read_stream`); then each trace's
     samples as float32, cut into chunks of the store's size (channels × block_samples), each
     encoded with the store's codec and written to a file of its own under `workdir`."""
     import hashlib
 
     import numcodecs.blosc
 
-    from seisctf.recipes.ingest.waveform_plan import (
-        DEFAULT_BLOCK_SAMPLES,
-        read_stream,
-        scan_file,
-    )
+    from seisctf.recipes.ingest.waveform_files import read_stream, scan_file
+    from seisctf.recipes.ingest.waveform_plan import DEFAULT_BLOCK_SAMPLES
 
     codec = store_codec()
     numcodecs.blosc.use_threads = False  # one core, as in a worker
@@ -138,11 +135,8 @@ def floor_parts(files: list[Path], workdir: Path) -> dict[str, float]:
     import numcodecs.blosc
     from numcodecs import Blosc
 
-    from seisctf.recipes.ingest.waveform_plan import (
-        DEFAULT_BLOCK_SAMPLES,
-        read_stream,
-        scan_file,
-    )
+    from seisctf.recipes.ingest.waveform_files import read_stream, scan_file
+    from seisctf.recipes.ingest.waveform_plan import DEFAULT_BLOCK_SAMPLES
 
     codec, codec_int = store_codec(), Blosc(store_codec().cname, store_codec().clevel,
                                             Blosc.SHUFFLE, typesize=4)  # fmt: skip

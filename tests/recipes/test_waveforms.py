@@ -165,11 +165,33 @@ def write_synthetic_archive(root: Path, seed: int = 5) -> list[Path]:
     return files
 
 
+def synthetic_problems(files: list[Path], named=str) -> tuple[str, ...]:
+    """The problems of `write_synthetic_archive`'s files (`named`: a file's name in them): the
+    0.3-sample start of XX.BBB, then its two overlaps with other values, their counts of
+    differing samples and largest differences from numpy on obspy's reads."""
+    data = [obspy.read(str(path))[0].data.astype(np.float64) for path in files]
+    pairs = ((0, 1, data[0][1400:1500], data[1][:100]), (3, 2, data[3], data[2][100:150]))
+    spans = ("05:06:35.000000Z to 2021-03-04T05:06:36.980000Z (100 samples)",
+             "05:07:01.000000Z to 2021-03-04T05:07:01.980000Z (50 samples)")  # fmt: skip
+    overlaps = [
+        f"{named(files[lost])}: XX.AAA.00.HHZ from 2021-03-04T{span} overlaps "
+        f"{named(files[kept])} with other values ({np.count_nonzero(a != b)} differ, by up to "
+        f"{np.abs(a - b).max():g}); the store keeps {named(files[kept])}'s samples there"
+        for (lost, kept, a, b), span in zip(pairs, spans, strict=True)
+    ]
+    shift = (
+        f"{named(files[6])}: XX.BBB..HHZ starts 0.006 s after its grid sample (0.3 of a "
+        "sample): its samples are stored 0.006 s earlier than recorded (1 of its 1 trace(s) "
+        "moved by more than 1% of a sample; every offset is in `time_offsets_s`)"
+    )
+    return (shift, *overlaps)
+
+
 def test_synthetic_gaps_overlaps_encodings_and_sac_match_obspy_merge(tmp_path):
     files = write_synthetic_archive(tmp_path / "archive")
     out = tmp_path / "synthetic.zarr"
     report = ingest_waveforms([str(tmp_path / "archive")], str(out), block_samples=512, quiet=True)
-    assert report.problems == ()
+    assert report.problems == synthetic_problems(files)
     ds = _assert_store_equals_obspy(out, files)
     assert list(ds["channel"].values) == ["HHE", "HHN", "HHZ"]
     assert ds.attrs["time_offsets_s"]["XX.BBB"] == [pytest.approx(0.3 / RATE)]
@@ -180,6 +202,10 @@ def test_synthetic_gaps_overlaps_encodings_and_sac_match_obspy_merge(tmp_path):
     third = obspy.read(str(files[2]))[0].data
     np.testing.assert_array_equal(z[2700:2750], third[100:150])  # contained trace dropped
     assert ds["data"].encoding["chunks"] == (1, 3, 512)
+    # The contained trace gave the store nothing: its input says so, the others do not.
+    assert [e["path"] for e in ds.attrs["inputs"] if e.get("samples_stored") is False] == [
+        str(files[3])
+    ]
 
 
 def test_mixed_rates_need_rate_and_are_resampled_like_resample_poly(tmp_path):
@@ -250,7 +276,9 @@ def test_interrupted_ingest_resumes_block_by_block_with_identical_bytes(tmp_path
     (tmp_path / "moved").rename(tmp_path / "archive")
 
     report = ingest_waveforms([str(tmp_path / "archive")], str(out), block_samples=512, quiet=True)
-    assert not report.up_to_date and report.problems == ()
+    assert not report.up_to_date and report.problems == synthetic_problems(files)
+    # The blocks written before the failure kept their problems and lost files (progress).
+    assert _open(out).attrs["inputs"] == _open(whole).attrs["inputs"]
     _assert_store_equals_obspy(out, files)
     after = _chunk_files(out)
     assert {k: v[0] for k, v in after.items()} == {k: v[0] for k, v in _chunk_files(whole).items()}
@@ -377,7 +405,7 @@ def test_s3_inputs_ingest_to_the_same_bytes_as_local_files(
         block_samples=512,
         quiet=True,
     )
-    assert report.problems == ()
+    assert report.problems == synthetic_problems(files, lambda p: f"{s3_bucket}/archive/{p.name}")
     ds = _assert_store_equals_obspy(remote, files)
     assert sorted(e["path"] for e in ds.attrs["inputs"]) == sorted(
         f"{s3_bucket}/archive/{path.name}" for path in files

@@ -38,6 +38,7 @@ from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.errors import InvalidInput
 from seisctf.recipes.ingest.block_grid import BlockGrid
+from seisctf.recipes.ingest.input_listing import nothing_readable
 from seisctf.recipes.ingest.waveform_plan import is_url
 
 NS_PER_S = 1_000_000_000
@@ -520,8 +521,7 @@ def make_das_plan(
     problems = [p for scan in scans for p in scan.problems]
     patches = [patch for scan in scans for patch in scan.patches]
     if not patches and not kept:
-        names = ", ".join(scan.path for scan in scans[:5]) or "(no files)"
-        raise InvalidInput(names, "no input is readable: " + "; ".join(problems[:5]))
+        raise nothing_readable([scan.path for scan in scans], problems)
     axis = axis or choose_axis(patches)
     accepted = []
     for patch in patches:

@@ -182,8 +182,26 @@ def mark_done(progress: Any, index: Any, fraction: float, problems: Sequence[str
     progress[index] = done_entry(fraction, problems)
 
 
-def done_entry(fraction: float, problems: Sequence[str] = ()) -> str:
-    return json.dumps({"coverage": fraction, "problems": list(problems)})
+def done_entry(fraction: float, problems: Sequence[str] = (), **lists: Sequence) -> str:
+    """A finished block's progress entry: coverage, problems and any other `lists` (JSON)."""
+    return json.dumps(
+        {"coverage": fraction, "problems": list(problems), **{k: list(v) for k, v in lists.items()}}
+    )
+
+
+def collect_list(
+    progress: np.ndarray, results: Iterable[tuple[Any, Sequence]], name: str
+) -> set[tuple]:
+    """(block index, *item) of every item of the list `name` of every finished block: from
+    `progress` (JSON or "") for blocks done before this run, from `results` ((index, items) of
+    each block this run wrote) for the others. Items are sequences (JSON arrays)."""
+    found = set()
+    for index, text in np.ndenumerate(progress):
+        if text:
+            found.update((index, *item) for item in json.loads(text).get(name, []))
+    for index, items in results:
+        found.update((index, *item) for item in items)
+    return found
 
 
 def collect(

@@ -14,14 +14,15 @@ shared with the table's (`headers`).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from seisctf.errors import InvalidInput
-from seisctf.recipes.ingest.waveform_plan import FileScan, TraceHeader, read_input, scan_file
+from seisctf.recipes.ingest.waveform_files import FileScan, scan_file
+from seisctf.recipes.ingest.waveform_plan import TraceHeader, read_input
 
 SHA256_BYTES = 32
 # Per-trace columns and their types.
@@ -48,6 +49,9 @@ class ScanTable:
     station_ids: tuple[str, ...]
     channel_codes: tuple[str, ...]
     problems: tuple[str, ...]
+    # Station positions file headers give (SAC's stla, stlo, stel): (station, path, latitude,
+    # longitude (degrees), elevation (m, NaN if absent)), the first file of each position only.
+    header_positions: tuple[tuple[str, str, float, float, float], ...] = ()
 
     @classmethod
     def of_scans(cls, scans: Sequence[FileScan], raws: Sequence[tuple[int, bytes]]) -> ScanTable:
@@ -73,6 +77,11 @@ class ScanTable:
             station_ids=tuple(stations),
             channel_codes=tuple(channels),
             problems=tuple(p for scan in scans for p in scan.problems),
+            header_positions=_first_of_each(
+                (station, scan.path, *position)
+                for scan in scans
+                for station, *position in scan.coordinates
+            ),
         )
 
     @classmethod
@@ -104,6 +113,7 @@ class ScanTable:
             station_ids=tuple(stations),
             channel_codes=tuple(channels),
             problems=tuple(p for t in tables for p in t.problems),
+            header_positions=_first_of_each(p for t in tables for p in t.header_positions),
         )
 
     @property
@@ -134,9 +144,28 @@ class ScanTable:
                 npts,
             )
 
+    def positions_by_station(self) -> dict[str, list[tuple[str, float, float, float]]]:
+        """{station: [(path, latitude, longitude, elevation)]} of the positions file headers
+        give (`header_positions`), each at its first file, in path order."""
+        found: dict[str, list[tuple[str, float, float, float]]] = {}
+        for station, *position in sorted(self.header_positions, key=lambda p: (p[1], p[0])):
+            found.setdefault(station, []).append(tuple(position))
+        return found
+
     def readable_with_traces(self) -> bool:
         """Whether any file was readable and held a trace."""
         return bool(self.n_traces) and bool(self.readable[self.traces["file"]].any())
+
+
+def _first_of_each(
+    positions: Iterable[tuple[str, str, float, float, float]],
+) -> tuple[tuple[str, str, float, float, float], ...]:
+    """`positions` (station, path, latitude, longitude, elevation) in order, each station's
+    position only at its first file."""
+    first: dict[str, tuple] = {}
+    for station, path, *position in positions:
+        first.setdefault(repr((station, *position)), (station, path, *position))
+    return tuple(first.values())
 
 
 def _recoded(codes: np.ndarray, names: Sequence[str], joined: dict[str, int]) -> np.ndarray:
@@ -149,7 +178,7 @@ def _joined(parts: Sequence[np.ndarray], dtype: Any) -> np.ndarray:
 
 
 def scan_files(paths: Sequence[str], storage_options: dict | None = None) -> ScanTable:
-    """Header scan (`waveform_plan.scan_file`) and sha256 of each file (local path or fsspec
+    """Header scan (`waveform_files.scan_file`) and sha256 of each file (local path or fsspec
     URL), as one table (one scan task's batch)."""
     scans, raws = [], []
     for path in paths:

@@ -23,17 +23,18 @@ from seisctf.catalogs.seed_ids import split_station, stats_station_id
 from seisctf.errors import InvalidInput
 from seisctf.recipes.ingest import resampling
 from seisctf.recipes.ingest.non_finite import finite_pieces, non_finite_problem
+from seisctf.recipes.ingest.overlap_conflicts import Piece, conflict_problem, find_conflicts
+from seisctf.recipes.ingest.read_warnings import collected_warnings, warning_problems
 from seisctf.recipes.ingest.resampling import rate_ratio, resampled_length
 from seisctf.recipes.ingest.response import ResponseRemoval, remove_response, response_problem
+from seisctf.recipes.ingest.waveform_files import obspy_error, read_file
 from seisctf.recipes.ingest.waveform_plan import (
     NS_PER_S,
     TraceHeader,
     WaveformPlan,
     needs_resampling,
-    obspy_error,
     place_trace,
     read_input,
-    read_stream,
 )
 
 
@@ -55,6 +56,12 @@ class BlockTask:
     removal: ResponseRemoval | None = None
     inventory_sha256: str = ""  # of the inventories (the decode caches' key, with removal)
     own_rows: tuple[int, ...] = ()  # rows of `channels` the station has (empty: all)
+
+    def time_of(self, index: int) -> Any:
+        """The obspy UTCDateTime of grid sample `index`."""
+        from obspy import UTCDateTime
+
+        return UTCDateTime(ns=grid_time_ns(self.start_ns, index, self.sampling_rate))
 
     def own(self, values: np.ndarray) -> np.ndarray:
         """The rows of a block (channel, time) of the station's own channels: what its
@@ -116,25 +123,38 @@ def decode_file(
     """The station's traces of one file (only `channels`), cut at non-finite samples
     (`non_finite`), response removed if the task says so, resampled if needed and on the grid:
     ((channel, first grid index, float32 samples), …) in file order, and the file's problems
-    (undecodable, non-finite samples in any of the station's traces, no response)."""
+    (undecodable, non-finite samples in any of the station's traces, no response, warnings of
+    the reader or of the correction: `read_warnings`)."""
 
     try:
         raw = read_input(path, storage_options)
     except OSError as error:  # gone or unreadable since the scan: fatal, a re-run resumes
         raise InvalidInput(path, f"cannot read the file ({error}); re-run to resume") from None
     try:
-        stream = read_stream(raw)
+        stream, _, caught = read_file(path, raw)
     except Exception as error:  # noqa: BLE001 - a file that scanned but does not decode
         return (), (f"{path}: cannot decode its samples ({obspy_error(error, path)})",)
+    with collected_warnings() as corrections:
+        traces, problems = _station_traces(stream, path, channels, task, inventory)
+    # A cut last record is the scan's problem line already (`waveform_files.scan_file`).
+    warned = warning_problems(path, [*caught, *corrections], truncated=True)
+    return traces, (*problems, *warned)
+
+
+def _station_traces(
+    stream: Any, path: str, channels: Sequence[str], task: BlockTask, inventory: Any
+) -> tuple[tuple[tuple[str, int, np.ndarray], ...], tuple[str, ...]]:
+    """`decode_file`'s work on the decoded `stream` of `path`."""
     traces, problems, non_finite = [], [], []
     for trace in stream:
         stats = trace.stats
         if stats_station_id(stats) != task.station or not (stats.npts and stats.sampling_rate > 0):
             continue
         # Counted in every channel, whichever a block reads: one line per file and station.
-        pieces, bad, first_bad = finite_pieces(trace)
+        pieces, bad, first_bad, beyond = finite_pieces(trace)
         if bad:
-            non_finite.append((trace.id, bad, stats.starttime + first_bad / stats.sampling_rate))
+            when = stats.starttime + first_bad / stats.sampling_rate
+            non_finite.append((trace.id, bad, when, beyond))
         if stats.channel not in channels:
             continue
         header = trace_header(trace, path)
@@ -256,9 +276,11 @@ _MERGED = _Cache(entries=3, max_bytes=2**28)
 
 def station_rows(
     task: BlockTask, url: str, storage_options: dict | None, inventory: Any = None
-) -> tuple[list, list[str]]:
-    """Merged rows of the task's files (from the per-process caches if read before), problems.
-    Cached per output store `url` too: another ingest reads its files itself."""
+) -> tuple[list, list[str], list[tuple[str, str]]]:
+    """Merged rows of the task's files (from the per-process caches if read before), problems
+    (the files', then overlaps with other values: `overlap_conflicts`), and the (path,
+    channel) of the files' channels none of whose samples are stored. Cached per output store
+    `url` too: another ingest reads its files itself."""
     context = (url, task.station, task.start_ns, task.sampling_rate, task.resample,
                task.removal, task.inventory_sha256)  # fmt: skip
     cacheable = bool(task.digests) and all(task.digests)
@@ -267,14 +289,25 @@ def station_rows(
         make = lambda: decode_file(path, channels, task, storage_options, inventory)  # noqa: E731
         return _DECODED.get((context, path, digest, channels), make) if cacheable else make()
 
-    def merge() -> tuple[list, list[str]]:
+    def merge() -> tuple[list, list[str], list[tuple[str, str]]]:
         digests = task.digests if cacheable else ("",) * len(task.reads)
         files = [
             decoded(path, chans, digest)
             for (path, chans), digest in zip(task.reads, digests, strict=True)
         ]
         traces = [trace for found, _ in files for trace in found]
-        return merged_rows(traces, task), [p for _, problems in files for p in problems]
+        rows = merged_rows(traces, task)
+        conflicts, lost = find_conflicts(
+            [
+                Piece(path, *trace)
+                for (path, _), (found, _) in zip(task.reads, files, strict=True)
+                for trace in found
+            ],
+            {task.channels[row]: (first, samples) for row, first, samples in rows},
+        )
+        problems = [p for _, problems in files for p in problems]
+        problems += [conflict_problem(c, task.station, task.time_of) for c in conflicts]
+        return rows, problems, sorted(lost)
 
     if not cacheable:
         return merge()

@@ -1,8 +1,7 @@
 """The plan of a waveform ingest: which files hold which traces, and the store they fill.
 
-`scan_file` reads headers only (`obspy.read(path, headonly=True)`) and, for miniSEED, walks the
-record headers to find a truncated last record (obspy drops it without a word). `make_plan`
-checks the headers against the StationXML inventories and lays out the store's time grid:
+`waveform_files.scan_file` reads each file's headers (the scan, `scan_table`); `make_plan` checks
+them against the StationXML inventories and lays out the store's time grid:
 
 - grid start: the earliest accepted trace start; every trace is placed at the nearest grid sample
   (its offset, less than half a sample, is recorded per station, never interpolated away);
@@ -17,22 +16,23 @@ All times are integer nanoseconds (`UTCDateTime.ns`), so grid arithmetic is exac
 from __future__ import annotations
 
 import glob
-import io
 import math
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from seisctf import storage
-from seisctf.catalogs.seed_ids import channel_id, split_station, stats_station_id
+from seisctf.catalogs.seed_ids import channel_id, split_station
 from seisctf.errors import InvalidInput
 from seisctf.recipes.ingest.block_grid import BlockGrid
+from seisctf.recipes.ingest.grid_shifts import shift_problems
+from seisctf.recipes.ingest.input_listing import nothing_readable
 from seisctf.recipes.ingest.inventory_index import InventoryIndex
 from seisctf.recipes.ingest.inventory_text import inventory_holds
 from seisctf.recipes.ingest.resampling import MAX_RATE_FACTOR, rate_ratio, resampled_length
 from seisctf.recipes.ingest.response import response_problem
+from seisctf.recipes.ingest.station_positions import header_metadata, inventory_disagreements
 
 if TYPE_CHECKING:
     from seisctf.recipes.ingest.scan_table import ScanTable
@@ -55,16 +55,6 @@ class TraceHeader:
     start_ns: int
     sampling_rate: float
     npts: int
-
-
-@dataclass(frozen=True, slots=True)
-class FileScan:
-    """What the header scan of one file found: its traces and its problems (text)."""
-
-    path: str
-    headers: tuple[TraceHeader, ...] = ()
-    problems: tuple[str, ...] = ()
-    readable: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,29 +101,25 @@ class WaveformPlan(BlockGrid):
     def station_channels(self) -> dict[str, tuple[str, ...]]:
         """{station: its own channel codes, sorted}: those any of its traces has (a store of
         mixed channel sets holds every code for every station, NaN where a station has none)."""
-        return own_channels(self.traces, self.stations)
+        own: dict[str, set[str]] = {station: set() for station in self.stations}
+        for placed in self.traces:
+            own[placed.header.station].add(placed.header.channel)
+        return {station: tuple(sorted(codes)) for station, codes in own.items()}
 
-    def blocks_to_rewrite(self, known_paths: set[str]) -> set[tuple[str, int]]:
-        """(station, block) an append must (re)write: those the files not in `known_paths`
-        touch, and every block of a station they give a channel it did not have (its coverage,
-        a fraction of its own channels, changes everywhere)."""
-        new_traces = tuple(p for p in self.traces if p.header.path not in known_paths)
+    def blocks_to_rewrite(self, previous: dict[str, Any]) -> set[tuple[str, int]]:
+        """(station, block) an append to the store of attrs `previous` must (re)write: those
+        the files not among its `inputs` touch, and every block of a station whose own channels
+        are not those its stored coverage counts (`station_channels`; every channel of the
+        store for a store ingested before that attr): its coverage changes everywhere."""
+        known = {entry["path"] for entry in previous["inputs"]}
+        new_traces = tuple(p for p in self.traces if p.header.path not in known)
         touched = set(replace(self, traces=new_traces).reads_by_block())
-        old_traces = [p for p in self.traces if p.header.path in known_paths]
-        before, now = own_channels(old_traces, self.stations), self.station_channels()
-        for station in (s for s in self.stations if before[s] != now[s]):
-            touched.update((station, block) for block in range(self.n_blocks))
+        counted = previous.get("station_channels")
+        for station, own in self.station_channels().items():
+            before = self.channels if counted is None else tuple(counted.get(station, ()))
+            if before != own:
+                touched.update((station, block) for block in range(self.n_blocks))
         return touched
-
-
-def own_channels(
-    traces: Sequence[PlacedTrace], stations: Sequence[str]
-) -> dict[str, tuple[str, ...]]:
-    """{station: the channel codes `traces` have there, sorted} for every one of `stations`."""
-    own: dict[str, set[str]] = {station: set() for station in stations}
-    for placed in traces:
-        own[placed.header.station].add(placed.header.channel)
-    return {station: tuple(sorted(codes)) for station, codes in own.items()}
 
 
 def is_url(path: str) -> bool:
@@ -217,103 +203,6 @@ def _files_below(root: str) -> list[str]:
     return [os.path.normpath(f) for f in files]
 
 
-def mseed_truncation(raw: bytes) -> str | None:
-    """Walk a miniSEED file's record headers: a problem text if its last record is cut short
-    (or a record header is unreadable), else None."""
-    from obspy.io.mseed.util import get_record_information
-
-    size = len(raw)
-    offset = 0
-    handle = io.BytesIO(raw)
-    while offset < size:
-        try:
-            length = int(get_record_information(handle, offset)["record_length"])
-        except Exception as error:  # noqa: BLE001 - any failure is a damaged record
-            return f"truncated or damaged record at byte {offset} of {size} ({error})"
-        if length <= 0 or offset + length > size:
-            return (
-                f"truncated: the record at byte {offset} needs {length} bytes, "
-                f"only {size - offset} remain (its samples are not ingested)"
-            )
-        offset += length
-    return None
-
-
-def _records_fill(stream: Any, size: int) -> bool:
-    """Whether the records libmseed decoded (count × length per trace) make up the whole file:
-    then no record is cut short, and the slow record-by-record walk is not needed."""
-    try:
-        used = sum(
-            int(tr.stats.mseed.number_of_records) * int(tr.stats.mseed.record_length)
-            for tr in stream
-        )
-    except (AttributeError, KeyError, TypeError, ValueError):
-        return False
-    return used == size
-
-
-def read_stream(raw: bytes, headonly: bool = False) -> Any:
-    """`obspy.read` of a file's bytes. Plain miniSEED goes straight to obspy's miniSEED reader
-    (`obspy.io.mseed.core._read_mseed`, what `obspy.read` calls for it): the same traces
-    without the plugin look-up through package metadata, 2-3 ms a call, a quarter of a 20 Hz
-    day file's decoding. Anything else (other formats, gzip/bz2/zip/tar) by `obspy.read`."""
-    import obspy
-    from obspy.io.mseed.core import _is_mseed, _read_mseed
-
-    if _is_mseed(io.BytesIO(raw)):
-        return _read_mseed(io.BytesIO(raw), headonly=headonly)
-    return obspy.read(io.BytesIO(raw), headonly=headonly)
-
-
-# obspy reads bytes through a temporary file (`/tmp/obspy-otzphda0.tmp`) and names it in errors.
-_OBSPY_TEMPORARY = re.compile(r"\S*obspy-[^\s/]*\.tmp")
-_UNKNOWN_FORMAT = re.compile(r"^Unknown format for file \S+$")
-
-
-def obspy_error(error: Exception, path: str) -> str:
-    """The first line of an obspy error about the bytes of `path`, naming `path` (not obspy's
-    temporary file); "Unknown format …" says what it means."""
-    message = str(error).splitlines()[0].strip() if str(error).strip() else ""
-    message = message or type(error).__name__
-    if _UNKNOWN_FORMAT.match(message):
-        return "no obspy reader knows its format (miniSEED, SAC, GSE2, SEG-Y, …)"
-    return _OBSPY_TEMPORARY.sub(path, message)
-
-
-def scan_file(path: str, raw: bytes | None = None) -> FileScan:
-    """Read one file's headers (any obspy format) from its bytes `raw` (read from `path` if not
-    given); never raises for bad content."""
-    from obspy.io.mseed.core import _is_mseed
-
-    if raw is None:
-        raw = read_input(path)
-    try:
-        stream = read_stream(raw, headonly=True)
-    except Exception as error:  # noqa: BLE001 - obspy raises many types for bad files
-        message = "an empty file (0 bytes)" if not raw else obspy_error(error, path)
-        return FileScan(path, problems=(f"{path}: unreadable ({message})",), readable=False)
-    problems = []
-    if _is_mseed(io.BytesIO(raw)) and not _records_fill(stream, len(raw)):
-        truncation = mseed_truncation(raw)
-        if truncation:
-            problems.append(f"{path}: {truncation}")
-    headers = tuple(
-        TraceHeader(
-            path,
-            stats_station_id(tr.stats),
-            tr.stats.channel,
-            int(tr.stats.starttime.ns),
-            float(tr.stats.sampling_rate),
-            int(tr.stats.npts),
-        )
-        for tr in stream
-        if tr.stats.npts > 0 and tr.stats.sampling_rate > 0
-    )
-    if not headers:
-        problems.append(f"{path}: holds no samples")
-    return FileScan(path, headers, tuple(problems))
-
-
 def read_inventories(paths: Sequence[str]) -> Any:
     """All StationXML files as one obspy Inventory; an unreadable one is bad input."""
     import obspy
@@ -331,19 +220,21 @@ def read_inventories(paths: Sequence[str]) -> Any:
     return inventory
 
 
-def unknown_station(station: str, inventory: Any) -> str:
+def unknown_station(station: str, inventory: Any, header_path: str | None = None) -> str:
     """The problem text of a station the inventory does not know at its location code: what
-    the inventory has for the station code instead, if anything."""
+    the inventory has for the station code instead, if anything, and where its coordinates
+    come from (`header_path`: the file whose SAC header gives them; else they are NaN)."""
     network, code, location = split_station(station)
     holds = inventory_holds(inventory, network, code)
+    source = f"from the SAC header of {header_path}" if header_path else "NaN"
     if not holds:
-        return f"{station}: unknown station (not in the inventory); coordinates are NaN"
+        return f"{station}: unknown station (not in the inventory); coordinates are {source}"
     missing = f"{network}.{code}"
     if inventory.select(network=network, station=code).networks:
         missing += f" at location code '{location}'"
     return (
         f"{station}: unknown station: the inventory has no {missing} (it has {holds}); "
-        "coordinates are NaN"
+        f"coordinates are {source}"
     )
 
 
@@ -495,8 +386,7 @@ def make_plan(
         raise InvalidInput("block_samples", f"must be positive, got {block_samples}")
     problems = list(scans.problems)
     if not scans.readable_with_traces():
-        names = ", ".join(scans.paths[:5]) or "(no files)"
-        raise InvalidInput(names, "no input is readable: " + "; ".join(problems[:5]))
+        raise nothing_readable(scans.paths, problems)
     headers: list[TraceHeader] = []
     unknown: set[str] = set()
     index = InventoryIndex(inventory) if inventory is not None else None
@@ -514,7 +404,10 @@ def make_plan(
         headers.append(header)
     if not headers:
         raise InvalidInput(scans.paths[0], "no trace agrees with the inventory: " + problems[0])
-    problems += [unknown_station(station, inventory) for station in sorted(unknown)]
+    positions = scans.positions_by_station()
+    for station in sorted(unknown):  # coordinates from the first header that gives them
+        header_path = positions[station][0][0] if positions.get(station) else None
+        problems.append(unknown_station(station, inventory, header_path))
     grid_rate = target_rate(headers, rate)
     if rate is not None:
         unresampled = [(h, no_ratio_problem(h, grid_rate)) for h in headers]
@@ -527,11 +420,20 @@ def make_plan(
         place_trace(h, start_ns, grid_rate, rate is not None and needs_resampling(h, grid_rate))
         for h in headers
     )
+    problems += shift_problems(placed, grid_rate)
     stations = tuple(sorted({h.station for h in headers}))
     channels = tuple(sorted({h.channel for h in headers}))
-    metadata = {
-        s: station_metadata(s, channels, index) if index is not None else {} for s in stations
-    }
+    metadata = {}
+    for station in stations:
+        found = positions.get(station, [])
+        if index is not None and index.knows(station):
+            metadata[station] = station_metadata(station, channels, index)
+            problems += inventory_disagreements(station, metadata[station], found)
+            continue
+        coordinates, disagreements = header_metadata(station, found)
+        known = station_metadata(station, channels, index) if index is not None else {}
+        metadata[station] = {**known, **coordinates}
+        problems += disagreements
     return WaveformPlan(
         stations=stations,
         channels=channels,

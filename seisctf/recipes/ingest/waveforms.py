@@ -4,7 +4,8 @@ Store layout (zarr v3 group; `xarray.open_zarr` opens it lazily):
 
 - `data(station, channel, time)` float32, NaN where no sample was recorded; chunks
   (1, all channels, `block_samples`) with `block_samples` = 2**18 by default (3 MiB for three
-  channels): a function of the data only, so any number of workers writes the same bytes;
+  channels): a function of the data only, so any number of workers writes the same bytes; CF
+  `units` of the samples (`waveform_attrs.data_attrs`: `count`, or the corrected unit);
 - `station` (ids `NET.STA`, or `NET.STA.LOC` for a non-empty location code: `seed_ids`) with
   `network`, `station_code`, `location` (the SEED codes), `latitude`, `longitude` (degrees),
   `elevation` (m) from StationXML (NaN without it); `channel` (channel codes, e.g. `BHZ`);
@@ -17,8 +18,9 @@ Store layout (zarr v3 group; `xarray.open_zarr` opens it lazily):
   codes its traces have); `channel_metadata` (per station and channel:
   azimuth, dip (degrees), sensitivity, its frequency and units, and `units` of the stored
   samples); `ingest_problems` (every bad input, by name); `inputs` (path, size, sha256 of every
-  file); `merge_rule`, `resampling`, `response_removed` (null, or output, pre_filt, water_level,
-  … of `--remove-response`).
+  file, `samples_stored: false` on those the store holds nothing of); `merge_rule`,
+  `resampling`, `response_removed` (null, or output, pre_filt, water_level, … of
+  `--remove-response`).
 
 Work: a header scan with sha256 (Dask tasks of batches of files, `scan_table.scan_files`: one
 table of columns, no Python object per file), the plan (`waveform_plan.make_plan`), then one
@@ -40,10 +42,11 @@ station's last partial block are (re)written; the result equals a one-shot inges
 Inputs may be fsspec URLs (`s3://bucket/archive/`, with `storage_options`): every file is read
 whole into memory (hashed, scanned and decoded from its bytes), local or remote alike.
 
-Merge (obspy `Stream.merge(method=1, interpolation_samples=0)`, on traces already on the grid): of
-two overlapping traces the one that starts later wins the overlap (ties: the later end, then the
-later file path, then record order), except that a trace lying wholly inside another is dropped
-where the other has data. Resampling (only with `rate`): `scipy.signal.resample_poly` (polyphase
+Merge (obspy `Stream.merge(method=1, interpolation_samples=0)`, on traces already on the grid;
+`waveform_attrs.MERGE_RULE`): a trace that ends later than the data before it wins the overlap
+from its start; one that ends no later (contained, or a second copy of the same span: the file
+whose path sorts first wins) only fills gaps. Overlaps with other values are problems
+(`overlap_conflicts`). Resampling (only with `rate`): `scipy.signal.resample_poly` (polyphase
 FIR anti-alias filter, ends continued by point reflection: no edge or gap artefacts) of each
 contiguous trace, before merging (`seisctf.recipes.ingest.resampling`).
 Response removal (`remove_response`, `seisctf.recipes.ingest.response`): obspy
@@ -68,21 +71,26 @@ from seisctf.catalogs.seed_ids import CODE_ARRAYS, normalised, split_station
 from seisctf.cluster import compute_in_waves, release_free_memory
 from seisctf.errors import InvalidInput
 from seisctf.recipes.context import BuildContext
-from seisctf.recipes.ingest import resampling, resumable
+from seisctf.recipes.ingest import resumable
 from seisctf.recipes.ingest.chunk_writes import ChunkWriter, write_chunks
-from seisctf.recipes.ingest.response import corrected_units, requested_removal, resolve_removal
+from seisctf.recipes.ingest.response import requested_removal, resolve_removal
 from seisctf.recipes.ingest.resumable import (
     ATTR_FINGERPRINT,
     BLOCK,
     PROGRESS_VAR,
     fail_if_strict,
     fingerprint_of,
-    iso_time,
     open_store,
 )
 from seisctf.recipes.ingest.scan_table import ScanTable, scan_files
 from seisctf.recipes.ingest.source import INGEST_STORE, INPUT_PATHS, opened_source
 from seisctf.recipes.ingest.station_arrays import write_array, write_station_ids
+from seisctf.recipes.ingest.waveform_attrs import (
+    RESAMPLING,
+    data_attrs,
+    inputs_manifest,
+    store_attrs,
+)
 from seisctf.recipes.ingest.waveform_blocks import (
     BlockRun,
     BlockTask,
@@ -111,15 +119,10 @@ ELEVATION = "elevation"
 PROGRESS_DIMS = (STATION, BLOCK)
 # The station coordinates of `data` and `coverage` (CF's `coordinates` attr).
 COORDINATES = {"coordinates": " ".join((cv.LATITUDE, cv.LONGITUDE, ELEVATION, *CODE_ARRAYS))}
-MERGE_RULE = (
-    "obspy Stream.merge(method=1, interpolation_samples=0) on grid-aligned traces: in an overlap "
-    "the later-starting trace wins; a trace contained in another is dropped where it has data"
-)
 # Codec of `data` chunks: the project's (conventions.DATA_CODEC, Blosc LZ4 with bit shuffle). On
 # the ingest benchmark's counts: 3.3x smaller than float32 (zarr's default zstd: 2.25x), 2.9 ms
 # of CPU to encode a 3 MiB chunk (zstd: 26 ms), 1.5 ms to decode it (4.6 ms); RESULTS.md.
 DATA_CODEC = cv.DATA_CODEC
-RESAMPLING = resampling.METHOD
 
 
 @dataclass(frozen=True)
@@ -134,9 +137,10 @@ class IngestReport:
 
 def ingest_blocks(
     run: BlockRun, url: str, storage_options: dict | None, inventory: Any = None
-) -> list[tuple[float, list]]:
+) -> list[tuple[float, list, list]]:
     """Read, merge and write consecutive (station, time block) chunks of one station, one after
-    the other, each marked done right after it is written: [(coverage fraction, problems)].
+    the other, each marked done right after it is written: [(coverage fraction, problems,
+    [path, channel] of the files' channels none of whose samples are stored)].
     `inventory`: the station's part of the StationXML (needed with response removal)."""
     group = open_store(url, storage_options, mode="r+")
     # Whole chunks, written without zarr's selection machinery (`chunk_writes`); empty blocks
@@ -144,14 +148,14 @@ def ingest_blocks(
     data, progress = ChunkWriter(group[DATA_VAR]), ChunkWriter(group[PROGRESS_VAR])
     found = []
     for task in run.tasks:
-        rows, problems = station_rows(task, url, storage_options, inventory)
+        rows, problems, lost = station_rows(task, url, storage_options, inventory)
         values = merged_block(rows, task)
         fraction = resumable.coverage_of(task.own(values))
-        entry = np.array([[resumable.done_entry(fraction, problems)]], dtype=object)
+        entry = np.array([[resumable.done_entry(fraction, problems, lost=lost)]], dtype=object)
         mark = (progress, (task.station_index, task.block), entry)  # `resumable.mark_done`
         chunk = (data, (task.station_index, 0, task.block), values[np.newaxis])
         write_chunks([chunk, mark] if fraction > 0 else [mark])  # the mark after the chunk
-        found.append((fraction, problems))
+        found.append((fraction, problems, lost))
     return found
 
 
@@ -163,29 +167,6 @@ def joined(tables: Sequence[ScanTable], paths: Sequence[str]) -> ScanTable:
 def file_digests(scans: ScanTable) -> dict[str, str]:
     """{path: hex sha256} of every scanned file."""
     return {path: scans.sha256(index) for index, path in enumerate(scans.paths)}
-
-
-def _json_float(value: float) -> float | None:
-    return None if value is None or not math.isfinite(value) else float(value)
-
-
-def _json_clean(value: Any) -> Any:
-    """NaN -> None, recursively, so attrs are strict JSON."""
-    if isinstance(value, dict):
-        return {key: _json_clean(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_json_clean(item) for item in value]
-    if isinstance(value, float):
-        return _json_float(value)
-    return value
-
-
-def station_offsets(plan: WaveformPlan) -> dict[str, list[float]]:
-    """Per station: the distinct offsets (s, trace start minus its grid sample) of its traces."""
-    offsets: dict[str, set[float]] = {station: set() for station in plan.stations}
-    for placed in plan.traces:
-        offsets[placed.header.station].add(round(placed.offset_s, 9))
-    return {station: sorted(values) for station, values in offsets.items()}
 
 
 def _coordinate(plan: WaveformPlan, name: str) -> np.ndarray:
@@ -227,44 +208,6 @@ def create_store(
 def _blocks(plan: WaveformPlan) -> tuple[int, int]:
     """The shape of the blocks of work: (station, time block)."""
     return len(plan.stations), plan.n_blocks
-
-
-def store_attrs(
-    plan: WaveformPlan,
-    problems: Sequence[str],
-    inputs: Sequence[dict],
-    resample: bool,
-    response_removed: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The store's attrs; `channel_metadata[station][channel]["units"]` is the unit of the
-    stored samples: the sensitivity's output unit (counts) or, with response removal, the
-    corrected unit."""
-    channel_metadata = {}
-    for station, meta in plan.station_metadata.items():
-        channel_metadata[station] = {}
-        for channel, entry in meta.get("channels", {}).items():
-            units = entry.get("output_units")
-            if response_removed is not None:
-                units = corrected_units(response_removed["output"], entry.get("input_units"))
-            channel_metadata[station][channel] = {**entry, "units": units}
-    attrs = _json_clean(
-        {
-            cv.ATTR_START_TIME: iso_time(plan.start_ns),
-            "start_time_ns": plan.start_ns,
-            cv.ATTR_SAMPLING_RATE: plan.sampling_rate,
-            "block_samples": plan.block_samples,
-            "time_offsets_s": station_offsets(plan),
-            "station_channels": plan.station_channels(),
-            "channel_metadata": channel_metadata,
-            "ingest_problems": list(problems),
-            "inputs": [],
-            "merge_rule": MERGE_RULE,
-            "resampling": RESAMPLING if resample else None,
-            "response_removed": response_removed,
-        }
-    )
-    attrs["inputs"] = list(inputs)  # no float in them: not copied by `_json_clean`
-    return attrs
 
 
 def file_sha256(path: str) -> str:
@@ -367,15 +310,17 @@ def ingest_waveforms(
     elif progress is None:
         create_store(plan, url, storage_options, fingerprint)
         progress = resumable.no_progress(_blocks(plan))
-    coverage, decode_problems = _run_blocks(  # its tasks (one object a file) not kept after it
+    coverage, decode_problems, lost = _run_blocks(  # its tasks (one object a file) not kept
         pending_tasks(plan, scans, progress, rate is not None, removal, inventory_sha256),
         inventory, url, storage_options, fingerprint, progress, quiet,
     )  # fmt: skip
     problems = (*plan.problems, *(p for p in decode_problems if p not in plan.problems))
     fail_if_strict(strict, decode_problems)
     release_free_memory()  # of the inventory and the tasks, before the attrs' large JSON
-    attrs = store_attrs(plan, problems, list(scans.manifest()), rate is not None, removed)
+    inputs = inputs_manifest(scans, plan, lost, previous)
+    attrs = store_attrs(plan, problems, inputs, rate is not None, removed)
     attrs[ATTR_FINGERPRINT] = fingerprint
+    open_store(url, storage_options, mode="r+")[DATA_VAR].attrs.update(data_attrs(plan, removed))
     resumable.finish(
         url, storage_options, coverage, COVERAGE_VAR, PROGRESS_DIMS, attrs, COORDINATES
     )
@@ -408,11 +353,12 @@ def _run_blocks(
     fingerprint: str,
     progress: np.ndarray,
     quiet: bool,
-) -> tuple[np.ndarray, list[str]]:
+) -> tuple[np.ndarray, list[str], set[tuple]]:
     """Ingest the unfinished blocks' `tasks` (`inventory`: with response removal), one Dask task
     per run of a station's consecutive blocks (a worker decodes each file of the run once; keys
-    in station-major order): coverage (station, block) and the sorted decode problems of every
-    finished block, with those an append carries over."""
+    in station-major order): coverage (station, block), the sorted decode problems of every
+    finished block, with those an append carries over, and ((station index, block), path,
+    channel) of the files' channels of which no sample is stored (`overlap_conflicts`)."""
     import dask
 
     token = dask.base.tokenize(url, fingerprint)
@@ -434,14 +380,15 @@ def _run_blocks(
         quiet=quiet,
     )
     done = [
-        ((task.station_index, task.block), fraction, block_problems)
-        for run, found in zip(runs, results, strict=True)
-        for task, (fraction, block_problems) in zip(run.tasks, found, strict=True)
+        ((task.station_index, task.block), *found)
+        for run, found_in_run in zip(runs, results, strict=True)
+        for task, found in zip(run.tasks, found_in_run, strict=True)
     ]
-    coverage, problems = resumable.collect(progress, done)
+    coverage, problems = resumable.collect(progress, [entry[:3] for entry in done])
+    lost = resumable.collect_list(progress, [(entry[0], entry[3]) for entry in done], "lost")
     array = open_store(url, storage_options)[PROGRESS_VAR]
     problems.update(array.attrs.get("carried_problems", []))
-    return coverage, sorted(problems)
+    return coverage, sorted(problems), lost
 
 
 def appendable_attrs(url: str, storage_options: dict | None) -> dict[str, Any]:
@@ -528,7 +475,7 @@ def prepare_append(
     off, `data` resized, and progress marking done every old block that is whole and not to
     rewrite (`blocks_to_rewrite`; its chunk and coverage stay). Returns the progress."""
     group, old_coverage = resumable.reopen_for_append(url, storage_options, COVERAGE_VAR)
-    touched = plan.blocks_to_rewrite({entry["path"] for entry in previous["inputs"]})
+    touched = plan.blocks_to_rewrite(previous)
     whole_blocks = group[DATA_VAR].shape[-1] // plan.block_samples
     kept = np.zeros(old_coverage.shape, dtype=bool)
     for index, station in enumerate(plan.stations):

@@ -1,0 +1,152 @@
+"""The attrs of a continuous waveform store and of its `data` variable.
+
+`data` carries CF's `units` (UDUNITS spelling) of the stored samples: `count` (digitizer counts)
+without response removal, or the corrected unit after it (`m s-1` for VEL of a seismometer,
+`Pa` for an infrasound channel, whose response obspy applies as it is). Where the store's
+channels differ in unit (response removal of a seismometer and a microphone), no single unit
+is true of the variable: `units` is left out and its `comment` says where each channel's unit is
+(`channel_metadata[station][channel]["units"]`, StationXML's spelling).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from seisctf import conventions as cv
+from seisctf.recipes.ingest import resampling
+from seisctf.recipes.ingest.overlap_conflicts import files_not_stored
+from seisctf.recipes.ingest.response import corrected_units
+from seisctf.recipes.ingest.resumable import iso_time
+from seisctf.recipes.ingest.scan_table import ScanTable
+from seisctf.recipes.ingest.waveform_plan import WaveformPlan
+
+MERGE_RULE = (
+    "obspy Stream.merge(method=1, interpolation_samples=0) on grid-aligned traces, in order of "
+    "start, end, file path and record: in an overlap the trace that ends later wins from its "
+    "start; a trace that ends no later than the data before it (contained, or a second copy "
+    "of the same span: the file whose path sorts first wins) only fills that data's gaps, and "
+    "is dropped whole if any sample differs"
+)
+RESAMPLING = resampling.METHOD
+COUNTS = "count"  # UDUNITS' dimensionless count: samples as the digitizer recorded them
+# StationXML unit names (upper case) -> UDUNITS spellings, which CF's `units` attr asks for.
+CF_UNITS = {
+    "COUNTS": COUNTS,
+    "COUNT": COUNTS,
+    "M": "m",
+    "M/S": "m s-1",
+    "M/S**2": "m s-2",
+    "PA": "Pa",
+    "V": "V",
+}
+MIXED_UNITS = "the channels' units differ: see the attr channel_metadata[station][channel].units"
+
+
+def _json_float(value: float) -> float | None:
+    return None if value is None or not math.isfinite(value) else float(value)
+
+
+def _json_clean(value: Any) -> Any:
+    """NaN -> None, recursively, so attrs are strict JSON."""
+    if isinstance(value, dict):
+        return {key: _json_clean(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_clean(item) for item in value]
+    if isinstance(value, float):
+        return _json_float(value)
+    return value
+
+
+def station_offsets(plan: WaveformPlan) -> dict[str, list[float]]:
+    """Per station: the distinct offsets (s, trace start minus its grid sample) of its traces."""
+    offsets: dict[str, set[float]] = {station: set() for station in plan.stations}
+    for placed in plan.traces:
+        offsets[placed.header.station].add(round(placed.offset_s, 9))
+    return {station: sorted(values) for station, values in offsets.items()}
+
+
+def channel_metadata(
+    plan: WaveformPlan, response_removed: dict[str, Any] | None
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """Per station and channel the inventory's metadata with `units` of the stored samples:
+    the sensitivity's output unit (counts) or, with response removal, the corrected unit."""
+    found: dict[str, dict[str, dict[str, Any]]] = {}
+    for station, meta in plan.station_metadata.items():
+        found[station] = {}
+        for channel, entry in meta.get("channels", {}).items():
+            units = entry.get("output_units")
+            if response_removed is not None:
+                units = corrected_units(response_removed["output"], entry.get("input_units"))
+            found[station][channel] = {**entry, "units": units}
+    return found
+
+
+def data_attrs(plan: WaveformPlan, response_removed: dict[str, Any] | None) -> dict[str, str]:
+    """CF attrs of `data`: `units` of the stored samples (module doc), or a `comment` where
+    the channels' units differ."""
+    metadata = channel_metadata(plan, response_removed)
+    units = set()
+    for station, channels in plan.station_channels().items():
+        for channel in channels:
+            given = metadata.get(station, {}).get(channel, {}).get("units")
+            if given is None and response_removed is None:
+                given = COUNTS  # no inventory: the files' samples, digitizer counts
+            units.add(CF_UNITS.get(str(given).upper(), given))
+    if len(units) == 1 and None not in units:
+        return {"units": units.pop()}
+    return {"comment": MIXED_UNITS}
+
+
+def inputs_manifest(
+    scans: ScanTable,
+    plan: WaveformPlan,
+    lost: set[tuple],
+    previous: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """The `inputs` attr: {"path", "size", "sha256"} of every file read, with
+    `"samples_stored": false` on those of which the store holds no sample: unreadable or
+    rejected files, files whose every trace lost overlaps with other values (`lost`:
+    ((station index, block), path, channel)), and those an appended-to store said so of."""
+    traces = {(p.header.path, p.header.station, p.header.channel) for p in plan.traces}
+    lost_keys = {(path, plan.stations[index[0]], channel) for index, path, channel in lost}
+    not_stored = files_not_stored(traces, lost_keys)
+    not_stored |= set(scans.paths) - {path for path, _, _ in traces}
+    not_stored |= {
+        entry["path"]
+        for entry in (previous or {}).get("inputs", [])
+        if entry.get("samples_stored") is False
+    }
+    return [
+        {**entry, "samples_stored": False} if entry["path"] in not_stored else entry
+        for entry in scans.manifest()
+    ]
+
+
+def store_attrs(
+    plan: WaveformPlan,
+    problems: Sequence[str],
+    inputs: Sequence[dict],
+    resample: bool,
+    response_removed: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The store's attrs (`channel_metadata`: see `channel_metadata`)."""
+    attrs = _json_clean(
+        {
+            cv.ATTR_START_TIME: iso_time(plan.start_ns),
+            "start_time_ns": plan.start_ns,
+            cv.ATTR_SAMPLING_RATE: plan.sampling_rate,
+            "block_samples": plan.block_samples,
+            "time_offsets_s": station_offsets(plan),
+            "station_channels": plan.station_channels(),
+            "channel_metadata": channel_metadata(plan, response_removed),
+            "ingest_problems": list(problems),
+            "inputs": [],
+            "merge_rule": MERGE_RULE,
+            "resampling": RESAMPLING if resample else None,
+            "response_removed": response_removed,
+        }
+    )
+    attrs["inputs"] = list(inputs)  # no float in them: not copied by `_json_clean`
+    return attrs
