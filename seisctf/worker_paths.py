@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from seisctf.errors import InvalidInput
+from seisctf.wording import counted
 
 PROBE_PREFIX = ".seisctf-worker-probe-"
 # Seconds to wait for every worker's answer; without one in time the command goes on unchecked
@@ -114,6 +115,7 @@ def check_worker_paths(
         target = f"the folder {_nearest_folder(path)} of this output" if is_output else "it"
         raise InvalidInput(
             given,
-            f"the workers at {address} cannot see {target} ({blind} of {len(seen)} workers); "
+            f"the workers at {address} cannot see {target} ({blind} of "
+            f"{counted(len(seen), 'worker')}); "
             f"{REMEDY}",
         )

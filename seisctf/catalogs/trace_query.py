@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from seisctf.errors import InvalidInput
+from seisctf.wording import counted
 
 
 def select_traces(table: pd.DataFrame, query: str, what: str) -> np.ndarray:
@@ -40,5 +41,7 @@ def select_traces(table: pd.DataFrame, query: str, what: str) -> np.ndarray:
     if not isinstance(chosen, pd.DataFrame) or list(chosen.columns) != list(positioned.columns):
         raise InvalidInput(f"query {text!r}", "is not a condition on the traces")
     if chosen.empty:
-        raise InvalidInput(f"query {text!r}", f"selects none of the {len(table)} traces of {what}")
+        raise InvalidInput(
+            f"query {text!r}", f"selects none of the {counted(len(table), 'trace')} of {what}"
+        )
     return np.sort(chosen.index.to_numpy(dtype=np.int64))

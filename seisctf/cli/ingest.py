@@ -17,6 +17,7 @@ from seisctf.cli._parse import Commands
 from seisctf.cli._parse import storage_options as _options
 from seisctf.errors import InvalidInput
 from seisctf.registry import INGESTS, Entry
+from seisctf.wording import counted
 
 
 def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
@@ -215,7 +216,8 @@ def _run_ingest_waveforms(args: argparse.Namespace) -> None:
     plan = report.plan
     verb = "up to date:" if report.up_to_date else "wrote"
     print(
-        f"{verb} {args.out}: {len(plan.stations)} stations x {len(plan.channels)} channels x "
+        f"{verb} {args.out}: {counted(len(plan.stations), 'station')} x "
+        f"{counted(len(plan.channels), 'channel')} x "
         f"{plan.n_time} samples at {plan.sampling_rate} Hz, {len(report.problems)} problem(s)"
     )
 
@@ -237,9 +239,10 @@ def _run_ingest_das(args: argparse.Namespace) -> None:
     plan = report.plan
     verb = "up to date:" if report.up_to_date else "wrote"
     print(
-        f"{verb} {args.out}: {plan.axis.quantity} {plan.n_time} samples x "
-        f"{plan.axis.n_distance} channels at {plan.axis.sampling_rate} Hz, {len(report.gaps)} "
-        f"gap(s), {len(report.overlaps)} overlap(s), {len(report.problems)} problem(s)"
+        f"{verb} {args.out}: {plan.axis.quantity} {counted(plan.n_time, 'sample')} x "
+        f"{counted(plan.axis.n_distance, 'channel')} at {plan.axis.sampling_rate} Hz, "
+        f"{len(report.gaps)} gap(s), {len(report.overlaps)} overlap(s), "
+        f"{len(report.problems)} problem(s)"
     )
 
 
@@ -276,7 +279,8 @@ def _run_ingest_seisbench(args: argparse.Namespace) -> None:
         quiet=args.quiet,
     )
     print(
-        f"wrote {args.out}: {report.n_traces} windows x {report.n_channels} channels x "
+        f"wrote {args.out}: {counted(report.n_traces, 'window')} x "
+        f"{counted(report.n_channels, 'channel')} x "
         f"{report.n_samples} samples at {report.sampling_rate_hz:g} Hz, "
         f"{report.n_resampled} resampled"
     )
@@ -293,7 +297,8 @@ def _run_ingest_stead(args: argparse.Namespace) -> None:
         storage_options=_options(args),
         quiet=args.quiet,
     )
-    print(f"wrote {args.out}: {report.n_traces} windows x 3 channels x {report.n_samples} samples")
+    windows = counted(report.n_traces, "window")
+    print(f"wrote {args.out}: {windows} x 3 channels x {report.n_samples} samples")
     print(f"catalogue: {report.catalog}")
 
 

@@ -29,6 +29,7 @@ import pandas as pd
 
 from seisctf import conventions as cv
 from seisctf.catalogs.trace_keys import has_arrival, min_distance_km, station_keys
+from seisctf.wording import counted
 
 TRAIN, DEV, TEST = cv.SPLIT_VALUES
 
@@ -107,7 +108,7 @@ def split_map(table: pd.DataFrame, path: str, title: str = "") -> str:
             s=8,
             c=COLOURS[name],
             alpha=0.6,
-            label=f"{name} sources ({rows.sum()} traces)",
+            label=f"{name} sources ({counted(int(rows.sum()), 'trace')})",
         )
     if cv.STATION_LATITUDE in table and cv.STATION_LONGITUDE in table:
         frame = pd.DataFrame(

@@ -56,6 +56,7 @@ from seisctf.catalogs.trace_table import read_trace_table
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
 from seisctf.pipeline.split_audit import leakage_audit
+from seisctf.wording import counted
 
 STRATEGIES = ("source-clusters", "station-disjoint", "event", "time")
 CLUSTER_VAR = cv.SPLIT_CLUSTER_VAR
@@ -116,8 +117,8 @@ class SplitOptions:
         if self.test_clusters < 1 or self.n_clusters < 2 * self.test_clusters + 1:
             raise InvalidInput(
                 "n_clusters",
-                f"{self.n_clusters} clusters leave no training cluster beside 2 × "
-                f"{self.test_clusters} test clusters",
+                f"{counted(self.n_clusters, 'cluster')} leave no training cluster beside 2 × "
+                f"{counted(self.test_clusters, 'test cluster')}",
             )
         if self.buffer_km < 0:
             raise InvalidInput("buffer_km", f"must be ≥ 0, got {self.buffer_km}")
@@ -242,11 +243,12 @@ def source_clusters(table: pd.DataFrame, options: SplitOptions, what: str) -> Sp
             name = table[cv.TRACE_NAME].iloc[int(np.flatnonzero(unlocated)[0])]
             raise InvalidInput(
                 f"trace {name}",
-                f"has neither a source nor a station location ({unlocated.sum()} such traces)",
+                f"has neither a source nor a station location "
+                f"({counted(int(unlocated.sum()), 'such trace')})",
             )
         cluster[~located] = nearest_centre(station[~located], centres)
         notes.append(
-            f"{int((~located).sum())} traces without a source location (noise "
+            f"{counted(int((~located).sum()), 'trace')} without a source location (noise "
             "windows) assigned to the cluster nearest their station"
         )
     t = options.test_clusters
@@ -289,7 +291,9 @@ def draw_budgets(
     train_per_cluster = np.bincount(in_train[in_train >= 0], minlength=max(train_ids) + 1)
     for budget in options.budgets:
         if budget > n:
-            raise InvalidInput("budgets", f"budget {budget} exceeds the {n} training clusters")
+            raise InvalidInput(
+                "budgets", f"budget {budget} exceeds the {counted(n, 'training cluster')}"
+            )
         distinct = math.comb(n, budget)
         if distinct <= options.draws:
             draws = [list(c) for c in itertools.combinations(train_ids, budget)]

@@ -18,6 +18,7 @@ import pandas as pd
 from seisctf.errors import InvalidInput
 from seisctf.scoring import uncertainty as un
 from seisctf.scoring.site.uncertainty_plots import learning_curves, qq_plots
+from seisctf.wording import counted
 
 DETERMINISTIC_NOTE = "deterministic approach: training variance 0 by construction"
 CONFOUNDED_NOTE = "one training seed per draw: data and training variance are confounded"
@@ -444,7 +445,8 @@ def summary_lines(report: Mapping[str, Any]) -> list[str]:
     """A short human summary of a report."""
     lines = []
     for name, section in report["metrics"].items():
-        lines.append(f"metric {name}: {section['n_runs']} runs, level {report['level']}")
+        runs = counted(section["n_runs"], "run")
+        lines.append(f"metric {name}: {runs}, level {report['level']}")
         for cell in section["cells"]:
             low, high = cell["interval"]
             data = cell["data_variance"] or {}

@@ -40,6 +40,7 @@ from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
 from seisctf.scoring import sqlite_wal
 from seisctf.scoring.ladder import STEP, Climb, Rung, to_step
+from seisctf.wording import counted
 
 POLICY = "seisctf-release-3"
 # The metrics of the scores a public score averages (every one but the long-time spectra).
@@ -311,7 +312,9 @@ def reserve(
     releases in the last `QUOTA_WINDOW_S` and these would exceed the quota."""
     now_s = time.time() if now_s is None else now_s
     if len(names) > release.quota:
-        raise InvalidInput("names", f"{len(names)} submissions, above the quota of {release.quota}")
+        raise InvalidInput(
+            "names", f"{counted(len(names), 'submission')}, above the quota of {release.quota}"
+        )
     connection = _connect(release.quota_db)
     try:
         connection.execute("BEGIN IMMEDIATE")
@@ -328,7 +331,7 @@ def reserve(
             free_at = times[len(times) + len(names) - release.quota - 1] + QUOTA_WINDOW_S
             raise InvalidInput(
                 f"`participant` {release.participant}",
-                f"{len(times)} of {release.quota} releases used in the last 24 h, "
+                f"{len(times)} of {counted(release.quota, 'release')} used in the last 24 h, "
                 f"{len(names)} asked for; nothing was scored. Next possible at "
                 f"{_utc(free_at)} UTC",
             )

@@ -22,6 +22,7 @@ import pandas as pd
 from scipy import stats
 
 from seisctf.errors import InvalidInput
+from seisctf.wording import counted
 
 __all__ = [
     "RUN_COLUMNS",
@@ -367,7 +368,8 @@ def identical_draw_budgets(
         for budget in budgets:
             if budget > n_clusters:
                 raise InvalidInput(
-                    "n_clusters", f"budget {budget_label(budget)} exceeds {n_clusters} clusters"
+                    "n_clusters",
+                    f"budget {budget_label(budget)} exceeds {counted(n_clusters, 'cluster')}",
                 )
             if budget == n_clusters:
                 flagged[budget] = f"all {n_clusters} training clusters (--clusters)"

@@ -11,6 +11,7 @@ import numpy as np
 
 from seisctf import conventions as cv
 from seisctf.scoring.pick_metrics import PHASES
+from seisctf.wording import counted
 
 
 def pyplot():
@@ -69,7 +70,8 @@ def plot_residual_histogram(result: Mapping[str, Any], out: str | Path) -> Path:
         axis.stairs(histogram[phase], edges, fill=True, alpha=0.7)
         mean, std = stats["residual_mean_s"], stats["residual_std_s"]
         summary = "no hits" if mean is None else f"mean {mean:+.3f} s, std {std:.3f} s"
-        axis.set_title(f"{phase.upper()}: {stats['tp']} hits; {summary}", fontsize="small")
+        title = f"{phase.upper()}: {counted(stats['tp'], 'hit')}; {summary}"
+        axis.set_title(title, fontsize="small")
         axis.set_xlabel("pick − arrival (s)")
     axes[0].set_ylabel("picks")
     name = str(result["name"]).replace("$", r"\$")

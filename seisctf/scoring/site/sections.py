@@ -36,6 +36,7 @@ from seisctf.scoring.site.markup import (
     text_cell,
 )
 from seisctf.scoring.uncertainty import mean_interval, misranking_probability
+from seisctf.wording import counted
 
 Entry = Mapping[str, Any]
 TOP_MODELS = 5
@@ -269,7 +270,8 @@ def ctf_section(
     by_model = group_by(ranked, lambda e: e["model"])
     models = sorted(by_model, key=lambda m: (-_mean_shown(by_model[m]), m))
     caption = (
-        f"Ranking by {average}: {len(ranked)} submissions of {len(models)} models "
+        f"Ranking by {average}: {counted(len(ranked), 'submission')} of "
+        f"{counted(len(models), 'model')} "
         f"(convention {escape(str(convention))})"
     )
     runs = {
@@ -291,7 +293,7 @@ def ctf_section(
         [(model, _mean_profile(by_model[model], names)) for model in models[:TOP_MODELS]],
         names,
         ident=f"{ident}-overlay",
-        title=f"Score profiles of the top {min(TOP_MODELS, len(models))} models",
+        title=f"Score profiles of the top {counted(min(TOP_MODELS, len(models)), 'model')}",
         size=420,
     )
     figures = [f"<figure>{overlay}<figcaption>Top models by mean AvgScore.</figcaption></figure>"]
@@ -346,7 +348,7 @@ def picks_section(ident: str, key: tuple, entries: Sequence[Entry]) -> str:
     head = [Column("Rank", lambda e: number_cell(rank[id(e)])), _model_column(), _run_column()]
     f1_table = table(
         f"{ident}-f1",
-        f"Detection and picking: {len(ranked)} submissions, ranked by P-pick F1",
+        f"Detection and picking: {counted(len(ranked), 'submission')}, ranked by P-pick F1",
         head + _rate_columns(PICK_PARTS),
         ranked,
         sorted_by=(0, "ascending"),
@@ -494,7 +496,8 @@ def index_page(
         f"the submissions on {', '.join(regenerable)} were",
     )
     intro = banner + (
-        f"<p>{total} scored submissions on {len(by_dataset)} datasets. Each dataset's page "
+        f"<p>{counted(total, 'scored submission')} on {counted(len(by_dataset), 'dataset')}. "
+        "Each dataset's page "
         "ranks its submissions, shows their score profiles and pick metrics, and states the "
         "scoring convention and the truth commitment (SHA-256 over the published truth "
         "hashes) its numbers come from.</p>"
