@@ -13,6 +13,7 @@ from seisctf.cli._parse import (
     generator_seed_options,
     public_truth_option,
     secret_argument,
+    write_json,
 )
 from seisctf.cli._parse import storage_options as _options
 from seisctf.errors import InvalidInput
@@ -20,6 +21,7 @@ from seisctf.recipes.cluster_file import recipe_cluster
 from seisctf.recipes.layouts import LAYOUTS, load_layout
 from seisctf.recipes.schema import read_recipe
 from seisctf.registry import SYNTHS  # its summaries are the `synth` kinds' help
+from seisctf.wording import counted
 
 AUTO_LAYOUT = "auto"
 LAYOUT_NAMES = ", ".join(LAYOUTS)
@@ -167,7 +169,12 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     )
     split.add_argument("--draws", type=int, default=12, help="random draws per budget (12)")
     split.add_argument("--seed", type=int, default=0, help="seed of every random choice (0)")
-    split.add_argument("--audit", metavar="OUT.json", help="write the leakage audit here")
+    split.add_argument(
+        "--audit",
+        metavar="OUT.json",
+        help="write the leakage audit here (stdout then gets a summary, nothing with --quiet; "
+        "default: the audit JSON to stdout)",
+    )
     split.add_argument("--map", metavar="OUT.png", help="map of sources and stations by split")
     # No check: the options are read first, by the splits module (which loads pandas).
     split.set_defaults(run=_run_split)
@@ -414,10 +421,16 @@ def _run_split(args: argparse.Namespace) -> None:
     )
     result = split_store(args.store, options, _options(args), quiet=args.quiet)
     if args.audit:
-        Path(args.audit).write_text(json.dumps(result.audit, indent=2))
+        write_json(args.audit, result.audit)
     if args.map:
         split_map(result.table, args.map, title=f"{args.store}: {args.strategy}")
-    print(json.dumps(result.audit, indent=2))
+    if not args.audit:
+        print(json.dumps(result.audit, indent=2))
+    elif not args.quiet:  # the audit is in its file: a summary
+        counts = ", ".join(f"{split} {n}" for split, n in result.audit["counts"].items())
+        shared = counted(result.audit["shared_stations"], "station")
+        print(f"split {args.store} ({args.strategy}): {counts}; {shared} in train and test")
+        print(f"leakage audit: {args.audit}")
 
 
 def _run_subset(args: argparse.Namespace) -> None:

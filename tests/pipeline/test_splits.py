@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -262,9 +264,9 @@ def test_splits_identical_for_one_and_two_workers_and_any_chunking(
         str(tmp_path / "map.png"),
     )
     np.testing.assert_array_equal(one, two)
-    printed = json.loads(capsys.readouterr().out)
+    assert capsys.readouterr().out == ""  # --quiet: the audit goes to its file only
     written = json.loads((tmp_path / "audit.json").read_text())
-    assert printed == written and written["strategy"] == "source-clusters"
+    assert written["strategy"] == "source-clusters"
     assert set(cv.AUDIT_KEYS) <= set(written)
     png = (tmp_path / "map.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
@@ -286,3 +288,33 @@ def test_cli_bad_input_exits_3_naming_it(store_dir, tmp_path, dask_cluster, caps
     assert main(["split", url, "--strategy", "event", "--fractions", "a,b", *scheduler]) == 3
     assert "--fractions" in capsys.readouterr().err
     assert cv.SPLIT_VAR not in storage.open_dataset(url)  # nothing was written
+
+
+def test_split_prints_the_audit_unless_it_goes_to_a_file(store_dir, tmp_path, dask_cluster):
+    """As a user runs it (`python -m seisctf.cli`): without --audit the audit JSON goes to
+    stdout; with --audit FILE to the file only, stdout getting a summary, and nothing at all
+    with --quiet."""
+    url, _ = fresh_store(store_dir, "printed.zarr")
+
+    def split(*extra: str) -> str:
+        argv = ["split", url, "--strategy", "event", "--scheduler", dask_cluster.address]
+        command = [sys.executable, "-m", "seisctf.cli", *argv, *extra]
+        run = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr
+        return run.stdout
+
+    quiet_file = tmp_path / "quiet.json"
+    assert split("--quiet", "--audit", str(quiet_file)) == ""
+    audit = json.loads(quiet_file.read_text())
+    assert audit["strategy"] == "event" and set(cv.AUDIT_KEYS) <= set(audit)
+    summary_file = tmp_path / "summary.json"
+    lines = split("--audit", str(summary_file)).splitlines()
+    counts = audit["counts"]
+    shared = audit["shared_stations"]
+    assert lines == [
+        f"split {url} (event): train {counts['train']}, dev {counts['dev']}, test "
+        f"{counts['test']}; {shared} station{'' if shared == 1 else 's'} in train and test",
+        f"leakage audit: {summary_file}",
+    ]
+    assert json.loads(summary_file.read_text()) == audit  # the same split: the same audit
+    assert json.loads(split("--quiet")) == audit  # no file: the JSON on stdout
