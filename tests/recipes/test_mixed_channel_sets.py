@@ -17,6 +17,7 @@ import obspy
 import pandas as pd
 import pytest
 import seisbench.data as sbd
+import zarr
 from obspy.core.event import Catalog, Event, Magnitude, Origin, Pick, WaveformStreamID
 
 from seisctf import conventions as cv
@@ -277,9 +278,22 @@ def test_pick_stalta_without_a_dev_split_says_to_tune_on_train(
     assert "with `--tune-split train`" in error and "`--tune-split none`" in error
 
 
-def test_an_append_giving_a_station_a_channel_rewrites_its_coverage(tmp_path, dask_cluster):
+def as_ingested_before(url: str) -> None:
+    """Turn a store into what the ingest wrote before `station_channels`: no such attr, each
+    station's coverage a fraction of every channel of the store."""
+    group = zarr.open_group(url, mode="r+")
+    own = group.attrs["station_channels"]
+    counted = [len(own[str(s)]) / group[cv.CHANNEL].shape[0] for s in group[cv.STATION][:]]
+    group[cv.COVERAGE_VAR][:] = group[cv.COVERAGE_VAR][:] * np.array(counted)[:, None]
+    group.attrs.pop("station_channels")
+    zarr.consolidate_metadata(url)
+
+
+@pytest.mark.parametrize("before", ["station_channels", "no_station_channels"])
+def test_an_append_leaves_the_coverage_of_a_one_shot_ingest(tmp_path, dask_cluster, before):
     """BW.UH3's SHZ appended (its first 60 s) to a store where UH3 had SHN and SHE: every
-    block's coverage is then a fraction of three channels, as a one-shot ingest gives."""
+    block's coverage is then a fraction of UH3's three channels, as a one-shot ingest gives;
+    to a store ingested before `station_channels`, UH1's (SHZ only) a fraction of its one."""
     files = {key: tmp_path / f"{key[0]}.{key[1]}.mseed" for key in FILES if key[0] != "BW.UH4"}
     for (station, channel), path in files.items():
         trace = obspy_trace(station, channel)
@@ -289,11 +303,15 @@ def test_an_append_giving_a_station_a_channel_rewrites_its_coverage(tmp_path, da
     later = files.pop(("BW.UH3", "SHZ"))
     appended, whole = str(tmp_path / "appended.zarr"), str(tmp_path / "whole.zarr")
     ingest_waveforms([str(p) for p in files.values()], appended, block_samples=1024, quiet=True)
+    if before == "no_station_channels":
+        as_ingested_before(appended)
+        assert storage.open_dataset(appended)[cv.COVERAGE_VAR].values[0, 0] == pytest.approx(1 / 3)
     argv = ["ingest", "waveforms", str(later), "--out", appended, "--append", "--quiet"]
     assert main([*argv, "--scheduler", dask_cluster.address]) == 0
     ingest_waveforms([*map(str, files.values()), str(later)], whole, block_samples=1024, quiet=True)
     got, want = storage.open_dataset(appended), storage.open_dataset(whole)
-    assert got.attrs["station_channels"]["BW.UH3"] == ["SHE", "SHN", "SHZ"]
+    assert got.attrs["station_channels"] == {"BW.UH1": ["SHZ"], "BW.UH3": ["SHE", "SHN", "SHZ"]}
     np.testing.assert_array_equal(got[cv.COVERAGE_VAR].values, want[cv.COVERAGE_VAR].values)
     np.testing.assert_array_equal(got["data"].values, want["data"].values)
     assert got[cv.COVERAGE_VAR].values[1, -2] == pytest.approx(2 / 3)  # UH3 after 60 s
+    assert got[cv.COVERAGE_VAR].values[0, -2] == 1.0  # UH1
