@@ -47,7 +47,7 @@ def rows(db: Path) -> int:
 
 
 @pytest.fixture(scope="module")
-def files(tmp_path_factory) -> dict[str, Path]:
+def files(tmp_path_factory, dask_cluster) -> dict[str, Path]:
     """An archive (ObsPy's CH.BALST LHE day), a tiny CTF bundle, a submission, and a
     leaderboard holding the submission's entry (written by `score ctf --db`)."""
     root = tmp_path_factory.mktemp("outputs")
@@ -57,7 +57,8 @@ def files(tmp_path_factory) -> dict[str, Path]:
     submission = write_npz(noisy_copy(truth, seed=1, level=0.1), root / "submission.npz")
     db = root / "lb.sqlite"
     score = [*SEISCTF, "score", "ctf", "--truth", truth_url, "--submission", str(submission)]
-    run = subprocess.run([*score, "--db", str(db), "--quiet"], capture_output=True, text=True)
+    score += ["--db", str(db), "--quiet", "--scheduler", dask_cluster.address]
+    run = subprocess.run(score, capture_output=True, text=True)
     assert run.returncode == 0 and rows(db) == 1, run.stderr
     return {
         "archive": root / "archive",
@@ -101,7 +102,7 @@ def test_a_read_only_output_is_refused_before_any_work(name, files, tmp_path):
     assert rows(files["db"]) == entries  # nothing recorded
 
 
-def test_score_writes_first_and_records_once(files, tmp_path):
+def test_score_writes_first_and_records_once(files, tmp_path, dask_cluster):
     """A --json that cannot be written records nothing: the disk fills on the JSON itself (two
     results, over 4 KiB, where one 4 KiB page is left: the folder passes the check, the write
     fails). The same command with room records both entries; run again, it adds no row."""
@@ -114,7 +115,7 @@ def test_score_writes_first_and_records_once(files, tmp_path):
     second = write_npz(noisy_copy(dict(np.load(files["submission"])), 2, 0.1), tmp_path / "b.npz")
     score = [*SEISCTF, "score", "ctf", "--truth", str(files["truth"]), "--db", str(db)]
     score += ["--submission", str(files["submission"]), str(second), "--name", "a", "--name", "b"]
-    score.append("--quiet")
+    score += ["--quiet", "--scheduler", dask_cluster.address]  # the JSON: written here
     fill = f"head -c 1048576 /dev/zero > {full}/filler 2>/dev/null || true\n"
     fill += f"truncate -s -4096 {full}/filler"
     run = run_on_tmpfs(full, "64k", f'{fill}\n"$@" --json {full}/x.json', score, timeout=300)
@@ -165,7 +166,7 @@ cp -r {full}/x.zarr {kept}/second.zarr
     np.testing.assert_array_equal(store["data"].sel(channel="LHE").values[0], expected)
 
 
-def test_a_leaderboard_on_a_full_disk_is_said_full_not_junk(files, tmp_path):
+def test_a_leaderboard_on_a_full_disk_is_said_full_not_junk(files, tmp_path, dask_cluster):
     """`--db` on a full tmpfs (4 KiB left): one line naming the database and the disk, not
     'not a seisctf leaderboard database (disk I/O error)'; the database is as it was."""
     if why := namespace_requirement():
@@ -175,6 +176,7 @@ def test_a_leaderboard_on_a_full_disk_is_said_full_not_junk(files, tmp_path):
     kept.mkdir()
     score = [*SEISCTF, "score", "ctf", "--truth", str(files["truth"]), "--name", "new"]
     score += ["--submission", str(files["submission"]), "--json", str(kept / "x.json"), "--quiet"]
+    score += ["--scheduler", dask_cluster.address]
     script = f"""cp {files["db"]} {full}/lb.sqlite
 head -c 1048576 /dev/zero > {full}/filler 2>/dev/null || true
 truncate -s -4096 {full}/filler
