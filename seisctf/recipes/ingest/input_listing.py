@@ -19,12 +19,9 @@ def first_few(items: Sequence[str], separator: str = ", ", shown: int = SHOWN) -
 
 def nothing_readable(paths: Sequence[str], problems: Sequence[str]) -> InvalidInput:
     """The error of an ingest none of whose `paths` gave data: the first few files and their
-    problems, with how many more (every file given is one of them: the full list is the
-    sources themselves)."""
-    names = first_few(paths) or "(no files)"
-    every = f"all {len(paths)} files given" if len(paths) > SHOWN else "every file given"
+    problems, and how many more (the full list is every file given)."""
     return InvalidInput(
-        names,
-        f"no input is readable ({every} is unreadable or holds no samples): "
+        first_few(paths) or "(no files)",
+        f"no input is readable (none of the {len(paths)} file(s) given holds readable data): "
         + first_few(problems, "; "),
     )

@@ -118,11 +118,25 @@ def _kept(
     return None
 
 
-def conflict_problem(conflict: Conflict, station: str, time_of: Callable[[int], object]) -> str:
-    """The problem line of a conflict, led by the path of the copy the store did not keep;
-    `time_of(grid index)` gives a sample's time."""
+def conflict_problems(
+    found: Sequence[Conflict], station: str, time_of: Callable[[int], object]
+) -> list[str]:
+    """The problem lines of `found` (`time_of(grid index)` gives a sample's time), one per
+    copy the store did not keep and span: a trace overlapping two identical copies of the
+    stored data is named once."""
+    lines: dict[tuple, str] = {}
+    for conflict in found:
+        kept, earlier, later = conflict.kept, conflict.earlier, conflict.later
+        dropped = earlier if kept is later else later
+        key = (dropped.path, dropped.channel, dropped.first, conflict.start, conflict.stop)
+        if key not in lines:
+            lines[key] = _line(conflict, dropped, station, time_of)
+    return list(lines.values())
+
+
+def _line(conflict: Conflict, dropped: Piece, station: str, time_of: Callable) -> str:
+    """One conflict's line, led by the path of the copy the store did not keep there."""
     kept, earlier, later = conflict.kept, conflict.earlier, conflict.later
-    dropped = earlier if kept is later else later
     other = later if dropped is earlier else earlier
     where = "another trace of the same file" if other.path == dropped.path else other.path
     keeps = f"{kept.path}'s" if kept is not None else "a third trace's"

@@ -23,7 +23,7 @@ from seisctf.catalogs.seed_ids import split_station, stats_station_id
 from seisctf.errors import InvalidInput
 from seisctf.recipes.ingest import resampling
 from seisctf.recipes.ingest.non_finite import finite_pieces, non_finite_problem
-from seisctf.recipes.ingest.overlap_conflicts import Piece, conflict_problem, find_conflicts
+from seisctf.recipes.ingest.overlap_conflicts import Piece, conflict_problems, find_conflicts
 from seisctf.recipes.ingest.read_warnings import collected_warnings, warning_problems
 from seisctf.recipes.ingest.resampling import rate_ratio, resampled_length
 from seisctf.recipes.ingest.response import ResponseRemoval, remove_response, response_problem
@@ -306,7 +306,7 @@ def station_rows(
             {task.channels[row]: (first, samples) for row, first, samples in rows},
         )
         problems = [p for _, problems in files for p in problems]
-        problems += [conflict_problem(c, task.station, task.time_of) for c in conflicts]
+        problems += conflict_problems(conflicts, task.station, task.time_of)
         return rows, problems, sorted(lost)
 
     if not cacheable:
