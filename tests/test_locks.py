@@ -166,9 +166,8 @@ def test_another_hosts_lease_is_refused_until_it_expires(tmp_path):
     assert not lock.exists()
 
 
-def test_force_unlock_replaces_a_live_holders_lock(place):
-    folder, options, flags = place
-    out = f"{folder}/forced.zarr"
+def test_force_unlock_replaces_a_live_holders_lock(tmp_path):
+    out, options, flags = str(tmp_path / "forced.zarr"), None, []
     holder = hold(out, options)
     try:
         code, _, err = finished(ingest(ANMO, out, flags))
