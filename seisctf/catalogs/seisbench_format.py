@@ -13,7 +13,8 @@ Read through SeisBench's own `seisbench.data.WaveformDataset` (`metadata`, `data
   block's shape (read from the HDF5 header, no samples), an unblocked trace's from its dataset's
   shape: SeisBench's block padding never reaches the store; shorter windows are NaN-padded to the
   longest (`trace_npts`: each window's own length).
-- Channels: `data_format["component_order"]` (else the first trace's `trace_component_order`);
+- Channels: `data_format["component_order"]` (else every component of the traces'
+  `trace_component_order`: `traces_component_order`);
   `get_waveforms` reorders each trace to it (dimension order `NCW`); a component a trace lacks is
   NaN (SeisBench would pad zeros).
 - Rate: SeisBench's per-trace `trace_sampling_rate_hz` (from the CSV, `trace_dt_s` or
@@ -124,6 +125,25 @@ def csv_columns_of(metadata_paths: Sequence[Path]) -> list[str]:
             raise InvalidInput(str(file), f"not a readable CSV file ({error})") from None
         columns += [str(c) for c in header.columns if str(c) not in columns]
     return columns
+
+
+def traces_component_order(metadata_paths: Sequence[Path]) -> str | None:
+    """The components of a dataset without `data_format/component_order`, from its traces'
+    `trace_component_order` (None without that column): every letter of them, the longest
+    order's first and in its order (`Z` and `ZNE` give `ZNE`), others as first met. One
+    trace's order would lose the components of traces holding more (SeisBench's readers fill
+    a trace's missing ones; `seisctf export seisbench` writes one-component traces so)."""
+    orders: list[str] = []
+    for file in metadata_paths:
+        try:
+            table = pd.read_csv(file, usecols=[TRACE_COMPONENT_ORDER], dtype=str)
+        except ValueError:  # no such column
+            return None
+        orders += [str(order) for order in table[TRACE_COMPONENT_ORDER].dropna().unique()]
+    if not orders:
+        return None
+    longest_first = sorted(dict.fromkeys(orders), key=len, reverse=True)
+    return "".join(dict.fromkeys("".join(longest_first)))
 
 
 def open_checked(path: Path, chunks: list[str], component_order: str | None):

@@ -315,3 +315,17 @@ def test_an_append_leaves_the_coverage_of_a_one_shot_ingest(tmp_path, dask_clust
     np.testing.assert_array_equal(got["data"].values, want["data"].values)
     assert got[cv.COVERAGE_VAR].values[1, -2] == pytest.approx(2 / 3)  # UH3 after 60 s
     assert got[cv.COVERAGE_VAR].values[0, -2] == 1.0  # UH1
+
+
+def test_the_export_ingests_back_with_every_component(network, exported, dask_cluster):
+    """`ingest seisbench` of the export (no data_format component order: it varies by trace)
+    takes every component of the traces' orders, not the first trace's `Z`: the windows come
+    back as they were, NaN where a station has no component."""
+    back = str(network["root"] / "back.zarr")
+    argv = ["ingest", "seisbench", str(exported), "--out", back, "--quiet"]
+    assert main([*argv, "--scheduler", dask_cluster.address]) == 0
+    got, want = storage.open_dataset(back), storage.open_dataset(network["windows"])
+    assert got.attrs["component_order"] == "ZNE"
+    np.testing.assert_array_equal(
+        got[cv.EVENT_WINDOWS_VAR].values, want[cv.EVENT_WINDOWS_VAR].values
+    )

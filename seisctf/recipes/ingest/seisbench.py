@@ -92,14 +92,13 @@ def ingest_seisbench(
         )
     component_order = data_format.get("component_order")
     if not component_order:
-        first = pd.read_csv(metadata_paths[0], nrows=1, dtype=str)
-        if sbf.TRACE_COMPONENT_ORDER not in first.columns:
+        component_order = sbf.traces_component_order(metadata_paths)
+        if not component_order:
             raise InvalidInput(
                 str(folder),
                 "no component order: neither data_format/component_order nor the column "
                 f"{sbf.TRACE_COMPONENT_ORDER!r}",
             )
-        component_order = str(first[sbf.TRACE_COMPONENT_ORDER].iloc[0])
     component_order = str(component_order)
     source, dataset = sbf.open_checked(folder, chunks, component_order)
     metadata = dataset.metadata
