@@ -191,8 +191,11 @@ class Held:
     made_folders: list[str]
 
 
+UNREADABLE = "a writer whose lock object does not read as a lease"
+
+
 def _refusal(output: str, lock: str, holder: Lease | None) -> InvalidInput:
-    who = holder.describe() if holder else "a writer whose lock object does not read as a lease"
+    who = holder.describe() if holder else UNREADABLE
     expiry = " (or wait until its lease expires)" if holder else ""
     return InvalidInput(
         output,
@@ -252,7 +255,7 @@ def _create(objects: Objects, path: str, lease: Lease, output: str) -> str | Non
 
 
 def _taken_over(output: str, holder: Lease | None, force: bool) -> str:
-    who = holder.describe() if holder else "an unreadable lease"
+    who = holder.describe() if holder else UNREADABLE
     if force:
         return f"removed the writer lock of {output} held by {who} (`force_unlock`)"
     return f"took over the stale writer lock of {output} from {who}"

@@ -245,6 +245,15 @@ def test_score_outputs_and_leaderboards_are_locked(scoring, tmp_path):
         assert not html.exists()
     finally:
         stop(site, str(html))
+    junk = tmp_path / ".site.seisctf-lock"  # a lock object that is no lease: refused until forced
+    junk.write_text("not a lease")
+    code, _, err = run("leaderboard", "--db", str(db), "--html", str(html))
+    assert code == 3 and "a writer whose lock object does not read as a lease" in err
+    assert "re-run with --force-unlock" in err and not html.exists()
+    code, _, err = run("leaderboard", "--db", str(db), "--html", str(html), "--force-unlock")
+    assert code == 0, err
+    assert f"removed the writer lock of {html} held by a writer whose lock object" in err
+    assert (html / "index.html").is_file() and not junk.exists()
 
 
 def test_the_holder_renews_its_lease(tmp_path):
