@@ -4,10 +4,12 @@ the host, as workers on other machines do.
 `private_network` creates a bridge `seisctf-br0` holding 10.231.0.1/24 on the host and, per worker,
 a network namespace `seisctf-test-wN` joined to the bridge by a veth pair (10.231.0.1N/24 inside,
 with `lo` up). `start_worker` runs `dask worker` in that namespace and in its own mount
-namespace, with a private `/tmp` (a tmpfs) and the given folders hidden under empty tmpfs mounts:
-the worker sees the installed package (the virtualenv, the source tree) but none of the client's
+namespace, where the given folders (the test run's temporary folders) are hidden under empty
+tmpfs mounts and its scratch space is a folder of the first: the worker sees the installed
+package (the virtualenv, the source tree, also in a clone under /tmp) but none of the client's
 working files. Only the names and addresses made here are ever addressed; everything is removed
-afterwards, even when a test fails. Needs root, `ip` and `unshare`.
+afterwards, even when a test fails, and the servers stop with the test run (`servers.
+tied_to_this_process`). Needs root, `ip` and `unshare`.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from servers import free_port, stop_process
+from servers import free_port, stop_process, tied_to_this_process
 
 SUBNET = ipaddress.ip_network("10.231.0.0/24")
 HOST_ADDRESS = "10.231.0.1"
@@ -137,8 +139,10 @@ def start_scheduler(log: Path) -> tuple[str, subprocess.Popen]:
     port = free_port()
     with open(log, "ab") as output:
         process = subprocess.Popen(
-            [dask_command(), "scheduler", "--host", HOST_ADDRESS, "--port", str(port)]
-            + ["--no-dashboard"],
+            tied_to_this_process(
+                [dask_command(), "scheduler", "--host", HOST_ADDRESS, "--port", str(port)]
+                + ["--no-dashboard"]
+            ),
             stdout=output,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -147,13 +151,16 @@ def start_scheduler(log: Path) -> tuple[str, subprocess.Popen]:
 
 
 def worker_command(n: int, scheduler: str, hidden: Sequence[Path]) -> list[str]:
-    """`dask worker` in namespace n with a private /tmp and `hidden` folders covered by empty
-    tmpfs mounts (a private mount namespace: the host's mounts are untouched)."""
-    mounts = " && ".join(
-        f"mount -t tmpfs tmpfs {shlex.quote(str(path))}" for path in [Path("/tmp"), *hidden]
-    )
+    """`dask worker` in namespace n with the `hidden` folders covered by empty tmpfs mounts (a
+    private mount namespace: the host's mounts are untouched) and its scratch space in the
+    first, private to it. Only those folders: a private /tmp would also hide a virtualenv
+    under /tmp (a clone there), and the worker would never start."""
+    if not hidden:
+        raise ValueError("no folder to hide: the worker's private scratch space is made there")
+    mounts = " && ".join(f"mount -t tmpfs tmpfs {shlex.quote(str(path))}" for path in hidden)
     worker = [dask_command(), "worker", scheduler, "--host", worker_address(n)]
     worker += ["--nthreads", "1", "--no-dashboard", "--memory-limit", "2GiB"]
+    worker += ["--local-directory", str(Path(hidden[0]) / f"dask-worker-{n}")]
     return [
         "ip", "netns", "exec", NAMESPACE.format(n=n),
         "unshare", "--mount", "--propagation", "private",
@@ -164,7 +171,7 @@ def worker_command(n: int, scheduler: str, hidden: Sequence[Path]) -> list[str]:
 def start_worker(n: int, scheduler: str, hidden: Sequence[Path], log: Path) -> subprocess.Popen:
     with open(log, "ab") as output:
         return subprocess.Popen(
-            worker_command(n, scheduler, hidden),
+            tied_to_this_process(worker_command(n, scheduler, hidden)),
             stdout=output,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -198,13 +205,22 @@ def namespaced_cluster(
     network: PrivateNetwork, hidden: Sequence[Path], logs: Path
 ) -> Iterator[NamespacedCluster]:
     """A scheduler on the host's bridge address and one worker per namespace of `network`,
-    stopped on exit. `logs`: a folder of the host for their output."""
+    stopped on exit. `hidden`: the folders the workers must not see (at least one); `logs`: a
+    folder of the host for their output (the end of each log is quoted when they do not
+    start)."""
     scheduler, process = start_scheduler(logs / "scheduler.log")
     processes = [process]
     try:
         for n in range(1, len(network.namespaces) + 1):
             processes.append(start_worker(n, scheduler, hidden, logs / f"worker-{n}.log"))
-        wait_for_workers(scheduler, len(network.namespaces))
+        try:
+            wait_for_workers(scheduler, len(network.namespaces))
+        except RuntimeError as error:
+            tails = "\n".join(
+                f"{log.name}: {log.read_text(errors='replace')[-1500:]}"
+                for log in sorted(logs.glob("*.log"))
+            )
+            raise RuntimeError(f"{error}\n{tails}") from None
         yield NamespacedCluster(scheduler, processes)
     finally:
         for running in reversed(processes):

@@ -1,4 +1,9 @@
-"""Real servers for tests, started as subprocesses on loopback: SeaweedFS S3 and a Dask cluster."""
+"""Real servers for tests, started as subprocesses on loopback: SeaweedFS S3 and a Dask cluster.
+
+Each server gets SIGTERM when the test run that started it ends, however it ends (a timeout's
+SIGKILL included): `tied_to_this_process`. Servers sit in sessions of their own (a Ctrl-C of the
+run does not reach them half-way through a test), so nothing else would stop them.
+"""
 
 from __future__ import annotations
 
@@ -38,6 +43,17 @@ def _is_free(port: int) -> bool:
         except OSError:
             return False
     return True
+
+
+def tied_to_this_process(command: Sequence[object], signal_name: str = "TERM") -> list[str]:
+    """`command`, run so that it gets SIG`signal_name` when the thread that starts it ends
+    (Linux's parent-death signal, set by util-linux's `setpriv --pdeathsig`; it survives the
+    command's exec of itself or of another program, as `ip netns exec` and `unshare` do).
+    Start servers from the main thread: a helper thread that ends would take its servers with
+    it. Elsewhere (no `setpriv`) the command as it is."""
+    setpriv = shutil.which("setpriv") if sys.platform.startswith("linux") else None
+    prefix = [setpriv, "--pdeathsig", signal_name, "--"] if setpriv else []
+    return [*prefix, *map(str, command)]
 
 
 def stop_process(process: subprocess.Popen, grace_s: float = 5.0) -> None:
@@ -176,7 +192,8 @@ def _start_weed(
     directory.mkdir(parents=True, exist_ok=True)
     log = open(directory / "weed.log", "ab")  # noqa: SIM115 - closed with the process
     process = subprocess.Popen(
-        _weed_command(directory, ports, host, options),
+        # KILL: weed takes about 25 s to stop on SIGTERM; its data is the run's anyway.
+        tied_to_this_process(_weed_command(directory, ports, host, options), "KILL"),
         stdout=log,
         stderr=subprocess.STDOUT,
         cwd=directory,
@@ -265,7 +282,7 @@ def _dask_process(directory: Path, name: str, arguments: Sequence[object]) -> su
     (directory / name).mkdir()
     with open(directory / f"{name}.log", "wb") as log:
         return subprocess.Popen(
-            [str(Path(sys.executable).parent / "dask"), command, *map(str, arguments)],
+            tied_to_this_process([Path(sys.executable).parent / "dask", command, *arguments]),
             stdout=log,
             stderr=subprocess.STDOUT,
             cwd=directory / name,

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import subprocess
 import sys
+import time
 import urllib.request
 
 import dask.array as da
@@ -152,3 +154,40 @@ def test_release_free_memory_gives_freed_heap_pages_back():
     )
     before, after = map(int, found.stdout.split())
     assert before - after > 150 * 2**20, (before, after)
+
+
+@pytest.mark.parametrize("cluster", ["embedded", "configured"])
+def test_a_killed_command_leaves_no_process_of_its_cluster(cluster, tmp_path):
+    """SIGKILL of a command while its cluster works (no handler runs, no cluster is closed):
+    its workers, nannies' processes and fork server are gone within seconds, for the embedded
+    cluster and for a LocalCluster of worker processes from a `--cluster` file alike."""
+    import psutil
+
+    command = [sys.executable, "-m", "seisctf.cli", "synth", "global", "--sensors", "2048"]
+    command += ["--duration", "3600", "--out", str(tmp_path / "w.zarr")]
+    if cluster == "configured":
+        config = tmp_path / "local.yaml"
+        config.write_text(
+            "class: distributed.LocalCluster\noptions: {n_workers: 2, threads_per_worker: 1, "
+            "dashboard_address: '127.0.0.1:0'}\n"
+        )
+        command += ["--cluster", str(config)]
+    log = tmp_path / "stderr.txt"
+    with open(log, "w") as stderr:
+        process = subprocess.Popen(command, stderr=stderr)
+    try:
+        deadline = time.monotonic() + 120
+        while "dask: " not in log.read_text():  # printed once the workers are up
+            assert process.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+        started = psutil.Process(process.pid).children(recursive=True)
+        # Two workers, and the fork server or resource tracker they started from.
+        assert len(started) >= 3, [p.cmdline() for p in started]
+    finally:
+        process.kill()
+        process.wait()
+    _, alive = psutil.wait_procs(started, timeout=15)
+    for left in alive:
+        with contextlib.suppress(psutil.Error):
+            left.kill()
+    assert alive == [], [p.cmdline() for p in alive]

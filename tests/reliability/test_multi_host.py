@@ -1,7 +1,7 @@
 """A cluster of hosts that share only object storage: a `dask scheduler` and SeaweedFS S3 on a
 private test network's bridge, and two `dask worker`s, each in its own network namespace (its
-own address on the subnet) and its own mount namespace (a private /tmp, no view of the client's
-working folders), as workers on other machines are (tests/namespaces.py).
+own address on the subnet) and its own mount namespace (no view of the test run's temporary
+folders, its own scratch space), as workers on other machines are (tests/namespaces.py).
 
 The demo chain and an ingest from s3:// run there and write the same stores, byte for byte, as
 on the embedded cluster with local stores; a command that gives these workers a local path
@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -34,12 +35,13 @@ SECRET = "multi-host-test-secret-long-enough"
 TSINDEX = Path(obspy.__file__).parent / "clients/filesystem/tests/data/tsindex_data"
 MSEED_FILES = sorted(TSINDEX.rglob("*.mseed"))  # CU.TGUH.00, IU.ANMO.10, IU.COLA.10 BHZ, 40 Hz
 BUCKET = "multihost"
-# The one attribute that legitimately differs between the two runs of a command: the
-# ingest's manifest of its inputs names each as given, an s3:// URL on one side and a local path
-# on the other (their sizes and sha256 are compared on their own). Nothing else differs: no
-# store records when it was written or on which cluster, so every other attribute, every array's
-# metadata and every stored chunk must be byte-identical.
+# The attributes that legitimately differ between the two runs of a command: the ingest's
+# manifest of its inputs and its problem lines name each input as given, an s3:// URL on one
+# side and a local path on the other (compared on their own, the names aside). Nothing else
+# differs: no store records when it was written or on which cluster, so every other attribute,
+# every array's metadata and every stored chunk must be byte-identical.
 INGEST_INPUTS = "inputs"
+INGEST_PROBLEMS = "ingest_problems"
 
 
 @pytest.fixture(scope="module")
@@ -70,12 +72,12 @@ def bridge_s3(network, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def remote_cluster(network, tmp_path_factory):
-    """The scheduler on the bridge and two workers in their namespaces; the pytest temporary
-    folders (under /tmp unless told otherwise) are hidden from the workers."""
+    """The scheduler on the bridge and two workers in their namespaces; this run's pytest
+    temporary folders are hidden from the workers (the rest of /tmp is not: a clone of the
+    project there keeps its virtualenv)."""
     base = tmp_path_factory.getbasetemp().resolve()
-    hidden = [] if Path("/tmp") in base.parents else [base]
     logs = tmp_path_factory.mktemp("cluster-logs")
-    with namespaced_cluster(network, hidden, logs) as cluster:
+    with namespaced_cluster(network, [base], logs) as cluster:
         yield cluster
 
 
@@ -145,21 +147,31 @@ def assert_same_store(
             assert content == remote[key], f"{what}/{key}"
 
 
-def test_workers_have_their_own_network_and_files(remote_cluster, bridge_s3, tmp_path):
+def test_workers_have_their_own_network_and_files(
+    remote_cluster, bridge_s3, tmp_path, tmp_path_factory
+):
     """The isolation the other tests rely on: each worker on its own address of the test
-    subnet, its /tmp private (the client's temporary folder is not there), the package seen."""
+    subnet, the client's temporary folder hidden from it, its scratch space its own, the
+    package seen; the rest of /tmp is the host's (a virtualenv under /tmp must be seen)."""
     from distributed import Client
 
     (tmp_path / "client-only.txt").write_text("here only")
-    with Client(remote_cluster.scheduler, timeout="10s") as client:
-        addresses = sorted(client.scheduler_info()["workers"])
-        seen = client.run(os.path.exists, str(tmp_path / "client-only.txt"))
-        package = client.run(lambda: __import__("seisctf").__file__)
+    base = tmp_path_factory.getbasetemp().resolve()
+    with tempfile.NamedTemporaryFile(dir="/tmp", prefix="seisctf-multi-host-") as shared:
+        with Client(remote_cluster.scheduler, timeout="10s") as client:
+            addresses = sorted(client.scheduler_info()["workers"])
+            seen = client.run(os.path.exists, str(tmp_path / "client-only.txt"))
+            shared_seen = client.run(os.path.exists, shared.name)
+            scratch = client.run(lambda dask_worker: dask_worker.local_directory)
+            package = client.run(lambda: __import__("seisctf").__file__)
     assert [a.rsplit(":", 1)[0] for a in addresses] == [
         f"tcp://{worker_address(1)}",
         f"tcp://{worker_address(2)}",
     ]
     assert list(seen.values()) == [False, False]
+    assert list(shared_seen.values()) == [True, True]
+    assert all(Path(folder).is_relative_to(base) for folder in scratch.values()), scratch
+    assert not any(Path(folder).exists() for folder in scratch.values())  # not on the host
     assert set(package.values()) == {str(Path(__file__).parents[2] / "seisctf/__init__.py")}
 
 
@@ -210,7 +222,7 @@ def test_ingest_from_s3_equals_the_embedded_local_ingest(remote_cluster, bridge_
     local_out = tmp_path / "ingested.zarr"
     seisctf("ingest", "waveforms", *copies, "--out", str(local_out), "--quiet", cwd=tmp_path)
     local, remote = local_objects(local_out), s3_objects(bridge_s3, out)
-    assert_same_store(local, remote, "ingested.zarr", varying=(INGEST_INPUTS,))
+    assert_same_store(local, remote, "ingested.zarr", varying=(INGEST_INPUTS, INGEST_PROBLEMS))
     # The inputs' manifests differ only by where each file was read from.
     manifests = [
         json.loads(store["zarr.json"])["attributes"][INGEST_INPUTS] for store in (local, remote)
@@ -219,6 +231,14 @@ def test_ingest_from_s3_equals_the_embedded_local_ingest(remote_cluster, bridge_
         (e["size"], e["sha256"]) for e in manifests[1]
     ]
     assert [e["path"] for e in manifests[1]] == sources
+    problems = [
+        json.loads(store["zarr.json"])["attributes"].get(INGEST_PROBLEMS, [])
+        for store in (local, remote)
+    ]
+    named_locally = list(problems[1])
+    for source, copy in zip(sources, copies, strict=True):
+        named_locally = [problem.replace(source, copy) for problem in named_locally]
+    assert named_locally == problems[0]
     assert len(zarr.open_group(str(local_out), mode="r").attrs[INGEST_INPUTS]) == 3
 
 
