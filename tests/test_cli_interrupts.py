@@ -206,7 +206,8 @@ def test_a_failure_on_the_embedded_cluster_prints_its_one_line_only(tmp_path, qu
     run = _run("ingest", "das", str(bad), "--out", str(out), *(["--quiet"] if quiet else []))
     assert run.returncode == EXIT_INVALID_INPUT, run.stderr
     lines = run.stderr.splitlines()
-    assert lines[-1].startswith(f"seisctf: invalid input: {bad}: no input is readable: "), lines
+    expected = f"seisctf: invalid input: {bad}: no input is readable (none of the 1 file(s) "
+    assert lines[-1].startswith(expected), lines
     if quiet:
         assert len(lines) == 1, lines
     else:

@@ -87,7 +87,8 @@ def test_the_axis_most_patches_share_wins_and_others_are_problems():
 
 def test_nothing_readable_or_starting_before_the_store_is_invalid_input():
     unreadable = DasFileScan("x.h5", {}, problems=("x.h5: not a DAS file DASCore knows",))
-    with pytest.raises(InvalidInput, match="no input is readable: x.h5: not a DAS") as error:
+    readable = r"no input is readable \(none of the 1 file\(s\) given holds readable data\)"
+    with pytest.raises(InvalidInput, match=readable + ": x.h5: not a DAS") as error:
         make_das_plan([unreadable])
     assert error.value.what == "x.h5"
     kept = make_das_plan(_scans(_patch("a", 0, 100))).placed
