@@ -165,7 +165,8 @@ def files_not_stored(
     traces: Iterable[tuple[str, str, str]], lost: set[tuple[str, str, str]]
 ) -> set[str]:
     """Paths of the files all of whose `traces` (path, station, channel) are `lost`."""
-    kept: dict[str, bool] = {}
+    candidates = {path for path, _, _ in lost}
     for key in traces:
-        kept[key[0]] = kept.get(key[0], False) or key not in lost
-    return {path for path, any_kept in kept.items() if not any_kept}
+        if key[0] in candidates and key not in lost:
+            candidates.discard(key[0])
+    return candidates

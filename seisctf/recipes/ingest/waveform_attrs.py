@@ -109,10 +109,11 @@ def inputs_manifest(
     `"samples_stored": false` on those of which the store holds no sample: unreadable or
     rejected files, files whose every trace lost overlaps with other values (`lost`:
     ((station index, block), path, channel)), and those an appended-to store said so of."""
-    traces = {(p.header.path, p.header.station, p.header.channel) for p in plan.traces}
-    lost_keys = {(path, plan.stations[index[0]], channel) for index, path, channel in lost}
-    not_stored = files_not_stored(traces, lost_keys)
-    not_stored |= set(scans.paths) - {path for path, _, _ in traces}
+    not_stored = set(scans.paths) - {placed.header.path for placed in plan.traces}
+    if lost:  # (a set of every trace's key only then: an archive has 10^6 traces)
+        lost_keys = {(path, plan.stations[index[0]], channel) for index, path, channel in lost}
+        traces = ((p.header.path, p.header.station, p.header.channel) for p in plan.traces)
+        not_stored |= files_not_stored(traces, lost_keys)
     not_stored |= {
         entry["path"]
         for entry in (previous or {}).get("inputs", [])
