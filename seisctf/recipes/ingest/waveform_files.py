@@ -82,7 +82,13 @@ def read_file(path: str, raw: bytes, headonly: bool = False) -> tuple[Any, bytes
     """(obspy stream, decompressed bytes, warnings caught [(category, message)]) of the file
     `path` whose bytes are `raw`. Raises what obspy raises for a file it cannot read."""
     with collected_warnings() as caught:
-        data = decompressed(raw)
+        try:
+            data = decompressed(raw)
+        except ValueError as damaged:
+            try:  # two magic bytes by chance (a SAC header's first float): the file as it is
+                return read_stream(raw, headonly=headonly), raw, caught
+            except Exception:  # noqa: BLE001 - not that either: the compressed file's fault
+                raise damaged from None
         stream = read_stream(data, headonly=headonly)
     return stream, data, caught
 
