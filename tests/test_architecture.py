@@ -51,6 +51,10 @@ LAZY_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ("seisctf.cli", "_check_buckets"): LIGHT_COMMAND_LINE,
     ("seisctf.cli._parse", "storage_options"): LIGHT_COMMAND_LINE,
     ("seisctf.cli.datasets", "_help_"): LIGHT_COMMAND_LINE,
+    ("seisctf.recipes.output_sizes", "das_slot_plan"): (
+        "the checks of `synth` and `demo` size their outputs before the cluster starts: the "
+        "filter design (scipy) is loaded only when a DAS record is sized"
+    ),
     ("seisctf.cli._locking", "_outputs_of_"): (
         "the outputs a recipe names (read with the registries) and the demo's database are found "
         "by the modules that write them, imported only when `build` or `demo` runs"

@@ -24,6 +24,7 @@ from seisctf.cli import compare, crustal, datasets, ingest, picks, score
 from seisctf.cli._checks import GLOB_CHARACTERS, local_path
 from seisctf.cli._locations import check_locations, check_outputs, local_outputs
 from seisctf.cli._locking import holding_outputs
+from seisctf.cli._numbers import check_numbers
 from seisctf.cli._parse import (
     SCORING_WORKER_MODULES,
     Parser,
@@ -90,8 +91,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     try:
+        check_numbers(parser, args)  # a number out of its option's range, before any work
         check_secret_option(args)  # before any work: a short secret is refused (exit 3)
         check_locations(args)  # a misspelt URL, before it is taken for a local path
         check = getattr(args, "check", None)

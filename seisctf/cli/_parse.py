@@ -19,6 +19,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from seisctf import keys
+from seisctf.cli._numbers import COUNT, SEED
 from seisctf.cluster_config import CLUSTER_ENV, SCHEDULER_ENV, ClusterConfig
 from seisctf.errors import InvalidInput
 from seisctf.recipes.cluster_file import read_cluster_file
@@ -180,7 +181,7 @@ def generator_seed_options(parser: argparse.ArgumentParser) -> None:
     """`--seed` and `--secret` of a synthetic generator."""
     parser.add_argument(
         "--seed",
-        type=int,
+        type=SEED,
         help="generator seed, for teaching: anyone can type it again, so the store is marked "
         "truth: public and `tasks` refuses it without --public-truth (default: derived from "
         "the secret)",
@@ -293,7 +294,7 @@ def release_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--quota-db", help="SQLite file counting releases (default: --db)")
     group.add_argument(
         "--quota",
-        type=int,
+        type=COUNT,
         default=DEFAULT_QUOTA,
         help=f"releases per participant in any 24 h (default {DEFAULT_QUOTA})",
     )

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from seisctf.cli import _checks
+from seisctf.cli._numbers import COUNT, SEED, Number
 from seisctf.cli._parse import storage_options as _options
 from seisctf.errors import InvalidInput
 
@@ -22,15 +23,18 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     compare.add_argument("--out", default="seisctf-compare", help="folder for report.json + PNGs")
     compare.add_argument("--metric", help="analyse this metric only (default: every metric)")
     compare.add_argument(
-        "--level", type=float, default=0.95, help="confidence level of the intervals (0.95)"
+        "--level",
+        type=Number(float, above=0, below=1),
+        default=0.95,
+        help="confidence level of the intervals (0.95)",
     )
-    compare.add_argument("--seed", type=int, default=0, help="seed of the mis-ranking simulation")
+    compare.add_argument("--seed", type=SEED, default=0, help="seed of the mis-ranking simulation")
     compare.add_argument(
-        "--n-sim", type=int, default=100_000, help="simulated single-run pairs per comparison"
+        "--n-sim", type=COUNT, default=100_000, help="simulated single-run pairs per comparison"
     )
     compare.add_argument(
         "--clusters",
-        type=int,
+        type=COUNT,
         help="training clusters the budgets draw from: a budget equal to it has identical draws",
     )
     compare.add_argument(
@@ -49,8 +53,6 @@ def _load_audit(path: str) -> dict:
 
 
 def _check_compare(args: argparse.Namespace) -> None:
-    if args.n_sim < 1:
-        raise InvalidInput("--n-sim", "expected a positive number of simulations")
     _checks.existing(args.runs, kind="file")
     if args.audit:
         _checks.existing(args.audit, kind="file")

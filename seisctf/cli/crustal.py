@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 
+from seisctf.cli._numbers import COUNT, COUNT_OR_ZERO, NON_NEGATIVE, POSITIVE
+from seisctf.cli._output_size import override_option, refuse_oversize
 from seisctf.cli._parse import generator_seed_options
 from seisctf.cli.datasets import _run_synthesis
-from seisctf.errors import InvalidInput
-from seisctf.registry import SYNTHS
+from seisctf.recipes.output_sizes import crustal_size
 
 
 def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
@@ -17,47 +18,45 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
 
 def _add_crustal(kinds, common: argparse.ArgumentParser) -> None:
     """`synth crustal` and its options (added when `synth` is chosen)."""
-    crustal = kinds.add_parser(
-        "crustal", parents=[common], help=SYNTHS["synthetic_crustal"].summary
-    )
+    crustal = kinds.add_parser("crustal", parents=[common], help=None)  # help: the registry's
     crustal.add_argument("--out", required=True, help="store URL or path")
     crustal.add_argument(
-        "--grid", type=int, default=94, help="sensors per side of the square surface grid (94)"
+        "--grid", type=COUNT, default=94, help="sensors per side of the square surface grid (94)"
     )
     crustal.add_argument(
-        "--sensor-spacing", type=float, default=100.0, help="sensor spacing, m (100)"
+        "--sensor-spacing", type=POSITIVE, default=100.0, help="sensor spacing, m (100)"
     )
-    crustal.add_argument("--rate", type=float, default=100.0, help="output sampling rate, Hz")
-    crustal.add_argument("--duration", type=float, default=6.0, help="record length, s (6)")
+    crustal.add_argument("--rate", type=POSITIVE, default=100.0, help="output sampling rate, Hz")
+    crustal.add_argument("--duration", type=POSITIVE, default=6.0, help="record length, s (6)")
     crustal.add_argument(
-        "--spacing", type=float, default=200.0, help="finite-difference grid spacing, m (200)"
+        "--spacing", type=POSITIVE, default=200.0, help="finite-difference grid spacing, m (200)"
     )
-    crustal.add_argument("--depth", type=float, default=6000.0, help="modelled depth, m (6000)")
+    crustal.add_argument("--depth", type=POSITIVE, default=6000.0, help="modelled depth, m (6000)")
     crustal.add_argument(
         "--time-step",
-        type=float,
+        type=POSITIVE,
         help="internal time step, s; must divide the sample interval and satisfy the CFL "
         "condition (default: the largest stable divisor)",
     )
     crustal.add_argument(
         "--parametric",
-        type=int,
+        type=COUNT_OR_ZERO,
         default=4,
         help="simulations of the extended parametric sweep (E13, E14; default 4; the announced "
         "round: 100); 0 with --initial-conditions 0 leaves the extended pairs out",
     )
     crustal.add_argument(
         "--initial-conditions",
-        type=int,
+        type=COUNT_OR_ZERO,
         default=4,
         help="simulations of the extended new-initial-conditions group (E15, E16; default 4; "
         "the announced round: 10)",
     )
     crustal.add_argument(
-        "--perturbation", type=float, default=0.05, help="velocity perturbation std (0.05)"
+        "--perturbation", type=NON_NEGATIVE, default=0.05, help="velocity perturbation std (0.05)"
     )
     crustal.add_argument(
-        "--correlation-length", type=float, default=500.0, help="of the perturbations, m (500)"
+        "--correlation-length", type=POSITIVE, default=500.0, help="of the perturbations, m (500)"
     )
     crustal.add_argument(
         "--medium",
@@ -67,42 +66,44 @@ def _add_crustal(kinds, common: argparse.ArgumentParser) -> None:
     )
     crustal.add_argument(
         "--events",
-        type=float,
+        type=NON_NEGATIVE,
         default=6.0,
         help="mean number of further events (aftershocks, background) per catalogue, besides "
         "the main event (6; 0: the main event alone)",
     )
     crustal.add_argument(
         "--ambient",
-        type=float,
+        type=NON_NEGATIVE,
         default=1.0e-5,
         help="RMS of the ambient wavefield's vertical velocity, m/s (1e-5; 0: none)",
     )
     generator_seed_options(crustal)
+    override_option(crustal)
     crustal.set_defaults(run=_run_synth_crustal, check=_check_crustal)
 
 
+def _crustal_options(args: argparse.Namespace) -> dict:
+    return {
+        "sensors": args.grid * args.grid,
+        "sensor_spacing_m": args.sensor_spacing,
+        "sampling_rate_hz": args.rate,
+        "duration_s": args.duration,
+        "spacing_m": args.spacing,
+        "depth_m": args.depth,
+        "time_step_s": args.time_step,
+        "parametric": args.parametric,
+        "initial_conditions": args.initial_conditions,
+        "perturbation_std": args.perturbation,
+        "correlation_length_m": args.correlation_length,
+        "medium": args.medium,
+        "mean_other_events": args.events,
+        "ambient_rms_m_s": args.ambient,
+    }
+
+
 def _check_crustal(args: argparse.Namespace) -> None:
-    if args.grid < 1:
-        raise InvalidInput("--grid", f"expected at least 1 sensor per side, got {args.grid}")
+    refuse_oversize([crustal_size(**_crustal_options(args))], args.out, args)
 
 
 def _run_synth_crustal(args: argparse.Namespace) -> None:
-    _run_synthesis(
-        args,
-        "crustal",
-        sensors=args.grid * args.grid,
-        sensor_spacing_m=args.sensor_spacing,
-        sampling_rate_hz=args.rate,
-        duration_s=args.duration,
-        spacing_m=args.spacing,
-        depth_m=args.depth,
-        time_step_s=args.time_step,
-        parametric=args.parametric,
-        initial_conditions=args.initial_conditions,
-        perturbation_std=args.perturbation,
-        correlation_length_m=args.correlation_length,
-        medium=args.medium,
-        mean_other_events=args.events,
-        ambient_rms_m_s=args.ambient,
-    )
+    _run_synthesis(args, "crustal", **_crustal_options(args))

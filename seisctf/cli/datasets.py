@@ -8,6 +8,8 @@ import textwrap
 from pathlib import Path
 
 from seisctf.cli import _checks
+from seisctf.cli._numbers import COUNT, NON_NEGATIVE, POSITIVE, SEED, Number
+from seisctf.cli._output_size import override_option, refuse_oversize
 from seisctf.cli._parse import (
     Commands,
     generator_seed_options,
@@ -16,9 +18,10 @@ from seisctf.cli._parse import (
     write_json,
 )
 from seisctf.cli._parse import storage_options as _options
-from seisctf.errors import InvalidInput
+from seisctf.cli.demo_plan import DEFAULT_LAYOUTS, demo_datasets, demo_source
 from seisctf.recipes.cluster_file import recipe_cluster
 from seisctf.recipes.layouts import LAYOUTS, load_layout
+from seisctf.recipes.output_sizes import das_size, global_size, source_size
 from seisctf.recipes.schema import read_recipe
 from seisctf.registry import SYNTHS  # its summaries are the `synth` kinds' help
 from seisctf.wording import counted
@@ -46,24 +49,27 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     )
     demo.add_argument(
         "--sensors",
-        type=int,
+        type=COUNT,
         help="number of sensors (default: 2048 for global, 256 DAS channels for das, "
         "94 × 94 = 8836 for crustal, which needs a square number)",
     )
     demo.add_argument(
-        "--duration", type=float, default=3000.0, help="seconds of wavefield (global only)"
+        "--duration", type=POSITIVE, default=3000.0, help="seconds of wavefield (global only)"
     )
     demo.add_argument(
         "--layout",
         help=f"CTF layout: a shipped one ({LAYOUT_NAMES}) or a YAML file (default: the "
         "dataset's: seismo, das, crustal)",
     )
+    override_option(demo)
     demo.set_defaults(run=_run_demo, check=_check_demo)
 
     synth = verbs.add_parser("synth", help="offline synthetic wavefields")
     synth_kinds = synth.add_subparsers(dest="kind", required=True)
-    # The kinds' help is the registered sources' summaries: added when `synth` is chosen.
+    # The kinds are added when `synth` is chosen; their help, the registered sources' summaries,
+    # only when shown (loading the registry imports every generator: about a second).
     synth_kinds.defer(lambda kinds: _add_synth_kinds(kinds, common))
+    synth_kinds.on_demand(_describe_synth_kinds)
     groups["synth"] = synth_kinds
 
     build = verbs.add_parser(
@@ -103,7 +109,7 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
         "default: the store's only channel",
     )
     tasks.add_argument(
-        "--rate", type=float, help="waveform store only: CTF sampling rate, Hz (default 1)"
+        "--rate", type=POSITIVE, help="waveform store only: CTF sampling rate, Hz (default 1)"
     )
     tasks.add_argument(
         "--overwrite",
@@ -137,16 +143,16 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
         "for test; station-disjoint: each station in one split; event: whole events; time: "
         "earliest events to train, latest to test",
     )
-    split.add_argument("--clusters", type=int, default=20, help="k-means clusters (default 20)")
+    split.add_argument("--clusters", type=COUNT, default=20, help="k-means clusters (default 20)")
     split.add_argument(
         "--test-clusters",
-        type=int,
+        type=COUNT,
         default=4,
         help="northernmost and southernmost clusters each for test (default 4 + 4)",
     )
     split.add_argument(
         "--dev-fraction",
-        type=float,
+        type=Number(float, at_least=0, below=1),
         default=0.1,
         help="dev share of the training part (source-clusters), default 0.1",
     )
@@ -158,7 +164,7 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     )
     split.add_argument(
         "--buffer-km",
-        type=float,
+        type=NON_NEGATIVE,
         default=0.0,
         help="station-disjoint: stations closer than this go to the same split",
     )
@@ -167,8 +173,8 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
         default="1,3,6,9,12",
         help="training-cluster budgets to draw (source-clusters), default 1,3,6,9,12",
     )
-    split.add_argument("--draws", type=int, default=12, help="random draws per budget (12)")
-    split.add_argument("--seed", type=int, default=0, help="seed of every random choice (0)")
+    split.add_argument("--draws", type=COUNT, default=12, help="random draws per budget (12)")
+    split.add_argument("--seed", type=SEED, default=0, help="seed of every random choice (0)")
     split.add_argument(
         "--audit",
         metavar="OUT.json",
@@ -227,40 +233,47 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
 
 def _add_synth_kinds(synth_kinds: Commands, common: argparse.ArgumentParser) -> None:
     """`synth global` and `synth das` (`synth crustal`: cli/crustal.py)."""
-    synth_global = synth_kinds.add_parser(
-        "global", parents=[common], help=SYNTHS["synthetic_global"].summary
-    )
+    # help=None lists it in `synth --help`, whose text the registry then gives.
+    synth_global = synth_kinds.add_parser("global", parents=[common], help=None)
     synth_global.add_argument("--out", required=True, help="store URL or path")
     synth_global.add_argument(
-        "--sensors", type=int, default=2048, help="number of sensors on the globe"
+        "--sensors", type=COUNT, default=2048, help="number of sensors on the globe"
     )
     synth_global.add_argument(
-        "--duration", type=float, default=3000.0, help="seconds of wavefield per realisation"
+        "--duration", type=POSITIVE, default=3000.0, help="seconds of wavefield per realisation"
     )
-    synth_global.add_argument("--rate", type=float, default=1.0, help="sampling rate, Hz")
+    synth_global.add_argument("--rate", type=POSITIVE, default=1.0, help="sampling rate, Hz")
     generator_seed_options(synth_global)
-    synth_global.set_defaults(run=_run_synth_global)
-    synth_das = synth_kinds.add_parser(
-        "das", parents=[common], help=SYNTHS["synthetic_das"].summary
-    )
+    override_option(synth_global)
+    synth_global.set_defaults(run=_run_synth_global, check=_check_synth_global)
+    synth_das = synth_kinds.add_parser("das", parents=[common], help=None)
     synth_das.add_argument("--out", required=True, help="DAS store URL or path")
-    synth_das.add_argument("--channels", type=int, default=3000, help="channels along the fibre")
-    synth_das.add_argument("--spacing", type=float, default=10.0, help="channel spacing, m")
-    synth_das.add_argument("--gauge-length", type=float, default=20.0, help="gauge length, m")
-    synth_das.add_argument("--rate", type=float, default=5.0, help="sampling rate, Hz")
+    synth_das.add_argument(
+        "--channels", type=Number(int, at_least=2), default=3000, help="channels along the fibre"
+    )
+    synth_das.add_argument("--spacing", type=POSITIVE, default=10.0, help="channel spacing, m")
+    synth_das.add_argument("--gauge-length", type=POSITIVE, default=20.0, help="gauge length, m")
+    synth_das.add_argument("--rate", type=POSITIVE, default=5.0, help="sampling rate, Hz")
     synth_das.add_argument(
         "--layout",
         default="das",
         help=f"CTF layout whose guarded slots the ten realisations fill: a shipped one "
         f"({LAYOUT_NAMES}) or a YAML file",
     )
-    synth_das.add_argument("--ctf-rate", type=float, default=1.0, help="the CTF's rate, Hz")
+    synth_das.add_argument("--ctf-rate", type=POSITIVE, default=1.0, help="the CTF's rate, Hz")
     synth_das.add_argument("--no-earthquakes", action="store_true", help="swell and noise only")
     synth_das.add_argument(
-        "--noise-rms", type=float, default=3e-9, help="instrument noise, strain rate 1/s"
+        "--noise-rms", type=NON_NEGATIVE, default=3e-9, help="instrument noise, strain rate 1/s"
     )
     generator_seed_options(synth_das)
-    synth_das.set_defaults(run=_run_synth_das, check=_check_layout_option)
+    override_option(synth_das)
+    synth_das.set_defaults(run=_run_synth_das, check=_check_synth_das)
+
+
+def _describe_synth_kinds(synth_kinds: Commands) -> None:
+    """Each `synth` kind's help: the summary of its registered source `synthetic_KIND`."""
+    for choice in synth_kinds._choices_actions:
+        choice.help = SYNTHS[f"synthetic_{choice.dest}"].summary
 
 
 class LayoutHelp(argparse.Action):
@@ -315,7 +328,15 @@ def _check_layout_option(args: argparse.Namespace) -> None:
 
 
 def _check_demo(args: argparse.Namespace) -> None:
+    """The layout option, and room in --workdir for the wavefield stores the demo synthesises
+    (its bundles and submissions add less than those)."""
     _check_layout_option(args)
+    sizes = [
+        source_size(source, options, load_layout(args.layout or DEFAULT_LAYOUTS[dataset]))
+        for dataset in demo_datasets(args.dataset)
+        for source, options in demo_source(dataset, args.sensors, args.duration).items()
+    ]
+    refuse_oversize(sizes, args.workdir, args, what="demo (its wavefield stores alone)")
 
 
 def _check_build(args: argparse.Namespace) -> None:
@@ -327,8 +348,6 @@ def _check_build(args: argparse.Namespace) -> None:
 def _check_tasks(args: argparse.Namespace) -> None:
     _checks.zarr_group(args.wavefield)
     _check_layout_option(args)
-    if args.rate is not None and args.rate <= 0:
-        raise InvalidInput("--rate", f"expected a rate > 0 Hz, got {args.rate:g}")
 
 
 def _check_public(args: argparse.Namespace) -> None:
@@ -385,23 +404,38 @@ def _run_synthesis(args: argparse.Namespace, kind: str, **options) -> None:
     print(f"wrote {args.out}")
 
 
+def _synth_global_options(args: argparse.Namespace) -> dict:
+    return {"sensors": args.sensors, "duration_s": args.duration, "sampling_rate_hz": args.rate}
+
+
+def _check_synth_global(args: argparse.Namespace) -> None:
+    refuse_oversize([global_size(**_synth_global_options(args))], args.out, args)
+
+
 def _run_synth_global(args: argparse.Namespace) -> None:
-    options = {"sensors": args.sensors, "duration_s": args.duration, "sampling_rate_hz": args.rate}
-    _run_synthesis(args, "global", **options)
+    _run_synthesis(args, "global", **_synth_global_options(args))
+
+
+def _synth_das_options(args: argparse.Namespace) -> dict:
+    return {
+        "channels": args.channels,
+        "channel_spacing_m": args.spacing,
+        "gauge_length_m": args.gauge_length,
+        "sampling_rate_hz": args.rate,
+        "ctf_rate_hz": args.ctf_rate,
+        "earthquakes": not args.no_earthquakes,
+        "noise_rms": args.noise_rms,
+    }
+
+
+def _check_synth_das(args: argparse.Namespace) -> None:
+    _check_layout_option(args)
+    layout = load_layout(args.layout)
+    refuse_oversize([das_size(**_synth_das_options(args), layout=layout)], args.out, args)
 
 
 def _run_synth_das(args: argparse.Namespace) -> None:
-    _run_synthesis(
-        args,
-        "das",
-        channels=args.channels,
-        channel_spacing_m=args.spacing,
-        gauge_length_m=args.gauge_length,
-        sampling_rate_hz=args.rate,
-        ctf_rate_hz=args.ctf_rate,
-        earthquakes=not args.no_earthquakes,
-        noise_rms=args.noise_rms,
-    )
+    _run_synthesis(args, "das", **_synth_das_options(args))
 
 
 def _run_split(args: argparse.Namespace) -> None:

@@ -37,6 +37,12 @@ from typing import Any
 from seisctf import conventions as cv
 from seisctf import keys, storage
 from seisctf.baselines.ctf import write_baseline
+from seisctf.cli.demo_plan import (
+    DATASETS,
+    DEFAULT_LAYOUTS,
+    demo_datasets,
+    demo_source,
+)
 from seisctf.errors import InvalidInput
 from seisctf.recipes.engine import build_file, shipped
 from seisctf.scoring import leaderboard
@@ -46,25 +52,6 @@ from seisctf.scoring.site.terminal import print_table
 
 DEMO_SECRET = keys.DEMO_SECRET  # kept here too: documented as seisctf.cli.demo.DEMO_SECRET
 BASELINE_MODELS = ("zeros", "persistence", "mean")
-DATASETS = ("global", "das", "crustal")
-DEFAULT_SENSORS = {"global": 2048, "das": 256, "crustal": 94 * 94}
-DEFAULT_LAYOUTS = {"global": "seismo", "das": "das", "crustal": "crustal"}
-
-
-def _source(dataset: str, n_sensors: int | None, duration_s: float) -> dict[str, Any]:
-    """The recipe source of a demo dataset at the demo's sizes."""
-    sensors = n_sensors or DEFAULT_SENSORS[dataset]
-    if dataset == "das":
-        return {"synthetic_das": {"channels": sensors}}
-    if dataset == "crustal":
-        return {"synthetic_crustal": {"sensors": sensors}}
-    return {
-        "synthetic_global": {
-            "sensors": sensors,
-            "duration_s": duration_s,
-            "sampling_rate_hz": 1.0,
-        }
-    }
 
 
 def demo_paths(workdir: str | Path, dataset: str) -> dict[str, str]:
@@ -96,7 +83,7 @@ def run_demo(
     The dataset comes from the shipped recipe `demo-<dataset>.yaml` (`seisctf build`), with the
     sensors (default `DEFAULT_SENSORS`), duration (global) and layout given here (default:
     `DEFAULT_LAYOUTS`)."""
-    datasets = DATASETS if dataset == "all" else (dataset,)
+    datasets = demo_datasets(dataset)
     unknown = [name for name in datasets if name not in DATASETS]
     if unknown:
         raise InvalidInput(
@@ -109,7 +96,7 @@ def run_demo(
     for name in datasets:
         paths = demo_paths(workdir, name)
         overrides = {
-            "source": _source(name, n_sensors, duration_s),
+            "source": demo_source(name, n_sensors, duration_s),
             "splits": {"ctf": {"layout": layout or DEFAULT_LAYOUTS[name]}},
         }
         build_file(

@@ -13,6 +13,7 @@ import argparse
 from collections.abc import Callable
 
 from seisctf.cli import _checks
+from seisctf.cli._numbers import COUNT_OR_ZERO, NON_NEGATIVE, POSITIVE
 from seisctf.cli._parse import Commands
 from seisctf.cli._parse import storage_options as _options
 from seisctf.errors import InvalidInput
@@ -96,7 +97,7 @@ def _waveforms_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--inventory", nargs="+", action="extend", default=[], metavar="XML", help="StationXML"
     )
-    parser.add_argument("--rate", type=float, help="resample to this rate, Hz")
+    parser.add_argument("--rate", type=POSITIVE, help="resample to this rate, Hz")
     parser.add_argument(
         "--strict", action="store_true", help="any bad input file is fatal (exit 3)"
     )
@@ -147,12 +148,18 @@ def _quakeml_arguments(parser: argparse.ArgumentParser) -> None:
         "globs ingested first",
     )
     parser.add_argument("--out", required=True, help="event-window store URL or path")
-    parser.add_argument("--window", type=float, default=60.0, help="window length, s")
+    parser.add_argument("--window", type=POSITIVE, default=60.0, help="window length, s")
     parser.add_argument(
-        "--pre-arrival", type=float, default=10.0, help="window start before the first pick, s"
+        "--pre-arrival",
+        type=NON_NEGATIVE,
+        default=10.0,
+        help="window start before the first pick, s",
     )
     parser.add_argument(
-        "--noise-windows", type=int, default=1, help="noise windows per station (pick-free)"
+        "--noise-windows",
+        type=COUNT_OR_ZERO,
+        default=1,
+        help="noise windows per station (pick-free)",
     )
     parser.add_argument(
         "--inventory", nargs="+", action="extend", default=[], metavar="XML",
@@ -169,7 +176,7 @@ def _seisbench_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="event-window store URL or path")
     parser.add_argument(
         "--rate",
-        type=float,
+        type=POSITIVE,
         help="store rate, Hz (default: the rate most traces have; others are resampled)",
     )
     _event_window_layout_options(parser)
@@ -185,7 +192,7 @@ def _stead_arguments(parser: argparse.ArgumentParser) -> None:
 def _event_window_layout_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--shard-traces",
-        type=int,
+        type=COUNT_OR_ZERO,
         metavar="N",
         help="windows per shard file (0: no sharding, one file per window; default: the "
         "largest power of two within 32 MiB, 256 for 3 x 6000 samples)",

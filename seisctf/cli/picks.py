@@ -9,6 +9,7 @@ import warnings
 from pathlib import Path
 
 from seisctf.cli import _checks
+from seisctf.cli._numbers import COUNT, POSITIVE, PROBABILITY, Number
 from seisctf.cli._parse import (
     release_options,
     release_request,
@@ -34,13 +35,13 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     score.add_argument("--name", help="model name (default: the file's stem)")
     score.add_argument(
         "--tolerance",
-        type=float,
+        type=POSITIVE,
         default=0.5,
         help="a P or S pick within this many seconds of the labelled arrival is a hit",
     )
     score.add_argument(
         "--threshold",
-        type=float,
+        type=PROBABILITY,
         default=0.5,
         help="a trace with a detection value at or above this is detected",
     )
@@ -94,9 +95,12 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
         help="torch state dict file, or a SeisBench saved model (NAME.json + NAME.pt)",
     )
     seisbench.add_argument("--model-args", help="JSON constructor arguments (state dicts)")
-    seisbench.add_argument("--batch-size", type=int, default=64, help="fragments per batch")
+    seisbench.add_argument("--batch-size", type=COUNT, default=64, help="fragments per batch")
     seisbench.add_argument(
-        "--pick-threshold", type=float, default=0.3, help="least phase probability of a pick"
+        "--pick-threshold",
+        type=Number(float, above=0, at_most=1),
+        default=0.3,
+        help="least phase probability of a pick",
     )
     seisbench.set_defaults(
         run=_run_pick_seisbench,

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from seisctf.cli import _checks
+from seisctf.cli._numbers import COUNT
 from seisctf.cli._parse import (
     SCORING_WORKER_MODULES,
     release_options,
@@ -55,7 +56,7 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     score_ctf.add_argument("--public", help="public bundle URL (with --validation)")
     score_ctf.add_argument(
         "--max-submission-bytes",
-        type=int,
+        type=COUNT,
         help="refuse submissions holding more bytes than this (default 64 GiB)",
     )
     score_ctf.add_argument(

@@ -8,19 +8,14 @@ from __future__ import annotations
 import xarray as xr
 
 from seisctf import conventions as cv
-from seisctf.recipes.filter_design import DEFAULT_RATE_HZ, ctf_ratio, guard_steps
+from seisctf.recipes.filter_design import DEFAULT_RATE_HZ
 from seisctf.recipes.layouts import Layout, load_layout
+
+# (slot samples, guard steps) of `das_wavefield`'s slots: computed where the record is sized.
+from seisctf.recipes.output_sizes import das_slot_plan as slot_plan
 from seisctf.recipes.synth import das_synth
 
 SYNTHETIC_PARAMETER = "swell_peak_period_s"
-
-
-def slot_plan(layout: Layout, sampling_rate_hz: float, ctf_rate_hz: float) -> tuple[int, int]:
-    """(slot_samples at the record's rate, guard steps at the CTF rate) of `das_wavefield`'s
-    slots for this layout and these rates."""
-    up, down = ctf_ratio(sampling_rate_hz, ctf_rate_hz, "synth das")
-    guard = guard_steps(sampling_rate_hz, ctf_rate_hz, layout.required_steps)
-    return (guard + layout.required_steps) * down // up, guard
 
 
 def synthetic_das_record(
