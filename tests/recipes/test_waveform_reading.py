@@ -141,3 +141,28 @@ def test_data_carries_cf_units(tmp_path, dask_cluster):
         assert ds["data"].attrs["units"] == units
         channels = ds.attrs["channel_metadata"].get("IM.I59H1", {})
         assert channels.get("BDF", {}).get("units") == inventory_units
+
+
+def test_each_thread_gets_the_warnings_of_its_own_file():
+    """A worker with several threads scans several damaged files at once: the process lives
+    (obspy's miniSEED reader, called from two threads at once, can die of a segmentation fault
+    on these files: reads take turns), each file's problem lines are those it gets alone (the
+    warning hook hands a warning to the thread that raised it), and warnings raised outside a
+    scan are shown as before."""
+    import warnings
+    from concurrent.futures import ThreadPoolExecutor
+
+    from seisctf.recipes.ingest.waveform_files import scan_file
+
+    names = ["wrong_blockette_numbers_specified.mseed", "record_with_invalid_word_order.mseed",
+             "brokenlastrecord.mseed", "various_noise_records.mseed"]  # fmt: skip
+    paths = [str(MSEED_DATA / name) for name in names] * 20
+    alone = {path: scan_file(path).problems for path in paths[: len(names)]}
+    assert all(alone.values())
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(lambda path: scan_file(path).problems, paths))
+    assert together == [alone[path] for path in paths]
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        warnings.warn("outside any scan", UserWarning, stacklevel=1)
+    assert [str(w.message) for w in shown] == ["outside any scan"]
