@@ -433,11 +433,18 @@ CASES: tuple[Case, ...] = (
          ("baseline", "zeros", "--public", "{input}", "--out", "{out}/s.zarr"),
          ("no zarr group found there", "a file, not a zarr folder")),
     Case("waveforms-too-short.zarr", "a continuous waveform store (tiny, written as the layout "
-         "says) of 3 stations x BHZ x 100 samples at 1 Hz: too short for every layout",
-         lambda p: waveform_store(p, ["XX.S0", "XX.S1", "XX.S2"], 100, 1.0),
+         "says) of 199 stations x BHZ x 100 samples at 1 Hz: too short for every layout",
+         lambda p: waveform_store(p, [f"XX.S{i}" for i in range(199)], 100, 1.0),
          ("tasks", "{input}", "--public", "{out}/public.zarr", "--truth", "{out}/truth.zarr",
           "--layout", "auto"),
          ("no shipped layout fits (--layout auto)", "'seismo': too short")),
+    Case("waveforms-two-stations.zarr", "a continuous waveform store of 2 stations x BHZ x 100 "
+         "samples at 1 Hz: fewer stations than any shipped layout needs (refused from the "
+         "station count, before any gap check)",
+         lambda p: waveform_store(p, ["XX.S0", "XX.S1"], 100, 1.0),
+         ("tasks", "{input}", "--public", "{out}/public.zarr", "--truth", "{out}/truth.zarr",
+          "--layout", "auto"),
+         ("'seismo': has 2 stations", "needs at least 199", "`modes: 1`", "--layout FILE.yaml")),
     Case("wavefield-absurd-shape.zarr", "a wavefield store whose u declares 10^15 values",
          _wavefield_absurd,
          ("tasks", "{input}", "--public", "{out}/public.zarr", "--truth", "{out}/truth.zarr"),

@@ -24,13 +24,17 @@ SECRET = "layout-auto-test-secret-of-length"
 CRUSTAL = LAYOUTS["crustal"]
 
 
-def waveform_store(path: Path, n_stations: int, n_samples: int, seed: int = 0) -> str:
+def waveform_store(
+    path: Path, n_stations: int, n_samples: int, seed: int = 0, gapped: int = 0
+) -> str:
     """A continuous waveform store (contract: `data(station, channel, time)` float32, 1 Hz, one
-    channel BHZ) of smooth random signals, without gaps."""
+    channel BHZ) of smooth random signals, without gaps but in its first `gapped` stations (a
+    NaN gap mid-record)."""
     rng = np.random.default_rng(seed)
     time = np.arange(n_samples)
     frequencies = rng.uniform(0.01, 0.2, (n_stations, 1))
     data = np.sin(2 * np.pi * frequencies * time + rng.uniform(0, 6.3, (n_stations, 1)))
+    data[:gapped, n_samples // 2 : n_samples // 2 + 10] = np.nan
     store = xr.Dataset(
         {cv.WAVEFORM_VAR: (cv.WAVEFORM_DIMS, data[:, None, :].astype(np.float32))},
         coords={
@@ -124,12 +128,14 @@ def test_a_store_no_shipped_layout_fits(tmp_path, dask_cluster, capsys):
 
 
 def test_too_few_stations_says_so_and_auto_passes_no_other_error(tmp_path, dask_cluster, capsys):
-    sparse = waveform_store(tmp_path / "sparse.zarr", 150, 7000)
+    # 200 stations, 51 of them with a gap in every run of ten slots: 149 gap-free.
+    sparse = waveform_store(tmp_path / "sparse.zarr", 200, 7000, gapped=51)
     out = tmp_path / "bundle"
     assert main(tasks(sparse, out, "crustal", dask_cluster.address)) == 3
     line = error_line(capsys)
-    assert "only 150 station(s)" in line and "needs at least 199" in line
+    assert "only 149 station(s)" in line and "needs at least 199" in line
     assert "no shipped layout needs as few stations over shorter slots" in line
+    assert "for 149 stations, write a layout file with `modes: 75` or less" in line
     # An error that is not about fitting (an unknown channel) is not passed over by auto.
     argv = tasks(sparse, out, "auto", dask_cluster.address)
     assert main([*argv, "--channel", "HHN"]) == 3

@@ -84,7 +84,14 @@ import xarray as xr
 from seisctf import conventions as cv
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
-from seisctf.pipeline.bundles.layouts import Layout, length_note, stations_note
+from seisctf.pipeline.bundles.layouts import (
+    Layout,
+    check_trace_count,
+    length_note,
+    small_network_note,
+    stations_note,
+    traces_needed,
+)
 from seisctf.pipeline.transforms import filters
 from seisctf.pipeline.transforms.history import recorded
 from seisctf.recipes.filter_design import FILTER_TOLERANCE, ctf_ratio, guard_steps
@@ -259,6 +266,7 @@ def guarded_segments(
     processed alone (causal filters to `rate_hz`, guard dropped, offset from public rows removed).
     `order`: the traces' order in the result (default: as stored). `source` and `trace_noun`
     name the record and its traces in error messages. Computes only the gap check."""
+    check_trace_count(layout, data.sizes[trace_dim], trace_noun, what)
     source_rate_hz = float(data.attrs[cv.ATTR_SAMPLING_RATE])
     up, down = ctf_ratio(source_rate_hz, rate_hz, what)
     steps = layout.required_steps
@@ -289,7 +297,7 @@ def guarded_segments(
         slot_leads(data, slot_samples, max_lead, trace_dim), label="gap check", quiet=quiet
     )
     first_slot, complete = choose_segments(leads >= 0)
-    needed = max(1, 2 * layout.modes - 1)
+    needed = traces_needed(layout)
     if complete.sum() < needed:
         raise InvalidInput(
             what,
@@ -297,7 +305,8 @@ def guarded_segments(
             f"{N_SEGMENTS} consecutive slots of {slot_steps} samples at {rate_hz} Hz "
             f"({guard} of guard + a segment of {steps}); layout {layout.name!r} "
             f"(modes={layout.modes}) needs at least {needed}"
-            + stations_note(layout, source_rate_hz, rate_hz),
+            + stations_note(layout, source_rate_hz, rate_hz)
+            + small_network_note(int(complete.sum()), trace_noun),
         )
     order = list(range(data.sizes[trace_dim])) if order is None else order
     kept = [i for i in order if complete[i]]

@@ -44,6 +44,7 @@ from seisctf.recipes.filter_design import guard_steps
 from seisctf.recipes.layouts import LAYOUTS as LAYOUTS
 from seisctf.recipes.layouts import Layout as Layout
 from seisctf.recipes.layouts import load_layout as load_layout
+from seisctf.wording import counted
 
 T = TypeVar("T")
 
@@ -173,7 +174,42 @@ def needs(layout: Layout, source_rate_hz: float, rate_hz: float = 1.0) -> Needs:
     """What `layout` needs of a record sampled at `source_rate_hz`, made into a CTF at `rate_hz`."""
     steps = layout.required_steps
     guard = guard_steps(source_rate_hz, rate_hz, steps)
-    return Needs(layout, max(1, 2 * layout.modes - 1), steps, guard)
+    return Needs(layout, traces_needed(layout), steps, guard)
+
+
+def traces_needed(layout: Layout) -> int:
+    """Gap-free stations (or DAS channels) `layout` needs: 2 · modes − 1, so that the long-time
+    score has `modes` wavenumbers from zero upward."""
+    return max(1, 2 * layout.modes - 1)
+
+
+# Where a user learns to write a layout for a network smaller than the shipped layouts need.
+SMALL_NETWORK_HELP = 'README: "A benchmark from a small network"'
+
+
+def small_network_note(n_traces: int, trace_noun: str) -> str:
+    """For a record with too few stations for a layout: the `modes` of a layout file that
+    `n_traces` of them support (none for 0)."""
+    if n_traces < 1:
+        return ""
+    return (
+        f"; for {counted(n_traces, trace_noun)}, write a layout file with `modes: "
+        f"{(n_traces + 1) // 2}` or less (a layout needs 2 · modes − 1 {trace_noun}s) and give "
+        f"--layout FILE.yaml ({SMALL_NETWORK_HELP})"
+    )
+
+
+def check_trace_count(layout: Layout, n_traces: int, trace_noun: str, what: str) -> None:
+    """Refuse a record with fewer stations (DAS channels) than `layout` needs, from its
+    metadata alone: before any gap check reads its data."""
+    needed = traces_needed(layout)
+    if n_traces < needed:
+        raise InvalidInput(
+            what,
+            f"has {counted(n_traces, trace_noun)}, and layout {layout.name!r} (modes="
+            f"{layout.modes}) needs at least {needed} gap-free ones"
+            + small_network_note(n_traces, trace_noun),
+        )
 
 
 def shipped_by_size() -> list[Layout]:
@@ -243,15 +279,19 @@ def largest_supported(
     """`--layout auto`: the first of `candidates` (largest first) for which `build(layout)`
     succeeds, with its result. A candidate the record does not fit (`does_not_fit`) is passed
     over; any other error is raised. None fitting: InvalidInput listing why each did not."""
-    reasons = []
+    reasons, advice = [], []
     for layout in candidates:
         try:
             return layout, build(layout)
         except InvalidInput as error:
             if not does_not_fit(error, layout):
                 raise
-            reasons.append(f"{layout.name!r}: {error.problem.split('; ')[0]}")
-    raise InvalidInput(what, "no shipped layout fits (--layout auto): " + "; ".join(reasons))
+            first, *notes = error.problem.split("; ")
+            reasons.append(f"{layout.name!r}: {first}")
+            advice = [note for note in notes if SMALL_NETWORK_HELP in note]
+    # The last (smallest) layout's advice for a small network, if its stations were too few.
+    problem = "no shipped layout fits (--layout auto): " + "; ".join(reasons + advice)
+    raise InvalidInput(what, problem)
 
 
 def auto_candidates(is_das: bool) -> list[Layout]:
