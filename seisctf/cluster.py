@@ -129,24 +129,31 @@ def _start_forkserver(modules: Sequence[str], environ: Mapping[str, Any]) -> str
     os.environ.update({key: str(value) for key, value in environ.items()})
     multiprocessing.get_context("forkserver").set_forkserver_preload(["distributed", *modules])
     # An ignored SIGINT survives exec, Python then leaves it ignored, and the server's children
-    # (the workers) get the server's start-up handler back: Ctrl-C never reaches them.
-    with sigint_ignored():
+    # (the workers) get the server's start-up handler back: Ctrl-C never reaches them. Nor does
+    # a SIGTERM sent to the command's whole process group (`timeout`, a batch system): the
+    # command shuts its workers down (`cli._termination`); killed outright, they left their
+    # semaphores to multiprocessing's resource tracker, which warned of them.
+    with sigint_ignored(signal.SIGTERM):
         forkserver.ensure_running()
     return "forkserver"
 
 
 @contextlib.contextmanager
-def sigint_ignored() -> Iterator[None]:
-    """Ctrl-C (SIGINT) ignored meanwhile, in this process and in processes started meanwhile.
-    Signal handlers belong to the main thread: elsewhere this does nothing."""
+def sigint_ignored(*others: int) -> Iterator[None]:
+    """Ctrl-C (SIGINT), and the signals `others`, ignored meanwhile, in this process and in
+    processes started meanwhile. Signal handlers belong to the main thread: elsewhere this does
+    nothing."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    previous = {
+        signum: signal.signal(signum, signal.SIG_IGN) for signum in (signal.SIGINT, *others)
+    }
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
 
 
 def _local_cluster(

@@ -6,7 +6,7 @@ traceback; the library's parameter names in it are given as the verb's flags: `_
 also a `--scheduler`/`$SEISCTF_SCHEDULER` where no scheduler answers, and a write to a local
 output that fails for want of space or of write access: `local_outputs.write_failure`), 130
 interrupted (Ctrl-C: one line, nothing unfinished marked complete, the embedded cluster shut
-down), 1 anything else
+down; 143 for a SIGTERM, said `terminated`), 1 anything else
 (storage that does not answer after the retries: a message naming the object, no traceback; any
 other error keeps its traceback).
 """
@@ -34,6 +34,7 @@ from seisctf.cli._parse import (
     common_options,
     flag_error,
 )
+from seisctf.cli._termination import EXIT_TERMINATED, Terminated, sigterm_as_interrupt
 from seisctf.errors import InvalidInput
 from seisctf.local_outputs import write_failure
 from seisctf.worker_paths import check_worker_paths, remote_client
@@ -123,15 +124,18 @@ def main(argv: list[str] | None = None) -> int:
         error = flag_error(error, getattr(args, "option_flags", {}))
         print(f"seisctf: invalid input: {error}", file=sys.stderr)
         return EXIT_INVALID_INPUT
-    except KeyboardInterrupt:
-        # Ctrl-C: the cluster is shut down by now (its workers ignore Ctrl-C and print nothing);
-        # a store is marked complete only after all its data is written, so none is.
+    except KeyboardInterrupt as stop:
+        # Ctrl-C or SIGTERM (`_termination`): the cluster is shut down by now (its workers ignore
+        # Ctrl-C and print nothing); a store is marked complete only after all its data is
+        # written, so none is.
+        terminated = isinstance(stop, Terminated)
         print(
-            "seisctf: interrupted; nothing unfinished was marked complete (re-run the same "
-            "command to start again; an ingest resumes where it stopped)",
+            f"seisctf: {'terminated' if terminated else 'interrupted'}; nothing unfinished was "
+            "marked complete (re-run the same command to start again; an ingest resumes where "
+            "it stopped)",
             file=sys.stderr,
         )
-        return EXIT_INTERRUPTED
+        return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
     except Exception as error:
         failed_write = write_failure(error, local_outputs(args))
         if failed_write is not None:  # a full disk, or a folder turned read-only midway
@@ -267,7 +271,9 @@ def fast_exit(code: int) -> None:
 
 
 def entry_point() -> None:
-    """The `seisctf` console script: `main()`, then `fast_exit` (every result is written,
-    flushed and closed by then). An unexpected exception leaves the normal way, with its
-    traceback."""
-    fast_exit(main())
+    """The `seisctf` console script: `main()`, a SIGTERM ending it as Ctrl-C does
+    (`_termination`), then `fast_exit` (every result is written, flushed and closed by then). An
+    unexpected exception leaves the normal way, with its traceback."""
+    with sigterm_as_interrupt():
+        code = main()
+    fast_exit(code)

@@ -122,8 +122,10 @@ def statistic(
 
 
 def _sum_of_squares(values: np.ndarray) -> float:
-    """Σ values², squaring in place: `values` is the region array its task just assembled."""
-    return float(np.sum(np.multiply(values, values, out=values)))
+    """Σ values², squaring in place: `values` is the region array its task just assembled (inf
+    where it overflows: a submission that large is scored again, scaled)."""
+    with np.errstate(over="ignore"):
+        return float(np.sum(np.multiply(values, values, out=values)))
 
 
 def norm_of(convention: str, value: Any) -> float:
@@ -136,8 +138,12 @@ def metric_error(
 ) -> float | None:
     """Relative error from computed statistics; `error_value` was computed on data × `scale`."""
     if metric == cv.METRIC_LONG:
-        submission = error_value / scale**2 if convention == "reference" else error_value
         with np.errstate(over="ignore", invalid="ignore"):
+            submission = error_value
+            if convention == "reference":
+                # The spectrum of data × 2^-e back to the data's: × 2^(2e) exactly (inf where it
+                # overflows, 0 where it is 0; dividing by scale², which underflows to 0, gave NaN).
+                submission = np.ldexp(error_value, 2 * round(-math.log2(scale)))
             return metrics.relative_error(
                 float(np.linalg.norm(truth_value - submission)), float(np.linalg.norm(truth_value))
             )

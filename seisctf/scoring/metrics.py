@@ -57,9 +57,11 @@ def spectral_norm_from_gram(gram: np.ndarray) -> float:
 
 
 def power_spectrum(rows: np.ndarray) -> np.ndarray:
-    """(k, n) -> (k, n) fftshifted |FFT over space|² of each row, float64."""
+    """(k, n) -> (k, n) fftshifted |FFT over space|² of each row, float64 (inf where it
+    overflows: a submission that large is scored again, scaled, `ctf.metric_error`)."""
     spectrum = np.fft.fftshift(np.fft.fft(np.asarray(rows, dtype=np.float64), axis=1), axes=1)
-    return spectrum.real**2 + spectrum.imag**2
+    with np.errstate(over="ignore"):
+        return spectrum.real**2 + spectrum.imag**2
 
 
 def reference_spectrum(rows: np.ndarray, modes: int) -> np.ndarray:
