@@ -33,6 +33,7 @@ import numpy as np
 
 HERE = Path(__file__).parent
 DEFAULT_OUT = HERE / "bad"
+from bad_waveform_archives import ARCHIVE_CASES  # noqa: E402 - beside this script
 from bad_writers import (  # noqa: E402 - beside this script, run or imported
     COORDINATES,
     CTF_SHAPES,
@@ -316,6 +317,7 @@ CASES: tuple[Case, ...] = (
          WAVEFORMS, ("unreadable", "no obspy reader knows its format")),
     Case("sac-nan.sac", "a real SAC file whose sample 50 is NaN", _sac_nan, WAVEFORMS,
          ("1 non-finite sample(s)", "stored as gaps")),
+    *(Case(*row) for row in ARCHIVE_CASES),  # readable files whose data contradict each other
     # --- station metadata ------------------------------------------------------------------------
     Case("stationxml-no-coordinates.xml", "a station and channel without latitude/longitude",
          _text(STATIONXML.format(coordinates="")), INVENTORY,
