@@ -99,6 +99,9 @@ EVENT_WINDOWS_DIMS = (TRACE, CHANNEL, SAMPLE)
 TRACE_NAME = "trace_name"  # the key submissions use, exactly as the dataset has it
 TRACE_NAME_ORIGINAL = "trace_name_original"
 TRACE_NPTS = "trace_npts"  # samples before the NaN padding
+# Of the samples a trace is read and exported with (its components, `trace_npts` samples): the
+# fraction that are gaps (NaN in the store, zeros in SeisBench's reads and the export).
+TRACE_GAP_FRACTION = "trace_gap_fraction"
 TRACE_SAMPLING_RATE = "trace_sampling_rate_hz"  # the store's rate (every trace)
 TRACE_SOURCE_SAMPLING_RATE = "trace_source_sampling_rate_hz"  # a resampled trace's own rate
 TRACE_CHUNK = "trace_chunk"  # SeisBench's chunk of the trace (chunked datasets)

@@ -122,13 +122,13 @@ def write_event_windows(
 ) -> xr.Dataset:
     """Write the fixture store with seisctf's event-window writer (`chunk_traces` windows per
     chunk, shards of `shard_traces` windows, None: no shards; Parquet catalogue beside);
-    returns it."""
+    returns it, with the `trace_gap_fraction` the writer adds."""
     from seisctf.catalogs import event_windows
 
     dataset = event_window_dataset(**options)
     layout = event_windows.WindowLayout(chunk_traces=chunk_traces, shard_traces=shard_traces)
-    event_windows.write_event_windows(dataset, url, layout=layout, quiet=True)
-    return dataset
+    written = event_windows.write_event_windows(dataset, url, layout=layout, quiet=True)
+    return dataset.assign_coords({cv.TRACE_GAP_FRACTION: written[cv.TRACE_GAP_FRACTION]})
 
 
 def trace_frame(ds: xr.Dataset) -> pd.DataFrame:

@@ -4,7 +4,9 @@ Store (docs/contract.md, "Event-window store"): `waveforms(trace, channel, sampl
 float32, NaN after each window's `trace_npts` samples; `channel` holds the component letters
 (`Z`, `N`, `E`, in the attr `component_order`); every metadata column a 1-D coordinate along
 `trace` under its SeisBench name, except a source's `split` column, which becomes the contract's
-per-trace `split` variable; attr `sampling_rate` (Hz).
+per-trace `split` variable; attr `sampling_rate` (Hz). The writer adds the per-trace
+`trace_gap_fraction` (`window_components.gap_fractions`: the share of NaN inside the components a
+window has) where the source has none.
 
 Per-trace values (`trace_columns`): integers, floats, booleans and datetimes (UTC, naive) keep
 their dtype; everything else is text (zarr variable-length UTF-8), a missing text value being
@@ -55,6 +57,7 @@ from zarr.errors import ZarrUserWarning
 from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.catalogs import window_writes
+from seisctf.catalogs.window_components import gap_fractions
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
 
@@ -427,7 +430,9 @@ def write_event_windows(
     catalogue, then attrs and the completion marker, last (attrs that are Dask collections,
     such as the inputs' sha256, are computed with the waveforms). The waveforms are (re)chunked to
     whole shards per write task, so the store's bytes never depend on the source's chunks or
-    the number of workers. Returns the dataset as written (per-trace values as stored)."""
+    the number of workers. The per-trace `trace_gap_fraction` is measured from the windows as
+    they are written, unless the dataset has one. Returns the dataset as written (per-trace
+    values as stored)."""
     import dask
     import dask.array as da
 
@@ -447,6 +452,11 @@ def write_event_windows(
     attrs["layout"] = layout.describe()
     out = dataset.copy()
     out[cv.EVENT_WINDOWS_VAR] = (cv.EVENT_WINDOWS_DIMS, waveforms)
+    gaps = None  # a source's own column is kept (an export's: its gaps are zeros by now)
+    if cv.TRACE_GAP_FRACTION not in out.variables:
+        gaps = lazy_gap_fractions(waveforms, out[cv.TRACE_NPTS].values)
+        # Written after the waveforms, from the same reads; NaN until then.
+        out = out.assign_coords({cv.TRACE_GAP_FRACTION: (cv.TRACE, np.full(gaps.shape, np.nan))})
     out.attrs = {}
     for name in out.variables:
         out[name].encoding = {}
@@ -455,12 +465,27 @@ def write_event_windows(
     if not storage.is_remote(str(url)):  # the same shards, written by TensorStore
         delayed = _tensorstore_writes(waveforms, str(url))
     lazy = {key: value for key, value in attrs.items() if dask.is_dask_collection(value)}
-    _, computed = compute(delayed, lazy, label=label, quiet=quiet)
+    _, computed, fractions = compute(delayed, lazy, gaps, label=label, quiet=quiet)
     attrs.update(computed)  # in place: the attrs keep their order
+    if fractions is not None:
+        storage.open_group(url, storage_options, mode="r+")[cv.TRACE_GAP_FRACTION][:] = fractions
+        out = out.assign_coords({cv.TRACE_GAP_FRACTION: (cv.TRACE, fractions)})
     write_catalog(per_trace_frame(out), url, storage_options)
     attrs["catalog"] = CATALOG_PATH
     storage.finish_group(url, attrs, storage_options)
     return out
+
+
+def lazy_gap_fractions(waveforms, npts: np.ndarray):
+    """(trace,) float64 Dask array, one task per block of `waveforms` (trace, channel, sample;
+    one chunk along channel and sample): each window's `trace_gap_fraction`
+    (`window_components.gap_fractions`), `npts` (trace,) its samples."""
+    import dask.array as da
+
+    npts = da.from_array(np.asarray(npts, dtype=np.int64), chunks=(waveforms.chunks[0],))
+    return da.blockwise(
+        gap_fractions, "t", waveforms, "tcs", npts, "t", dtype=np.float64, concatenate=True
+    )
 
 
 def _tensorstore_writes(waveforms, url: str) -> list:

@@ -8,9 +8,12 @@ included). Each waveform is the store's window cut to `trace_npts` samples (the 
 not exported), holding only the components it has (`window_components`: a component all NaN in
 the window is left out), listed in the row's `trace_component_order` in the store's order, so
 that SeisBench's `missing_components` fills the others when reading, as it does for any
-dataset (a window without any sample is written whole, as zeros). The writer names traces by
-their block (`bucket0$3,:3,:6000`) and keeps the store's `trace_name` as `trace_name_original`;
-a store that already has `trace_name_original` (from a SeisBench dataset) keeps it. Waveforms
+dataset (a window without any sample is written whole, as zeros). Gaps inside a component are
+written as zeros, as SeisBench's converters write them, and `trace_gap_fraction` says which
+share of each trace they are (the store's column; measured here for a store written without
+it). The writer names traces by their block (`bucket0$3,:3,:6000`) and keeps the store's
+`trace_name` as `trace_name_original`; a store that already has `trace_name_original` (from a
+SeisBench dataset) keeps it. Waveforms
 are read with Dask, about 64 MiB of whole chunks at a time, and written as they come; the files are
 written in `DIR/.seisctf-export/` and moved into place when complete.
 
@@ -43,7 +46,7 @@ from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.catalogs.trace_query import select_traces
 from seisctf.catalogs.trace_table import read_trace_table
-from seisctf.catalogs.window_components import own_components
+from seisctf.catalogs.window_components import gap_fractions, own_components
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
 
@@ -118,6 +121,7 @@ def export_full(ds, table: pd.DataFrame, directory: Path, quiet: bool) -> list[P
         else np.full(len(table), ds.sizes[cv.SAMPLE], dtype=np.int64)
     )
     order, whole = component_order(ds), True
+    stored_gaps = cv.TRACE_GAP_FRACTION in table  # else measured here (a store written before)
     # The writer's progress bar goes to stderr; --quiet silences it.
     with (
         contextlib.redirect_stderr(io.StringIO()) if quiet else contextlib.nullcontext(),
@@ -126,10 +130,14 @@ def export_full(ds, table: pd.DataFrame, directory: Path, quiet: bool) -> list[P
         writer.set_total(len(table))
         for first, block in trace_blocks(ds[cv.EVENT_WINDOWS_VAR], quiet):
             rows = trace_metadata(table.iloc[first : first + len(block)])
+            block_npts = npts[first : first + len(block)]
+            fractions = None if stored_gaps else gap_fractions(block, block_npts)
             for offset, (row, window) in enumerate(zip(rows, block, strict=True)):
                 trace, row[cv.TRACE_COMPONENT_ORDER] = own_components(
-                    window[:, : npts[first + offset]], order
+                    window[:, : block_npts[offset]], order
                 )
+                if fractions is not None:
+                    row[cv.TRACE_GAP_FRACTION] = float(fractions[offset])
                 whole &= row[cv.TRACE_COMPONENT_ORDER] == order
                 writer.add_trace(row, np.ascontiguousarray(trace))
         writer.data_format = data_format(ds, whole)  # written when the writer closes

@@ -21,7 +21,9 @@ Missing components: a window's component whose samples are all NaN (a component 
 lacks, NaN in the store) is missing, as a component absent from a trace's
 `trace_component_order` is in SeisBench: `missing_components` pads it with zeros (`pad`, the
 default), copies the first present component (`copy`) or leaves it out (`ignore`); a window
-without any sample reads as zeros. NaN inside a present component (a gap) stays NaN.
+without any sample reads as zeros. A gap inside a present component (NaN in the store) reads as
+zeros, as SeisBench's converters fill it (`window_components`); `trace_gap_fraction` in the
+metadata says how much of each trace that is (`metadata[...] == 0` keeps windows without gaps).
 Differences: `trace_component_order` is the store's for every row (ingest put every window
 in the store's component order); waveforms are float32 whatever the source's dtype (the
 store's); a store made from a dataset of mixed rates holds every window at the store's rate
@@ -45,7 +47,7 @@ import seisbench.util
 from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.catalogs import event_windows as ew
-from seisctf.catalogs.window_components import present_components
+from seisctf.catalogs.window_components import gaps_as_zeros, present_components
 from seisctf.catalogs.window_reader import DEFAULT_CACHE_BYTES, WindowReader
 from seisctf.errors import InvalidInput
 
@@ -156,8 +158,9 @@ class StoreWaveformDataset(sbd.WaveformDataset):
         self, load_metadata: dict[str, list], sampling_rate: float | None, pack: bool = True
     ):
         """SeisBench's one read path (get_sample, get_waveforms, groups), from the store: each
-        row's window cut to its samples, resampled (SeisBench's `_resample`), put in the
-        output component order, then packed (zero-padded) in `dimension_order`."""
+        row's window cut to its samples, its gaps made zeros, resampled (SeisBench's
+        `_resample`), put in the output component order, then packed (zero-padded) in
+        `dimension_order`."""
         rows = np.asarray(load_metadata[STORE_ROW], dtype=np.int64)
         sources = load_metadata.get(cv.TRACE_SOURCE_SAMPLING_RATE, [0.0] * len(rows))
         orders = load_metadata[cv.TRACE_COMPONENT_ORDER]
@@ -169,7 +172,8 @@ class StoreWaveformDataset(sbd.WaveformDataset):
         waveforms = []
         for k, (row, source_rate, order) in enumerate(zip(rows, sources, orders, strict=True)):
             waveform = windows[position[k], :, : self._npts[row]]
-            present = present_components(waveform)  # before resampling spreads a gap's NaN
+            present = present_components(waveform)
+            waveform = gaps_as_zeros(waveform)  # as SeisBench's own datasets hold gaps
             if sampling_rate is not None:
                 waveform = self._resample(waveform, sampling_rate, float(source_rate))
             waveforms.append(self._in_component_order(waveform, order, present))
