@@ -160,7 +160,7 @@ def test_an_ingest_onto_object_storage_prints_no_warning(
     for args in ((str(first),), (str(second), "--append")):
         run = _cli(*args, "--out", url, *s3_server.cli_options(), scheduler=dask_cluster.address)
         assert run.returncode == 0, run.stderr
-        assert run.stdout.startswith(f"wrote {url}: 1 stations")
+        assert run.stdout.startswith(f"wrote {url}: 1 station x ")
         assert "Warning" not in run.stderr and "ingest_progress" not in run.stderr, run.stderr
     # The folder is there (what zarr warned about), the store complete without it.
     fs = s3_server.filesystem()
