@@ -146,8 +146,10 @@ def split_map(table: pd.DataFrame, path: str, title: str = "") -> str:
             label=f"stations in several splits ({len(several)})",
         )
     latitudes = table.get(cv.STATION_LATITUDE, table.get(cv.SOURCE_LATITUDE))
-    middle = float(np.nanmean(latitudes)) if latitudes is not None else 0.0
-    if math.isfinite(middle):  # a degree of longitude is cos(latitude) of one of latitude
+    known = np.asarray(latitudes if latitudes is not None else [], dtype=float)
+    known = known[np.isfinite(known)]  # stations without a position have no place on the map
+    if known.size:
+        middle = float(known.mean())  # a degree of longitude is cos(latitude) of one of latitude
         axes.set_aspect(1 / max(math.cos(math.radians(middle)), 0.1))
     axes.set_xlabel("longitude (°)")
     axes.set_ylabel("latitude (°)")

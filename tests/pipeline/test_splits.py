@@ -318,3 +318,27 @@ def test_split_prints_the_audit_unless_it_goes_to_a_file(store_dir, tmp_path, da
     ]
     assert json.loads(summary_file.read_text()) == audit  # the same split: the same audit
     assert json.loads(split("--quiet")) == audit  # no file: the JSON on stdout
+
+
+def test_split_map_of_stations_without_positions_warns_of_nothing(tmp_path, dask_cluster):
+    """Stations without a position (an archive ingested without an inventory) have no place on
+    the map; the map is drawn from the sources, and no numpy warning ("Mean of empty slice")
+    reaches the user."""
+    from event_window_fixtures import event_window_dataset
+
+    from seisctf.catalogs import event_windows
+
+    dataset = event_window_dataset()
+    unknown = np.full(dataset.sizes[cv.TRACE], np.nan)
+    dataset = dataset.assign_coords(
+        {cv.STATION_LATITUDE: (cv.TRACE, unknown), cv.STATION_LONGITUDE: (cv.TRACE, unknown)}
+    )
+    url = str(tmp_path / "unplaced.zarr")
+    event_windows.write_event_windows(dataset, url, quiet=True)
+    picture = tmp_path / "map.png"
+    argv = ["split", url, "--strategy", "event", "--quiet", "--map", str(picture)]
+    command = [sys.executable, "-m", "seisctf.cli", *argv, "--scheduler", dask_cluster.address]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert run.stderr == "", run.stderr
+    assert picture.read_bytes().startswith(b"\x89PNG")
