@@ -36,6 +36,7 @@ def check_writable(path: str | Path, what: str) -> None:
     not) can be written: the folder that would receive it is a folder this process can create a
     file in (an existing folder output: that folder itself), and an existing file output is
     writable. Leaves nothing behind."""
+    check_name_lengths(path, what)
     target = Path(path)
     existing = next((p for p in (target, *target.parents) if p.exists() or p.is_symlink()), None)
     folder = existing if existing is not None else Path.cwd()
@@ -51,6 +52,40 @@ def check_writable(path: str | Path, what: str) -> None:
         raise InvalidInput(what, f"cannot write in {folder}: {error.strerror}") from None
     os.close(handle)
     os.unlink(probe)
+
+
+def _nearest_folder(path: Path) -> Path:
+    """The nearest existing folder among `path`'s parents (absolute); a parent too long to
+    stat (ENAMETOOLONG) is not one."""
+    for folder in Path(os.path.abspath(path)).parents:
+        try:
+            if folder.is_dir():
+                return folder
+        except OSError:
+            continue
+    return Path("/")
+
+
+def check_name_lengths(path: str | Path, what: str) -> None:
+    """InvalidInput naming `what` when a name in `path` is longer than its file system takes
+    (ENAMETOOLONG: usually 255 bytes a name, 4096 bytes a whole path), before anything stats
+    it."""
+    folder = _nearest_folder(Path(path))
+    name_max = os.pathconf(folder, "PC_NAME_MAX")
+    path_max = os.pathconf(folder, "PC_PATH_MAX")
+    for name in Path(path).parts:
+        length = len(os.fsencode(name))
+        if length > name_max:
+            raise InvalidInput(
+                what,
+                f"a name of {length} bytes ({name[:24]}…): the file system of {folder} takes "
+                f"names of up to {name_max} bytes",
+            )
+    length = len(os.fsencode(os.path.abspath(path)))
+    if length > path_max:
+        raise InvalidInput(
+            what, f"a path of {length} bytes: {folder}'s file system takes up to {path_max}"
+        )
 
 
 def causes(error: BaseException) -> Iterator[BaseException]:

@@ -22,6 +22,8 @@ import pytest
 from conftest import noisy_copy, write_tiny_truth
 from mounts import namespace_requirement, run_on_tmpfs, run_read_only
 from submission_writers import write_npz
+from test_cli_first_answers import assert_answered_before_the_cluster
+from test_cli_first_answers import seisctf as run_seisctf
 
 import seisctf
 from seisctf.cli import EXIT_INVALID_INPUT
@@ -190,3 +192,26 @@ exit $code"""
     assert "not a seisctf leaderboard" not in line
     assert rows(kept / "lb.sqlite") == rows(files["db"])
     assert not (kept / "x.json").exists()
+
+
+LONG_NAME = "a" * 300 + ".zarr"  # above the 255 bytes a name may have (ext4, tmpfs, xfs)
+TOO_LONG = {
+    "synth": (["synth", "global", "--sensors", "4", "--out", LONG_NAME], "--out"),
+    "ingest": (["ingest", "waveforms", str(BALST), "--out", LONG_NAME], "--out"),
+    "score-json": (["score", "ctf", "--truth", "t.zarr", "--submission", "s.npz"], "--json"),
+    "deep path": (["synth", "global", "--out", "a/" * 2100 + "w.zarr"], "--out"),
+}
+
+
+@pytest.mark.parametrize("case", TOO_LONG)
+def test_an_output_name_too_long_is_refused_naming_its_option(case, tmp_path):
+    """ENAMETOOLONG was a traceback (a stat of the output): one line naming the option, the
+    name's length and the file system's limit, before any cluster, nothing written."""
+    argv, flag = TOO_LONG[case]
+    if flag == "--json":
+        argv = [*argv, "--json", LONG_NAME]
+    run, _ = run_seisctf(*argv, cwd=tmp_path)
+    value = argv[argv.index(flag) + 1]
+    limit = "a name of 305 bytes" if "/" not in value else "a path of"
+    assert_answered_before_the_cluster(run, f"{flag} {value}: {limit}", "takes")
+    assert not any(tmp_path.iterdir())

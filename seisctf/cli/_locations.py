@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator
 
 from seisctf.cli._checks import local_path
 from seisctf.errors import InvalidInput
-from seisctf.local_outputs import check_writable
+from seisctf.local_outputs import check_name_lengths, check_writable
 from seisctf.urls import checked
 
 # The options (by dest) whose values are paths or URLs, inputs and outputs, of every verb.
@@ -49,9 +49,13 @@ def _values(args: argparse.Namespace, dests: Iterable[str]) -> Iterator[tuple[st
 
 
 def check_locations(args: argparse.Namespace) -> None:
-    """Every path or URL of the command spelt as one (InvalidInput with the spelling meant)."""
+    """Every path or URL of the command spelt as one (InvalidInput with the spelling meant), and
+    no local output with a name too long for its file system."""
     for _, what, value in _values(args, LOCATIONS):
         checked(value, what)
+    for _, what, value in _values(args, OUTPUTS.get(args.verb, {})):
+        if (path := local_path(value)) is not None:
+            check_name_lengths(path, what)
 
 
 def local_outputs(args: argparse.Namespace) -> list[str]:
