@@ -18,11 +18,10 @@ from seisctf.cli._parse import (
     write_json,
 )
 from seisctf.cli._parse import storage_options as _options
+from seisctf.cli._recipe_checks import check_recipe
 from seisctf.cli.demo_plan import DEFAULT_LAYOUTS, demo_datasets, demo_source
-from seisctf.recipes.cluster_file import recipe_cluster
 from seisctf.recipes.layouts import LAYOUTS, load_layout
 from seisctf.recipes.output_sizes import das_size, global_size, source_size
-from seisctf.recipes.schema import read_recipe
 from seisctf.registry import SYNTHS  # its summaries are the `synth` kinds' help
 from seisctf.wording import counted
 
@@ -79,7 +78,8 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     build.add_argument("--workdir", default=".", help="where relative output URLs live")
     secret_argument(build)
     public_truth_option(build)
-    build.set_defaults(run=_run_build, check=_check_build)
+    override_option(build)
+    build.set_defaults(run=_run_build, check=check_recipe)
 
     tasks = verbs.add_parser(
         "tasks",
@@ -337,12 +337,6 @@ def _check_demo(args: argparse.Namespace) -> None:
         for source, options in demo_source(dataset, args.sensors, args.duration).items()
     ]
     refuse_oversize(sizes, args.workdir, args, what="demo (its wavefield stores alone)")
-
-
-def _check_build(args: argparse.Namespace) -> None:
-    """The recipe is a readable YAML mapping (its schema, which needs the registries, is checked
-    when the build starts) with a valid `cluster:` section if any (kept for `cluster_choice`)."""
-    args.recipe_cluster = recipe_cluster(read_recipe(args.recipe))
 
 
 def _check_tasks(args: argparse.Namespace) -> None:

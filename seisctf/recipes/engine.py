@@ -83,7 +83,7 @@ def output_names() -> list[str]:
     return ["store", *OUTPUTS]
 
 
-def _layout_name(data: Mapping[str, Any]) -> str | None:
+def layout_name(data: Mapping[str, Any]) -> str | None:
     return ((data.get("splits") or {}).get("ctf") or {}).get("layout")
 
 
@@ -109,7 +109,7 @@ def validate(recipe: RecipeText) -> Layout | None:
         recipe.check(schema, values or {}, ("outputs", name))
         if name != "store" and OUTPUTS[name].check:
             OUTPUTS[name].check(recipe)
-    name = _layout_name(data)
+    name = layout_name(data)
     if name is None and "ctf_bundle" not in data["outputs"]:
         return None
     try:
@@ -143,8 +143,8 @@ def _private_url(outputs: Mapping[str, Any]) -> str:
 def build(recipe: RecipeText, context: BuildContext) -> BuildContext:
     """Run a validated recipe: source → transforms → outputs (skipping up-to-date outputs)."""
     data = recipe.data
-    if context.layout is None and _layout_name(data):
-        context.layout = load_layout(_layout_name(data))
+    if context.layout is None and layout_name(data):
+        context.layout = load_layout(layout_name(data))
     ((source_name, source_options),) = data["source"].items()
     source = SOURCES[source_name]
     opened: dict[str, xr.Dataset] = {}
@@ -239,7 +239,7 @@ def build_file(
         workdir=Path(workdir),
         storage_options=storage_options,
         quiet=quiet,
-        layout=layout if _layout_name(recipe.data) else None,
+        layout=layout if layout_name(recipe.data) else None,
         public_truth=public_truth,
     )
     if secret or keys.secret_from_env() or needs_secret(recipe.data):
