@@ -492,20 +492,30 @@ def test_bad_archive_input_exits_3_naming_the_store(real, synthetic, dask_cluste
     err = _refused(capsys, "tasks", store, *outputs, "--channel", "HHZ",
                    scheduler=dask_cluster.address)  # fmt: skip
     assert store in err and "HHZ" in err and "['BHZ']" in err
-    # The default layout needs 10 × (39 + 3000) samples at 1 Hz; 60 s give 61.
+    # The default layout needs 199 stations: refused from the station count, before its length.
     err = _refused(capsys, "tasks", store, *outputs, scheduler=dask_cluster.address)
+    assert store in err and "has 3 stations" in err and "A benchmark from a small network" in err
+    # The default layout's steps on one mode need 10 × (39 + 3000) samples at 1 Hz; 60 s give 61.
+    one_mode = root / "one-mode.yaml"
+    one_mode.write_text(
+        "train_steps: 2000\nfew_start: 1500\nfew_steps: 500\nforecast_start: 2000\n"
+        "forecast_steps: 1000\nk_short: 20\nk_long: 50\nmodes: 1\n"
+    )
+    err = _refused(capsys, "tasks", store, *outputs, "--layout", str(one_mode),
+                   scheduler=dask_cluster.address)  # fmt: skip
     assert store in err and "61 samples at 1.0 Hz" in err and "guard of 39" in err
     assert "need 30390" in err
-    err = _refused(capsys, "tasks", store, *outputs, "--rate", "80",
+    err = _refused(capsys, "tasks", store, *outputs, "--rate", "80", "--layout", str(one_mode),
                    scheduler=dask_cluster.address)  # fmt: skip
     assert store in err and "80.0 Hz" in err
-    # Five gap-free stations cannot carry 4 modes (needs 7).
+    # Six stations cannot carry 4 modes (needs 7): refused from the count, before the gap check
+    # (too few gap-free stations among enough: tests/pipeline/test_layout_auto.py).
     wide = synthetic["root"] / "wide.yaml"
     wide.write_text(SYNTH_LAYOUT.replace("modes: 2", "modes: 4"))
     synth = str(synthetic["store"])
     err = _refused(capsys, "tasks", synth, *outputs, "--layout", str(wide), "--channel", "BHZ",
                    scheduler=dask_cluster.address)  # fmt: skip
-    assert synth in err and "only 5 station(s)" in err and "at least 7" in err
+    assert synth in err and "has 6 stations" in err and "modes=4" in err
     assert not (root / "bad-public.zarr").exists() and not (root / "bad-truth.zarr").exists()
 
 
