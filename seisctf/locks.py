@@ -391,7 +391,7 @@ def holding(
             renewer.stop()
         if renewer.lost is not None:  # its interrupt was ignored (or came after the block)
             raise _lost(renewer.lost)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SystemExit):  # a SIGINT handler of a library may exit instead
         if renewer.lost is None:
             raise
         raise _lost(renewer.lost) from None

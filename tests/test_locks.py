@@ -267,14 +267,23 @@ def test_the_holder_renews_its_lease(tmp_path):
     assert not Path(held.path).exists()
 
 
-def test_a_lease_taken_over_while_stalled_stops_the_command(tmp_path):
+@pytest.mark.parametrize("sigint", ["default", "exits"])
+def test_a_lease_taken_over_while_stalled_stops_the_command(tmp_path, sigint):
     """A holder that did not renew in time (stalled) and whose lease another writer took over
-    stops at its next renewal, saying so, and leaves the other's lease alone."""
+    stops at its next renewal, saying so, and leaves the other's lease alone; also when a
+    library's SIGINT handler exits instead of raising KeyboardInterrupt (dask_jobqueue.runner
+    installs one at import: the command would have ended with exit 0)."""
     out = tmp_path / "stalled.zarr"
-    with pytest.raises(InvalidInput, match="another command took over its writer lock"):
-        with locks.holding([locks.Output(str(out))], command="test", lease_s=0.4) as (held,):
-            other = locks.new_lease(str(out), "seisctf ingest waveforms")
-            Path(held.path).write_bytes(other.to_bytes())
-            time.sleep(5)  # interrupted by the renewer within 0.1 s
+    handler = signal.getsignal(signal.SIGINT)
+    if sigint == "exits":
+        signal.signal(signal.SIGINT, lambda *_: sys.exit())
+    try:
+        with pytest.raises(InvalidInput, match="another command took over its writer lock"):
+            with locks.holding([locks.Output(str(out))], command="test", lease_s=0.4) as (held,):
+                other = locks.new_lease(str(out), "seisctf ingest waveforms")
+                Path(held.path).write_bytes(other.to_bytes())
+                time.sleep(5)  # interrupted by the renewer within 0.1 s
+    finally:
+        signal.signal(signal.SIGINT, handler)
     assert locks.Lease.from_bytes(Path(held.path).read_bytes()).token == other.token
     assert os.path.exists(held.path)
