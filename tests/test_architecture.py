@@ -55,6 +55,10 @@ LAZY_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
         "the checks of `synth` and `demo` size their outputs before the cluster starts: the "
         "filter design (scipy) is loaded only when a DAS record is sized"
     ),
+    ("seisctf.cli._recipe_checks", "check_recipe"): (
+        "build checks its recipe before the cluster starts: the engine (with every generator "
+        "the registries load) is imported only when `build` runs"
+    ),
     ("seisctf.cli._locking", "_outputs_of_"): (
         "the outputs a recipe names (read with the registries) and the demo's database are found "
         "by the modules that write them, imported only when `build` or `demo` runs"
