@@ -244,6 +244,13 @@ def embedded_cluster(
             cluster.close()
 
 
+def configured_cluster(config: ClusterConfig) -> Any:
+    """The cluster `config` describes, built (not scaled). A dask-jobqueue cluster's batch jobs
+    start their workers as embedded ones start: this module preloaded (`dask_setup`), and the
+    environment `_worker_environ` (the malloc settings the memory figures depend on) exported."""
+    return make_cluster(config, preload=(__name__,), environ=_worker_environ())
+
+
 def _start_configured(config: ClusterConfig, quiet: bool, watch: StartWatch) -> tuple[Any, Any]:
     """The cluster `config` describes, built, scaled or made adaptive, and its client. Built in
     the caller's thread: a refused option is answered before the command does any work (as one
@@ -252,7 +259,7 @@ def _start_configured(config: ClusterConfig, quiet: bool, watch: StartWatch) -> 
     from distributed import Client
 
     with _distributed_logs_silenced():
-        cluster = make_cluster(config)
+        cluster = configured_cluster(config)
     watch.cluster = cluster
     try:
         scale_cluster(cluster, config)

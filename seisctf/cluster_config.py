@@ -5,12 +5,14 @@ section), in the style of dask's own configuration:
     class: dask_jobqueue.SLURMCluster
     options: {cores: 8, memory: 32GB, queue: normal, walltime: "02:00:00"}
     adapt: {minimum: 0, maximum: 20}      # or scale: 4
+    python: /opt/seisctf/venv/bin/python  # a batch job's python (default: this one's)
 
 `CLUSTER_SCHEMA` is the document's shape (checked, with its lines, where the YAML is read:
 `seisctf.recipes.cluster_file`); `ClusterConfig.from_mapping` adds what a schema cannot say;
 `cluster_class` imports the class and checks that it is a Dask cluster; `make_cluster` builds it
 (an option the class does not take is refused naming its line, before anything starts where the
-class's signatures say which options it takes) and `scale_cluster` scales it or makes it
+class's signatures say which options it takes; a dask-jobqueue class's job script also carries
+the preloads and environment given, `batch_job_options`) and `scale_cluster` scales it or makes it
 adaptive; `StartWatch` turns a worker the cluster fails to start (a job its batch system
 refused) into one line. Naming a class runs the code of its module: a cluster file is trusted
 like a script. Nothing here imports Dask until a cluster is built.
@@ -25,11 +27,12 @@ import importlib
 import inspect
 import logging
 import re
+import shlex
 import signal
 import sys
 import threading
 import traceback
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,6 +66,7 @@ CLUSTER_SCHEMA = {
         "options": {"type": "object"},
         "adapt": ADAPT_SCHEMA,
         "scale": {"type": "integer", "minimum": 0},
+        "python": {"type": "string", "minLength": 1},
     },
 }
 # How a constructor names a keyword it does not take (Python's TypeError, dask-jobqueue's
@@ -89,6 +93,7 @@ class ClusterConfig:
     adapt: Mapping[str, Any] | None = None
     scale: int | None = None
     option_where: Mapping[str, str] = field(default_factory=dict)
+    python: str | None = None
 
     @classmethod
     def from_mapping(
@@ -110,6 +115,7 @@ class ClusterConfig:
             adapt=None if adapt is None else dict(adapt),
             scale=scale,
             option_where=dict(option_where or {}),
+            python=data.get("python"),
         )
 
     def describe(self) -> str:
@@ -160,18 +166,22 @@ def cluster_class(config: ClusterConfig) -> type:
     return found
 
 
-def make_cluster(config: ClusterConfig) -> Any:
-    """The cluster, built with `config.options` (not scaled yet). An option the class (or a
-    class it passes options on to, such as LocalCluster's workers) does not take is an
-    InvalidInput naming the option's line: checked against their signatures before anything
+def make_cluster(
+    config: ClusterConfig, preload: Sequence[str] = (), environ: Mapping[str, Any] | None = None
+) -> Any:
+    """The cluster, built with `config.options` (not scaled yet); a dask-jobqueue cluster's with
+    `batch_job_options` (its workers preload `preload`, its job exports `environ`). An option the
+    class (or a class it passes options on to, such as LocalCluster's workers) does not take is
+    an InvalidInput naming the option's line: checked against their signatures before anything
     starts where they say (`accepted_options`), else as the constructor refuses it. Any other
     failure to start is an InvalidInput naming the file with the class's own reason (a
     TypeError: the options' fault; anything else, such as no credentials for a Kubernetes
     cluster: the cluster's)."""
     klass = cluster_class(config)
     _check_option_names(config, klass)
+    options = batch_job_options(config, klass, preload, environ or {})
     try:
-        return klass(**config.options)
+        return klass(**options)
     except Exception as error:
         refused = _refused_option(error, config.options)
         if refused is not None:
@@ -190,6 +200,56 @@ def make_cluster(config: ClusterConfig) -> Any:
     # to close it again as the command exits.
     gc.collect()
     raise failure
+
+
+def batch_job_options(
+    config: ClusterConfig, klass: type, preload: Sequence[str], environ: Mapping[str, Any]
+) -> dict[str, Any]:
+    """`config.options` for `klass`; for a dask-jobqueue class (a batch job runs `dask worker`
+    on another machine) merged with: `python` from `config.python`, `--preload M` for each of
+    `preload` after the user's `worker_extra_args`, and `export NAME=VALUE` for each of
+    `environ` before the user's `job_script_prologue` (their own exports come later and win).
+    The user's lists are theirs as dask-jobqueue reads them: the option, else its dask config
+    (`jobqueue.NAME.worker-extra-args`), else the deprecated `extra` / `env_extra`.
+    InvalidInput naming the file for `python:` with another class or with `options.python`."""
+    options = dict(config.options)
+    core = sys.modules.get("dask_jobqueue.core")
+    if core is None or not issubclass(klass, core.JobQueueCluster):
+        if config.python is not None:
+            raise InvalidInput(
+                config.where,
+                f"python: only a dask-jobqueue class's batch jobs run a python named here; "
+                f"{config.class_path} starts its workers itself",
+            )
+        return options
+    if config.python is not None:
+        if "python" in options:
+            raise InvalidInput(config.where, "give either python: or options.python, not both")
+        options["python"] = config.python
+    name = options.get("config_name") or klass.job_cls.default_config_name()
+    arguments = _jobqueue_list(options, name, ("worker_extra_args", "extra"))
+    for module in preload:
+        if not any(arguments[i : i + 2] == ["--preload", module] for i in range(len(arguments))):
+            arguments += ["--preload", module]
+    exports = [f"export {key}={shlex.quote(str(value))}" for key, value in environ.items()]
+    prologue = _jobqueue_list(options, name, ("job_script_prologue", "env_extra"))
+    options["worker_extra_args"] = arguments
+    options["job_script_prologue"] = exports + prologue
+    return options
+
+
+def _jobqueue_list(options: Mapping[str, Any], config_name: str, names: Sequence[str]) -> list:
+    """The list dask-jobqueue would use for option `names[0]` (its deprecated alias
+    `names[1]` where that is empty): the option, else `jobqueue.CONFIG_NAME.OPTION-NAME`."""
+    import dask
+
+    for option in names:
+        value = options.get(option)
+        if value is None:
+            value = dask.config.get(f"jobqueue.{config_name}.{option.replace('_', '-')}", None)
+        if value:
+            return list(value)
+    return []
 
 
 def _not_an_option(config: ClusterConfig, name: str, accepted: Iterable[str]) -> InvalidInput:

@@ -24,8 +24,8 @@ from dask.utils import format_bytes, parse_bytes
 
 from seisctf.cli import build_parser, main
 from seisctf.cli._parse import cluster_choice
-from seisctf.cluster import dask_client
-from seisctf.cluster_config import CLUSTER_ENV, SCHEDULER_ENV, make_cluster
+from seisctf.cluster import EMBEDDED_ENVIRON, PRE_SPAWN_ENVIRON, configured_cluster, dask_client
+from seisctf.cluster_config import CLUSTER_ENV, SCHEDULER_ENV
 from seisctf.conventions import ATTR_COMPLETE
 from seisctf.recipes.cluster_file import read_cluster_file
 
@@ -129,18 +129,14 @@ def test_adaptive_bounds_are_applied(tmp_path):
 def test_the_readme_slurm_file_gives_the_job_script_of_its_options(tmp_path):
     """The README's SLURM block, built (not scaled: no job is submitted) as `--cluster` builds
     it: dask-jobqueue's job script carries its cores, memory, queue, walltime and account, as
-    dask-jobqueue's own tests check them."""
+    dask-jobqueue's own tests check them, and starts its workers as embedded ones start: this
+    python, seisctf.cluster preloaded, the malloc settings exported."""
     path = tmp_path / "slurm.yaml"
     path.write_text(readme_yaml("dask_jobqueue.SLURMCluster"))
     config = read_cluster_file(path)
     assert config.adapt == {"minimum": 0, "maximum": 20}
     options = config.options
-    cluster = make_cluster(dataclasses.replace(config, adapt=None))
-    try:
-        script = cluster.job_script()
-        assert cluster.workers == {}  # nothing submitted
-    finally:
-        cluster.close()
+    script = slurm_job_script(config)
     memory = parse_bytes(options["memory"])
     per_worker = memory // options["processes"]
     assert script.startswith("#!/usr/bin/env bash\n")
@@ -155,6 +151,51 @@ def test_the_readme_slurm_file_gives_the_job_script_of_its_options(tmp_path):
     assert f"{sys.executable} -m distributed.cli.dask_worker tcp://" in script
     assert f"--nworkers {options['processes']}" in script and "--nthreads 1" in script
     assert f"--memory-limit {format_bytes(per_worker).replace(' ', '')}" in script
+    assert script.splitlines()[-1].endswith(" --preload seisctf.cluster")
+    assert malloc_exports(script) == {
+        "MALLOC_TRIM_THRESHOLD_": str(PRE_SPAWN_ENVIRON["MALLOC_TRIM_THRESHOLD_"]),
+        **{name: str(value) for name, value in EMBEDDED_ENVIRON.items()},
+    }
+
+
+def slurm_job_script(config) -> str:
+    """The job script of `config`'s cluster, built (not scaled: no job is submitted) as
+    `--cluster` builds it."""
+    cluster = configured_cluster(dataclasses.replace(config, adapt=None, scale=None))
+    try:
+        assert cluster.workers == {}  # nothing submitted
+        return cluster.job_script()
+    finally:
+        cluster.close()
+
+
+def malloc_exports(script: str) -> dict[str, str]:
+    """The `export MALLOC_…=VALUE` lines of a job script, by name."""
+    found = re.findall(r"^export (MALLOC_\w+)=(\S+)$", script, re.M)
+    assert len(found) == len(dict(found)), script
+    return dict(found)
+
+
+def test_a_batch_jobs_python_and_the_users_worker_arguments_and_prologue_are_kept(tmp_path):
+    """`python:` is the python the job runs (a path on the compute nodes); the user's own
+    `worker_extra_args` and `job_script_prologue` stay, merged with the preload and the malloc
+    exports (theirs after ours: their export of a malloc setting wins)."""
+    path = tmp_path / "slurm.yaml"
+    readme = readme_yaml("dask_jobqueue.SLURMCluster")
+    path.write_text(
+        readme.replace("adapt: {minimum: 0, maximum: 20}\n", "")  # options: is then last
+        + "  worker_extra_args: [--resources, 'GPU=1']\n"
+        + "  job_script_prologue: ['module load gcc', 'export MALLOC_ARENA_MAX=4']\n"
+        + "python: /cluster/seisctf/venv/bin/python3\n"
+    )
+    script = slurm_job_script(read_cluster_file(path))
+    lines = script.splitlines()
+    assert lines[-1].startswith("/cluster/seisctf/venv/bin/python3 -m distributed.cli.dask_worker")
+    assert sys.executable not in script
+    assert lines[-1].endswith(" --resources GPU=1 --preload seisctf.cluster"), lines[-1]
+    assert "module load gcc" in lines
+    exports = [line for line in lines if line.startswith("export MALLOC_")]
+    assert exports[-1] == "export MALLOC_ARENA_MAX=4" and len(exports) == 4, exports
 
 
 def test_the_readme_kubernetes_file_is_well_formed_and_refused_without_its_package(tmp_path):
@@ -218,6 +259,18 @@ BAD_FILES = {
         ["{file}: adapt: minimum 3 is above maximum 2"],
     ),
     "yaml-bomb": (BOMB, ["more than 10000 values once aliases are expanded (a YAML bomb?)"]),
+    "python-not-a-batch-job": (
+        IN_PROCESS + "python: /usr/bin/python3\n",
+        [
+            "{file}: python: only a dask-jobqueue class's batch jobs run a python named here; "
+            "distributed.LocalCluster starts its workers itself"
+        ],
+    ),
+    "python-twice": (
+        "class: dask_jobqueue.SLURMCluster\noptions: {python: /usr/bin/python3}\n"
+        "python: /usr/bin/python3\n",
+        ["{file}: give either python: or options.python, not both"],
+    ),
     "not-a-mapping": ("- distributed.LocalCluster\n", ["{file}:1: a Dask cluster is a mapping"]),
     "missing": (None, ["{file}: file not found"]),
 }
