@@ -3,9 +3,13 @@
     .venv/bin/python benchmarks/capacity_model.py            # the tables of docs/scaling.md
 
 The unit costs are the figures `bench_scale.py` measured (benchmarks/RESULTS.md, "Scale"); the
-projections are arithmetic on them, with every assumption a named constant below. A projection
-is a lower bound on wall time: it assumes the per-core rates measured on 2 cores hold on every
-worker and that storage delivers the bytes (the limits of S3 it would hit are flagged).
+projections are arithmetic on them. Every input is listed in `BASIS` as measured (with its
+command and figure), assumed (with why) or the code's own default, and printed with its value.
+Today's ingest reads each input twice (`Settings.read_passes`) and plans and finishes serially
+in the client (per-file costs measured up to 10^5 files, extrapolated linearly: a lower bound).
+A projection is a lower bound on wall time: it assumes the per-core rates measured on 2 cores
+hold on every worker and that storage delivers the bytes (the S3 limits it hits are flagged).
+Not modelled: the client's memory per time block, the root attrs' size, opening the store.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ class UnitCosts:
     ingest_cpu_s_per_sample: float  # all processes' CPU per miniSEED sample ingested
     ingest_s_per_file: float  # per-file task time beyond the samples (scan + write, small files)
     client_bytes_per_file: float  # client peak RSS growth per input file
+    client_plan_s_per_file: float  # the client's serial planning (gather, check, plan, store)
+    client_finish_s_per_file: float  # the client's serial finish (coverage, attrs, metadata)
     seisbench_cpu_s_per_window: float  # all processes' CPU per 3 x 3000 window ingested
     seisbench_fixed_s: float  # `ingest seisbench`'s fixed wall time (imports, cluster, catalogue)
     split_s_per_row: float  # `seisctf split --audit`, source clusters, whole command
@@ -48,9 +54,10 @@ class Limits:
     """Outside limits the projections are checked against (documented, not measured here)."""
 
     s3_put_per_s_per_prefix: float = 3_500  # AWS S3 request rate guideline per prefix
-    s3_get_per_s_per_prefix: float = 5_500
+    s3_get_per_s_per_prefix: float = 5_500  # the same, GET and HEAD
     s3_list_keys_per_request: int = 1_000  # ListObjectsV2 page size
     s3_request_s: float = 0.02  # one small request's latency inside a region (assumed)
+    s3_requests_per_file_read: int = 2  # s3fs: a HEAD when the file opens, one GET to read it
     scheduler_memory_bytes: float = 16 * 2**30  # a generous scheduler host
     client_memory_bytes: float = 16 * 2**30
     worker_gbps: float = 1.0  # sustained S3 bytes/s one worker can pull (Gbit/s, assumed)
@@ -58,13 +65,23 @@ class Limits:
 
 @dataclass(frozen=True)
 class Archive:
-    """A continuous archive of miniSEED day files to ingest into one waveform store."""
+    """A continuous archive of miniSEED files, one per channel and `file_seconds`, to ingest
+    into one waveform store; its file count follows from its bytes."""
 
     name: str
     bytes: float
-    files: int
     mseed_bytes_per_sample: float
+    sample_rate_hz: float = 100.0
+    file_seconds: float = 86_400.0  # day files
     channels: int = 3
+
+    @property
+    def samples(self) -> float:
+        return self.bytes / self.mseed_bytes_per_sample
+
+    @property
+    def files(self) -> int:
+        return math.ceil(self.samples / (self.sample_rate_hz * self.file_seconds))
 
 
 @dataclass(frozen=True)
@@ -75,6 +92,7 @@ class Settings:
     run_max_blocks: int  # blocks one ingest task writes at most
     scan_batch_files: int  # files one scan task reads at most
     wave_tasks: int  # tasks a phase holds on the scheduler at most
+    read_passes: int = 2  # the scan hashes each whole file, then the block tasks read it again
 
 
 def defaults() -> Settings:
@@ -95,15 +113,18 @@ class Projection:
     wall_s: float
     compute_s: float
     list_s: float
+    client_serial_s: float
     scheduler_s: float
     scan_tasks: int
     ingest_tasks: int
     waves: int
     gets: int
     puts: int
+    read_bytes: float
     written_bytes: float
     wave_graph_bytes: float
     client_bytes: float
+    get_per_s: float
     put_per_s: float
     pressures: dict[str, float]
 
@@ -117,36 +138,43 @@ def project_ingest(
     archive: Archive, costs: UnitCosts, settings: Settings, limits: Limits, workers: int
 ) -> Projection:
     """`seisctf ingest waveforms` of `archive` on `workers` single-threaded workers: the listing,
-    the header scan in batches, then the blocks in waves of runs."""
+    the header scan in batches, the client's plan, the blocks in waves of runs, the client's
+    finish. The S3 request rates are over the parallel phase, where the requests are made."""
     efficiency = costs.parallel_efficiency if workers > 1 else 1.0
-    samples = archive.bytes / archive.mseed_bytes_per_sample
+    samples, files = archive.samples, archive.files
     chunks = math.ceil(samples / (settings.block_samples * archive.channels))
     ingest_tasks = math.ceil(chunks / settings.run_max_blocks)
-    scan_tasks = math.ceil(archive.files / settings.scan_batch_files)
+    scan_tasks = math.ceil(files / settings.scan_batch_files)
     waves = math.ceil(ingest_tasks / settings.wave_tasks)
+    read = archive.bytes * settings.read_passes
     written = samples * STORE_BYTES_PER_SAMPLE
-    cpu_s = samples * costs.ingest_cpu_s_per_sample + archive.files * costs.ingest_s_per_file
-    transfer_s = (archive.bytes + written) / (workers * limits.worker_gbps * 1e9 / 8)
+    cpu_s = samples * costs.ingest_cpu_s_per_sample + files * costs.ingest_s_per_file
+    transfer_s = (read + written) / (workers * limits.worker_gbps * 1e9 / 8)
     compute_s = max(cpu_s / (workers * efficiency), transfer_s)
-    list_s = math.ceil(archive.files / limits.s3_list_keys_per_request) * limits.s3_request_s
+    list_s = math.ceil(files / limits.s3_list_keys_per_request) * limits.s3_request_s
+    client_serial_s = files * (costs.client_plan_s_per_file + costs.client_finish_s_per_file)
     scheduler_s = (ingest_tasks + scan_tasks) * costs.scheduler_s_per_task
-    wall_s = list_s + max(compute_s, scheduler_s)
+    wall_s = list_s + client_serial_s + max(compute_s, scheduler_s)
     puts = 2 * chunks  # a data chunk (all channels of a station-block) and its progress mark
-    gets = archive.files * 2  # the scan reads each file, the block tasks read it again
-    put_per_s = puts / max(wall_s, 1e-9)
+    gets = files * settings.read_passes * limits.s3_requests_per_file_read
+    busy_s = max(compute_s, scheduler_s, 1e-9)
+    get_per_s, put_per_s = gets / busy_s, puts / busy_s
     wave_graph_bytes = min(ingest_tasks, settings.wave_tasks) * costs.scheduler_bytes_per_task
-    client_bytes = archive.files * costs.client_bytes_per_file
+    client_bytes = files * costs.client_bytes_per_file
     pressures = {
         "scheduler task rate": scheduler_s / max(compute_s, 1e-9),
         "scheduler memory (one wave)": wave_graph_bytes / limits.scheduler_memory_bytes,
         "client memory (scan results)": client_bytes / limits.client_memory_bytes,
+        "client plan + finish (serial share of the wall)": client_serial_s / wall_s,
+        "S3 GET rate (one prefix)": get_per_s / limits.s3_get_per_s_per_prefix,
         "S3 PUT rate (one prefix)": put_per_s / limits.s3_put_per_s_per_prefix,
         "S3 listing": list_s / max(wall_s, 1e-9),
         "too few tasks for the workers": workers / max(ingest_tasks, 1),
     }
     return Projection(
-        workers, wall_s, compute_s, list_s, scheduler_s, scan_tasks, ingest_tasks,
-        waves, gets, puts, written, wave_graph_bytes, client_bytes, put_per_s, pressures,
+        workers, wall_s, compute_s, list_s, client_serial_s, scheduler_s, scan_tasks,
+        ingest_tasks, waves, gets, puts, read, written, wave_graph_bytes, client_bytes,
+        get_per_s, put_per_s, pressures,
     )  # fmt: skip
 
 
@@ -189,18 +217,58 @@ def duration(seconds: float) -> str:
 
 def ingest_table(archive: Archive, costs: UnitCosts, settings: Settings, limits: Limits) -> str:
     rows = [
-        "| workers | wall | compute | list | scheduler busy | scan + ingest tasks | "
-        "waves | S3 GET | S3 PUT | PUT/s | written | first limit |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| workers | wall | compute | list | client plan + finish | scheduler busy | "
+        "scan + ingest tasks | waves | read | written | S3 GET + HEAD | GET/s (× one prefix) | "
+        "S3 PUT | PUT/s (× one prefix) | first limit |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for workers in (10, 100, 1000):
         p = project_ingest(archive, costs, settings, limits, workers)
         rows.append(
             f"| {workers:,} | {duration(p.wall_s)} | {duration(p.compute_s)} | "
-            f"{duration(p.list_s)} | {duration(p.scheduler_s)} | "
-            f"{p.scan_tasks:,} + {p.ingest_tasks:,} | {p.waves:,} | {p.gets:.2e} | {p.puts:.2e} | "
-            f"{p.put_per_s:,.0f} | {p.written_bytes / TB:.1f} TB | {p.first_limit} |"
+            f"{duration(p.list_s)} | {duration(p.client_serial_s)} | {duration(p.scheduler_s)} | "
+            f"{p.scan_tasks:,} + {p.ingest_tasks:,} | {p.waves:,} | "
+            f"{p.read_bytes / TB:.0f} TB | {p.written_bytes / TB:.1f} TB | {p.gets:.2e} | "
+            f"{p.get_per_s:,.0f} ({p.get_per_s / limits.s3_get_per_s_per_prefix:.2f}×) | "
+            f"{p.puts:.2e} | "
+            f"{p.put_per_s:,.0f} ({p.put_per_s / limits.s3_put_per_s_per_prefix:.2f}×) | "
+            f"{p.first_limit} |"
         )
+    return "\n".join(rows)
+
+
+def archives_table(
+    archives: tuple[Archive, ...], costs: UnitCosts, settings: Settings, limits: Limits
+) -> str:
+    """One row an archive: its geometry, the client's serial work and memory, and the wall time
+    and first limit on 10, 100 and 1,000 workers."""
+    rows = [
+        "| archive | day files | read (input × passes) | written | client plan + finish | "
+        "client memory | wall on 10 / 100 / 1,000 workers | first limit on 10 / 100 / 1,000 |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for archive in archives:
+        p = [project_ingest(archive, costs, settings, limits, n) for n in (10, 100, 1000)]
+        rows.append(
+            f"| {archive.name} | {archive.files:.2e} | {p[0].read_bytes / TB:,.0f} TB | "
+            f"{p[0].written_bytes / TB:,.1f} TB | {duration(p[0].client_serial_s)} | "
+            f"{p[0].client_bytes / GB:,.1f} GB | {' / '.join(duration(x.wall_s) for x in p)} | "
+            f"{' / '.join(x.first_limit for x in p)} |"
+        )
+    return "\n".join(rows)
+
+
+def inputs_table(costs: UnitCosts, limits: Limits, settings: Settings, archive: Archive) -> str:
+    """Every input of the model with its value, its basis and where that comes from."""
+    holders = (costs, limits, settings, archive)
+    rows = ["| input | value | basis | from |", "|---|---:|---|---|"]
+    for name, (basis, source) in BASIS.items():
+        if name == "store_bytes_per_sample":
+            value: object = STORE_BYTES_PER_SAMPLE
+        else:
+            value = next(getattr(h, name) for h in holders if hasattr(h, name))
+        shown = f"{value:.4g}" if isinstance(value, float) else f"{value:,}"
+        rows.append(f"| `{name}` | {shown} | {basis} | {source} |")
     return "\n".join(rows)
 
 
@@ -225,6 +293,9 @@ MEASURED = UnitCosts(
     ingest_s_per_file=(7.55 + 3.19) / 1e3,
     # scale_ingest.py, 10^3 -> 10^5 files: slope of the client's peak RSS (columnar scan)
     client_bytes_per_file=2529,
+    # the same run at 100,080 files: plan + store 31.66 s, finish 67.25 s of client time
+    client_plan_s_per_file=31.66 / 100_080,
+    client_finish_s_per_file=67.25 / 100_080,
     # scale_picking.py, 300,000 windows: 0.195 CPU ms a window, all processes
     seisbench_cpu_s_per_window=0.195e-3,
     # the same, fitted through 8,000 and 300,000 windows: 13.2 s fixed + 0.342 ms a window (wall)
@@ -239,20 +310,84 @@ MEASURED = UnitCosts(
     scheduler_bytes_per_task=SCHEDULER_BYTES_PER_TASK,
 )
 
-# SCEDC's continuous archive on S3: ~50 TB, 552 stations. Its file count is an assumption
-# (day files per channel averaging 5 MB); its bytes per sample are make_archive.py's 100 Hz
-# broadband figure (sds10g: 10,442 MB for 5.82e9 samples).
-SCEDC = Archive("SCEDC continuous", bytes=50 * TB, files=10_000_000,
-                mseed_bytes_per_sample=10442.3e6 / 5819823012)  # fmt: skip
+# SCEDC's continuous archive on S3: ~50 TB, 552 stations; its bytes per sample are
+# make_archive.py's 100 Hz broadband figure (sds10g: 10,442 MB for 5.82e9 samples). Its file count
+# follows from them (100 Hz day files per channel), as it does for 1 TB and 1 PB.
+BYTES_PER_SAMPLE_100HZ = 10442.3e6 / 5819823012
+SCEDC = Archive(
+    "SCEDC continuous, 50 TB", bytes=50 * TB, mseed_bytes_per_sample=BYTES_PER_SAMPLE_100HZ
+)
+ARCHIVES = (
+    Archive("1 TB", bytes=TB, mseed_bytes_per_sample=BYTES_PER_SAMPLE_100HZ),
+    SCEDC,
+    Archive("1 PB", bytes=1000 * TB, mseed_bytes_per_sample=BYTES_PER_SAMPLE_100HZ),
+)
 # The picking sets' store bytes per window: the 300 k store, 9.58 GB.
 STORE_BYTES_PER_WINDOW = 9.58e9 / 300_000
 
+_SCALE = "RESULTS.md, Scale"
+_FILES = "`bench_scale.py --only ingest-files`, 100,080 files (history, file-count curve)"
+_PICK = "`bench_scale.py --only picking`"
+_AWS = "AWS's documented guideline per prefix; no real S3 measured here"
+# Each input's basis: measured (the command and figure) or assumed (why); `code` where the value
+# is seisctf's own default, read from the source by `defaults()`.
+BASIS: dict[str, tuple[str, str]] = {
+    "ingest_cpu_s_per_sample": ("measured", "`bench_ingest.py`: 1.44 CPU s (worker, client, "
+                                "scheduler) for 103.68 M samples"),
+    "ingest_s_per_file": ("measured", "`scale_ingest.py`, 10⁵ small files: scan 7.55 + write "
+                          "3.19 ms of task time (2026-12-02; 3.35 + 3.52 on 2026-12-03)"),
+    "client_bytes_per_file": ("measured", "slope of the client's peak RSS over 1,080 → 100,080 "
+                              f"files ({_SCALE})"),
+    "client_plan_s_per_file": ("measured", f"{_FILES}: plan + store 31.66 s; 2.43 s at 10,080 "
+                               "(exponent 1.12 over that decade: linear is a lower bound)"),
+    "client_finish_s_per_file": ("measured", f"{_FILES}: finish 67.25 s; 5.43 s at 10,080 "
+                                 "(exponent 1.10)"),
+    "seisbench_cpu_s_per_window": ("measured", f"{_PICK}, 300,000 windows: 0.195 CPU ms each"),
+    "seisbench_fixed_s": ("measured", f"{_PICK}: fitted through 8,000 and 300,000 windows"),
+    "split_s_per_row": ("measured", f"{_PICK}, 1.2 M rows: 41.98 s"),
+    "split_client_bytes_per_row": ("measured", f"{_PICK}, 1.2 M rows: client 1,483 MiB"),
+    "score_picks_s_per_row": ("measured", f"{_PICK}, 1.2 M rows, Parquet: 13.31 s"),
+    "scheduler_s_per_task": ("measured", "`scale_scheduler.py`: 673 µs of CPU a key at 1.01 M "
+                             "keys (516 at 10⁵), 2.94 keys a task run"),
+    "scheduler_bytes_per_task": ("measured", "`scale_scheduler.py`: 2.51 KiB a key held at "
+                                 "1.01 M keys"),
+    "store_bytes_per_sample": ("measured", "the 3 GB byte-curve store: 2.79 GB for 1.66e9 "
+                               "samples"),
+    "mseed_bytes_per_sample": ("measured", "`make_archive.py` sds10g, 100 Hz broadband: "
+                               "10,442 MB for 5.82e9 samples"),
+    "parallel_efficiency": ("assumed", "1 → 2 worker speed-ups here were not measurable "
+                            "(load 18–28)"),
+    "worker_gbps": ("assumed", "no S3 bandwidth measured (SeaweedFS on loopback only)"),
+    "s3_request_s": ("assumed", "no S3 latency measured"),
+    "s3_requests_per_file_read": ("assumed", "from the code: `read_input` opens the file (an "
+                                  "s3fs HEAD) and reads it whole (one GET below s3fs's 50 MiB "
+                                  "block); not counted on a server"),
+    "read_passes": ("assumed", "from the code: the scan hashes each whole file, the block tasks "
+                    "read it again (not counted yet); 1 once each byte is read once"),
+    "s3_get_per_s_per_prefix": ("assumed", _AWS),
+    "s3_put_per_s_per_prefix": ("assumed", _AWS),
+    "s3_list_keys_per_request": ("assumed", "ListObjectsV2's page size; fsspec lists a prefix "
+                                 "serially"),
+    "client_memory_bytes": ("assumed", "a 16 GiB client host"),
+    "scheduler_memory_bytes": ("assumed", "a 16 GiB scheduler host"),
+    "sample_rate_hz": ("assumed", "broadband channels at 100 Hz"),
+    "file_seconds": ("assumed", "day files, one per channel (SDS)"),
+    "channels": ("assumed", "3 components a station"),
+    "block_samples": ("code", "`waveform_plan.DEFAULT_BLOCK_SAMPLES`"),
+    "run_max_blocks": ("code", "`waveform_blocks.RUN_MAX_BLOCKS`"),
+    "scan_batch_files": ("code", "`resumable.SCAN_BATCH_MAX`"),
+    "wave_tasks": ("code", "`cluster.MAX_TASKS_PER_WAVE`"),
+}  # fmt: skip
+
 
 def main() -> None:
-    settings = defaults()
-    print(f"Settings: {settings}\n")
-    print(f"## {SCEDC.name}: {SCEDC.bytes / TB:.0f} TB, {SCEDC.files:,} files\n")
-    print(ingest_table(SCEDC, MEASURED, settings, Limits()))
+    settings, limits = defaults(), Limits()
+    print("## The model's inputs\n")
+    print(inputs_table(MEASURED, limits, settings, SCEDC))
+    print(f"\n## {SCEDC.name}: {SCEDC.files:,} day files\n")
+    print(ingest_table(SCEDC, MEASURED, settings, limits))
+    print("\n## 1 TB, 50 TB and 1 PB\n")
+    print(archives_table(ARCHIVES, MEASURED, settings, limits))
     print("\n## SeisBench picking sets (3 x 3000 windows)\n")
     from seisctf.catalogs.event_windows import default_shard_traces
 

@@ -3,6 +3,7 @@ settings (counts recomputed here by hand), and docs/scaling.md shows the tables 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import subprocess
 import sys
@@ -19,7 +20,9 @@ import capacity_model as cm  # noqa: E402
 from seisctf.cluster import MAX_TASKS_PER_WAVE  # noqa: E402
 from seisctf.recipes.ingest.waveform_plan import DEFAULT_BLOCK_SAMPLES  # noqa: E402
 
-ARCHIVE = cm.Archive("test", bytes=2e12, files=400_000, mseed_bytes_per_sample=2.0)
+# 2 TB at 2 bytes a sample: 1e12 samples, 100 Hz day files -> ceil(1e12 / 8.64e6) files
+ARCHIVE = cm.Archive("test", bytes=2e12, mseed_bytes_per_sample=2.0)
+FILES = math.ceil(1e12 / (100 * 86_400))
 
 
 def test_settings_are_the_codes_defaults():
@@ -33,17 +36,60 @@ def test_counts_follow_the_archive_and_the_settings():
     settings, limits = cm.defaults(), cm.Limits()
     projection = cm.project_ingest(ARCHIVE, cm.MEASURED, settings, limits, workers=10)
     samples = 2e12 / 2.0
+    assert ARCHIVE.files == FILES == 115_741
     chunks = math.ceil(samples / (DEFAULT_BLOCK_SAMPLES * 3))
     assert projection.puts == 2 * chunks
     assert projection.ingest_tasks == math.ceil(chunks / 128)
-    assert projection.scan_tasks == 400
+    assert projection.scan_tasks == math.ceil(FILES / 1000)
     assert projection.waves == math.ceil(projection.ingest_tasks / MAX_TASKS_PER_WAVE)
-    assert projection.gets == 800_000
-    cpu_s = samples * cm.MEASURED.ingest_cpu_s_per_sample + 400_000 * cm.MEASURED.ingest_s_per_file
+    assert projection.gets == FILES * 2 * 2  # two reads of each file, a HEAD and a GET each
+    assert projection.read_bytes == 2 * 2e12  # read twice today
+    cpu_s = samples * cm.MEASURED.ingest_cpu_s_per_sample + FILES * cm.MEASURED.ingest_s_per_file
     written = samples * cm.STORE_BYTES_PER_SAMPLE
-    transfer_s = (2e12 + written) / (10 * 1e9 / 8)  # 1 Gbit/s a worker, read and write
+    transfer_s = (2 * 2e12 + written) / (10 * 1e9 / 8)  # 1 Gbit/s a worker, read twice, write
     assert projection.compute_s == pytest.approx(max(cpu_s / (10 * 0.9), transfer_s))
-    assert projection.client_bytes == pytest.approx(400_000 * 2529)
+    assert projection.client_bytes == pytest.approx(FILES * 2529)
+    serial_s = FILES * (31.66 + 67.25) / 100_080  # the measured plan and finish at 100,080 files
+    assert projection.client_serial_s == pytest.approx(serial_s)
+    assert projection.wall_s == pytest.approx(
+        projection.list_s + serial_s + max(projection.compute_s, projection.scheduler_s)
+    )
+    assert projection.get_per_s == pytest.approx(projection.gets / projection.compute_s)
+    assert projection.pressures["S3 GET rate (one prefix)"] == pytest.approx(
+        projection.get_per_s / 5_500
+    )
+
+
+def test_one_read_pass_halves_the_bytes_read_and_the_gets():
+    limits = cm.Limits()
+    twice = cm.project_ingest(ARCHIVE, cm.MEASURED, cm.defaults(), limits, 1000)
+    once = cm.project_ingest(
+        ARCHIVE, cm.MEASURED, replace(cm.defaults(), read_passes=1), limits, 1000
+    )
+    assert once.read_bytes == twice.read_bytes / 2 and once.gets == twice.gets / 2
+    assert once.compute_s < twice.compute_s
+
+
+def test_the_50_tb_archive_reads_147_tb_and_exceeds_one_prefix_at_1000_workers():
+    settings, limits = cm.defaults(), cm.Limits()
+    assert cm.SCEDC.files == math.ceil(50e12 / cm.BYTES_PER_SAMPLE_100HZ / 8.64e6)
+    assert 3.2e6 < cm.SCEDC.files < 3.3e6
+    p = cm.project_ingest(cm.SCEDC, cm.MEASURED, settings, limits, 1000)
+    assert (p.read_bytes + p.written_bytes) / 1e12 == pytest.approx(147, abs=0.5)
+    assert p.get_per_s > limits.s3_get_per_s_per_prefix
+    assert p.put_per_s > limits.s3_put_per_s_per_prefix
+
+
+def test_every_input_has_a_basis():
+    fields = {
+        f.name
+        for holder in (cm.UnitCosts, cm.Limits, cm.Settings, cm.Archive)
+        for f in dataclasses.fields(holder)
+        if f.name != "name" and f.name != "bytes"
+    } | {"store_bytes_per_sample"}
+    assert set(cm.BASIS) == fields
+    assert {basis for basis, _ in cm.BASIS.values()} <= {"measured", "assumed", "code"}
+    assert all(source for _, source in cm.BASIS.values())
 
 
 def test_more_workers_divide_compute_until_storage_or_the_scheduler_binds():
@@ -65,7 +111,8 @@ def test_docs_show_the_printed_tables():
     table_rows = [
         line for line in printed.splitlines() if line.startswith("| ") and "---" not in line
     ]
-    assert len(table_rows) == 2 + 3 + 3  # two headers, 3 worker counts, 3 picking sets
+    # four headers, the inputs, 3 worker counts, 3 archives, 3 picking sets
+    assert len(table_rows) == 4 + len(cm.BASIS) + 3 + 3 + 3
     doc = (ROOT / "docs" / "scaling.md").read_text()
     missing = [row for row in table_rows if row not in doc]
     assert not missing, f"docs/scaling.md lacks these rows of capacity_model.py: {missing}"
