@@ -60,8 +60,7 @@ LAZY_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
         "the registries load) is imported only when `build` runs"
     ),
     ("seisctf.cli._locking", "_outputs_of_"): (
-        "the outputs a recipe names (read with the registries) and the demo's database are found "
-        "by the modules that write them, imported only when `build` or `demo` runs"
+        "the demo's database is found by the module that writes it, imported only when `demo` runs"
     ),
 }
 

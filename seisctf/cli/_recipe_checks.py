@@ -17,14 +17,15 @@ from seisctf.recipes.schema import read_recipe
 
 def check_recipe(args: argparse.Namespace) -> None:
     """InvalidInput for a recipe that is invalid, an output that cannot be written, or a
-    synthesis that cannot fit; keeps the recipe's `cluster:` section (`args.recipe_cluster`)."""
+    synthesis that cannot fit; keeps the recipe's `cluster:` section (`args.recipe_cluster`) and
+    what it writes (`args.recipe_outputs`)."""
     # The engine loads the registries (every generator): imported once the verb is known.
     from seisctf.recipes.engine import layout_name, output_urls, validate
 
     recipe = read_recipe(args.recipe)
     args.recipe_cluster = recipe_cluster(recipe)
     layout = validate(recipe)
-    outputs = output_urls(args.recipe, args.workdir)
+    outputs = args.recipe_outputs = output_urls(recipe, args.workdir)  # the locks' outputs
     for url in outputs:
         if (path := local_path(url)) is not None:
             check_writable(path, f"{args.recipe}: output {url}")

@@ -247,11 +247,10 @@ def build_file(
     return build(recipe, context)
 
 
-def output_urls(path: str | Path, workdir: str | Path = ".") -> list[str]:
-    """What the recipe at `path` writes, resolved against `workdir`: every URL option of its
-    outputs and, for an ingest source, the store it ingests into (`seisctf build` holds their
-    writer locks)."""
-    recipe = load(path)
+def output_urls(recipe: RecipeText, workdir: str | Path = ".") -> list[str]:
+    """What a validated `recipe` writes, resolved against `workdir`: every URL option of its
+    outputs and, for an ingest source, the store it ingests into (`seisctf build` checks them
+    and holds their writer locks)."""
     data, context = recipe.data, BuildContext(workdir=Path(workdir))
     written = []
     for name, values in data["outputs"].items():
