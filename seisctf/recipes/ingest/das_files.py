@@ -50,6 +50,7 @@ from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
 from seisctf.recipes.context import BuildContext
 from seisctf.recipes.ingest import resumable
+from seisctf.recipes.ingest.chunk_writes import ChunkWriter, write_chunks
 from seisctf.recipes.ingest.das_plan import (
     CHANNEL_GROUP,
     NS_PER_S,
@@ -79,7 +80,7 @@ MERGE_RULE = (
     "patches laid on the grid at their nearest sample, samples contiguous; in an overlap the "
     "patch that starts later wins (ties: the later file path, then the later patch)"
 )
-PROGRESS_DIMS = (BLOCK,)
+COVERAGE_DIMS = (BLOCK,)
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,7 @@ class DasBlockTask:
     stop: int
     n_distance: int
     pieces: tuple[tuple[DasPatch, int, int, int, str], ...]
+    number: int = 0  # its progress record
 
 
 def read_piece(local: str, patch: DasPatch, k0: int, k1: int) -> tuple[np.ndarray, str | None]:
@@ -172,28 +174,36 @@ def block_values(task: DasBlockTask, storage_options: dict | None) -> tuple[np.n
 
 def ingest_block(
     task: DasBlockTask, url: str, storage_options: dict | None, variable: str
-) -> tuple[float, list[str]]:
-    """Read, paint and write one time block's chunks, then mark it done: (coverage, problems)."""
+) -> dict[str, list]:
+    """Read, paint and write one time block's chunks, then its progress record, which it
+    returns (`resumable.run_record` of one block)."""
     values, problems = block_values(task, storage_options)
     fraction = resumable.coverage_of(values)
     group = open_store(url, storage_options, mode="r+")
     if fraction > 0:  # a block without any sample is not written (its chunks stay absent)
         data = group[variable].with_config({"write_empty_chunks": True})
         data[task.first : task.stop, :] = values
-    resumable.mark_done(group[PROGRESS_VAR], task.block, fraction, problems)
-    return fraction, problems
+    record = resumable.run_record([fraction], [problems])
+    write_chunks([resumable.record_write(ChunkWriter(group[PROGRESS_VAR]), task.number, record)])
+    return record
 
 
-def block_tasks(plan: DasPlan, digests: dict[str, str], blocks: Sequence[int]) -> list:
+def block_tasks(
+    plan: DasPlan, digests: dict[str, str], only: set[int] | None = None
+) -> list[DasBlockTask]:
+    """One task per time block some patch overlaps (a block none touches stays empty, coverage
+    0), numbered in order; with `only`, just those blocks."""
     pieces = plan.pieces_by_block()
     tasks = []
-    for block in blocks:
+    for block in sorted(b for b in pieces if only is None or b in only):
         first, stop = plan.block_span(block)
         found = tuple(
             (placed.patch, k0, k1, placed.first_index + k0 - first, digests[placed.patch.path])
-            for placed, k0, k1 in pieces.get(block, [])
+            for placed, k0, k1 in pieces[block]
         )
-        tasks.append(DasBlockTask(block, first, stop, plan.axis.n_distance, found))
+        tasks.append(
+            DasBlockTask(block, first, stop, plan.axis.n_distance, found, number=len(tasks))
+        )
     return tasks
 
 
@@ -206,8 +216,11 @@ def _variable(plan: DasPlan) -> str:
     return plan.axis.quantity
 
 
-def create_store(plan: DasPlan, url: str, storage_options: dict | None, fingerprint: str) -> None:
-    """The empty store: the variable, `distance`, and the progress array (no attrs, no marker)."""
+def create_store(
+    plan: DasPlan, url: str, storage_options: dict | None, fingerprint: str, records: int
+) -> None:
+    """The empty store: the variable, `distance`, and the progress array of `records` blocks
+    (no attrs, no marker)."""
     group = open_store(url, storage_options, mode="w")
     axis = plan.axis
     group.create_array(
@@ -227,9 +240,7 @@ def create_store(plan: DasPlan, url: str, storage_options: dict | None, fingerpr
         attributes={cv.ATTR_UNITS: "m"},
     )
     distance[:] = axis.distance_start_m + axis.distance_step_m * np.arange(axis.n_distance)
-    resumable.create_progress(
-        group, resumable.no_progress((plan.n_blocks,)), PROGRESS_DIMS, fingerprint
-    )
+    resumable.create_progress(group, records, fingerprint)
 
 
 def das_fingerprint(inputs: Sequence[dict], block_samples: int) -> str:
@@ -342,11 +353,12 @@ def ingest_das(
     existing = resumable.up_to_date_attrs(url, storage_options, fingerprint)
     if existing:
         return _up_to_date(plan, existing, url, storage_options)
-    progress = resumable.unfinished_progress(url, storage_options, fingerprint, (plan.n_blocks,))
-    if progress is None:
-        create_store(plan, url, storage_options, fingerprint)
-        progress = resumable.no_progress((plan.n_blocks,))
-    return _write(plan, inputs, progress, url, storage_options, fingerprint, strict, quiet)
+    tasks = block_tasks(plan, {entry["path"]: entry["sha256"] for entry in inputs})
+    progress = resumable.unfinished_progress(url, storage_options, fingerprint)
+    if progress is None or progress.records != len(tasks):
+        create_store(plan, url, storage_options, fingerprint, len(tasks))
+        progress = resumable.Progress()
+    return _write(plan, inputs, tasks, progress, url, storage_options, fingerprint, strict, quiet)
 
 
 def _up_to_date(plan: DasPlan, attrs: dict, url: str, storage_options: dict | None):
@@ -364,7 +376,8 @@ def _up_to_date(plan: DasPlan, attrs: dict, url: str, storage_options: dict | No
 def _write(
     plan: DasPlan,
     inputs: Sequence[dict],
-    progress: np.ndarray,
+    tasks: Sequence[DasBlockTask],
+    progress: resumable.Progress,
     url: str,
     storage_options: dict | None,
     fingerprint: str,
@@ -372,14 +385,13 @@ def _write(
     quiet: bool,
     carried: Sequence[str] = (),
 ) -> DasIngestReport:
-    """Run the unfinished blocks, then coverage, attrs and the completion marker."""
+    """Run the block `tasks` `progress` has no record of, then coverage, attrs and the
+    completion marker."""
     import dask
 
-    digests = {entry["path"]: entry["sha256"] for entry in inputs}
-    todo = [block for block in range(plan.n_blocks) if not progress[block]]
-    tasks = block_tasks(plan, digests, todo)
+    pending = [task for task in tasks if task.number not in progress.done]
     token = dask.base.tokenize(url, fingerprint)
-    results = compute(
+    records = compute(
         *[
             dask.delayed(ingest_block)(
                 task,
@@ -388,18 +400,20 @@ def _write(
                 _variable(plan),
                 dask_key_name=f"ingest_das_block-{token}-{task.block}",
             )
-            for task in tasks
+            for task in pending
         ],
         label="ingest DAS",
         quiet=quiet,
     )
-    done = [(task.block, *found) for task, found in zip(tasks, results, strict=True)]
-    coverage, read_problems = resumable.collect(progress, done)
+    written = {task.number: record for task, record in zip(pending, records, strict=True)}
+    coverage, read_problems, _ = resumable.collect(
+        progress, (plan.n_blocks,), written, lambda number: [tasks[number].block]
+    )
     fail_if_strict(strict, sorted(read_problems))
     gaps, overlaps = plan.gaps_and_overlaps()
     problems = (*plan.problems, *carried, *read_problems)
     attrs = store_attrs(plan, problems, inputs, gaps, overlaps, fingerprint)
-    resumable.finish(url, storage_options, coverage, cv.DAS_COVERAGE_VAR, PROGRESS_DIMS, attrs)
+    resumable.finish(url, storage_options, coverage, cv.DAS_COVERAGE_VAR, COVERAGE_DIMS, attrs)
     return DasIngestReport(
         plan,
         coverage,
@@ -451,15 +465,21 @@ def _append(
     touched = {b for p in plan.placed if p.patch.path not in old_inputs for b in plan.blocks_of(p)}
     if old_plan.n_time % block_samples:
         touched.add(old_plan.n_time // block_samples)  # the old last, partial block grows
-    progress = resumable.unfinished_progress(url, storage_options, fingerprint, (plan.n_blocks,))
+    digests = {entry["path"]: entry["sha256"] for entry in inputs}
+    tasks = block_tasks(plan, digests, touched)
+    progress = resumable.unfinished_progress(url, storage_options, fingerprint)
+    if progress is not None and progress.records != len(tasks):
+        progress = None  # not this plan's (cannot happen for the same fingerprint)
     if progress is None and not complete:
         raise resumable.pending_append(url)
     reread = {p.patch.path for p in kept if touched.intersection(old_plan.blocks_of(p))}
     check_unchanged(reread, old_inputs, storage_options, quiet, url)
     if progress is None:
-        progress = prepare_append(plan, touched, url, storage_options, fingerprint)
+        progress = prepare_append(plan, len(tasks), url, storage_options, fingerprint)
     carried = [p for p in previous.get("ingest_problems", []) if p not in plan.problems]
-    return _write(plan, inputs, progress, url, storage_options, fingerprint, strict, quiet, carried)
+    return _write(
+        plan, inputs, tasks, progress, url, storage_options, fingerprint, strict, quiet, carried
+    )
 
 
 def check_unchanged(
@@ -473,21 +493,17 @@ def check_unchanged(
 
 
 def prepare_append(
-    plan: DasPlan,
-    touched: set[int],
-    url: str,
-    storage_options: dict | None,
-    fingerprint: str,
-) -> np.ndarray:
-    """Turn the complete store into an unfinished one of the grown plan: marker off, the
-    variable resized, progress marking done every old block not `touched` (its chunks and
-    coverage stay). Returns the progress (block)."""
-    group, old_coverage = resumable.reopen_for_append(url, storage_options, cv.DAS_COVERAGE_VAR)
-    kept = np.array([block not in touched for block in range(len(old_coverage))], dtype=bool)
-    progress = resumable.kept_progress(old_coverage, (plan.n_blocks,), kept)
+    plan: DasPlan, records: int, url: str, storage_options: dict | None, fingerprint: str
+) -> resumable.Progress:
+    """Turn the complete store into an unfinished one of the grown plan, with progress of
+    `records` blocks: marker off, the old coverage kept (grown with zeros), the variable
+    resized. The blocks not rewritten keep their chunks and coverage."""
+    group, base = resumable.reopen_for_append(
+        url, storage_options, cv.DAS_COVERAGE_VAR, (plan.n_blocks,)
+    )
     group[plan.axis.quantity].resize((plan.n_time, plan.axis.n_distance))
-    resumable.create_progress(group, progress, PROGRESS_DIMS, fingerprint)
-    return progress
+    resumable.create_progress(group, records, fingerprint, base=base)
+    return resumable.Progress(base=base, records=records)
 
 
 # --- the recipe source ----------------------------------------------------------------------

@@ -2,13 +2,17 @@
 unfinished one, check whether a complete one is up to date, mark and collect blocks, write the
 coverage, finish, and reopen a complete store for an append.
 
-A store being ingested holds `PROGRESS_VAR`, one string element (and chunk) per block of work:
-"" until the block's chunks are written, then JSON {"coverage": fraction, "problems": [...]}.
-Its attr `ATTR_FINGERPRINT` says which ingest (inputs and settings) it belongs to, so a re-run
-of the same ingest resumes (only the unmarked blocks run) and any other ingest starts afresh.
-Finishing writes the coverage, deletes the progress array and writes the attrs and the
-completion marker last (`storage.finish_group`); the complete store keeps the fingerprint in its
-attrs, so re-running the same ingest on it writes nothing.
+Work is done in runs: consecutive blocks of data (waveforms: of one station; DAS: one block);
+a block no input touches costs nothing (no task, no progress, no chunk: coverage 0).
+A store being ingested holds `PROGRESS_VAR`, one string element (and chunk) per run: "" until
+the run's chunks are written, then its record, JSON {"coverage": [...], "problems": [[...]],
+...} with one entry per block. Its attr `ATTR_FINGERPRINT` says which ingest (inputs and
+settings) it belongs to, so a re-run of the same ingest resumes (one listing finds the records
+written; only the other runs run) and any other ingest starts afresh. An append also keeps the
+old coverage (`BASE_VAR`) until it finishes. Finishing writes the coverage, deletes the
+progress and writes the attrs and the completion marker last (`storage.finish_group`); the
+complete store keeps the fingerprint in its attrs, so re-running the same ingest on it writes
+nothing.
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ from __future__ import annotations
 import hashlib
 import json
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -29,9 +34,15 @@ from seisctf.errors import InvalidInput
 
 NS_PER_S = 1_000_000_000
 PROGRESS_VAR = "ingest_progress"
+# An append's coverage of the store's old blocks, kept while it runs (its old `coverage` is
+# replaced at the end).
+BASE_VAR = "ingest_progress_base"
+RECORD = "record"
 ATTR_FINGERPRINT = "ingest_fingerprint"
 BLOCK = "block"
-_LEFT_FOLDER = f"Object at {PROGRESS_VAR} is not recognized as a component of a Zarr hierarchy"
+_LEFT_FOLDER = (
+    f"Object at {PROGRESS_VAR}(_base)? is not recognized as a component of a Zarr hierarchy"
+)
 # Scan tasks: files in batches (a header scan takes a few ms, about a task's own overhead), in
 # about SCAN_TASKS tasks; above SCAN_TASKS x SCAN_BATCH_MAX files, batches of SCAN_BATCH_MAX
 # (more tasks, so that a cluster of more than SCAN_TASKS workers shares the scan, each task
@@ -125,51 +136,83 @@ def up_to_date_attrs(
     return existing if existing and existing.get(ATTR_FINGERPRINT) == fingerprint else None
 
 
+@dataclass(frozen=True)
+class Progress:
+    """What an interrupted ingest of the same inputs and settings finished: `done`, {record
+    number: record} (`record_text`'s lists, one entry per block of the record's run), and
+    `base`, the coverage an append keeps of the store's old blocks (None: zeros); `records`,
+    how many runs it has (None: none begun); `attributes`, those `create_progress` was given."""
+
+    done: dict[int, dict[str, list]] = field(default_factory=dict)
+    base: np.ndarray | None = None
+    records: int | None = None
+    attributes: dict[str, Any] = field(default_factory=dict)
+
+
 def unfinished_progress(
-    url: str, storage_options: dict | None, fingerprint: str, shape: tuple[int, ...]
-) -> np.ndarray | None:
-    """The progress array (of `shape`: the blocks of work) of an interrupted ingest of the same
-    inputs and settings at `url`, or None (no store, a complete one, or another ingest's)."""
+    url: str, storage_options: dict | None, fingerprint: str
+) -> Progress | None:
+    """The progress of an interrupted ingest of the same inputs and settings at `url`, or None
+    (no store, a complete one, or another ingest's). Reads the records written (one listing,
+    then those chunks alone)."""
     try:
         group = open_store(url, storage_options)
     except InvalidInput:
         return None
     if group.attrs.get(cv.ATTR_COMPLETE) or PROGRESS_VAR not in group:
         return None
-    progress = group[PROGRESS_VAR]
-    if progress.attrs.get(ATTR_FINGERPRINT) != fingerprint or progress.shape != shape:
+    array = group[PROGRESS_VAR]
+    attributes = dict(array.attrs)
+    if attributes.get(ATTR_FINGERPRINT) != fingerprint or array.ndim != 1:
         return None
-    return np.asarray(progress[:], dtype=object)
+    numbers = written_chunks(array)
+    texts = array.get_orthogonal_selection((np.array(numbers, dtype=np.int64),)) if numbers else []
+    done = {number: json.loads(text) for number, text in zip(numbers, texts, strict=True) if text}
+    base = np.asarray(group[BASE_VAR][:]) if BASE_VAR in group else None
+    return Progress(done, base, array.shape[0], attributes)
 
 
-def no_progress(shape: tuple[int, ...]) -> np.ndarray:
-    """The progress of an ingest that has written nothing yet."""
-    return np.full(shape, "", dtype=object)
+def written_chunks(array: Any) -> list[int]:
+    """The chunk numbers of a 1-D zarr v3 array that are stored, sorted (one listing of its
+    chunk prefix: O(chunks written), whatever its length)."""
+    from zarr.core.sync import sync
+
+    inner = array._async_array
+    prefix = inner.metadata.encode_chunk_key((0,)).rsplit("0", 1)[0]  # "c/" by default
+    path = f"{inner.store_path.path}/{prefix}"
+
+    async def listed() -> list[str]:
+        return [key async for key in inner.store_path.store.list_prefix(path)]
+
+    names = (key[len(path) :] for key in sync(listed()))
+    return sorted(int(name) for name in names if name.isdigit())  # not a write's temporary file
 
 
 def create_progress(
     group: Any,
-    progress: np.ndarray,
-    dims: tuple[str, ...],
+    records: int,
     fingerprint: str,
     attributes: Mapping[str, Any] | None = None,
+    base: np.ndarray | None = None,
 ) -> None:
-    """The progress array (one chunk per block of work, replacing any), with `progress`'s
-    values. Written last when a store is created or reopened, in one metadata write: a store
-    that has it (with this fingerprint) is resumable."""
-    if PROGRESS_VAR in group:
-        del group[PROGRESS_VAR]
-    array = group.create_array(
+    """The progress array, `records` empty strings, one chunk per record (replacing any), and
+    an append's `base` coverage (`BASE_VAR`, before it). Written last when a store is created
+    or reopened, in one metadata write: a store that has it (with this fingerprint) is
+    resumable."""
+    for name in (PROGRESS_VAR, BASE_VAR):
+        if name in group:
+            del group[name]
+    if base is not None:
+        group.create_array(BASE_VAR, data=base.astype(np.float32), fill_value=np.nan)
+    group.create_array(
         PROGRESS_VAR,
-        shape=progress.shape,
-        chunks=(1,) * progress.ndim,
+        shape=(records,),
+        chunks=(1,),
         dtype=str,
         fill_value="",
-        dimension_names=dims,
+        dimension_names=(RECORD,),
         attributes={ATTR_FINGERPRINT: fingerprint, **(attributes or {})},
     )
-    if any(progress.flat):
-        array[:] = progress.astype(str)
 
 
 def coverage_of(values: np.ndarray) -> float:
@@ -177,67 +220,58 @@ def coverage_of(values: np.ndarray) -> float:
     return float(np.count_nonzero(~np.isnan(values)) / values.size)
 
 
-def mark_done(progress: Any, index: Any, fraction: float, problems: Sequence[str]) -> None:
-    """Mark one block done, after its chunks are written (a re-run skips it)."""
-    progress[index] = done_entry(fraction, problems)
+def run_record(
+    coverage: Sequence[float], problems: Sequence[Sequence[str]], **lists: Any
+) -> dict[str, list]:
+    """A finished run's record: per block of the run its coverage, its problems and any other
+    `lists` (each a list with one JSON list per block)."""
+    return {"coverage": list(coverage), "problems": [list(p) for p in problems], **lists}
 
 
-def done_entry(fraction: float, problems: Sequence[str] = (), **lists: Sequence) -> str:
-    """A finished block's progress entry: coverage, problems and any other `lists` (JSON)."""
-    return json.dumps(
-        {"coverage": fraction, "problems": list(problems), **{k: list(v) for k, v in lists.items()}}
-    )
-
-
-def collect_list(
-    progress: np.ndarray, results: Iterable[tuple[Any, Sequence]], name: str
-) -> set[tuple]:
-    """(block index, *item) of every item of the list `name` of every finished block: from
-    `progress` (JSON or "") for blocks done before this run, from `results` ((index, items) of
-    each block this run wrote) for the others. Items are sequences (JSON arrays)."""
-    found = set()
-    for index, text in np.ndenumerate(progress):
-        if text:
-            found.update((index, *item) for item in json.loads(text).get(name, []))
-    for index, items in results:
-        found.update((index, *item) for item in items)
-    return found
+def record_write(progress: Any, number: int, record: dict[str, list]) -> tuple:
+    """The `chunk_writes.write_chunks` item storing `record` as record `number`, JSON
+    (`progress`: a ChunkWriter of the progress array)."""
+    return (progress, (number,), np.array([json.dumps(record)], dtype=object))
 
 
 def collect(
-    progress: np.ndarray, results: Iterable[tuple[Any, float, Sequence[str]]]
-) -> tuple[np.ndarray, set[str]]:
-    """Coverage (of the progress's shape) and the problems of every finished block: of those
-    done before this run from `progress` (JSON or ""), of the others from `results`,
-    (index, coverage, problems) of each block this run wrote."""
-    coverage = np.full(progress.shape, np.nan, dtype=np.float32)
+    progress: Progress,
+    shape: tuple[int, ...],
+    records: Mapping[int, dict[str, list]],
+    blocks_of: Callable[[int], Sequence[Any]],
+) -> tuple[np.ndarray, set[str], set[tuple]]:
+    """Coverage (of `shape`: station x block, or block), the problems and the (block index,
+    *item) of every `lost` item of every finished run: those done before this run
+    (`progress.done`) and `records` ({number: record} of those this run wrote). `blocks_of(n)`:
+    the block indices of run n, in its record's order. A block no run wrote has coverage 0 (it
+    holds no data), or an append's old coverage (`progress.base`)."""
+    coverage = np.zeros(shape, dtype=np.float32)
+    if progress.base is not None:
+        coverage[...] = progress.base
     problems: set[str] = set()
-    for index, text in np.ndenumerate(progress):
-        if text:
-            done = json.loads(text)
-            coverage[index] = done["coverage"]
-            problems.update(done["problems"])
-    for index, fraction, found in results:
-        coverage[index] = fraction
-        problems.update(found)
-    return coverage, problems
+    lost: set[tuple] = set()
+    for number, record in {**progress.done, **records}.items():
+        gone = record.get("lost") or [()] * len(record["coverage"])
+        for index, fraction, found, items in zip(
+            blocks_of(number), record["coverage"], record["problems"], gone, strict=True
+        ):
+            coverage[index] = fraction
+            problems.update(found)
+            lost.update((index, *item) for item in items)
+    return coverage, problems, lost
 
 
-def kept_progress(old_coverage: np.ndarray, shape: tuple[int, ...], kept: np.ndarray) -> np.ndarray:
-    """The progress of a store reopened for an append: every old block where `kept` (a bool
-    array of `old_coverage`'s shape) is done, with its old coverage and no problem."""
-    progress = no_progress(shape)
-    for index in zip(*np.nonzero(kept), strict=True):
-        progress[index] = done_entry(float(old_coverage[index]))
-    return progress
-
-
-def reopen_for_append(url: str, storage_options: dict | None, coverage_var: str) -> tuple:
-    """(group, old coverage) of a complete store an append changes: its completion marker goes
-    off first (from here on the store is being changed)."""
+def reopen_for_append(
+    url: str, storage_options: dict | None, coverage_var: str, shape: tuple[int, ...]
+) -> tuple[Any, np.ndarray]:
+    """(group, the old coverage grown to `shape` with zeros) of a complete store an append
+    changes: its completion marker goes off first (from here on the store is being changed)."""
     group = open_store(url, storage_options, mode="r+")
     group.attrs[cv.ATTR_COMPLETE] = False
-    return group, np.asarray(group[coverage_var][:])
+    old = np.asarray(group[coverage_var][:])
+    base = np.zeros(shape, dtype=np.float32)
+    base[tuple(slice(0, n) for n in old.shape)] = old
+    return group, base
 
 
 def appendable_attrs(url: str, storage_options: dict | None, record: str) -> tuple[Any, dict]:
@@ -292,6 +326,8 @@ def finish(
         array.attrs.update(dict(coverage_attrs))
     array[:] = coverage
     del group[PROGRESS_VAR]
+    if BASE_VAR in group:
+        del group[BASE_VAR]
     # An object store with folders (SeaweedFS's filer) keeps the deleted progress array's
     # emptied folders; zarr's consolidation lists the group's folders and says of this one
     # "ZarrUserWarning: Object at ingest_progress is not recognized as a component of a Zarr
