@@ -30,6 +30,7 @@ SECTIONS = {
     "picking": "scale_picking",
     "ctf": "scale_ctf",
     "scheduler": "scale_scheduler",
+    "sparse": "scale_sparse",  # empty time, --append, same stores
 }
 
 

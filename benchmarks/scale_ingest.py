@@ -38,6 +38,7 @@ from pathlib import Path
 
 import bench_ingest  # the per-core table's rows (`per_core_section`)
 import numpy as np
+import psutil
 from bench_ctf_scoring import load_average
 from scale_report import (
     GiB,
@@ -107,6 +108,11 @@ class IngestRun:
     store: Path
     probe: dict[str, dict[str, float]]  # task_probe's record of the run
     began: float  # time.time() at the command's start
+    scheduler_idle: int = 0  # the scheduler's RSS (bytes) just before the command
+
+    def above(self, role: str, baseline: int) -> int:
+        """Peak RSS (bytes) of `role` above `baseline` (its imports, or an idle scheduler)."""
+        return self.peaks.get(role, 0) - baseline
 
     def span(self, prefix: str) -> tuple[float, float, float]:
         """(first start, last stop, compute seconds summed) of one task prefix, the first two
@@ -214,10 +220,11 @@ def symlink_tree(archive: Archive, entries: Sequence[dict], out: Path) -> Path:
 
 
 class Cluster:
-    """`dask scheduler` (task probe preloaded) and N_WORKERS `dask worker`s, as processes of
+    """`dask scheduler` (task probe preloaded) and `n_workers` `dask worker`s, as processes of
     this one: started on entering, terminated (by their ids) on leaving."""
 
-    def __init__(self, workdir: Path):
+    def __init__(self, workdir: Path, n_workers: int = N_WORKERS):
+        self.n_workers = n_workers
         self.file = workdir / "scheduler.json"
         self.processes: list[subprocess.Popen] = []
         self.log = open(workdir / "cluster.log", "a")  # noqa: SIM115 - closed in __exit__
@@ -262,16 +269,16 @@ class Cluster:
                 "1",
                 "--no-nanny",
                 "--memory-limit",
-                str(worker_memory_limit(N_WORKERS)),
+                str(worker_memory_limit(self.n_workers)),
                 "--no-dashboard",
                 "--preload",
                 "seisctf.cluster",
                 env=worker_env,
             )  # fmt: skip
-            for _ in range(N_WORKERS)
+            for _ in range(self.n_workers)
         ]
         self.client = Client(scheduler_file=str(self.file))
-        self.client.wait_for_workers(N_WORKERS, timeout=120)
+        self.client.wait_for_workers(self.n_workers, timeout=120)
         self.address = self.client.scheduler.address
         return self
 
@@ -291,15 +298,28 @@ class Cluster:
     def __exit__(self, *exc) -> None:
         if getattr(self, "client", None) is not None:
             self.client.close()
+        # One at a time, workers first: a worker stopping while the scheduler stops too waits
+        # for it (up to the 30 s connect timeout).
         for process in reversed(self.processes):
             process.terminate()
-        for process in self.processes:
             try:
                 process.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
         self.log.close()
+
+
+def import_rss() -> int:
+    """Peak RSS (bytes) of a fresh process that only imports what `seisctf ingest` loads (the
+    CLI, every registered ingest module, distributed): a client's peak above it is its work."""
+    code = (
+        "import resource, distributed, seisctf.cli, seisctf.registry; "
+        "seisctf.registry.INGESTS.entries(); "
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+    )
+    found = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    return int(found.stdout) * 1024  # ru_maxrss is in KiB on Linux
 
 
 # --- one run ----------------------------------------------------------------------------------
@@ -319,6 +339,7 @@ def ingest(
         for sampler in samplers:
             sampler.__enter__()
         load = load_average()
+        idle = psutil.Process(cluster.scheduler.pid).memory_info().rss
         began = time.time()
         try:
             run = run_command([*command, "--scheduler", cluster.address])
@@ -345,6 +366,7 @@ def ingest(
         store=store,
         probe=probe,
         began=began,
+        scheduler_idle=idle,
     )
 
 
@@ -381,6 +403,7 @@ def byte_curve(options: ScaleOptions) -> tuple[Section, list[IngestRun], Archive
         verdict("time vs bytes, fitted exponent <= 1.05", f"{exponent:.2f} over {span:.0f}x",
                 exponent <= 1.05),
         verdict("planning <= 10 % of the run", f"at most {100 * worst:.1f} %", worst <= 0.10),
+        large_planning(runs),
     ]  # fmt: skip
     section.notes += [
         f"Archive: {archive.root} ({archive.summary['files']} files); its first day files "
@@ -390,6 +413,34 @@ def byte_curve(options: ScaleOptions) -> tuple[Section, list[IngestRun], Archive
         "`load`: load average before / after."
     ]
     return section, runs, archive
+
+
+def large_planning(runs: Sequence[IngestRun]) -> str:
+    """Issue 38's planning goal: start to first write task <= 10 % of the run at >= 1 GB."""
+    large = [(run.planning_s / run.seconds, run.label) for run in runs if run.bytes >= GB]
+    if not large:
+        return "planning at >= 1 GB: no run that large here (`bench_scale.py --only ingest`)"
+    figure = ", ".join(f"{100 * share:.1f} % at {label}" for share, label in large)
+    return verdict("planning <= 10 % of the run at >= 1 GB", figure, max(large)[0] <= 0.10)
+
+
+def file_ratios(runs: Sequence[IngestRun], client_imports: int) -> list[str]:
+    """Issue 38's goals over the curve's top step (10^4 -> 10^5 files in the full run): peak
+    RSS above the imports (client) or the idle scheduler flat, and per-file time."""
+    low, top = runs[-2], runs[-1]
+    found = []
+    for role, base in (("client", "imports"), ("scheduler", "idle")):
+        above = [run.above(role, run.scheduler_idle if base == "idle" else client_imports)
+                 for run in (low, top)]  # fmt: skip
+        ratio = above[1] / max(above[0], 1)
+        figure = f"{above[1] / MiB:.0f} / {above[0] / MiB:.0f} MiB = {ratio:.2f}x"
+        found.append(verdict(f"{role} peak RSS above {base}, {top.files:,} / {low.files:,} files"
+                             " <= 1.2x, and <= 300 MiB", figure,
+                             ratio <= 1.2 and above[1] <= 300 * MiB))  # fmt: skip
+    exponent = fitted_exponent([low.files, top.files], [low.seconds, top.seconds])
+    found.append(verdict(f"time vs files, {low.files:,} -> {top.files:,} alone: exponent <= 1.05",
+                         f"{exponent:.2f}", exponent <= 1.05))  # fmt: skip
+    return found
 
 
 def file_curve(options: ScaleOptions) -> tuple[Section, list[IngestRun]]:
@@ -418,13 +469,18 @@ def file_curve(options: ScaleOptions) -> tuple[Section, list[IngestRun]]:
         ]  # fmt: skip
     worst = max(r.planning_s / r.seconds for r in runs)
     exponent = fitted_exponent(files, [r.seconds for r in runs])
+    imports = import_rss()
     section.goals += [
         verdict("planning <= 10 % of the run", f"at most {100 * worst:.1f} %", worst <= 0.10),
         f"time vs files: fitted exponent {exponent:.2f}",
+        *file_ratios(runs, imports),
     ]
     section.notes += [
         f"Archives: `make_archive.py sds --files N --days {30 if not options.quick else 10}` "
-        "(0.1 Hz VH day files, 3 channels; stations = N / (3 x days))."
+        "(0.1 Hz VH day files, 3 channels; stations = N / (3 x days)). Imports: "
+        f"{imports / MiB:.0f} MiB, the peak RSS of a process importing what the command loads "
+        "(`import_rss`); idle scheduler: its RSS just before each command "
+        f"({', '.join(f'{run.scheduler_idle / MiB:.0f}' for run in runs)} MiB)."
     ]
     return section, runs
 
