@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from seisctf.errors import InvalidInput
+from seisctf.recipes.ingest import input_cache
 from seisctf.recipes.ingest.waveform_files import FileScan, scan_file
 from seisctf.recipes.ingest.waveform_plan import TraceHeader, read_input
 
@@ -177,15 +178,21 @@ def _joined(parts: Sequence[np.ndarray], dtype: Any) -> np.ndarray:
     return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype)
 
 
-def scan_files(paths: Sequence[str], storage_options: dict | None = None) -> ScanTable:
+def scan_files(
+    paths: Sequence[str], storage_options: dict | None = None, cache_run: str = ""
+) -> ScanTable:
     """Header scan (`waveform_files.scan_file`) and sha256 of each file (local path or fsspec
-    URL), as one table (one scan task's batch)."""
+    URL), as one table (one scan task's batch). With a `cache_run`, each file that holds traces
+    is kept on this host for the block tasks that decode it (`input_cache.keep`)."""
     scans, raws = [], []
     for path in paths:
         try:
             raw = read_input(path, storage_options)
         except OSError as error:
             raise InvalidInput(path, f"cannot read the file ({error})") from None
-        raws.append((len(raw), hashlib.sha256(raw).digest()))
+        digest = hashlib.sha256(raw).digest()
+        raws.append((len(raw), digest))
         scans.append(scan_file(path, raw))
+        if scans[-1].headers:  # only files with traces are decoded
+            input_cache.keep(cache_run, digest.hex(), raw, source=path)
     return ScanTable.of_scans(scans, raws)

@@ -21,7 +21,7 @@ import numpy as np
 
 from seisctf.catalogs.seed_ids import split_station, stats_station_id
 from seisctf.errors import InvalidInput
-from seisctf.recipes.ingest import resampling
+from seisctf.recipes.ingest import input_cache, resampling
 from seisctf.recipes.ingest.non_finite import finite_pieces, non_finite_problem
 from seisctf.recipes.ingest.overlap_conflicts import Piece, conflict_problems, find_conflicts
 from seisctf.recipes.ingest.read_warnings import collected_warnings, warning_problems
@@ -119,15 +119,18 @@ def decode_file(
     task: BlockTask,
     storage_options: dict | None,
     inventory: Any = None,
+    digest: str = "",
 ) -> tuple[tuple[tuple[str, int, np.ndarray], ...], tuple[str, ...]]:
     """The station's traces of one file (only `channels`), cut at non-finite samples
     (`non_finite`), response removed if the task says so, resampled if needed and on the grid:
     ((channel, first grid index, float32 samples), …) in file order, and the file's problems
     (undecodable, non-finite samples in any of the station's traces, no response, warnings of
-    the reader or of the correction: `read_warnings`)."""
-
+    the reader or of the correction: `read_warnings`). The file's bytes come from this host's
+    copy of the scan's read where one is kept (`input_cache`, by the scan's hex sha256
+    `digest`), else from storage."""
+    raw = input_cache.read(digest) if digest else None
     try:
-        raw = read_input(path, storage_options)
+        raw = read_input(path, storage_options) if raw is None else raw
     except OSError as error:  # gone or unreadable since the scan: fatal, a re-run resumes
         raise InvalidInput(path, f"cannot read the file ({error}); re-run to resume") from None
     try:
@@ -286,7 +289,7 @@ def station_rows(
     cacheable = bool(task.digests) and all(task.digests)
 
     def decoded(path: str, channels: tuple[str, ...], digest: str) -> tuple:
-        make = lambda: decode_file(path, channels, task, storage_options, inventory)  # noqa: E731
+        make = lambda: decode_file(path, channels, task, storage_options, inventory, digest)  # noqa: E731
         return _DECODED.get((context, path, digest, channels), make) if cacheable else make()
 
     def merge() -> tuple[list, list[str], list[tuple[str, str]]]:

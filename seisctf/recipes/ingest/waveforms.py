@@ -71,7 +71,7 @@ from seisctf.catalogs.seed_ids import CODE_ARRAYS, normalised, split_station
 from seisctf.cluster import compute_in_waves, release_free_memory
 from seisctf.errors import InvalidInput
 from seisctf.recipes.context import BuildContext
-from seisctf.recipes.ingest import resumable
+from seisctf.recipes.ingest import input_cache, resumable
 from seisctf.recipes.ingest.chunk_writes import ChunkWriter, write_chunks
 from seisctf.recipes.ingest.response import requested_removal, resolve_removal
 from seisctf.recipes.ingest.resumable import (
@@ -242,6 +242,7 @@ def ingest_fingerprint(
     return fingerprint_of(parts)
 
 
+@input_cache.cache_run  # files kept between the scan and the decode, cleared at the end
 def ingest_waveforms(
     sources: Sequence[str],
     url: str,
@@ -283,7 +284,8 @@ def ingest_waveforms(
         rate = append_rate(previous, rate)
         paths = sorted(set(paths) | set(previous_paths(previous, url, storage_options)))
     inventory = read_inventories(inventories) if inventories else None
-    scans = resumable.scan_all(scan_files, paths, storage_options, "scan", quiet, joined)
+    scan = input_cache.keeping(scan_files)  # each file read from storage once
+    scans = resumable.scan_all(scan, paths, storage_options, "scan", quiet, joined)
     if previous is not None:
         check_unchanged(previous, scans, url)
     plan = make_plan(scans, inventory, rate, block_samples, request is not None)
