@@ -1,0 +1,487 @@
+"""The inputs of a waveform store as a table beside its data (group `inputs`), not in its attrs,
+and how a run takes from it the header scans of files that have not changed.
+
+Group `inputs` of the store (zarr v3 arrays of one dimension each, chunks of ROWS_PER_CHUNK
+rows: a 10^5-file table is one or two objects per array):
+
+- per file (`file`, in path order): `path`, `size` (int64, bytes), `modified` (str: the mtime
+  in ns of a local file, the ETag, else the last-modified time, of an object; "" unknown),
+  `sha256` (hex), `readable` (bool), `samples_stored` (bool: false on a file of which the store
+  holds no sample);
+- per trace (`trace`, file by file): `trace_file` (int64 index of its file), `trace_station`
+  and `trace_channel` (int32 codes into `station_ids` and `channel_codes`), `trace_start_ns`
+  (int64), `trace_sampling_rate` (float64, Hz), `trace_npts` (int64);
+- the scan's problems (`problem`, in file order) with `problem_file`; the station positions file
+  headers give (`position`): `position_station`, `position_file`, `position_latitude`,
+  `position_longitude` (degrees), `position_elevation` (m, NaN if absent).
+
+The group's attr `files` (the file count) is written last: a table without it is unfinished and
+not used. The table is written when a store is created (so a resumed ingest finds it) and again
+when an ingest finishes (with `samples_stored`); an append keeps the old table until it
+finishes, so its resume still sees the old inputs as the old ones.
+
+A run takes a file's scan from the table when its path, size and `modified` are as recorded
+(`file_stats`: os.stat, or one listing per folder of objects) and scans only the others;
+the joined table equals a scan of every file (`scanned`). The ETag of an object changes with
+its bytes; a local file rewritten to the same size within its file system's timestamp
+resolution of the recorded scan keeps its mtime, and is taken as unchanged (as make and rsync
+take it).
+
+Stores written before this table list their inputs in the attr `inputs` (path, size, sha256,
+`samples_stored`): `read_recorded` and `recorded_inputs` read either; such an attr is removed
+when the table is written.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from seisctf import storage
+from seisctf.errors import InvalidInput
+from seisctf.recipes.ingest.resumable import changed_input, open_store
+from seisctf.recipes.ingest.scan_table import SHA256_BYTES, TRACE_COLUMNS, ScanTable
+from seisctf.recipes.ingest.waveform_plan import is_url
+
+GROUP = "inputs"
+ATTR_FILES = "files"
+OLD_ATTR = "inputs"  # where stores written before the table list their inputs
+ROWS_PER_CHUNK = 2**17
+MISSING = -1  # the size `file_stats` gives a file that is not there
+# Object listing fields that change with an object's bytes, the first present taken.
+OBJECT_VERSION_KEYS = ("ETag", "etag", "md5Hash", "LastModified", "last_modified", "mtime")
+FILE, TRACE, PROBLEM, POSITION = "file", "trace", "problem", "position"
+
+
+@dataclass(frozen=True, eq=False)
+class InputStats:
+    """Size (int64 bytes, MISSING if absent) and `modified` (str, "" unknown) of `paths`."""
+
+    paths: tuple[str, ...]
+    sizes: np.ndarray
+    modified: np.ndarray
+
+    def of(self) -> dict[str, tuple[int, str]]:
+        """{path: (size, modified)}."""
+        return dict(
+            zip(
+                self.paths,
+                zip(self.sizes.tolist(), self.modified.tolist(), strict=True),
+                strict=True,
+            )
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class RecordedInputs:
+    """A store's record of its inputs: their scan (`scans`, files in path order), per file
+    `modified` (str) and `samples_stored` (bool), and the file index of each of the scan's
+    problems (`problem_files`) and header positions (`position_files`). A store that listed
+    its inputs in its attrs gives paths, sizes and hashes alone (`has_scans` false)."""
+
+    scans: ScanTable
+    modified: np.ndarray
+    samples_stored: np.ndarray
+    problem_files: np.ndarray
+    position_files: np.ndarray
+    has_scans: bool = True
+
+    def not_stored(self) -> set[str]:
+        """The paths of the files the store holds no sample of."""
+        return {self.scans.paths[i] for i in np.flatnonzero(~self.samples_stored)}
+
+    def entries(self) -> list[dict[str, Any]]:
+        """{"path", "size" (bytes), "sha256" (hex)} of each file, with `"samples_stored":
+        false` on those the store holds no sample of (what the attr `inputs` held)."""
+        return [
+            {**entry, "samples_stored": False} if not stored else entry
+            for entry, stored in zip(
+                self.scans.manifest(), self.samples_stored.tolist(), strict=True
+            )
+        ]
+
+
+# --- listing with stats ---------------------------------------------------------------------
+
+
+def file_stats(paths: Sequence[str], storage_options: dict | None = None) -> InputStats:
+    """(size, modified) of each path: os.stat of a local file (mtime in ns); for fsspec URLs one
+    listing of each folder holding some (not one request per object). A path not found has
+    size MISSING."""
+    sizes = np.full(len(paths), MISSING, dtype=np.int64)
+    modified = np.full(len(paths), "", dtype=object)
+    folders: dict[str, list[int]] = defaultdict(list)
+    for index, path in enumerate(paths):
+        if is_url(path):
+            folders[path.rsplit("/", 1)[0]].append(index)
+            continue
+        try:
+            stat = os.stat(path)
+        except OSError:
+            continue
+        sizes[index], modified[index] = stat.st_size, str(stat.st_mtime_ns)
+    for folder, indices in folders.items():
+        listed = _listing(folder, storage_options)
+        for index in indices:
+            entry = listed.get(paths[index].split("://", 1)[-1])
+            if entry is not None and entry.get("type", "file") == "file":
+                sizes[index], modified[index] = int(entry["size"]), _object_version(entry)
+    return InputStats(tuple(paths), sizes, modified)
+
+
+def _listing(folder: str, storage_options: dict | None) -> dict[str, dict]:
+    """{name without protocol: listing entry} of one folder of objects, listed afresh."""
+    import fsspec
+
+    fs, _ = fsspec.core.url_to_fs(folder, **(storage.options_for(folder, storage_options) or {}))
+    fs.invalidate_cache(folder)  # a listing cached earlier may predate a change
+    try:
+        entries = fs.ls(folder, detail=True)
+    except FileNotFoundError:
+        return {}
+    except OSError as error:
+        raise InvalidInput(folder, f"cannot list it ({error})") from None
+    return {entry["name"].split("://", 1)[-1]: entry for entry in entries}
+
+
+def _object_version(entry: dict[str, Any]) -> str:
+    found = (entry.get(key) for key in OBJECT_VERSION_KEYS)
+    return next((str(value) for value in found if value not in (None, "")), "")
+
+
+# --- scans taken from the record ------------------------------------------------------------
+
+
+def scanned(
+    paths: Sequence[str],
+    stats: InputStats,
+    recorded: RecordedInputs | None,
+    scan: Callable[[list[str]], ScanTable],
+) -> ScanTable:
+    """The scan of `paths` (sorted, unique; `stats` theirs): the recorded scan of each file
+    whose size and `modified` are as recorded, `scan(others)` of the others, joined in path
+    order: equal to `scan(paths)`."""
+    if recorded is None:
+        return scan(list(paths))
+    where = {recorded.scans.paths[i]: (0, i) for i in _unchanged(recorded, stats).tolist()}
+    if not where:
+        return scan(list(paths))
+    parts = [_Indexed(recorded.scans, recorded.problem_files, recorded.position_files)]
+    others = [path for path in paths if path not in where]
+    if others:
+        fresh = scan(others)
+        parts.append(_Indexed(fresh, problem_files(fresh), _position_files(fresh)))
+        where.update((path, (1, index)) for index, path in enumerate(fresh.paths))
+    found = np.array([where[path] for path in paths], dtype=np.int64).reshape(-1, 2)
+    runs = _runs(found[:, 0], found[:, 1])
+    return ScanTable.joined([parts[s].rows(a, b) for s, a, b in runs], list(paths))
+
+
+def _unchanged(recorded: RecordedInputs, stats: InputStats) -> np.ndarray:
+    """Indices of the recorded files among `stats`'s paths whose size and `modified` are as
+    recorded, less every file with a trace of a station one of whose recorded header positions
+    is at a file not taken (that file's position may be repeated, unrecorded, in a later one:
+    `ScanTable.header_positions` keeps the first file of each)."""
+    if not recorded.has_scans:
+        return np.zeros(0, dtype=np.int64)
+    now = stats.of()
+    table = recorded.scans
+    same = np.array(
+        [
+            now.get(path) == (size, modified) and modified != ""
+            for path, size, modified in zip(
+                table.paths, table.sizes.tolist(), recorded.modified.tolist(), strict=True
+            )
+        ],
+        dtype=bool,
+    )
+    lost = {
+        station
+        for (station, *_), file in zip(
+            table.header_positions, recorded.position_files.tolist(), strict=True
+        )
+        if not same[file]
+    }
+    if lost:
+        codes = [code for code, name in enumerate(table.station_ids) if name in lost]
+        same[table.traces["file"][np.isin(table.traces["station"], codes)]] = False
+    return np.flatnonzero(same)
+
+
+@dataclass(frozen=True, eq=False)
+class _Indexed:
+    """A scan table with the file index of each problem and header position (nondecreasing)."""
+
+    table: ScanTable
+    problem_files: np.ndarray
+    position_files: np.ndarray
+
+    def rows(self, start: int, stop: int) -> ScanTable:
+        """The table of files start..stop-1 (their traces, problems and positions)."""
+        table = self.table
+
+        def cut(files: np.ndarray) -> slice:
+            low, high = np.searchsorted(files, (start, stop))
+            return slice(int(low), int(high))
+
+        traces, problems = cut(table.traces["file"]), cut(self.problem_files)
+        columns = {name: column[traces] for name, column in table.traces.items()}
+        columns["file"] = columns["file"] - start
+        return ScanTable(
+            paths=table.paths[start:stop],
+            sizes=table.sizes[start:stop],
+            digests=table.digests[start:stop],
+            readable=table.readable[start:stop],
+            traces=columns,
+            station_ids=table.station_ids,
+            channel_codes=table.channel_codes,
+            problems=table.problems[problems],
+            header_positions=table.header_positions[cut(self.position_files)],
+        )
+
+
+def _runs(sources: np.ndarray, indices: np.ndarray) -> list[tuple[int, int, int]]:
+    """(source, first index, stop) of each run of consecutive `indices` of one source."""
+    if not len(indices):
+        return []
+    breaks = np.flatnonzero((np.diff(sources) != 0) | (np.diff(indices) != 1)) + 1
+    starts, stops = np.r_[0, breaks], np.r_[breaks, len(indices)]
+    return [
+        (int(sources[a]), int(indices[a]), int(indices[a]) + int(b - a))
+        for a, b in zip(starts.tolist(), stops.tolist(), strict=True)
+    ]
+
+
+def problem_files(table: ScanTable) -> np.ndarray:
+    """The file index of each of the table's problems: problems are in file order and each
+    begins with its file's path and ": " (`waveform_files.scan_file`); one that does not goes
+    with the file of the problem before it."""
+    index = {path: i for i, path in enumerate(table.paths)}
+    found = np.zeros(len(table.problems), dtype=np.int64)
+    file = 0
+    for number, problem in enumerate(table.problems):
+        cut = problem.find(": ")
+        while cut >= 0:
+            match = index.get(problem[:cut], -1)
+            if match >= file:
+                file = match
+                break
+            cut = problem.find(": ", cut + 1)
+        found[number] = file
+    return found
+
+
+def _position_files(table: ScanTable) -> np.ndarray:
+    index = {path: i for i, path in enumerate(table.paths)}
+    return np.array([index[path] for _, path, *_ in table.header_positions], dtype=np.int64)
+
+
+# --- the table in the store -----------------------------------------------------------------
+
+
+def write_recorded(
+    url: str,
+    storage_options: dict | None,
+    scans: ScanTable,
+    stats: InputStats,
+    samples_stored: np.ndarray | None = None,
+) -> None:
+    """Write (replacing any) the `inputs` table of the store at `url`: `scans`, `modified`
+    from `stats` (of the same paths), `samples_stored` (bool per file; None: all true); the
+    attr `inputs` of an older store goes."""
+    if stats.paths != scans.paths:
+        raise ValueError("stats and scans of different files")
+    stored = np.ones(len(scans.paths), dtype=bool) if samples_stored is None else samples_stored
+    group = open_store(url, storage_options, mode="r+")
+    if GROUP in group:
+        del group[GROUP]
+    if OLD_ATTR in group.attrs:
+        del group.attrs[OLD_ATTR]
+    table = group.create_group(GROUP)
+    for name, (dim, values) in _columns(scans, stats.modified, stored).items():
+        array = table.create_array(
+            name,
+            shape=values.shape,
+            chunks=(min(ROWS_PER_CHUNK, max(len(values), 1)),),
+            dtype=str if values.dtype == object else values.dtype,
+            dimension_names=(dim,),
+        )
+        if len(values):
+            array[:] = values
+    table.attrs[ATTR_FILES] = len(scans.paths)  # last: the table is whole
+
+
+def _strings(values: Sequence[str]) -> np.ndarray:
+    return np.array(list(values), dtype=object)
+
+
+def _columns(
+    scans: ScanTable, modified: np.ndarray, stored: np.ndarray
+) -> dict[str, tuple[str, np.ndarray]]:
+    """{array name: (dimension, values)} of the table (module doc)."""
+    positions = scans.header_positions
+    column = [np.array([p[i] for p in positions], dtype=np.float64) for i in (2, 3, 4)]
+    hexes = [scans.sha256(index) for index in range(len(scans.paths))]
+    return {
+        "path": (FILE, _strings(scans.paths)),
+        "size": (FILE, scans.sizes.astype(np.int64)),
+        "modified": (FILE, _strings(modified)),
+        "sha256": (FILE, _strings(hexes)),
+        "readable": (FILE, scans.readable.astype(bool)),
+        "samples_stored": (FILE, np.asarray(stored, dtype=bool)),
+        **{f"trace_{name}": (TRACE, scans.traces[name]) for name in TRACE_COLUMNS},
+        "station_ids": ("station_id", _strings(scans.station_ids)),
+        "channel_codes": ("channel_code", _strings(scans.channel_codes)),
+        "problem": (PROBLEM, _strings(scans.problems)),
+        "problem_file": (PROBLEM, problem_files(scans)),
+        "position_station": (POSITION, _strings(p[0] for p in positions)),
+        "position_file": (POSITION, _position_files(scans)),
+        "position_latitude": (POSITION, column[0]),
+        "position_longitude": (POSITION, column[1]),
+        "position_elevation": (POSITION, column[2]),
+    }
+
+
+def read_recorded(url: str, storage_options: dict | None) -> RecordedInputs | None:
+    """The record of the inputs of the store at `url` (its `inputs` table, or the attr of an
+    older store), or None: no store there, or none recorded (or its table unfinished)."""
+    try:
+        group = open_store(url, storage_options)
+    except InvalidInput:
+        return None
+    return recorded_in(group)
+
+
+def recorded_in(group: Any) -> RecordedInputs | None:
+    """The record of the inputs of the zarr group `group` (`read_recorded`)."""
+    table = _table(group)
+    if table is not None:
+        return _from_table(table)
+    entries = group.attrs.get(OLD_ATTR)
+    return _from_entries(entries) if isinstance(entries, list) else None
+
+
+def recorded_inputs(url_or_group: Any, storage_options: dict | None = None) -> list | None:
+    """[{"path", "size", "sha256"}, with `"samples_stored": false` on the files the store holds
+    no sample of] of a store (URL or zarr group): its `inputs` table, or the attr `inputs`
+    (stores written before the table, and event-window stores), or None."""
+    if isinstance(url_or_group, str | os.PathLike):
+        group = open_store(str(url_or_group), storage_options)
+    else:
+        group = url_or_group
+    table = _table(group)
+    if table is None:
+        return group.attrs.get(OLD_ATTR)
+    per_file = {name: table[name][:] for name in ("path", "size", "sha256", "samples_stored")}
+    return [
+        {
+            "path": path,
+            "size": size,
+            "sha256": sha256,
+            **({} if stored else {"samples_stored": False}),
+        }
+        for path, size, sha256, stored in zip(
+            *(per_file[n].tolist() for n in per_file), strict=True
+        )
+    ]
+
+
+def _table(group: Any) -> Any | None:
+    """The group's finished `inputs` table (a zarr group), or None."""
+    import zarr
+
+    table = group.get(GROUP) if GROUP in group else None
+    if not isinstance(table, zarr.Group) or ATTR_FILES not in table.attrs:
+        return None
+    return table
+
+
+def _from_table(table: Any) -> RecordedInputs:
+    values = {name: np.asarray(array[:]) for name, array in table.arrays()}
+    text = {
+        name: tuple(values[name].tolist()) for name in values if values[name].dtype.kind in "OTU"
+    }
+    positions = tuple(
+        zip(
+            text["position_station"],
+            (text["path"][i] for i in values["position_file"].tolist()),
+            values["position_latitude"].tolist(),
+            values["position_longitude"].tolist(),
+            values["position_elevation"].tolist(),
+            strict=True,
+        )
+    )
+    scans = ScanTable(
+        paths=text["path"],
+        sizes=values["size"].astype(np.int64),
+        digests=_digests(text["sha256"]),
+        readable=values["readable"].astype(bool),
+        traces={name: values[f"trace_{name}"].astype(kind) for name, kind in TRACE_COLUMNS.items()},
+        station_ids=text["station_ids"],
+        channel_codes=text["channel_codes"],
+        problems=text["problem"],
+        header_positions=positions,
+    )
+    return RecordedInputs(
+        scans,
+        np.array(text["modified"], dtype=object),
+        values["samples_stored"].astype(bool),
+        values["problem_file"].astype(np.int64),
+        values["position_file"].astype(np.int64),
+    )
+
+
+def _digests(hexes: Sequence[str]) -> np.ndarray:
+    raw = bytes.fromhex("".join(hexes))
+    return np.frombuffer(raw, dtype=np.uint8).reshape(-1, SHA256_BYTES)
+
+
+def _from_entries(entries: list[dict[str, Any]]) -> RecordedInputs:
+    """The record of an older store's attr `inputs`: paths, sizes, hashes, `samples_stored`."""
+    empty = np.zeros(0, dtype=np.int64)
+    scans = ScanTable(
+        paths=tuple(entry["path"] for entry in entries),
+        sizes=np.array([entry["size"] for entry in entries], dtype=np.int64),
+        digests=_digests([entry["sha256"] for entry in entries]),
+        readable=np.ones(len(entries), dtype=bool),
+        traces={name: np.zeros(0, dtype=kind) for name, kind in TRACE_COLUMNS.items()},
+        station_ids=(),
+        channel_codes=(),
+        problems=(),
+    )
+    stored = np.array([entry.get("samples_stored") is not False for entry in entries], bool)
+    modified = np.full(len(entries), "", dtype=object)
+    return RecordedInputs(scans, modified, stored, empty, empty, has_scans=False)
+
+
+# --- an append's checks of the store's inputs -----------------------------------------------
+
+
+def appended_to(recorded: RecordedInputs | None, url: str) -> RecordedInputs:
+    """The record of the inputs of the store an append adds to (it must have one)."""
+    if recorded is None:
+        raise InvalidInput(url, "records no inputs (no `inputs` table); ingest without `append`")
+    return recorded
+
+
+def check_present(recorded: RecordedInputs, stats: InputStats, url: str) -> None:
+    """Every file already in the store is still there (`stats` lists them)."""
+    found = stats.of()
+    for path in recorded.scans.paths:
+        if found.get(path, (MISSING, ""))[0] == MISSING:
+            raise InvalidInput(path, f"ingested into {url} but now missing; cannot append")
+
+
+def check_unchanged(recorded: RecordedInputs, scans: ScanTable, url: str) -> None:
+    """Every file already in the store hashes as it did (`scans` holds them all)."""
+    index = {path: number for number, path in enumerate(scans.paths)}
+    now = np.array([index.get(path, -1) for path in recorded.scans.paths], dtype=np.int64)
+    differ = (now < 0) | (scans.digests[now] != recorded.scans.digests).any(axis=1)
+    for number in np.flatnonzero(differ).tolist():
+        found = scans.sha256(now[number]) if now[number] >= 0 else "?"
+        raise changed_input(recorded.scans.paths[number], url, recorded.scans.sha256(number), found)
