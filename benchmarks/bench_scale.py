@@ -31,6 +31,7 @@ SECTIONS = {
     "ctf": "scale_ctf",
     "scheduler": "scale_scheduler",
     "sparse": "scale_sparse",  # empty time, --append, same stores
+    "reads": "scale_reads",  # bytes read from S3 by an ingest, counted by the server
 }
 
 

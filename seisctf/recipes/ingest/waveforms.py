@@ -71,7 +71,7 @@ from seisctf.catalogs.seed_ids import CODE_ARRAYS, normalised, split_station
 from seisctf.cluster import compute_in_waves, release_free_memory
 from seisctf.errors import InvalidInput
 from seisctf.recipes.context import BuildContext
-from seisctf.recipes.ingest import input_cache, resumable
+from seisctf.recipes.ingest import input_cache, input_locality, resumable
 from seisctf.recipes.ingest.chunk_writes import ChunkWriter, write_chunks
 from seisctf.recipes.ingest.response import requested_removal, resolve_removal
 from seisctf.recipes.ingest.resumable import (
@@ -370,12 +370,15 @@ def _run_blocks(
     } if inventory is not None else {}  # fmt: skip
     runs = block_runs(tasks)
     results = compute_in_waves(  # waves above MAX_TASKS_PER_WAVE runs (a 50 TB archive)
-        lambda index: dask.delayed(ingest_blocks)(
-            runs[index],
-            url,
-            storage_options,
-            station_inventory.get(runs[index].tasks[0].station),
-            dask_key_name=f"ingest_block-{token}-{runs[index].key}",
+        input_locality.near_inputs(  # each run on the host keeping its files (several hosts)
+            lambda index: dask.delayed(ingest_blocks)(
+                runs[index],
+                url,
+                storage_options,
+                station_inventory.get(runs[index].tasks[0].station),
+                dask_key_name=f"ingest_block-{token}-{runs[index].key}",
+            ),
+            lambda index: (digest for task in runs[index].tasks for digest in task.digests),
         ),
         len(runs),
         label="ingest waveforms",
