@@ -5,8 +5,9 @@ An ingest source (registered in `seisctf.registry.INGESTS`, property `ingest=Tru
 `function(context: BuildContext, **options) -> xr.Dataset`: it ingests into
 `context.source_url`, which the engine sets with `source_store_url` before calling it (the
 recipe's `store:` option is the engine's, never passed on), and returns the store, opened. The
-ingests are idempotent: a re-run re-hashes the inputs and writes nothing when they are
-unchanged.
+ingests are idempotent: a re-run writes nothing when the inputs are unchanged (by their hashes;
+a waveform store's re-run hashes only the files whose size or modification differ from its
+`inputs` table, `input_manifest`).
 """
 
 from __future__ import annotations
