@@ -164,22 +164,26 @@ def test_a_store_without_a_table_reads_its_attr_and_scans_every_file(
     assert_same_scan(found, scans)
     input_manifest.write_recorded(url, None, scans, stats)
     assert "inputs" not in zarr.open_group(url).attrs
+    # Another kind of store's attr `inputs` (no sha256 of each file) is no record.
+    zarr.open_group(str(tmp_path / "other.zarr"), mode="w").attrs["inputs"] = [{"path": "x"}]
+    assert input_manifest.read_recorded(str(tmp_path / "other.zarr"), None) is None
 
 
-def test_object_stats_are_one_listing_per_folder_and_s3s_own(tmp_path, s3_server, s3_bucket):
+def test_object_stats_are_s3s_own(tmp_path, s3_server, s3_bucket):
+    """Objects of a folder listed (more than FEW_OBJECTS) and of one looked up one by one."""
     fs = s3_server.filesystem()
-    local = sorted(p for p in TSINDEX.rglob("*.mseed"))
-    urls = []
-    for index, path in enumerate(local):
-        url = f"{s3_bucket}/archive/{'ab'[index % 2]}/{path.name}"
-        fs.put_file(str(path), url.removeprefix("s3://"))
-        urls.append(url)
-    missing = f"{s3_bucket}/archive/a/none.mseed"
-    stats = input_manifest.file_stats([*urls, missing], s3_server.storage_options)
+    local = sorted(TSINDEX.rglob("*.mseed"))
+    listed = [f"{s3_bucket}/archive/a/{i:02d}.mseed" for i in range(input_manifest.FEW_OBJECTS + 2)]
+    urls = [*listed, f"{s3_bucket}/archive/b/one.mseed"]
+    for index, url in enumerate(urls):
+        fs.put_file(str(local[index % len(local)]), url.removeprefix("s3://"))
+    missing = [f"{s3_bucket}/archive/a/none.mseed", f"{s3_bucket}/archive/b/none.mseed"]
+    stats = input_manifest.file_stats([*urls, *missing], s3_server.storage_options)
     for url, size, modified in zip(urls, stats.sizes, stats.modified, strict=False):
         info = fs.info(url)
         assert (size, modified) == (info["size"], str(info["ETag"]))
-    assert stats.sizes[-1] == input_manifest.MISSING and stats.modified[-1] == ""
+    assert stats.sizes[-2:].tolist() == [input_manifest.MISSING] * 2
+    assert stats.modified[-2:].tolist() == ["", ""]
     # A new upload of other bytes of the same size has another ETag.
     raw = bytearray(local[0].read_bytes())
     raw[-1] ^= 0xFF

@@ -53,6 +53,8 @@ ATTR_FILES = "files"
 OLD_ATTR = "inputs"  # where stores written before the table list their inputs
 ROWS_PER_CHUNK = 2**17
 MISSING = -1  # the size `file_stats` gives a file that is not there
+# Objects of a folder looked up one by one (fs.info) rather than by listing the folder.
+FEW_OBJECTS = 8
 # Object listing fields that change with an object's bytes, the first present taken.
 OBJECT_VERSION_KEYS = ("ETag", "etag", "md5Hash", "LastModified", "last_modified", "mtime")
 FILE, TRACE, PROBLEM, POSITION = "file", "trace", "problem", "position"
@@ -111,8 +113,9 @@ class RecordedInputs:
 
 def file_stats(paths: Sequence[str], storage_options: dict | None = None) -> InputStats:
     """(size, modified) of each path: os.stat of a local file (mtime in ns); for fsspec URLs one
-    listing of each folder holding some (not one request per object). A path not found has
-    size MISSING."""
+    listing of each folder holding some (not one request per object), or one request per
+    object of a folder holding at most FEW_OBJECTS of them. A path not found has size
+    MISSING."""
     sizes = np.full(len(paths), MISSING, dtype=np.int64)
     modified = np.full(len(paths), "", dtype=object)
     folders: dict[str, list[int]] = defaultdict(list)
@@ -126,7 +129,8 @@ def file_stats(paths: Sequence[str], storage_options: dict | None = None) -> Inp
             continue
         sizes[index], modified[index] = stat.st_size, str(stat.st_mtime_ns)
     for folder, indices in folders.items():
-        listed = _listing(folder, storage_options)
+        few = [paths[index] for index in indices] if len(indices) <= FEW_OBJECTS else None
+        listed = _listing(folder, storage_options, few)
         for index in indices:
             entry = listed.get(paths[index].split("://", 1)[-1])
             if entry is not None and entry.get("type", "file") == "file":
@@ -134,14 +138,22 @@ def file_stats(paths: Sequence[str], storage_options: dict | None = None) -> Inp
     return InputStats(tuple(paths), sizes, modified)
 
 
-def _listing(folder: str, storage_options: dict | None) -> dict[str, dict]:
-    """{name without protocol: listing entry} of one folder of objects, listed afresh."""
+def _listing(folder: str, storage_options: dict | None, few: list[str] | None) -> dict[str, dict]:
+    """{name without protocol: listing entry} of the objects of one folder, listed afresh, or
+    of the `few` objects of it wanted (one request each, not a listing of the whole folder)."""
     import fsspec
 
     fs, _ = fsspec.core.url_to_fs(folder, **(storage.options_for(folder, storage_options) or {}))
     fs.invalidate_cache(folder)  # a listing cached earlier may predate a change
+    entries = []
     try:
-        entries = fs.ls(folder, detail=True)
+        if few is None:
+            entries = fs.ls(folder, detail=True)
+        for url in few or ():
+            try:
+                entries.append(fs.info(url))
+            except FileNotFoundError:
+                continue
     except FileNotFoundError:
         return {}
     except OSError as error:
@@ -362,8 +374,7 @@ def recorded_in(group: Any) -> RecordedInputs | None:
     table = _table(group)
     if table is not None:
         return _from_table(table)
-    entries = group.attrs.get(OLD_ATTR)
-    return _from_entries(entries) if isinstance(entries, list) else None
+    return _from_entries(group.attrs.get(OLD_ATTR))
 
 
 def recorded_inputs(url_or_group: Any, storage_options: dict | None = None) -> list | None:
@@ -441,8 +452,15 @@ def _digests(hexes: Sequence[str]) -> np.ndarray:
     return np.frombuffer(raw, dtype=np.uint8).reshape(-1, SHA256_BYTES)
 
 
-def _from_entries(entries: list[dict[str, Any]]) -> RecordedInputs:
-    """The record of an older store's attr `inputs`: paths, sizes, hashes, `samples_stored`."""
+def _from_entries(entries: Any) -> RecordedInputs | None:
+    """The record of an older store's attr `inputs`: paths, sizes, hashes, `samples_stored`
+    (None if the attr is not such a list: another kind of store's)."""
+    keys = {"path", "size", "sha256"}
+    if not isinstance(entries, list) or not all(
+        isinstance(e, dict) and keys <= e.keys() and len(str(e["sha256"])) == 2 * SHA256_BYTES
+        for e in entries
+    ):
+        return None
     empty = np.zeros(0, dtype=np.int64)
     scans = ScanTable(
         paths=tuple(entry["path"] for entry in entries),
