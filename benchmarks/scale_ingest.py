@@ -110,10 +110,6 @@ class IngestRun:
     began: float  # time.time() at the command's start
     scheduler_idle: int = 0  # the scheduler's RSS (bytes) just before the command
 
-    def above(self, role: str, baseline: int) -> int:
-        """Peak RSS (bytes) of `role` above `baseline` (its imports, or an idle scheduler)."""
-        return self.peaks.get(role, 0) - baseline
-
     def span(self, prefix: str) -> tuple[float, float, float]:
         """(first start, last stop, compute seconds summed) of one task prefix, the first two
         from the command's start."""
@@ -298,8 +294,7 @@ class Cluster:
     def __exit__(self, *exc) -> None:
         if getattr(self, "client", None) is not None:
             self.client.close()
-        # One at a time, workers first: a worker stopping while the scheduler stops too waits
-        # for it (up to the 30 s connect timeout).
+        # One at a time, workers first (one stopping with its scheduler waited up to 30 s).
         for process in reversed(self.processes):
             process.terminate()
             try:
@@ -311,15 +306,16 @@ class Cluster:
 
 
 def import_rss() -> int:
-    """Peak RSS (bytes) of a fresh process that only imports what `seisctf ingest` loads (the
-    CLI, every registered ingest module, distributed): a client's peak above it is its work."""
+    """Peak RSS (bytes) of a fresh process importing what `seisctf ingest` loads (the CLI, every
+    registered ingest module, distributed; `-P`: as the command finds them), its second run (the
+    first may compile bytecode): a client's peak above it is its work."""
     code = (
-        "import resource, distributed, seisctf.cli, seisctf.registry; "
-        "seisctf.registry.INGESTS.entries(); "
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+        "import resource, distributed, seisctf.cli, seisctf.registry; seisctf.registry."
+        "INGESTS.entries(); print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
     )
-    found = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
-    return int(found.stdout) * 1024  # ru_maxrss is in KiB on Linux
+    command = [sys.executable, "-P", "-c", code]
+    runs = [subprocess.run(command, check=True, capture_output=True, text=True) for _ in range(2)]
+    return int(runs[-1].stdout) * 1024  # ru_maxrss is in KiB on Linux
 
 
 # --- one run ----------------------------------------------------------------------------------
@@ -430,9 +426,9 @@ def file_ratios(runs: Sequence[IngestRun], client_imports: int) -> list[str]:
     low, top = runs[-2], runs[-1]
     found = []
     for role, base in (("client", "imports"), ("scheduler", "idle")):
-        above = [run.above(role, run.scheduler_idle if base == "idle" else client_imports)
+        above = [run.peaks[role] - (run.scheduler_idle if base == "idle" else client_imports)
                  for run in (low, top)]  # fmt: skip
-        ratio = above[1] / max(above[0], 1)
+        ratio = above[1] / above[0] if above[0] > 0 else math.inf
         figure = f"{above[1] / MiB:.0f} / {above[0] / MiB:.0f} MiB = {ratio:.2f}x"
         found.append(verdict(f"{role} peak RSS above {base}, {top.files:,} / {low.files:,} files"
                              " <= 1.2x, and <= 300 MiB", figure,
