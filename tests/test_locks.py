@@ -21,6 +21,7 @@ from conftest import noisy_copy, write_tiny_truth
 
 from seisctf import locks
 from seisctf.errors import InvalidInput
+from seisctf.recipes.ingest.input_manifest import recorded_inputs
 from seisctf.scoring import leaderboard
 from seisctf.storage import open_dataset
 
@@ -90,7 +91,7 @@ def assert_store_holds(out: str, options: dict | None, source: Path) -> None:
     obspy reads them."""
     store = open_dataset(out, options)
     assert list(store["station"].values) == [STATION_OF[source]]
-    assert [item["path"] for item in store.attrs["inputs"]] == [str(source)]
+    assert [item["path"] for item in recorded_inputs(out, options)] == [str(source)]
     expected = obspy.read(str(source))[0].data.astype(np.float32)
     np.testing.assert_array_equal(store["data"].values[0, 0], expected)
 

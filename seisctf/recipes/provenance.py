@@ -16,6 +16,7 @@ from seisctf import conventions as cv
 from seisctf import keys, storage
 from seisctf.errors import InvalidInput
 from seisctf.recipes.context import BuildContext
+from seisctf.recipes.ingest.input_manifest import recorded_inputs
 from seisctf.recipes.schema import RecipeText
 from seisctf.registry import SYNTHS
 
@@ -65,7 +66,10 @@ def input_hash(context: BuildContext, source: Mapping[str, Any]) -> str:
     if name != "store" and context.source_url:
         # The ingest's own record of its inputs: path, size and sha256 of every file.
         attrs = storage.read_attrs(context.source_url, context.storage_options)
-        recorded = {key: attrs.get(key) for key in ("inputs", "ingest_fingerprint")}
+        recorded = {
+            "inputs": recorded_inputs(context.source_url, context.storage_options),
+            "ingest_fingerprint": attrs.get("ingest_fingerprint"),
+        }
         digest.update(json.dumps(recorded, sort_keys=True).encode())
     elif name == "store":
         url = context.resolve(values["url"])

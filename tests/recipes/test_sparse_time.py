@@ -61,7 +61,10 @@ def test_years_between_two_files_cost_no_task_no_record_no_chunk(tmp_path, dask_
         trace = obspy.read(str(path))[0]
         first = round((trace.stats.starttime.ns - start_ns) * RATE / 1e9)
         block = first // BLOCK
-        stored = ds["data"].isel(station=0, channel=0,
-                                 time=slice(block * BLOCK, first + trace.stats.npts)).values
+        stored = (
+            ds["data"]
+            .isel(station=0, channel=0, time=slice(block * BLOCK, first + trace.stats.npts))
+            .values
+        )
         np.testing.assert_array_equal(stored[first - block * BLOCK :], trace.data.astype("f4"))
         assert np.isnan(stored[: first - block * BLOCK]).all()

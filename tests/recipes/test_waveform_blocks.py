@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import numpy as np
 import obspy
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from seisctf.recipes.ingest.placed_traces import PlacedTraces, run_table
+from seisctf.recipes.ingest.scan_table import ScanTable
 from seisctf.recipes.ingest.waveform_blocks import (
+    RUN_MAX_BLOCKS,
     RUN_TASKS,
     BlockTask,
-    block_runs,
     merged_block,
     merged_rows,
 )
@@ -53,20 +57,66 @@ def test_int32_and_float_traces_of_a_channel_merge_like_obspy_in_float64():
     np.testing.assert_array_equal(merged_block(rows, _task(280, 320)), expected[:, 280:320])
 
 
-def test_runs_are_consecutive_blocks_of_one_station_and_about_run_tasks_in_all():
-    tasks = [_task(b * 10, b * 10 + 10, station_index=s, block=b)
-             for s in range(3) for b in range(40) if (s, b) != (1, 7)]  # fmt: skip
-    runs = block_runs(tasks)
-    assert [t for run in runs for t in run.tasks] == tasks
-    length = -(-len(tasks) // RUN_TASKS)
-    for run in runs:
-        assert len(run.tasks) <= length
-        assert len({t.station_index for t in run.tasks}) == 1
-        assert [t.block for t in run.tasks] == list(
-            range(run.tasks[0].block, run.tasks[0].block + len(run.tasks))
-        )
-    fewest = -(-len(tasks) // length)  # RUN_TASKS or one less
-    assert RUN_TASKS - 1 <= fewest <= len(runs) <= fewest + 3 + 1  # station ends, the hole
-    assert runs[0].key == "000000-00000000"
-    one_station = block_runs([_task(0, 10, block=b) for b in range(7)])
-    assert [len(run.tasks) for run in one_station] == [1] * 7
+def _placed(spans: list[tuple[int, int, int]]) -> PlacedTraces:
+    """Traces (station index, first grid index, samples) as the plan holds them."""
+    n = len(spans)
+    stations = tuple(f"XX.S{i}" for i in range(4))
+    traces = {
+        "file": np.arange(n),
+        "station": np.array([s for s, _, _ in spans], np.int32),
+        "channel": np.zeros(n, np.int32),
+        "start_ns": np.zeros(n, np.int64),
+        "sampling_rate": np.full(n, RATE),
+        "npts": np.array([k for *_, k in spans]),
+    }
+    paths = tuple(f"f{i:03d}" for i in range(n))
+    digests, readable = np.zeros((n, 32), np.uint8), np.ones(n, bool)
+    scans = ScanTable(
+        paths, np.zeros(n, np.int64), digests, readable, traces, stations, ("HHZ",), ()
+    )
+    first = np.array([f for _, f, _ in spans], dtype=np.int64)
+    return PlacedTraces(scans, np.arange(n), first, traces["npts"].astype(np.int64),
+                        np.zeros(n), np.zeros(n, bool))  # fmt: skip
+
+
+def _expected_runs(spans, n_time, block, length, only=None):
+    """Runs as the ingest cut them when it made one task per block: every (station, block) a
+    trace's samples touch, station-major, cut where the station changes, a block is skipped, or
+    `length` blocks are reached."""
+    wanted = set()
+    for station, first, n in spans:
+        lo, hi = max(first, 0), min(first + n, n_time) - 1
+        wanted |= {(station, b) for b in range(lo // block, hi // block + 1)}
+    if only is not None:
+        wanted = {(s, b) for s, b in wanted if any(a <= b <= z for a, z in only.get(s, []))}
+    runs: list[list[tuple[int, int]]] = []
+    for station, b in sorted(wanted):
+        last = runs[-1][-1] if runs else None
+        if last is None or last[0] != station or last[1] + 1 != b or len(runs[-1]) >= length:
+            runs.append([])
+        runs[-1].append((station, b))
+    return runs
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    spans=st.lists(st.tuples(st.integers(0, 3), st.integers(-50, 2000), st.integers(0, 400)),
+                   min_size=1, max_size=30),
+    only=st.one_of(st.none(), st.dictionaries(st.integers(0, 3), st.lists(
+        st.tuples(st.integers(0, 25), st.integers(0, 25)).map(sorted).map(tuple), max_size=3))),
+)  # fmt: skip
+def test_run_table_cuts_the_blocks_traces_touch_as_one_task_per_block_would(spans, only):
+    n_time, block = 2100, 100
+    placed = _placed(spans)
+    stations = placed.scans.station_ids
+    table = run_table(placed, stations, n_time, block, RUN_TASKS, RUN_MAX_BLOCKS, only)
+    blocks = len({b for run in _expected_runs(spans, n_time, block, 10**9, only) for b in run})
+    length = max(1, min(RUN_MAX_BLOCKS, -(-blocks // RUN_TASKS)))
+    expected = _expected_runs(spans, n_time, block, length, only)
+    assert [table.blocks_of(n) for n in range(len(table))] == expected
+    for n, run in enumerate(expected):  # each run reads exactly the traces overlapping it
+        lo, hi = run[0][1] * block, min((run[-1][1] + 1) * block, n_time)
+        overlapping = [i for i, (s, f, k) in enumerate(spans)
+                       if s == run[0][0] and max(f, 0) < hi and min(f + k, n_time) > lo
+                       and max(f, 0) // block <= (min(f + k, n_time) - 1) // block]  # fmt: skip
+        assert table.traces_of(n).tolist() == overlapping

@@ -11,28 +11,37 @@ see the shift as signal.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from seisctf.catalogs.seed_ids import channel_id
 
 if TYPE_CHECKING:
+    from seisctf.recipes.ingest.placed_traces import PlacedTraces
     from seisctf.recipes.ingest.waveform_plan import PlacedTrace
 
 TOLERANCE_SAMPLES = 0.01
 
 
-def shift_problems(placed: Sequence[PlacedTrace], rate: float) -> list[str]:
+def shift_problems(placed: PlacedTraces, rate: float) -> list[str]:
     """One problem line per (station, channel) with a trace moved by more than
     `TOLERANCE_SAMPLES` of a sample onto the `rate` Hz grid, naming the file of its largest
     move, in station, channel order."""
     moved: dict[tuple[str, str], list[PlacedTrace]] = {}
-    counts: dict[tuple[str, str], int] = {}
-    for trace in placed:
-        key = (trace.header.station, trace.header.channel)
-        counts[key] = counts.get(key, 0) + 1
-        if abs(trace.offset_s) * rate > TOLERANCE_SAMPLES:
-            moved.setdefault(key, []).append(trace)
+    far = np.abs(placed.offset_s) * rate > TOLERANCE_SAMPLES
+    for trace in placed.where(far):  # (objects for the moved traces alone)
+        moved.setdefault((trace.header.station, trace.header.channel), []).append(trace)
+    if not moved:
+        return []
+    scans = placed.scans
+    pairs, tally = np.unique(
+        np.stack([placed.column("station"), placed.column("channel")]), axis=1, return_counts=True
+    )
+    counts = {
+        (scans.station_ids[station], scans.channel_codes[channel]): int(n)
+        for (station, channel), n in zip(pairs.T.tolist(), tally.tolist(), strict=True)
+    }
     lines = []
     for key in sorted(moved):
         worst = max(moved[key], key=lambda trace: (abs(trace.offset_s), trace.header.path))

@@ -132,9 +132,15 @@ class ScanTable:
 
     def headers(self) -> Iterator[TraceHeader]:
         """Every trace's header, file by file and in file order."""
+        return self.headers_of(None)
+
+    def headers_of(self, rows: np.ndarray | None) -> Iterator[TraceHeader]:
+        """The headers of the traces at `rows` (indices of the trace columns; None: all), in
+        that order, made one at a time."""
         traces = self.traces
+        columns = (traces[name] if rows is None else traces[name][rows] for name in TRACE_COLUMNS)
         for file, station, channel, start_ns, rate, npts in zip(
-            *(traces[name].tolist() for name in TRACE_COLUMNS), strict=True
+            *(column.tolist() for column in columns), strict=True
         ):
             yield TraceHeader(
                 self.paths[file],

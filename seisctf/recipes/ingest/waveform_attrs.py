@@ -14,6 +14,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from seisctf import conventions as cv
 from seisctf.recipes.ingest import resampling
 from seisctf.recipes.ingest.overlap_conflicts import files_not_stored
@@ -62,8 +64,11 @@ def _json_clean(value: Any) -> Any:
 def station_offsets(plan: WaveformPlan) -> dict[str, list[float]]:
     """Per station: the distinct offsets (s, trace start minus its grid sample) of its traces."""
     offsets: dict[str, set[float]] = {station: set() for station in plan.stations}
-    for placed in plan.traces:
-        offsets[placed.header.station].add(round(placed.offset_s, 9))
+    traces = plan.traces
+    codes = traces.column("station").astype(np.float64)
+    distinct = np.unique(np.column_stack([codes, traces.offset_s]), axis=0)  # `round` fewer
+    for code, offset in distinct.tolist():
+        offsets[traces.scans.station_ids[int(code)]].add(round(offset, 9))
     return {station: sorted(values) for station, values in offsets.items()}
 
 
@@ -99,41 +104,33 @@ def data_attrs(plan: WaveformPlan, response_removed: dict[str, Any] | None) -> d
     return {"comment": MIXED_UNITS}
 
 
-def inputs_manifest(
-    scans: ScanTable,
-    plan: WaveformPlan,
-    lost: set[tuple],
-    previous: dict[str, Any] | None = None,
-) -> list[dict[str, Any]]:
-    """The `inputs` attr: {"path", "size", "sha256"} of every file read, with
-    `"samples_stored": false` on those of which the store holds no sample: unreadable or
-    rejected files, files whose every trace lost overlaps with other values (`lost`:
-    ((station index, block), path, channel)), and those an appended-to store said so of."""
-    not_stored = set(scans.paths) - {placed.header.path for placed in plan.traces}
+def samples_stored(
+    scans: ScanTable, plan: WaveformPlan, lost: set[tuple], not_stored_before: set[str]
+) -> np.ndarray:
+    """Per file of `scans` (bool): whether the store holds samples of it (the `inputs` table's
+    `samples_stored`, `input_manifest`). False for unreadable or rejected files, files whose
+    every trace lost overlaps with other values (`lost`: ((station index, block), path,
+    channel)), and those an appended-to store said so of (`not_stored_before`: paths)."""
+    placed = np.zeros(len(scans.paths), dtype=bool)
+    placed[plan.traces.files()] = True
+    not_stored = {path for path, kept in zip(scans.paths, placed.tolist(), strict=True) if not kept}
     if lost:  # (a set of every trace's key only then: an archive has 10^6 traces)
         lost_keys = {(path, plan.stations[index[0]], channel) for index, path, channel in lost}
         traces = ((p.header.path, p.header.station, p.header.channel) for p in plan.traces)
         not_stored |= files_not_stored(traces, lost_keys)
-    not_stored |= {
-        entry["path"]
-        for entry in (previous or {}).get("inputs", [])
-        if entry.get("samples_stored") is False
-    }
-    return [
-        {**entry, "samples_stored": False} if entry["path"] in not_stored else entry
-        for entry in scans.manifest()
-    ]
+    not_stored |= not_stored_before
+    return np.array([path not in not_stored for path in scans.paths], dtype=bool)
 
 
 def store_attrs(
     plan: WaveformPlan,
     problems: Sequence[str],
-    inputs: Sequence[dict],
     resample: bool,
     response_removed: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The store's attrs (`channel_metadata`: see `channel_metadata`)."""
-    attrs = _json_clean(
+    """The store's attrs (`channel_metadata`: see `channel_metadata`); its inputs are a table
+    beside the data (`input_manifest`), not attrs."""
+    return _json_clean(
         {
             cv.ATTR_START_TIME: iso_time(plan.start_ns),
             "start_time_ns": plan.start_ns,
@@ -143,11 +140,8 @@ def store_attrs(
             "station_channels": plan.station_channels(),
             "channel_metadata": channel_metadata(plan, response_removed),
             "ingest_problems": list(problems),
-            "inputs": [],
             "merge_rule": MERGE_RULE,
             "resampling": RESAMPLING if resample else None,
             "response_removed": response_removed,
         }
     )
-    attrs["inputs"] = list(inputs)  # no float in them: not copied by `_json_clean`
-    return attrs

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import collections
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -36,6 +36,9 @@ from seisctf.recipes.ingest.waveform_plan import (
     place_trace,
     read_input,
 )
+
+if TYPE_CHECKING:
+    from seisctf.recipes.ingest.placed_traces import RunTable
 
 
 @dataclass(frozen=True)
@@ -317,31 +320,6 @@ def station_rows(
     return _MERGED.get((context, task.reads, task.digests, task.channels), merge)
 
 
-def block_tasks(
-    plan: WaveformPlan, resample: bool, digests: dict[str, str] | None = None
-) -> list[BlockTask]:
-    """One task per (station, time block), station-major. `digests`: sha256 by path."""
-    reads = plan.reads_by_block()
-    own = {s: tuple(map(plan.channels.index, c)) for s, c in plan.station_channels().items()}
-    return [
-        BlockTask(
-            station,
-            index,
-            block,
-            *plan.block_span(block),
-            reads.get((station, block), ()),
-            plan.channels,
-            plan.start_ns,
-            plan.sampling_rate,
-            resample,
-            tuple((digests or {}).get(path, "") for path, _ in reads.get((station, block), ())),
-            own_rows=own[station],
-        )
-        for index, station in enumerate(plan.stations)
-        for block in range(plan.n_blocks)
-    ]
-
-
 # Runs: a worker holds the decoded files of the run it works on, so splitting a file's blocks
 # between workers decodes that file twice. Runs are as long as a station's blocks allow, down
 # to what gives about RUN_TASKS tasks in all (parallelism for few stations), and at most
@@ -350,35 +328,113 @@ RUN_TASKS = 16
 RUN_MAX_BLOCKS = 128
 
 
+@dataclass(frozen=True)
+class RunSettings:
+    """What every block task of an ingest shares (`BlockTask`'s fields of the same names)."""
+
+    channels: tuple[str, ...]
+    start_ns: int
+    sampling_rate: float
+    resample: bool
+    block_samples: int
+    n_time: int
+    removal: ResponseRemoval | None = None
+    inventory_sha256: str = ""
+
+
 class BlockRun:
-    """Consecutive blocks of one station, for one Dask task. A plain class, not a dataclass or
-    tuple: Dask walks those field by field when they are call arguments (0.1 s of the client's
-    time for 140 blocks); this it passes as it is."""
+    """Consecutive blocks of one station, for one Dask task: `number` (its progress record),
+    the station, its first block and block count, and the traces it reads, (path, channel,
+    first grid index, samples on the grid, file sha256) each; the worker makes its
+    `BlockTask`s (`tasks`). A plain class, not a dataclass or tuple: Dask walks those field by
+    field when they are call arguments; this it passes as it is."""
 
-    __slots__ = ("tasks",)
+    __slots__ = ("blocks", "first_block", "number", "own_rows", "settings", "station",
+                 "station_index", "traces")  # fmt: skip
 
-    def __init__(self, tasks: Sequence[BlockTask]):
-        self.tasks = tuple(tasks)
+    def __init__(
+        self,
+        number: int,
+        station: str,
+        station_index: int,
+        first_block: int,
+        blocks: int,
+        traces: Sequence[tuple[str, str, int, int, str]],
+        settings: RunSettings,
+        own_rows: tuple[int, ...] = (),
+    ):
+        self.number, self.station, self.station_index = number, station, station_index
+        self.first_block, self.blocks, self.traces = first_block, blocks, tuple(traces)
+        self.settings, self.own_rows = settings, own_rows
 
     @property
     def key(self) -> str:
         """`station index-first block` (zero-padded: Dask orders equal-priority tasks by key)."""
-        return f"{self.tasks[0].station_index:06d}-{self.tasks[0].block:08d}"
+        return f"{self.station_index:06d}-{self.first_block:08d}"
+
+    def tasks(self) -> list[BlockTask]:
+        """One `BlockTask` per block: the files whose traces overlap it (path, its channels
+        there), sorted by path, with their sha256."""
+        settings = self.settings
+        found = []
+        for block in range(self.first_block, self.first_block + self.blocks):
+            first = block * settings.block_samples
+            stop = min(first + settings.block_samples, settings.n_time)
+            files: dict[str, set[str]] = {}
+            digests: dict[str, str] = {}
+            for path, channel, trace_first, n_samples, digest in self.traces:
+                if trace_first < stop and trace_first + n_samples > first:
+                    files.setdefault(path, set()).add(channel)
+                    digests[path] = digest
+            reads = tuple((path, tuple(sorted(chans))) for path, chans in sorted(files.items()))
+            found.append(
+                BlockTask(
+                    self.station,
+                    self.station_index,
+                    block,
+                    first,
+                    stop,
+                    reads,
+                    settings.channels,
+                    settings.start_ns,
+                    settings.sampling_rate,
+                    settings.resample,
+                    tuple(digests[path] for path, _ in reads),
+                    settings.removal,
+                    settings.inventory_sha256,
+                    self.own_rows,
+                )  # fmt: skip
+            )
+        return found
 
 
-def block_runs(tasks: Sequence[BlockTask]) -> list[BlockRun]:
-    """`tasks` (station-major, as `block_tasks` orders them) cut into runs of consecutive blocks
-    of one station; run length a function of the task list only."""
-    length = max(1, min(RUN_MAX_BLOCKS, -(-len(tasks) // RUN_TASKS)))
-    runs: list[list[BlockTask]] = []
-    for task in tasks:
-        last = runs[-1][-1] if runs else None
-        if (
-            last is None
-            or last.station_index != task.station_index
-            or last.block + 1 != task.block
-            or len(runs[-1]) >= length
-        ):
-            runs.append([])
-        runs[-1].append(task)
-    return [BlockRun(run) for run in runs]
+def block_runs(
+    plan: WaveformPlan,
+    settings: RunSettings,
+    only: Mapping[int, Sequence[tuple[int, int]]] | None = None,
+) -> tuple[RunTable, Callable[[int], BlockRun]]:
+    """The runs of the blocks the plan's traces touch (`placed_traces.run_table`; `only`: of
+    those blocks, {station index: [(first, last block)]}) and a function making run `n`'s
+    `BlockRun` (made per wave, not all at once; the files' sha256 from the plan's scan)."""
+    from seisctf.recipes.ingest.placed_traces import run_table
+
+    traces = plan.traces
+    table = run_table(traces, plan.stations, plan.n_time, plan.block_samples, RUN_TASKS,
+                      RUN_MAX_BLOCKS, only)  # fmt: skip
+    own = {s: tuple(map(plan.channels.index, c)) for s, c in plan.station_channels().items()}
+    files, channels = traces.files(), traces.channel_names()
+    scans = traces.scans
+
+    def run(number: int) -> BlockRun:
+        station_index = int(table.station[number])
+        station = plan.stations[station_index]
+        rows = table.traces_of(number)
+        read = [
+            (scans.paths[files[i]], channels[i], int(traces.first_index[i]),
+             int(traces.n_samples[i]), scans.sha256(files[i]))
+            for i in rows.tolist()
+        ]  # fmt: skip
+        return BlockRun(number, station, station_index, int(table.first_block[number]),
+                        int(table.blocks[number]), read, settings, own[station])  # fmt: skip
+
+    return table, run

@@ -18,9 +18,11 @@ from __future__ import annotations
 import glob
 import math
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from seisctf import storage
 from seisctf.catalogs.seed_ids import channel_id, split_station
@@ -30,6 +32,7 @@ from seisctf.recipes.ingest.grid_shifts import shift_problems
 from seisctf.recipes.ingest.input_listing import nothing_readable
 from seisctf.recipes.ingest.inventory_index import InventoryIndex
 from seisctf.recipes.ingest.inventory_text import inventory_holds
+from seisctf.recipes.ingest.placed_traces import PlacedTraces
 from seisctf.recipes.ingest.resampling import MAX_RATE_FACTOR, rate_ratio, resampled_length
 from seisctf.recipes.ingest.response import response_problem
 from seisctf.recipes.ingest.station_positions import header_metadata, inventory_disagreements
@@ -80,46 +83,49 @@ class WaveformPlan(BlockGrid):
     start_ns: int
     n_time: int
     block_samples: int
-    traces: tuple[PlacedTrace, ...]
+    traces: PlacedTraces
     problems: tuple[str, ...]
     station_metadata: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-    def reads_by_block(self) -> dict[tuple[str, int], tuple[tuple[str, tuple[str, ...]], ...]]:
-        """{(station, block): ((path, channels), …)}: the files holding the station's traces
-        that overlap each time block, sorted by path (one pass over the traces)."""
-        wanted: dict[tuple[str, int], dict[str, set[str]]] = {}
-        for placed in self.traces:
-            stop = placed.first_index + placed.n_samples
-            for block in self.blocks_between(placed.first_index, stop):
-                files = wanted.setdefault((placed.header.station, block), {})
-                files.setdefault(placed.header.path, set()).add(placed.header.channel)
-        return {
-            key: tuple((path, tuple(sorted(chans))) for path, chans in sorted(files.items()))
-            for key, files in wanted.items()
-        }
 
     def station_channels(self) -> dict[str, tuple[str, ...]]:
         """{station: its own channel codes, sorted}: those any of its traces has (a store of
         mixed channel sets holds every code for every station, NaN where a station has none)."""
         own: dict[str, set[str]] = {station: set() for station in self.stations}
-        for placed in self.traces:
-            own[placed.header.station].add(placed.header.channel)
+        scans = self.traces.scans
+        pairs = np.unique(np.stack([self.traces.column("station"), self.traces.column("channel")]),
+                          axis=1) if len(self.traces) else np.zeros((2, 0), np.int64)  # fmt: skip
+        for station, channel in pairs.T.tolist():
+            own[scans.station_ids[station]].add(scans.channel_codes[channel])
         return {station: tuple(sorted(codes)) for station, codes in own.items()}
 
-    def blocks_to_rewrite(self, previous: dict[str, Any]) -> set[tuple[str, int]]:
-        """(station, block) an append to the store of attrs `previous` must (re)write: those
-        the files not among its `inputs` touch, and every block of a station whose own channels
-        are not those its stored coverage counts (`station_channels`; every channel of the
-        store for a store ingested before that attr): its coverage changes everywhere."""
-        known = {entry["path"] for entry in previous["inputs"]}
-        new_traces = tuple(p for p in self.traces if p.header.path not in known)
-        touched = set(replace(self, traces=new_traces).reads_by_block())
-        counted = previous.get("station_channels")
-        for station, own in self.station_channels().items():
+    def blocks_to_rewrite(
+        self, known: Collection[str], counted: dict[str, list[str]] | None
+    ) -> dict[int, list[tuple[int, int]]]:
+        """{station index: [(first, last block)]}: the blocks an append to a store of inputs
+        `known` (paths) must (re)write: those the other files touch, and every block of a
+        station whose own channels are not those its stored coverage counts (`counted`: its
+        attr `station_channels`; None, every channel of the store, for a store ingested before
+        that attr): its coverage changes everywhere."""
+        from seisctf.recipes.ingest.placed_traces import trace_blocks
+
+        known = set(known)
+        old = np.array([path in known for path in self.traces.scans.paths], dtype=bool)
+        new = self.traces.where(~old[self.traces.files()]) if len(self.traces) else self.traces
+        spans: dict[int, list[tuple[int, int]]] = {}
+        for station, first, last in zip(
+            *(
+                a.tolist()
+                for a in trace_blocks(new, self.stations, self.n_time, self.block_samples)
+            ),
+            strict=True,
+        ):
+            if last >= first:
+                spans.setdefault(station, []).append((first, last))
+        for index, (station, own) in enumerate(self.station_channels().items()):
             before = self.channels if counted is None else tuple(counted.get(station, ()))
             if before != own:
-                touched.update((station, block) for block in range(self.n_blocks))
-        return touched
+                spans[index] = [(0, self.n_blocks - 1)]
+        return spans
 
 
 def is_url(path: str) -> bool:
@@ -145,13 +151,6 @@ def read_input(path: str, storage_options: dict | None = None) -> bytes:
             return handle.read()
     with open(path, "rb") as handle:
         return handle.read()
-
-
-def input_exists(path: str, storage_options: dict | None = None) -> bool:
-    if is_url(path):
-        fs, _ = _filesystem(path, storage_options)
-        return fs.exists(path)
-    return os.path.exists(path)
 
 
 def expand_sources(sources: Sequence[str], storage_options: dict | None = None) -> list[str]:
@@ -351,16 +350,17 @@ def needs_resampling(header: TraceHeader, rate: float) -> bool:
     return not _same_rate(header.sampling_rate, rate) and drift_samples(header, rate) >= 0.5
 
 
-def target_rate(headers: Sequence[TraceHeader], rate: float | None) -> float:
-    """The grid's rate: `rate` if given, else the one rate all traces share (bad input if
-    their rates differ by more than the half-sample drift allows)."""
+def target_rate(scans: ScanTable, rows: np.ndarray, rate: float | None) -> float:
+    """The grid's rate: `rate` if given, else the one rate all traces at `rows` (of the scan
+    table) share (bad input if their rates differ by more than the half-sample drift allows)."""
     if rate is not None:
         if not (math.isfinite(rate) and rate > 0):
             raise InvalidInput("rate", f"must be a positive number of Hz, got {rate}")
         return float(rate)
-    rates = sorted({h.sampling_rate for h in headers})
-    chosen = rates[-1]
-    off = [h for h in headers if needs_resampling(h, chosen)]
+    rates = scans.traces["sampling_rate"][rows]
+    chosen = float(rates.max())
+    other = rows[rates != chosen]  # the traces at the chosen rate need no resampling
+    off = [h for h in scans.headers_of(other) if needs_resampling(h, chosen)]
     if off:
         listed = "; ".join(f"{h.path} ({h.sampling_rate} Hz)" for h in off[:5])
         raise InvalidInput(
@@ -368,6 +368,25 @@ def target_rate(headers: Sequence[TraceHeader], rate: float | None) -> float:
             f"sampling rates differ from {chosen} Hz: {listed}; give `rate` HZ to resample",
         )
     return chosen
+
+
+def placed_traces(
+    scans: ScanTable, rows: np.ndarray, rate: float, resampling: bool
+) -> PlacedTraces:
+    """The traces at `rows` on the grid of `rate` Hz starting at the earliest of them (each
+    at its nearest grid sample: `place_trace`, on columns); `resampling` (`rate` given): those
+    whose rate is off are resampled, their lengths those of the resampled traces."""
+    start = scans.traces["start_ns"][rows]
+    start_ns = int(start.min())
+    position = (start - start_ns) * rate / NS_PER_S  # as `place_trace` computes it, in float64
+    first = np.floor(position + 0.5).astype(np.int64)
+    n_samples = scans.traces["npts"][rows].copy()
+    resample = np.zeros(len(rows), dtype=bool)
+    if resampling:
+        for k, header in enumerate(scans.headers_of(rows)):
+            if needs_resampling(header, rate):
+                resample[k], n_samples[k] = True, resampled_npts(header, rate)
+    return PlacedTraces(scans, rows, first, n_samples, (position - first) / rate, resample)
 
 
 def make_plan(
@@ -387,10 +406,11 @@ def make_plan(
     problems = list(scans.problems)
     if not scans.readable_with_traces():
         raise nothing_readable(scans.paths, problems)
-    headers: list[TraceHeader] = []
+    accepted: list[int] = []  # rows of the scan's trace columns
     unknown: set[str] = set()
     index = InventoryIndex(inventory) if inventory is not None else None
-    for header in scans.headers():
+    checked = scans.headers() if inventory is not None or require_response else ()
+    for row, header in enumerate(checked):
         contradiction = check_against_inventory(header, index) if inventory else None
         if contradiction is None and require_response:
             seed_id = channel_id(header.station, header.channel)
@@ -401,28 +421,26 @@ def make_plan(
             continue
         if index is not None and not index.knows(header.station):
             unknown.add(header.station)
-        headers.append(header)
-    if not headers:
+        accepted.append(row)
+    rows = np.array(accepted, dtype=np.int64) if checked else np.arange(scans.n_traces)
+    del accepted
+    if not len(rows):
         raise InvalidInput(scans.paths[0], "no trace agrees with the inventory: " + problems[0])
     positions = scans.positions_by_station()
     for station in sorted(unknown):  # coordinates from the first header that gives them
         header_path = positions[station][0][0] if positions.get(station) else None
         problems.append(unknown_station(station, inventory, header_path))
-    grid_rate = target_rate(headers, rate)
+    grid_rate = target_rate(scans, rows, rate)
     if rate is not None:
-        unresampled = [(h, no_ratio_problem(h, grid_rate)) for h in headers]
-        problems += [problem for _, problem in unresampled if problem]
-        headers = [h for h, problem in unresampled if not problem]
-        if not headers:
+        unresampled = [no_ratio_problem(h, grid_rate) for h in scans.headers_of(rows)]
+        problems += [problem for problem in unresampled if problem]
+        rows = rows[[not problem for problem in unresampled]]
+        if not len(rows):
             raise InvalidInput(scans.paths[0], "no trace can be resampled: " + problems[-1])
-    start_ns = min(h.start_ns for h in headers)
-    placed = tuple(
-        place_trace(h, start_ns, grid_rate, rate is not None and needs_resampling(h, grid_rate))
-        for h in headers
-    )
+    placed = placed_traces(scans, rows, grid_rate, rate is not None)
     problems += shift_problems(placed, grid_rate)
-    stations = tuple(sorted({h.station for h in headers}))
-    channels = tuple(sorted({h.channel for h in headers}))
+    stations = tuple(sorted(scans.station_ids[c] for c in np.unique(placed.column("station"))))
+    channels = tuple(sorted(scans.channel_codes[c] for c in np.unique(placed.column("channel"))))
     metadata = {}
     for station in stations:
         found = positions.get(station, [])
@@ -438,8 +456,8 @@ def make_plan(
         stations=stations,
         channels=channels,
         sampling_rate=grid_rate,
-        start_ns=start_ns,
-        n_time=max(p.first_index + p.n_samples for p in placed),
+        start_ns=int(scans.traces["start_ns"][placed.row].min()),
+        n_time=int((placed.first_index + placed.n_samples).max()),
         block_samples=block_samples,
         traces=placed,
         problems=tuple(problems),

@@ -17,10 +17,15 @@ Store layout (zarr v3 group; `xarray.open_zarr` opens it lazily):
   grid sample, trace minus grid, in seconds); `station_channels` (per station: the channel
   codes its traces have); `channel_metadata` (per station and channel:
   azimuth, dip (degrees), sensitivity, its frequency and units, and `units` of the stored
-  samples); `ingest_problems` (every bad input, by name); `inputs` (path, size, sha256 of every
-  file, `samples_stored: false` on those the store holds nothing of); `merge_rule`,
+  samples); `ingest_problems` (every bad input, by name); `merge_rule`,
   `resampling`, `response_removed` (null, or output, pre_filt, water_level, … of
-  `--remove-response`).
+  `--remove-response`);
+- group `inputs`: the table of the inputs (`input_manifest`: path, size, modified, sha256 and
+  header scan of every file, `samples_stored` false on those the store holds nothing of).
+
+Every run takes from the `inputs` table of a store already at `url` the scans of the files whose
+size and modification (mtime, ETag) are as recorded, and scans only the others
+(`input_manifest.scanned`): a re-run of a complete or unfinished store reads no unchanged file.
 
 Work: a header scan with sha256 (Dask tasks of batches of files, `scan_table.scan_files`: one
 table of columns, no Python object per file), the plan (`waveform_plan.make_plan`), then one
@@ -30,14 +35,17 @@ asked, resample if asked, put on the grid, merge; decoded files and merged file 
 per worker, so a file is decoded once per run, not once per block), fills gaps with NaN and
 writes the block's chunk. The completion marker and consolidated metadata are written last
 (`storage.finish_group`).
-Resume: each block is marked, (station, block), in `ingest_progress` right after its chunk;
-a re-run of the same ingest (same fingerprint) on an unfinished store runs only the unmarked
-blocks, so an interrupted ingest finishes with the bytes of an uninterrupted one.
+Sparse time: only the (station, block)s some trace overlaps get a task; the others are never
+written (NaN, coverage 0) and cost nothing, so two files years apart cost what they hold.
+Resume: each run writes its record (`resumable`) in `ingest_progress` after its chunks; a
+re-run of the same ingest (same fingerprint) on an unfinished store runs only the runs without
+one, so an interrupted ingest finishes with the bytes of an uninterrupted one.
 
-Append (`append=True`): the store's own inputs are re-scanned (each must hash as recorded) with
-the new files; the grid (start, rate, block size), stations and channels must stay. The store is
-marked incomplete first, `data` grows along `time`, and only the blocks new files touch plus each
-station's last partial block are (re)written; the result equals a one-shot ingest of all files.
+Append (`append=True`): the store's own inputs must still be there, and those changed since
+(size, modification) are re-scanned and must hash as recorded; the grid (start, rate, block
+size), stations and channels must stay. The store is marked incomplete first, `data` grows
+along `time`, and only the blocks new files touch plus each station's last partial block are
+(re)written; the result equals a one-shot ingest of all files.
 
 Inputs may be fsspec URLs (`s3://bucket/archive/`, with `storage_options`): every file is read
 whole into memory (hashed, scanned and decoded from its bytes), local or remote alike.
@@ -55,12 +63,12 @@ resampling and merging)."""
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import xarray as xr
@@ -71,7 +79,7 @@ from seisctf.catalogs.seed_ids import CODE_ARRAYS, normalised, split_station
 from seisctf.cluster import compute_in_waves, release_free_memory
 from seisctf.errors import InvalidInput
 from seisctf.recipes.context import BuildContext
-from seisctf.recipes.ingest import input_cache, input_locality, resumable
+from seisctf.recipes.ingest import input_cache, input_locality, input_manifest, resumable
 from seisctf.recipes.ingest.chunk_writes import ChunkWriter, write_chunks
 from seisctf.recipes.ingest.response import requested_removal, resolve_removal
 from seisctf.recipes.ingest.resumable import (
@@ -88,14 +96,13 @@ from seisctf.recipes.ingest.station_arrays import write_array, write_station_ids
 from seisctf.recipes.ingest.waveform_attrs import (
     RESAMPLING,
     data_attrs,
-    inputs_manifest,
+    samples_stored,
     store_attrs,
 )
 from seisctf.recipes.ingest.waveform_blocks import (
     BlockRun,
-    BlockTask,
+    RunSettings,
     block_runs,
-    block_tasks,
     merged_block,
     station_rows,
 )
@@ -103,20 +110,23 @@ from seisctf.recipes.ingest.waveform_plan import (
     DEFAULT_BLOCK_SAMPLES,
     WaveformPlan,
     expand_sources,
-    input_exists,
     make_plan,
     read_inventories,
 )
 from seisctf.recipes.schema import POSITIVE, URL, parameters
 from seisctf.registry import INGESTS
 
+if TYPE_CHECKING:
+    from seisctf.recipes.ingest.placed_traces import RunTable
+
 DATA_VAR = "data"
 COVERAGE_VAR = "coverage"
-# Per-(station, block) progress of an unfinished ingest (`resumable.PROGRESS_VAR`).
 STATION = "station"
 CHANNEL = "channel"
 ELEVATION = "elevation"
-PROGRESS_DIMS = (STATION, BLOCK)
+COVERAGE_DIMS = (STATION, BLOCK)
+# The time axis's length before an append (the progress array's attr while it runs).
+OLD_TIME_SAMPLES = "old_time_samples"
 # The station coordinates of `data` and `coverage` (CF's `coordinates` attr).
 COORDINATES = {"coordinates": " ".join((cv.LATITUDE, cv.LONGITUDE, ELEVATION, *CODE_ARRAYS))}
 # Codec of `data` chunks: the project's (conventions.DATA_CODEC, Blosc LZ4 with bit shuffle). On
@@ -137,36 +147,34 @@ class IngestReport:
 
 def ingest_blocks(
     run: BlockRun, url: str, storage_options: dict | None, inventory: Any = None
-) -> list[tuple[float, list, list]]:
+) -> dict[str, list]:
     """Read, merge and write consecutive (station, time block) chunks of one station, one after
-    the other, each marked done right after it is written: [(coverage fraction, problems,
-    [path, channel] of the files' channels none of whose samples are stored)].
+    the other, then the run's progress record (`resumable.run_record`), which it returns: per
+    block its coverage fraction, problems, and the [path, channel] of the files' channels none
+    of whose samples are stored (`lost`).
     `inventory`: the station's part of the StationXML (needed with response removal)."""
     group = open_store(url, storage_options, mode="r+")
     # Whole chunks, written without zarr's selection machinery (`chunk_writes`); empty blocks
     # are not written (left to the fill value NaN).
-    data, progress = ChunkWriter(group[DATA_VAR]), ChunkWriter(group[PROGRESS_VAR])
-    found = []
-    for task in run.tasks:
-        rows, problems, lost = station_rows(task, url, storage_options, inventory)
+    data = ChunkWriter(group[DATA_VAR])
+    coverage, problems, lost = [], [], []
+    for task in run.tasks():
+        rows, found, gone = station_rows(task, url, storage_options, inventory)
         values = merged_block(rows, task)
-        fraction = resumable.coverage_of(task.own(values))
-        entry = np.array([[resumable.done_entry(fraction, problems, lost=lost)]], dtype=object)
-        mark = (progress, (task.station_index, task.block), entry)  # `resumable.mark_done`
-        chunk = (data, (task.station_index, 0, task.block), values[np.newaxis])
-        write_chunks([chunk, mark] if fraction > 0 else [mark])  # the mark after the chunk
-        found.append((fraction, problems, lost))
-    return found
+        coverage.append(resumable.coverage_of(task.own(values)))
+        problems.append(found)
+        lost.append([list(item) for item in gone])
+        if coverage[-1] > 0:
+            write_chunks([(data, (task.station_index, 0, task.block), values[np.newaxis])])
+    record = resumable.run_record(coverage, problems, lost=lost)
+    progress = ChunkWriter(group[PROGRESS_VAR])
+    write_chunks([resumable.record_write(progress, run.number, record)])  # after the chunks
+    return record
 
 
 def joined(tables: Sequence[ScanTable], paths: Sequence[str]) -> ScanTable:
     """The scan tasks' tables as one (`ScanTable.joined`)."""
     return ScanTable.joined(tables, paths)
-
-
-def file_digests(scans: ScanTable) -> dict[str, str]:
-    """{path: hex sha256} of every scanned file."""
-    return {path: scans.sha256(index) for index, path in enumerate(scans.paths)}
 
 
 def _coordinate(plan: WaveformPlan, name: str) -> np.ndarray:
@@ -177,9 +185,10 @@ def _coordinate(plan: WaveformPlan, name: str) -> np.ndarray:
 
 
 def create_store(
-    plan: WaveformPlan, url: str, storage_options: dict | None, fingerprint: str
+    plan: WaveformPlan, url: str, storage_options: dict | None, fingerprint: str, records: int
 ) -> None:
-    """The empty store (arrays, coordinates and the progress array; no attrs, no marker)."""
+    """The empty store (arrays, coordinates and the progress array of `records` runs; no
+    attrs, no marker)."""
     from zarr.codecs import BloscCodec
 
     group = open_store(url, storage_options, mode="w")
@@ -201,8 +210,7 @@ def create_store(
         (ELEVATION, _coordinate(plan, "elevation"), STATION),
     ):
         write_array(group, name, values, dim)
-    progress = resumable.no_progress(_blocks(plan))
-    resumable.create_progress(group, progress, PROGRESS_DIMS, fingerprint)
+    resumable.create_progress(group, records, fingerprint)
 
 
 def _blocks(plan: WaveformPlan) -> tuple[int, int]:
@@ -265,8 +273,9 @@ def ingest_waveforms(
     made from the same inputs (by hash), inventories, rate and block size is left as it is;
     an interrupted one is resumed: blocks already written (per `ingest_progress`) are skipped.
 
-    `append`: add `sources` to the complete store at `url` (its inputs are re-scanned and must be
-    unchanged; its grid, stations and channels stay): the time axis grows, and only the blocks
+    `append`: add `sources` to the complete store at `url` (its inputs must be there and
+    unchanged: only those whose size or modification differ are re-scanned; its grid, stations
+    and channels stay): the time axis grows, and only the blocks
     the new files touch (and each station's last, partial block) are written. The result equals
     a one-shot ingest of all the files.
 
@@ -279,15 +288,23 @@ def ingest_waveforms(
     request = requested_removal(remove_response, pre_filt, water_level, inventories)
     paths = expand_sources(sources, storage_options)
     previous = appendable_attrs(url, storage_options) if append else None
+    recorded = input_manifest.read_recorded(url, storage_options)  # of any store there
     if previous is not None:
         block_samples = int(previous["block_samples"])
         rate = append_rate(previous, rate)
-        paths = sorted(set(paths) | set(previous_paths(previous, url, storage_options)))
+        recorded = input_manifest.appended_to(recorded, url)
+        paths = sorted(set(paths) | set(recorded.scans.paths))
+    stats = input_manifest.file_stats(paths, storage_options)  # one listing per folder
+    if previous is not None:
+        input_manifest.check_present(recorded, stats, url)
     inventory = read_inventories(inventories) if inventories else None
     scan = input_cache.keeping(scan_files)  # each file read from storage once
-    scans = resumable.scan_all(scan, paths, storage_options, "scan", quiet, joined)
+    scans = input_manifest.scanned(  # only the files not as the store's table records them
+        paths, stats, recorded,
+        lambda todo: resumable.scan_all(scan, todo, storage_options, "scan", quiet, joined),
+    )  # fmt: skip
     if previous is not None:
-        check_unchanged(previous, scans, url)
+        input_manifest.check_unchanged(recorded, scans, url)
     plan = make_plan(scans, inventory, rate, block_samples, request is not None)
     inventory = inventory if request is not None else None  # only response removal needs it
     removal, pre_filt_default = (
@@ -295,7 +312,7 @@ def ingest_waveforms(
     )
     removed = removal.attrs(pre_filt_default) if removal else None
     if previous is not None:
-        check_same_grid(previous, plan, url, storage_options)
+        check_same_grid(previous, set(recorded.scans.paths), plan, url, storage_options)
         check_same_removal(previous, removed)
     fail_if_strict(strict, plan.problems)
     inventory_sha256 = [file_sha256(path) for path in inventories]
@@ -304,101 +321,96 @@ def ingest_waveforms(
     if existing:
         coverage = np.asarray(open_store(url, storage_options)[COVERAGE_VAR][:])
         return IngestReport(plan, coverage, tuple(existing["ingest_problems"]), up_to_date=True)
-    progress = resumable.unfinished_progress(url, storage_options, fingerprint, _blocks(plan))
+    progress = resumable.unfinished_progress(url, storage_options, fingerprint)
+    rewrite = (
+        None if previous is None
+        else append_rewrites(plan, previous, recorded, progress, url, storage_options)
+    )  # fmt: skip
+    settings = RunSettings(plan.channels, plan.start_ns, plan.sampling_rate, rate is not None,
+                           plan.block_samples, plan.n_time, removal,
+                           fingerprint_of(inventory_sha256))  # fmt: skip
+    runs = block_runs(plan, settings, rewrite)  # (a table and a maker of each run's task)
+    if progress is not None and progress.records != len(runs[0]):
+        progress = None  # not this plan's (cannot happen for the same fingerprint)
     if progress is None and previous is not None:
         if not previous.get(cv.ATTR_COMPLETE):
             raise resumable.pending_append(url)
-        progress = prepare_append(plan, previous, url, storage_options, fingerprint)
+        progress = prepare_append(plan, previous, len(runs[0]), url, storage_options, fingerprint)
     elif progress is None:
-        create_store(plan, url, storage_options, fingerprint)
-        progress = resumable.no_progress(_blocks(plan))
-    coverage, decode_problems, lost = _run_blocks(  # its tasks (one object a file) not kept
-        pending_tasks(plan, scans, progress, rate is not None, removal, inventory_sha256),
-        inventory, url, storage_options, fingerprint, progress, quiet,
-    )  # fmt: skip
+        create_store(plan, url, storage_options, fingerprint, len(runs[0]))
+        input_manifest.write_recorded(url, storage_options, scans, stats)  # a resume's
+        progress = resumable.Progress()
+    coverage, decode_problems, lost = _run_blocks(
+        runs, _blocks(plan), inventory, url, storage_options, fingerprint, progress, quiet
+    )
+    del runs
     problems = (*plan.problems, *(p for p in decode_problems if p not in plan.problems))
     fail_if_strict(strict, decode_problems)
     release_free_memory()  # of the inventory and the tasks, before the attrs' large JSON
-    inputs = inputs_manifest(scans, plan, lost, previous)
-    attrs = store_attrs(plan, problems, inputs, rate is not None, removed)
+    not_stored = recorded.not_stored() if previous is not None else set()
+    stored = samples_stored(scans, plan, lost, not_stored)
+    attrs = store_attrs(plan, problems, rate is not None, removed)
     attrs[ATTR_FINGERPRINT] = fingerprint
     open_store(url, storage_options, mode="r+")[DATA_VAR].attrs.update(data_attrs(plan, removed))
+    input_manifest.write_recorded(url, storage_options, scans, stats, stored)
     resumable.finish(
-        url, storage_options, coverage, COVERAGE_VAR, PROGRESS_DIMS, attrs, COORDINATES
+        url, storage_options, coverage, COVERAGE_VAR, COVERAGE_DIMS, attrs, COORDINATES
     )
     return IngestReport(plan, coverage, problems)
 
 
-def pending_tasks(
-    plan: WaveformPlan,
-    scans: ScanTable,
-    progress: np.ndarray,
-    resample: bool,
-    removal: Any,
-    inventory_sha256: Sequence[str],
-) -> list[BlockTask]:
-    """The block tasks (`block_tasks`) of the blocks `progress` does not mark done."""
-    return [
-        dataclasses.replace(
-            task, removal=removal, inventory_sha256=fingerprint_of(inventory_sha256)
-        )
-        for task in block_tasks(plan, resample, file_digests(scans))
-        if not progress[task.station_index, task.block]
-    ]
-
-
 def _run_blocks(
-    tasks: Sequence[BlockTask],
+    runs: tuple[RunTable, Callable[[int], BlockRun]],
+    shape: tuple[int, int],
     inventory: Any,
     url: str,
     storage_options: dict | None,
     fingerprint: str,
-    progress: np.ndarray,
+    progress: resumable.Progress,
     quiet: bool,
 ) -> tuple[np.ndarray, list[str], set[tuple]]:
-    """Ingest the unfinished blocks' `tasks` (`inventory`: with response removal), one Dask task
-    per run of a station's consecutive blocks (a worker decodes each file of the run once; keys
-    in station-major order): coverage (station, block), the sorted decode problems of every
-    finished block, with those an append carries over, and ((station index, block), path,
-    channel) of the files' channels of which no sample is stored (`overlap_conflicts`)."""
+    """Ingest the runs (`block_runs`: their table and a maker of each) `progress` has no
+    record of (`inventory`: with response removal), one Dask task per run of a station's
+    consecutive blocks (a worker decodes each file of the run once; keys in station-major
+    order), each task made when its wave is: coverage (`shape`: station, block), the sorted
+    decode problems of every finished block, with those an append carries over, and ((station
+    index, block), path, channel) of the files' channels of which no sample is stored
+    (`overlap_conflicts`)."""
     import dask
 
+    table, make_run = runs
     token = dask.base.tokenize(url, fingerprint)
-    station_inventory = {  # one graph key per station: sent once to each worker using it
-        station: dask.delayed(station_part(inventory, station), name=f"inventory-{token}-{station}")
-        for station in {task.station for task in tasks}
-    } if inventory is not None else {}  # fmt: skip
-    runs = block_runs(tasks)
-    results = compute_in_waves(  # waves above MAX_TASKS_PER_WAVE runs (a 50 TB archive)
+    pending = [number for number in range(len(table)) if number not in progress.done]
+    run_at = functools.lru_cache(maxsize=2)(lambda index: make_run(pending[index]))
+    parts: dict[str, Any] = {}  # one graph key per station: sent once to each worker using it
+
+    def task(index: int) -> Any:
+        run = run_at(index)
+        if inventory is not None and run.station not in parts:
+            part = station_part(inventory, run.station)
+            parts[run.station] = dask.delayed(part, name=f"inventory-{token}-{run.station}")
+        return dask.delayed(ingest_blocks)(
+            run, url, storage_options, parts.get(run.station),
+            dask_key_name=f"ingest_block-{token}-{run.key}",
+        )  # fmt: skip
+
+    records = compute_in_waves(  # waves above MAX_TASKS_PER_WAVE runs (a 50 TB archive)
         input_locality.near_inputs(  # each run on the host keeping its files (several hosts)
-            lambda index: dask.delayed(ingest_blocks)(
-                runs[index],
-                url,
-                storage_options,
-                station_inventory.get(runs[index].tasks[0].station),
-                dask_key_name=f"ingest_block-{token}-{runs[index].key}",
-            ),
-            lambda index: (digest for task in runs[index].tasks for digest in task.digests),
+            task, lambda index: (trace[4] for trace in run_at(index).traces)
         ),
-        len(runs),
+        len(pending),
         label="ingest waveforms",
         quiet=quiet,
     )
-    done = [
-        ((task.station_index, task.block), *found)
-        for run, found_in_run in zip(runs, results, strict=True)
-        for task, found in zip(run.tasks, found_in_run, strict=True)
-    ]
-    coverage, problems = resumable.collect(progress, [entry[:3] for entry in done])
-    lost = resumable.collect_list(progress, [(entry[0], entry[3]) for entry in done], "lost")
-    array = open_store(url, storage_options)[PROGRESS_VAR]
-    problems.update(array.attrs.get("carried_problems", []))
+    written = dict(zip(pending, records, strict=True))
+    coverage, problems, lost = resumable.collect(progress, shape, written, table.blocks_of)
+    problems.update(progress.attributes.get("carried_problems", []))
     return coverage, sorted(problems), lost
 
 
 def appendable_attrs(url: str, storage_options: dict | None) -> dict[str, Any]:
     """The attrs of the store to append to: complete, or an interrupted append (resumable)."""
-    return resumable.appendable_attrs(url, storage_options, "inputs")[1]
+    return resumable.appendable_attrs(url, storage_options, "start_time_ns")[1]
 
 
 def append_rate(previous: dict[str, Any], rate: float | None) -> float | None:
@@ -426,33 +438,21 @@ def station_part(inventory: Any, station: str) -> Any:
     return inventory.select(network=network, station=code, location=location)
 
 
-def previous_paths(previous: dict[str, Any], url: str, storage_options: dict | None) -> list[str]:
-    paths = [entry["path"] for entry in previous["inputs"]]
-    for path in paths:
-        if not input_exists(path, storage_options):
-            raise InvalidInput(path, f"ingested into {url} but now missing; cannot append")
-    return paths
-
-
-def check_unchanged(previous: dict[str, Any], scans: ScanTable, url: str) -> None:
-    """Every file already in the store must hash as it did (else bad input naming it)."""
-    now = file_digests(scans)
-    for entry in previous["inputs"]:
-        if now.get(entry["path"]) != entry["sha256"]:
-            found = now.get(entry["path"], "?")
-            raise resumable.changed_input(entry["path"], url, entry["sha256"], found)
-
-
 def check_same_grid(
-    previous: dict[str, Any], plan: WaveformPlan, url: str, storage_options: dict | None
+    previous: dict[str, Any],
+    known: set[str],
+    plan: WaveformPlan,
+    url: str,
+    storage_options: dict | None,
 ) -> None:
-    """Appended files keep the store's start, rate, stations and channels (ids of older stores,
-    `NET.STA.` for an empty location code, match by `seed_ids.normalised`)."""
+    """Files appended to the store of attrs `previous` and inputs `known` (paths) keep its
+    start, rate, stations and channels (ids of older stores, `NET.STA.` for an empty location
+    code, match by `seed_ids.normalised`)."""
     group = open_store(url, storage_options)
     stations = [normalised(str(s)) for s in group[STATION][:]]
     channels = [str(c) for c in group[CHANNEL][:]]
-    known = {entry["path"] for entry in previous["inputs"]}
-    new = [placed.header for placed in plan.traces if placed.header.path not in known]
+    old = np.array([path in known for path in plan.traces.scans.paths], dtype=bool)
+    new = [placed.header for placed in plan.traces.where(~old[plan.traces.files()])]
     if plan.start_ns != int(previous["start_time_ns"]):
         first = min(new, key=lambda header: header.start_ns).path if new else url
         raise InvalidInput(first, f"starts before the store {url}; ingest without `append`")
@@ -469,34 +469,51 @@ def check_same_grid(
                 )
 
 
+def append_rewrites(
+    plan: WaveformPlan,
+    previous: dict[str, Any],
+    recorded: input_manifest.RecordedInputs,
+    progress: resumable.Progress | None,
+    url: str,
+    storage_options: dict | None,
+) -> dict[int, list[tuple[int, int]]]:
+    """{station index: [(first, last block)]} an append (re)writes: those
+    `plan.blocks_to_rewrite` names, and each station's last old block if the old time axis
+    ended inside it (it grows, so its coverage changes). The old length is the store's (or,
+    resuming, the one its progress recorded)."""
+    old_time = (progress.attributes if progress else {}).get(OLD_TIME_SAMPLES)
+    if old_time is None:
+        old_time = open_store(url, storage_options)[DATA_VAR].shape[-1]
+    rewrite = plan.blocks_to_rewrite(recorded.scans.paths, previous.get("station_channels"))
+    if old_time % plan.block_samples:
+        last = old_time // plan.block_samples
+        for station in range(len(plan.stations)):
+            rewrite.setdefault(station, []).append((last, last))
+    return rewrite
+
+
 def prepare_append(
     plan: WaveformPlan,
     previous: dict[str, Any],
+    records: int,
     url: str,
     storage_options: dict | None,
     fingerprint: str,
-) -> np.ndarray:
-    """Turn the complete store into an unfinished one of the grown plan: completion marker
-    off, `data` resized, and progress marking done every old block that is whole and not to
-    rewrite (`blocks_to_rewrite`; its chunk and coverage stay). Returns the progress."""
-    group, old_coverage = resumable.reopen_for_append(url, storage_options, COVERAGE_VAR)
-    touched = plan.blocks_to_rewrite(previous)
-    whole_blocks = group[DATA_VAR].shape[-1] // plan.block_samples
-    kept = np.zeros(old_coverage.shape, dtype=bool)
-    for index, station in enumerate(plan.stations):
-        for block in range(whole_blocks):
-            kept[index, block] = (station, block) not in touched
-    progress = resumable.kept_progress(old_coverage, _blocks(plan), kept)
+) -> resumable.Progress:
+    """Turn the complete store into an unfinished one of the grown plan, with progress of
+    `records` runs: completion marker off, the old coverage kept (grown with zeros), `data`
+    resized. The blocks not rewritten keep their chunks and coverage."""
+    shape = _blocks(plan)
+    group, base = resumable.reopen_for_append(url, storage_options, COVERAGE_VAR, shape)
+    old_time = group[DATA_VAR].shape[-1]
     group[DATA_VAR].resize((len(plan.stations), len(plan.channels), plan.n_time))
     write_station_ids(group, plan.stations, COORDINATES)
     # Decode problems of the kept blocks: the old ones that the new plan does not repeat.
     carried = [p for p in previous.get("ingest_problems", []) if p not in plan.problems]
-    # The progress array last (an append killed before it is not resumable: re-ingest); killed
-    # before its values are in, a resume rewrites every block (same bytes, only slower).
-    resumable.create_progress(
-        group, progress, PROGRESS_DIMS, fingerprint, {"carried_problems": carried}
-    )
-    return progress
+    attributes = {"carried_problems": carried, OLD_TIME_SAMPLES: old_time}
+    # The progress array last (an append killed before it is not resumable: re-ingest).
+    resumable.create_progress(group, records, fingerprint, attributes, base)
+    return resumable.Progress(base=base, records=records, attributes=attributes)
 
 
 # --- the recipe source ----------------------------------------------------------------------
