@@ -30,6 +30,7 @@ SECTIONS = {
     "picking": "scale_picking",
     "ctf": "scale_ctf",
     "scheduler": "scale_scheduler",
+    "open": "scale_open",
     "sparse": "scale_sparse",  # empty time, --append, same stores
     "reads": "scale_reads",  # bytes read from S3 by an ingest, counted by the server
 }

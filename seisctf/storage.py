@@ -8,8 +8,10 @@ data twice gives the same bytes (mode "w" replaces the store; chunking depends o
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -17,8 +19,9 @@ from typing import Any
 import dask.array as da
 import xarray as xr
 import zarr
+from dask.base import tokenize
 
-from seisctf import conventions, s3, urls
+from seisctf import chunk_grid, conventions, s3, urls
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
 
@@ -113,24 +116,29 @@ def require_complete(group: zarr.Group, url: str) -> zarr.Group:
     return group
 
 
-# Sizes an array's metadata may declare before anything lazy is built over it: a Dask array of
-# more chunks does not fit in memory (its chunk tuples alone), a chunk this large cannot be
-# decoded. seisctf's own stores stay far below (chunks of at most tens of MiB).
-MAX_DECLARED_CHUNKS = 2**26
+# Sizes an array's metadata may declare before anything lazy is built over it. Opening costs
+# memory per chunk along each axis, not per chunk of the grid (`chunk_grid`): Dask keeps each
+# axis's chunk sizes and their running sums, ~80 bytes a chunk once a selection is made, so an
+# array of more chunks along its axes together (a grid of a × b chunks counts a + b) would need
+# gigabytes to open. A chunk this large cannot be decoded. seisctf's own stores stay far below:
+# 552 stations × 25 years at 100 Hz in 2**18-sample chunks is 552 + 1 + 300,957 chunks along
+# its axes (1.7e8 chunks in all), chunks are at most tens of MiB.
+MAX_CHUNKS_ALONG_AXES = 2**25
 MAX_DECLARED_CHUNK_BYTES = 2**31
 
 
 def check_declared_sizes(array: zarr.Array, what: str) -> zarr.Array:
-    """Refuse an array whose metadata declares an absurd number or size of chunks."""
+    """Refuse an array whose metadata declares absurdly many chunks along its axes, or chunks
+    of an absurd size."""
     chunks = tuple(array.chunks)
-    count = math.prod(-(-n // c) for n, c in zip(array.shape, chunks, strict=True))
+    along_axes = chunk_grid.chunks_along_axes(tuple(array.shape), chunks)
     chunk_bytes = math.prod(getattr(array, "shards", None) or chunks) * array.dtype.itemsize
-    if count > MAX_DECLARED_CHUNKS or chunk_bytes > MAX_DECLARED_CHUNK_BYTES:
+    if along_axes > MAX_CHUNKS_ALONG_AXES or chunk_bytes > MAX_DECLARED_CHUNK_BYTES:
         raise InvalidInput(
             what,
-            f"metadata declares shape {tuple(array.shape)} in chunks {chunks}: {count} "
-            f"chunks of {chunk_bytes} bytes (limits {MAX_DECLARED_CHUNKS} chunks, "
-            f"{MAX_DECLARED_CHUNK_BYTES} bytes)",
+            f"metadata declares shape {tuple(array.shape)} in chunks {chunks}: {along_axes} "
+            f"chunks along its axes, of {chunk_bytes} bytes (limits {MAX_CHUNKS_ALONG_AXES} "
+            f"chunks along the axes together, {MAX_DECLARED_CHUNK_BYTES} bytes)",
         )
     return array
 
@@ -188,17 +196,25 @@ def open_dataset(url: str, storage_options: StorageOptions | None = None) -> xr.
     group = require_complete(open_group(url, storage_options), url)
     for name, array in group.arrays():
         check_declared_sizes(array, join(url, name))
-    # Chunk reads inlined: each is then a root task the scheduler queues, instead of every read
-    # depending on one shared array task and running far ahead of its consumers.
-    return xr.open_dataset(
+    lazy = xr.open_dataset(
         str(url),
         engine="zarr",
-        chunks={},
-        inline_array=True,
+        chunks=None,
+        cache=False,
         storage_options=options_for(url, storage_options),
         consolidated=True,
         zarr_format=3,
     )
+    # Dask arrays in the stored chunks, as `chunks={}, inline_array=True` gives them, without
+    # their per-chunk bookkeeping (`chunk_grid`): chunk reads inlined, each a root task the
+    # scheduler queues, instead of every read depending on one shared array task and running far
+    # ahead of its consumers. The name changes with a local store's modification time, as
+    # xarray's does.
+    modified = None
+    if not is_remote(url):
+        with contextlib.suppress(OSError):
+            modified = os.path.getmtime(str(url).removeprefix("file://"))
+    return chunk_grid.with_dask_variables(lazy, tokenize(str(url), modified))
 
 
 def write_arrays(

@@ -5,8 +5,10 @@
     part = ds.data.sel(station="IU.ANMO.10", time=slice("2018-01-01T00:10", "2018-01-01T00:20"))
     part.load()                                          # reads only that span's chunks
 
-One call, lazy (Dask, as `storage.open_dataset`: the store must be complete). It adds what the
-stored arrays leave implicit:
+One call, lazy (Dask, as `storage.open_dataset`: the store must be complete; opening costs the
+metadata and each axis's chunk sizes, not the chunks, so a store of 552 stations × 25 years at
+100 Hz, 1.7e8 chunks, opens in a fraction of a second). It adds what the stored arrays leave
+implicit:
 
 - `time` (datetime64[ns], UTC, naive) on a continuous waveform store (`ingest waveforms`) and
   a DAS store (`ingest das`, `synth das`): sample i is at `start_time_ns` (else the ISO
