@@ -70,13 +70,8 @@ class InputStats:
 
     def of(self) -> dict[str, tuple[int, str]]:
         """{path: (size, modified)}."""
-        return dict(
-            zip(
-                self.paths,
-                zip(self.sizes.tolist(), self.modified.tolist(), strict=True),
-                strict=True,
-            )
-        )
+        pairs = zip(self.sizes.tolist(), self.modified.tolist(), strict=True)
+        return dict(zip(self.paths, pairs, strict=True))
 
 
 @dataclass(frozen=True, eq=False)
@@ -96,16 +91,6 @@ class RecordedInputs:
     def not_stored(self) -> set[str]:
         """The paths of the files the store holds no sample of."""
         return {self.scans.paths[i] for i in np.flatnonzero(~self.samples_stored)}
-
-    def entries(self) -> list[dict[str, Any]]:
-        """{"path", "size" (bytes), "sha256" (hex)} of each file, with `"samples_stored":
-        false` on those the store holds no sample of (what the attr `inputs` held)."""
-        return [
-            {**entry, "samples_stored": False} if not stored else entry
-            for entry, stored in zip(
-                self.scans.manifest(), self.samples_stored.tolist(), strict=True
-            )
-        ]
 
 
 # --- listing with stats ---------------------------------------------------------------------
