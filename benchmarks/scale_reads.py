@@ -18,7 +18,9 @@ in their environment), the command as a user types it:
 
 Per row: the input bytes (the objects' sizes), the bytes the S3 gateway sent from the bucket (its
 counter `SeaweedFS_s3_bucket_traffic_sent_bytes_total` before and after the run: an independent
-count, not seisctf's), their ratio, the GET requests it answered, and the wall time. Goal (issue
+count, not seisctf's), their ratio, the GET requests it answered, the wall time, and the CPU
+seconds of the two workers and of the S3 server during the run (the better guide on a loaded
+machine; the server shares the workers' cores). Goal (issue
 38): bytes read at most 1.05x the input bytes with the cache. The rows' stores must hold the
 same data chunks and coverage, byte for byte.
 """
@@ -33,6 +35,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
 import scale_ingest
 import zarr
 from scale_report import ScaleOptions, Section, run_command, seisctf_command, verdict
@@ -101,9 +104,26 @@ def store_digest(store: Path) -> str:
     return digest.hexdigest()
 
 
-def measure(folder: Path, server, port: int, row: Row, rate: float) -> tuple[int, int, float, str]:
-    """One ingest of the bucket on a fresh cluster configured as `row`: (bytes the S3 gateway
-    sent, GET requests, wall seconds, the store's digest)."""
+@dataclass(frozen=True)
+class Measured:
+    """One row's ingest: bytes the S3 gateway sent, GET requests, wall seconds, CPU seconds of
+    the workers and of the S3 server during the run, the store's digest."""
+
+    sent: int
+    gets: int
+    seconds: float
+    worker_cpu_s: float
+    server_cpu_s: float
+    digest: str
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU seconds the processes `pids` have used so far."""
+    return sum(sum(psutil.Process(pid).cpu_times()[:2]) for pid in pids)
+
+
+def measure(folder: Path, server, port: int, row: Row, rate: float) -> Measured:
+    """One ingest of the bucket on a fresh cluster configured as `row`."""
     envs = tuple(
         {**CREDENTIALS, **{k: str(folder / v) if k == DIR_ENV else v for k, v in env.items()}}
         for env in row.workers
@@ -113,11 +133,14 @@ def measure(folder: Path, server, port: int, row: Row, rate: float) -> tuple[int
                "--rate", str(rate), "--quiet",
                f"--storage-option=endpoint_url={server.endpoint_url}"]  # fmt: skip
     with HostsCluster(folder, envs) as cluster:
-        sent, gets = bucket_sent_bytes(port, BUCKET), bucket_requests(port, BUCKET)
+        workers = [worker.pid for worker in cluster.workers]
+        before = (bucket_sent_bytes(port, BUCKET), bucket_requests(port, BUCKET),
+                  cpu_seconds(workers), cpu_seconds([server.process.pid]))  # fmt: skip
         run = run_command([*command, "--scheduler", cluster.address], env=CREDENTIALS)
-        sent = bucket_sent_bytes(port, BUCKET) - sent
-        gets = bucket_requests(port, BUCKET) - gets
-    return sent, gets, run.seconds, store_digest(store)
+        after = (bucket_sent_bytes(port, BUCKET), bucket_requests(port, BUCKET),
+                 cpu_seconds(workers), cpu_seconds([server.process.pid]))  # fmt: skip
+    sent, gets, worker_cpu, server_cpu = (a - b for a, b in zip(after, before, strict=True))
+    return Measured(int(sent), int(gets), run.seconds, worker_cpu, server_cpu, store_digest(store))
 
 
 def sections(options: ScaleOptions) -> Iterator[Section]:
@@ -130,7 +153,17 @@ def sections(options: ScaleOptions) -> Iterator[Section]:
     server = start_s3(folder / "seaweedfs", options=weed_options)
     section = Section(
         "Bytes read from storage by an ingest (`scale_reads.py`)",
-        ["run", "files", "input bytes", "bytes read", "read / input", "GET requests", "wall s"],
+        [
+            "run",
+            "files",
+            "input bytes",
+            "bytes read",
+            "read / input",
+            "GET requests",
+            "wall s",
+            "worker CPU s",
+            "S3 server CPU s",
+        ],  # fmt: skip
     )
     try:
         fs = server.filesystem()
@@ -138,11 +171,14 @@ def sections(options: ScaleOptions) -> Iterator[Section]:
         fs.put(str(root) + "/", f"{BUCKET}/", recursive=True)
         digests = {}
         for row in ROWS:
-            sent, gets, seconds, digests[row.label] = measure(folder, server, port, row, rate)
+            found = measure(folder, server, port, row, rate)
+            digests[row.label] = found.digest
+            ratio = found.sent / input_bytes
             section.rows.append(
-                [row.label, len(files), input_bytes, sent, sent / input_bytes, gets, seconds]
-            )
-            print(f"  {row.label}: {sent / input_bytes:.3f} x the input bytes", flush=True)
+                [row.label, len(files), input_bytes, found.sent, ratio, found.gets,
+                 found.seconds, found.worker_cpu_s, found.server_cpu_s]
+            )  # fmt: skip
+            print(f"  {row.label}: {ratio:.3f} x the input bytes", flush=True)
     finally:
         stop_process(server.process)
         shutil.rmtree(folder, ignore_errors=True)
