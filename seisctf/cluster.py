@@ -8,6 +8,10 @@ to an existing cluster instead; one that does not answer within `SCHEDULER_TIMEO
 and closes it at the end.
 Chunking never depends on the cluster, so results do not either.
 
+Storage credentials the command was given never travel in a graph: the embedded cluster's workers
+start with them in their environment (distributed's Nanny `env`, never this process's own), and a
+cluster given by address or configured gets none (its workers need their own; a line says so).
+
 Ctrl-C reaches every process of the terminal's process group: embedded workers ignore it (they
 fork from a server started with SIGINT ignored, which they inherit) and are shut down by this
 process, so the caller sees one `KeyboardInterrupt` and no worker prints a traceback. The embedded
@@ -163,8 +167,10 @@ def _local_cluster(
     preload: Sequence[str],
     method: str,
     environ: Mapping[str, Any],
+    credentials: Mapping[str, str],
 ) -> Any:
-    """The embedded cluster (`method`, `environ`: how workers start)."""
+    """The embedded cluster (`method`, `environ`: how workers start; `credentials`: environment
+    variables each worker process gets, set in it alone)."""
     from distributed import LocalCluster
 
     for name in ("distributed", "distributed.worker", "distributed.scheduler"):
@@ -192,12 +198,17 @@ def _local_cluster(
             # Workers import what their tasks need while they start, not on their first task,
             # and run this module's `dask_setup`.
             preload=[__name__, *preload],
+            env=dict(credentials),
         )
     return cluster
 
 
 def _local_arguments(
-    n_workers: int | None, memory_limit: int | str | None, quiet: bool, preload: Sequence[str]
+    n_workers: int | None,
+    memory_limit: int | str | None,
+    quiet: bool,
+    preload: Sequence[str],
+    credentials: Mapping[str, str] | None = None,
 ) -> tuple[Any, ...]:
     """`_local_cluster`'s arguments, the machine's defaults filled in and the fork server
     started. Here, not in a thread: only the main thread can have the workers ignore Ctrl-C."""
@@ -205,7 +216,7 @@ def _local_arguments(
     memory_limit = memory_limit or worker_memory_limit(n_workers)
     environ = _worker_environ()
     method = _start_forkserver(preload, environ)
-    return (n_workers, memory_limit, quiet, tuple(preload), method, environ)
+    return (n_workers, memory_limit, quiet, tuple(preload), method, environ, credentials or {})
 
 
 def _start_local(*arguments: Any) -> tuple[Any, Any]:
@@ -232,11 +243,13 @@ def embedded_cluster(
     n_workers: int | None = None,
     memory_limit: int | str | None = None,
     preload: Sequence[str] = (),
+    credentials: Mapping[str, str] | None = None,
 ) -> Iterator[str]:
     """The embedded LocalCluster `dask_client` would start, with no client: yields its
     scheduler address, for `dask_client(address)` (clients come and go, the workers stay and
-    no client is active in between); closed at the end."""
-    cluster = _local_cluster(*_local_arguments(n_workers, memory_limit, True, preload))
+    no client is active in between); closed at the end. `credentials`: as `dask_client`'s."""
+    arguments = _local_arguments(n_workers, memory_limit, True, preload, credentials)
+    cluster = _local_cluster(*arguments)
     try:
         yield cluster.scheduler_address
     finally:
@@ -385,15 +398,21 @@ def dask_client(
     quiet: bool = False,
     preload: Sequence[str] = (),
     background: bool = False,
+    credentials: Mapping[str, str] | None = None,
 ) -> Iterator[Any]:
     """A `distributed.Client` of the given scheduler, else of the `cluster` configured (built
     here and closed at the end), else of `$SEISCTF_SCHEDULER`, else of an embedded LocalCluster.
 
     `preload`: modules the embedded cluster's workers import as they start. `background=True`:
     the embedded cluster starts in a thread while the caller goes on (imports, opening stores,
-    building graphs); `compute` waits for it; the context then yields None."""
+    building graphs); `compute` waits for it; the context then yields None. `credentials`:
+    environment variables holding the storage credentials the caller was given
+    (`seisctf.s3.credentials_environ`): the embedded cluster's workers start with them; any
+    other cluster's workers do not get them (a line on stderr says which they need)."""
     global _starting
     address = scheduler or (None if cluster else os.environ.get(SCHEDULER_ENV)) or None
+    if address or cluster is not None:
+        _credentials_not_sent(credentials or {})
     started: Future = Future()
     # A configured cluster's workers that fail to start are answered, not logged, until it is
     # closed (its batch system may be refused again meanwhile).
@@ -406,7 +425,7 @@ def dask_client(
         elif watch is not None:
             started.set_result(_start_configured(watch.config, quiet, watch))
         else:
-            arguments = _local_arguments(n_workers, memory_limit, quiet, preload)
+            arguments = _local_arguments(n_workers, memory_limit, quiet, preload, credentials)
             started = _in_background(_start_local, *arguments)
         _starting = started
         try:
@@ -416,6 +435,19 @@ def dask_client(
             if watch is not None:
                 watch.disarm()  # the shutdown is not interrupted
             _shut_down(started)
+
+
+def _credentials_not_sent(credentials: Mapping[str, str]) -> None:
+    """One line on stderr when credentials were given for a cluster whose workers do not get
+    them (they are never sent in a graph), naming the variables its workers need instead."""
+    needed = [name for name, value in credentials.items() if value]
+    if needed:
+        print(
+            "seisctf: storage credentials given as options are not sent to this cluster's "
+            f"workers; each needs its own: {', '.join(needed)} in its environment, an AWS "
+            "profile (storage option profile=NAME) or an instance role (docs/scaling.md)",
+            file=sys.stderr,
+        )
 
 
 def _shut_down(started: Future) -> None:

@@ -261,7 +261,7 @@ def lock_location(
         made = _make_folders(folder, output)
         return LocalObjects(), output, os.path.join(folder, f".{name}{LOCK_SUFFIX}"), made
     is_s3 = text.startswith(("s3://", "s3a://"))
-    options = s3.with_retries(storage_options) if is_s3 else dict(storage_options or {})
+    options = s3.with_retries(storage_options) if is_s3 else s3.with_credentials(storage_options)
     fs, path = url_to_fs(text, **options)
     folder, _, name = path.rpartition("/")
     lock = f"{folder}/.{name}{LOCK_SUFFIX}" if folder else f"{path}/{LOCK_SUFFIX}"

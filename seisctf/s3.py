@@ -1,11 +1,12 @@
 """S3 as seisctf uses it: botocore's retries (how many, and saying so while they run), the
-filesystem class every s3:// URL opens with, and what a failed request means (an outage to wait
-out, or a mistake to name as bad input: no bucket, credentials, access, an untrusted TLS
-certificate)."""
+filesystem class every s3:// URL opens with, credentials that never enter a Dask graph, and what
+a failed request means (an outage to wait out, or a mistake to name as bad input: no bucket,
+credentials, access, an untrusted TLS certificate)."""
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import os
 import ssl
 import sys
@@ -55,9 +56,110 @@ def _with_defaults(defaults: Mapping[str, Any], given: Mapping[str, Any]) -> Sto
 
 
 def with_retries(storage_options: StorageOptions | None) -> StorageOptions:
-    """`storage_options` over seisctf's retry defaults (`s3_retries()` retries, standard mode)."""
+    """`storage_options` over seisctf's retry defaults (`s3_retries()` retries, standard mode),
+    with the credentials this process holds for them (`with_credentials`)."""
     retries = {"max_attempts": s3_retries(), "mode": "standard"}
-    return _with_defaults({"config_kwargs": {"retries": retries}}, storage_options or {})
+    given = with_credentials(storage_options)
+    return _with_defaults({"config_kwargs": {"retries": retries}}, given)
+
+
+# --- Credentials: never inside a Dask graph -------------------------------------------------------
+# Storage options that are credentials, at any depth of the options (`secret` as well as
+# `client_kwargs.aws_secret_access_key`): s3fs's key, secret and token and their aliases
+# username and password, botocore's client arguments, a session token. Dask pickles a task's
+# arguments and sends them to its scheduler and workers (a cluster's logs, dumps and dashboards
+# may show them); these options never go there. A worker resolves its credentials from its own
+# environment (botocore's chain: AWS_* variables, a profile, an instance role); the embedded
+# cluster's workers start with the ones the command was given (`credentials_environ`).
+CREDENTIAL_OPTIONS = frozenset(
+    {
+        "key",
+        "secret",
+        "token",
+        "session_token",
+        "username",
+        "password",
+        "aws_access_key_id",
+        "aws_secret_access_key",
+        "aws_session_token",
+    }
+)
+# The environment variable botocore reads for each S3 credential, and the options (dotted paths)
+# that give it, the first given one winning as it does in s3fs.
+CREDENTIAL_ENVIRON = {
+    "AWS_ACCESS_KEY_ID": ("key", "username", "client_kwargs.aws_access_key_id"),
+    "AWS_SECRET_ACCESS_KEY": ("secret", "password", "client_kwargs.aws_secret_access_key"),
+    "AWS_SESSION_TOKEN": ("token", "session_token", "client_kwargs.aws_session_token"),
+}
+
+
+def split_credentials(options: Mapping[str, Any]) -> tuple[StorageOptions, StorageOptions]:
+    """(`options` without its credentials, the credentials), both nested as `options` is."""
+    public: StorageOptions = {}
+    credentials: StorageOptions = {}
+    for name, value in options.items():
+        if name in CREDENTIAL_OPTIONS:
+            credentials[name] = value
+        elif isinstance(value, Mapping):
+            public[name], inner = split_credentials(value)
+            if inner:
+                credentials[name] = inner
+        else:
+            public[name] = value
+    return public, credentials
+
+
+class CredentialedOptions(dict):
+    """Storage options whose credentials stay in the process that holds them: the dict is the
+    options without credentials (`CREDENTIAL_OPTIONS`), `credentials` holds those, nested as
+    given. Pickled (Dask sending a task to its scheduler and workers), it leaves them behind;
+    copied with `copy`, it keeps them. This process's own requests take them from
+    `with_credentials`; a copy made with `dict(...)` has none."""
+
+    def __init__(self, options: Mapping[str, Any] | None = None) -> None:
+        public, self.credentials = split_credentials(options or {})
+        super().__init__(public)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (CredentialedOptions, (dict(self),))
+
+    def __copy__(self) -> CredentialedOptions:
+        return self.__deepcopy__({})
+
+    def __deepcopy__(self, memo: dict) -> CredentialedOptions:
+        copied = CredentialedOptions(copy.deepcopy(dict(self), memo))
+        copied.credentials = copy.deepcopy(self.credentials, memo)
+        return copied
+
+
+def with_credentials(storage_options: Mapping[str, Any] | None) -> StorageOptions:
+    """`storage_options` with the credentials held with them (`CredentialedOptions`) put back,
+    for this process's own filesystem: never give the result to a task."""
+    held = getattr(storage_options, "credentials", None) or {}
+    return _with_defaults(dict(storage_options or {}), held)
+
+
+def _dotted(options: Mapping[str, Any], path: str) -> Any:
+    """`options["a"]["b"]` for `path` "a.b"; None where it is missing."""
+    value: Any = options
+    for name in path.split("."):
+        value = value.get(name) if isinstance(value, Mapping) else None
+    return value
+
+
+def credentials_environ(storage_options: Mapping[str, Any] | None) -> dict[str, str]:
+    """The environment that gives a worker the S3 credentials held with `storage_options`
+    (`CREDENTIAL_ENVIRON`), or {} when none are held. A variable with no credential given is
+    empty, so that one the worker inherits is not paired with the given ones (botocore takes
+    an empty variable for a missing one)."""
+    held = getattr(storage_options, "credentials", None) or {}
+    if not held:
+        return {}
+    environ = {}
+    for variable, paths in CREDENTIAL_ENVIRON.items():
+        given = [_dotted(held, path) for path in paths]
+        environ[variable] = next((str(value) for value in given if value not in (None, "")), "")
+    return environ
 
 
 def is_storage_outage(error: BaseException) -> bool:
@@ -223,10 +325,16 @@ def __getattr__(name: str) -> Any:
     if built is not None:  # called directly after the first use: the one class, or pickle fails
         return built
     import s3fs
+    from fsspec.spec import make_instance
 
     class WatchedS3FileSystem(s3fs.S3FileSystem):
         """s3fs, with `_watch_retries` on every S3 client it makes, each client closed on its
-        own event loop."""
+        own event loop, pickled without its credentials (a Dask task's store is rebuilt on the
+        worker, which finds credentials in its own environment)."""
+
+        def __reduce__(self) -> tuple[Any, ...]:
+            public, _ = split_credentials(self.storage_options)
+            return make_instance, (type(self), self.storage_args, public)
 
         async def set_session(self, refresh: bool = False, kwargs: dict | None = None) -> Any:
             client = await super().set_session(refresh=refresh, kwargs=kwargs or {})

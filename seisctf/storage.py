@@ -31,11 +31,13 @@ StorageOptions = s3.StorageOptions
 warnings.filterwarnings("ignore", message="Consolidated metadata is currently not part")
 
 
-def parse_storage_options(pairs: Sequence[str] | None) -> StorageOptions:
+def parse_storage_options(pairs: Sequence[str] | None) -> s3.CredentialedOptions:
     """`["endpoint_url=http://127.0.0.1:8333", "anon=false"]` -> fsspec storage options.
 
     Values are parsed as JSON where they can be (numbers, booleans, objects), else kept as text.
-    A dotted key (`client_kwargs.region_name=x`) builds a nested dict.
+    A dotted key (`client_kwargs.region_name=x`) builds a nested dict. Credentials (`key=`,
+    `secret=`, ...: `s3.CREDENTIAL_OPTIONS`) are held apart, in this process only: no Dask
+    task carries them (`s3.CredentialedOptions`).
     """
     options: StorageOptions = {}
     for pair in pairs or ():
@@ -51,7 +53,7 @@ def parse_storage_options(pairs: Sequence[str] | None) -> StorageOptions:
         for parent in parents:
             target = target.setdefault(parent, {})
         target[leaf] = value
-    return options
+    return s3.CredentialedOptions(options)
 
 
 def is_remote(url: str) -> bool:
@@ -59,13 +61,16 @@ def is_remote(url: str) -> bool:
 
 
 def options_for(url: str, storage_options: StorageOptions | None) -> StorageOptions | None:
-    """Storage options apply to fsspec URLs only; zarr refuses them for local paths. S3 URLs get
-    seisctf's retry defaults under the given options (`s3.with_retries`)."""
+    """The fsspec options this process opens `url` with: storage options apply to fsspec URLs
+    only (zarr refuses them for local paths); the credentials held with them are put back
+    (`s3.with_credentials`: this process's own requests; a filesystem Dask sends to a worker
+    leaves them behind); S3 URLs get seisctf's retry defaults under the given options
+    (`s3.with_retries`)."""
     if not is_remote(url):
         return None
     if str(url).startswith(("s3://", "s3a://")):
         return s3.with_retries(storage_options)
-    return storage_options or None
+    return s3.with_credentials(storage_options) or None
 
 
 def join(url: str, *parts: str) -> str:

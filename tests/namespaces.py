@@ -27,7 +27,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from servers import free_port, stop_process, tied_to_this_process
+from servers import CLUSTER_CREDENTIALS, free_port, stop_process, tied_to_this_process
 
 SUBNET = ipaddress.ip_network("10.231.0.0/24")
 HOST_ADDRESS = "10.231.0.1"
@@ -174,6 +174,7 @@ def start_worker(n: int, scheduler: str, hidden: Sequence[Path], log: Path) -> s
             tied_to_this_process(worker_command(n, scheduler, hidden)),
             stdout=output,
             stderr=subprocess.STDOUT,
+            env={**os.environ, **CLUSTER_CREDENTIALS},  # a remote worker's own S3 credentials
             start_new_session=True,
         )
 

@@ -14,7 +14,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -92,6 +92,12 @@ class S3Server:
 
     def cli_options(self) -> list[str]:
         return [f"--storage-option={k}={v}" for k, v in self.storage_options.items()]
+
+    def endpoint_options(self) -> list[str]:
+        """The endpoint alone, for a command on a cluster given by address: it and the
+        cluster's workers take the credentials from their environment (`CLUSTER_CREDENTIALS`),
+        as the command line's are never sent to such workers."""
+        return [f"--storage-option=endpoint_url={self.endpoint_url}"]
 
     def filesystem(self):
         import s3fs
@@ -234,8 +240,20 @@ class DaskCluster:
     directory: Path  # the scheduler file, each process's log and the workers' local directories
 
 
-def start_dask_cluster(n_workers: int = 2, timeout_s: float = 60.0) -> DaskCluster:
-    """A real `dask scheduler` and `n_workers` `dask worker` processes on loopback.
+# What the processes of the tests' Dask clusters have in their environment: the tests' S3
+# credentials, as a real cluster's workers have theirs (seisctf never sends credentials in a graph).
+CLUSTER_CREDENTIALS = {"AWS_ACCESS_KEY_ID": S3_KEY, "AWS_SECRET_ACCESS_KEY": S3_KEY}
+
+
+def start_dask_cluster(
+    n_workers: int = 2,
+    timeout_s: float = 60.0,
+    environment: Mapping[str, str] | None = None,
+    scheduler_options: Sequence[str] = (),
+) -> DaskCluster:
+    """A real `dask scheduler` and `n_workers` `dask worker` processes on loopback, with
+    `environment` (default `CLUSTER_CREDENTIALS`) over this process's environment, the
+    scheduler with `scheduler_options` added to its command line (e.g. a `--preload`).
 
     The scheduler binds a port of its own choosing and writes its address to a scheduler file
     the workers read: a port probed free here could be taken by another connection's local end
@@ -244,16 +262,21 @@ def start_dask_cluster(n_workers: int = 2, timeout_s: float = 60.0) -> DaskClust
     import tempfile
 
     directory = Path(tempfile.mkdtemp(prefix="seisctf-dask-"))
+    environment = CLUSTER_CREDENTIALS if environment is None else environment
     scheduler_file = directory / "scheduler.json"
     scheduler = _dask_process(
         directory,
         "scheduler",
-        ["--host", LOOPBACK, "--port", "0", "--no-dashboard", "--scheduler-file", scheduler_file],
-    )
+        ["--host", LOOPBACK, "--port", "0", "--no-dashboard", "--scheduler-file", scheduler_file,
+         *scheduler_options],
+        environment,
+    )  # fmt: skip
     worker_options = ["--scheduler-file", scheduler_file, "--host", LOOPBACK, "--nthreads", "1"]
     worker_options += ["--nworkers", "1", "--no-dashboard", "--memory-limit", "4GiB"]
     workers = [
-        _dask_process(directory, f"worker-{index}", [*worker_options, "--local-directory", "."])
+        _dask_process(
+            directory, f"worker-{index}", [*worker_options, "--local-directory", "."], environment
+        )
         for index in range(n_workers)
     ]
     cluster = DaskCluster("", [scheduler, *workers], directory)
@@ -276,8 +299,14 @@ def start_dask_cluster(n_workers: int = 2, timeout_s: float = 60.0) -> DaskClust
     raise RuntimeError(f"dask cluster did not start within {timeout_s} s\n{logs}")
 
 
-def _dask_process(directory: Path, name: str, arguments: Sequence[object]) -> subprocess.Popen:
-    """`dask <name's command> arguments` in `directory/name`, logging to `directory/name.log`."""
+def _dask_process(
+    directory: Path,
+    name: str,
+    arguments: Sequence[object],
+    environment: Mapping[str, str] | None = None,
+) -> subprocess.Popen:
+    """`dask <name's command> arguments` in `directory/name`, logging to `directory/name.log`,
+    with `environment` over this process's."""
     command = name.split("-")[0]
     (directory / name).mkdir()
     with open(directory / f"{name}.log", "wb") as log:
@@ -286,6 +315,7 @@ def _dask_process(directory: Path, name: str, arguments: Sequence[object]) -> su
             stdout=log,
             stderr=subprocess.STDOUT,
             cwd=directory / name,
+            env={**os.environ, **(environment or {})},
             start_new_session=True,
         )
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import obspy
 import pytest
-from servers import free_port
+from servers import CLUSTER_CREDENTIALS, free_port
 
 from seisctf import s3
 from seisctf.cli import EXIT_INVALID_INPUT, EXIT_STORAGE_UNAVAILABLE, main
@@ -121,11 +121,15 @@ def test_reading_from_a_missing_bucket_names_it(s3_server, dask_cluster, tmp_pat
     assert not out_path.exists()
 
 
-def test_reading_a_missing_store_in_a_bucket_names_it(s3_server, s3_bucket, dask_cluster, capsys):
+def test_reading_a_missing_store_in_a_bucket_names_it(
+    s3_server, s3_bucket, dask_cluster, capsys, monkeypatch
+):
+    for name, value in CLUSTER_CREDENTIALS.items():  # as the cluster's workers have them
+        monkeypatch.setenv(name, value)
     url = f"{s3_bucket}/never-written.zarr"
     code, _, err = run_cli(
         ["tasks", url, "--public", f"{s3_bucket}/p.zarr", "--truth", f"{s3_bucket}/t.zarr",
-         *s3_server.cli_options(), "--scheduler", dask_cluster.address, "--quiet"],
+         *s3_server.endpoint_options(), "--scheduler", dask_cluster.address, "--quiet"],
         capsys,
     )  # fmt: skip
     assert code == EXIT_INVALID_INPUT, err

@@ -115,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
                     quiet=args.quiet,
                     preload=getattr(args, "worker_modules", ()),
                     background=True,
+                    storage_option=getattr(args, "storage_option", None),
                 ):
                     _check_worker_paths(args)
                     args.run(args)
@@ -153,11 +154,18 @@ def main(argv: list[str] | None = None) -> int:
 # package loads no Dask, xarray, zarr or pandas, so a mistake is answered in well under a second.
 
 
-def dask_client(*args, **kwargs):
+def dask_client(*args, storage_option: list[str] | None = None, **kwargs):
     """`seisctf.cluster.dask_client`, imported when a verb starts its cluster (after its
-    check), so that `seisctf --help` and the checks load no Dask."""
+    check), so that `seisctf --help` and the checks load no Dask. The S3 credentials among
+    `storage_option` (`--storage-option`'s pairs) are its `credentials`: the embedded cluster's
+    workers get them in their environment, no task carries them."""
     from seisctf.cluster import dask_client as client
 
+    if storage_option:
+        from seisctf.s3 import credentials_environ
+        from seisctf.storage import parse_storage_options
+
+        kwargs["credentials"] = credentials_environ(parse_storage_options(storage_option))
     return client(*args, **kwargs)
 
 

@@ -25,7 +25,7 @@ import obspy
 import pytest
 from conftest import TINY_LAYOUT_YAML
 from namespaces import missing_requirement, namespaced_cluster, private_network, worker_address
-from servers import start_s3, stop_process
+from servers import CLUSTER_CREDENTIALS, start_s3, stop_process
 
 from seisctf.cli import main
 from seisctf.recipes.ingest.input_manifest import recorded_inputs
@@ -105,8 +105,16 @@ def seisctf(*args: str, cwd: Path, check: bool = True) -> subprocess.CompletedPr
     return result
 
 
+@pytest.fixture(autouse=True)
+def s3_credentials_in_the_environment(monkeypatch):
+    """The commands take their S3 credentials from the environment, as the remote workers take
+    theirs: credentials on a command line are never sent to a cluster's workers."""
+    for name, value in CLUSTER_CREDENTIALS.items():
+        monkeypatch.setenv(name, value)
+
+
 def remote_options(cluster, server) -> list[str]:
-    return ["--scheduler", cluster.scheduler, "--quiet", *server.cli_options()]
+    return ["--scheduler", cluster.scheduler, "--quiet", *server.endpoint_options()]
 
 
 def local_objects(root: Path) -> dict[str, bytes]:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import write_tiny_truth
+from servers import CLUSTER_CREDENTIALS
 
 from seisctf import cli
 
@@ -92,8 +93,10 @@ def test_a_zeros_baseline_stores_every_chunk_and_scores(bundle, tmp_path, dask_c
 
 
 def test_a_deleted_chunk_at_an_s3_url_is_refused(
-    bundle, tmp_path, capsys, dask_cluster, s3_server, s3_bucket
+    bundle, tmp_path, capsys, dask_cluster, s3_server, s3_bucket, monkeypatch
 ):
+    for name, value in CLUSTER_CREDENTIALS.items():  # as the cluster's workers have them
+        monkeypatch.setenv(name, value)
     truth, public = bundle
     local = _baseline("persistence", public, tmp_path / "persistence.zarr", dask_cluster.address)
     deleted = _chunk_files(local, "X7test")[0]
@@ -103,7 +106,7 @@ def test_a_deleted_chunk_at_an_s3_url_is_refused(
     s3_server.filesystem().put(str(local), url, recursive=True)
     capsys.readouterr()
     out = tmp_path / "damaged.json"
-    code = _score(truth, url, out, dask_cluster.address, *s3_server.cli_options())
+    code = _score(truth, url, out, dask_cluster.address, *s3_server.endpoint_options())
     err = capsys.readouterr().err
     assert code == 3 and len(err.strip().splitlines()) == 1, err
     assert "X7test" in err and key in err and url in err and "Traceback" not in err

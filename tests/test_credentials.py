@@ -1,0 +1,225 @@
+"""Storage credentials never travel inside a Dask graph, through the CLI against a SeaweedFS
+that checks signatures (an identity whose key and secret appear nowhere else).
+
+Every task the scheduler receives is pickled as distributed pickles it for a worker
+(tests/graph_probe.py, a scheduler preload) and searched for the key and the secret. The
+embedded cluster's workers get the credentials given on the command line from their
+environment at start, so an ingest to S3 and a score from S3 still work; a cluster given by
+address gets none (one line says which its workers need), so its workers without credentials
+of their own cannot read the bucket."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import obspy
+import pytest
+from conftest import noisy_copy, write_tiny_truth
+from graph_probe import PROBE_FILE_ENV, read_records
+from servers import S3_KEY, start_dask_cluster, start_s3, stop_dask_cluster, stop_process
+from submission_writers import write_zarr
+
+from seisctf import s3, storage
+
+TESTS = Path(__file__).resolve().parent
+SEISCTF = [sys.executable, "-m", "seisctf.cli"]
+TSINDEX = Path(obspy.__file__).parent / "clients/filesystem/tests/data/tsindex_data"
+MSEED_FILES = sorted(TSINDEX.rglob("*.mseed"))  # CU.TGUH.00, IU.ANMO.10, IU.COLA.10 BHZ
+KEY = f"PROBEKEY{secrets.token_hex(6).upper()}"
+SECRET = secrets.token_urlsafe(30)
+BUCKET = "guarded"
+
+
+@pytest.fixture(scope="module")
+def guarded_s3(tmp_path_factory):
+    """SeaweedFS that checks every request's signature against two identities: the tests' key
+    (the server's readiness probe uses it) and `KEY`/`SECRET`, which only the commands get."""
+    directory = tmp_path_factory.mktemp("guarded-s3")
+    actions = ["Admin", "Read", "Write", "List", "Tagging"]
+    identities = [
+        {"name": name, "credentials": [{"accessKey": key, "secretKey": secret}], "actions": actions}
+        for name, key, secret in (("tests", S3_KEY, S3_KEY), ("probe", KEY, SECRET))
+    ]
+    (directory / "s3.json").write_text(json.dumps({"identities": identities}))
+    server = start_s3(directory / "data", options=[f"-s3.config={directory / 's3.json'}"])
+    try:
+        server.filesystem().mkdir(BUCKET)
+        yield server
+    finally:
+        stop_process(server.process)
+
+
+def credential_options(server) -> list[str]:
+    return [
+        f"--storage-option=endpoint_url={server.endpoint_url}",
+        f"--storage-option=key={KEY}",
+        f"--storage-option=secret={SECRET}",
+    ]
+
+
+def seisctf(*argv: str, probe: Path) -> subprocess.CompletedProcess:
+    """The command in its own process, with no AWS credentials in its environment and
+    `graph_probe` preloaded into any scheduler it starts, writing to `probe`."""
+    environment = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith(("AWS_", "SEISCTF_SCHEDULER", "SEISCTF_CLUSTER"))
+    }
+    environment.update(
+        {
+            "PYTHONPATH": os.pathsep.join([str(TESTS), environment.get("PYTHONPATH", "")]),
+            "DASK_DISTRIBUTED__SCHEDULER__PRELOAD": "graph_probe",
+            PROBE_FILE_ENV: str(probe),
+            "HOME": str(probe.parent),  # no ~/.aws
+        }
+    )
+    return subprocess.run(
+        [*SEISCTF, *argv], capture_output=True, text=True, env=environment, timeout=300
+    )
+
+
+def assert_no_credentials_in(probe: Path, least_tasks: int) -> None:
+    """The probe saw at least `least_tasks` tasks, and none of their pickles holds the key or
+    the secret (nor their pickled forms)."""
+    tasks = read_records(probe)
+    assert len(tasks) >= least_tasks, len(tasks)
+    forbidden = [text.encode() for text in (KEY, SECRET)]
+    forbidden += [pickle.dumps(text)[2:-1] for text in (KEY, SECRET)]  # a pickled str's bytes
+    leaking = [index for index, task in enumerate(tasks) if any(f in task for f in forbidden)]
+    assert leaking == [], f"{len(leaking)} of {len(tasks)} tasks carry the credentials"
+
+
+def s3_objects(server, url: str) -> dict[str, bytes]:
+    fs = server.filesystem()
+    prefix = url.removeprefix("s3://").rstrip("/")
+    return {key[len(prefix) + 1 :]: fs.cat(key) for key in fs.find(prefix)}
+
+
+def test_ingest_to_s3_on_the_embedded_cluster_sends_no_credentials(guarded_s3, tmp_path):
+    fs = guarded_s3.filesystem()
+    sources = []
+    for path in MSEED_FILES:
+        fs.put(str(path), f"{BUCKET}/mseed/{path.name}")
+        sources.append(f"s3://{BUCKET}/mseed/{path.name}")
+    out = f"s3://{BUCKET}/ingested.zarr"
+    probe = tmp_path / "ingest.probe"
+    result = seisctf(
+        "ingest", "waveforms", *sources, "--out", out, *credential_options(guarded_s3),
+        "--quiet", probe=probe,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""  # the embedded cluster: nothing to say about credentials
+    assert_no_credentials_in(probe, least_tasks=len(MSEED_FILES))
+    local = tmp_path / "local.zarr"
+    result = seisctf("ingest", "waveforms", *map(str, MSEED_FILES), "--out", str(local),
+                     "--quiet", probe=tmp_path / "local.probe")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    # The same chunks as the local ingest, but for the manifest of the inputs (their names).
+    remote_chunks = s3_objects(guarded_s3, out)
+    local_chunks = {str(p.relative_to(local)): p.read_bytes() for p in local.rglob("*")
+                    if p.is_file()}  # fmt: skip
+    for chunks in (remote_chunks, local_chunks):
+        for name in [n for n in chunks if n.endswith("zarr.json") or n.startswith("inputs/")]:
+            del chunks[name]
+    assert remote_chunks and remote_chunks == local_chunks
+
+
+@pytest.fixture(scope="module")
+def scoring_stores(guarded_s3, tmp_path_factory):
+    """A tiny truth bundle and a noisy submission, locally and copied to the bucket: (local
+    truth, local submission, S3 truth, S3 submission)."""
+    root = tmp_path_factory.mktemp("scoring")
+    truth_url, _, truth = write_tiny_truth(root, "credentials-test-secret")
+    submission = write_zarr(noisy_copy(truth, seed=3, level=0.2), root / "submission.zarr")
+    fs = guarded_s3.filesystem()
+    urls = []
+    for local in (Path(truth_url), submission):
+        fs.put(str(local), f"{BUCKET}/scoring/{local.name}", recursive=True)
+        urls.append(f"s3://{BUCKET}/scoring/{local.name}")
+    return truth_url, str(submission), *urls
+
+
+def test_score_from_s3_on_the_embedded_cluster_sends_no_credentials(scoring_stores, guarded_s3,
+                                                                    tmp_path):  # fmt: skip
+    truth, submission, s3_truth, s3_submission = scoring_stores
+    probe = tmp_path / "score.probe"
+    remote = seisctf("score", "ctf", "--truth", s3_truth, "--submission", s3_submission,
+                     *credential_options(guarded_s3), "--quiet", probe=probe)  # fmt: skip
+    assert remote.returncode == 0, remote.stderr
+    assert_no_credentials_in(probe, least_tasks=20)
+    local = seisctf("score", "ctf", "--truth", truth, "--submission", submission, "--quiet",
+                    probe=tmp_path / "local.probe")  # fmt: skip
+    assert local.returncode == 0, local.stderr
+    scores = [json.loads(run.stdout)["scores"] for run in (remote, local)]
+    assert scores[0] == scores[1] and np.isfinite(list(scores[0].values())).all()
+
+
+@pytest.fixture(scope="module")
+def cluster_without_credentials(tmp_path_factory):
+    """A `dask scheduler` with the probe preloaded and a worker with no AWS credentials of its
+    own (as a remote machine whose set-up gave it none): (address, the probe's file)."""
+    probe = tmp_path_factory.mktemp("remote-probe") / "tasks.probe"
+    environment = {
+        "AWS_ACCESS_KEY_ID": "",
+        "AWS_SECRET_ACCESS_KEY": "",
+        "HOME": str(probe.parent),  # no ~/.aws
+        "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]),
+        PROBE_FILE_ENV: str(probe),
+    }
+    cluster = start_dask_cluster(
+        n_workers=1, environment=environment, scheduler_options=["--preload", "graph_probe"]
+    )
+    yield cluster.address, probe
+    stop_dask_cluster(cluster)
+
+
+def test_a_cluster_given_by_address_gets_no_credentials_and_says_which_it_needs(
+    scoring_stores, guarded_s3, cluster_without_credentials, tmp_path
+):
+    """The credentials stay with the command: its own requests (the truth's metadata) work,
+    the worker's reads of the chunks find no credentials of its own."""
+    _, _, s3_truth, s3_submission = scoring_stores
+    address, probe = cluster_without_credentials
+    result = seisctf("score", "ctf", "--truth", s3_truth, "--submission", s3_submission,
+                     *credential_options(guarded_s3), "--scheduler", address, "--quiet",
+                     probe=tmp_path / "unused.probe")  # fmt: skip
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 3 and len(lines) == 2, result.stderr
+    assert lines[0].startswith("seisctf: storage credentials given as options are not sent")
+    assert "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY in its environment" in lines[0]
+    assert "profile=NAME" in lines[0] and "instance role" in lines[0]
+    assert lines[1].startswith(f"seisctf: invalid input: {s3_truth}: no S3 credentials for ")
+    assert_no_credentials_in(probe, least_tasks=1)
+
+
+def test_credentials_at_any_depth_stay_out_of_pickles(guarded_s3):
+    """Every credential option, top-level or in client_kwargs, is left behind when the options,
+    or a filesystem made from them, are pickled; this process's own requests still use them."""
+    given = [f"endpoint_url={guarded_s3.endpoint_url}", f"key={KEY}", f"secret={SECRET}"]
+    given += ["token=", "client_kwargs.region_name=us-east-1"]
+    options = storage.parse_storage_options(given)
+    url = f"s3://{BUCKET}/probe.txt"
+    fs = s3.WatchedS3FileSystem(**storage.options_for(url, options), skip_instance_cache=True)
+    fs.pipe(url, b"written with the held credentials")
+    for carrier in (options, fs, {"deep": [options]}):
+        pickled = pickle.dumps(carrier)
+        assert KEY.encode() not in pickled and SECRET.encode() not in pickled
+    assert pickle.loads(pickle.dumps(options)) == {
+        "endpoint_url": guarded_s3.endpoint_url,
+        "client_kwargs": {"region_name": "us-east-1"},
+    }
+    assert s3.credentials_environ(options) == {
+        "AWS_ACCESS_KEY_ID": KEY,
+        "AWS_SECRET_ACCESS_KEY": SECRET,
+        "AWS_SESSION_TOKEN": "",
+    }
+    nested = {"client_kwargs": {"aws_access_key_id": KEY, "aws_secret_access_key": SECRET}}
+    public, held = s3.split_credentials({**nested, "anon": False})
+    assert public == {"client_kwargs": {}, "anon": False} and held == nested
