@@ -107,7 +107,7 @@ class IngestRun:
     load: str
     store: Path
     probe: dict[str, dict[str, float]]  # task_probe's record of the run
-    began: float  # time.time() at the command's start
+    began: float  # the scheduler's time.time() at the command's start (`Cluster.now`)
     scheduler_idle: int = 0  # the scheduler's RSS (bytes) just before the command
 
     def span(self, prefix: str) -> tuple[float, float, float]:
@@ -278,6 +278,12 @@ class Cluster:
         self.address = self.client.scheduler.address
         return self
 
+    def now(self) -> float:
+        """The scheduler's clock now, the one the task probe's times are read on."""
+        from task_probe import task_probe_now
+
+        return self.client.run_on_scheduler(task_probe_now)
+
     def probe(self) -> dict[str, dict[str, float]]:
         """The task probe's record since the last call (and clear it)."""
         from task_probe import task_probe_summary
@@ -336,7 +342,7 @@ def ingest(
             sampler.__enter__()
         load = load_average()
         idle = psutil.Process(cluster.scheduler.pid).memory_info().rss
-        began = time.time()
+        began = cluster.now()  # on the clock of the probe's times
         try:
             run = run_command([*command, "--scheduler", cluster.address])
         finally:
