@@ -312,16 +312,17 @@ class Cluster:
 
 
 def import_rss() -> int:
-    """Peak RSS (bytes) of a fresh process importing what `seisctf ingest` loads (the CLI, every
-    registered ingest module, distributed; `-P`: as the command finds them), its second run (the
-    first may compile bytecode): a client's peak above it is its work."""
+    """Peak RSS (bytes, VmHWM: ru_maxrss keeps the parent's across a vfork and exec) of a fresh
+    process importing what `seisctf ingest` loads (the CLI, every registered ingest module,
+    distributed; `-P`: as the command finds them), the second of two (the first may compile
+    bytecode): a client's peak above it is its work."""
     code = (
-        "import resource, distributed, seisctf.cli, seisctf.registry; seisctf.registry."
-        "INGESTS.entries(); print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+        "import distributed, seisctf.cli, seisctf.registry; seisctf.registry.INGESTS.entries(); "
+        "print(open('/proc/self/status').read().split('VmHWM:')[1].split()[0])"
     )
     command = [sys.executable, "-P", "-c", code]
     runs = [subprocess.run(command, check=True, capture_output=True, text=True) for _ in range(2)]
-    return int(runs[-1].stdout) * 1024  # ru_maxrss is in KiB on Linux
+    return int(runs[-1].stdout) * 1024  # kB
 
 
 # --- one run ----------------------------------------------------------------------------------
