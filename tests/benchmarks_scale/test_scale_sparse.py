@@ -118,3 +118,12 @@ def test_the_poller_sees_progress_objects_come_and_go(tmp_path):
         time.sleep(0.3)
     assert poller.peak == (9, 8)
     assert scale_sparse.progress_objects(store) == (1, 0)  # the manifest file is left
+
+
+def test_the_import_baseline_does_not_grow_with_the_benchmark_process():
+    import scale_ingest
+
+    alone = scale_ingest.import_rss()
+    held = np.ones(2**26)  # 512 MiB in this process (ru_maxrss of a child would inherit it)
+    assert abs(scale_ingest.import_rss() - alone) < 32 * 2**20
+    assert 50 * 2**20 < alone < held.nbytes
