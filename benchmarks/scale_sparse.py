@@ -116,8 +116,8 @@ def progress_objects(store: Path) -> tuple[int, int]:
 
 class ProgressPoller:
     """Count a store's progress objects in a thread until stopped; keep the largest count. The
-    pause between counts is 4x the last count's duration (at least 50 ms): the poller takes at
-    most a fifth of a core from the run it watches."""
+    pause between counts is 9x the last count's duration (at least 50 ms): the poller takes at
+    most a tenth of a core from the run it watches."""
 
     def __init__(self, store: Path):
         self.store = store
@@ -138,7 +138,7 @@ class ProgressPoller:
             began = time.perf_counter()
             total, metadata = progress_objects(self.store)
             self.peak = max(self.peak, (total, total - metadata))
-            if self._stop.wait(max(0.05, 4 * (time.perf_counter() - began))):
+            if self._stop.wait(max(0.05, 9 * (time.perf_counter() - began))):
                 return
 
 
