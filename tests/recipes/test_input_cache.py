@@ -24,7 +24,7 @@ from servers import S3_KEY, start_s3, stop_process, tied_to_this_process
 
 from seisctf.errors import InvalidInput
 from seisctf.recipes.ingest import input_cache
-from seisctf.recipes.ingest.input_locality import near_inputs
+from seisctf.recipes.ingest.input_locality import in_path_order, near_inputs
 
 MSEED = Path(obspy.__file__).parent / "io/mseed/tests/data"
 # One station's day of two channels (1 Hz, 2025-11-10), and one of them again in a day file.
@@ -241,6 +241,31 @@ def test_tasks_run_on_the_host_that_keeps_their_inputs(tmp_path):
                 assert ran_in == [pids[holder[task[0]]] for task in inputs], (holder, pids)
                 for host in ("host-1", "host-2"):  # the run's files cleared on both hosts
                     assert not list((tmp_path / host / input_cache.FOLDER).glob("*/*"))
+    finally:
+        for process in processes:
+            stop_process(process)
+
+
+def test_consecutive_scan_batches_go_to_one_host_each(tmp_path):
+    """Scan batches in path order: the first half on one host, the second on the other
+    (`in_path_order`), so a station's neighbouring files are kept on one host."""
+    from seisctf.cluster import dask_client
+
+    processes = _two_host_cluster(tmp_path)
+
+    @input_cache.cache_run
+    def hosts_of_tasks(client, count: int) -> list[str]:
+        run = input_cache.current_run()
+        make = in_path_order(
+            lambda i: dask.delayed(input_cache.host_cache)(dask_key_name=f"host-{run}-{i}"), count
+        )
+        return [Path(host).parent.name for host in dask.compute(*[make(i) for i in range(count)])]
+
+    try:
+        with dask_client((tmp_path / "address").read_text(), quiet=True) as client:
+            client.wait_for_workers(2, timeout=60)
+            assert hosts_of_tasks(client, 8) == ["host-1"] * 4 + ["host-2"] * 4
+            assert hosts_of_tasks(client, 3) == ["host-1", "host-1", "host-2"]
     finally:
         for process in processes:
             stop_process(process)

@@ -18,8 +18,7 @@ import numpy as np
 from seisctf.catalogs.seed_ids import channel_id
 
 if TYPE_CHECKING:
-    from seisctf.recipes.ingest.placed_traces import PlacedTraces
-    from seisctf.recipes.ingest.waveform_plan import PlacedTrace
+    from seisctf.recipes.ingest.placed_traces import PlacedTrace, PlacedTraces
 
 TOLERANCE_SAMPLES = 0.01
 

@@ -46,6 +46,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from seisctf.cluster import active_client
 from seisctf.errors import InvalidInput
 
 DIR_ENV = "SEISCTF_INPUT_CACHE_DIR"
@@ -137,8 +138,6 @@ def keeping(scan: Callable[..., Any]) -> Callable[..., Any]:
 def clear_everywhere(run: str) -> None:
     """Remove the run's files from every worker's host and from this one. Best effort: a host
     that cannot be reached keeps them until its next run sweeps them (STALE_S)."""
-    from seisctf.cluster import active_client
-
     client = active_client()
     if client is not None:
         # Anything here (a cluster shutting down, a dead worker) must not replace the ingest's

@@ -1,12 +1,13 @@
 """Block tasks sent to the host that keeps their input files, on a cluster of several hosts.
 
 A scan task keeps the files it read on its own host (`input_cache`); a block task that runs on
-another host reads them from storage again. `near_inputs` asks every worker once which of the
-current run's files its host keeps, and builds each task under a Dask annotation naming the
-workers of the host that keeps most of its input bytes, other workers allowed: a busy or lost
-host does not hold a task back (a task that runs elsewhere reads storage, as without a cache).
-With one host (every worker shares one cache), no run or no distributed client, tasks are built
-as they are.
+another host reads them from storage again. `in_path_order` sends consecutive scan batches to
+one host, so that the files one block run reads (a station's channels) are kept together.
+`near_inputs` asks every worker once which of the current run's files its host keeps, and
+builds each task under a Dask annotation naming the workers of the host that keeps most of its
+input bytes, other workers allowed: a busy or lost host does not hold a task back (a task that
+runs elsewhere reads storage, as without a cache). With one host (every worker shares one
+cache), no run or no distributed client, tasks are built as they are.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import collections
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
+from seisctf.cluster import active_client
 from seisctf.recipes.ingest import input_cache
 
 Task = TypeVar("Task")
@@ -28,8 +30,6 @@ def near_inputs(
     """`make_task` (index -> a Dask collection, as `cluster.compute_in_waves` takes it), each
     task built under `dask.annotate(workers=…, allow_other_workers=True)` for the host keeping
     most bytes of its input files (`inputs_of(index)`: their hex sha256)."""
-    from seisctf.cluster import active_client
-
     run, client = input_cache.current_run(), active_client()
     workers_of = _workers_by_host(client) if run and client is not None else {}
     if len(workers_of) < 2:
@@ -50,6 +50,28 @@ def near_inputs(
         if not held:
             return make_task(index)
         host = max(held, key=lambda name: (held[name], name))
+        with dask.annotate(workers=workers_of[host], allow_other_workers=True):
+            return make_task(index)
+
+    return placed
+
+
+def in_path_order(make_task: Callable[[int], Task], count: int) -> Callable[[int], Task]:
+    """`make_task` for `count` scan tasks of consecutive path batches: task i built under an
+    annotation naming the workers of host i x hosts // count (other workers allowed), so that
+    neighbouring paths (a station's channels and days, in an SDS tree) are kept on one host,
+    where the block runs that read them together then go (`near_inputs`). With one host, no
+    run or no distributed client, tasks are built as they are."""
+    run, client = input_cache.current_run(), active_client()
+    workers_of = _workers_by_host(client) if run and client is not None else {}
+    if len(workers_of) < 2:
+        return make_task
+    hosts = sorted(workers_of)
+
+    def placed(index: int) -> Task:
+        import dask
+
+        host = hosts[index * len(hosts) // count]
         with dask.annotate(workers=workers_of[host], allow_other_workers=True):
             return make_task(index)
 

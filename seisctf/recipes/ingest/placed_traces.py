@@ -23,7 +23,19 @@ import numpy as np
 
 if TYPE_CHECKING:
     from seisctf.recipes.ingest.scan_table import ScanTable
-    from seisctf.recipes.ingest.waveform_plan import PlacedTrace
+    from seisctf.recipes.ingest.waveform_plan import TraceHeader
+
+
+@dataclass(frozen=True, slots=True)
+class PlacedTrace:
+    """A trace on the grid: grid index of its first sample, samples on the grid after any
+    resampling, and the offset (s) of its start from that grid sample (trace minus grid)."""
+
+    header: TraceHeader
+    first_index: int
+    n_samples: int
+    offset_s: float
+    resample: bool
 
 
 @dataclass(frozen=True, eq=False)  # numpy columns: compared by identity
@@ -41,8 +53,6 @@ class PlacedTraces:
         return len(self.row)
 
     def __iter__(self) -> Iterator[PlacedTrace]:
-        from seisctf.recipes.ingest.waveform_plan import PlacedTrace
-
         headers = self.scans.headers_of(self.row)
         for header, first, n, offset, resample in zip(
             headers,

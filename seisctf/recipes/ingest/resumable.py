@@ -100,16 +100,20 @@ def scan_all(
     label: str,
     quiet: bool,
     join: Callable[[list, Sequence[str]], Any] | None = None,
+    place: Callable[[Callable[[int], Any], int], Callable[[int], Any]] | None = None,
 ) -> Any:
     """`scan_batch` (one scan per path) of every path, in Dask tasks of consecutive batches
     (about SCAN_TASKS, of at most SCAN_BATCH_MAX paths), in path order: one list, or what
-    `join(batch results, paths)` makes of them (a scan task may return a table, not a list)."""
+    `join(batch results, paths)` makes of them (a scan task may return a table, not a list).
+    `place(make_task, count)`: how batch tasks are built (e.g. `input_locality.in_path_order`)."""
     import dask
 
     size = min(SCAN_BATCH_MAX, max(1, -(-len(paths) // SCAN_TASKS)))
     batches = [list(paths[i : i + size]) for i in range(0, len(paths), size)]
+    make = lambda i: dask.delayed(scan_batch)(batches[i], storage_options)  # noqa: E731
+    make = place(make, len(batches)) if place else make
     scanned = compute(
-        *[dask.delayed(scan_batch)(batch, storage_options) for batch in batches],
+        *[make(index) for index in range(len(batches))],
         label=label,
         quiet=quiet,
     )

@@ -15,7 +15,7 @@ import collections
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -24,6 +24,7 @@ from seisctf.errors import InvalidInput
 from seisctf.recipes.ingest import input_cache, resampling
 from seisctf.recipes.ingest.non_finite import finite_pieces, non_finite_problem
 from seisctf.recipes.ingest.overlap_conflicts import Piece, conflict_problems, find_conflicts
+from seisctf.recipes.ingest.placed_traces import RunTable, run_table
 from seisctf.recipes.ingest.read_warnings import collected_warnings, warning_problems
 from seisctf.recipes.ingest.resampling import rate_ratio, resampled_length
 from seisctf.recipes.ingest.response import ResponseRemoval, remove_response, response_problem
@@ -36,9 +37,6 @@ from seisctf.recipes.ingest.waveform_plan import (
     place_trace,
     read_input,
 )
-
-if TYPE_CHECKING:
-    from seisctf.recipes.ingest.placed_traces import RunTable
 
 
 @dataclass(frozen=True)
@@ -416,8 +414,6 @@ def block_runs(
     """The runs of the blocks the plan's traces touch (`placed_traces.run_table`; `only`: of
     those blocks, {station index: [(first, last block)]}) and a function making run `n`'s
     `BlockRun` (made per wave, not all at once; the files' sha256 from the plan's scan)."""
-    from seisctf.recipes.ingest.placed_traces import run_table
-
     traces = plan.traces
     table = run_table(traces, plan.stations, plan.n_time, plan.block_samples, RUN_TASKS,
                       RUN_MAX_BLOCKS, only)  # fmt: skip

@@ -32,7 +32,7 @@ from seisctf.recipes.ingest.grid_shifts import shift_problems
 from seisctf.recipes.ingest.input_listing import nothing_readable
 from seisctf.recipes.ingest.inventory_index import InventoryIndex
 from seisctf.recipes.ingest.inventory_text import inventory_holds
-from seisctf.recipes.ingest.placed_traces import PlacedTraces
+from seisctf.recipes.ingest.placed_traces import PlacedTrace, PlacedTraces, trace_blocks
 from seisctf.recipes.ingest.resampling import MAX_RATE_FACTOR, rate_ratio, resampled_length
 from seisctf.recipes.ingest.response import response_problem
 from seisctf.recipes.ingest.station_positions import header_metadata, inventory_disagreements
@@ -58,18 +58,6 @@ class TraceHeader:
     start_ns: int
     sampling_rate: float
     npts: int
-
-
-@dataclass(frozen=True, slots=True)
-class PlacedTrace:
-    """A trace on the grid: grid index of its first sample, samples on the grid after any
-    resampling, and the offset (s) of its start from that grid sample (trace minus grid)."""
-
-    header: TraceHeader
-    first_index: int
-    n_samples: int
-    offset_s: float
-    resample: bool
 
 
 @dataclass(frozen=True)
@@ -106,8 +94,6 @@ class WaveformPlan(BlockGrid):
         station whose own channels are not those its stored coverage counts (`counted`: its
         attr `station_channels`; None, every channel of the store, for a store ingested before
         that attr): its coverage changes everywhere."""
-        from seisctf.recipes.ingest.placed_traces import trace_blocks
-
         known = set(known)
         old = np.array([path in known for path in self.traces.scans.paths], dtype=bool)
         new = self.traces.where(~old[self.traces.files()]) if len(self.traces) else self.traces

@@ -48,7 +48,10 @@ along `time`, and only the blocks new files touch plus each station's last parti
 (re)written; the result equals a one-shot ingest of all files.
 
 Inputs may be fsspec URLs (`s3://bucket/archive/`, with `storage_options`): every file is read
-whole into memory (hashed, scanned and decoded from its bytes), local or remote alike.
+whole into memory (hashed, scanned and decoded from its bytes), local or remote alike. The scan
+keeps the bytes it read in its host's cache (`input_cache`; consecutive scan batches on one
+host, `input_locality`), and the decode reads them there: each byte is read from storage once
+where the hosts' disks hold the archive, and again (correct, only slower) where they do not.
 
 Merge (obspy `Stream.merge(method=1, interpolation_samples=0)`, on traces already on the grid;
 `waveform_attrs.MERGE_RULE`): a trace that ends later than the data before it wins the overlap
@@ -301,7 +304,9 @@ def ingest_waveforms(
     scan = input_cache.keeping(scan_files)  # each file read from storage once
     scans = input_manifest.scanned(  # only the files not as the store's table records them
         paths, stats, recorded,
-        lambda todo: resumable.scan_all(scan, todo, storage_options, "scan", quiet, joined),
+        lambda todo: resumable.scan_all(
+            scan, todo, storage_options, "scan", quiet, joined, input_locality.in_path_order
+        ),
     )  # fmt: skip
     if previous is not None:
         input_manifest.check_unchanged(recorded, scans, url)
