@@ -477,6 +477,7 @@ def file_curve(options: ScaleOptions) -> tuple[Section, list[IngestRun]]:
         verdict("planning <= 10 % of the run", f"at most {100 * worst:.1f} %", worst <= 0.10),
         f"time vs files: fitted exponent {exponent:.2f}",
         *file_ratios(runs, imports),
+        large_planning(runs),
     ]
     section.notes += [
         f"Archives: `make_archive.py sds --files N --days {30 if not options.quick else 10}` "
