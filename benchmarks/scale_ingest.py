@@ -422,7 +422,7 @@ def large_planning(runs: Sequence[IngestRun]) -> str:
     """Issue 38's planning goal: start to first write task <= 10 % of the run at >= 1 GB."""
     large = [(run.planning_s / run.seconds, run.label) for run in runs if run.bytes >= GB]
     if not large:
-        return "planning at >= 1 GB: no run that large here (`bench_scale.py --only ingest`)"
+        return "planning at >= 1 GB: no run that large here (full sizes: `--only ingest-files`)"
     figure = ", ".join(f"{100 * share:.1f} % at {label}" for share, label in large)
     return verdict("planning <= 10 % of the run at >= 1 GB", figure, max(large)[0] <= 0.10)
 
