@@ -389,6 +389,26 @@ def test_append_day_files_extends_time_and_keeps_old_chunks(tmp_path):
         ingest_waveforms([str(day3[0])], str(tmp_path / "none.zarr"), append=True, quiet=True)
 
 
+def test_an_append_keeps_the_last_blocks_it_does_not_touch_and_grows_their_coverage(tmp_path):
+    """Day 2 of XX.AAA.00 alone appended: XX.BBB.'s last, partial block keeps its chunk (nothing
+    new in it), its coverage counts its samples over the grown block, as a one-shot ingest's."""
+    day1 = write_day_files(tmp_path / "day1", 0, seed=1)
+    day2 = [path for path in write_day_files(tmp_path / "day2", 1, seed=2) if "AAA" in path.name]
+    block = 5000  # day 1 fills blocks 0-16 and 1400 samples of block 17
+    appended, whole = tmp_path / "appended.zarr", tmp_path / "whole.zarr"
+    ingest_waveforms([str(tmp_path / "day1")], str(appended), block_samples=block, quiet=True)
+    before = _chunk_files(appended)
+    ingest_waveforms([str(p) for p in day2], str(appended), append=True, quiet=True)
+    ingest_waveforms([str(p) for p in day1 + day2], str(whole), block_samples=block, quiet=True)
+    ds, reference = _open(appended), _open(whole)
+    np.testing.assert_array_equal(ds["coverage"].values, reference["coverage"].values)
+    station = list(ds["station"].values).index("XX.BBB")
+    assert 0 < ds["coverage"].values[station, 17] < 1  # 1400 of the grown block's 5000 samples
+    after = _chunk_files(appended)
+    assert {k: v[0] for k, v in after.items()} == {k: v[0] for k, v in _chunk_files(whole).items()}
+    assert {name for name in before if after[name] != before[name]} == {"data/c/0/0/17"}
+
+
 def test_s3_inputs_ingest_to_the_same_bytes_as_local_files(
     tmp_path, s3_server, s3_bucket, dask_cluster
 ):

@@ -128,8 +128,6 @@ STATION = "station"
 CHANNEL = "channel"
 ELEVATION = "elevation"
 COVERAGE_DIMS = (STATION, BLOCK)
-# The time axis's length before an append (the progress array's attr while it runs).
-OLD_TIME_SAMPLES = "old_time_samples"
 # The station coordinates of `data` and `coverage` (CF's `coordinates` attr).
 COORDINATES = {"coordinates": " ".join((cv.LATITUDE, cv.LONGITUDE, ELEVATION, *CODE_ARRAYS))}
 # Codec of `data` chunks: the project's (conventions.DATA_CODEC, Blosc LZ4 with bit shuffle). On
@@ -327,9 +325,9 @@ def ingest_waveforms(
         coverage = np.asarray(open_store(url, storage_options)[COVERAGE_VAR][:])
         return IngestReport(plan, coverage, tuple(existing["ingest_problems"]), up_to_date=True)
     progress = resumable.unfinished_progress(url, storage_options, fingerprint)
-    rewrite = (
+    rewrite = (  # an append: the blocks its files touch (others keep their chunks)
         None if previous is None
-        else append_rewrites(plan, previous, recorded, progress, url, storage_options)
+        else plan.blocks_to_rewrite(recorded.scans.paths, previous.get("station_channels"))
     )  # fmt: skip
     settings = RunSettings(plan.channels, plan.start_ns, plan.sampling_rate, rate is not None,
                            plan.block_samples, plan.n_time, removal,
@@ -474,27 +472,21 @@ def check_same_grid(
                 )
 
 
-def append_rewrites(
-    plan: WaveformPlan,
-    previous: dict[str, Any],
-    recorded: input_manifest.RecordedInputs,
-    progress: resumable.Progress | None,
-    url: str,
-    storage_options: dict | None,
-) -> dict[int, list[tuple[int, int]]]:
-    """{station index: [(first, last block)]} an append (re)writes: those
-    `plan.blocks_to_rewrite` names, and each station's last old block if the old time axis
-    ended inside it (it grows, so its coverage changes). The old length is the store's (or,
-    resuming, the one its progress recorded)."""
-    old_time = (progress.attributes if progress else {}).get(OLD_TIME_SAMPLES)
-    if old_time is None:
-        old_time = open_store(url, storage_options)[DATA_VAR].shape[-1]
-    rewrite = plan.blocks_to_rewrite(recorded.scans.paths, previous.get("station_channels"))
-    if old_time % plan.block_samples:
-        last = old_time // plan.block_samples
-        for station in range(len(plan.stations)):
-            rewrite.setdefault(station, []).append((last, last))
-    return rewrite
+def grow_last_blocks(coverage: np.ndarray, plan: WaveformPlan, old_time: int) -> None:
+    """Each station's coverage of the old store's last block, partial there, over the block's
+    grown length in `plan`, in place: a block no appended file touches keeps its chunk and so
+    its valid samples (recovered exactly from the float32 fraction: at most 3 x 2**18 of them),
+    and `resumable.coverage_of` divides them by its new size. A block the files touch is
+    rewritten and its record replaces this value."""
+    first = old_time - old_time % plan.block_samples
+    if first == old_time:
+        return
+    last, new_length = first // plan.block_samples, min(plan.block_samples, plan.n_time - first)
+    own = plan.station_channels()
+    for index, station in enumerate(plan.stations):
+        rows = len(own[station]) or len(plan.channels)
+        valid = round(float(coverage[index, last]) * rows * (old_time - first))
+        coverage[index, last] = valid / (rows * new_length)
 
 
 def prepare_append(
@@ -506,16 +498,17 @@ def prepare_append(
     fingerprint: str,
 ) -> resumable.Progress:
     """Turn the complete store into an unfinished one of the grown plan, with progress of
-    `records` runs: completion marker off, the old coverage kept (grown with zeros), `data`
-    resized. The blocks not rewritten keep their chunks and coverage."""
+    `records` runs: completion marker off, the old coverage kept (grown with zeros, its last
+    blocks over their grown length), `data` resized. The blocks not rewritten keep their
+    chunks and coverage."""
     shape = _blocks(plan)
     group, base = resumable.reopen_for_append(url, storage_options, COVERAGE_VAR, shape)
-    old_time = group[DATA_VAR].shape[-1]
+    grow_last_blocks(base, plan, group[DATA_VAR].shape[-1])
     group[DATA_VAR].resize((len(plan.stations), len(plan.channels), plan.n_time))
     write_station_ids(group, plan.stations, COORDINATES)
     # Decode problems of the kept blocks: the old ones that the new plan does not repeat.
     carried = [p for p in previous.get("ingest_problems", []) if p not in plan.problems]
-    attributes = {"carried_problems": carried, OLD_TIME_SAMPLES: old_time}
+    attributes = {"carried_problems": carried}
     # The progress array last (an append killed before it is not resumable: re-ingest).
     resumable.create_progress(group, records, fingerprint, attributes, base)
     return resumable.Progress(base=base, records=records, attributes=attributes)
