@@ -5,11 +5,15 @@
 The unit costs are the figures `bench_scale.py` measured (benchmarks/RESULTS.md, "Scale"); the
 projections are arithmetic on them. Every input is listed in `BASIS` as measured (with its
 command and figure), assumed (with why) or the code's own default, and printed with its value.
-Today's ingest reads each input twice (`Settings.read_passes`) and plans and finishes serially
-in the client (per-file costs measured up to 10^5 files, extrapolated linearly: a lower bound).
-A projection is a lower bound on wall time: it assumes the per-core rates measured on 2 cores
-hold on every worker and that storage delivers the bytes (the S3 limits it hits are flagged).
-Not modelled: the client's memory per time block, the root attrs' size, opening the store.
+The scan keeps each input in its host's cache, so the block tasks read it from storage again
+only beyond the cache's size (`Settings.read_passes`, `Limits.worker_cache_bytes`); the client
+plans on columns and finishes serially (per-file costs measured up to 10^5 files, sub-linear
+there, extrapolated linearly: an upper bound). The client holds ~2 KB a file and 4 bytes a
+(station, block) of coverage. A projection is a lower bound on wall time: it assumes the
+per-core rates measured on 2 cores hold on every worker and that storage delivers the bytes
+(the S3 limits it hits are flagged). Not modelled: opening a store (its metadata and the chunk
+counts along its axes: `bench_scale.py --only open`, 0.05 s at 10^8 chunks), the inputs table
+(a few objects per 2^17 files).
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ STORE_BYTES_PER_SAMPLE = 2.79e9 / 1.66e9
 # blockwise graph runs one task per 2.94 keys, so ~2 ms a task run; 2.51 KiB a key held.
 SCHEDULER_S_PER_TASK = 673e-6 * 1_010_754 / (333_333 + 10_753)
 SCHEDULER_BYTES_PER_TASK = 2.51 * 1024
+# The client's coverage array: float32 per (station, time block) (`resumable.collect`).
+COVERAGE_BYTES = 4
 MB = 1e6
 GB = 1e9
 TB = 1e12
@@ -61,6 +67,7 @@ class Limits:
     scheduler_memory_bytes: float = 16 * 2**30  # a generous scheduler host
     client_memory_bytes: float = 16 * 2**30
     worker_gbps: float = 1.0  # sustained S3 bytes/s one worker can pull (Gbit/s, assumed)
+    worker_cache_bytes: float = 50e9  # local disk a worker's input cache may use (assumed)
 
 
 @dataclass(frozen=True)
@@ -92,7 +99,7 @@ class Settings:
     run_max_blocks: int  # blocks one ingest task writes at most
     scan_batch_files: int  # files one scan task reads at most
     wave_tasks: int  # tasks a phase holds on the scheduler at most
-    read_passes: int = 2  # the scan hashes each whole file, then the block tasks read it again
+    read_passes: int = 2  # the scan, then the block tasks; 1 where the input cache holds it
 
 
 def defaults() -> Settings:
@@ -146,7 +153,12 @@ def project_ingest(
     ingest_tasks = math.ceil(chunks / settings.run_max_blocks)
     scan_tasks = math.ceil(files / settings.scan_batch_files)
     waves = math.ceil(ingest_tasks / settings.wave_tasks)
-    read = archive.bytes * settings.read_passes
+    # The scan keeps each file in its worker's input cache, up to the cache's size; the block
+    # tasks read the rest from storage again.
+    share = archive.bytes / workers
+    uncached = max(0.0, share - limits.worker_cache_bytes) / share
+    passes = 1 + (settings.read_passes - 1) * uncached
+    read = archive.bytes * passes
     written = samples * STORE_BYTES_PER_SAMPLE
     cpu_s = samples * costs.ingest_cpu_s_per_sample + files * costs.ingest_s_per_file
     transfer_s = (read + written) / (workers * limits.worker_gbps * 1e9 / 8)
@@ -155,22 +167,27 @@ def project_ingest(
     client_serial_s = files * (costs.client_plan_s_per_file + costs.client_finish_s_per_file)
     scheduler_s = (ingest_tasks + scan_tasks) * costs.scheduler_s_per_task
     wall_s = list_s + client_serial_s + max(compute_s, scheduler_s)
-    puts = 2 * chunks  # a data chunk (all channels of a station-block) and its progress mark
-    gets = files * settings.read_passes * limits.s3_requests_per_file_read
+    puts = chunks + ingest_tasks  # the data chunks (station x block), one progress record a run
+    gets = math.ceil(files * passes) * limits.s3_requests_per_file_read
     busy_s = max(compute_s, scheduler_s, 1e-9)
     get_per_s, put_per_s = gets / busy_s, puts / busy_s
     wave_graph_bytes = min(ingest_tasks, settings.wave_tasks) * costs.scheduler_bytes_per_task
-    client_bytes = files * costs.client_bytes_per_file
+    # Per file (paths, scan table, manifest) and the coverage, 4 bytes a (station, block).
+    client_bytes = files * costs.client_bytes_per_file + chunks * COVERAGE_BYTES
     pressures = {
         "scheduler task rate": scheduler_s / max(compute_s, 1e-9),
         "scheduler memory (one wave)": wave_graph_bytes / limits.scheduler_memory_bytes,
-        "client memory (scan results)": client_bytes / limits.client_memory_bytes,
+        "client memory (inputs and coverage)": client_bytes / limits.client_memory_bytes,
         "client plan + finish (serial share of the wall)": client_serial_s / wall_s,
         "S3 GET rate (one prefix)": get_per_s / limits.s3_get_per_s_per_prefix,
         "S3 PUT rate (one prefix)": put_per_s / limits.s3_put_per_s_per_prefix,
         "S3 listing": list_s / max(wall_s, 1e-9),
         "too few tasks for the workers": workers / max(ingest_tasks, 1),
     }
+    if limits.worker_cache_bytes:  # beyond it, the blocks read their files again
+        pressures["input cache (a worker's share of the archive)"] = (
+            share / limits.worker_cache_bytes
+        )
     return Projection(
         workers, wall_s, compute_s, list_s, client_serial_s, scheduler_s, scan_tasks,
         ingest_tasks, waves, gets, puts, read, written, wave_graph_bytes, client_bytes,
@@ -289,13 +306,13 @@ def picking_table(costs: UnitCosts, store_bytes_per_window: float, shard_windows
 MEASURED = UnitCosts(
     # bench_ingest.py: 1.44 CPU s (worker, client, scheduler) for 103.68 M samples
     ingest_cpu_s_per_sample=1.44 / 103.68e6,
-    # scale_ingest.py, 10^5 small files: scan 7.55 ms + write 3.19 ms of task time a file
-    ingest_s_per_file=(7.55 + 3.19) / 1e3,
-    # scale_ingest.py, 10^3 -> 10^5 files: slope of the client's peak RSS (columnar scan)
-    client_bytes_per_file=2529,
-    # the same run at 100,080 files: plan + store 31.66 s, finish 67.25 s of client time
-    client_plan_s_per_file=31.66 / 100_080,
-    client_finish_s_per_file=67.25 / 100_080,
+    # scale_ingest.py, 10^5 small files: scan 0.43 ms + write 0.61 ms of task time a file
+    ingest_s_per_file=(0.43 + 0.61) / 1e3,
+    # scale_ingest.py, 10^3 -> 10^5 files: slope of the client's peak RSS (columnar plan)
+    client_bytes_per_file=2095,
+    # the same run at 100,080 files: plan + store 2.50 s, finish 2.06 s of client time
+    client_plan_s_per_file=2.50 / 100_080,
+    client_finish_s_per_file=2.06 / 100_080,
     # scale_picking.py, 300,000 windows: 0.195 CPU ms a window, all processes
     seisbench_cpu_s_per_window=0.195e-3,
     # the same, fitted through 8,000 and 300,000 windows: 13.2 s fixed + 0.342 ms a window (wall)
@@ -326,7 +343,7 @@ ARCHIVES = (
 STORE_BYTES_PER_WINDOW = 9.58e9 / 300_000
 
 _SCALE = "RESULTS.md, Scale"
-_FILES = "`bench_scale.py --only ingest-files`, 100,080 files (history, file-count curve)"
+_FILES = "`bench_scale.py --only ingest-files`, 100,080 files (RESULTS.md, Scale; 2026-12-05)"
 _PICK = "`bench_scale.py --only picking`"
 _AWS = "AWS's documented guideline per prefix; no real S3 measured here"
 # Each input's basis: measured (the command and figure) or assumed (why); `code` where the value
@@ -334,14 +351,14 @@ _AWS = "AWS's documented guideline per prefix; no real S3 measured here"
 BASIS: dict[str, tuple[str, str]] = {
     "ingest_cpu_s_per_sample": ("measured", "`bench_ingest.py`: 1.44 CPU s (worker, client, "
                                 "scheduler) for 103.68 M samples"),
-    "ingest_s_per_file": ("measured", "`scale_ingest.py`, 10⁵ small files: scan 7.55 + write "
-                          "3.19 ms of task time (2026-12-02; 3.35 + 3.52 on 2026-12-03)"),
+    "ingest_s_per_file": ("measured", "`bench_scale.py --only ingest-files`, 100,080 small files: "
+                          "scan 0.43 + write 0.61 ms of task time (2026-12-05, load 2-3)"),
     "client_bytes_per_file": ("measured", "slope of the client's peak RSS over 1,080 → 100,080 "
                               f"files ({_SCALE})"),
-    "client_plan_s_per_file": ("measured", f"{_FILES}: plan + store 31.66 s; 2.43 s at 10,080 "
-                               "(exponent 1.12 over that decade: linear is a lower bound)"),
-    "client_finish_s_per_file": ("measured", f"{_FILES}: finish 67.25 s; 5.43 s at 10,080 "
-                                 "(exponent 1.10)"),
+    "client_plan_s_per_file": ("measured", f"{_FILES}: plan + store 2.50 s; 0.40 s at 10,080 "
+                               "(exponent 0.80 over that decade: linear is an upper bound)"),
+    "client_finish_s_per_file": ("measured", f"{_FILES}: finish 2.06 s; 0.35 s at 10,080 "
+                                 "(exponent 0.77)"),
     "seisbench_cpu_s_per_window": ("measured", f"{_PICK}, 300,000 windows: 0.195 CPU ms each"),
     "seisbench_fixed_s": ("measured", f"{_PICK}: fitted through 8,000 and 300,000 windows"),
     "split_s_per_row": ("measured", f"{_PICK}, 1.2 M rows: 41.98 s"),
@@ -362,8 +379,10 @@ BASIS: dict[str, tuple[str, str]] = {
     "s3_requests_per_file_read": ("assumed", "from the code: `read_input` opens the file (an "
                                   "s3fs HEAD) and reads it whole (one GET below s3fs's 50 MiB "
                                   "block); not counted on a server"),
-    "read_passes": ("assumed", "from the code: the scan hashes each whole file, the block tasks "
-                    "read it again (not counted yet); 1 once each byte is read once"),
+    "read_passes": ("code", "the scan reads each whole file, the block tasks again unless the "
+                    "worker's input cache (`input_cache`) still holds it: 1 pass for what fits"),
+    "worker_cache_bytes": ("assumed", "local disk a worker host gives the input cache "
+                           "(`SEISCTF_INPUT_CACHE_BYTES`); its default depends on the disk"),
     "s3_get_per_s_per_prefix": ("assumed", _AWS),
     "s3_put_per_s_per_prefix": ("assumed", _AWS),
     "s3_list_keys_per_request": ("assumed", "ListObjectsV2's page size; fsspec lists a prefix "

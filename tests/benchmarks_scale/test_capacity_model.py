@@ -38,18 +38,20 @@ def test_counts_follow_the_archive_and_the_settings():
     samples = 2e12 / 2.0
     assert ARCHIVE.files == FILES == 115_741
     chunks = math.ceil(samples / (DEFAULT_BLOCK_SAMPLES * 3))
-    assert projection.puts == 2 * chunks
+    assert projection.puts == chunks + projection.ingest_tasks  # chunks, a record a run
     assert projection.ingest_tasks == math.ceil(chunks / 128)
     assert projection.scan_tasks == math.ceil(FILES / 1000)
     assert projection.waves == math.ceil(projection.ingest_tasks / MAX_TASKS_PER_WAVE)
-    assert projection.gets == FILES * 2 * 2  # two reads of each file, a HEAD and a GET each
-    assert projection.read_bytes == 2 * 2e12  # read twice today
+    # A worker's share, 200 GB, against a 50 GB input cache: 3/4 of the bytes are read twice.
+    passes = 1 + (200e9 - 50e9) / 200e9
+    assert projection.gets == math.ceil(FILES * passes) * 2  # a HEAD and a GET a read
+    assert projection.read_bytes == pytest.approx(passes * 2e12)
     cpu_s = samples * cm.MEASURED.ingest_cpu_s_per_sample + FILES * cm.MEASURED.ingest_s_per_file
     written = samples * cm.STORE_BYTES_PER_SAMPLE
-    transfer_s = (2 * 2e12 + written) / (10 * 1e9 / 8)  # 1 Gbit/s a worker, read twice, write
+    transfer_s = (passes * 2e12 + written) / (10 * 1e9 / 8)  # 1 Gbit/s a worker
     assert projection.compute_s == pytest.approx(max(cpu_s / (10 * 0.9), transfer_s))
-    assert projection.client_bytes == pytest.approx(FILES * 2529)
-    serial_s = FILES * (31.66 + 67.25) / 100_080  # the measured plan and finish at 100,080 files
+    assert projection.client_bytes == pytest.approx(FILES * 2095 + chunks * 4)
+    serial_s = FILES * (2.50 + 2.06) / 100_080  # the measured plan and finish at 100,080 files
     assert projection.client_serial_s == pytest.approx(serial_s)
     assert projection.wall_s == pytest.approx(
         projection.list_s + serial_s + max(projection.compute_s, projection.scheduler_s)
@@ -60,22 +62,25 @@ def test_counts_follow_the_archive_and_the_settings():
     )
 
 
-def test_one_read_pass_halves_the_bytes_read_and_the_gets():
-    limits = cm.Limits()
-    twice = cm.project_ingest(ARCHIVE, cm.MEASURED, cm.defaults(), limits, 1000)
-    once = cm.project_ingest(
-        ARCHIVE, cm.MEASURED, replace(cm.defaults(), read_passes=1), limits, 1000
-    )
+def test_a_cache_holding_a_workers_share_halves_the_bytes_read_and_the_gets():
+    settings = cm.defaults()
+    twice = cm.project_ingest(ARCHIVE, cm.MEASURED, settings, cm.Limits(worker_cache_bytes=0), 1000)
+    once = cm.project_ingest(ARCHIVE, cm.MEASURED, settings, cm.Limits(), 1000)  # 2 GB a worker
     assert once.read_bytes == twice.read_bytes / 2 and once.gets == twice.gets / 2
     assert once.compute_s < twice.compute_s
+    assert once.pressures["input cache (a worker's share of the archive)"] == 2e9 / 50e9
 
 
-def test_the_50_tb_archive_reads_147_tb_and_exceeds_one_prefix_at_1000_workers():
+def test_the_50_tb_archive_moves_97_tb_on_1000_workers_and_exceeds_one_prefix():
     settings, limits = cm.defaults(), cm.Limits()
     assert cm.SCEDC.files == math.ceil(50e12 / cm.BYTES_PER_SAMPLE_100HZ / 8.64e6)
     assert 3.2e6 < cm.SCEDC.files < 3.3e6
-    p = cm.project_ingest(cm.SCEDC, cm.MEASURED, settings, limits, 1000)
-    assert (p.read_bytes + p.written_bytes) / 1e12 == pytest.approx(147, abs=0.5)
+    p = cm.project_ingest(cm.SCEDC, cm.MEASURED, settings, limits, 1000)  # 50 GB a worker
+    assert (p.read_bytes + p.written_bytes) / 1e12 == pytest.approx(97, abs=0.5)
+    uncached = cm.project_ingest(
+        cm.SCEDC, cm.MEASURED, settings, cm.Limits(worker_cache_bytes=0), 1000
+    )
+    assert (uncached.read_bytes + uncached.written_bytes) / 1e12 == pytest.approx(147, abs=0.5)
     assert p.get_per_s > limits.s3_get_per_s_per_prefix
     assert p.put_per_s > limits.s3_put_per_s_per_prefix
 
@@ -93,7 +98,7 @@ def test_every_input_has_a_basis():
 
 
 def test_more_workers_divide_compute_until_storage_or_the_scheduler_binds():
-    settings, limits = cm.defaults(), cm.Limits()
+    settings, limits = cm.defaults(), cm.Limits(worker_cache_bytes=0)  # the same passes
     ten, hundred = (cm.project_ingest(ARCHIVE, cm.MEASURED, settings, limits, n) for n in (10, 100))
     assert hundred.compute_s == pytest.approx(ten.compute_s / 10)  # storage-bound, both
     assert hundred.scheduler_s == ten.scheduler_s  # one scheduler, whatever the workers
