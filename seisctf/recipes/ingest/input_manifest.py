@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from seisctf import storage
+from seisctf.cluster import release_free_memory
 from seisctf.errors import InvalidInput
 from seisctf.recipes.ingest.resumable import changed_input, open_store
 from seisctf.recipes.ingest.scan_table import SHA256_BYTES, TRACE_COLUMNS, ScanTable
@@ -58,6 +59,9 @@ FEW_OBJECTS = 8
 # Object listing fields that change with an object's bytes, the first present taken.
 OBJECT_VERSION_KEYS = ("ETag", "etag", "md5Hash", "LastModified", "last_modified", "mtime")
 FILE, TRACE, PROBLEM, POSITION = "file", "trace", "problem", "position"
+# Text columns in memory: numpy's variable-width strings where there are (numpy >= 2: one
+# buffer, no Python object per row, and zarr writes them without first converting a copy).
+TEXT = np.dtypes.StringDType() if hasattr(np.dtypes, "StringDType") else np.dtype(object)
 
 
 @dataclass(frozen=True, eq=False)
@@ -102,7 +106,7 @@ def file_stats(paths: Sequence[str], storage_options: dict | None = None) -> Inp
     object of a folder holding at most FEW_OBJECTS of them. A path not found has size
     MISSING."""
     sizes = np.full(len(paths), MISSING, dtype=np.int64)
-    modified = np.full(len(paths), "", dtype=object)
+    modified = np.full(len(paths), "", dtype=TEXT)
     folders: dict[str, list[int]] = defaultdict(list)
     for index, path in enumerate(paths):
         if is_url(path):
@@ -300,47 +304,63 @@ def write_recorded(
     if OLD_ATTR in group.attrs:
         del group.attrs[OLD_ATTR]
     table = group.create_group(GROUP)
-    for name, (dim, values) in _columns(scans, stats.modified, stored).items():
-        array = table.create_array(
-            name,
-            shape=values.shape,
-            chunks=(min(ROWS_PER_CHUNK, max(len(values), 1)),),
-            dtype=str if values.dtype == object else values.dtype,
-            dimension_names=(dim,),
-        )
-        if len(values):
-            array[:] = values
+    for name, (dim, make) in _columns(scans, stats.modified, stored).items():
+        _write_column(table, name, dim, make())  # one column in memory at a time
     table.attrs[ATTR_FILES] = len(scans.paths)  # last: the table is whole
+    # zarr's encoding of a text column of 10^5 rows takes ~30 MiB for a moment; the heap
+    # keeps it unless given back.
+    release_free_memory()
 
 
-def _strings(values: Sequence[str]) -> np.ndarray:
-    return np.array(list(values), dtype=object)
+def _write_column(table: Any, name: str, dim: str, values: np.ndarray) -> None:
+    array = table.create_array(
+        name,
+        shape=values.shape,
+        chunks=(min(ROWS_PER_CHUNK, max(len(values), 1)),),
+        dtype=str if values.dtype.kind in "OT" else values.dtype,
+        dimension_names=(dim,),
+    )
+    if len(values):
+        array[:] = values
+
+
+def _strings(values: Sequence[str] | np.ndarray) -> np.ndarray:
+    return np.asarray(values, dtype=TEXT)
+
+
+def _hex_digests(digests: np.ndarray) -> np.ndarray:
+    """The hex text of each (32-byte) row of `digests`, made from one buffer (no Python
+    string per row)."""
+    text = np.frombuffer(digests.tobytes().hex().encode("ascii"), dtype=f"S{2 * SHA256_BYTES}")
+    return text.astype(TEXT) if TEXT.kind == "T" else text.astype(str).astype(object)
 
 
 def _columns(
     scans: ScanTable, modified: np.ndarray, stored: np.ndarray
-) -> dict[str, tuple[str, np.ndarray]]:
-    """{array name: (dimension, values)} of the table (module doc)."""
+) -> dict[str, tuple[str, Callable[[], np.ndarray]]]:
+    """{array name: (dimension, maker of its values)} of the table (module doc)."""
     positions = scans.header_positions
-    column = [np.array([p[i] for p in positions], dtype=np.float64) for i in (2, 3, 4)]
-    hexes = [scans.sha256(index) for index in range(len(scans.paths))]
+
+    def position(i: int) -> Callable[[], np.ndarray]:
+        return lambda: np.array([p[i] for p in positions], dtype=np.float64)
+
     return {
-        "path": (FILE, _strings(scans.paths)),
-        "size": (FILE, scans.sizes.astype(np.int64)),
-        "modified": (FILE, _strings(modified)),
-        "sha256": (FILE, _strings(hexes)),
-        "readable": (FILE, scans.readable.astype(bool)),
-        "samples_stored": (FILE, np.asarray(stored, dtype=bool)),
-        **{f"trace_{name}": (TRACE, scans.traces[name]) for name in TRACE_COLUMNS},
-        "station_ids": ("station_id", _strings(scans.station_ids)),
-        "channel_codes": ("channel_code", _strings(scans.channel_codes)),
-        "problem": (PROBLEM, _strings(scans.problems)),
-        "problem_file": (PROBLEM, problem_files(scans)),
-        "position_station": (POSITION, _strings(p[0] for p in positions)),
-        "position_file": (POSITION, _position_files(scans)),
-        "position_latitude": (POSITION, column[0]),
-        "position_longitude": (POSITION, column[1]),
-        "position_elevation": (POSITION, column[2]),
+        "path": (FILE, lambda: _strings(scans.paths)),
+        "size": (FILE, lambda: scans.sizes.astype(np.int64)),
+        "modified": (FILE, lambda: _strings(modified)),
+        "sha256": (FILE, lambda: _hex_digests(scans.digests)),
+        "readable": (FILE, lambda: scans.readable.astype(bool)),
+        "samples_stored": (FILE, lambda: np.asarray(stored, dtype=bool)),
+        **{f"trace_{n}": (TRACE, lambda n=n: scans.traces[n]) for n in TRACE_COLUMNS},
+        "station_ids": ("station_id", lambda: _strings(scans.station_ids)),
+        "channel_codes": ("channel_code", lambda: _strings(scans.channel_codes)),
+        "problem": (PROBLEM, lambda: _strings(scans.problems)),
+        "problem_file": (PROBLEM, lambda: problem_files(scans)),
+        "position_station": (POSITION, lambda: _strings([p[0] for p in positions])),
+        "position_file": (POSITION, lambda: _position_files(scans)),
+        "position_latitude": (POSITION, position(2)),
+        "position_longitude": (POSITION, position(3)),
+        "position_elevation": (POSITION, position(4)),
     }
 
 

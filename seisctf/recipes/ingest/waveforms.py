@@ -299,6 +299,7 @@ def ingest_waveforms(
     if previous is not None:
         input_manifest.check_present(recorded, stats, url)
     inventory = read_inventories(inventories) if inventories else None
+    release_free_memory()  # of the StationXML parse (~70 KB a station), before the scan
     scan = input_cache.keeping(scan_files)  # each file read from storage once
     scans = input_manifest.scanned(  # only the files not as the store's table records them
         paths, stats, recorded,
@@ -306,6 +307,7 @@ def ingest_waveforms(
             scan, todo, storage_options, "scan", quiet, joined, input_locality.in_path_order
         ),
     )  # fmt: skip
+    release_free_memory()  # of the scan tasks' results, joined into `scans`
     if previous is not None:
         input_manifest.check_unchanged(recorded, scans, url)
     plan = make_plan(scans, inventory, rate, block_samples, request is not None)
