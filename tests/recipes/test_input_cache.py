@@ -207,12 +207,26 @@ def test_a_local_file_on_the_caches_own_file_system_is_not_copied(cache_dir, tmp
 # --- placing block tasks near their inputs ---------------------------------------------------
 
 
-def test_tasks_run_on_the_host_that_keeps_their_inputs(tmp_path):
-    """Two `dask worker`s with cache folders of their own stand for two hosts; each keeps some
-    of the files; every task built by `near_inputs` runs on the worker keeping its inputs."""
+@pytest.fixture(scope="module")
+def two_hosts(tmp_path_factory):
+    """(folder, client) of a cluster of two hosts (`_two_host_cluster`), for this module."""
     from seisctf.cluster import dask_client
 
-    processes = _two_host_cluster(tmp_path)
+    folder = tmp_path_factory.mktemp("two-hosts")
+    processes = _two_host_cluster(folder)
+    try:
+        with dask_client((folder / "address").read_text(), quiet=True) as client:
+            client.wait_for_workers(2, timeout=60)
+            yield folder, client
+    finally:
+        for process in processes:
+            stop_process(process)
+
+
+def test_tasks_run_on_the_host_that_keeps_their_inputs(two_hosts):
+    """Two `dask worker`s with cache folders of their own stand for two hosts; each keeps some
+    of the files; every task built by `near_inputs` runs on the worker keeping its inputs."""
+    folder, client = two_hosts
     files = [path.read_bytes() for path in ARCHIVE]
     digests = [hashlib.sha256(raw).hexdigest() for raw in files]
     inputs = [[digests[0]]] * 4 + [[digests[1]]] * 4  # tasks 0-3 read file 0, 4-7 file 1
@@ -228,30 +242,22 @@ def test_tasks_run_on_the_host_that_keeps_their_inputs(tmp_path):
         )
         return list(dask.compute(*[make(i) for i in range(len(inputs))]))
 
-    try:
-        with dask_client((tmp_path / "address").read_text(), quiet=True) as client:
-            client.wait_for_workers(2, timeout=60)
-            pids = client.run(os.getpid)
-            workers = sorted(pids)
-            for holder in (
-                {digests[0]: workers[1], digests[1]: workers[0]},
-                {digests[0]: workers[0], digests[1]: workers[1]},
-            ):
-                ran_in = placed_tasks(client, holder)
-                assert ran_in == [pids[holder[task[0]]] for task in inputs], (holder, pids)
-                for host in ("host-1", "host-2"):  # the run's files cleared on both hosts
-                    assert not list((tmp_path / host / input_cache.FOLDER).glob("*/*"))
-    finally:
-        for process in processes:
-            stop_process(process)
+    pids = client.run(os.getpid)
+    workers = sorted(pids)
+    for holder in (
+        {digests[0]: workers[1], digests[1]: workers[0]},
+        {digests[0]: workers[0], digests[1]: workers[1]},
+    ):
+        ran_in = placed_tasks(client, holder)
+        assert ran_in == [pids[holder[task[0]]] for task in inputs], (holder, pids)
+        for host in ("host-1", "host-2"):  # the run's files cleared on both hosts
+            assert not list((folder / host / input_cache.FOLDER).glob("*/*"))
 
 
-def test_consecutive_scan_batches_go_to_one_host_each(tmp_path):
+def test_consecutive_scan_batches_go_to_one_host_each(two_hosts):
     """Scan batches in path order: the first half on one host, the second on the other
     (`in_path_order`), so a station's neighbouring files are kept on one host."""
-    from seisctf.cluster import dask_client
-
-    processes = _two_host_cluster(tmp_path)
+    _, client = two_hosts
 
     @input_cache.cache_run
     def hosts_of_tasks(client, count: int) -> list[str]:
@@ -261,14 +267,8 @@ def test_consecutive_scan_batches_go_to_one_host_each(tmp_path):
         )
         return [Path(host).parent.name for host in dask.compute(*[make(i) for i in range(count)])]
 
-    try:
-        with dask_client((tmp_path / "address").read_text(), quiet=True) as client:
-            client.wait_for_workers(2, timeout=60)
-            assert hosts_of_tasks(client, 8) == ["host-1"] * 4 + ["host-2"] * 4
-            assert hosts_of_tasks(client, 3) == ["host-1", "host-1", "host-2"]
-    finally:
-        for process in processes:
-            stop_process(process)
+    assert hosts_of_tasks(client, 8) == ["host-1"] * 4 + ["host-2"] * 4
+    assert hosts_of_tasks(client, 3) == ["host-1", "host-1", "host-2"]
 
 
 def _two_host_cluster(folder: Path) -> list[subprocess.Popen]:
