@@ -108,17 +108,15 @@ def process_role(process: psutil.Process, root_pid: int) -> str:
     return "other"
 
 
-class TreeSampler:
-    """Sample the RSS of a process tree every `interval` seconds until stopped."""
+class Sampler:
+    """`sample()` in a thread of its own from `with` until its end, pausing `pause()` seconds
+    between samples (subclasses define both)."""
 
-    def __init__(self, root_pid: int, interval: float = 0.1, roles: dict[int, str] | None = None):
-        self.root_pid = root_pid
-        self.interval = interval
-        self.memory = TreeMemory(role_by_pid=dict(roles or {}))
+    def __init__(self) -> None:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def __enter__(self) -> TreeSampler:
+    def __enter__(self):  # noqa: ANN204 - the subclass
         self._thread.start()
         return self
 
@@ -126,25 +124,50 @@ class TreeSampler:
         self._stop.set()
         self._thread.join()
 
+    def sample(self) -> None:
+        raise NotImplementedError
+
+    def pause(self, took_s: float) -> float:
+        """Seconds to wait after a sample that took `took_s`."""
+        raise NotImplementedError
+
     def _run(self) -> None:
-        while not self._stop.is_set():
+        while True:
+            began = time.perf_counter()
+            self.sample()
+            if self._stop.wait(self.pause(time.perf_counter() - began)):
+                return
+
+
+class TreeSampler(Sampler):
+    """Sample the RSS of a process tree every `interval` seconds until stopped."""
+
+    def __init__(self, root_pid: int, interval: float = 0.1, roles: dict[int, str] | None = None):
+        super().__init__()
+        self.root_pid = root_pid
+        self.interval = interval
+        self.memory = TreeMemory(role_by_pid=dict(roles or {}))
+
+    def pause(self, took_s: float) -> float:
+        return self.interval
+
+    def sample(self) -> None:
+        try:
+            root = psutil.Process(self.root_pid)
+            processes = [root, *root.children(recursive=True)]
+        except psutil.Error:
+            processes = []
+        for process in processes:
             try:
-                root = psutil.Process(self.root_pid)
-                processes = [root, *root.children(recursive=True)]
+                rss = process.memory_info().rss
+                times = process.cpu_times()
             except psutil.Error:
-                processes = []
-            for process in processes:
-                try:
-                    rss = process.memory_info().rss
-                    times = process.cpu_times()
-                except psutil.Error:
-                    continue
-                self.memory.cpu_by_pid[process.pid] = times.user + times.system
-                pid = process.pid
-                if pid not in self.memory.role_by_pid:
-                    self.memory.role_by_pid[pid] = process_role(process, self.root_pid)
-                self.memory.peak_by_pid[pid] = max(self.memory.peak_by_pid.get(pid, 0), rss)
-            self._stop.wait(self.interval)
+                continue
+            self.memory.cpu_by_pid[process.pid] = times.user + times.system
+            pid = process.pid
+            if pid not in self.memory.role_by_pid:
+                self.memory.role_by_pid[pid] = process_role(process, self.root_pid)
+            self.memory.peak_by_pid[pid] = max(self.memory.peak_by_pid.get(pid, 0), rss)
 
 
 @dataclass(frozen=True)

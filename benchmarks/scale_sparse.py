@@ -26,7 +26,6 @@ import hashlib
 import math
 import os
 import shutil
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -35,7 +34,15 @@ from pathlib import Path
 import numpy as np
 import scale_ingest
 from bench_ctf_scoring import load_average
-from scale_report import MiB, ScaleOptions, Section, run_command, seisctf_command, verdict
+from scale_report import (
+    MiB,
+    Sampler,
+    ScaleOptions,
+    Section,
+    run_command,
+    seisctf_command,
+    verdict,
+)
 
 DAY_S = 86400
 YEAR_S = 365 * DAY_S
@@ -114,32 +121,22 @@ def progress_objects(store: Path) -> tuple[int, int]:
     return total, metadata
 
 
-class ProgressPoller:
+class ProgressPoller(Sampler):
     """Count a store's progress objects in a thread until stopped; keep the largest count. The
     pause between counts is 9x the last count's duration (at least 50 ms): the poller takes at
     most a tenth of a core from the run it watches."""
 
     def __init__(self, store: Path):
+        super().__init__()
         self.store = store
         self.peak = (0, 0)  # (objects, records) of the count with the most objects
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def __enter__(self) -> ProgressPoller:
-        self._thread.start()
-        return self
+    def sample(self) -> None:
+        total, metadata = progress_objects(self.store)
+        self.peak = max(self.peak, (total, total - metadata))
 
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _run(self) -> None:
-        while True:
-            began = time.perf_counter()
-            total, metadata = progress_objects(self.store)
-            self.peak = max(self.peak, (total, total - metadata))
-            if self._stop.wait(max(0.05, 9 * (time.perf_counter() - began))):
-                return
+    def pause(self, took_s: float) -> float:
+        return max(0.05, 9 * took_s)
 
 
 def data_chunks(store: Path, since_ns: int = 0) -> int:
