@@ -15,7 +15,7 @@ station, cut at `length` blocks from each interval's start, numbered station-maj
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -76,6 +76,12 @@ class PlacedTraces:
         """The traces where the bool array `keep` holds."""
         columns = (self.row, self.first_index, self.n_samples, self.offset_s, self.resample)
         return PlacedTraces(self.scans, *(column[keep] for column in columns))
+
+    def of_files_not_in(self, paths: Collection[str]) -> PlacedTraces:
+        """The traces of the files whose path is not among `paths` (an append's new files)."""
+        known = set(paths)
+        old = np.array([path in known for path in self.scans.paths], dtype=bool)
+        return self.where(~old[self.files()]) if len(self.row) else self
 
     def station_index(self, stations: Sequence[str]) -> np.ndarray:
         """(trace,) int64: each trace's station as an index of `stations` (sorted ids)."""

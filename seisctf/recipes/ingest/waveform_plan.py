@@ -94,9 +94,7 @@ class WaveformPlan(BlockGrid):
         station whose own channels are not those its stored coverage counts (`counted`: its
         attr `station_channels`; None, every channel of the store, for a store ingested before
         that attr): its coverage changes everywhere."""
-        known = set(known)
-        old = np.array([path in known for path in self.traces.scans.paths], dtype=bool)
-        new = self.traces.where(~old[self.traces.files()]) if len(self.traces) else self.traces
+        new = self.traces.of_files_not_in(known)
         spans: dict[int, list[tuple[int, int]]] = {}
         for station, first, last in zip(
             *(

@@ -456,8 +456,7 @@ def check_same_grid(
     group = open_store(url, storage_options)
     stations = [normalised(str(s)) for s in group[STATION][:]]
     channels = [str(c) for c in group[CHANNEL][:]]
-    old = np.array([path in known for path in plan.traces.scans.paths], dtype=bool)
-    new = [placed.header for placed in plan.traces.where(~old[plan.traces.files()])]
+    new = [placed.header for placed in plan.traces.of_files_not_in(known)]
     if plan.start_ns != int(previous["start_time_ns"]):
         first = min(new, key=lambda header: header.start_ns).path if new else url
         raise InvalidInput(first, f"starts before the store {url}; ingest without `append`")
