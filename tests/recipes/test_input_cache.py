@@ -111,16 +111,24 @@ def test_the_decode_reads_the_scans_copy_not_storage_and_writes_the_same_bytes(
     assert not [p for p in (cache / input_cache.FOLDER).iterdir()], "a run's files were left"
 
 
-def test_a_bad_cache_budget_is_exit_3_and_nothing_is_written(tmp_path):
+@pytest.mark.parametrize(
+    ("name", "value", "said"),
+    [
+        (input_cache.BYTES_ENV, "lots", "expected a size in bytes"),
+        (input_cache.DIR_ENV, "s3://bucket/cache", "expected an absolute local folder"),
+        (input_cache.DIR_ENV, "cache", "expected an absolute local folder"),
+    ],
+)
+def test_a_bad_cache_setting_is_exit_3_and_nothing_is_written(tmp_path, name, value, said):
     command = [sys.executable, "-m", "seisctf.cli", "ingest", "waveforms", str(ARCHIVE[0]),
                "--out", str(tmp_path / "x.zarr")]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, input_cache.BYTES_ENV: "lots"})  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                          env={**os.environ, name: value})  # fmt: skip
     assert done.returncode == 3, done.stderr
     assert "Traceback" not in done.stderr
-    assert f"{input_cache.BYTES_ENV}: expected a size in bytes" in done.stderr
-    assert "'lots'" in done.stderr
-    assert not (tmp_path / "x.zarr").exists()
+    assert f"{name}: {said}" in done.stderr
+    assert repr(value) in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no store, no s3: or cache folder
 
 
 # --- the cache's rules, on this process's host ----------------------------------------------

@@ -73,7 +73,10 @@ def cache_root() -> Path:
     """This host's cache folder (module doc), from this process's environment and dask config."""
     import dask
 
-    base = os.environ.get(DIR_ENV) or dask.config.get("temporary-directory", None)
+    given = os.environ.get(DIR_ENV, "").strip()
+    if given and ("://" in given or not os.path.isabs(given)):  # a mistyped URL is no folder
+        raise InvalidInput(DIR_ENV, f"expected an absolute local folder, got {given!r}")
+    base = given or dask.config.get("temporary-directory", None)
     return Path(base or tempfile.gettempdir()) / FOLDER
 
 
@@ -111,7 +114,7 @@ def cache_run(function: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(function)
     def with_cache_run(*args: Any, **kwargs: Any) -> Any:
-        budget_bytes(cache_root())  # refuses a bad value now, not in a task
+        budget_bytes(cache_root())  # refuses a bad folder or budget now, not in a task
         run = f"{time.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(6)}"
         token = _RUN.set(run)
         try:
