@@ -24,7 +24,8 @@ Windows (`plan_windows`), on the store's sample grid (sample i at start + i / ra
   catalogue, and (when the store has `coverage`) lies in blocks without gaps in the station's
   own channels. Of a station's free tiles, `noise_windows` evenly spaced ones are kept (no
   randomness); fewer free tiles than asked is a problem saying how many candidates were
-  rejected near picks and how many for gaps (`FreeTiles.shortfall`).
+  rejected near picks and how many for gaps (`shortfall`). Tiles are counted and found a
+  bounded span of the record at a time (`noise_tiles`).
 
 A window that does not lie wholly inside the record is not cut and is reported as a problem.
 """
@@ -34,10 +35,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from seisctf.catalogs.noise_tiles import TileCounts, TileGrid, count_tiles, free_starts
 from seisctf.catalogs.seed_ids import normalised, split_station, station_id
 from seisctf.errors import InvalidInput
 
@@ -170,8 +173,9 @@ class StoreGrid:
     start_ns: int
     sampling_rate: float
     n_time: int
-    # coverage(station, block) and its block length, or None when the store has none.
-    coverage: np.ndarray | None = None
+    # coverage(station, block) (any 2-D array whose slices read as numpy: a zarr array is read
+    # a slice at a time) and its block length, or None when the store has none.
+    coverage: Any = None
     block_samples: int | None = None
     # Per station: the channel codes it has (the store's `station_channels`), else all.
     station_channels: dict[str, tuple[str, ...]] = field(default_factory=dict)
@@ -266,61 +270,28 @@ def event_windows(
     return rows, problems
 
 
-@dataclass(frozen=True)
-class FreeTiles:
-    """A station's noise-window candidates (the record tiled by windows from its first sample):
-    the starts of the free ones, and how many were rejected for each reason."""
-
-    starts: np.ndarray
-    candidates: int
-    near_picks: int  # within one window length of a pick at the station or an origin time
-    with_gaps: int  # clear of those, but in time blocks with gaps (coverage < 1)
-
-    def shortfall(self, station: str, asked: int, grid: StoreGrid, window_samples: int) -> str:
-        """The problem line when fewer than `asked` tiles are free, saying why."""
-        found = f"{station}: {self.starts.size} pick-free window(s), {asked} asked for"
-        if self.candidates == 0:
-            return (
-                f"{found}: the record ({grid.n_time} samples) is shorter than one window "
-                f"({window_samples} samples)"
-            )
-        gaps = ""
-        if grid.coverage is not None and grid.block_samples:
-            gaps = (
-                f", {self.with_gaps} more in time blocks with gaps in the station's channels "
-                f"(coverage < 1 in blocks of {grid.block_samples} samples)"
-                + (grid.coverage_note if self.with_gaps else "")
-            )
+def shortfall(
+    station: str, counts: TileCounts, asked: int, grid: StoreGrid, window_samples: int
+) -> str:
+    """The problem line when the station has fewer than `asked` free tiles, saying why."""
+    found = f"{station}: {counts.n_free} pick-free window(s), {asked} asked for"
+    if counts.candidates == 0:
         return (
-            f"{found}: of {self.candidates} candidate window(s) (the record tiled from its "
-            f"first sample), {self.near_picks} lie within one window length of a pick or an "
-            f"origin time{gaps}"
+            f"{found}: the record ({grid.n_time} samples) is shorter than one window "
+            f"({window_samples} samples)"
         )
-
-
-def free_tiles(
-    grid: StoreGrid, station_index: int, busy_samples: np.ndarray, window_samples: int
-) -> FreeTiles:
-    """The station's tiles clear of every busy sample by a window length both sides and (with
-    coverage) inside gap-free blocks."""
-    n_tiles = grid.n_time // window_samples
-    starts = np.arange(n_tiles, dtype=np.int64) * window_samples
-    if n_tiles == 0:
-        return FreeTiles(starts, 0, 0, 0)
-    busy = np.sort(busy_samples)
-    # The first busy sample after start − window must be at or after start + 2 × window.
-    following = np.searchsorted(busy, starts - window_samples, side="right")
-    later = busy[np.minimum(following, busy.size - 1)] if busy.size else np.zeros(0)
-    clear = (following >= busy.size) | (later >= starts + 2 * window_samples)
-    free = clear.copy()
+    gaps = ""
     if grid.coverage is not None and grid.block_samples:
-        # NaN coverage (a block never written) counts as a gap.
-        gappy = np.concatenate([[0], np.cumsum(~(grid.coverage[station_index] >= 1.0))])
-        first_block = starts // grid.block_samples
-        last_block = np.minimum((starts + window_samples - 1) // grid.block_samples, gappy.size - 2)
-        free &= gappy[last_block + 1] == gappy[first_block]
-    n_clear = int(clear.sum())
-    return FreeTiles(starts[free], n_tiles, n_tiles - n_clear, n_clear - int(free.sum()))
+        gaps = (
+            f", {counts.with_gaps} more in time blocks with gaps in the station's channels "
+            f"(coverage < 1 in blocks of {grid.block_samples} samples)"
+            + (grid.coverage_note if counts.with_gaps else "")
+        )
+    return (
+        f"{found}: of {counts.candidates} candidate window(s) (the record tiled from its "
+        f"first sample), {counts.near_picks} lie within one window length of a pick or an "
+        f"origin time{gaps}"
+    )
 
 
 def noise_windows(
@@ -330,22 +301,25 @@ def noise_windows(
     window_samples: int,
     per_station: int,
 ) -> tuple[list[dict], list[str]]:
+    """Per station, `per_station` evenly spaced free tiles (`noise_tiles`: counted, then found,
+    a bounded span of the record at a time)."""
     rows, problems = [], []
     if per_station <= 0:
         return rows, problems
-    origins = grid.sample_of(origin_ns)
-    for station_index, station in enumerate(grid.stations):
-        station_picks = grid.sample_of(picks.loc[picks["station"] == station, "time_ns"])
-        tiles = free_tiles(
-            grid, station_index, np.concatenate([station_picks, origins]), window_samples
-        )
-        starts = tiles.starts
-        if starts.size < per_station:
-            problems.append(tiles.shortfall(station, per_station, grid, window_samples))
-        if starts.size == 0:
+    tiles = TileGrid(grid.n_time, window_samples, grid.coverage, grid.block_samples)
+    origins = np.sort(grid.sample_of(origin_ns))
+    busy = [
+        (np.sort(grid.sample_of(picks.loc[picks["station"] == station, "time_ns"])), origins)
+        for station in grid.stations
+    ]
+    for station_index, counts in enumerate(count_tiles(tiles, busy)):
+        station = grid.stations[station_index]
+        if counts.n_free < per_station:
+            problems.append(shortfall(station, counts, per_station, grid, window_samples))
+        if counts.n_free == 0:
             continue
-        chosen = np.unique(np.round(np.linspace(0, starts.size - 1, per_station)).astype(int))
-        for start in starts[chosen]:
+        chosen = np.unique(np.round(np.linspace(0, counts.n_free - 1, per_station)).astype(int))
+        for start in free_starts(tiles, station_index, busy[station_index], counts, chosen):
             rows.append(
                 {
                     "station": station,

@@ -57,6 +57,7 @@ from seisctf.recipes.ingest.source import INPUT_PATHS, STORE, opened_source
 from seisctf.recipes.ingest.waveforms import ingest_waveforms
 from seisctf.recipes.schema import POSITIVE, URL, parameters
 from seisctf.registry import INGESTS
+from seisctf.s3 import holds_credentials
 
 DEFAULT_WINDOW_S = 60.0
 DEFAULT_PRE_ARRIVAL_S = 10.0
@@ -120,8 +121,10 @@ def ingest_archive(
     return list(report.problems)
 
 
-def store_grid(dataset, url: str) -> catalogs.StoreGrid:
-    """The grid of a continuous store (opened with `storage.open_dataset`)."""
+def store_grid(dataset, url: str, storage_options: dict | None = None) -> catalogs.StoreGrid:
+    """The grid of a continuous store (opened with `storage.open_dataset`). Its coverage stays
+    in the store, a zarr array whose slices planning reads as it needs them (the whole array is
+    4 bytes a station-block: 660 MB for 552 stations × 25 years at 100 Hz)."""
     cv.validate_waveform_store(dataset, url)
     attrs = dataset.attrs
     start_ns = attrs.get("start_time_ns")
@@ -131,7 +134,7 @@ def store_grid(dataset, url: str) -> catalogs.StoreGrid:
         start_ns = UTCDateTime(attrs[cv.ATTR_START_TIME]).ns
     coverage, block_samples = None, attrs.get("block_samples")
     if cv.COVERAGE_VAR in dataset and block_samples:
-        coverage = np.asarray(dataset[cv.COVERAGE_VAR].values, dtype=np.float64)
+        coverage = storage.open_group(url, storage_options)[cv.COVERAGE_VAR]
     stations = tuple(str(s) for s in dataset[cv.STATION].values)
     for station in stations:
         split_station(station, url)
@@ -314,6 +317,7 @@ def event_window_dataset(
     return windows_dataset(waveforms, metadata, list(components), grid.sampling_rate)
 
 
+@holds_credentials
 def ingest_quakeml(
     catalog_path: str,
     archive: Sequence[str],
@@ -380,7 +384,7 @@ def cut_and_write(
 ) -> QuakemlReport:
     """Plan, cut and write the windows of the continuous store at `source_url`."""
     continuous = storage.open_dataset(source_url, storage_options)
-    grid = store_grid(continuous, source_url)
+    grid = store_grid(continuous, source_url, storage_options)
     plan = catalogs.plan_windows(
         events,
         picks,
