@@ -59,6 +59,7 @@ from xarray.indexes import CoordinateTransform, CoordinateTransformIndex, Pandas
 from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.errors import InvalidInput
+from seisctf.s3 import holds_credentials
 
 NS_PER_S = 1_000_000_000
 NANOSECONDS = np.dtype("datetime64[ns]")
@@ -513,6 +514,7 @@ def with_axes(ds: xr.Dataset, where: str = "store") -> xr.Dataset:
     return ds
 
 
+@holds_credentials
 def open_store(url: str, storage_options: dict | None = None) -> xr.Dataset:
     """The complete seisctf store at `url` (a path or any fsspec URL, with fsspec
     `storage_options`, e.g. {"endpoint_url", "key", "secret"} for S3), lazily, with lazy

@@ -4,9 +4,11 @@ that checks signatures (an identity whose key and secret appear nowhere else).
 Every task the scheduler receives is pickled as distributed pickles it for a worker
 (tests/graph_probe.py, a scheduler preload) and searched for the key and the secret. The
 embedded cluster's workers get the credentials given on the command line from their
-environment at start, so an ingest to S3 and a score from S3 still work; a cluster given by
-address gets none (one line says which its workers need), so its workers without credentials
-of their own cannot read the bucket."""
+environment at start, so an ingest to S3, a score and a picker from S3 still work; a cluster
+given by address gets none (one line says which its workers need), so its workers without
+credentials of their own cannot read the bucket. The Python API, given a plain dict holding
+the credentials, keeps them out of its graphs too; run without a cluster, its tasks (threads of
+this process) take them from the dict."""
 
 from __future__ import annotations
 
@@ -20,13 +22,22 @@ from pathlib import Path
 
 import numpy as np
 import obspy
+import pandas as pd
 import pytest
+import xarray as xr
 from conftest import noisy_copy, write_tiny_truth
+from das_vendor_files import write_prodml
+from distributed import Client
+from event_window_fixtures import write_picking_windows
 from graph_probe import PROBE_FILE_ENV, read_records
 from servers import S3_KEY, start_dask_cluster, start_s3, stop_dask_cluster, stop_process
 from submission_writers import write_zarr
 
 from seisctf import s3, storage
+from seisctf.baselines.stalta import stalta_picks
+from seisctf.cluster import active_client
+from seisctf.recipes.engine import build_file
+from seisctf.recipes.ingest.waveforms import ingest_waveforms
 
 TESTS = Path(__file__).resolve().parent
 SEISCTF = [sys.executable, "-m", "seisctf.cli"]
@@ -96,39 +107,64 @@ def assert_no_credentials_in(probe: Path, least_tasks: int) -> None:
     assert leaking == [], f"{len(leaking)} of {len(tasks)} tasks carry the credentials"
 
 
+def plain_credentials(server) -> dict:
+    """Storage options as a Python caller writes them: a plain dict holding the key and secret."""
+    return {"endpoint_url": server.endpoint_url, "key": KEY, "secret": SECRET}
+
+
 def s3_objects(server, url: str) -> dict[str, bytes]:
     fs = server.filesystem()
     prefix = url.removeprefix("s3://").rstrip("/")
     return {key[len(prefix) + 1 :]: fs.cat(key) for key in fs.find(prefix)}
 
 
-def test_ingest_to_s3_on_the_embedded_cluster_sends_no_credentials(guarded_s3, tmp_path):
+def data_objects(server, url: str) -> dict[str, bytes]:
+    """A store's objects but its metadata and the manifest of its inputs (which name them)."""
+    return {
+        name: data
+        for name, data in s3_objects(server, url).items()
+        if not (name.endswith("zarr.json") or name.startswith("inputs/"))
+    }
+
+
+@pytest.fixture(scope="module")
+def waveform_sources(guarded_s3) -> list[str]:
+    """`MSEED_FILES` copied to the bucket: their URLs."""
     fs = guarded_s3.filesystem()
-    sources = []
     for path in MSEED_FILES:
         fs.put(str(path), f"{BUCKET}/mseed/{path.name}")
-        sources.append(f"s3://{BUCKET}/mseed/{path.name}")
+    return [f"s3://{BUCKET}/mseed/{path.name}" for path in MSEED_FILES]
+
+
+@pytest.fixture(scope="module")
+def in_process_ingest(guarded_s3, waveform_sources, tmp_path_factory) -> dict[str, bytes]:
+    """The data objects of `ingest_waveforms` of `waveform_sources` into the bucket given a plain
+    dict of credentials, run without a cluster (its tasks are threads of this process) and with
+    no AWS credentials in the environment: the tasks can only take them from the dict."""
+    url = f"s3://{BUCKET}/in-process.zarr"
+    with pytest.MonkeyPatch.context() as patch:
+        for name in [name for name in os.environ if name.startswith("AWS_")]:
+            patch.delenv(name)
+        patch.setenv("HOME", str(tmp_path_factory.mktemp("no-aws-home")))  # no ~/.aws
+        assert active_client() is None
+        options = plain_credentials(guarded_s3)
+        ingest_waveforms(waveform_sources, url, storage_options=options, quiet=True)
+    return data_objects(guarded_s3, url)
+
+
+def test_ingest_to_s3_on_the_embedded_cluster_sends_no_credentials(
+    guarded_s3, waveform_sources, in_process_ingest, tmp_path
+):
     out = f"s3://{BUCKET}/ingested.zarr"
     probe = tmp_path / "ingest.probe"
     result = seisctf(
-        "ingest", "waveforms", *sources, "--out", out, *credential_options(guarded_s3),
+        "ingest", "waveforms", *waveform_sources, "--out", out, *credential_options(guarded_s3),
         "--quiet", probe=probe,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""  # the embedded cluster: nothing to say about credentials
     assert_no_credentials_in(probe, least_tasks=len(MSEED_FILES))
-    local = tmp_path / "local.zarr"
-    result = seisctf("ingest", "waveforms", *map(str, MSEED_FILES), "--out", str(local),
-                     "--quiet", probe=tmp_path / "local.probe")  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    # The same chunks as the local ingest, but for the manifest of the inputs (their names).
-    remote_chunks = s3_objects(guarded_s3, out)
-    local_chunks = {str(p.relative_to(local)): p.read_bytes() for p in local.rglob("*")
-                    if p.is_file()}  # fmt: skip
-    for chunks in (remote_chunks, local_chunks):
-        for name in [n for n in chunks if n.endswith("zarr.json") or n.startswith("inputs/")]:
-            del chunks[name]
-    assert remote_chunks and remote_chunks == local_chunks
+    assert in_process_ingest and data_objects(guarded_s3, out) == in_process_ingest
 
 
 @pytest.fixture(scope="module")
@@ -161,15 +197,15 @@ def test_score_from_s3_on_the_embedded_cluster_sends_no_credentials(scoring_stor
     assert scores[0] == scores[1] and np.isfinite(list(scores[0].values())).all()
 
 
-@pytest.fixture(scope="module")
-def cluster_without_credentials(tmp_path_factory):
-    """A `dask scheduler` with the probe preloaded and a worker with no AWS credentials of its
-    own (as a remote machine whose set-up gave it none): (address, the probe's file)."""
-    probe = tmp_path_factory.mktemp("remote-probe") / "tasks.probe"
+def probed_cluster(folder: Path, key: str, secret: str):
+    """A `dask scheduler` with the probe preloaded and a worker whose environment holds `key`
+    and `secret` as its AWS credentials (as a remote machine's set-up gives them; empty: none),
+    and no ~/.aws: yields (address, the probe's file)."""
+    probe = folder / "tasks.probe"
     environment = {
-        "AWS_ACCESS_KEY_ID": "",
-        "AWS_SECRET_ACCESS_KEY": "",
-        "HOME": str(probe.parent),  # no ~/.aws
+        "AWS_ACCESS_KEY_ID": key,
+        "AWS_SECRET_ACCESS_KEY": secret,
+        "HOME": str(folder),
         "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]),
         PROBE_FILE_ENV: str(probe),
     }
@@ -178,6 +214,16 @@ def cluster_without_credentials(tmp_path_factory):
     )
     yield cluster.address, probe
     stop_dask_cluster(cluster)
+
+
+@pytest.fixture(scope="module")
+def cluster_without_credentials(tmp_path_factory):
+    yield from probed_cluster(tmp_path_factory.mktemp("remote-probe"), "", "")
+
+
+@pytest.fixture(scope="module")
+def cluster_with_credentials(tmp_path_factory):
+    yield from probed_cluster(tmp_path_factory.mktemp("credentialed-probe"), KEY, SECRET)
 
 
 def test_a_cluster_given_by_address_gets_no_credentials_and_says_which_it_needs(
@@ -223,3 +269,61 @@ def test_credentials_at_any_depth_stay_out_of_pickles(guarded_s3):
     nested = {"client_kwargs": {"aws_access_key_id": KEY, "aws_secret_access_key": SECRET}}
     public, held = s3.split_credentials({**nested, "anon": False})
     assert public == {"client_kwargs": {}, "anon": False} and held == nested
+
+
+def put_das_files(server, folder: Path) -> np.ndarray:
+    """Two PRODML files, contiguous at 50 Hz, written to `folder` and copied to the bucket's
+    `das/`: their values (time x distance) as the store holds them (float32)."""
+    rng = np.random.default_rng(5)
+    start = np.datetime64("2024-01-02T03:04:05", "ns")
+    parts = [rng.standard_normal((200, 8)) for _ in range(2)]
+    for index, values in enumerate(parts):
+        path = write_prodml(folder / f"part{index}.h5", values, start + index * 4_000_000_000, 50.0)
+        server.filesystem().put(str(path), f"{BUCKET}/das/{path.name}")
+    return np.vstack(parts).astype(np.float32)
+
+
+def test_the_python_api_keeps_a_plain_dicts_credentials_out_of_graphs(
+    guarded_s3, waveform_sources, in_process_ingest, cluster_with_credentials, tmp_path
+):
+    """`ingest_waveforms` and a recipe build (`build_file`, a DAS source), given a plain dict
+    of credentials, on a cluster whose worker has the credentials in its environment: both
+    done (the ingest's chunks as the in-process run's, the DAS store holding the files'
+    values), and no task carries the key or the secret."""
+    address, probe = cluster_with_credentials
+    out = f"s3://{BUCKET}/python-api.zarr"
+    das_values = put_das_files(guarded_s3, tmp_path)
+    recipe = tmp_path / "recipe.yaml"
+    built = f"s3://{BUCKET}/built/das.zarr"
+    recipe.write_text(
+        f"recipe: 1\nsource:\n  das_files:\n    sources: ['s3://{BUCKET}/das/']\n"
+        f"    store: s3://{BUCKET}/raw/das.zarr\noutputs:\n  store: {{url: {built}}}\n"
+    )
+    with Client(address):
+        ingest_waveforms(
+            waveform_sources, out, storage_options=plain_credentials(guarded_s3), quiet=True
+        )
+        context = build_file(recipe, storage_options=plain_credentials(guarded_s3), quiet=True)
+    assert data_objects(guarded_s3, out) == in_process_ingest
+    assert context.written == [built]
+    stored = xr.open_zarr(built, storage_options=guarded_s3.storage_options)
+    np.testing.assert_array_equal(stored["strain_rate"].values, das_values)
+    assert_no_credentials_in(probe, least_tasks=len(MSEED_FILES) + 2)
+
+
+def test_picks_from_s3_on_the_embedded_cluster_send_no_credentials(guarded_s3, tmp_path):
+    """`seisctf pick stalta` of a store in the bucket: its pick tasks carry no credentials, and
+    its picks are those of the same store picked from disk in this process."""
+    local = str(tmp_path / "windows.zarr")
+    write_picking_windows(local)
+    guarded_s3.filesystem().put(local, f"{BUCKET}/picking/windows.zarr", recursive=True)
+    probe = tmp_path / "picks.probe"
+    out = tmp_path / "picks.csv"
+    result = seisctf("pick", "stalta", f"s3://{BUCKET}/picking/windows.zarr", "--out", str(out),
+                     "--tune-split", "none", *credential_options(guarded_s3), "--quiet",
+                     probe=probe)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert_no_credentials_in(probe, least_tasks=2)
+    expected = tmp_path / "expected.csv"
+    stalta_picks(local, str(expected), tune_split=None, quiet=True)
+    pd.testing.assert_frame_equal(pd.read_csv(out), pd.read_csv(expected))

@@ -17,6 +17,7 @@ import numpy as np
 from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.errors import InvalidInput
+from seisctf.s3 import holds_credentials
 
 Predictor = Callable[[Mapping[str, Any], Mapping[str, da.Array]], da.Array]
 
@@ -49,6 +50,7 @@ def mean(pair: Mapping[str, Any], public: Mapping[str, da.Array]) -> da.Array:
 BASELINES: dict[str, Predictor] = {"zeros": zeros, "persistence": persistence, "mean": mean}
 
 
+@holds_credentials
 def predict(
     model: str, public_url: str, storage_options: storage.StorageOptions | None = None
 ) -> dict[str, da.Array]:
@@ -65,6 +67,7 @@ def predict(
     }
 
 
+@holds_credentials
 def write_baseline(
     model: str,
     public_url: str,

@@ -35,6 +35,7 @@ from seisctf.catalogs.event_windows import open_event_windows, seisctf_version
 from seisctf.catalogs.trace_table import read_trace_table
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
+from seisctf.s3 import holds_credentials
 
 DEFAULT_TASK_TRACES = 256
 ALL_SPLITS = "all"
@@ -74,6 +75,7 @@ def _task_traces(url: str, storage_options: dict | None) -> int:
     return int(layout.get("shard_traces") or DEFAULT_TASK_TRACES)
 
 
+@holds_credentials
 def select_traces(
     url: str,
     split: str,
@@ -106,7 +108,7 @@ def select_traces(
     )
     return StoreTraces(
         url=str(url),
-        storage_options=storage.options_for(url, storage_options),
+        storage_options=storage_options,  # held apart: the pick tasks carry these
         split=split,
         positions=positions,
         names=table[cv.TRACE_NAME].to_numpy(dtype=object)[positions],

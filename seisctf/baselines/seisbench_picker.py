@@ -36,6 +36,7 @@ import numpy as np
 
 from seisctf.baselines import pickers
 from seisctf.errors import InvalidInput
+from seisctf.s3 import holds_credentials
 
 DEFAULT_BATCH_SIZE = 64
 DEFAULT_PICK_THRESHOLD = 0.3
@@ -216,6 +217,7 @@ def checked_picker(
     return SeisBenchPicker(spec, str(model.component_order), batch_size, pick_threshold)
 
 
+@holds_credentials
 def seisbench_picks(
     url: str,
     out: str,

@@ -32,6 +32,7 @@ import numpy as np
 
 from seisctf.baselines import pickers
 from seisctf.errors import InvalidInput
+from seisctf.s3 import holds_credentials
 
 TUNING_GRID: dict[str, tuple[float, ...]] = {
     "sta_s": (0.2, 0.5, 1.0),
@@ -169,6 +170,7 @@ def tuning_traces(
     return pickers.select_traces(url, split, storage_options, quiet=quiet, empty_hint=hint)
 
 
+@holds_credentials
 def tune(
     url: str,
     split: str,
@@ -195,6 +197,7 @@ def tune(
     return candidates[best], table
 
 
+@holds_credentials
 def stalta_picks(
     url: str,
     out: str,

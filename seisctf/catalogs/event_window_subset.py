@@ -36,6 +36,7 @@ from seisctf.catalogs import event_windows as ew
 from seisctf.catalogs.trace_query import select_traces
 from seisctf.catalogs.trace_table import read_trace_table
 from seisctf.errors import InvalidInput
+from seisctf.s3 import holds_credentials
 
 PARENT_TRACE_INDEX = "parent_trace_index"
 ATTR_SUBSET = "subset"
@@ -181,6 +182,7 @@ def subset_dataset(
     return subset, layout
 
 
+@holds_credentials
 def subset_event_windows(
     url: str,
     query: str,

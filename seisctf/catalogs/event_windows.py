@@ -60,6 +60,7 @@ from seisctf.catalogs import window_writes
 from seisctf.catalogs.window_components import gap_fractions
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
+from seisctf.s3 import holds_credentials
 
 # Windows per shard: the largest power of two whose shard holds at most SHARD_BYTES of float32
 # (256 three-component 60 s windows at 100 Hz, 18 MiB). A function of the window shape only.
@@ -533,6 +534,7 @@ class TensorStoreWindows(BackendArray):
         return self._array.oindex[key].read().result()
 
 
+@holds_credentials
 def open_event_windows(url: str, storage_options=None) -> xr.Dataset:
     """Open a complete event-window store for random access (training loops): as
     `xr.open_zarr(url, chunks=None)` (lazily indexed NumPy, no Dask), with `waveforms` read

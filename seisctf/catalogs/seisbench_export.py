@@ -49,6 +49,7 @@ from seisctf.catalogs.trace_table import read_trace_table
 from seisctf.catalogs.window_components import gap_fractions, own_components
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
+from seisctf.s3 import holds_credentials
 
 # Bytes of waveforms computed per round (whole store chunks): what the writer holds at once.
 ROUND_BYTES = 64 * 2**20
@@ -208,6 +209,7 @@ def export_metadata_only(table: pd.DataFrame, directory: Path, url: str) -> list
     return existing
 
 
+@holds_credentials
 def export_seisbench(
     url: str,
     directory: str,

@@ -56,6 +56,7 @@ from seisctf.catalogs.trace_table import read_trace_table
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
 from seisctf.pipeline.split_audit import leakage_audit
+from seisctf.s3 import holds_credentials
 from seisctf.wording import counted
 
 STRATEGIES = ("source-clusters", "station-disjoint", "event", "time")
@@ -474,6 +475,7 @@ def write_split(
     storage.finish_group(url, attrs, storage_options)
 
 
+@holds_credentials
 def split_store(
     url: str,
     options: SplitOptions,

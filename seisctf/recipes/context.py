@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from seisctf import keys, storage
+from seisctf import keys, s3, storage
 from seisctf.errors import InvalidInput
 from seisctf.recipes.layouts import Layout
 
@@ -30,6 +30,10 @@ class BuildContext:
     layout: Layout | None = None
     source_url: str | None = None  # the store an ingest source writes (`source_store_url`)
     store_output: str | None = None  # where the `store` output was written (outputs read it)
+
+    def __post_init__(self) -> None:
+        # A caller's plain dict too: its credentials stay out of every graph the build runs.
+        self.storage_options = s3.held_apart(self.storage_options)
 
     def resolve(self, url: str) -> str:
         if storage.is_remote(url) or Path(url).is_absolute():

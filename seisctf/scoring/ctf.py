@@ -30,6 +30,7 @@ from seisctf import conventions as cv
 from seisctf.blocks import Stored, named, tiles, tree_sum
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
+from seisctf.s3 import holds_credentials
 from seisctf.scoring import metrics, parts
 from seisctf.scoring.gram import spectral_norm, spectral_norms
 from seisctf.scoring.regions import Difference
@@ -464,6 +465,7 @@ def open_submissions(
     }
 
 
+@holds_credentials
 def score_ctf(
     truth_url: str,
     submissions: Mapping[str, Any],
@@ -511,6 +513,7 @@ def validation_manifest(public_manifest: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+@holds_credentials
 def score_validation(
     public_url: str,
     submissions: Mapping[str, Any],

@@ -47,6 +47,7 @@ from seisctf.catalogs import pick_table
 from seisctf.catalogs.trace_keys import station_keys
 from seisctf.catalogs.trace_table import read_trace_table
 from seisctf.errors import InvalidInput
+from seisctf.s3 import holds_credentials
 from seisctf.scoring import pick_metrics
 from seisctf.scoring.pick_metrics import PHASES, Tally
 
@@ -360,6 +361,7 @@ def score_pick_table(
     }
 
 
+@holds_credentials
 def score_picks(
     truth_url: str,
     submission: str | pd.DataFrame,

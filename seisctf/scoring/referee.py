@@ -27,6 +27,7 @@ from typing import Any
 import pandas as pd
 
 from seisctf import storage
+from seisctf.s3 import holds_credentials
 from seisctf.scoring import leaderboard
 from seisctf.scoring.ctf import open_truth
 from seisctf.scoring.ladder import climbing
@@ -99,6 +100,7 @@ def run(
     return shown
 
 
+@holds_credentials
 def run_ctf(
     truth_url: str,
     submissions: Mapping[str, Any],
@@ -130,6 +132,7 @@ def run_ctf(
     return run("ctf", list(submissions), score, referee, write)
 
 
+@holds_credentials
 def run_validation(
     public_url: str,
     submissions: Mapping[str, Any],
@@ -157,6 +160,7 @@ def run_validation(
     return run("ctf", list(submissions), score, Referee(), write)
 
 
+@holds_credentials
 def run_picks(
     truth_url: str,
     submission: str | pd.DataFrame,

@@ -20,6 +20,7 @@ from typing import Any
 from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.errors import InvalidInput
+from seisctf.s3 import holds_credentials
 from seisctf.scoring import ctf
 from seisctf.scoring.submission import SubmissionLimits, open_submission
 
@@ -59,6 +60,7 @@ def score_each(
     return results, {name: refused[name] for name in submissions if name in refused}
 
 
+@holds_credentials
 def score_ctf_batch(
     truth_url: str,
     submissions: Mapping[str, Any],
@@ -89,6 +91,7 @@ def score_ctf_batch(
     return score_each(score, open_one, submissions)
 
 
+@holds_credentials
 def score_validation_batch(
     public_url: str,
     submissions: Mapping[str, Any],

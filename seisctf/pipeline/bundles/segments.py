@@ -32,6 +32,7 @@ from seisctf.pipeline.bundles.layouts import (
     normalisation_group,
 )
 from seisctf.pipeline.transforms.noise import gaussian_noise
+from seisctf.s3 import holds_credentials
 
 # Roles whose realisations are taken in the order of their parameter values.
 SORTED_BY_PARAMETER = ("param_train", "sweep_train")
@@ -288,6 +289,7 @@ def refuse_existing_bundle(
             )
 
 
+@holds_credentials
 def write_bundle(
     bundle: Bundle,
     public_url: str,

@@ -75,6 +75,7 @@ from seisctf.recipes.ingest.source import INGEST_STORE, INPUT_PATHS, opened_sour
 from seisctf.recipes.ingest.waveform_plan import expand_sources
 from seisctf.recipes.schema import parameters
 from seisctf.registry import INGESTS
+from seisctf.s3 import holds_credentials
 
 MERGE_RULE = (
     "patches laid on the grid at their nearest sample, samples contiguous; in an overlap the "
@@ -321,6 +322,7 @@ def _timed(span: dict, plan: DasPlan) -> dict:
     }
 
 
+@holds_credentials
 def ingest_das(
     sources: Sequence[str],
     url: str,

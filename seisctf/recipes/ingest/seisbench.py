@@ -24,6 +24,7 @@ from seisctf.recipes.context import BuildContext
 from seisctf.recipes.ingest.source import STORE, ingest_unless_done, opened_source
 from seisctf.recipes.schema import POSITIVE, URL, parameters
 from seisctf.registry import INGESTS
+from seisctf.s3 import holds_credentials
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,7 @@ def _store_metadata(
     return frame, rescaled
 
 
+@holds_credentials
 def ingest_seisbench(
     path: str,
     url: str,

@@ -31,6 +31,7 @@ from seisctf.recipes.context import BuildContext
 from seisctf.recipes.ingest.source import STORE, ingest_unless_done, opened_source
 from seisctf.recipes.schema import URL, parameters
 from seisctf.registry import INGESTS
+from seisctf.s3 import holds_credentials
 
 STEAD_SAMPLING_RATE_HZ = 100.0
 STEAD_CHANNELS = "ZNE"  # the stored order; STEAD's arrays hold E, N, Z along their last axis
@@ -138,6 +139,7 @@ def read_block(hdf5_path: str, names: np.ndarray, n_sample: int) -> np.ndarray:
     return out
 
 
+@holds_credentials
 def ingest_stead(
     hdf5: str,
     csv: str,
