@@ -75,18 +75,36 @@ def _first(arrivals, names):
     return min(chosen, key=lambda a: a.time) if chosen else None
 
 
+def _arrivals_at(model, depth_km: float, phases: list[str]):
+    """`arrivals(distance_deg)`: what `model.get_travel_times(depth_km, distance_deg, phases,
+    ray_param_tol=1e9)` returns, with the model split at the source once and the phases set up
+    once for every distance (get_travel_times deep-copies the model for each distance, most of
+    its time)."""
+    from obspy.taup.taup_time import TauPTime
+
+    taup = TauPTime(model.model, phases, depth_km, 0.0, 0.0, ray_param_tol=1e9)
+    taup.depth_correct(depth_km, 0.0)
+    taup.recalc_phases()
+
+    def arrivals(distance_deg: float) -> list:
+        taup.calc_time(float(distance_deg))
+        return taup.arrivals
+
+    return arrivals
+
+
 @lru_cache(maxsize=64)
 def travel_time_table(depth_km: float) -> TravelTimeTable:
     """The table for a source at `depth_km` (cached and shared: its arrays are read-only)."""
     from obspy.taup import TauPyModel
 
     model = TauPyModel("iasp91")
+    body = _arrivals_at(model, float(depth_km), ["p", "P", "s", "S"])
+    core = _arrivals_at(model, float(depth_km), [*CORE_PHASES, "P"])
     distance_deg = np.arange(0.0, BODY_MAX_DEG + BODY_STEP_DEG / 2, BODY_STEP_DEG)
     columns = {name: np.full(distance_deg.shape, np.nan) for name in range(6)}
     for i, distance in enumerate(distance_deg):
-        arrivals = model.get_travel_times(
-            float(depth_km), float(distance), ["p", "P", "s", "S"], ray_param_tol=1e9
-        )
+        arrivals = body(distance)
         for offset, names in ((0, ("p", "P")), (3, ("s", "S"))):
             first = _first(arrivals, names)
             if first is not None:
@@ -96,10 +114,7 @@ def travel_time_table(depth_km: float) -> TravelTimeTable:
     core_deg = np.arange(BODY_MAX_DEG, 180.0 + CORE_STEP_DEG / 2, CORE_STEP_DEG)
     core_time_s = np.empty(core_deg.shape)
     for i, distance in enumerate(core_deg):
-        arrivals = model.get_travel_times(
-            float(depth_km), float(distance), list(CORE_PHASES) + ["P"], ray_param_tol=1e9
-        )
-        core_time_s[i] = min(a.time for a in arrivals)
+        core_time_s[i] = min(a.time for a in core(distance))
     arrays = [distance_deg, *columns.values(), core_deg, core_time_s]
     for array in arrays:
         array.flags.writeable = False
