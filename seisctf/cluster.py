@@ -41,6 +41,9 @@ from seisctf.cluster_config import (
     scale_cluster,
 )
 from seisctf.errors import InvalidInput
+from seisctf.process_memory import peak_memory_bytes as peak_memory_bytes
+from seisctf.process_memory import release_free_memory as release_free_memory
+from seisctf.process_memory import reset_peak_memory as reset_peak_memory
 from seisctf.progress import show_progress
 from seisctf.wording import counted
 
@@ -535,6 +538,13 @@ def compute(*collections: Any, label: str = "", quiet: bool = False) -> tuple[An
     return tuple(repack(dask.compute(*persisted)))
 
 
+def shared(value: Any) -> Any:
+    """`value` as an argument of tasks to come: on a cluster, sent once to a worker (a future:
+    graphs hold its key, not its bytes, and workers fetch it from one another); locally, itself."""
+    client = active_client()
+    return value if client is None else client.scatter(value, hash=False)
+
+
 def compute_in_waves(
     make_task: Callable[[int], Any],
     n_tasks: int,
@@ -542,52 +552,35 @@ def compute_in_waves(
     label: str = "",
     quiet: bool = False,
     wave_tasks: int | None = None,
+    costs: Sequence[int] | None = None,
+    wave_cost: int = 0,
 ) -> list[Any]:
     """`[compute(make_task(i)) for i in range(n_tasks)]` for independent tasks, in waves of at
-    most `wave_tasks` (default MAX_TASKS_PER_WAVE): each wave's tasks are built and computed
-    after the previous wave's finished and were released (so the scheduler holds at most two
-    waves, one of them being forgotten). One wave (one progress line) when few enough."""
-    wave_tasks = wave_tasks or MAX_TASKS_PER_WAVE
-    waves = max(1, -(-n_tasks // wave_tasks))
+    most `wave_tasks` (default MAX_TASKS_PER_WAVE) and, with `costs` (one per task: e.g. the
+    traces it carries, what its graph's bytes grow with), of at most `wave_cost` in all (a task
+    costing more is a wave of its own): each wave's tasks are built and computed after the
+    previous wave's finished and were released (so the scheduler holds at most two waves, one
+    of them being forgotten). One wave (one progress line) when few enough."""
+    bounds = wave_bounds(n_tasks, wave_tasks or MAX_TASKS_PER_WAVE, costs, wave_cost)
     results: list[Any] = []
-    for wave in range(waves):
-        indices = range(wave * wave_tasks, min(n_tasks, (wave + 1) * wave_tasks))
-        wave_label = label if waves == 1 else f"{label} (wave {wave + 1} of {waves})"
-        results += compute(*[make_task(index) for index in indices], label=wave_label, quiet=quiet)
+    for wave, (first, stop) in enumerate(bounds):
+        wave_label = label if len(bounds) == 1 else f"{label} (wave {wave + 1} of {len(bounds)})"
+        tasks = [make_task(index) for index in range(first, stop)]
+        results += compute(*tasks, label=wave_label, quiet=quiet)
     return results
 
 
-def reset_peak_memory() -> None:
-    """Restart this process's peak-RSS count (Linux: `/proc/self/clear_refs` ← 5). Run it on
-    workers (`client.run(reset_peak_memory)`) before what you measure: a worker forked from the
-    fork server otherwise starts with the server's high-water mark."""
-    with contextlib.suppress(OSError):
-        with open("/proc/self/clear_refs", "w") as refs:
-            refs.write("5")
-
-
-def release_free_memory() -> None:
-    """Give the C heap's free pages back to the system (glibc `malloc_trim(0)`; elsewhere
-    nothing). glibc keeps what large freed objects held (an obspy Inventory of 10^3 stations:
-    ~80 MiB) and Python's small objects come from mappings of their own, so without this that
-    memory stays resident and unused until the process ends."""
-    import ctypes
-
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):  # not glibc: nothing to do
-            ctypes.CDLL("libc.so.6").malloc_trim(0)
-
-
-def peak_memory_bytes() -> int:
-    """Peak RSS of this process since start or `reset_peak_memory` (Linux VmHWM; elsewhere
-    `ru_maxrss`)."""
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+def wave_bounds(
+    n_tasks: int, wave_tasks: int, costs: Sequence[int] | None, wave_cost: int
+) -> list[tuple[int, int]]:
+    """(first, stop) task indices of each wave (`compute_in_waves`); at least one wave."""
+    bounds, first, spent = [], 0, 0
+    for index in range(n_tasks):
+        cost = int(costs[index]) if costs is not None else 0
+        full = index - first >= wave_tasks or (costs is not None and spent + cost > wave_cost)
+        if full and index > first:
+            bounds.append((first, index))
+            first, spent = index, 0
+        spent += cost
+    bounds.append((first, n_tasks))
+    return bounds

@@ -291,15 +291,21 @@ def test_interrupted_ingest_resumes_block_by_block_with_identical_bytes(tmp_path
     np.testing.assert_array_equal(report.coverage, _open(whole)["coverage"].values)
 
 
-def test_ingest_in_waves_writes_the_bytes_of_one_wave(tmp_path, monkeypatch):
-    """Above MAX_TASKS_PER_WAVE runs the blocks are computed in waves (a 50 TB archive's
-    ~10^6 tasks): the store is byte for byte the one-wave store."""
+@pytest.mark.parametrize("limit", ["tasks", "traces"])
+def test_ingest_in_waves_writes_the_bytes_of_one_wave(tmp_path, monkeypatch, limit):
+    """Above MAX_TASKS_PER_WAVE runs, or MAX_TRACES_PER_WAVE traces they read, the blocks are
+    computed in waves (a 50 TB archive's ~10^6 tasks; 10^5 files' graph): the store is byte
+    for byte the one-wave store."""
     import seisctf.cluster
+    from seisctf.recipes.ingest import waveforms
 
     files = write_synthetic_archive(tmp_path / "archive")
     whole = tmp_path / "whole.zarr"
     ingest_waveforms([str(f) for f in files], str(whole), block_samples=512, quiet=True)
-    monkeypatch.setattr(seisctf.cluster, "MAX_TASKS_PER_WAVE", 4)  # 13 runs: 4 waves
+    if limit == "tasks":
+        monkeypatch.setattr(seisctf.cluster, "MAX_TASKS_PER_WAVE", 4)  # 13 runs: 4 waves
+    else:  # each run reads 1 to 3 traces: at most 3 a wave makes a wave of 1 to 3 runs
+        monkeypatch.setattr(waveforms, "MAX_TRACES_PER_WAVE", 3)
     waved = tmp_path / "waved.zarr"
     waves: list[int] = []  # block tasks of each compute that ingests blocks
 
@@ -309,7 +315,10 @@ def test_ingest_in_waves_writes_the_bytes_of_one_wave(tmp_path, monkeypatch):
 
     with Callback(start_state=count):
         ingest_waveforms([str(f) for f in files], str(waved), block_samples=512, quiet=True)
-    assert waves == [4, 4, 4, 1], waves  # 14 blocks, one without data: no task
+    if limit == "tasks":
+        assert waves == [4, 4, 4, 1], waves  # 14 blocks, one without data: no task
+    else:
+        assert sum(waves) == 13 and len(waves) >= 5 and max(waves) <= 3, waves
     _assert_store_equals_obspy(waved, files)
     assert _store_digest(waved, skip=waved / "zarr.json") == _store_digest(
         whole, skip=whole / "zarr.json"

@@ -34,10 +34,10 @@ from seisctf.recipes.ingest.inventory_index import InventoryIndex
 from seisctf.recipes.ingest.inventory_text import inventory_holds
 from seisctf.recipes.ingest.placed_traces import PlacedTrace, PlacedTraces, trace_blocks
 from seisctf.recipes.ingest.resampling import MAX_RATE_FACTOR, rate_ratio, resampled_length
-from seisctf.recipes.ingest.response import response_problem
 from seisctf.recipes.ingest.station_positions import header_metadata, inventory_disagreements
 
 if TYPE_CHECKING:
+    from seisctf.recipes.ingest.inventory_checks import InventoryFindings
     from seisctf.recipes.ingest.scan_table import ScanTable
 
 DEFAULT_BLOCK_SAMPLES = 2**18
@@ -184,23 +184,6 @@ def _files_below(root: str) -> list[str]:
         subfolders[:] = [d for d in subfolders if not d.startswith(".")]
         files += [os.path.join(folder, n) for n in names if not n.startswith(".")]
     return [os.path.normpath(f) for f in files]
-
-
-def read_inventories(paths: Sequence[str]) -> Any:
-    """All StationXML files as one obspy Inventory; an unreadable one is bad input."""
-    import obspy
-
-    inventory = obspy.Inventory(networks=[])
-    for path in paths:
-        try:
-            inventory += obspy.read_inventory(path)
-        except Exception as error:  # noqa: BLE001
-            raise InvalidInput(
-                path,
-                f"cannot read the inventory ({error}); expected StationXML (or another obspy "
-                "inventory format) with the coordinates of every station and channel",
-            ) from None
-    return inventory
 
 
 def unknown_station(station: str, inventory: Any, header_path: str | None = None) -> str:
@@ -375,45 +358,26 @@ def placed_traces(
 
 def make_plan(
     scans: ScanTable,
-    inventory: Any | None,
+    findings: InventoryFindings | None,
     rate: float | None = None,
     block_samples: int = DEFAULT_BLOCK_SAMPLES,
-    require_response: bool = False,
 ) -> WaveformPlan:
-    """Check the scanned headers (`scan_table.ScanTable`) against the inventory, if any, and lay
-    out the store. `require_response` (response removal): a trace without a response in the
-    inventory is a problem and is not ingested."""
-    from obspy import UTCDateTime
-
+    """Lay out the store of the scanned headers (`scan_table.ScanTable`), with what the
+    inventory, if any, says of them (`inventory_checks.findings`: the traces that agree with it,
+    its problem lines and station metadata)."""
     if block_samples < 1:
         raise InvalidInput("block_samples", f"must be positive, got {block_samples}")
     problems = list(scans.problems)
     if not scans.readable_with_traces():
         raise nothing_readable(scans.paths, problems)
-    accepted: list[int] = []  # rows of the scan's trace columns
-    unknown: set[str] = set()
-    index = InventoryIndex(inventory) if inventory is not None else None
-    checked = scans.headers() if inventory is not None or require_response else ()
-    for row, header in enumerate(checked):
-        contradiction = check_against_inventory(header, index) if inventory else None
-        if contradiction is None and require_response:
-            seed_id = channel_id(header.station, header.channel)
-            when = UTCDateTime(ns=header.start_ns)
-            contradiction = response_problem(header.path, seed_id, when, inventory)
-        if contradiction:
-            problems.append(contradiction)
-            continue
-        if index is not None and not index.knows(header.station):
-            unknown.add(header.station)
-        accepted.append(row)
-    rows = np.array(accepted, dtype=np.int64) if checked else np.arange(scans.n_traces)
-    del accepted
+    rows = findings.rows if findings is not None else np.arange(scans.n_traces)
+    if findings is not None:
+        problems += findings.problems
     if not len(rows):
         raise InvalidInput(scans.paths[0], "no trace agrees with the inventory: " + problems[0])
+    if findings is not None:
+        problems += findings.unknown
     positions = scans.positions_by_station()
-    for station in sorted(unknown):  # coordinates from the first header that gives them
-        header_path = positions[station][0][0] if positions.get(station) else None
-        problems.append(unknown_station(station, inventory, header_path))
     grid_rate = target_rate(scans, rows, rate)
     if rate is not None:
         unresampled = [no_ratio_problem(h, grid_rate) for h in scans.headers_of(rows)]
@@ -428,12 +392,12 @@ def make_plan(
     metadata = {}
     for station in stations:
         found = positions.get(station, [])
-        if index is not None and index.knows(station):
-            metadata[station] = station_metadata(station, channels, index)
-            problems += inventory_disagreements(station, metadata[station], found)
+        known = _of_channels(findings.metadata[station], channels) if findings else {}
+        if findings is not None and station in findings.known:
+            metadata[station] = known
+            problems += inventory_disagreements(station, known, found)
             continue
         coordinates, disagreements = header_metadata(station, found)
-        known = station_metadata(station, channels, index) if index is not None else {}
         metadata[station] = {**known, **coordinates}
         problems += disagreements
     return WaveformPlan(
@@ -447,3 +411,9 @@ def make_plan(
         problems=tuple(problems),
         station_metadata=metadata,
     )
+
+
+def _of_channels(metadata: dict[str, Any], channels: Sequence[str]) -> dict[str, Any]:
+    """A station's `metadata` (`station_metadata`) with only the channels of `channels`."""
+    kept = {code: entry for code, entry in metadata["channels"].items() if code in channels}
+    return {**metadata, "channels": kept}

@@ -67,7 +67,6 @@ resampling and merging)."""
 from __future__ import annotations
 
 import functools
-import hashlib
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -78,12 +77,19 @@ import xarray as xr
 
 from seisctf import __version__
 from seisctf import conventions as cv
-from seisctf.catalogs.seed_ids import CODE_ARRAYS, normalised, split_station
-from seisctf.cluster import compute_in_waves, release_free_memory
+from seisctf.catalogs.seed_ids import CODE_ARRAYS, normalised
+from seisctf.cluster import compute, compute_in_waves, release_free_memory, shared
 from seisctf.errors import InvalidInput
 from seisctf.recipes.context import BuildContext
 from seisctf.recipes.ingest import input_cache, input_locality, input_manifest, resumable
 from seisctf.recipes.ingest.chunk_writes import ChunkWriter, write_chunks
+from seisctf.recipes.ingest.inventory_checks import (
+    InventoryFindings,
+    InventorySource,
+    findings,
+    read_source,
+    station_inventory,
+)
 from seisctf.recipes.ingest.response import requested_removal, resolve_removal
 from seisctf.recipes.ingest.resumable import (
     ATTR_FINGERPRINT,
@@ -114,7 +120,6 @@ from seisctf.recipes.ingest.waveform_plan import (
     WaveformPlan,
     expand_sources,
     make_plan,
-    read_inventories,
 )
 from seisctf.recipes.schema import POSITIVE, URL, parameters
 from seisctf.registry import INGESTS
@@ -134,6 +139,10 @@ COORDINATES = {"coordinates": " ".join((cv.LATITUDE, cv.LONGITUDE, ELEVATION, *C
 # the ingest benchmark's counts: 3.3x smaller than float32 (zarr's default zstd: 2.25x), 2.9 ms
 # of CPU to encode a 3 MiB chunk (zstd: 26 ms), 1.5 ms to decode it (4.6 ms); RESULTS.md.
 DATA_CODEC = cv.DATA_CODEC
+# Traces the runs of one wave read: a run's graph carries each of its traces' path, channel,
+# grid span and sha256, ~450 bytes pickled, so one wave's graph (and the scheduler's copy) stays
+# under ~10 MiB however many files the archive has.
+MAX_TRACES_PER_WAVE = 20_000
 
 
 @dataclass(frozen=True)
@@ -219,14 +228,6 @@ def _blocks(plan: WaveformPlan) -> tuple[int, int]:
     return len(plan.stations), plan.n_blocks
 
 
-def file_sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for piece in iter(lambda: handle.read(2**20), b""):
-            digest.update(piece)
-    return digest.hexdigest()
-
-
 def ingest_fingerprint(
     scans: ScanTable,
     inventory_sha256: Sequence[str],
@@ -238,7 +239,7 @@ def ingest_fingerprint(
     rate, block size and the response removal (paths excluded: moving an archive does not
     change the data)."""
     parts = {
-        "inputs": sorted(scans.sha256(index) for index in range(len(scans.paths))),
+        "inputs": resumable.SortedDigests(scans.digests),  # sorted hex, no string per file
         "inventories": sorted(inventory_sha256),
         "rate": rate,
         "block_samples": block_samples,
@@ -298,8 +299,7 @@ def ingest_waveforms(
     stats = input_manifest.file_stats(paths, storage_options)  # one listing per folder
     if previous is not None:
         input_manifest.check_present(recorded, stats, url)
-    inventory = read_inventories(inventories) if inventories else None
-    release_free_memory()  # of the StationXML parse (~70 KB a station), before the scan
+    source = read_source(inventories, storage_options) if inventories else None
     scan = input_cache.keeping(scan_files)  # each file read from storage once
     scans = input_manifest.scanned(  # only the files not as the store's table records them
         paths, stats, recorded,
@@ -310,8 +310,10 @@ def ingest_waveforms(
     release_free_memory()  # of the scan tasks' results, joined into `scans`
     if previous is not None:
         input_manifest.check_unchanged(recorded, scans, url)
-    plan = make_plan(scans, inventory, rate, block_samples, request is not None)
-    inventory = inventory if request is not None else None  # only response removal needs it
+    found = inventory_findings(scans, source, request is not None, quiet)
+    plan = make_plan(scans, found, rate, block_samples)
+    del found
+    source = source if request is not None else None  # only response removal needs it
     removal, pre_filt_default = (
         resolve_removal(request, plan.sampling_rate) if request else (None, False)
     )
@@ -320,7 +322,7 @@ def ingest_waveforms(
         check_same_grid(previous, set(recorded.scans.paths), plan, url, storage_options)
         check_same_removal(previous, removed)
     fail_if_strict(strict, plan.problems)
-    inventory_sha256 = [file_sha256(path) for path in inventories]
+    inventory_sha256 = list(source.sha256) if source is not None else []
     fingerprint = ingest_fingerprint(scans, inventory_sha256, rate, block_samples, removed)
     existing = resumable.up_to_date_attrs(url, storage_options, fingerprint)
     if existing:
@@ -346,7 +348,7 @@ def ingest_waveforms(
         input_manifest.write_recorded(url, storage_options, scans, stats)  # a resume's
         progress = resumable.Progress()
     coverage, decode_problems, lost = _run_blocks(
-        runs, _blocks(plan), inventory, url, storage_options, fingerprint, progress, quiet
+        runs, _blocks(plan), source, url, storage_options, fingerprint, progress, quiet
     )
     del runs
     problems = (*plan.problems, *(p for p in decode_problems if p not in plan.problems))
@@ -367,7 +369,7 @@ def ingest_waveforms(
 def _run_blocks(
     runs: tuple[RunTable, Callable[[int], BlockRun]],
     shape: tuple[int, int],
-    inventory: Any,
+    source: InventorySource | None,
     url: str,
     storage_options: dict | None,
     fingerprint: str,
@@ -375,8 +377,8 @@ def _run_blocks(
     quiet: bool,
 ) -> tuple[np.ndarray, list[str], set[tuple]]:
     """Ingest the runs (`block_runs`: their table and a maker of each) `progress` has no
-    record of (`inventory`: with response removal), one Dask task per run of a station's
-    consecutive blocks (a worker decodes each file of the run once; keys in station-major
+    record of (`source`: the inventories, with response removal), one Dask task per run of a
+    station's consecutive blocks (a worker decodes each file of the run once; keys in station-major
     order), each task made when its wave is: coverage (`shape`: station, block), the sorted
     decode problems of every finished block, with those an append carries over, and ((station
     index, block), path, channel) of the files' channels of which no sample is stored
@@ -388,24 +390,28 @@ def _run_blocks(
     pending = [number for number in range(len(table)) if number not in progress.done]
     run_at = functools.lru_cache(maxsize=2)(lambda index: make_run(pending[index]))
     parts: dict[str, Any] = {}  # one graph key per station: sent once to each worker using it
+    inventories = shared(source) if source is not None else None  # parsed on the workers
 
     def task(index: int) -> Any:
         run = run_at(index)
-        if inventory is not None and run.station not in parts:
-            part = station_part(inventory, run.station)
-            parts[run.station] = dask.delayed(part, name=f"inventory-{token}-{run.station}")
+        if inventories is not None and run.station not in parts:
+            parts[run.station] = dask.delayed(station_inventory)(
+                inventories, run.station, dask_key_name=f"inventory-{token}-{run.station}"
+            )
         return dask.delayed(ingest_blocks)(
             run, url, storage_options, parts.get(run.station),
             dask_key_name=f"ingest_block-{token}-{run.key}",
         )  # fmt: skip
 
-    records = compute_in_waves(  # waves above MAX_TASKS_PER_WAVE runs (a 50 TB archive)
+    records = compute_in_waves(  # waves of bounded graphs (10^5 files: several)
         input_locality.near_inputs(  # each run on the host keeping its files (several hosts)
             task, lambda index: (trace[4] for trace in run_at(index).traces)
         ),
         len(pending),
         label="ingest waveforms",
         quiet=quiet,
+        costs=np.diff(table.trace_start)[pending],
+        wave_cost=MAX_TRACES_PER_WAVE,
     )
     written = dict(zip(pending, records, strict=True))
     coverage, problems, lost = resumable.collect(progress, shape, written, table.blocks_of)
@@ -437,10 +443,17 @@ def check_same_removal(previous: dict[str, Any], removed: dict[str, Any] | None)
         )
 
 
-def station_part(inventory: Any, station: str) -> Any:
-    """The inventory's networks/stations/channels of one station id (what its tasks need)."""
-    network, code, location = split_station(station)
-    return inventory.select(network=network, station=code, location=location)
+def inventory_findings(
+    scans: ScanTable, source: InventorySource | None, require_response: bool, quiet: bool
+) -> InventoryFindings | None:
+    """What the inventories say of the scanned traces (`inventory_checks.findings`), found by
+    one task (on a worker of a cluster: the client never parses StationXML); None without."""
+    import dask
+
+    if source is None:
+        return None
+    task = dask.delayed(findings)(shared(scans), shared(source), require_response)
+    return compute(task, label="check the inventory", quiet=quiet)[0]
 
 
 def check_same_grid(

@@ -1,0 +1,28 @@
+"""`cluster.wave_bounds`: waves of consecutive tasks, each as full as its limits allow."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from seisctf.cluster import wave_bounds
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    costs=st.lists(st.integers(0, 50), max_size=60),
+    wave_tasks=st.integers(1, 12),
+    wave_cost=st.integers(0, 120),
+    costed=st.booleans(),
+)
+def test_waves_cover_the_tasks_in_order_within_their_limits(costs, wave_tasks, wave_cost, costed):
+    n = len(costs)
+    bounds = wave_bounds(n, wave_tasks, costs if costed else None, wave_cost)
+    assert bounds[0][0] == 0 and bounds[-1][1] == n
+    assert all(a[1] == b[0] for a, b in zip(bounds, bounds[1:], strict=False))
+    for first, stop in bounds:
+        size, spent = stop - first, sum(costs[first:stop]) if costed else 0
+        assert size <= wave_tasks and (size > 0 or n == 0)
+        assert spent <= wave_cost or size == 1  # a task above the budget is a wave alone
+        if stop < n:  # full: the next task would break a limit
+            assert size == wave_tasks or (costed and spent + costs[stop] > wave_cost)
