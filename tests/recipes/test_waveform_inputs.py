@@ -57,7 +57,10 @@ def assert_same_store(built: Path, reference: Path) -> None:
     ours, theirs = _open(built), _open(reference)
     np.testing.assert_array_equal(ours["data"].values, theirs["data"].values)
     np.testing.assert_array_equal(ours["coverage"].values, theirs["coverage"].values)
+    tables = [store.attrs.pop("inputs_table", "inputs") for store in (ours, theirs)]
     assert ours.attrs == theirs.attrs  # same fingerprint, problems, grid
+    for url, table in zip((built, reference), tables, strict=True):  # an append's: beside
+        assert sorted(zarr.open_group(str(url)).group_keys()) == [table]
     assert recorded_inputs(str(built)) == recorded_inputs(str(reference))
 
 

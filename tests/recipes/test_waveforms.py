@@ -372,7 +372,10 @@ def test_append_day_files_extends_time_and_keeps_old_chunks(tmp_path):
     reference = _open(whole)
     np.testing.assert_array_equal(ds["data"].values, reference["data"].values)
     np.testing.assert_array_equal(ds["coverage"].values, reference["coverage"].values)
-    assert ds.attrs == reference.attrs  # same inputs, fingerprint, problems
+    # Same inputs, fingerprint, problems; the appended table is in the group the attr names.
+    assert ds.attrs.pop("inputs_table") == "inputs_next" and ds.attrs == reference.attrs
+    assert sorted(zarr.open_group(str(appended)).group_keys()) == ["inputs_next"]
+    assert recorded_inputs(str(appended)) == recorded_inputs(str(whole))
     after = _chunk_files(appended)
     assert {k: v[0] for k, v in after.items()} == {k: v[0] for k, v in _chunk_files(whole).items()}
     # Day-1 chunks stay as written, except each station's partial block 17, which day 2 completes.
@@ -396,6 +399,41 @@ def test_append_day_files_extends_time_and_keeps_old_chunks(tmp_path):
     assert error.value.what == str(changed)
     with pytest.raises(InvalidInput, match="needs an existing store"):
         ingest_waveforms([str(day3[0])], str(tmp_path / "none.zarr"), append=True, quiet=True)
+
+
+def test_an_append_killed_writing_its_inputs_table_resumes(tmp_path, monkeypatch):
+    """The append's table is written beside the old one and named with the completion marker:
+    an append stopped half-way through writing it (here: an error after three columns) leaves
+    the old table in use, and the re-run finishes to a one-shot ingest's inputs and data."""
+    from seisctf.recipes.ingest import input_manifest
+
+    day1 = write_day_files(tmp_path / "day1", 0, seed=1)
+    day2 = write_day_files(tmp_path / "day2", 1, seed=2)
+    appended, whole = tmp_path / "appended.zarr", tmp_path / "whole.zarr"
+    ingest_waveforms([str(tmp_path / "day1")], str(appended), block_samples=5000, quiet=True)
+    ingest_waveforms([str(tmp_path / "day1"), str(tmp_path / "day2")], str(whole),
+                     block_samples=5000, quiet=True)  # fmt: skip
+    write_column = input_manifest._write_column
+    written: list[str] = []
+
+    def stop_after_three(table, name, dim, values):
+        if len(written) == 3:  # the append writes one table: its own, at the end
+            raise KeyboardInterrupt  # as a kill would stop it
+        written.append(name)
+        write_column(table, name, dim, values)
+
+    monkeypatch.setattr(input_manifest, "_write_column", stop_after_three)
+    with pytest.raises(KeyboardInterrupt):
+        ingest_waveforms([str(tmp_path / "day2")], str(appended), append=True, quiet=True)
+    monkeypatch.setattr(input_manifest, "_write_column", write_column)
+    assert zarr.open_group(str(appended)).attrs[cv.ATTR_COMPLETE] is False
+    assert [e["path"] for e in recorded_inputs(str(appended))] == [str(p) for p in sorted(day1)]
+    report = ingest_waveforms([str(tmp_path / "day2")], str(appended), append=True, quiet=True)
+    assert not report.up_to_date
+    assert recorded_inputs(str(appended)) == recorded_inputs(str(whole))
+    ds = _assert_store_equals_obspy(appended, day1 + day2)
+    np.testing.assert_array_equal(ds["data"].values, _open(whole)["data"].values)
+    assert sorted(zarr.open_group(str(appended)).group_keys()) == ["inputs_next"]
 
 
 def test_an_append_keeps_the_last_blocks_it_does_not_touch_and_grows_their_coverage(tmp_path):

@@ -17,8 +17,11 @@ rows: a 10^5-file table is one or two objects per array):
 
 The group's attr `files` (the file count) is written last: a table without it is unfinished and
 not used. The table is written when a store is created (so a resumed ingest finds it) and again
-when an ingest finishes (with `samples_stored`); an append keeps the old table until it
-finishes, so its resume still sees the old inputs as the old ones.
+when an ingest finishes (with `samples_stored`). An append keeps the old table until it
+finishes, so its resume still sees the old inputs as the old ones: it writes its table beside
+the old one, in the group `inputs_next` (or `inputs`, whichever the store does not use), and the
+root attr `inputs_table` naming it goes in with the completion marker (one write); the old group
+is deleted after. A store without that attr keeps its table in `inputs`.
 
 A run takes a file's scan from the table when its path, size and `modified` are as recorded
 (`file_stats`: os.stat, or one listing per folder of objects) and scans only the others;
@@ -50,6 +53,8 @@ from seisctf.recipes.ingest.scan_table import SHA256_BYTES, TRACE_COLUMNS, ScanT
 from seisctf.recipes.ingest.waveform_plan import is_url
 
 GROUP = "inputs"
+NEXT_GROUP = "inputs_next"  # where an append writes its table while the old one is in use
+ATTR_TABLE = "inputs_table"  # root attr: the group holding the table (absent: GROUP)
 ATTR_FILES = "files"
 OLD_ATTR = "inputs"  # where stores written before the table list their inputs
 ROWS_PER_CHUNK = 2**17
@@ -285,25 +290,37 @@ def _position_files(table: ScanTable) -> np.ndarray:
 # --- the table in the store -----------------------------------------------------------------
 
 
+def table_name(group: Any) -> str:
+    """The group of the store's inputs table (root attr `inputs_table`, else `inputs`)."""
+    return str(group.attrs.get(ATTR_TABLE, GROUP))
+
+
+def beside(group: Any) -> str:
+    """The table group an append writes (the one `table_name` does not name)."""
+    return NEXT_GROUP if table_name(group) == GROUP else GROUP
+
+
 def write_recorded(
     url: str,
     storage_options: dict | None,
     scans: ScanTable,
     stats: InputStats,
     samples_stored: np.ndarray | None = None,
+    name: str | None = None,
 ) -> None:
-    """Write (replacing any) the `inputs` table of the store at `url`: `scans`, `modified`
-    from `stats` (of the same paths), `samples_stored` (bool per file; None: all true); the
-    attr `inputs` of an older store goes."""
+    """Write (replacing any) the inputs table of the store at `url` in the group `name`
+    (default: `table_name`): `scans`, `modified` from `stats` (of the same paths),
+    `samples_stored` (bool per file; None: all true); the attr `inputs` of an older store goes."""
     if stats.paths != scans.paths:
         raise ValueError("stats and scans of different files")
     stored = np.ones(len(scans.paths), dtype=bool) if samples_stored is None else samples_stored
     group = open_store(url, storage_options, mode="r+")
-    if GROUP in group:
-        del group[GROUP]
+    name = name or table_name(group)
+    if name in group:
+        del group[name]
     if OLD_ATTR in group.attrs:
         del group.attrs[OLD_ATTR]
-    table = group.create_group(GROUP)
+    table = group.create_group(name)
     for name, (dim, make) in _columns(scans, stats.modified, stored).items():
         _write_column(table, name, dim, make())  # one column in memory at a time
     table.attrs[ATTR_FILES] = len(scans.paths)  # last: the table is whole
@@ -407,11 +424,24 @@ def recorded_inputs(url_or_group: Any, storage_options: dict | None = None) -> l
     ]
 
 
-def _table(group: Any) -> Any | None:
-    """The group's finished `inputs` table (a zarr group), or None."""
+def drop_table(url: str, storage_options: dict | None, name: str) -> None:
+    """Delete the table group `name` of the finished store at `url` if it is not the one in
+    use, and consolidate the store's metadata again (one write of its root `zarr.json`), so
+    that it no longer lists the group."""
     import zarr
 
-    table = group.get(GROUP) if GROUP in group else None
+    group = open_store(url, storage_options, mode="r+")
+    if name != table_name(group) and name in group:
+        del group[name]
+        zarr.consolidate_metadata(group.store)
+
+
+def _table(group: Any) -> Any | None:
+    """The group's finished inputs table (a zarr group: `table_name`), or None."""
+    import zarr
+
+    name = table_name(group)
+    table = group.get(name) if name in group else None
     if not isinstance(table, zarr.Group) or ATTR_FILES not in table.attrs:
         return None
     return table

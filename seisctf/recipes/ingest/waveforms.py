@@ -358,11 +358,19 @@ def ingest_waveforms(
     stored = samples_stored(scans, plan, lost, not_stored)
     attrs = store_attrs(plan, problems, rate is not None, removed)
     attrs[ATTR_FINGERPRINT] = fingerprint
-    open_store(url, storage_options, mode="r+")[DATA_VAR].attrs.update(data_attrs(plan, removed))
-    input_manifest.write_recorded(url, storage_options, scans, stats, stored)
+    group = open_store(url, storage_options, mode="r+")
+    group[DATA_VAR].attrs.update(data_attrs(plan, removed))
+    # An append's table goes beside the old one, named with the completion marker (one write):
+    # killed before, it resumes with the old inputs as the old ones.
+    old_table = input_manifest.table_name(group)
+    table = input_manifest.beside(group) if previous is not None else old_table
+    input_manifest.write_recorded(url, storage_options, scans, stats, stored, table)
+    if table != input_manifest.GROUP or input_manifest.ATTR_TABLE in group.attrs:
+        attrs[input_manifest.ATTR_TABLE] = table
     resumable.finish(
         url, storage_options, coverage, COVERAGE_VAR, COVERAGE_DIMS, attrs, COORDINATES
     )
+    input_manifest.drop_table(url, storage_options, old_table)
     return IngestReport(plan, coverage, problems)
 
 
