@@ -13,6 +13,7 @@ from conftest import TINY_LAYOUT_YAML
 from seisctf import conventions as cv
 from seisctf import keys, storage
 from seisctf.cli import main
+from seisctf.cluster import SCHEDULER_ENV
 from seisctf.errors import InvalidInput
 from seisctf.recipes import engine
 
@@ -20,6 +21,14 @@ SECRET = "public-truth-test-secret-0123456789"
 OTHER_SECRET = "another-organiser-secret-9876543210"
 EXIT_INVALID_INPUT = 3
 SMALL = ["--sensors", "48", "--duration", "300", "--quiet"]
+
+
+@pytest.fixture(autouse=True)
+def shared_cluster(dask_cluster, monkeypatch) -> None:
+    """Every command here runs on the session's Dask cluster ($SEISCTF_SCHEDULER), not on an
+    embedded one started per command: the secrets are drawn and resolved by the command itself.
+    A result that hung on a worker's state would break the equalities between runs below."""
+    monkeypatch.setenv(SCHEDULER_ENV, dask_cluster.address)
 
 
 @pytest.fixture(scope="module")
