@@ -6,6 +6,7 @@ real referee; goes red if a default seed ever returns."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -23,11 +24,21 @@ def test_readme_commands_are_extracted_from_the_readme() -> None:
     assert small[small.index("--sensors") + 1] == paths.SMALL_SIZES["--sensors"]
 
 
+def through_truth(path: paths.DocumentedPath) -> paths.DocumentedPath:
+    """`path`'s commands up to the one that writes its truth (`tasks`): those after it
+    (baseline, score, leaderboard) read the bundle and never write the truth."""
+    last = next(i for i, command in enumerate(path.commands) if path.truth in command)
+    assert path.commands[last][0] == "tasks"
+    return dataclasses.replace(path, commands=path.commands[: last + 1])
+
+
 def test_a_second_person_typing_the_readme_does_not_regenerate_the_truth(tmp_path: Path) -> None:
+    """The organiser types the whole block; the participant the commands up to their truth."""
     path = paths.readme_path(small=True)
     people = {person: tmp_path / person for person in ("organiser", "participant")}
     for person, folder in people.items():
-        run = paths.run_person(path, folder, secret=None)
+        typed = path if person == "organiser" else through_truth(path)
+        run = paths.run_person(typed, folder, secret=None)
         assert run.refused is None, f"{person}: {run.refused}"
     _, manifest = harness.load_public(str(people["organiser"] / path.public))
     first = paths.regenerated_truth(str(people["organiser"] / path.truth), manifest)
