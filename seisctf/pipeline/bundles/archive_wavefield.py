@@ -50,6 +50,7 @@ import xarray as xr
 from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
 from seisctf.pipeline.bundles.das_wavefield import das_attrs, das_wavefield
+from seisctf.pipeline.bundles.gap_check import store_coverage
 from seisctf.pipeline.bundles.guarded_segments import (
     GAP_POLICY,
     N_SEGMENTS,
@@ -150,6 +151,7 @@ def archive_wavefield(
         source=f"channel {code}",
         trace_noun="station",
         what=what,
+        coverage=store_coverage(store, data, cv.STATION),
         quiet=quiet,
     )
     kept, complete, steps, starts, u = cut.kept, cut.complete, cut.steps, cut.starts, cut.u

@@ -38,6 +38,7 @@ import xarray as xr
 
 from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
+from seisctf.pipeline.bundles.gap_check import store_coverage
 from seisctf.pipeline.bundles.guarded_segments import (
     GAP_POLICY,
     N_SEGMENTS,
@@ -125,6 +126,7 @@ def das_wavefield(
         source=f"the DAS record ({variable})",
         trace_noun="channel",
         what=what,
+        coverage=store_coverage(store, data, cv.DISTANCE),
         quiet=quiet,
     )
     if segments and cut.first_slot != 0:

@@ -57,7 +57,8 @@ here is any trace of the record, e.g. a DAS fibre's channel):
 3. Gaps: the CTF needs finite data. Of all runs of ten consecutive slots, the one where the most
    stations are usable throughout is used (the earliest among equals); the other stations are
    dropped and listed in the attrs. Too few stations for the layout's `modes`, or a record
-   shorter than ten slots, is an error (InvalidInput).
+   shorter than ten slots, is an error (InvalidInput). The check runs in bounded waves of slots
+   and skips the slots a store's coverage shows empty (`gap_check`).
 4. Per used slot: chunks of `time_chunk_samples` from the slot's start and of as many stations
    as fill about that many samples (`stations_per_chunk`: 1 when a slot is that long; a function
    of the data's shape only, so the bundle's bytes never depend on how the store was chunked,
@@ -82,8 +83,13 @@ import numpy as np
 import xarray as xr
 
 from seisctf import conventions as cv
-from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
+from seisctf.pipeline.bundles.gap_check import (
+    TIME_CHUNK_SAMPLES,
+    BlockCoverage,
+    stations_per_chunk,
+    usable_run,
+)
 from seisctf.pipeline.bundles.layouts import (
     Layout,
     check_trace_count,
@@ -100,8 +106,6 @@ SEGMENT_ROLES = cv.SEGMENT_ROLES
 N_SEGMENTS = len(SEGMENT_ROLES)
 assert sorted(SEGMENT_ROLES) == sorted(cv.BUNDLE_ROLES)
 
-# Time chunk of each slot's raw samples (store's rate): 2 MiB of float64.
-TIME_CHUNK_SAMPLES = 2**18
 GAP_POLICY = (
     "ten consecutive slots of guard_steps + segment_steps CTF samples on a slot grid from the "
     "record's first sample, each processed alone; the run of ten slots where the most stations "
@@ -140,14 +144,6 @@ def to_ctf_rate(
     return data.astype(np.float64)
 
 
-def stations_per_chunk(n_samples: int, time_chunk_samples: int) -> int:
-    """Stations in one chunk of a slot of `n_samples` raw samples cut in chunks of
-    `time_chunk_samples`: enough to hold about `time_chunk_samples` samples (1 when the slot is
-    that long). Short slots of many stations would otherwise be thousands of tiny tasks: the
-    scheduler's ~1 ms each, not the filters, set the time."""
-    return max(1, time_chunk_samples // max(1, min(n_samples, time_chunk_samples)))
-
-
 def remove_offset(segment: xr.DataArray, public_rows: int) -> xr.DataArray:
     """`segment(station, time)` minus, per station, the mean of its first `public_rows` rows
     (`OFFSET_POLICY`; nothing when `public_rows` is 0)."""
@@ -170,24 +166,6 @@ def lead_limit(up: int, down: int, guard: int) -> int:
     return max(0, min(half, guard * down // up - 1))
 
 
-def slot_leads(
-    data: xr.DataArray, slot_samples: int, max_lead: int = 0, trace_dim: str = cv.STATION
-) -> da.Array:
-    """Lazy int (trace, slot) over consecutive slots of `slot_samples` raw samples: the index of
-    the trace's first finite sample in the slot when it is at most `max_lead` and every sample
-    from it on is finite (the slot is usable), else -1."""
-    n_slots = data.sizes[cv.TIME] // slot_samples
-    finite = da.isfinite(data.transpose(trace_dim, cv.TIME).data[:, : n_slots * slot_samples])
-    per_chunk = slot_samples * max(1, TIME_CHUNK_SAMPLES // slot_samples)
-    stations = stations_per_chunk(finite.shape[1], TIME_CHUNK_SAMPLES)
-    finite = finite.rechunk({0: stations, 1: per_chunk})
-    finite = finite.reshape(finite.shape[0], n_slots, slot_samples)
-    head = finite[:, :, : max_lead + 1]
-    lead = head.argmax(axis=2)  # the first finite sample of the head (0 if none)
-    usable = head.any(axis=2) & (finite.sum(axis=2) == slot_samples - lead)
-    return da.where(usable, lead, -1)
-
-
 def hold_leads(raw: xr.DataArray, leads: np.ndarray, trace_dim: str) -> xr.DataArray:
     """`raw(trace, time)` (one slot) with each trace's first `leads[i]` samples (its leading
     gap) set to its first finite sample: the trace is taken as starting at the slot's start, as
@@ -198,15 +176,6 @@ def hold_leads(raw: xr.DataArray, leads: np.ndarray, trace_dim: str) -> xr.DataA
     first = raw.isel({cv.TIME: lead})
     index = xr.DataArray(np.arange(raw.sizes[cv.TIME]), dims=cv.TIME)
     return raw.where(index >= lead, first).assign_attrs(raw.attrs)
-
-
-def choose_segments(valid: np.ndarray, n_segments: int = N_SEGMENTS) -> tuple[int, np.ndarray]:
-    """First slot of the run of `n_segments` consecutive slots where the most stations are
-    valid throughout (earliest among equals), and those stations (bool per station)."""
-    n_runs = valid.shape[1] - n_segments + 1
-    complete = np.stack([valid[:, s : s + n_segments].all(axis=1) for s in range(n_runs)], axis=1)
-    first = int(np.argmax(complete.sum(axis=0)))
-    return first, complete[:, first]
 
 
 def iso_time(start_time: str, offset_s: float) -> str:
@@ -258,6 +227,7 @@ def guarded_segments(
     source: str = "the record",
     trace_noun: str = "station",
     what: str = "store",
+    coverage: BlockCoverage | None = None,
     quiet: bool = False,
 ) -> GuardedSegments:
     """Steps 2–5 of the module docstring on `data(trace_dim, time)` (attr `sampling_rate`; any
@@ -265,7 +235,9 @@ def guarded_segments(
     slot, whose extra samples lengthen the guard), the gap check, each of the ten slots used
     processed alone (causal filters to `rate_hz`, guard dropped, offset from public rows removed).
     `order`: the traces' order in the result (default: as stored). `source` and `trace_noun`
-    name the record and its traces in error messages. Computes only the gap check."""
+    name the record and its traces in error messages; `coverage`: the store's, which spares the
+    gap check reading the slots it shows empty (`gap_check.store_coverage`). Computes only the
+    gap check."""
     check_trace_count(layout, data.sizes[trace_dim], trace_noun, what)
     source_rate_hz = float(data.attrs[cv.ATTR_SAMPLING_RATE])
     up, down = ctf_ratio(source_rate_hz, rate_hz, what)
@@ -293,10 +265,8 @@ def guarded_segments(
             + length_note(n_out, source_rate_hz, rate_hz),
         )
     max_lead = lead_limit(up, down, guard)
-    (leads,) = compute(
-        slot_leads(data, slot_samples, max_lead, trace_dim), label="gap check", quiet=quiet
-    )
-    first_slot, complete = choose_segments(leads >= 0)
+    run = usable_run(data, slot_samples, max_lead, trace_dim, N_SEGMENTS, coverage, quiet=quiet)
+    first_slot, complete = run.first_slot, run.complete
     needed = traces_needed(layout)
     if complete.sum() < needed:
         raise InvalidInput(
@@ -317,7 +287,7 @@ def guarded_segments(
         raw = data.isel(
             {trace_dim: kept, cv.TIME: slice(slot * slot_samples, (slot + 1) * slot_samples)}
         )
-        raw = hold_leads(raw, leads[kept, slot], trace_dim)
+        raw = hold_leads(raw, run.leads[kept, slot - first_slot], trace_dim)
         ctf = to_ctf_rate(raw, rate_hz, time_chunk_samples, what, trace_chunks)
         segment = ctf.isel({cv.TIME: slice(guard, slot_steps)})
         segments.append(remove_offset(segment, min(layout.forecast_start, steps)))
@@ -332,7 +302,7 @@ def guarded_segments(
         guard=guard,
         steps=steps,
         transforms=segments[0].attrs[cv.ATTR_TRANSFORMS],
-        leads=leads[kept][:, slots],
+        leads=run.leads[kept],
     )
 
 
