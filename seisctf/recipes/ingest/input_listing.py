@@ -17,11 +17,17 @@ def first_few(items: Sequence[str], separator: str = ", ", shown: int = SHOWN) -
     return text
 
 
-def nothing_readable(paths: Sequence[str], problems: Sequence[str]) -> InvalidInput:
+def nothing_readable(
+    paths: Sequence[str], problems: Sequence[str], count: int | None = None
+) -> InvalidInput:
     """The error of an ingest none of whose `paths` gave data: the first few files and their
-    problems, and how many more (the full list is every file given)."""
+    problems, and how many more (`paths`: every file given, or its first SHOWN + 1 of `count`)."""
+    count = len(paths) if count is None else count
+    named = first_few(paths[:SHOWN])
+    if count > SHOWN:
+        named += f", and {count - SHOWN} more"
     return InvalidInput(
-        first_few(paths) or "(no files)",
-        f"no input is readable (none of the {len(paths)} file(s) given holds readable data): "
+        named or "(no files)",
+        f"no input is readable (none of the {count} file(s) given holds readable data): "
         + first_few(problems, "; "),
     )

@@ -48,7 +48,13 @@ import numpy as np
 from seisctf import storage
 from seisctf.cluster import release_free_memory
 from seisctf.errors import InvalidInput
-from seisctf.recipes.ingest.resumable import changed_input, open_store
+from seisctf.recipes.ingest.resumable import (
+    BASE_VAR,
+    PROGRESS_VAR,
+    changed_input,
+    emptied_folders_ignored,
+    open_store,
+)
 from seisctf.recipes.ingest.scan_table import SHA256_BYTES, TRACE_COLUMNS, ScanTable
 from seisctf.recipes.ingest.waveform_plan import is_url
 
@@ -433,7 +439,8 @@ def drop_table(url: str, storage_options: dict | None, name: str) -> None:
     group = open_store(url, storage_options, mode="r+")
     if name != table_name(group) and name in group:
         del group[name]
-        zarr.consolidate_metadata(group.store)
+        with emptied_folders_ignored(PROGRESS_VAR, BASE_VAR, name):
+            zarr.consolidate_metadata(group.store)
 
 
 def _table(group: Any) -> Any | None:

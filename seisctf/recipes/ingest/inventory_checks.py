@@ -102,13 +102,14 @@ def station_inventory(source: InventorySource, station: str) -> Any:
 class InventoryFindings:
     """What the inventory says of a scan: `rows` (int64 rows of the scan's trace columns that
     agree with it), `problems` (a line per trace that contradicts it, in trace order),
-    `unknown` (a line per station it does not know, by station id), `metadata` (per station of
-    the accepted traces: coordinates and per-channel metadata, `station_metadata`, over every
-    channel code of the scan) and `known` (the stations it holds)."""
+    `unknown` ({station it does not know: the start of its problem line, `unknown_station`}),
+    `metadata` (per station of the accepted traces: coordinates and per-channel metadata,
+    `station_metadata`, over every channel code of the scan) and `known` (the stations it
+    holds)."""
 
     rows: np.ndarray
     problems: tuple[str, ...]
-    unknown: tuple[str, ...]
+    unknown: dict[str, str]
     metadata: dict[str, dict[str, Any]]
     known: frozenset[str]
 
@@ -138,17 +139,12 @@ def findings(
             unknown.add(header.station)
         accepted.append(row)
     rows = np.array(accepted, dtype=np.int64)
-    positions = scans.positions_by_station()
-    lines = []
-    for station in sorted(unknown):  # coordinates from the first header that gives them
-        header_path = positions[station][0][0] if positions.get(station) else None
-        lines.append(unknown_station(station, inventory, header_path))
     channels = tuple(sorted(scans.channel_codes))
     stations = sorted({scans.station_ids[s] for s in np.unique(scans.traces["station"][rows])})
     return InventoryFindings(
         rows=rows,
         problems=tuple(problems),
-        unknown=tuple(lines),
+        unknown={station: unknown_station(station, inventory) for station in sorted(unknown)},
         metadata={s: station_metadata(s, channels, index) for s in stations},
         known=frozenset(s for s in stations if index.knows(s)),
     )

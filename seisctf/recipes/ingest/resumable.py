@@ -17,10 +17,12 @@ nothing.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import re
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,9 +42,6 @@ BASE_VAR = "ingest_progress_base"
 RECORD = "record"
 ATTR_FINGERPRINT = "ingest_fingerprint"
 BLOCK = "block"
-_LEFT_FOLDER = (
-    f"Object at {PROGRESS_VAR}(_base)? is not recognized as a component of a Zarr hierarchy"
-)
 # Scan tasks: files in batches (a header scan takes a few ms, about a task's own overhead), in
 # about SCAN_TASKS tasks; above SCAN_TASKS x SCAN_BATCH_MAX files, batches of SCAN_BATCH_MAX
 # (more tasks, so that a cluster of more than SCAN_TASKS workers shares the scan, each task
@@ -371,11 +370,20 @@ def finish(
     del group[PROGRESS_VAR]
     if BASE_VAR in group:
         del group[BASE_VAR]
-    # An object store with folders (SeaweedFS's filer) keeps the deleted progress array's
-    # emptied folders; zarr's consolidation lists the group's folders and says of this one
-    # "ZarrUserWarning: Object at ingest_progress is not recognized as a component of a Zarr
-    # hierarchy". The folder holds nothing and the consolidated metadata leaves it out, as it
-    # should: the warning says nothing a user can act on.
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=_LEFT_FOLDER, category=ZarrUserWarning)
+    with emptied_folders_ignored(PROGRESS_VAR, BASE_VAR):
         storage.finish_group(url, dict(attrs), storage_options)
+
+
+@contextlib.contextmanager
+def emptied_folders_ignored(*names: str) -> Iterator[None]:
+    """Quiet zarr's word on the folders of the deleted arrays or groups `names`. An object store
+    with folders (SeaweedFS's filer) keeps a deleted array's emptied folders; zarr's
+    consolidation lists the group's folders and says of each "ZarrUserWarning: Object at
+    ingest_progress is not recognized as a component of a Zarr hierarchy". The folder holds
+    nothing and the consolidated metadata leaves it out, as it should: the warning says nothing
+    a user can act on."""
+    alternatives = "|".join(re.escape(name) for name in names)
+    pattern = f"Object at ({alternatives}) is not recognized as a component of a Zarr hierarchy"
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=pattern, category=ZarrUserWarning)
+        yield

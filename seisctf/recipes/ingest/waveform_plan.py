@@ -1,7 +1,8 @@
 """The plan of a waveform ingest: which files hold which traces, and the store they fill.
 
-`waveform_files.scan_file` reads each file's headers (the scan, `scan_table`); `make_plan` checks
-them against the StationXML inventories and lays out the store's time grid:
+`waveform_files.scan_file` reads each file's headers (the scan, `scan_table`); the plan
+(`partition_plan.make_plan`, from the pieces here) checks them against the StationXML
+inventories and lays out the store's time grid:
 
 - grid start: the earliest accepted trace start; every trace is placed at the nearest grid sample
   (its offset, less than half a sample, is recorded per station, never interpolated away);
@@ -28,17 +29,13 @@ from seisctf import storage
 from seisctf.catalogs.seed_ids import channel_id, split_station
 from seisctf.errors import InvalidInput
 from seisctf.recipes.ingest.block_grid import BlockGrid
-from seisctf.recipes.ingest.grid_shifts import shift_problems
-from seisctf.recipes.ingest.input_listing import nothing_readable
 from seisctf.recipes.ingest.inventory_index import InventoryIndex
 from seisctf.recipes.ingest.inventory_text import inventory_holds
 from seisctf.recipes.ingest.placed_traces import PlacedTrace, PlacedTraces, trace_blocks
 from seisctf.recipes.ingest.resampling import MAX_RATE_FACTOR, rate_ratio, resampled_length
-from seisctf.recipes.ingest.station_positions import header_metadata, inventory_disagreements
 
 if TYPE_CHECKING:
-    from seisctf.recipes.ingest.inventory_checks import InventoryFindings
-    from seisctf.recipes.ingest.scan_table import ScanTable
+    pass
 
 DEFAULT_BLOCK_SAMPLES = 2**18
 NS_PER_S = 1_000_000_000
@@ -186,22 +183,25 @@ def _files_below(root: str) -> list[str]:
     return [os.path.normpath(f) for f in files]
 
 
-def unknown_station(station: str, inventory: Any, header_path: str | None = None) -> str:
-    """The problem text of a station the inventory does not know at its location code: what
-    the inventory has for the station code instead, if anything, and where its coordinates
-    come from (`header_path`: the file whose SAC header gives them; else they are NaN)."""
+def unknown_station(station: str, inventory: Any) -> str:
+    """The start of the problem line of a station the inventory does not know at its location
+    code: what the inventory has for the station code instead, if anything (the line goes on
+    with `coordinates_source`)."""
     network, code, location = split_station(station)
     holds = inventory_holds(inventory, network, code)
-    source = f"from the SAC header of {header_path}" if header_path else "NaN"
     if not holds:
-        return f"{station}: unknown station (not in the inventory); coordinates are {source}"
+        return f"{station}: unknown station (not in the inventory); "
     missing = f"{network}.{code}"
     if inventory.select(network=network, station=code).networks:
         missing += f" at location code '{location}'"
-    return (
-        f"{station}: unknown station: the inventory has no {missing} (it has {holds}); "
-        f"coordinates are {source}"
-    )
+    return f"{station}: unknown station: the inventory has no {missing} (it has {holds}); "
+
+
+def coordinates_source(header_path: str | None) -> str:
+    """Where a station's coordinates come from: the file whose SAC header gives them (the
+    first, by path), else nowhere (NaN)."""
+    source = f"from the SAC header of {header_path}" if header_path else "NaN"
+    return f"coordinates are {source}"
 
 
 def check_against_inventory(header: TraceHeader, index: InventoryIndex) -> str | None:
@@ -315,105 +315,3 @@ def drift_samples(header: TraceHeader, rate: float) -> float:
 
 def needs_resampling(header: TraceHeader, rate: float) -> bool:
     return not _same_rate(header.sampling_rate, rate) and drift_samples(header, rate) >= 0.5
-
-
-def target_rate(scans: ScanTable, rows: np.ndarray, rate: float | None) -> float:
-    """The grid's rate: `rate` if given, else the one rate all traces at `rows` (of the scan
-    table) share (bad input if their rates differ by more than the half-sample drift allows)."""
-    if rate is not None:
-        if not (math.isfinite(rate) and rate > 0):
-            raise InvalidInput("rate", f"must be a positive number of Hz, got {rate}")
-        return float(rate)
-    rates = scans.traces["sampling_rate"][rows]
-    chosen = float(rates.max())
-    other = rows[rates != chosen]  # the traces at the chosen rate need no resampling
-    off = [h for h in scans.headers_of(other) if needs_resampling(h, chosen)]
-    if off:
-        listed = "; ".join(f"{h.path} ({h.sampling_rate} Hz)" for h in off[:5])
-        raise InvalidInput(
-            off[0].path,
-            f"sampling rates differ from {chosen} Hz: {listed}; give `rate` HZ to resample",
-        )
-    return chosen
-
-
-def placed_traces(
-    scans: ScanTable, rows: np.ndarray, rate: float, resampling: bool
-) -> PlacedTraces:
-    """The traces at `rows` on the grid of `rate` Hz starting at the earliest of them (each
-    at its nearest grid sample: `place_trace`, on columns); `resampling` (`rate` given): those
-    whose rate is off are resampled, their lengths those of the resampled traces."""
-    start = scans.traces["start_ns"][rows]
-    start_ns = int(start.min())
-    position = (start - start_ns) * rate / NS_PER_S  # as `place_trace` computes it, in float64
-    first = np.floor(position + 0.5).astype(np.int64)
-    n_samples = scans.traces["npts"][rows].copy()
-    resample = np.zeros(len(rows), dtype=bool)
-    if resampling:
-        for k, header in enumerate(scans.headers_of(rows)):
-            if needs_resampling(header, rate):
-                resample[k], n_samples[k] = True, resampled_npts(header, rate)
-    return PlacedTraces(scans, rows, first, n_samples, (position - first) / rate, resample)
-
-
-def make_plan(
-    scans: ScanTable,
-    findings: InventoryFindings | None,
-    rate: float | None = None,
-    block_samples: int = DEFAULT_BLOCK_SAMPLES,
-) -> WaveformPlan:
-    """Lay out the store of the scanned headers (`scan_table.ScanTable`), with what the
-    inventory, if any, says of them (`inventory_checks.findings`: the traces that agree with it,
-    its problem lines and station metadata)."""
-    if block_samples < 1:
-        raise InvalidInput("block_samples", f"must be positive, got {block_samples}")
-    problems = list(scans.problems)
-    if not scans.readable_with_traces():
-        raise nothing_readable(scans.paths, problems)
-    rows = findings.rows if findings is not None else np.arange(scans.n_traces)
-    if findings is not None:
-        problems += findings.problems
-    if not len(rows):
-        raise InvalidInput(scans.paths[0], "no trace agrees with the inventory: " + problems[0])
-    if findings is not None:
-        problems += findings.unknown
-    positions = scans.positions_by_station()
-    grid_rate = target_rate(scans, rows, rate)
-    if rate is not None:
-        unresampled = [no_ratio_problem(h, grid_rate) for h in scans.headers_of(rows)]
-        problems += [problem for problem in unresampled if problem]
-        rows = rows[[not problem for problem in unresampled]]
-        if not len(rows):
-            raise InvalidInput(scans.paths[0], "no trace can be resampled: " + problems[-1])
-    placed = placed_traces(scans, rows, grid_rate, rate is not None)
-    problems += shift_problems(placed, grid_rate)
-    stations = tuple(sorted(scans.station_ids[c] for c in np.unique(placed.column("station"))))
-    channels = tuple(sorted(scans.channel_codes[c] for c in np.unique(placed.column("channel"))))
-    metadata = {}
-    for station in stations:
-        found = positions.get(station, [])
-        known = _of_channels(findings.metadata[station], channels) if findings else {}
-        if findings is not None and station in findings.known:
-            metadata[station] = known
-            problems += inventory_disagreements(station, known, found)
-            continue
-        coordinates, disagreements = header_metadata(station, found)
-        metadata[station] = {**known, **coordinates}
-        problems += disagreements
-    return WaveformPlan(
-        stations=stations,
-        channels=channels,
-        sampling_rate=grid_rate,
-        start_ns=int(scans.traces["start_ns"][placed.row].min()),
-        n_time=int((placed.first_index + placed.n_samples).max()),
-        block_samples=block_samples,
-        traces=placed,
-        problems=tuple(problems),
-        station_metadata=metadata,
-    )
-
-
-def _of_channels(metadata: dict[str, Any], channels: Sequence[str]) -> dict[str, Any]:
-    """A station's `metadata` (`station_metadata`) with only the channels of `channels`."""
-    kept = {code: entry for code, entry in metadata["channels"].items() if code in channels}
-    return {**metadata, "channels": kept}

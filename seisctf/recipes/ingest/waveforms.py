@@ -28,7 +28,7 @@ size and modification (mtime, ETag) are as recorded, and scans only the others
 (`input_manifest.scanned`): a re-run of a complete or unfinished store reads no unchanged file.
 
 Work: a header scan with sha256 (Dask tasks of batches of files, `scan_table.scan_files`: one
-table of columns, no Python object per file), the plan (`waveform_plan.make_plan`), then one
+table of columns, no Python object per file), the plan (`partition_plan.make_plan`), then one
 Dask task per run of a station's consecutive time blocks (`waveform_blocks.block_runs`) that,
 block after block, reads the block's files (`waveform_blocks`: decode, remove the response if
 asked, resample if asked, put on the grid, merge; decoded files and merged file sets are cached
@@ -90,6 +90,7 @@ from seisctf.recipes.ingest.inventory_checks import (
     read_source,
     station_inventory,
 )
+from seisctf.recipes.ingest.partition_plan import make_plan
 from seisctf.recipes.ingest.response import requested_removal, resolve_removal
 from seisctf.recipes.ingest.resumable import (
     ATTR_FINGERPRINT,
@@ -119,7 +120,6 @@ from seisctf.recipes.ingest.waveform_plan import (
     DEFAULT_BLOCK_SAMPLES,
     WaveformPlan,
     expand_sources,
-    make_plan,
 )
 from seisctf.recipes.schema import POSITIVE, URL, parameters
 from seisctf.registry import INGESTS

@@ -1,0 +1,278 @@
+"""The plan of a waveform ingest, made partition by partition of its scan.
+
+A partition is any run of consecutive files of the scan (`scan_table.ScanTable`, path order).
+Each round is a function of one partition and of what the merges before it agreed; each merge
+takes the partitions' results in path order and keeps from them only what is small (rates,
+counts, stations, problem lines, tallies), so the plan of any split of the scan is the plan of
+the whole (`tests/recipes/test_partition_plan.py`):
+
+1. `accept`: the traces the inventory accepts (`inventory_checks.findings` of the partition;
+   all without one); merge `grid_rate`: the given rate, else the highest of the accepted;
+2. `rate_check`: with a given rate, the traces that can be resampled to it (a problem line for
+   each other); without, the traces off the grid's rate (bad input); merge: the grid's first
+   sample, the earliest start of the traces kept;
+3. `place`: the kept traces on the grid (`PlacedTraces`); merge `layout`: stations, channels,
+   the time axis, the moves onto the grid (`grid_shifts`) and the station metadata.
+
+`make_plan` runs the rounds on one partition, the whole scan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from seisctf.errors import InvalidInput
+from seisctf.recipes.ingest.grid_shifts import ShiftTally, merged_tallies, shift_lines, tallies
+from seisctf.recipes.ingest.input_listing import SHOWN, nothing_readable
+from seisctf.recipes.ingest.placed_traces import PlacedTraces
+from seisctf.recipes.ingest.station_positions import (
+    Position,
+    header_metadata,
+    inventory_disagreements,
+)
+from seisctf.recipes.ingest.waveform_plan import (
+    DEFAULT_BLOCK_SAMPLES,
+    NS_PER_S,
+    TraceHeader,
+    WaveformPlan,
+    coordinates_source,
+    needs_resampling,
+    no_ratio_problem,
+    resampled_npts,
+)
+
+if TYPE_CHECKING:
+    from seisctf.recipes.ingest.inventory_checks import InventoryFindings
+    from seisctf.recipes.ingest.scan_table import ScanTable
+
+
+@dataclass(frozen=True, eq=False)
+class Accepted:
+    """Round 1 of a partition: its scan, the rows (int64, of its trace columns) of the traces
+    the inventory accepts, the inventory's contradictions (lines, trace order), the stations it
+    does not know ({station: the start of its problem line}), and its station metadata."""
+
+    scans: ScanTable
+    rows: np.ndarray
+    contradictions: tuple[str, ...] = ()
+    unknown: dict[str, str] | None = None
+    metadata: dict[str, dict[str, Any]] | None = None
+    known: frozenset[str] = frozenset()
+
+    def top_rate(self) -> float:
+        """The highest rate (Hz) of the accepted traces (-inf without any)."""
+        rates = self.scans.traces["sampling_rate"][self.rows]
+        return float(rates.max()) if len(rates) else -np.inf
+
+
+def accept(scans: ScanTable, findings: InventoryFindings | None) -> Accepted:
+    """Round 1 (see the module doc)."""
+    if findings is None:
+        return Accepted(scans, np.arange(scans.n_traces))
+    return Accepted(scans, findings.rows, findings.problems, findings.unknown,
+                    findings.metadata, findings.known)  # fmt: skip
+
+
+def _positions(parts: Sequence[Accepted]) -> dict[str, list[Position]]:
+    """{station: header positions, each at its first file} of all partitions, in path order."""
+    found: dict[str, list[Position]] = {}
+    seen: set[str] = set()
+    for part in parts:
+        for station, positions in part.scans.positions_by_station().items():
+            for position in positions:
+                key = repr((station, *position[1:]))
+                if key not in seen:
+                    seen.add(key)
+                    found.setdefault(station, []).append(position)
+    return found
+
+
+def _paths_head(parts: Sequence[Accepted]) -> tuple[list[str], int]:
+    head: list[str] = []
+    for part in parts:
+        head += part.scans.paths[: SHOWN + 1 - len(head)]
+    return head, sum(len(part.scans.paths) for part in parts)
+
+
+def grid_rate(parts: Sequence[Accepted], rate: float | None) -> tuple[float, list[str]]:
+    """Merge 1: the grid's rate and the problems so far (the scans', then the inventory's
+    contradictions, then its unknown stations); bad input when nothing can be ingested."""
+    problems = [p for part in parts for p in part.scans.problems]
+    if not any(part.scans.readable_with_traces() for part in parts):
+        head, count = _paths_head(parts)
+        raise nothing_readable(head, problems, count)
+    problems += [line for part in parts for line in part.contradictions]
+    if not any(len(part.rows) for part in parts):
+        raise InvalidInput(_paths_head(parts)[0][0],
+                           "no trace agrees with the inventory: " + problems[0])  # fmt: skip
+    unknown = {station: start for part in parts for station, start in (part.unknown or {}).items()}
+    positions = _positions(parts)
+    for station in sorted(unknown):  # coordinates from the first header that gives them
+        header_path = positions[station][0][0] if positions.get(station) else None
+        problems.append(unknown[station] + coordinates_source(header_path))
+    if rate is not None:
+        if not (np.isfinite(rate) and rate > 0):
+            raise InvalidInput("rate", f"must be a positive number of Hz, got {rate}")
+        return float(rate), problems
+    return max(part.top_rate() for part in parts), problems
+
+
+def off_rate(part: Accepted, chosen: float) -> list[TraceHeader]:
+    """Round 2 without a given rate: the first SHOWN traces whose rate is off `chosen` Hz."""
+    other = part.rows[part.scans.traces["sampling_rate"][part.rows] != chosen]
+    off = []
+    for header in part.scans.headers_of(other):
+        if needs_resampling(header, chosen):
+            off.append(header)
+            if len(off) == SHOWN:
+                break
+    return off
+
+
+def resampleable(part: Accepted, rate: float) -> tuple[np.ndarray, list[str]]:
+    """Round 2 with a given rate: the rows that can be resampled to `rate` Hz, and a problem
+    line for each other (trace order)."""
+    unresampled = [no_ratio_problem(h, rate) for h in part.scans.headers_of(part.rows)]
+    kept = part.rows[[not problem for problem in unresampled]]
+    return kept, [problem for problem in unresampled if problem]
+
+
+def check_rates(off: Sequence[Sequence[TraceHeader]], chosen: float) -> None:
+    """Merge 2 without a given rate: bad input naming the first traces off the grid's rate."""
+    first = [header for headers in off for header in headers][:SHOWN]
+    if first:
+        listed = "; ".join(f"{h.path} ({h.sampling_rate} Hz)" for h in first)
+        raise InvalidInput(
+            first[0].path,
+            f"sampling rates differ from {chosen} Hz: {listed}; give `rate` HZ to resample",
+        )
+
+
+def first_start(part: Accepted, rows: np.ndarray) -> int | None:
+    """The earliest start (ns) of the traces at `rows`, None without any (merge 2: the least)."""
+    return int(part.scans.traces["start_ns"][rows].min()) if len(rows) else None
+
+
+def place(
+    scans: ScanTable, rows: np.ndarray, rate: float, start_ns: int, resampling: bool
+) -> PlacedTraces:
+    """Round 3: the traces at `rows` on the grid of `rate` Hz whose first sample is at
+    `start_ns`, each at its nearest grid sample; `resampling` (a rate was given): those whose
+    rate is off are resampled, their lengths those of the resampled traces."""
+    start = scans.traces["start_ns"][rows]
+    position = (start - start_ns) * rate / NS_PER_S  # in float64, as `place_trace` computes it
+    first = np.floor(position + 0.5).astype(np.int64)
+    n_samples = scans.traces["npts"][rows].copy()
+    resample = np.zeros(len(rows), dtype=bool)
+    if resampling:
+        for k, header in enumerate(scans.headers_of(rows)):
+            if needs_resampling(header, rate):
+                resample[k], n_samples[k] = True, resampled_npts(header, rate)
+    return PlacedTraces(scans, rows, first, n_samples, (position - first) / rate, resample)
+
+
+@dataclass(frozen=True)
+class PlacedSummary:
+    """What the layout needs of a partition's placed traces: its station ids, channel codes,
+    the end (grid index after its last sample) and the moves onto the grid (`grid_shifts`)."""
+
+    stations: frozenset[str]
+    channels: frozenset[str]
+    end: int
+    shifts: dict[tuple[str, str], ShiftTally]
+
+
+def placed_summary(placed: PlacedTraces, rate: float) -> PlacedSummary:
+    scans = placed.scans
+    return PlacedSummary(
+        stations=frozenset(scans.station_ids[c] for c in np.unique(placed.column("station"))),
+        channels=frozenset(scans.channel_codes[c] for c in np.unique(placed.column("channel"))),
+        end=int((placed.first_index + placed.n_samples).max()) if len(placed) else 0,
+        shifts=tallies(placed, rate),
+    )
+
+
+def station_metadata_of(
+    parts: Sequence[Accepted], stations: Sequence[str], channels: Sequence[str]
+) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """Merge 3's station metadata: the inventory's where it knows the station, else the
+    coordinates of its files' headers, and the problem lines of positions that disagree."""
+    positions = _positions(parts)
+    known = frozenset().union(*(part.known for part in parts))
+    inventory: dict[str, dict[str, Any]] = {}
+    for part in parts:
+        for station, meta in (part.metadata or {}).items():
+            entry = inventory.setdefault(station, {**meta, "channels": {}})
+            entry["channels"].update(meta["channels"])
+    metadata, problems = {}, []
+    for station in stations:
+        found = positions.get(station, [])
+        meta = inventory.get(station)
+        of_channels = {} if meta is None else {
+            **meta, "channels": {c: meta["channels"][c] for c in channels if c in meta["channels"]}
+        }  # fmt: skip
+        if station in known:
+            metadata[station] = of_channels
+            problems += inventory_disagreements(station, of_channels, found)
+            continue
+        coordinates, disagreements = header_metadata(station, found)
+        metadata[station] = {**of_channels, **coordinates}
+        problems += disagreements
+    return metadata, problems
+
+
+def plan_of_parts(
+    parts: Sequence[Accepted],
+    rate: float | None = None,
+    block_samples: int = DEFAULT_BLOCK_SAMPLES,
+) -> tuple[WaveformPlan, list[PlacedTraces]]:
+    """Rounds and merges (module doc) over `parts` (in path order): the plan, whose `traces`
+    are the first partition's, and each partition's placed traces."""
+    if block_samples < 1:
+        raise InvalidInput("block_samples", f"must be positive, got {block_samples}")
+    chosen, problems = grid_rate(parts, rate)
+    if rate is None:
+        check_rates([off_rate(part, chosen) for part in parts], chosen)
+        kept = [part.rows for part in parts]
+    else:
+        checked = [resampleable(part, chosen) for part in parts]
+        kept = [rows for rows, _ in checked]
+        problems += [line for _, lines in checked for line in lines]
+        if not any(len(rows) for rows in kept):
+            raise InvalidInput(_paths_head(parts)[0][0],
+                               "no trace can be resampled: " + problems[-1])  # fmt: skip
+    start_ns = min(s for s in map(first_start, parts, kept) if s is not None)
+    placed = [place(p.scans, rows, chosen, start_ns, rate is not None)
+              for p, rows in zip(parts, kept, strict=True)]  # fmt: skip
+    summaries = [placed_summary(traces, chosen) for traces in placed]
+    problems += shift_lines(merged_tallies([s.shifts for s in summaries]), chosen)
+    stations = tuple(sorted(frozenset().union(*(s.stations for s in summaries))))
+    channels = tuple(sorted(frozenset().union(*(s.channels for s in summaries))))
+    metadata, disagreements = station_metadata_of(parts, stations, channels)
+    plan = WaveformPlan(
+        stations=stations,
+        channels=channels,
+        sampling_rate=chosen,
+        start_ns=start_ns,
+        n_time=max(s.end for s in summaries),
+        block_samples=block_samples,
+        traces=placed[0],
+        problems=tuple(problems + disagreements),
+        station_metadata=metadata,
+    )
+    return plan, placed
+
+
+def make_plan(
+    scans: ScanTable,
+    findings: InventoryFindings | None,
+    rate: float | None = None,
+    block_samples: int = DEFAULT_BLOCK_SAMPLES,
+) -> WaveformPlan:
+    """Lay out the store of the scanned headers, with what the inventory, if any, says of them
+    (`inventory_checks.findings`): the rounds on one partition, the whole scan."""
+    return plan_of_parts([accept(scans, findings)], rate, block_samples)[0]
