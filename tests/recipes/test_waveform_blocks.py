@@ -8,7 +8,14 @@ import obspy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seisctf.recipes.ingest.placed_traces import PlacedTraces, run_table
+from seisctf.recipes.ingest.placed_traces import (
+    PlacedTraces,
+    block_intervals,
+    run_pairs,
+    run_spans,
+    run_table,
+    runs_of,
+)
 from seisctf.recipes.ingest.scan_table import ScanTable
 from seisctf.recipes.ingest.waveform_blocks import (
     RUN_MAX_BLOCKS,
@@ -120,3 +127,31 @@ def test_run_table_cuts_the_blocks_traces_touch_as_one_task_per_block_would(span
                        if s == run[0][0] and max(f, 0) < hi and min(f + k, n_time) > lo
                        and max(f, 0) // block <= (min(f + k, n_time) - 1) // block]  # fmt: skip
         assert table.traces_of(n).tolist() == overlapping
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    spans=st.lists(st.tuples(st.integers(0, 3), st.integers(-50, 2000), st.integers(0, 400)),
+                   min_size=1, max_size=30),
+    cuts=st.lists(st.integers(0, 29), max_size=5),
+    only=st.one_of(st.none(), st.dictionaries(st.integers(0, 3), st.lists(
+        st.tuples(st.integers(0, 25), st.integers(0, 25)).map(sorted).map(tuple), max_size=3))),
+)  # fmt: skip
+def test_runs_from_partitions_of_the_traces_are_the_runs_of_all(spans, cuts, only):
+    """Each partition of consecutive traces gives only its block intervals and, given the runs,
+    its (trace, run) pairs: the runs and the traces each reads are those of all the traces."""
+    n_time, block = 2100, 100
+    whole = _placed(spans)
+    stations = whole.scans.station_ids
+    expected = run_table(whole, stations, n_time, block, RUN_TASKS, RUN_MAX_BLOCKS, only)
+    bounds = [0, *sorted({c for c in cuts if 0 < c < len(spans)}), len(spans)]
+    parts = [_placed(spans[a:b]) for a, b in zip(bounds, bounds[1:], strict=False)]
+    intervals = [block_intervals(part, stations, n_time, block) for part in parts]
+    spans_ = run_spans(intervals, n_time, block, RUN_TASKS, RUN_MAX_BLOCKS, only)
+    found = [run_pairs(part, stations, n_time, block, spans_) for part in parts]
+    traces = np.concatenate([t + offset for (t, _), offset in zip(found, bounds, strict=False)])
+    runs = np.concatenate([r for _, r in found])
+    order = np.lexsort((traces, runs))
+    table = runs_of(spans_, (traces[order], runs[order]), n_time, block)
+    for name in ("station", "first_block", "blocks", "traces", "trace_start"):
+        np.testing.assert_array_equal(getattr(table, name), getattr(expected, name), name)

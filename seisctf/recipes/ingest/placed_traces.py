@@ -165,23 +165,38 @@ def _intersected(
     return np.array(kept_starts, dtype=np.int64), np.array(kept_ends, dtype=np.int64)
 
 
-def run_table(
-    traces: PlacedTraces,
-    stations: Sequence[str],
+def _width(n_time: int, block_samples: int) -> int:
+    """Block keys are station-major: station x width + block (width leaves room on both ends)."""
+    return max(1, math.ceil(n_time / block_samples)) + 2
+
+
+def block_intervals(
+    traces: PlacedTraces, stations: Sequence[str], n_time: int, block_samples: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted disjoint intervals [start, end] of block keys (`_width`) the traces touch: what
+    the runs need of one partition of the plan's traces."""
+    station, first, last = trace_blocks(traces, stations, n_time, block_samples)
+    width = _width(n_time, block_samples)
+    on_axis = (last >= first) & (station >= 0)
+    return _merged((station * width + first)[on_axis], (station * width + last)[on_axis])
+
+
+def run_spans(
+    intervals: Sequence[tuple[np.ndarray, np.ndarray]],
     n_time: int,
     block_samples: int,
     tasks_wanted: int,
     max_blocks: int,
     only: Mapping[int, Sequence[tuple[int, int]]] | None = None,
-) -> RunTable:
-    """The runs (module doc) of the blocks `traces` touch, or of those inside `only` ({station
-    index: [(first, last block)]}, an append's blocks to rewrite): runs of at most
-    `max_blocks`, down to what gives about `tasks_wanted` runs in all."""
-    station, first, last = trace_blocks(traces, stations, n_time, block_samples)
-    width = max(1, math.ceil(n_time / block_samples)) + 2  # station-major keys: station x width
-    on_axis = (last >= first) & (station >= 0)
-    key0, key1 = station * width + first, station * width + last
-    starts, ends = _merged(key0[on_axis], key1[on_axis])
+) -> tuple[np.ndarray, np.ndarray]:
+    """(first, last) block key of each run (module doc) of the blocks in `intervals` (each
+    partition's `block_intervals`), or of those inside `only` ({station index: [(first, last
+    block)]}, an append's blocks to rewrite): runs of at most `max_blocks`, down to what gives
+    about `tasks_wanted` runs in all."""
+    width = _width(n_time, block_samples)
+    empty = np.zeros(0, np.int64)
+    starts, ends = _merged(np.concatenate([a for a, _ in intervals] or [empty]),
+                           np.concatenate([b for _, b in intervals] or [empty]))  # fmt: skip
     if only is not None:
         last_block = width - 3  # spans clipped to the axis: keys never reach another station
         spans = [
@@ -196,23 +211,66 @@ def run_table(
     length = max(1, min(max_blocks, math.ceil(int(sizes.sum()) / tasks_wanted)))
     pieces = -(-sizes // length)
     run_start = np.repeat(starts, pieces) + length * _counts_within(pieces)
-    run_end = np.minimum(run_start + length - 1, np.repeat(ends, pieces))
-    # The traces of each run: a trace's blocks are one interval, so its runs are consecutive.
-    valid = np.flatnonzero(on_axis)
-    lo = np.searchsorted(run_end, key0[valid], side="left")
-    hi = np.searchsorted(run_start, key1[valid], side="right")
+    return run_start, np.minimum(run_start + length - 1, np.repeat(ends, pieces))
+
+
+def run_pairs(
+    traces: PlacedTraces,
+    stations: Sequence[str],
+    n_time: int,
+    block_samples: int,
+    spans: tuple[np.ndarray, np.ndarray],
+) -> tuple[np.ndarray, np.ndarray]:
+    """(trace, run) of each trace and each run (`run_spans`) it reads, run by run and in trace
+    order within a run: a trace's blocks are one interval, so its runs are consecutive."""
+    run_start, run_end = spans
+    station, first, last = trace_blocks(traces, stations, n_time, block_samples)
+    width = _width(n_time, block_samples)
+    valid = np.flatnonzero((last >= first) & (station >= 0))
+    lo = np.searchsorted(run_end, (station * width + first)[valid], side="left")
+    hi = np.searchsorted(run_start, (station * width + last)[valid], side="right")
     count = np.maximum(hi - lo, 0)
     pair_trace = np.repeat(valid, count)
     pair_run = np.repeat(lo, count) + _counts_within(count)
     order = np.lexsort((pair_trace, pair_run))
-    trace_start = np.searchsorted(pair_run[order], np.arange(len(run_start) + 1), side="left")
+    return pair_trace[order], pair_run[order]
+
+
+def runs_of(
+    spans: tuple[np.ndarray, np.ndarray],
+    pairs: tuple[np.ndarray, np.ndarray],
+    n_time: int,
+    block_samples: int,
+) -> RunTable:
+    """The `RunTable` of runs `spans` and the (trace, run) `pairs` (`run_pairs`)."""
+    run_start, run_end = spans
+    pair_trace, pair_run = pairs
+    width = _width(n_time, block_samples)
+    trace_start = np.searchsorted(pair_run, np.arange(len(run_start) + 1), side="left")
     return RunTable(
         station=run_start // width,
         first_block=run_start % width,
         blocks=run_end - run_start + 1,
-        traces=pair_trace[order],
+        traces=pair_trace,
         trace_start=trace_start.astype(np.int64),
     )
+
+
+def run_table(
+    traces: PlacedTraces,
+    stations: Sequence[str],
+    n_time: int,
+    block_samples: int,
+    tasks_wanted: int,
+    max_blocks: int,
+    only: Mapping[int, Sequence[tuple[int, int]]] | None = None,
+) -> RunTable:
+    """The runs (module doc) of the blocks `traces` touch (`run_spans` of one partition, all
+    the traces) and the traces each reads."""
+    grid = (n_time, block_samples)
+    spans = run_spans([block_intervals(traces, stations, *grid)], *grid, tasks_wanted,
+                      max_blocks, only)  # fmt: skip
+    return runs_of(spans, run_pairs(traces, stations, *grid, spans), *grid)
 
 
 def _counts_within(counts: np.ndarray) -> np.ndarray:
