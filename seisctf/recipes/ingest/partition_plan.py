@@ -29,6 +29,7 @@ from seisctf.errors import InvalidInput
 from seisctf.recipes.ingest.grid_shifts import ShiftTally, merged_tallies, shift_lines, tallies
 from seisctf.recipes.ingest.input_listing import SHOWN, nothing_readable
 from seisctf.recipes.ingest.placed_traces import PlacedTraces
+from seisctf.recipes.ingest.scan_table import ScanTable, first_of_each, positions_by_station
 from seisctf.recipes.ingest.station_positions import (
     Position,
     header_metadata,
@@ -47,7 +48,6 @@ from seisctf.recipes.ingest.waveform_plan import (
 
 if TYPE_CHECKING:
     from seisctf.recipes.ingest.inventory_checks import InventoryFindings
-    from seisctf.recipes.ingest.scan_table import ScanTable
 
 
 @dataclass(frozen=True, eq=False)
@@ -79,16 +79,9 @@ def accept(scans: ScanTable, findings: InventoryFindings | None) -> Accepted:
 
 def _positions(parts: Sequence[Accepted]) -> dict[str, list[Position]]:
     """{station: header positions, each at its first file} of all partitions, in path order."""
-    found: dict[str, list[Position]] = {}
-    seen: set[str] = set()
-    for part in parts:
-        for station, positions in part.scans.positions_by_station().items():
-            for position in positions:
-                key = repr((station, *position[1:]))
-                if key not in seen:
-                    seen.add(key)
-                    found.setdefault(station, []).append(position)
-    return found
+    return positions_by_station(first_of_each(
+        position for part in parts for position in part.scans.header_positions
+    ))  # fmt: skip
 
 
 def _paths_head(parts: Sequence[Accepted]) -> tuple[list[str], int]:

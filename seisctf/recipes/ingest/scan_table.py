@@ -78,7 +78,7 @@ class ScanTable:
             station_ids=tuple(stations),
             channel_codes=tuple(channels),
             problems=tuple(p for scan in scans for p in scan.problems),
-            header_positions=_first_of_each(
+            header_positions=first_of_each(
                 (station, scan.path, *position)
                 for scan in scans
                 for station, *position in scan.coordinates
@@ -114,7 +114,7 @@ class ScanTable:
             station_ids=tuple(stations),
             channel_codes=tuple(channels),
             problems=tuple(p for t in tables for p in t.problems),
-            header_positions=_first_of_each(p for t in tables for p in t.header_positions),
+            header_positions=first_of_each(p for t in tables for p in t.header_positions),
         )
 
     @property
@@ -154,17 +154,25 @@ class ScanTable:
     def positions_by_station(self) -> dict[str, list[tuple[str, float, float, float]]]:
         """{station: [(path, latitude, longitude, elevation)]} of the positions file headers
         give (`header_positions`), each at its first file, in path order."""
-        found: dict[str, list[tuple[str, float, float, float]]] = {}
-        for station, *position in sorted(self.header_positions, key=lambda p: (p[1], p[0])):
-            found.setdefault(station, []).append(tuple(position))
-        return found
+        return positions_by_station(self.header_positions)
 
     def readable_with_traces(self) -> bool:
         """Whether any file was readable and held a trace."""
         return bool(self.n_traces) and bool(self.readable[self.traces["file"]].any())
 
 
-def _first_of_each(
+def positions_by_station(
+    header_positions: Iterable[tuple[str, str, float, float, float]],
+) -> dict[str, list[tuple[str, float, float, float]]]:
+    """{station: [(path, latitude, longitude, elevation)]} of `header_positions` (station,
+    path, latitude, longitude, elevation), in path order."""
+    found: dict[str, list[tuple[str, float, float, float]]] = {}
+    for station, *position in sorted(header_positions, key=lambda p: (p[1], p[0])):
+        found.setdefault(station, []).append(tuple(position))
+    return found
+
+
+def first_of_each(
     positions: Iterable[tuple[str, str, float, float, float]],
 ) -> tuple[tuple[str, str, float, float, float], ...]:
     """`positions` (station, path, latitude, longitude, elevation) in order, each station's
