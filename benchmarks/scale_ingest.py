@@ -9,9 +9,9 @@ client), the scheduler's process, each worker's.
 - bytes: symlink trees of the first day files of an SDS archive (`make_archive.py sds`; the
   full run's 10 GB archive is `DATA/sds10g`, written there once), day-major (every
   station and channel of day 1, then day 2, …), at 0.03, 0.1, 0.3, 1 and 3 GB (100x; `--quick`:
-  3 sizes of a small archive);
+  2 sizes of a small archive, 12x apart);
 - files: small-file archives (`make_archive.py sds --files N`, 0.1 Hz day files of ~12 KiB) of
-  10^3, 10^4 and 10^5 files (`--quick`: 60, 200, 600).
+  10^3, 10^4 and 10^5 files (`--quick`: 60 and 600).
 
 Per run: bytes, files, samples decoded (the archive summary's count), wall seconds (spawn to
 exit), samples/s, peak RSS (MiB) of client, scheduler and each worker, Dask tasks, the time from
@@ -61,9 +61,9 @@ MAKE_ARCHIVE = HERE / "make_archive.py"
 GB = 1e9
 # 100x in bytes. (10 GB, the whole shared archive, takes over an hour on 2 loaded cores.)
 SIZES_GB = (0.03, 0.1, 0.3, 1.0, 3.0)
-QUICK_FRACTIONS = (1 / 12, 1 / 4, 1.0)  # of the quick archive's files
+QUICK_FRACTIONS = (1 / 12, 1.0)  # of the quick archive's files
 FILE_COUNTS = (1_000, 10_000, 100_000)
-QUICK_FILE_COUNTS = (60, 200, 600)
+QUICK_FILE_COUNTS = (60, 600)
 SMALL_FILE_DAYS = 30
 N_WORKERS = 2
 READ_HOURS = 5  # station-hours read at the largest size
