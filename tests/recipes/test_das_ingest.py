@@ -24,7 +24,9 @@ from dask.callbacks import Callback
 
 from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
+from seisctf.recipes.ingest import das_inputs
 from seisctf.recipes.ingest.das_files import ingest_das
+from seisctf.recipes.ingest.input_manifest import recorded_inputs
 
 START = np.datetime64("2024-01-02T03:04:05", "ns")
 RATE = 50.0
@@ -116,9 +118,15 @@ def test_vendor_files_ingest_as_dascore_reads_them_with_gap_overlap_and_offset(t
     assert [(o["first_sample"], o["samples"], o["kept"]) for o in attrs["overlaps"]] == [
         (240, 30, str(files[2]))
     ]
-    assert attrs["time_offsets_s"][str(files[2])] == pytest.approx([0.006], abs=1e-6)
-    assert [entry["path"] for entry in attrs["inputs"]] == [str(path) for path in files]
-    assert attrs["inputs"][0]["sha256"] == hashlib.sha256(files[0].read_bytes()).hexdigest()
+    placed = das_inputs.read_recorded(str(out), None).placed
+    offsets = {found.patch.path: found.offset_s for found in placed}
+    assert offsets == pytest.approx({str(files[0]): 0, str(files[1]): 0, str(files[2]): 0.006},
+                                    abs=1e-6)  # fmt: skip
+    assert recorded_inputs(str(out)) == [
+        {"path": str(path), "size": path.stat().st_size,
+         "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+        for path in files
+    ]  # fmt: skip
     assert ds[QUANTITY[fmt]].encoding["chunks"] == (BLOCK, CHANNELS)
     again = ingest_das([str(path) for path in files], str(out), block_samples=BLOCK, quiet=True)
     assert again.up_to_date
@@ -249,10 +257,13 @@ def _chunk_files(url: Path, variable: str = "strain_rate") -> dict[str, tuple[st
     }
 
 
-def _digest(url: Path, skip: tuple[Path, ...] = ()) -> str:
+def _digest(url: Path, skip: tuple[Path, ...] = (), tables: bool = True) -> str:
+    """sha256 of every file of the store (`tables` false: not those of its inputs tables)."""
     digest = hashlib.sha256()
     for path in sorted(p for p in url.rglob("*") if p.is_file() and p not in skip):
-        digest.update(str(path.relative_to(url)).encode() + path.read_bytes())
+        name = str(path.relative_to(url))
+        if tables or not name.startswith("inputs"):
+            digest.update(name.encode() + path.read_bytes())
     return digest.hexdigest()
 
 
@@ -272,6 +283,18 @@ class _MoveAwayAfter(Callback):
                 self.folder.rename(self.elsewhere)
 
 
+class _Started(Callback):
+    """Counts the tasks run whose key names `function`."""
+
+    def __init__(self, function: str):
+        super().__init__()
+        self.function, self.count = function, 0
+
+    def _pretask(self, key, dsk, state):
+        name = key[0] if isinstance(key, tuple) else key
+        self.count += str(name).startswith(f"{self.function}-")
+
+
 def test_interrupted_ingest_resumes_to_identical_bytes(tmp_path):
     folder = tmp_path / "files"
     files = write_series(folder, "PRODML")
@@ -286,8 +309,9 @@ def test_interrupted_ingest_resumes_to_identical_bytes(tmp_path):
     before = _chunk_files(out)
     assert len(before) == 2
     (tmp_path / "moved").rename(folder)
-    report = ingest_das([str(folder)], str(out), block_samples=BLOCK, quiet=True)
-    assert not report.up_to_date
+    with _Started("scan_das_files") as scans:  # the inputs table has every unchanged file's
+        report = ingest_das([str(folder)], str(out), block_samples=BLOCK, quiet=True)
+    assert not report.up_to_date and scans.count == 0
     _assert_store_equals_dascore(out, files)
     after = _chunk_files(out)
     assert all(after[name] == before[name] for name in before)  # not rewritten: same mtime_ns
@@ -318,9 +342,19 @@ def test_append_extends_time_and_keeps_old_chunks(tmp_path):
                block_samples=BLOCK, quiet=True)  # fmt: skip
     ds = _assert_store_equals_dascore(appended, first + second)
     reference = _open(whole)
-    assert ds.attrs == reference.attrs  # same inputs, segments, gaps, overlaps, fingerprint
+    # The same attrs (gaps, overlaps, fingerprint), and the append's table, written beside the
+    # first one, named: the same inputs and patches as the one-shot ingest's table.
+    assert ds.attrs.pop("inputs_table") == "inputs_next"
+    assert ds.attrs == reference.attrs
     assert len(ds.attrs["gaps"]) == 1 and len(ds.attrs["overlaps"]) == 1
-    assert _digest(appended) == _digest(whole)
+    assert das_inputs.read_recorded(str(appended), None) == das_inputs.read_recorded(
+        str(whole), None
+    )
+    assert recorded_inputs(str(appended)) == recorded_inputs(str(whole))
+    assert not (appended / "inputs").exists()  # the first table, dropped when finished
+    assert _digest(appended, (appended / "zarr.json",), tables=False) == _digest(
+        whole, (whole / "zarr.json",), tables=False
+    )
     after = _chunk_files(appended)
     rewritten = {name for name in before if after[name] != before[name]}
     assert rewritten == {"strain_rate/c/4/0"}  # the partial block the new files complete
@@ -376,7 +410,7 @@ def test_s3_inputs_and_store_give_the_bytes_of_local_ones(
     assert report.problems == ()
     ds = _open(remote, storage_options=s3_server.storage_options)
     assert ds.attrs["ingest_fingerprint"] == _open(local).attrs["ingest_fingerprint"]
-    assert [e["path"] for e in ds.attrs["inputs"]] == [
+    assert [e["path"] for e in recorded_inputs(remote, s3_server.storage_options)] == [
         f"{s3_bucket}/files/{path.name}" for path in files
     ]
     objects = {
@@ -388,7 +422,7 @@ def test_s3_inputs_and_store_give_the_bytes_of_local_ones(
     }
     assert objects.keys() == local_files.keys()
     for name, content in local_files.items():
-        if name != "zarr.json":  # the group's attrs name the inputs (paths differ)
+        if name != "zarr.json" and not name.startswith("inputs/"):  # the inputs' paths differ
             assert objects[name] == content, name
     expected = dascore_expected(files)[1]
     np.testing.assert_array_equal(ds["strain_rate"].values, expected)

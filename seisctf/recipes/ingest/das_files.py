@@ -12,31 +12,41 @@ Store layout (zarr v3 group; `xarray.open_zarr` opens it lazily; names in `conve
   and `time_step_ns` (the exact period, DASCore's): sample i is at start_time + i ×
   time_step_ns (no time coordinate is stored); `quantity`, `units`, `gauge_length_m`,
   `channel_spacing_m`, `interrogator` (DASCore's format name and version, and the instrument id
-  where the files give one); `inputs` (path, size, sha256 of every file); `segments` (every
-  ingested patch: file, DASCore's header, grid index, offset); `time_offsets_s` (per file: its
-  patches' start minus their grid sample, s); `gaps`, `overlaps` (between patches, in grid
-  samples); `ingest_problems`; `merge_rule`; `block_samples`; `ingest_fingerprint`.
+  where the files give one); `gaps`, `overlaps` (between patches, in grid samples);
+  `ingest_problems`; `merge_rule`; `block_samples`; `ingest_fingerprint`. None per file: the
+  root metadata stays small whatever the number of files;
+- group `inputs`: the table of the inputs (`das_inputs`: path, size, modified, sha256 of every
+  file, the patches DASCore's scan found in each, and where the store holds each: grid index
+  and start offset, what stores written before it listed in the attrs `inputs`, `segments`
+  and `time_offsets_s`).
 
-Work: a header scan with sha256 (Dask tasks of a few files each: `das_plan.scan_das_file`), the
-plan (`das_plan.make_das_plan`), then one Dask task per time block that reads, with DASCore
-(`dascore.read(path, time=(…))`: only the block's samples), every patch piece of the block in
-painting order (a later-starting patch overwrites an earlier one), writes the block's chunks
-and marks the block done in `ingest_progress(block)`. The completion marker and consolidated
-metadata are written last (`storage.finish_group`). Resume: a re-run of the same ingest (same
-fingerprint) on an unfinished store runs only the unmarked blocks, so an interrupted ingest
-finishes with the bytes of an uninterrupted one.
+Every run takes from the `inputs` table of a store already at `url` the scans of the files whose
+size and modification (mtime, ETag) are as recorded, and scans only the others
+(`das_inputs.scanned`): a re-run of a complete or unfinished store reads no unchanged file.
+
+Work: a header scan with sha256 (Dask tasks of a few files each: `das_scan.scan_das_file`),
+which reads each file once and keeps its copy on the host for the block tasks (`das_staging`,
+`input_cache`; consecutive scan batches on one host, `input_locality`), the plan
+(`das_plan.make_das_plan`), then one Dask task per time block (`das_blocks`, on the host keeping
+its files) that reads, with DASCore (`dascore.read(path, time=(…))`: only the block's samples),
+every patch piece of the block in painting order (a later-starting patch overwrites an earlier
+one), writes the block's chunks and then its record in `ingest_progress(record)`. The
+completion marker and consolidated metadata are written last (`storage.finish_group`). Resume:
+a re-run of the same ingest (same fingerprint) on an unfinished store runs only the blocks
+without a record, so an interrupted ingest finishes with the bytes of an uninterrupted one.
 
 Append (`append=True`): new files join the complete store's grid (start, time step, distance
 axis, quantity, units, gauge length stay; a file starting before the store is refused). Only
 the blocks new patches touch and the store's last partial block are (re)written; the old
-files those blocks read again must hash as recorded; the others are not read. The result
-equals a one-shot ingest of all files when the store's axis is the one most patches share.
+files those blocks read again must hash as recorded where their size or modification differ
+from the table's; the others are not read. The result equals a one-shot ingest of all files
+when the store's axis is the one most patches share. The append's table is written beside the
+one in use and named with the completion marker (`input_manifest.beside`).
 """
 
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -46,26 +56,31 @@ import xarray as xr
 
 from seisctf import __version__
 from seisctf import conventions as cv
-from seisctf.cluster import compute
+from seisctf.cluster import compute_in_waves
 from seisctf.errors import InvalidInput
 from seisctf.recipes.context import BuildContext
-from seisctf.recipes.ingest import resumable
-from seisctf.recipes.ingest.chunk_writes import ChunkWriter, write_chunks
+from seisctf.recipes.ingest import (
+    das_inputs,
+    input_cache,
+    input_locality,
+    input_manifest,
+    resumable,
+)
+from seisctf.recipes.ingest.das_blocks import DasBlockTask, block_tasks, ingest_block
+from seisctf.recipes.ingest.das_inputs import RecordedDas
 from seisctf.recipes.ingest.das_plan import (
     CHANNEL_GROUP,
     NS_PER_S,
     DasAxis,
-    DasPatch,
+    DasFileScan,
     DasPlan,
-    PlacedPatch,
     make_das_plan,
-    scan_das_files,
-    staged,
 )
+from seisctf.recipes.ingest.das_scan import scan_das_files
+from seisctf.recipes.ingest.input_manifest import InputStats, file_stats
 from seisctf.recipes.ingest.resumable import (
     ATTR_FINGERPRINT,
     BLOCK,
-    PROGRESS_VAR,
     fail_if_strict,
     fingerprint_of,
     iso_time,
@@ -75,7 +90,6 @@ from seisctf.recipes.ingest.source import INGEST_STORE, INPUT_PATHS, opened_sour
 from seisctf.recipes.ingest.waveform_plan import expand_sources
 from seisctf.recipes.schema import parameters
 from seisctf.registry import INGESTS
-from seisctf.s3 import holds_credentials
 
 MERGE_RULE = (
     "patches laid on the grid at their nearest sample, samples contiguous; in an overlap the "
@@ -96,121 +110,14 @@ class DasIngestReport:
     up_to_date: bool = False
 
 
-@dataclass(frozen=True)
-class DasBlockTask:
-    """One time block: grid span [first, stop), channels, and the pieces to paint in order:
-    (patch, first, stop sample of the patch, row of the block it starts at, file sha256)."""
-
-    block: int
-    first: int
-    stop: int
-    n_distance: int
-    pieces: tuple[tuple[DasPatch, int, int, int, str], ...]
-    number: int = 0  # its progress record
-
-
-def read_piece(local: str, patch: DasPatch, k0: int, k1: int) -> tuple[np.ndarray, str | None]:
-    """Samples k0 … k1−1 of a patch (time × distance, float32) read with DASCore, NaN where
-    DASCore gives none, and a problem text if it gave fewer or other than the scan said."""
-    import dascore as dc
-
-    margin = (patch.step_ns - 1) // 2  # half a sample: the window holds exactly k0 … k1−1
-    window = tuple(
-        np.datetime64(patch.start_ns + k * patch.step_ns + sign * margin, "ns")
-        for k, sign in ((k0, -1), (k1 - 1, 1))
-    )
-    values = np.full((k1 - k0, patch.n_distance), np.nan, dtype=np.float32)
-    spool = dc.read(
-        local, file_format=patch.file_format, file_version=patch.file_version, time=window
-    )
-    found = [p for p in spool if set(p.dims) == set(cv.DAS_DIMS)]
-    if len(found) > 1:  # several patches in the window: the one with this patch's type
-        found = [p for p in found if str(p.attrs.data_type or "") == patch.data_type] or found
-    if not found:
-        return values, f"{patch.path}: patch {patch.index}: DASCore read no samples {k0}-{k1}"
-    piece = found[0].transpose(*cv.DAS_DIMS)
-    first_ns = int(np.datetime64(piece.get_coord("time").min(), "ns").astype(np.int64))
-    k_first = round((first_ns - patch.start_ns) / patch.step_ns)
-    data = np.asarray(piece.data)
-    if data.shape[1] != patch.n_distance:
-        return values, (
-            f"{patch.path}: patch {patch.index}: DASCore read {data.shape[1]} "
-            f"channels, its scan said {patch.n_distance}"
-        )
-    lo, hi = max(k0, k_first), min(k1, k_first + data.shape[0])
-    if hi > lo:
-        values[lo - k0 : hi - k0] = data[lo - k_first : hi - k_first]
-    if (lo, hi) != (k0, k1):
-        return values, (
-            f"{patch.path}: patch {patch.index}: DASCore read samples {lo}-{hi} "
-            f"where the scan promised {k0}-{k1}; the rest is NaN"
-        )
-    return values, None
-
-
-def block_values(task: DasBlockTask, storage_options: dict | None) -> tuple[np.ndarray, list]:
-    """The block (time × distance, float32, NaN where no patch has data) and its problems."""
-    values = np.full((task.stop - task.first, task.n_distance), np.nan, dtype=np.float32)
-    problems = []
-    for patch, k0, k1, row, sha256 in task.pieces:
-        with staged(patch.path, storage_options, sha256) as local:
-            try:
-                piece, problem = read_piece(local, patch, k0, k1)
-            except Exception as error:  # noqa: BLE001 - DASCore and h5py raise many types
-                if not os.path.exists(local):  # gone while being read: fatal, a re-run resumes
-                    raise InvalidInput(
-                        patch.path, "gone while being read; re-run to resume"
-                    ) from None
-                message = str(error).splitlines()[0] if str(error) else type(error).__name__
-                problems.append(
-                    f"{patch.path}: DASCore cannot read samples {k0}-{k1} of patch "
-                    f"{patch.index} ({message}); NaN there"
-                )
-                continue
-        if problem:
-            problems.append(problem)
-        values[row : row + k1 - k0] = piece
-    return values, problems
-
-
-def ingest_block(
-    task: DasBlockTask, url: str, storage_options: dict | None, variable: str
-) -> dict[str, list]:
-    """Read, paint and write one time block's chunks, then its progress record, which it
-    returns (`resumable.run_record` of one block)."""
-    values, problems = block_values(task, storage_options)
-    fraction = resumable.coverage_of(values)
-    group = open_store(url, storage_options, mode="r+")
-    if fraction > 0:  # a block without any sample is not written (its chunks stay absent)
-        data = group[variable].with_config({"write_empty_chunks": True})
-        data[task.first : task.stop, :] = values
-    record = resumable.run_record([fraction], [problems])
-    write_chunks([resumable.record_write(ChunkWriter(group[PROGRESS_VAR]), task.number, record)])
-    return record
-
-
-def block_tasks(
-    plan: DasPlan, digests: dict[str, str], only: set[int] | None = None
-) -> list[DasBlockTask]:
-    """One task per time block some patch overlaps (a block none touches stays empty, coverage
-    0), numbered in order; with `only`, just those blocks."""
-    pieces = plan.pieces_by_block()
-    tasks = []
-    for block in sorted(b for b in pieces if only is None or b in only):
-        first, stop = plan.block_span(block)
-        found = tuple(
-            (placed.patch, k0, k1, placed.first_index + k0 - first, digests[placed.patch.path])
-            for placed, k0, k1 in pieces[block]
-        )
-        tasks.append(
-            DasBlockTask(block, first, stop, plan.axis.n_distance, found, number=len(tasks))
-        )
-    return tasks
-
-
 def scan_all(paths: Sequence[str], storage_options: dict | None, quiet: bool) -> list:
-    """`scan_das_file` of every path, in Dask tasks of consecutive batches, in path order."""
-    return resumable.scan_all(scan_das_files, paths, storage_options, "scan DAS files", quiet)
+    """`scan_das_file` of every path, in Dask tasks of consecutive batches (on one host each:
+    `input_locality.in_path_order`), in path order; each file's copy kept on the host that
+    read it for the block tasks (`input_cache`)."""
+    scan = input_cache.keeping(scan_das_files)
+    return resumable.scan_all(
+        scan, paths, storage_options, "scan DAS files", quiet, place=input_locality.in_path_order
+    )
 
 
 def _variable(plan: DasPlan) -> str:
@@ -218,10 +125,15 @@ def _variable(plan: DasPlan) -> str:
 
 
 def create_store(
-    plan: DasPlan, url: str, storage_options: dict | None, fingerprint: str, records: int
+    plan: DasPlan,
+    url: str,
+    storage_options: dict | None,
+    fingerprint: str,
+    records: int,
+    inputs: tuple[Sequence[DasFileScan], Sequence[str]],
 ) -> None:
-    """The empty store: the variable, `distance`, and the progress array of `records` blocks
-    (no attrs, no marker)."""
+    """The empty store: the variable, `distance`, the table of the `inputs` (scans and their
+    `modified`), and last the progress array of `records` blocks (no attrs, no marker)."""
     group = open_store(url, storage_options, mode="w")
     axis = plan.axis
     group.create_array(
@@ -241,6 +153,7 @@ def create_store(
         attributes={cv.ATTR_UNITS: "m"},
     )
     distance[:] = axis.distance_start_m + axis.distance_step_m * np.arange(axis.n_distance)
+    das_inputs.write_table(url, storage_options, *inputs, plan.placed)  # a resume's
     resumable.create_progress(group, records, fingerprint)
 
 
@@ -270,26 +183,15 @@ def interrogator_of(plan: DasPlan) -> str:
     return "; ".join(sorted(names))
 
 
-def segment_entry(placed: PlacedPatch) -> dict[str, Any]:
-    return {
-        **placed.patch.to_json(),
-        "first_index": placed.first_index,
-        "time_offset_s": placed.offset_s,
-    }
-
-
 def store_attrs(
     plan: DasPlan,
     problems: Sequence[str],
-    inputs: Sequence[dict],
     gaps: Sequence[dict],
     overlaps: Sequence[dict],
     fingerprint: str,
 ) -> dict[str, Any]:
+    """The complete store's attrs (module doc): none per file (the inputs table has those)."""
     axis = plan.axis
-    offsets: dict[str, list[float]] = {}
-    for placed in plan.placed:
-        offsets.setdefault(placed.patch.path, []).append(round(placed.offset_s, 9))
     return {
         cv.ATTR_START_TIME: iso_time(plan.start_ns),
         "start_time_ns": plan.start_ns,
@@ -301,9 +203,6 @@ def store_attrs(
         cv.ATTR_GAUGE_LENGTH: _gauge(axis.gauge_length_m),
         cv.ATTR_CHANNEL_SPACING: axis.distance_step_m,
         cv.ATTR_INTERROGATOR: interrogator_of(plan),
-        "inputs": sorted(inputs, key=lambda entry: entry["path"]),
-        "segments": [segment_entry(placed) for placed in plan.placed],
-        "time_offsets_s": {path: sorted(set(found)) for path, found in offsets.items()},
         "gaps": [_timed(gap, plan) for gap in gaps],
         "overlaps": [_timed(overlap, plan) for overlap in overlaps],
         "ingest_problems": sorted(set(problems)),
@@ -322,7 +221,7 @@ def _timed(span: dict, plan: DasPlan) -> dict:
     }
 
 
-@holds_credentials
+@input_cache.cache_run  # files kept between the scan and the block tasks, cleared at the end
 def ingest_das(
     sources: Sequence[str],
     url: str,
@@ -340,6 +239,8 @@ def ingest_das(
     store's `ingest_problems` and not ingested; with `strict` any of them is InvalidInput (and no
     store is marked complete); no readable input at all is InvalidInput. A complete store of
     the same inputs (by hash) and block size is left as it is; an interrupted one is resumed.
+    Files whose size and modification are as the inputs table of a store at `url` records are
+    not read again (`das_inputs.scanned`).
 
     `append`: add `sources` to the complete store at `url` (see the module docstring).
     `block_samples`: time samples per chunk and per task (default: about 4 MiB per chunk).
@@ -347,20 +248,24 @@ def ingest_das(
     paths = expand_sources(sources, storage_options)
     if append:
         return _append(paths, url, strict, storage_options, quiet)
-    scans = scan_all(paths, storage_options, quiet)
+    recorded = das_inputs.read_recorded(url, storage_options)  # of any store there
+    stats = file_stats(paths, storage_options)  # one listing per folder
+    scans = das_inputs.scanned(
+        paths, stats, recorded, lambda todo: scan_all(todo, storage_options, quiet)
+    )
     plan = make_das_plan(scans, block_samples)
     fail_if_strict(strict, plan.problems)
-    inputs = [scan.entry for scan in scans]
-    fingerprint = das_fingerprint(inputs, plan.block_samples)
+    fingerprint = das_fingerprint([scan.entry for scan in scans], plan.block_samples)
     existing = resumable.up_to_date_attrs(url, storage_options, fingerprint)
     if existing:
         return _up_to_date(plan, existing, url, storage_options)
-    tasks = block_tasks(plan, {entry["path"]: entry["sha256"] for entry in inputs})
+    tasks = block_tasks(plan, scans)
     progress = resumable.unfinished_progress(url, storage_options, fingerprint)
     if progress is None or progress.records != len(tasks):
-        create_store(plan, url, storage_options, fingerprint, len(tasks))
+        inputs = (scans, das_inputs.modified_of(scans, stats))
+        create_store(plan, url, storage_options, fingerprint, len(tasks), inputs)
         progress = resumable.Progress()
-    return _write(plan, inputs, tasks, progress, url, storage_options, fingerprint, strict, quiet)
+    return _write(plan, tasks, progress, url, storage_options, fingerprint, strict, quiet)
 
 
 def _up_to_date(plan: DasPlan, attrs: dict, url: str, storage_options: dict | None):
@@ -375,9 +280,18 @@ def _up_to_date(plan: DasPlan, attrs: dict, url: str, storage_options: dict | No
     )
 
 
+@dataclass(frozen=True)
+class AppendedInputs:
+    """An append's inputs table, written beside the one in use (`old_table`) before the store
+    is finished: every file's scan (path order) and `modified`."""
+
+    scans: Sequence[DasFileScan]
+    modified: Sequence[str]
+    old_table: str
+
+
 def _write(
     plan: DasPlan,
-    inputs: Sequence[dict],
     tasks: Sequence[DasBlockTask],
     progress: resumable.Progress,
     url: str,
@@ -386,24 +300,26 @@ def _write(
     strict: bool,
     quiet: bool,
     carried: Sequence[str] = (),
+    appended: AppendedInputs | None = None,
 ) -> DasIngestReport:
-    """Run the block `tasks` `progress` has no record of, then coverage, attrs and the
+    """Run the block `tasks` `progress` has no record of (each on the host keeping its files,
+    `input_locality.near_inputs`), then coverage, attrs, an append's inputs table and the
     completion marker."""
     import dask
 
     pending = [task for task in tasks if task.number not in progress.done]
     token = dask.base.tokenize(url, fingerprint)
-    records = compute(
-        *[
-            dask.delayed(ingest_block)(
-                task,
-                url,
-                storage_options,
-                _variable(plan),
-                dask_key_name=f"ingest_das_block-{token}-{task.block}",
-            )
-            for task in pending
-        ],
+    variable = _variable(plan)
+
+    def task(index: int) -> Any:
+        return dask.delayed(ingest_block)(
+            pending[index], url, storage_options, variable,
+            dask_key_name=f"ingest_das_block-{token}-{pending[index].block}",
+        )  # fmt: skip
+
+    records = compute_in_waves(
+        input_locality.near_inputs(task, lambda index: (p[4] for p in pending[index].pieces)),
+        len(pending),
         label="ingest DAS",
         quiet=quiet,
     )
@@ -414,8 +330,16 @@ def _write(
     fail_if_strict(strict, sorted(read_problems))
     gaps, overlaps = plan.gaps_and_overlaps()
     problems = (*plan.problems, *carried, *read_problems)
-    attrs = store_attrs(plan, problems, inputs, gaps, overlaps, fingerprint)
+    attrs = store_attrs(plan, problems, gaps, overlaps, fingerprint)
+    if appended is not None:  # beside the old table, named with the completion marker
+        table = input_manifest.beside(open_store(url, storage_options))
+        das_inputs.write_table(url, storage_options, appended.scans, appended.modified,
+                               plan.placed, table)  # fmt: skip
+        attrs[input_manifest.ATTR_TABLE] = table
     resumable.finish(url, storage_options, coverage, cv.DAS_COVERAGE_VAR, COVERAGE_DIMS, attrs)
+    if appended is not None:
+        input_manifest.drop_table(url, storage_options, appended.old_table)
+        das_inputs.forget_attrs(url, storage_options)
     return DasIngestReport(
         plan,
         coverage,
@@ -444,54 +368,84 @@ def _store_axis(attrs: dict[str, Any], n_distance: int, distance: np.ndarray) ->
 def _append(
     paths: Sequence[str], url: str, strict: bool, storage_options: dict | None, quiet: bool
 ) -> DasIngestReport:
-    group, previous = resumable.appendable_attrs(url, storage_options, "segments")
+    group, previous = resumable.appendable_attrs(url, storage_options, "start_time_ns")
+    recorded = das_inputs.recorded_in(group)
+    if recorded is None:
+        raise InvalidInput(
+            url, "records no DAS inputs (no `inputs` table); ingest without `append`"
+        )
     complete = bool(previous.get(cv.ATTR_COMPLETE))
     distance = np.asarray(group[cv.DISTANCE][:])
     axis = _store_axis(previous, len(distance), distance)
     block_samples = int(previous["block_samples"])
     start_ns = int(previous["start_time_ns"])
-    old_inputs = {entry["path"]: entry for entry in previous["inputs"]}
-    kept = [
-        PlacedPatch(DasPatch.from_json(s), int(s["first_index"]), float(s["time_offset_s"]))
-        for s in previous["segments"]
-    ]
-    new_paths = [path for path in paths if path not in old_inputs]
+    old_paths = set(recorded.paths())
+    new_paths = [path for path in paths if path not in old_paths]
+    stats = file_stats(sorted(old_paths.union(new_paths)), storage_options)
     scans = scan_all(new_paths, storage_options, quiet) if new_paths else []
-    inputs = [*old_inputs.values(), *(scan.entry for scan in scans)]
-    fingerprint = das_fingerprint(inputs, block_samples)
+    every = sorted([*recorded.scans, *scans], key=lambda scan: scan.path)
+    fingerprint = das_fingerprint([scan.entry for scan in every], block_samples)
+    kept = recorded.placed
     old_plan = make_das_plan([], block_samples, axis=axis, start_ns=start_ns, kept=kept)
     if complete and fingerprint == previous.get(ATTR_FINGERPRINT):
         return _up_to_date(old_plan, previous, url, storage_options)
     plan = make_das_plan(scans, block_samples, axis=axis, start_ns=start_ns, kept=kept)
     fail_if_strict(strict, plan.problems)
-    touched = {b for p in plan.placed if p.patch.path not in old_inputs for b in plan.blocks_of(p)}
+    touched = {b for p in plan.placed if p.patch.path not in old_paths for b in plan.blocks_of(p)}
     if old_plan.n_time % block_samples:
         touched.add(old_plan.n_time // block_samples)  # the old last, partial block grows
-    digests = {entry["path"]: entry["sha256"] for entry in inputs}
-    tasks = block_tasks(plan, digests, touched)
+    tasks = block_tasks(plan, every, touched)
     progress = resumable.unfinished_progress(url, storage_options, fingerprint)
     if progress is not None and progress.records != len(tasks):
         progress = None  # not this plan's (cannot happen for the same fingerprint)
     if progress is None and not complete:
         raise resumable.pending_append(url)
     reread = {p.patch.path for p in kept if touched.intersection(old_plan.blocks_of(p))}
-    check_unchanged(reread, old_inputs, storage_options, quiet, url)
+    verified = check_unchanged(reread, recorded, stats, storage_options, quiet, url)
     if progress is None:
         progress = prepare_append(plan, len(tasks), url, storage_options, fingerprint)
     carried = [p for p in previous.get("ingest_problems", []) if p not in plan.problems]
-    return _write(
-        plan, inputs, tasks, progress, url, storage_options, fingerprint, strict, quiet, carried
+    appended = AppendedInputs(
+        every, _modified_after(every, recorded, stats, verified), input_manifest.table_name(group)
     )
+    return _write(plan, tasks, progress, url, storage_options, fingerprint, strict, quiet,
+                  carried, appended)  # fmt: skip
 
 
 def check_unchanged(
-    paths: set[str], old_inputs: dict, storage_options: dict | None, quiet: bool, url: str
-) -> None:
-    """The old files an append reads again must hash as recorded (else bad input naming one)."""
-    for scan in scan_all(sorted(paths), storage_options, quiet) if paths else []:
-        recorded = old_inputs[scan.path]["sha256"]
-        if scan.entry["sha256"] != recorded:
-            raise resumable.changed_input(scan.path, url, recorded, scan.entry["sha256"])
+    paths: set[str],
+    recorded: RecordedDas,
+    stats: InputStats,
+    storage_options: dict | None,
+    quiet: bool,
+    url: str,
+) -> set[str]:
+    """The old files an append reads again (`paths`) whose size or modification differ from
+    the record (or are unknown: an older store's) must hash as recorded (else bad input naming
+    one): those are scanned (their copies kept for the block tasks) and returned."""
+    same = recorded.unchanged(stats)
+    stale = sorted(path for path in paths if path not in same)
+    hashes = {scan.path: scan.entry["sha256"] for scan in recorded.scans}
+    for scan in scan_all(stale, storage_options, quiet) if stale else []:
+        if scan.entry["sha256"] != hashes[scan.path]:
+            raise resumable.changed_input(scan.path, url, hashes[scan.path], scan.entry["sha256"])
+    return set(stale)
+
+
+def _modified_after(
+    scans: Sequence[DasFileScan], recorded: RecordedDas, stats: InputStats, verified: set[str]
+) -> list[str]:
+    """The `modified` an append's table records of each file: as now for the new files and the
+    old ones just checked (`verified`), else as recorded (a file changed since, not read by the
+    append, is scanned again by the next run)."""
+    now = dict(
+        zip((scan.path for scan in scans), das_inputs.modified_of(scans, stats), strict=True)
+    )
+    before = dict(zip(recorded.paths(), recorded.modified, strict=True))
+    return [
+        before[scan.path] if scan.path in before and scan.path not in verified else now[scan.path]
+        for scan in scans
+    ]
 
 
 def prepare_append(

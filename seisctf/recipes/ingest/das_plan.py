@@ -1,8 +1,5 @@
-"""The plan of a DAS ingest: what DASCore's header scan says each file holds, and the store's grid.
-
-`scan_das_file` hashes a file and asks DASCore for its format (`dascore.get_format`) and its
-patches' headers (the format's `FiberIO.scan`: time range, time step, distance axis, data type
-and units, gauge length) without reading any data. `make_das_plan` then
+"""The plan of a DAS ingest: what DASCore's header scan says each file holds (`DasFileScan`,
+made by `das_scan`), and the store's grid. `make_das_plan`
 
 - picks the store's axis: the (time step, distance axis, quantity, units, gauge length) that most
   patches share (ties: the earliest patch's), or the store's own when appending; a patch that
@@ -14,36 +11,22 @@ and units, gauge length) without reading any data. `make_das_plan` then
   interpolated away) and its samples follow contiguously;
 - orders patches for painting: by grid start, then path, then patch: in an overlap the patch that
   starts later wins (ties: the later path), and lists gaps and overlaps between patches.
-
-Inputs are local paths or fsspec URLs; a URL is copied to a per-process local cache (DASCore
-reads local files), checked against the sha256 the scan recorded.
 """
 
 from __future__ import annotations
 
-import atexit
-import collections
-import contextlib
-import hashlib
 import math
-import os
-import shutil
-import tempfile
-import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from seisctf import conventions as cv
-from seisctf import storage
 from seisctf.errors import InvalidInput
 from seisctf.recipes.ingest.block_grid import BlockGrid
 from seisctf.recipes.ingest.input_listing import nothing_readable
-from seisctf.recipes.ingest.waveform_plan import is_url
 
 NS_PER_S = 1_000_000_000
 CHANNEL_GROUP = 1024  # channels per chunk (all of them when fewer)
-HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 # Distances of two patches' channels taken as equal (m).
 DISTANCE_ATOL_M = 1e-6
 
@@ -256,212 +239,6 @@ class DasPlan(BlockGrid):
             if placed.stop_index >= covered:
                 covered, last = placed.stop_index, path
         return gaps, overlaps
-
-
-# --- reading inputs ---------------------------------------------------------------------------
-
-
-class _RemoteCache:
-    """Local copies of remote inputs for DASCore, per process: least recently used out beyond
-    `max_bytes` (never a copy in use). Keys hold the copy's sha256: a re-fetched, changed
-    object is a new key."""
-
-    def __init__(self, max_bytes: int):
-        self.max_bytes = max_bytes
-        # (url, sha256) -> (local path, size), least recently used first
-        self.items: collections.OrderedDict = collections.OrderedDict()
-        self.in_use: collections.Counter = collections.Counter()
-        self.lock = threading.Lock()
-        self.folder: str | None = None
-
-    def acquire(self, url: str, storage_options: dict | None) -> tuple[str, str]:
-        """The key (url, sha256) of a fresh or cached copy of `url`, marked in use; OSError if
-        it cannot be fetched."""
-        with self.lock:
-            if self.folder is None:
-                self.folder = tempfile.mkdtemp(prefix="seisctf-das-")
-                atexit.register(shutil.rmtree, self.folder, True)
-            key = next((k for k in self.items if k[0] == url), None)
-            if key is not None:
-                self.items.move_to_end(key)
-                self.in_use[key] += 1
-                return key
-        import fsspec
-
-        digest, size = hashlib.sha256(), 0
-        handle, local = tempfile.mkstemp(dir=self.folder, suffix=os.path.splitext(url)[1])
-        source = fsspec.open(url, "rb", **(storage.options_for(url, storage_options) or {}))
-        with os.fdopen(handle, "wb") as out, source as src:
-            for piece in iter(lambda: src.read(2**22), b""):
-                digest.update(piece)
-                out.write(piece)
-                size += len(piece)
-        key = (url, digest.hexdigest())
-        with self.lock:
-            if key in self.items:  # fetched meanwhile by another thread
-                os.remove(local)
-            else:
-                self.items[key] = (local, size)
-            self.in_use[key] += 1
-        return key
-
-    def path(self, key: tuple[str, str]) -> str:
-        return self.items[key][0]
-
-    def release(self, key: tuple[str, str], drop: bool = False) -> None:
-        """Done with the copy (`drop`: delete it when idle: it is stale)."""
-        with self.lock:
-            self.in_use[key] -= 1
-            idle = [k for k in self.items if not self.in_use[k]]
-            stale = [key] if drop and key in idle else []
-            while stale or (idle and sum(n for _, n in self.items.values()) > self.max_bytes):
-                victim = stale.pop() if stale else idle[0]
-                idle.remove(victim)
-                with contextlib.suppress(OSError):
-                    os.remove(self.items.pop(victim)[0])
-
-
-_REMOTE = _RemoteCache(max_bytes=int(os.environ.get("SEISCTF_DAS_CACHE_BYTES", 4 * 2**30)))
-
-
-def _local_sha256(path: str) -> tuple[str, int]:
-    digest, size = hashlib.sha256(), 0
-    with open(path, "rb") as handle:
-        for piece in iter(lambda: handle.read(2**22), b""):
-            digest.update(piece)
-            size += len(piece)
-    return digest.hexdigest(), size
-
-
-@contextlib.contextmanager
-def staged(path: str, storage_options: dict | None, sha256: str | None = None) -> Iterator[str]:
-    """A local path DASCore can open for input `path` (itself, or a cached copy of a URL). An
-    input gone, unreachable or (with `sha256`) changed since the scan is InvalidInput: a re-run
-    resumes."""
-    if not is_url(path):
-        if not os.path.exists(path):
-            raise InvalidInput(path, "gone since the scan; re-run to resume")
-        yield path
-        return
-    try:
-        key = _REMOTE.acquire(path, storage_options)
-    except OSError as error:
-        raise InvalidInput(path, f"cannot fetch it ({error}); re-run to resume") from None
-    changed = sha256 is not None and key[1] != sha256
-    try:
-        if changed:
-            raise InvalidInput(path, "changed since the scan (sha256 differs); re-run")
-        yield _REMOTE.path(key)
-    finally:
-        _REMOTE.release(key, drop=changed)
-
-
-# --- the header scan --------------------------------------------------------------------------
-
-
-def _unknown_format(path: str, local: str) -> str:
-    """Why DASCore knows no format for the file: a corrupt HDF5 file, an HDF5 file of another
-    kind, or anything else."""
-    with open(local, "rb") as handle:
-        signature = handle.read(len(HDF5_SIGNATURE))
-    if signature != HDF5_SIGNATURE:
-        return f"{path}: not a DAS file DASCore knows (no format recognised)"
-    import h5py
-
-    try:
-        with h5py.File(local, "r") as handle:
-            names = sorted(handle)[:5]
-    except Exception as error:  # noqa: BLE001 - any failure to open is a damaged file
-        return f"{path}: corrupt HDF5 file (h5py: {str(error).splitlines()[0]})"
-    return f"{path}: HDF5 file in no DAS format DASCore knows (top-level names {names})"
-
-
-def _metres(value: Any, units: Any) -> float:
-    """A length in m from a DASCore value and its units (None: taken as m)."""
-    if value is None:
-        return math.nan
-    value = float(value)
-    if units is None or str(units) in ("", "m", "meter", "1 m"):
-        return value
-    from dascore.units import get_quantity
-
-    return value * float(get_quantity(units).to("m").magnitude)
-
-
-def _describe(path: str, index: int, attrs: Any, fmt: str, version: str) -> DasPatch | str:
-    """A DasPatch from DASCore's PatchAttrs, or the problem (text)."""
-    import numpy as np
-    from dascore.units import get_quantity_str
-
-    where = f"{path}: patch {index}"
-    if set(attrs.dim_tuple) != set(cv.DAS_DIMS):
-        return f"{where} has dims {attrs.dim_tuple}, not (time, distance); not ingested"
-    time, distance = attrs.coords["time"], attrs.coords["distance"]
-    step = time.step
-    if step is None or np.isnat(np.timedelta64(step)) or int(np.timedelta64(step, "ns")) <= 0:
-        return f"{where} has an uneven time axis (DASCore gives no time step); not ingested"
-    step_ns = int(np.timedelta64(step, "ns").astype(np.int64))
-    start_ns = int(np.datetime64(time.min, "ns").astype(np.int64))
-    end_ns = int(np.datetime64(time.max, "ns").astype(np.int64))
-    distance_step = distance.step
-    if distance_step is None or not np.isfinite(float(distance_step)) or distance_step == 0:
-        return f"{where} has an uneven distance axis; not ingested"
-    n_distance = round((float(distance.max) - float(distance.min)) / float(distance_step)) + 1
-    data_type = str(attrs.data_type or "")
-    extra = attrs.model_dump()
-    return DasPatch(
-        path=path,
-        index=index,
-        file_format=fmt,
-        file_version=version,
-        start_ns=start_ns,
-        step_ns=step_ns,
-        n_time=round((end_ns - start_ns) / step_ns) + 1,
-        distance_start_m=_metres(distance.min, distance.units),
-        distance_step_m=_metres(distance_step, distance.units),
-        n_distance=n_distance,
-        quantity=data_type if data_type in cv.DAS_QUANTITIES else "raw",
-        units=get_quantity_str(attrs.data_units) or "",
-        gauge_length_m=_metres(extra.get("gauge_length"), extra.get("gauge_length_units")),
-        data_type=data_type,
-        instrument_id=str(attrs.instrument_id or ""),
-    )
-
-
-def scan_das_file(path: str, storage_options: dict | None = None) -> DasFileScan:
-    """Hash one input and scan its headers with DASCore; bad content is a problem (text), a
-    file that cannot be read at all is InvalidInput."""
-    import dascore as dc
-    from dascore.exceptions import UnknownFiberFormatError
-    from dascore.io.core import FiberIO
-
-    with staged(path, storage_options) as local:
-        try:
-            sha256, size = _local_sha256(local)
-        except OSError as error:
-            raise InvalidInput(path, f"cannot read the file ({error})") from None
-        entry = {"path": path, "size": size, "sha256": sha256}
-        try:
-            fmt, version = dc.get_format(local)
-        except UnknownFiberFormatError:
-            return DasFileScan(path, entry, problems=(_unknown_format(path, local),))
-        try:
-            found = FiberIO.manager.get_fiberio(format=fmt, version=version).scan(local)
-        except Exception as error:  # noqa: BLE001 - DASCore's readers raise many types
-            message = str(error).splitlines()[0] if str(error) else type(error).__name__
-            problem = f"{path}: DASCore's {fmt} {version} reader cannot scan it ({message})"
-            return DasFileScan(path, entry, problems=(problem,))
-    patches, problems = [], []
-    for index, attrs in enumerate(found):
-        described = _describe(path, index, attrs, str(fmt), str(version))
-        (problems if isinstance(described, str) else patches).append(described)
-    if not found:
-        problems.append(f"{path}: DASCore found no data in it ({fmt} {version})")
-    return DasFileScan(path, entry, tuple(patches), tuple(problems))
-
-
-def scan_das_files(paths: Sequence[str], storage_options: dict | None) -> list[DasFileScan]:
-    return [scan_das_file(path, storage_options) for path in paths]
 
 
 # --- the plan ---------------------------------------------------------------------------------

@@ -10,6 +10,10 @@ serves, and a damaged copy never does. A file that was not kept (over the budget
 free disk, another host's, removed meanwhile) is read from storage again: the same bytes (the
 scan's hash), only slower.
 
+A DAS recording (GBs) is not held in memory: its scan streams it into a file of the cache
+(`spool`, then `commit` under its sha256) and the block tasks open that copy by path
+(`kept_path`: its size is checked, not its hash, since each task reads a part of it).
+
 Where: `$SEISCTF_INPUT_CACHE_DIR`, else dask's `temporary-directory` (config), else the
 system's temporary folder, on each worker's host (read from the worker's own environment), in
 `seisctf-input-cache/`: the workers of one host share it. Each ingest run (`cache_run`) has a
@@ -159,32 +163,68 @@ def clear_everywhere(run: str) -> None:
 def keep(run: str, digest: str, raw: bytes, source: str = "") -> bool:
     """Keep `raw` (a file's bytes, hex sha256 `digest`, read from `source`) for `run` on this
     host if it fits; whether it is kept. Nothing for no run or a zero budget."""
-    if not run:
-        return False
-    root = cache_root()
-    if _same_file_system(source, root):
-        return False
-    folder = _run_folder(root, run)
-    if folder is None:
-        return False
-    target = folder / digest
-    if target.exists():
+    if run and (cache_root() / run / digest).exists():
         return True
-    if not _reserve(folder, len(raw)):
+    temporary = spool(run, len(raw), source)
+    if temporary is None:
         return False
     try:
-        handle, temporary = tempfile.mkstemp(prefix=TEMPORARY_PREFIX, dir=folder)
-    except OSError:  # the folder went (the run was cleared)
-        return False
-    try:
-        with open(handle, "wb") as out:
-            out.write(raw)
-        os.replace(temporary, target)
+        temporary.write_bytes(raw)
+        commit(temporary, digest)
     except OSError:  # the disk filled up meanwhile: the decode reads storage
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         return False
     return True
+
+
+def spool(run: str, size: int, source: str = "") -> Path | None:
+    """A new empty file in the run's folder on this host to write a file of `size` bytes read
+    from `source` into, its bytes counted against the run's budget; None where nothing is kept
+    (no run, a zero or spent budget, too little free disk, a local `source` on the cache's own
+    file system). Its name is temporary: `commit` it once whole (or remove it). For readers
+    that stream a file too large to hold in memory (DAS recordings)."""
+    if not run:
+        return None
+    root = cache_root()
+    if _same_file_system(source, root):
+        return None
+    folder = _run_folder(root, run)
+    if folder is None or not _reserve(folder, size):
+        return None
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=TEMPORARY_PREFIX, dir=folder)
+    except OSError:  # the folder went (the run was cleared)
+        return None
+    os.close(handle)
+    return Path(temporary)
+
+
+def commit(temporary: Path, digest: str) -> Path:
+    """The whole file `temporary` (`spool`) kept under its hex sha256 `digest`: its path."""
+    target = temporary.parent / digest
+    os.replace(temporary, target)
+    return target
+
+
+def kept_path(digest: str, size: int, run: str = "") -> Path | None:
+    """The path of a copy of the file of hex sha256 `digest` and `size` bytes kept on this host
+    (by `run` first, else by any run), or None: for readers that open a path and read parts of
+    the file (DASCore). Its size is checked, its bytes are not hashed (copies are renamed into
+    place whole; hashing a file of GBs for each part read would read it whole each time)."""
+    root = cache_root()
+    try:
+        folders = [entry.name for entry in os.scandir(root) if entry.is_dir()]
+    except OSError:
+        return None
+    for folder in sorted(folders, key=lambda name: name != run):
+        path = root / folder / digest
+        try:
+            if path.stat().st_size == size:
+                return path
+        except OSError:
+            continue
+    return None
 
 
 def read(digest: str) -> bytes | None:
