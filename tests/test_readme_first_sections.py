@@ -2,12 +2,16 @@
 block up to and including "Try S3 locally" runs verbatim through `bash -e` in a fresh temporary
 working directory with the virtualenv active, and exits 0. A block that cannot run there is
 preceded by `<!-- readme-test: skip: REASON -->` (the first, `make demo` and `make test`, is the
-set-up and this very suite); python, yaml and text blocks are not shell."""
+set-up and this very suite); python, yaml and text blocks are not shell. A block's `sleep`s run
+TIME_SCALE times faster (`fast_sleep`): the S3 block's wait for its server to stop takes 3 s, not
+its 30 (SeaweedFS needs about 25 s to stop on SIGTERM; the README's bound is
+tests/test_readme_s3_teardown.py's)."""
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,6 +26,21 @@ LAST_SECTION = "### Try S3 locally"
 SHELL_LANGUAGES = {"", "sh", "bash", "shell"}
 SKIP = re.compile(r"<!-- readme-test: skip: (?P<reason>.*\S) -->")
 VENV = Path(sys.executable).parents[1]
+TIME_SCALE = 10
+
+
+def fast_sleep(folder: Path, log: Path) -> Path:
+    """A `sleep` in `folder/bin` (returned) that appends the seconds it is asked for to `log`,
+    then sleeps them over TIME_SCALE with the system's sleep: put first on PATH."""
+    real_sleep = shutil.which("sleep")
+    fast = folder / "bin" / "sleep"
+    fast.parent.mkdir(parents=True)
+    fast.write_text(
+        f'#!/bin/sh\necho "$1" >> "{log}"\n'
+        f'exec {real_sleep} "$(awk -v s="$1" \'BEGIN {{ print s / {TIME_SCALE} }}\')"\n'
+    )
+    fast.chmod(0o755)
+    return fast.parent
 
 
 @dataclass(frozen=True)
@@ -85,7 +104,12 @@ def test_a_readme_block_runs_as_written(block: Block, tmp_path):
     in the background it must stop itself: nothing of its process group is left."""
     assert (VENV / "bin" / "activate").exists(), f"no virtualenv at {VENV}"
     (tmp_path / ".venv").symlink_to(VENV, target_is_directory=True)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    faster = fast_sleep(tmp_path / "time", tmp_path / "time" / "slept")
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "PATH": f"{faster}{os.pathsep}{os.environ['PATH']}",
+    }
     process = subprocess.Popen(
         ["bash", "-e", "-c", f". .venv/bin/activate\n{block.code}"],
         cwd=tmp_path,

@@ -17,11 +17,10 @@ import signal
 import subprocess
 import time
 
-from test_readme_first_sections import BLOCKS
+from test_readme_first_sections import BLOCKS, fast_sleep
 
 README_BOUND_S = 30  # "after 30 s it is killed"
 MAX_SECONDS = 45  # wall clock: the sleeps, compressed, and the time to run the rest
-TIME_SCALE = 10
 
 
 def teardown() -> str:
@@ -41,14 +40,8 @@ def test_the_s3_teardown_ends_even_when_the_server_ignores_sigterm(tmp_path):
         f"while [ ! -e ready ]; do {real_sleep} 0.1; done\n"
     )
     script = stand_in + teardown()
-    fast = tmp_path / "bin" / "sleep"
-    fast.parent.mkdir()
-    fast.write_text(
-        f'#!/bin/sh\necho "$1" >> "{tmp_path / "slept"}"\n'
-        f'exec {real_sleep} "$(awk -v s="$1" \'BEGIN {{ print s / {TIME_SCALE} }}\')"\n'
-    )
-    fast.chmod(0o755)
-    env = {**os.environ, "PATH": f"{fast.parent}{os.pathsep}{os.environ['PATH']}"}
+    slept = tmp_path / "slept"
+    env = {**os.environ, "PATH": f"{fast_sleep(tmp_path, slept)}{os.pathsep}{os.environ['PATH']}"}
     started = time.monotonic()
     process = subprocess.Popen(
         ["bash", "-e", "-c", script], cwd=tmp_path, env=env, start_new_session=True, text=True
@@ -61,7 +54,6 @@ def test_the_s3_teardown_ends_even_when_the_server_ignores_sigterm(tmp_path):
     seconds = time.monotonic() - started
     assert code == 0
     assert seconds < MAX_SECONDS, f"the teardown took {seconds:.0f} s"
-    slept = tmp_path / "slept"
     asked = [float(line) for line in slept.read_text().split()] if slept.exists() else []
     assert sum(asked) <= README_BOUND_S, f"the teardown sleeps {sum(asked):.0f} s"
     server = int((tmp_path / "server.pid").read_text())
