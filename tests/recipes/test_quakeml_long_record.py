@@ -7,15 +7,13 @@ is that on the first 230 s alone (coverage and tiles are read a bounded span at 
 
 from __future__ import annotations
 
-import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import obspy
 import pytest
 import zarr
+from cli_peak import peak_mib
 from obspy.core.event import Catalog, Event, Origin, Pick, WaveformStreamID
 
 from seisctf import conventions as cv
@@ -191,23 +189,6 @@ def test_noise_windows_equal_numpy_over_the_whole_coverage(record):
         expected = data[row, z, first : first + round(WINDOW_S * RATE)]
         np.testing.assert_array_equal(ds[cv.EVENT_WINDOWS_VAR].values[i, 0], expected)
         assert np.isfinite(expected).all()
-
-
-PEAK_PROBE = (
-    "import re, sys\n"
-    "from seisctf.cli import main\n"
-    "code = main(sys.argv[1:])\n"
-    "status = open('/proc/self/status').read()\n"
-    "print('peak_kib', re.search(r'VmHWM:\\s+(\\d+)', status).group(1))\n"
-    "sys.exit(code)\n"
-)
-
-
-def peak_mib(argv: list[str]) -> float:
-    """The command's process's peak RSS (MiB), run as `python -m seisctf.cli` would."""
-    run = subprocess.run([sys.executable, "-c", PEAK_PROBE, *argv], capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr
-    return int(re.search(r"peak_kib (\d+)", run.stdout).group(1)) / 1024
 
 
 def test_peak_memory_does_not_grow_with_the_record(record, dask_cluster):

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import dask.array as da
 import numpy as np
 import xarray as xr
 
@@ -99,9 +100,26 @@ def select_channel(store: xr.Dataset, channel: str | None, what: str) -> tuple[s
             problem = f"component {channel!r} matches channels {matches}; give the full code"
     if len(matches) != 1:
         raise InvalidInput(what, problem)
-    data = store[cv.WAVEFORM_VAR].isel({cv.CHANNEL: codes.index(matches[0])}, drop=True)
+    data = channel_of(store[cv.WAVEFORM_VAR], codes.index(matches[0]))
     data = data.assign_attrs({cv.ATTR_SAMPLING_RATE: float(store.attrs[cv.ATTR_SAMPLING_RATE])})
     return matches[0], recorded(data, data, "select_channel", {"channel": matches[0]})
+
+
+def channel_of(variable: xr.DataArray, index: int) -> xr.DataArray:
+    """`variable(station, channel, time)`'s channel `index` as (station, time). On Dask blocks
+    holding every channel (the ingest's chunks) it is taken block by block, one lazy layer: a
+    Dask selection builds a task per chunk of its result, which for a whole channel is every
+    chunk of the store (742 MB at 10^6 chunks), before anything is read."""
+    array = variable.data
+    if not isinstance(array, da.Array) or len(array.chunks[1]) != 1:
+        return variable.isel({cv.CHANNEL: index}, drop=True)
+    channel = array.map_blocks(np.take, indices=index, axis=1, drop_axis=1, dtype=array.dtype)
+    coords = {
+        name: coord for name, coord in variable.coords.items() if cv.CHANNEL not in coord.dims
+    }
+    return xr.DataArray(
+        channel, dims=(cv.STATION, cv.TIME), coords=coords, attrs=variable.attrs, name=variable.name
+    )
 
 
 def sensor_order(ids: list[str], latitude: np.ndarray, longitude: np.ndarray) -> list[int]:

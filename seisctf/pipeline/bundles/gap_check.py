@@ -28,8 +28,8 @@ import xarray as xr
 from seisctf import conventions as cv
 from seisctf.cluster import compute
 
-# (trace, slot) values a wave holds: 16 MiB of int64 leads.
-WAVE_VALUES = 2**21
+# (trace, slot) values a wave holds: 4 MiB of int64 leads (about 20 MiB with their checks).
+WAVE_VALUES = 2**19
 # Coverage values read at once (float32 as stored, then a bool each).
 COVERAGE_VALUES = 2**22
 # Samples one Dask graph reads: 1,024 chunks of 2**18 samples.

@@ -1,0 +1,25 @@
+"""Run a `seisctf` command line in a process of its own, as `python -m seisctf.cli` runs it, and
+read that process's peak RSS (Linux's VmHWM) as it ends: what the command's client held at
+most, imports included."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+PEAK_PROBE = (
+    "import re, sys\n"
+    "from seisctf.cli import main\n"
+    "code = main(sys.argv[1:])\n"
+    "status = open('/proc/self/status').read()\n"
+    "print('peak_kib', re.search(r'VmHWM:\\s+(\\d+)', status).group(1))\n"
+    "sys.exit(code)\n"
+)
+
+
+def peak_mib(argv: list[str]) -> float:
+    """The command's peak RSS (MiB); it must exit 0."""
+    run = subprocess.run([sys.executable, "-c", PEAK_PROBE, *argv], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    return int(re.search(r"peak_kib (\d+)", run.stdout).group(1)) / 1024
