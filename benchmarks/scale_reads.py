@@ -1,12 +1,15 @@
-"""Scale section `reads`: the bytes `seisctf ingest waveforms` reads from object storage, counted
-by the storage server itself.
+"""Scale section `reads`: the bytes `seisctf ingest waveforms` and `seisctf ingest das` read from
+object storage, counted by the storage server itself.
 
 An SDS archive (`make_archive.py sds`: 8 stations x 3 days of 100 Hz, 1.1 GB; `--quick`: the
-quick byte archive of `scale_ingest`, 4 stations x 3 days at 20 Hz) is uploaded to a SeaweedFS
-started for the section (data under WORKDIR/reads-seaweedfs, removed at the end; its metrics on
-a loopback port) and ingested from `s3://` into a local store once per row, each on a fresh
-cluster (`scale_ingest.Cluster`: an external scheduler and 2 single-threaded workers, the S3 key
-in their environment), the command as a user types it:
+quick byte archive of `scale_ingest`, 4 stations x 3 days at 20 Hz) and DAS recordings (PRODML
+and DASDAE files, alternating, end to end, written by the tests' generators
+`tests/das_vendor_files.py`: 8 files of 1024 channels x 15,000 float32 samples at 50 Hz, 0.5 GB;
+`--quick`: 4 files of 256 channels x 4,000) are uploaded to a SeaweedFS started for the section
+(data under WORKDIR/reads-seaweedfs, removed at the end; its metrics on a loopback port), one
+bucket each, and ingested from `s3://` into a local store once per row, each on a fresh cluster
+(`scale_ingest.Cluster`: an external scheduler and 2 single-threaded workers, the S3 key in
+their environment), the command as a user types it:
 
 - cache off: `SEISCTF_INPUT_CACHE_BYTES=0` on both workers: the scan and the decode each read
   every file;
@@ -35,6 +38,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import psutil
 import scale_ingest
 import zarr
@@ -42,15 +46,32 @@ from scale_report import ScaleOptions, Section, run_command, seisctf_command, ve
 
 sys.path.insert(1, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from das_vendor_files import write_dasdae, write_prodml  # noqa: E402
 from s3_metrics import bucket_requests, bucket_sent_bytes, metrics_options  # noqa: E402
 from servers import S3_KEY, start_s3, stop_process  # noqa: E402
 
 from seisctf.recipes.ingest.input_cache import BYTES_ENV, DIR_ENV  # noqa: E402
 
-BUCKET = "archive"
 GOAL = 1.05
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": S3_KEY, "AWS_SECRET_ACCESS_KEY": S3_KEY}
 FULL_ARCHIVE = ("--stations", "8", "--days", "3", "--workers", "2")  # 1.1 GB
+# DAS recordings: (files, channels, samples a file); float32 at DAS_RATE_HZ, end to end.
+DAS_FULL, DAS_QUICK = (8, 1024, 15_000), (4, 256, 4_000)
+DAS_RATE_HZ = 50.0
+
+
+@dataclass(frozen=True)
+class Archive:
+    """What one set of rows ingests: its name, bucket, local root and files, the `seisctf
+    ingest` kind and options, and the store's data variable."""
+
+    name: str
+    bucket: str
+    root: Path
+    files: list[Path]
+    kind: str
+    options: tuple[str, ...]
+    variable: str
 
 
 @dataclass(frozen=True)
@@ -82,22 +103,44 @@ class HostsCluster(scale_ingest.Cluster):
         return super()._start(*argv, env=env)
 
 
-def archive_files(options: ScaleOptions) -> tuple[Path, list[Path], float]:
-    """The archive's SDS root, its files and their sampling rate (Hz; a few files have half of
-    it: the ingest resamples them)."""
+def waveform_archive(options: ScaleOptions) -> Archive:
+    """The SDS archive, ingested at its files' sampling rate (a few files have half of it: the
+    ingest resamples them)."""
     if options.quick:
         archive = scale_ingest.byte_archive(options)
     else:
         archive = scale_ingest.make_sds(options.data / "sds_reads", *FULL_ARCHIVE)
     root = archive.root / archive.summary["sds_root"]
     files = sorted(path for path in root.rglob("*") if path.is_file())
-    return root, files, float(archive.summary["arguments"]["rate"])
+    rate = ("--rate", str(float(archive.summary["arguments"]["rate"])))
+    return Archive("waveforms", "archive", root, files, "waveforms", rate, "data")
 
 
-def store_digest(store: Path) -> str:
-    """sha256 of every `data` chunk file (by relative path) and of the `coverage` values."""
+def das_archive(options: ScaleOptions) -> Archive:
+    """The DAS recordings (module doc), written once under the data folder."""
+    count, channels, samples = DAS_QUICK if options.quick else DAS_FULL
+    root = options.data / f"das_reads_{count}x{channels}x{samples}"
+    done = root / "done"
+    if not done.exists():
+        shutil.rmtree(root, ignore_errors=True)
+        root.mkdir(parents=True)
+        rng = np.random.default_rng(38)
+        start = np.datetime64("2024-01-02T03:04:05", "ns")
+        step = np.timedelta64(round(1e9 / DAS_RATE_HZ), "ns")
+        for index in range(count):
+            write = write_prodml if index % 2 == 0 else write_dasdae
+            values = rng.standard_normal((samples, channels)).astype(np.float32)
+            write(root / f"das_{index:03d}.h5", values, start + index * samples * step, DAS_RATE_HZ)
+        done.write_text("")
+    files = sorted(root.glob("*.h5"))
+    return Archive("DAS", "das", root, files, "das", (), "strain_rate")
+
+
+def store_digest(store: Path, variable: str) -> str:
+    """sha256 of every chunk file of `variable` (by relative path) and of the `coverage`
+    values."""
     digest = hashlib.sha256()
-    for path in sorted((store / "data").rglob("*")):
+    for path in sorted((store / variable).rglob("*")):
         if path.is_file() and path.name != "zarr.json":
             digest.update(str(path.relative_to(store)).encode() + path.read_bytes())
     digest.update(zarr.open_group(str(store), mode="r")["coverage"][:].tobytes())
@@ -122,30 +165,32 @@ def cpu_seconds(pids: list[int]) -> float:
     return sum(sum(psutil.Process(pid).cpu_times()[:2]) for pid in pids)
 
 
-def measure(folder: Path, server, port: int, row: Row, rate: float) -> Measured:
-    """One ingest of the bucket on a fresh cluster configured as `row`."""
+def measure(folder: Path, server, port: int, row: Row, archive: Archive) -> Measured:
+    """One ingest of the archive's bucket on a fresh cluster configured as `row`."""
     envs = tuple(
         {**CREDENTIALS, **{k: str(folder / v) if k == DIR_ENV else v for k, v in env.items()}}
         for env in row.workers
     )
-    store = folder / f"store-{row.label.replace(' ', '-').replace(',', '')}.zarr"
-    command = [*seisctf_command(), "ingest", "waveforms", f"s3://{BUCKET}/", "--out", str(store),
-               "--rate", str(rate), "--quiet",
+    name = f"{archive.name}-{row.label}".replace(" ", "-").replace(",", "")
+    store = folder / f"store-{name}.zarr"
+    bucket = archive.bucket
+    command = [*seisctf_command(), "ingest", archive.kind, f"s3://{bucket}/", "--out", str(store),
+               *archive.options, "--quiet",
                f"--storage-option=endpoint_url={server.endpoint_url}"]  # fmt: skip
     with HostsCluster(folder, envs) as cluster:
         workers = [worker.pid for worker in cluster.workers]
-        before = (bucket_sent_bytes(port, BUCKET), bucket_requests(port, BUCKET),
+        before = (bucket_sent_bytes(port, bucket), bucket_requests(port, bucket),
                   cpu_seconds(workers), cpu_seconds([server.process.pid]))  # fmt: skip
         run = run_command([*command, "--scheduler", cluster.address], env=CREDENTIALS)
-        after = (bucket_sent_bytes(port, BUCKET), bucket_requests(port, BUCKET),
+        after = (bucket_sent_bytes(port, bucket), bucket_requests(port, bucket),
                  cpu_seconds(workers), cpu_seconds([server.process.pid]))  # fmt: skip
     sent, gets, worker_cpu, server_cpu = (a - b for a, b in zip(after, before, strict=True))
-    return Measured(int(sent), int(gets), run.seconds, worker_cpu, server_cpu, store_digest(store))
+    digest = store_digest(store, archive.variable)
+    return Measured(int(sent), int(gets), run.seconds, worker_cpu, server_cpu, digest)
 
 
 def sections(options: ScaleOptions) -> Iterator[Section]:
-    root, files, rate = archive_files(options)
-    input_bytes = sum(path.stat().st_size for path in files)
+    archives = (waveform_archive(options), das_archive(options))
     folder = options.workdir / "reads"
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
@@ -154,6 +199,7 @@ def sections(options: ScaleOptions) -> Iterator[Section]:
     section = Section(
         "Bytes read from storage by an ingest (`scale_reads.py`)",
         [
+            "archive",
             "run",
             "files",
             "input bytes",
@@ -165,37 +211,43 @@ def sections(options: ScaleOptions) -> Iterator[Section]:
             "S3 server CPU s",
         ],  # fmt: skip
     )
+    digests: dict[tuple[str, str], str] = {}
     try:
         fs = server.filesystem()
-        fs.mkdir(BUCKET)
-        fs.put(str(root) + "/", f"{BUCKET}/", recursive=True)
-        digests = {}
-        for row in ROWS:
-            found = measure(folder, server, port, row, rate)
-            digests[row.label] = found.digest
-            ratio = found.sent / input_bytes
-            section.rows.append(
-                [row.label, len(files), input_bytes, found.sent, ratio, found.gets,
-                 found.seconds, found.worker_cpu_s, found.server_cpu_s]
-            )  # fmt: skip
-            print(f"  {row.label}: {ratio:.3f} x the input bytes", flush=True)
+        for archive in archives:
+            fs.mkdir(archive.bucket)
+            fs.put(str(archive.root) + "/", f"{archive.bucket}/", recursive=True)
+        for archive in archives:
+            input_bytes = sum(path.stat().st_size for path in archive.files)
+            for row in ROWS:
+                found = measure(folder, server, port, row, archive)
+                digests[archive.name, row.label] = found.digest
+                ratio = found.sent / input_bytes
+                section.rows.append(
+                    [archive.name, row.label, len(archive.files), input_bytes, found.sent, ratio,
+                     found.gets, found.seconds, found.worker_cpu_s, found.server_cpu_s]
+                )  # fmt: skip
+                print(f"  {archive.name}, {row.label}: {ratio:.3f} x the input bytes", flush=True)
     finally:
         stop_process(server.process)
         shutil.rmtree(folder, ignore_errors=True)
-    ratios = {row[0]: row[4] for row in section.rows}
-    for label in ("cache on, one host", "cache on, two hosts"):
-        met = ratios[label] <= GOAL
-        section.goals.append(
-            verdict(f"{label}: bytes read ≤ {GOAL} × input", f"{ratios[label]:.3f}", met)
-        )
-    same = len(set(digests.values())) == 1
-    section.goals.append(
-        verdict("every row's store: the same data chunks and coverage", str(same).lower(), same)
-    )
+    ratios = {(row[0], row[1]): row[5] for row in section.rows}
+    for archive in archives:
+        for label in ("cache on, one host", "cache on, two hosts"):
+            met = ratios[archive.name, label] <= GOAL
+            figure = f"{ratios[archive.name, label]:.3f}"
+            name = f"{archive.name}, {label}: bytes read ≤ {GOAL} × input"
+            section.goals.append(verdict(name, figure, met))
+        same = len({digests[archive.name, row.label] for row in ROWS}) == 1
+        name = f"{archive.name}: every row's store, the same data chunks and coverage"
+        section.goals.append(verdict(name, str(same).lower(), same))
     made = "scale_ingest's quick archive" if options.quick else " ".join(FULL_ARCHIVE)
+    das = DAS_QUICK if options.quick else DAS_FULL
     section.notes.append(
         "Bytes read: the S3 gateway's own count of body bytes sent from the archive's bucket "
-        "(SeaweedFS_s3_bucket_traffic_sent_bytes_total), before and after each run. Archive: "
-        f"`make_archive.py sds` ({made}). Load average at the end: {os.getloadavg()[0]:.1f}."
+        "(SeaweedFS_s3_bucket_traffic_sent_bytes_total), before and after each run. Archives: "
+        f"`make_archive.py sds` ({made}); DAS: {das[0]} PRODML and DASDAE files of {das[1]} "
+        f"channels x {das[2]} float32 samples at {DAS_RATE_HZ:g} Hz "
+        f"(`tests/das_vendor_files.py`). Load average at the end: {os.getloadavg()[0]:.1f}."
     )
     yield section
