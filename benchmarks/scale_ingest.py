@@ -582,7 +582,7 @@ def sections(options: ScaleOptions) -> Iterator[Section]:
     yield planning_section("Ingest planning, where it goes: bytes", byte_runs)
     yield planning_section("Ingest planning, where it goes: files", file_runs)
     smallest = first_bytes(archive, byte_runs[0].bytes)
-    per_core = per_core_section(archive, smallest, 2 if options.quick else 5)
+    per_core = per_core_section(archive, smallest, 1 if options.quick else 5)
     if per_core is not None:
         yield per_core
 
