@@ -249,3 +249,21 @@ def test_s3_inputs_are_read_once_on_two_workers_and_not_again_by_a_rerun(
     again = _ingest(*command, scheduler=dask_cluster.address, env=credentials)
     assert "up to date" in again.stdout and _scans(again) == []
     assert bucket_sent_bytes(port, BUCKET) - before < 0.01 * input_bytes  # the listing only
+
+
+def test_a_waveform_ingest_onto_a_das_store_replaces_it(tmp_path, dask_cluster):
+    """A DAS store's inputs table is not a waveform one: `ingest waveforms` onto its URL reads
+    it as no record (it scans its files) and writes a waveform store, without a traceback."""
+    from test_waveforms import I59_DATA
+
+    store = tmp_path / "store.zarr"
+    _ingest(*map(str, _contiguous(tmp_path / "das", 2)), "--out", str(store),
+            scheduler=dask_cluster.address)  # fmt: skip
+    command = [sys.executable, "-m", "seisctf.cli", "ingest", "waveforms", str(I59_DATA),
+               "--out", str(store), "--scheduler", dask_cluster.address]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert [e["path"] for e in recorded_inputs(str(store))] == [str(I59_DATA)]
+    assert "strain_rate" not in zarr.open_group(str(store)) and "data" in zarr.open_group(
+        str(store)
+    )

@@ -413,7 +413,7 @@ def test_an_append_killed_writing_its_inputs_table_resumes(tmp_path, monkeypatch
     ingest_waveforms([str(tmp_path / "day1")], str(appended), block_samples=5000, quiet=True)
     ingest_waveforms([str(tmp_path / "day1"), str(tmp_path / "day2")], str(whole),
                      block_samples=5000, quiet=True)  # fmt: skip
-    write_column = input_manifest._write_column
+    write_column = input_manifest.write_column
     written: list[str] = []
 
     def stop_after_three(table, name, dim, values):
@@ -422,10 +422,10 @@ def test_an_append_killed_writing_its_inputs_table_resumes(tmp_path, monkeypatch
         written.append(name)
         write_column(table, name, dim, values)
 
-    monkeypatch.setattr(input_manifest, "_write_column", stop_after_three)
+    monkeypatch.setattr(input_manifest, "write_column", stop_after_three)
     with pytest.raises(KeyboardInterrupt):
         ingest_waveforms([str(tmp_path / "day2")], str(appended), append=True, quiet=True)
-    monkeypatch.setattr(input_manifest, "_write_column", write_column)
+    monkeypatch.setattr(input_manifest, "write_column", write_column)
     assert zarr.open_group(str(appended)).attrs[cv.ATTR_COMPLETE] is False
     assert [e["path"] for e in recorded_inputs(str(appended))] == [str(p) for p in sorted(day1)]
     report = ingest_waveforms([str(tmp_path / "day2")], str(appended), append=True, quiet=True)

@@ -122,21 +122,8 @@ def write_table(
         del group[name]
     table = group.create_group(name)
     for column, (dim, make) in _columns(scans, modified, placed).items():
-        write_column(table, column, dim, make())  # one column in memory at a time
+        input_manifest.write_column(table, column, dim, make())  # one column in memory at a time
     table.attrs[ATTR_FILES] = len(scans)  # last: the table is whole
-
-
-def write_column(table: Any, name: str, dim: str, values: np.ndarray) -> None:
-    """One column of a table group: a zarr array of dimension `dim`, text as zarr strings."""
-    array = table.create_array(
-        name,
-        shape=values.shape,
-        chunks=(min(input_manifest.ROWS_PER_CHUNK, max(len(values), 1)),),
-        dtype=str if values.dtype.kind in "OT" else values.dtype,
-        dimension_names=(dim,),
-    )
-    if len(values):
-        array[:] = values
 
 
 def _columns(

@@ -324,18 +324,18 @@ def write_recorded(
     name = name or table_name(group)
     if name in group:
         del group[name]
-    if OLD_ATTR in group.attrs:
+    if OLD_ATTR in group.attrs and name == table_name(group):  # an append's: at `drop_table`
         del group.attrs[OLD_ATTR]
     table = group.create_group(name)
     for name, (dim, make) in _columns(scans, stats.modified, stored).items():
-        _write_column(table, name, dim, make())  # one column in memory at a time
+        write_column(table, name, dim, make())  # one column in memory at a time
     table.attrs[ATTR_FILES] = len(scans.paths)  # last: the table is whole
     # zarr's encoding of a text column of 10^5 rows takes ~30 MiB for a moment; the heap
     # keeps it unless given back.
     release_free_memory()
 
 
-def _write_column(table: Any, name: str, dim: str, values: np.ndarray) -> None:
+def write_column(table: Any, name: str, dim: str, values: np.ndarray) -> None:
     """One column of the table (1-d `values`, along `dim`), written a chunk at a time: zarr's
     encoding of text takes several times the text's size for a moment, so a column of 10^5
     paths written at once held ~75 MiB of the client's peak."""
@@ -401,10 +401,11 @@ def read_recorded(url: str, storage_options: dict | None) -> RecordedInputs | No
 
 
 def recorded_in(group: Any) -> RecordedInputs | None:
-    """The record of the inputs of the zarr group `group` (`read_recorded`)."""
+    """The record of the inputs of the zarr group `group` (`read_recorded`); None for another
+    kind of store's table (a DAS store's has no trace columns)."""
     table = _table(group)
     if table is not None:
-        return _from_table(table)
+        return _from_table(table) if "trace_file" in table else None
     return _from_entries(group.attrs.get(OLD_ATTR))
 
 
@@ -435,15 +436,20 @@ def recorded_inputs(url_or_group: Any, storage_options: dict | None = None) -> l
 
 def drop_table(url: str, storage_options: dict | None, name: str) -> None:
     """Delete the table group `name` of the finished store at `url` if it is not the one in
-    use, and consolidate the store's metadata again (one write of its root `zarr.json`), so
-    that it no longer lists the group."""
+    use, and the attr `inputs` of a store written before the table, then consolidate the
+    store's metadata again (one write of its root `zarr.json`), so that it lists neither."""
     import zarr
 
     group = open_store(url, storage_options, mode="r+")
-    if name != table_name(group) and name in group:
+    old_group = name != table_name(group) and name in group
+    if old_group:
         del group[name]
-        with emptied_folders_ignored(PROGRESS_VAR, BASE_VAR, name):
-            zarr.consolidate_metadata(group.store)
+    if OLD_ATTR in group.attrs and table_name(group) in group:
+        del group.attrs[OLD_ATTR]
+    elif not old_group:
+        return
+    with emptied_folders_ignored(PROGRESS_VAR, BASE_VAR, name):
+        zarr.consolidate_metadata(group.store)
 
 
 def _table(group: Any) -> Any | None:
