@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 # The red team's code lives in `benchmarks/`, beside the package (tests/benchmarks_red_team).
 sys.path.insert(1, str(Path(__file__).parents[1]))
 
-from servers import start_dask_cluster, start_s3, stop_dask_cluster, stop_process  # noqa: E402
+from servers import start_dask_cluster, start_s3, stop_dask_cluster, stop_s3  # noqa: E402
 
 from seisctf import conventions as cv  # noqa: E402
 from seisctf.pipeline.bundles.layouts import Layout  # noqa: E402
@@ -135,7 +135,7 @@ def write_tiny_truth(root: Path, secret: str) -> tuple[str, dict, dict[str, np.n
 def s3_server(tmp_path_factory):
     server = start_s3(tmp_path_factory.mktemp("seaweedfs"))
     yield server
-    stop_process(server.process)
+    stop_s3(server)
 
 
 @pytest.fixture

@@ -30,7 +30,7 @@ from das_vendor_files import write_prodml
 from distributed import Client
 from event_window_fixtures import write_picking_windows
 from graph_probe import PROBE_FILE_ENV, read_records
-from servers import S3_KEY, start_dask_cluster, start_s3, stop_dask_cluster, stop_process
+from servers import S3_KEY, start_dask_cluster, start_s3, stop_dask_cluster, stop_s3
 from submission_writers import write_zarr
 
 from seisctf import s3, storage
@@ -64,7 +64,7 @@ def guarded_s3(tmp_path_factory):
         server.filesystem().mkdir(BUCKET)
         yield server
     finally:
-        stop_process(server.process)
+        stop_s3(server)
 
 
 def credential_options(server) -> list[str]:

@@ -19,7 +19,7 @@ import pytest
 from event_window_fixtures import assert_same_batches, write_training_seisbench
 from event_window_fixtures import loader_batches as batches
 from event_window_fixtures import seisbench_original as original
-from servers import LOOPBACK, S3_KEY, https_options, start_s3, stop_process
+from servers import LOOPBACK, S3_KEY, https_options, start_s3, stop_s3
 
 from seisctf.catalogs import seisbench_dataset
 from seisctf.catalogs.byte_ranges import SignedRanges
@@ -37,7 +37,7 @@ def https_endpoint(tmp_path_factory):
     options, port, authority = https_options(directory / "tls")
     server = start_s3(directory / "data", options=options)
     yield f"https://{LOOPBACK}:{port}", str(authority)
-    stop_process(server.process)
+    stop_s3(server)
 
 
 def https_options_for(endpoint: str, **client_kwargs) -> dict:

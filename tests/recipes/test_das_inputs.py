@@ -19,7 +19,7 @@ import pytest
 import zarr
 from das_vendor_files import write_prodml
 from s3_metrics import bucket_sent_bytes, metrics_options
-from servers import S3_KEY, start_s3, stop_process
+from servers import S3_KEY, start_s3, stop_s3
 from test_das_ingest import RATE, START, STEP_NS, dascore_expected, write_series
 
 from seisctf.recipes.ingest import das_inputs
@@ -214,7 +214,7 @@ def counted_s3(tmp_path_factory):
     server = start_s3(tmp_path_factory.mktemp("seaweedfs-das-reads"), options=options)
     server.filesystem().mkdir(BUCKET)
     yield server, port
-    stop_process(server.process)
+    stop_s3(server)
 
 
 def test_s3_inputs_are_read_once_on_two_workers_and_not_again_by_a_rerun(

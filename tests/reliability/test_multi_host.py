@@ -25,7 +25,7 @@ import obspy
 import pytest
 from conftest import TINY_LAYOUT_YAML
 from namespaces import missing_requirement, namespaced_cluster, private_network, worker_address
-from servers import CLUSTER_CREDENTIALS, start_s3, stop_process
+from servers import CLUSTER_CREDENTIALS, start_s3, stop_s3
 
 from seisctf.cli import main
 from seisctf.recipes.ingest.input_manifest import recorded_inputs
@@ -68,7 +68,7 @@ def bridge_s3(network, tmp_path_factory):
         server.filesystem().mkdir(BUCKET)
         yield server
     finally:
-        stop_process(server.process)
+        stop_s3(server)
 
 
 @pytest.fixture(scope="module")

@@ -29,7 +29,7 @@ from faults import (
     seisctf_command,
     start,
 )
-from servers import S3Server, restart_s3, start_s3, stop_process
+from servers import S3Server, restart_s3, start_s3, stop_s3
 
 from seisctf import conventions as cv
 from seisctf import s3 as s3_settings
@@ -63,7 +63,7 @@ def s3(tmp_path_factory):
     restartable = RestartableS3(tmp_path_factory.mktemp("seaweedfs-outage"))
     restartable.server.filesystem().mkdir(BUCKET)
     yield restartable
-    stop_process(restartable.server.process)
+    stop_s3(restartable.server)
 
 
 def ingest(archive: Path, store: str, s3: RestartableS3, scheduler: str, **options: str):
