@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import dask.array as da
 import numpy as np
 import xarray as xr
+from dask.core import flatten
 
 from seisctf import conventions as cv
 from seisctf.cluster import compute
@@ -133,6 +134,19 @@ def all_dead(
     return bool(coverage.empty(n_trace, low, high + 1).all())
 
 
+def detached(part: xr.DataArray) -> xr.DataArray:
+    """`part`, a selection of a store-wide Dask array, over a graph of its own tasks alone.
+    Optimising a graph with a reduction lists every key of every layer below it (Dask's
+    `HighLevelGraph.cull`), on the client or the scheduler: 290 MB for an argmax over three
+    chunks of a store of 10^6. Culling the selection's graph alone costs its own chunks."""
+    array = part.data
+    if not isinstance(array, da.Array):
+        return part
+    graph = array.__dask_graph__().cull(set(flatten(array.__dask_keys__())))
+    own = da.Array(dict(graph), array.name, array.chunks, meta=array._meta)
+    return part.copy(deep=False, data=own)
+
+
 @dataclass(frozen=True)
 class Piece:
     """Traces `rows` over slots first … end − 1 of the record: one lazy `slot_leads`."""
@@ -231,13 +245,15 @@ def usable_run(
             results = compute(
                 *(
                     slot_leads(
-                        data.isel(
-                            {
-                                trace_dim: piece.rows,
-                                cv.TIME: slice(
-                                    piece.first * slot_samples, piece.end * slot_samples
-                                ),
-                            }
+                        detached(
+                            data.isel(
+                                {
+                                    trace_dim: piece.rows,
+                                    cv.TIME: slice(
+                                        piece.first * slot_samples, piece.end * slot_samples
+                                    ),
+                                }
+                            )
                         ),
                         slot_samples,
                         max_lead,

@@ -87,6 +87,7 @@ from seisctf.errors import InvalidInput
 from seisctf.pipeline.bundles.gap_check import (
     TIME_CHUNK_SAMPLES,
     BlockCoverage,
+    detached,
     stations_per_chunk,
     usable_run,
 )
@@ -284,8 +285,10 @@ def guarded_segments(
     segments = []
     for slot in slots:
         # One slot alone: no filter state, halo or statistic crosses slots (module docstring).
-        raw = data.isel(
-            {trace_dim: kept, cv.TIME: slice(slot * slot_samples, (slot + 1) * slot_samples)}
+        raw = detached(
+            data.isel(
+                {trace_dim: kept, cv.TIME: slice(slot * slot_samples, (slot + 1) * slot_samples)}
+            )
         )
         raw = hold_leads(raw, run.leads[kept, slot - first_slot], trace_dim)
         ctf = to_ctf_rate(raw, rate_hz, time_chunk_samples, what, trace_chunks)
