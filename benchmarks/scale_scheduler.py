@@ -85,14 +85,17 @@ def external_cluster(workdir: Path, workers: int = WORKERS) -> Iterator[tuple[st
             client.wait_for_workers(workers, timeout=120)
         yield address, scheduler.pid
     finally:
-        for process in reversed(processes):
-            process.terminate()
-        for process in processes:
-            try:  # a `dask worker --no-nanny` whose scheduler went can take 20 s and more
-                process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        # The workers, then the scheduler: a `dask worker --no-nanny` whose scheduler went first
+        # can take 20 s and more.
+        for group in (processes[1:], processes[:1]):
+            for process in group:
+                process.terminate()
+            for process in group:
+                try:
+                    process.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
 
 
 def _independent(n_tasks: int) -> list:
