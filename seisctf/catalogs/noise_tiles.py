@@ -9,9 +9,10 @@ never written, counts as a gap).
 The client holds one span at a time: at most `TILES_PER_SPAN` tiles of a station and
 `COVERAGE_VALUES_PER_READ` coverage values (a group of stations × the span's blocks), read from
 the store's `coverage` array as they are needed, so planning costs the same memory whatever the
-store's length. A station's span without a gap-free block holds no free tile: its clear tiles are
-counted from the busy times near it alone (a tile is near a busy time only within three tiles of
-it), so a sparse record's planning time is its coverage's and its picks', not its tiles'.
+store's length. The tiles near a busy time are found from the busy times alone (a tile is near
+one only within three tiles of it), and the free ones only in the spans where the station has a
+gap-free block, so a sparse record's planning time is its coverage's and its picks', not its
+tiles'.
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ from typing import Any
 import numpy as np
 
 # Tiles of one station evaluated at once (a few int64 / bool arrays of this length).
-TILES_PER_SPAN = 2**18
-# Coverage values read at once (float64: 16 MiB).
-COVERAGE_VALUES_PER_READ = 2**21
+TILES_PER_SPAN = 2**16
+# Coverage values read at once (float32, as stored: 4 MiB).
+COVERAGE_VALUES_PER_READ = 2**20
 # A busy time at fractional tile q can only be near tiles floor(q) − 1 … floor(q) + 1; the margin
 # absorbs the rounding of q.
 NEAR_TILES = np.arange(-3, 4)
@@ -78,22 +79,50 @@ class TileGrid:
             yield first, min(first + step, self.n_tiles)
 
     def station_groups(self, n_station: int) -> Iterator[slice]:
-        """Rows of stations whose coverage over one span is read at once."""
-        blocks = self.tiles_per_span * self.window_samples // (self.block_samples or 1) + 2
-        step = max(1, COVERAGE_VALUES_PER_READ // blocks) if self.has_coverage else n_station
-        for first in range(0, n_station, max(1, step)):
+        """Rows of stations read together: a row of the coverage's chunks (each read decodes
+        one or two chunks), at most a read's worth over one span's blocks."""
+        if not self.has_coverage:
+            yield slice(0, n_station)
+            return
+        blocks = self.tiles_per_span * self.window_samples // self.block_samples + 2
+        step = max(1, COVERAGE_VALUES_PER_READ // blocks)
+        chunks = getattr(self.coverage, "chunks", None)
+        if isinstance(chunks, tuple) and isinstance(chunks[0], int):
+            step = min(step, chunks[0])
+        for first in range(0, n_station, step):
             yield slice(first, min(first + step, n_station))
 
+
+class CoverageReader:
+    """Reads the grid's coverage for spans of tiles, a window to the end of a column of its
+    chunks at a time (at most `COVERAGE_VALUES_PER_READ` values held), so that consecutive
+    spans of the same rows decode each stored chunk about once."""
+
+    def __init__(self, grid: TileGrid) -> None:
+        self.grid = grid
+        self.rows: tuple[int, int] | None = None
+        self.first, self.values = 0, np.zeros((0, 0), dtype=np.float32)
+        chunks = getattr(grid.coverage, "chunks", None)
+        chunked = isinstance(chunks, tuple) and isinstance(chunks[-1], int)
+        self.chunk_blocks = int(chunks[-1]) if chunked else 1
+
     def read(self, rows: slice, first: int, end: int) -> tuple[np.ndarray | None, int]:
-        """(coverage of `rows` over the blocks tiles first … end − 1 touch, float64 (station,
-        block), or None without coverage; the first of those blocks)."""
-        if not self.has_coverage:
+        """(coverage of `rows` over the blocks tiles first … end − 1 touch, (station, block) as
+        stored, or None without coverage; the first of those blocks)."""
+        grid = self.grid
+        if not grid.has_coverage:
             return None, 0
-        n_blocks = self.coverage.shape[1]
-        first_block = first * self.window_samples // self.block_samples
-        end_block = min(n_blocks, (end * self.window_samples - 1) // self.block_samples + 1)
-        values = self.coverage[rows, first_block:end_block]
-        return np.asarray(values, dtype=np.float64), first_block
+        n_blocks = grid.coverage.shape[1]
+        first_block = first * grid.window_samples // grid.block_samples
+        end_block = min(n_blocks, (end * grid.window_samples - 1) // grid.block_samples + 1)
+        held = self.first <= first_block and end_block <= self.first + self.values.shape[1]
+        if self.rows != (rows.start, rows.stop) or not held:
+            column_end = -(-(first_block + 1) // self.chunk_blocks) * self.chunk_blocks
+            most = COVERAGE_VALUES_PER_READ // (rows.stop - rows.start)
+            stop = min(n_blocks, max(end_block, first_block + min(column_end - first_block, most)))
+            self.values = np.asarray(grid.coverage[rows, first_block:stop])
+            self.rows, self.first = (rows.start, rows.stop), first_block
+        return self.values[:, first_block - self.first : end_block - self.first], first_block
 
 
 def clear_tiles(starts: np.ndarray, window_samples: int, *busy: np.ndarray) -> np.ndarray:
@@ -134,45 +163,48 @@ def span_masks(
     return starts, clear, clear & in_whole_blocks(starts, grid, coverage_row, first_block)
 
 
-def near_count(grid: TileGrid, first: int, end: int, busy: Sequence[np.ndarray]) -> int:
-    """How many of tiles first … end − 1 are not clear, from the busy times near them alone."""
+def near_tiles(grid: TileGrid, busy: Sequence[np.ndarray]) -> np.ndarray:
+    """The tiles that are not clear (sorted tile numbers), from the tiles near each busy time
+    alone: at most seven a busy time, whatever the record's length."""
     window = grid.window_samples
     near = [np.zeros(0, dtype=np.int64)]
     for times in busy:
-        low = np.searchsorted(times, (first - 2) * window, side="left")
-        high = np.searchsorted(times, (end + 2) * window, side="right")
-        tiles = np.floor(times[low:high] / window).astype(np.int64)
-        near.append((tiles[:, None] + NEAR_TILES).ravel())
+        near.append((np.floor(times / window).astype(np.int64)[:, None] + NEAR_TILES).ravel())
     tiles = np.unique(np.concatenate(near))
-    tiles = tiles[(tiles >= first) & (tiles < end)]
-    return int(tiles.size - clear_tiles(tiles * window, window, *busy).sum())
+    tiles = tiles[(tiles >= 0) & (tiles < grid.n_tiles)]
+    return tiles[~clear_tiles(tiles * window, window, *busy)]
 
 
 def count_tiles(grid: TileGrid, busy: Sequence[Sequence[np.ndarray]]) -> list[TileCounts]:
     """Per station (`busy[i]`: its sorted busy-time arrays, e.g. its picks and the origins), its
-    tiles counted span by span (module doc)."""
+    tiles counted (module doc): those near a busy time from the busy times, the free ones span
+    by span, in the spans where the station has a gap-free block."""
     n_station = len(busy)
-    near, with_gaps, free = (np.zeros(n_station, dtype=np.int64) for _ in range(3))
+    near = np.array([near_tiles(grid, times).size for times in busy], dtype=np.int64)
+    free = np.zeros(n_station, dtype=np.int64)
     spans: list[list[tuple[int, int, int]]] = [[] for _ in range(n_station)]
+    reader = CoverageReader(grid)
     for rows in grid.station_groups(n_station):
         for first, end in grid.spans():
-            coverage, first_block = grid.read(rows, first, end)
-            for row in range(rows.start, rows.stop):
+            coverage, first_block = reader.read(rows, first, end)
+            with_data = np.arange(rows.start, rows.stop)
+            if coverage is not None:
+                with_data = with_data[(coverage >= 1.0).any(axis=1)]
+            for row in with_data:
                 coverage_row = None if coverage is None else coverage[row - rows.start]
-                if coverage_row is not None and not (coverage_row >= 1.0).any():
-                    span_near, span_free = near_count(grid, first, end, busy[row]), 0
-                else:
-                    _, clear, free_mask = span_masks(
-                        grid, first, end, busy[row], coverage_row, first_block
-                    )
-                    span_near, span_free = end - first - int(clear.sum()), int(free_mask.sum())
-                near[row] += span_near
-                with_gaps[row] += end - first - span_near - span_free
+                _, _, free_mask = span_masks(grid, first, end, busy[row], coverage_row, first_block)
+                span_free = int(free_mask.sum())
                 free[row] += span_free
                 if span_free:
                     spans[row].append((first, end, span_free))
     return [
-        TileCounts(grid.n_tiles, int(near[i]), int(with_gaps[i]), int(free[i]), tuple(spans[i]))
+        TileCounts(
+            grid.n_tiles,
+            int(near[i]),
+            int(grid.n_tiles - near[i] - free[i]),
+            int(free[i]),
+            tuple(spans[i]),
+        )
         for i in range(n_station)
     ]
 
@@ -189,9 +221,10 @@ def free_starts(
     ends = np.cumsum([span_free for *_, span_free in counts.spans])
     which = np.searchsorted(ends, positions, side="right")
     found = [np.zeros(0, dtype=np.int64)]
+    reader = CoverageReader(grid)
     for span in np.unique(which):
         first, end, span_free = counts.spans[span]
-        coverage, first_block = grid.read(slice(row, row + 1), first, end)
+        coverage, first_block = reader.read(slice(row, row + 1), first, end)
         coverage_row = None if coverage is None else coverage[0]
         starts, _, free = span_masks(grid, first, end, busy, coverage_row, first_block)
         found.append(starts[free][positions[which == span] - (ends[span] - span_free)])

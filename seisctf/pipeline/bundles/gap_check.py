@@ -31,8 +31,8 @@ from seisctf.cluster import compute
 
 # (trace, slot) values a wave holds: 4 MiB of int64 leads (about 20 MiB with their checks).
 WAVE_VALUES = 2**19
-# Coverage values read at once (float32 as stored, then a bool each).
-COVERAGE_VALUES = 2**22
+# Coverage values a window holds (a bool each: 8 MiB), read a row of chunks at a time.
+COVERAGE_VALUES = 2**23
 # Samples one Dask graph reads: 1,024 chunks of 2**18 samples.
 GRAPH_SAMPLES = 2**28
 # Time chunk of a slot's raw samples (store's rate), in the gap check and the segments' filters:
@@ -69,20 +69,35 @@ def slot_leads(
 class BlockCoverage:
     """A record's coverage: `values` (trace, block), or (block,) for every trace, lazy: the
     fraction of finite samples of each block of `block_samples` samples. Read on this process
-    `COVERAGE_VALUES` values at a time, as the waves ask for them."""
+    as the waves ask, a window to the end of a column of its chunks at a time (at most
+    `COVERAGE_VALUES` values), one row of chunks after the other: each stored chunk is decoded
+    about once, one or two at a time, and kept as a bool."""
 
     def __init__(self, values: xr.DataArray, block_samples: int) -> None:
         self.values, self.block_samples = values, block_samples
         self.first, self.read = 0, np.zeros((0,), dtype=bool)
+        chunks = values.chunks or tuple((n,) for n in values.shape)
+        self.column_ends = np.cumsum(chunks[-1])
+        self.row_ends = np.cumsum(chunks[0]) if values.ndim == 2 else np.ones(1, dtype=np.int64)
 
     def empty(self, n_trace: int, first: int, end: int) -> np.ndarray:
         """Bool (trace, block) of blocks first … end − 1: no finite sample."""
         if not (self.first <= first and end <= self.first + self.read.shape[-1]):
-            dim = self.values.dims[-1]
-            per_read = COVERAGE_VALUES // max(1, self.values.size // self.values.sizes[dim])
-            stop = min(self.values.sizes[dim], max(end, first + per_read))
-            part = self.values.isel({dim: slice(first, stop)}).compute(scheduler="synchronous")
-            self.first, self.read = first, np.asarray(part.values) == 0
+            blocks = self.values.dims[-1]
+            column_end = int(self.column_ends[np.searchsorted(self.column_ends, first, "right")])
+            most = COVERAGE_VALUES // int(self.row_ends[-1])
+            stop = max(end, first + min(column_end - first, most))
+            window = self.values.isel({blocks: slice(first, stop)})
+            self.first = first
+            if window.ndim == 1:
+                self.read = np.asarray(window.compute(scheduler="synchronous").values) == 0
+            else:
+                self.read = np.zeros(window.shape, dtype=bool)
+                starts = np.r_[0, self.row_ends[:-1]]
+                for row_first, row_end in zip(starts, self.row_ends, strict=True):
+                    part = window.isel({window.dims[0]: slice(row_first, row_end)})
+                    values = part.compute(scheduler="synchronous").values
+                    self.read[row_first:row_end] = np.asarray(values) == 0
         empty = self.read[..., first - self.first : end - self.first]
         return np.broadcast_to(empty, (n_trace, end - first))
 
