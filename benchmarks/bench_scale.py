@@ -33,6 +33,7 @@ SECTIONS = {
     "open": "scale_open",
     "sparse": "scale_sparse",  # empty time, --append, same stores
     "reads": "scale_reads",  # bytes read from S3 by an ingest, counted by the server
+    "coverage": "scale_coverage",  # ingest quakeml and the tasks gap check, 100x the chunks
 }
 
 
