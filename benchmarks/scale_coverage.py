@@ -34,6 +34,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import shutil
 import statistics
 import subprocess
 import sys
@@ -186,6 +187,7 @@ def whole_job(job: str, url: str, workdir: Path, shape: StoreShape) -> dict:
         noise_windows=NOISE_WINDOWS,
         quiet=True,
     )
+    shutil.rmtree(out)
     return {"earthquake": report.n_earthquake, "noise": report.n_noise}
 
 
