@@ -194,7 +194,7 @@ def test_noise_windows_equal_numpy_over_the_whole_coverage(record):
 def test_peak_memory_does_not_grow_with_the_record(record, dask_cluster):
     """Planning held the long record's 5.1 million tiles per station whole (their starts, pick
     searches and block indices) and its coverage as float64: 300 MiB more than for the short
-    record; now a bounded span at a time (27 MiB more, of which Dask's own varies)."""
+    record; now a bounded span at a time (18 MiB more)."""
     root, scheduler = record["root"], ["--scheduler", dask_cluster.address]
     peaks = {
         name: peak_mib(
