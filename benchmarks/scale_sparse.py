@@ -58,19 +58,16 @@ WALL_GOAL, MEMORY_GOAL, APPEND_GOAL = 1.3, 1.3, 2.0
 @dataclass(frozen=True)
 class Sizes:
     """What the section runs: (label, seconds from the first file's start to the second's) per
-    time gap; the append's base archive in files and days; whether an unmeasured ingest warms
-    the page cache first (`warm_up`: for the wall-time ratios)."""
+    time gap; the append's base archive in files and days."""
 
     gaps: tuple[tuple[str, float], ...]
     append_files: int
     append_days: int
-    warm_up: bool = True
 
 
 FULL = Sizes((("1 hour", 3600.0), ("1 year", YEAR_S), ("5 years", 5 * YEAR_S)), 10_000, 30)
 QUICK = Sizes((("1 hour", 3600.0), ("1 year", YEAR_S)), 1_000, 10)
-# The test's: it checks the tables and stores, not the wall-time goals (no warm-up).
-TINY = Sizes((("1 hour", 3600.0), ("1 day", DAY_S)), 60, 10, warm_up=False)
+TINY = Sizes((("1 hour", 3600.0), ("1 day", DAY_S)), 60, 10)  # the test's
 
 
 @dataclass(frozen=True)
@@ -469,8 +466,7 @@ def warm_up(options: ScaleOptions, sizes: Sizes) -> None:
 def sparse_sections(options: ScaleOptions, sizes: Sizes) -> Iterator[Section]:
     """The time-gap, append and same-store tables of `sizes`."""
     imports = scale_ingest.import_rss()
-    if sizes.warm_up:
-        warm_up(options, sizes)
+    warm_up(options, sizes)
     gaps, same_gaps = gap_section(options, sizes, imports)
     yield gaps
     append, same_append = append_section(options, sizes, imports)
