@@ -59,7 +59,9 @@ def _with_defaults(defaults: Mapping[str, Any], given: Mapping[str, Any]) -> Sto
 
 def with_retries(storage_options: StorageOptions | None) -> StorageOptions:
     """`storage_options` over seisctf's retry defaults (`s3_retries()` retries, standard mode),
-    with the credentials this process holds for them (`with_credentials`)."""
+    with the credentials this process holds for them (`with_credentials`), for an S3 URL this
+    process opens: fsspec opens it with `WatchedS3FileSystem` (`watch_s3_urls`)."""
+    watch_s3_urls()
     retries = {"max_attempts": s3_retries(), "mode": "standard"}
     given = with_credentials(storage_options)
     return _with_defaults({"config_kwargs": {"retries": retries}}, given)
@@ -398,6 +400,21 @@ for _protocol in ("s3", "s3a"):
         fsspec.register_implementation(_protocol, __getattr__("WatchedS3FileSystem"), clobber=True)
     else:
         fsspec.register_implementation(_protocol, f"{__name__}.WatchedS3FileSystem", clobber=True)
+
+
+def watch_s3_urls() -> None:
+    """s3:// and s3a:// URLs open with `WatchedS3FileSystem` (or a subclass of it) again where
+    fsspec's registry, global to the process, has since been given another class (code that
+    registered its own, plain s3fs say): that class's filesystems would pickle their
+    credentials into every task that holds a store opened with them."""
+    watched = __getattr__("WatchedS3FileSystem")
+    for protocol in ("s3", "s3a"):
+        try:
+            registered = fsspec.get_filesystem_class(protocol)
+        except (ImportError, ValueError):  # a class registered by a name that does not import
+            registered = None
+        if not (isinstance(registered, type) and issubclass(registered, watched)):
+            fsspec.register_implementation(protocol, watched, clobber=True)
 
 
 # --- S3 mistakes as bad input -------------------------------------------------------------------

@@ -21,7 +21,6 @@ from urllib.parse import urlsplit
 import numpy as np
 import pandas as pd
 import pytest
-import s3fs
 import seisbench.generate as sbg
 import zarr
 from event_window_fixtures import assert_same_batches, write_training_seisbench
@@ -29,7 +28,7 @@ from event_window_fixtures import loader_batches as batches
 from event_window_fixtures import seisbench_original as original
 from servers import SlowLink
 
-from seisctf import storage
+from seisctf import s3, storage
 from seisctf.catalogs import BatchReads, phasenet_loader, phasenet_loss, seisbench_dataset
 from seisctf.catalogs.byte_ranges import LocalRanges, SignedRanges
 from seisctf.catalogs.window_reader import WindowReader, chunk_layout
@@ -188,8 +187,9 @@ def s3_training_store(training_dir, s3_server) -> str:
     return url
 
 
-class CountingS3(s3fs.S3FileSystem):
-    """s3fs counting the requests and bytes of its reads (class-wide)."""
+class CountingS3(s3.WatchedS3FileSystem):
+    """seisctf's s3fs counting the requests and bytes of its reads (class-wide); built on
+    seisctf's class, which seisctf keeps registered for s3:// (`s3.watch_s3_urls`)."""
 
     read_bytes = 0
     requests = 0
@@ -233,7 +233,7 @@ def test_on_s3_a_batch_reads_a_small_part_of_the_store(
 
     fsspec.register_implementation("s3", CountingS3, clobber=True)
     request.addfinalizer(
-        lambda: fsspec.register_implementation("s3", s3fs.S3FileSystem, clobber=True)
+        lambda: fsspec.register_implementation("s3", s3.WatchedS3FileSystem, clobber=True)
     )
     monkeypatch.setattr(SignedRanges, "CONNECTION_CLASS", CountingConnection)
     counter = CountingConnection if signed_urls else CountingS3
