@@ -538,6 +538,18 @@ def compute(*collections: Any, label: str = "", quiet: bool = False) -> tuple[An
     return tuple(repack(dask.compute(*persisted)))
 
 
+def kept(tasks: Sequence[Any], label: str = "", quiet: bool = False) -> list[Any]:
+    """`tasks` (Dask collections) computed and kept where they were computed (on a cluster, in
+    its workers' memory: futures), for tasks to come to take as arguments; locally, computed."""
+    client = active_client()
+    if client is None:
+        return list(dask.persist(*tasks))
+    persisted = client.persist(list(tasks))
+    if not quiet:
+        show_progress(persisted, label)
+    return persisted
+
+
 def shared(value: Any) -> Any:
     """`value` as an argument of tasks to come: on a cluster, sent once to a worker (a future:
     graphs hold its key, not its bytes, and workers fetch it from one another); locally, itself."""

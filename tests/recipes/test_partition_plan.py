@@ -25,7 +25,7 @@ from seisctf.recipes.ingest.partition_plan import accept, make_plan, plan_of_par
 from seisctf.recipes.ingest.scan_table import ScanTable, scan_files
 
 FIELDS = ("stations", "channels", "sampling_rate", "start_ns", "n_time", "block_samples",
-          "problems", "station_metadata")  # fmt: skip
+          "problems", "station_metadata", "own_channels", "offsets")  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +103,7 @@ def test_any_split_of_the_scan_plans_as_the_whole(archive, cuts, case):
 def test_the_mixed_archive_exercises_every_merge(archive):
     """The example is not trivial: its plan has problems of every kind the merges order."""
     (part,) = _parts(archive, archive["paths"], [], True)
-    plan = make_plan(part.scans, findings(part.scans, archive["source"], False), rate=1.0)
+    plan, _ = make_plan(part.scans, findings(part.scans, archive["source"], False), rate=1.0)
     text = "\n".join(plan.problems)
     for expected in ("not_data", "unknown station", "of a sample", "from the inventory's",
                      "is not in the inventory",

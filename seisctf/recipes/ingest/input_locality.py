@@ -13,7 +13,7 @@ cache), no run or no distributed client, tasks are built as they are.
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from seisctf.cluster import active_client
@@ -47,6 +47,44 @@ def near_inputs(
         held: collections.Counter = collections.Counter()
         for digest in set(inputs_of(index)):
             held.update(where.get(digest, {}))
+        if not held:
+            return make_task(index)
+        host = max(held, key=lambda name: (held[name], name))
+        with dask.annotate(workers=workers_of[host], allow_other_workers=True):
+            return make_task(index)
+
+    return placed
+
+
+def near_partitions(
+    make_task: Callable[[int], Task],
+    weights_of: Callable[[int], Iterable[tuple[int, int]]],
+    parts: Sequence[Any],
+) -> Callable[[int], Task]:
+    """`make_task` (as `near_inputs` takes it) whose task `index` reads the kept partitions
+    (`cluster.kept`: `parts`) `weights_of(index)` gives as (partition, weight): built under an
+    annotation naming the workers of the host holding the partitions of most weight (the host
+    whose scan read their files, and keeps them), other workers allowed."""
+    run, client = input_cache.current_run(), active_client()
+    workers_of = _workers_by_host(client) if run and client is not None else {}
+    if len(workers_of) < 2:
+        return make_task
+    host_of = {worker: host for host, workers in workers_of.items() for worker in workers}
+    keys = [[future.key for future in client.futures_of(part)][:1] for part in parts]
+    try:
+        holders = client.who_has([key for found in keys for key in found])
+    except (OSError, TimeoutError):
+        return make_task
+    part_host = [next((host_of[w] for k in found for w in holders.get(k, ()) if w in host_of),
+                      None) for found in keys]  # fmt: skip
+
+    def placed(index: int) -> Task:
+        import dask
+
+        held: collections.Counter = collections.Counter()
+        for part, weight in weights_of(index):
+            if part_host[part] is not None:
+                held[part_host[part]] += weight
         if not held:
             return make_task(index)
         host = max(held, key=lambda name: (held[name], name))

@@ -194,6 +194,19 @@ def scanned(
     return ScanTable.joined([parts[s].rows(a, b) for s, a, b in runs], list(paths))
 
 
+def reusable(recorded: RecordedInputs | None, stats: InputStats) -> bool:
+    """Whether `scanned` takes any file's scan from the record."""
+    return recorded is not None and len(_unchanged(recorded, stats)) > 0
+
+
+def split(table: ScanTable, files: int) -> list[ScanTable]:
+    """`table` in partitions of `files` consecutive files (their traces, problems and header
+    positions), in path order: `ScanTable.joined` of them is `table`."""
+    indexed = _Indexed(table, problem_files(table), _position_files(table))
+    count = len(table.paths)
+    return [indexed.rows(a, min(a + files, count)) for a in range(0, count, files)] or [table]
+
+
 def _unchanged(recorded: RecordedInputs, stats: InputStats) -> np.ndarray:
     """Indices of the recorded files among `stats`'s paths whose size and `modified` are as
     recorded, less every file with a trace of a station one of whose recorded header positions

@@ -14,13 +14,17 @@ the whole (`tests/recipes/test_partition_plan.py`):
 3. `place`: the kept traces on the grid (`PlacedTraces`); merge `layout`: stations, channels,
    the time axis, the moves onto the grid (`grid_shifts`) and the station metadata.
 
-`make_plan` runs the rounds on one partition, the whole scan.
+`plan_rounds` runs the rounds with a given `each` (`partition_tasks`): in this process
+(`plan_of_parts`, `make_plan`: one partition, the whole scan) or as Dask tasks on partitions kept
+on a cluster's workers, where the client sees only each partition's summary (`PartSummary`,
+`PlacedSummary`).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -28,6 +32,7 @@ import numpy as np
 from seisctf.errors import InvalidInput
 from seisctf.recipes.ingest.grid_shifts import ShiftTally, merged_tallies, shift_lines, tallies
 from seisctf.recipes.ingest.input_listing import SHOWN, nothing_readable
+from seisctf.recipes.ingest.partition_tasks import Each, in_process
 from seisctf.recipes.ingest.placed_traces import PlacedTraces
 from seisctf.recipes.ingest.scan_table import ScanTable, first_of_each, positions_by_station
 from seisctf.recipes.ingest.station_positions import (
@@ -68,6 +73,46 @@ class Accepted:
         rates = self.scans.traces["sampling_rate"][self.rows]
         return float(rates.max()) if len(rates) else -np.inf
 
+    def summary(self) -> PartSummary:
+        """What the merges need of this partition (`PartSummary`)."""
+        scans = self.scans
+        return PartSummary(
+            problems=scans.problems,
+            readable=scans.readable_with_traces(),
+            paths_head=scans.paths[: SHOWN + 1],
+            n_files=len(scans.paths),
+            n_accepted=len(self.rows),
+            top_rate=self.top_rate(),
+            contradictions=self.contradictions,
+            unknown=self.unknown or {},
+            metadata=self.metadata or {},
+            known=self.known,
+            header_positions=scans.header_positions,
+        )
+
+
+@dataclass(frozen=True)
+class PartSummary:
+    """Round 1's partition as the merges see it: its scan problems, whether a file of it is
+    readable with traces, its first SHOWN + 1 paths and its file count, how many traces were
+    accepted and their highest rate (Hz), and the inventory's findings (`Accepted`)."""
+
+    problems: tuple[str, ...]
+    readable: bool
+    paths_head: tuple[str, ...]
+    n_files: int
+    n_accepted: int
+    top_rate: float
+    contradictions: tuple[str, ...]
+    unknown: dict[str, str]
+    metadata: dict[str, dict[str, Any]]
+    known: frozenset[str]
+    header_positions: tuple[tuple[str, str, float, float, float], ...]
+
+
+def summary_of(part: Accepted) -> PartSummary:
+    return part.summary()
+
 
 def accept(scans: ScanTable, findings: InventoryFindings | None) -> Accepted:
     """Round 1 (see the module doc)."""
@@ -77,32 +122,32 @@ def accept(scans: ScanTable, findings: InventoryFindings | None) -> Accepted:
                     findings.metadata, findings.known)  # fmt: skip
 
 
-def _positions(parts: Sequence[Accepted]) -> dict[str, list[Position]]:
+def _positions(parts: Sequence[PartSummary]) -> dict[str, list[Position]]:
     """{station: header positions, each at its first file} of all partitions, in path order."""
     return positions_by_station(first_of_each(
-        position for part in parts for position in part.scans.header_positions
+        position for part in parts for position in part.header_positions
     ))  # fmt: skip
 
 
-def _paths_head(parts: Sequence[Accepted]) -> tuple[list[str], int]:
+def _paths_head(parts: Sequence[PartSummary]) -> tuple[list[str], int]:
     head: list[str] = []
     for part in parts:
-        head += part.scans.paths[: SHOWN + 1 - len(head)]
-    return head, sum(len(part.scans.paths) for part in parts)
+        head += part.paths_head[: SHOWN + 1 - len(head)]
+    return head, sum(part.n_files for part in parts)
 
 
-def grid_rate(parts: Sequence[Accepted], rate: float | None) -> tuple[float, list[str]]:
+def grid_rate(parts: Sequence[PartSummary], rate: float | None) -> tuple[float, list[str]]:
     """Merge 1: the grid's rate and the problems so far (the scans', then the inventory's
     contradictions, then its unknown stations); bad input when nothing can be ingested."""
-    problems = [p for part in parts for p in part.scans.problems]
-    if not any(part.scans.readable_with_traces() for part in parts):
+    problems = [p for part in parts for p in part.problems]
+    if not any(part.readable for part in parts):
         head, count = _paths_head(parts)
         raise nothing_readable(head, problems, count)
     problems += [line for part in parts for line in part.contradictions]
-    if not any(len(part.rows) for part in parts):
+    if not any(part.n_accepted for part in parts):
         raise InvalidInput(_paths_head(parts)[0][0],
                            "no trace agrees with the inventory: " + problems[0])  # fmt: skip
-    unknown = {station: start for part in parts for station, start in (part.unknown or {}).items()}
+    unknown = {station: start for part in parts for station, start in part.unknown.items()}
     positions = _positions(parts)
     for station in sorted(unknown):  # coordinates from the first header that gives them
         header_path = positions[station][0][0] if positions.get(station) else None
@@ -111,10 +156,10 @@ def grid_rate(parts: Sequence[Accepted], rate: float | None) -> tuple[float, lis
         if not (np.isfinite(rate) and rate > 0):
             raise InvalidInput("rate", f"must be a positive number of Hz, got {rate}")
         return float(rate), problems
-    return max(part.top_rate() for part in parts), problems
+    return max(part.top_rate for part in parts), problems
 
 
-def off_rate(part: Accepted, chosen: float) -> list[TraceHeader]:
+def off_rate(chosen: float, part: Accepted) -> list[TraceHeader]:
     """Round 2 without a given rate: the first SHOWN traces whose rate is off `chosen` Hz."""
     other = part.rows[part.scans.traces["sampling_rate"][part.rows] != chosen]
     off = []
@@ -126,7 +171,7 @@ def off_rate(part: Accepted, chosen: float) -> list[TraceHeader]:
     return off
 
 
-def resampleable(part: Accepted, rate: float) -> tuple[np.ndarray, list[str]]:
+def resampleable(rate: float, part: Accepted) -> tuple[np.ndarray, list[str]]:
     """Round 2 with a given rate: the rows that can be resampled to `rate` Hz, and a problem
     line for each other (trace order)."""
     unresampled = [no_ratio_problem(h, rate) for h in part.scans.headers_of(part.rows)]
@@ -151,11 +196,12 @@ def first_start(part: Accepted, rows: np.ndarray) -> int | None:
 
 
 def place(
-    scans: ScanTable, rows: np.ndarray, rate: float, start_ns: int, resampling: bool
+    rate: float, start_ns: int, resampling: bool, part: Accepted, rows: np.ndarray
 ) -> PlacedTraces:
     """Round 3: the traces at `rows` on the grid of `rate` Hz whose first sample is at
     `start_ns`, each at its nearest grid sample; `resampling` (a rate was given): those whose
     rate is off are resampled, their lengths those of the resampled traces."""
+    scans = part.scans
     start = scans.traces["start_ns"][rows]
     position = (start - start_ns) * rate / NS_PER_S  # in float64, as `place_trace` computes it
     first = np.floor(position + 0.5).astype(np.int64)
@@ -177,20 +223,48 @@ class PlacedSummary:
     channels: frozenset[str]
     end: int
     shifts: dict[tuple[str, str], ShiftTally]
+    offsets: dict[str, frozenset[float]] = field(default_factory=dict)
 
 
-def placed_summary(placed: PlacedTraces, rate: float) -> PlacedSummary:
+def placed_summary(rate: float, placed: PlacedTraces) -> PlacedSummary:
+    """The partition's `PlacedSummary`; `offsets`: per station, the distinct offsets (s,
+    rounded to 1 ns) of its traces from their grid samples."""
     scans = placed.scans
+    codes = placed.column("station").astype(np.float64)
+    offsets: dict[str, set[float]] = {}
+    for code, offset in np.unique(np.column_stack([codes, placed.offset_s]), axis=0).tolist():
+        offsets.setdefault(scans.station_ids[int(code)], set()).add(round(offset, 9))
     return PlacedSummary(
         stations=frozenset(scans.station_ids[c] for c in np.unique(placed.column("station"))),
         channels=frozenset(scans.channel_codes[c] for c in np.unique(placed.column("channel"))),
         end=int((placed.first_index + placed.n_samples).max()) if len(placed) else 0,
         shifts=tallies(placed, rate),
+        offsets={station: frozenset(values) for station, values in offsets.items()},
     )
 
 
+def own_channels(
+    summaries: Sequence[PlacedSummary], stations: Sequence[str]
+) -> dict[str, tuple[str, ...]]:
+    """{station: the channel codes its traces have, sorted} (`WaveformPlan.station_channels`)."""
+    own: dict[str, set[str]] = {station: set() for station in stations}
+    for part in summaries:
+        for station, channel in part.shifts:
+            own[station].add(channel)
+    return {station: tuple(sorted(codes)) for station, codes in own.items()}
+
+
+def station_offsets(
+    summaries: Sequence[PlacedSummary], stations: Sequence[str]
+) -> dict[str, list[float]]:
+    """Per station: the distinct offsets (s) of its traces from their grid samples, sorted."""
+    return {station: sorted(frozenset().union(*(part.offsets.get(station, ()) for part in
+                                                 summaries)))
+            for station in stations}  # fmt: skip
+
+
 def station_metadata_of(
-    parts: Sequence[Accepted], stations: Sequence[str], channels: Sequence[str]
+    parts: Sequence[PartSummary], stations: Sequence[str], channels: Sequence[str]
 ) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """Merge 3's station metadata: the inventory's where it knows the station, else the
     coordinates of its files' headers, and the problem lines of positions that disagree."""
@@ -198,7 +272,7 @@ def station_metadata_of(
     known = frozenset().union(*(part.known for part in parts))
     inventory: dict[str, dict[str, Any]] = {}
     for part in parts:
-        for station, meta in (part.metadata or {}).items():
+        for station, meta in part.metadata.items():
             entry = inventory.setdefault(station, {**meta, "channels": {}})
             entry["channels"].update(meta["channels"])
     metadata, problems = {}, []
@@ -218,30 +292,33 @@ def station_metadata_of(
     return metadata, problems
 
 
-def plan_of_parts(
-    parts: Sequence[Accepted],
+def plan_rounds(
+    accepted: list[Any],
+    each: Each,
     rate: float | None = None,
     block_samples: int = DEFAULT_BLOCK_SAMPLES,
-) -> tuple[WaveformPlan, list[PlacedTraces]]:
-    """Rounds and merges (module doc) over `parts` (in path order): the plan, whose `traces`
-    are the first partition's, and each partition's placed traces."""
+) -> tuple[WaveformPlan, list[Any]]:
+    """Rounds and merges (module doc) over the partitions `accepted` (round 1's, in path order),
+    each round run by `each` (`partition_tasks`): the plan and each partition's placed traces
+    (`PlacedTraces`, or a handle of them kept where `each` ran it)."""
     if block_samples < 1:
         raise InvalidInput("block_samples", f"must be positive, got {block_samples}")
+    parts = each(summary_of, accepted, label="check the scan")
     chosen, problems = grid_rate(parts, rate)
     if rate is None:
-        check_rates([off_rate(part, chosen) for part in parts], chosen)
-        kept = [part.rows for part in parts]
+        check_rates(each(functools.partial(off_rate, chosen), accepted), chosen)
+        kept = each(rows_of, accepted, keep=True)
     else:
-        checked = [resampleable(part, chosen) for part in parts]
-        kept = [rows for rows, _ in checked]
-        problems += [line for _, lines in checked for line in lines]
-        if not any(len(rows) for rows in kept):
+        checked = each(functools.partial(resampleable, chosen), accepted, keep=True)
+        kept = each(first_of, checked, keep=True)
+        problems += [line for lines in each(second_of, checked) for line in lines]
+        if not any(each(len, kept)):
             raise InvalidInput(_paths_head(parts)[0][0],
                                "no trace can be resampled: " + problems[-1])  # fmt: skip
-    start_ns = min(s for s in map(first_start, parts, kept) if s is not None)
-    placed = [place(p.scans, rows, chosen, start_ns, rate is not None)
-              for p, rows in zip(parts, kept, strict=True)]  # fmt: skip
-    summaries = [placed_summary(traces, chosen) for traces in placed]
+    start_ns = min(s for s in each(first_start, accepted, kept) if s is not None)
+    placed = each(functools.partial(place, chosen, start_ns, rate is not None), accepted, kept,
+                  keep=True, label="place the traces")  # fmt: skip
+    summaries = each(functools.partial(placed_summary, chosen), placed)
     problems += shift_lines(merged_tallies([s.shifts for s in summaries]), chosen)
     stations = tuple(sorted(frozenset().union(*(s.stations for s in summaries))))
     channels = tuple(sorted(frozenset().union(*(s.channels for s in summaries))))
@@ -253,11 +330,34 @@ def plan_of_parts(
         start_ns=start_ns,
         n_time=max(s.end for s in summaries),
         block_samples=block_samples,
-        traces=placed[0],
         problems=tuple(problems + disagreements),
         station_metadata=metadata,
+        own_channels=own_channels(summaries, stations),
+        offsets=station_offsets(summaries, stations),
     )
     return plan, placed
+
+
+def rows_of(part: Accepted) -> np.ndarray:
+    return part.rows
+
+
+def first_of(pair: tuple[Any, Any]) -> Any:
+    return pair[0]
+
+
+def second_of(pair: tuple[Any, Any]) -> Any:
+    return pair[1]
+
+
+def plan_of_parts(
+    parts: Sequence[Accepted],
+    rate: float | None = None,
+    block_samples: int = DEFAULT_BLOCK_SAMPLES,
+) -> tuple[WaveformPlan, list[PlacedTraces]]:
+    """`plan_rounds` of `parts` (in path order) in this process: the plan and each partition's
+    placed traces."""
+    return plan_rounds(list(parts), in_process, rate, block_samples)
 
 
 def make_plan(
@@ -265,7 +365,9 @@ def make_plan(
     findings: InventoryFindings | None,
     rate: float | None = None,
     block_samples: int = DEFAULT_BLOCK_SAMPLES,
-) -> WaveformPlan:
+) -> tuple[WaveformPlan, PlacedTraces]:
     """Lay out the store of the scanned headers, with what the inventory, if any, says of them
-    (`inventory_checks.findings`): the rounds on one partition, the whole scan."""
-    return plan_of_parts([accept(scans, findings)], rate, block_samples)[0]
+    (`inventory_checks.findings`), and its placed traces: the rounds on one partition, the
+    whole scan."""
+    plan, (placed,) = plan_of_parts([accept(scans, findings)], rate, block_samples)
+    return plan, placed

@@ -131,6 +131,29 @@ def fail_if_strict(strict: bool, problems: Sequence[str]) -> None:
         raise InvalidInput("strict", f"{len(problems)} input problem(s): " + "; ".join(problems))
 
 
+def batch_size(files: int) -> int:
+    """Files in each scan batch of `files` (`scan_tasks`)."""
+    return min(SCAN_BATCH_MAX, max(1, -(-files // SCAN_TASKS)))
+
+
+def scan_tasks(
+    scan_batch: Callable[[list[str], dict | None], Any],
+    paths: Sequence[str],
+    storage_options: dict | None,
+    place: Callable[[Callable[[int], Any], int], Callable[[int], Any]] | None = None,
+) -> list[Any]:
+    """Dask tasks of `scan_batch` of consecutive batches of `paths` (about SCAN_TASKS, of at
+    most SCAN_BATCH_MAX paths), in path order; `place(make_task, count)`: how they are built
+    (e.g. `input_locality.in_path_order`)."""
+    import dask
+
+    size = batch_size(len(paths))
+    batches = [list(paths[i : i + size]) for i in range(0, len(paths), size)]
+    make = lambda i: dask.delayed(scan_batch)(batches[i], storage_options)  # noqa: E731
+    make = place(make, len(batches)) if place else make
+    return [make(index) for index in range(len(batches))]
+
+
 def scan_all(
     scan_batch: Callable[[list[str], dict | None], list],
     paths: Sequence[str],
@@ -140,20 +163,10 @@ def scan_all(
     join: Callable[[list, Sequence[str]], Any] | None = None,
     place: Callable[[Callable[[int], Any], int], Callable[[int], Any]] | None = None,
 ) -> Any:
-    """`scan_batch` (one scan per path) of every path, in Dask tasks of consecutive batches
-    (about SCAN_TASKS, of at most SCAN_BATCH_MAX paths), in path order: one list, or what
-    `join(batch results, paths)` makes of them (a scan task may return a table, not a list).
-    `place(make_task, count)`: how batch tasks are built (e.g. `input_locality.in_path_order`)."""
-    import dask
-
-    size = min(SCAN_BATCH_MAX, max(1, -(-len(paths) // SCAN_TASKS)))
-    batches = [list(paths[i : i + size]) for i in range(0, len(paths), size)]
-    make = lambda i: dask.delayed(scan_batch)(batches[i], storage_options)  # noqa: E731
-    make = place(make, len(batches)) if place else make
+    """`scan_batch` (one scan per path) of every path (`scan_tasks`), computed: one list, or
+    what `join(batch results, paths)` makes of them (a scan task may return a table)."""
     scanned = compute(
-        *[make(index) for index in range(len(batches))],
-        label=label,
-        quiet=quiet,
+        *scan_tasks(scan_batch, paths, storage_options, place), label=label, quiet=quiet
     )
     if join is not None:
         return join(list(scanned), paths)

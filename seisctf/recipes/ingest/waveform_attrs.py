@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,6 +23,9 @@ from seisctf.recipes.ingest.response import corrected_units
 from seisctf.recipes.ingest.resumable import iso_time
 from seisctf.recipes.ingest.scan_table import ScanTable
 from seisctf.recipes.ingest.waveform_plan import WaveformPlan
+
+if TYPE_CHECKING:
+    from seisctf.recipes.ingest.placed_traces import PlacedTraces
 
 MERGE_RULE = (
     "obspy Stream.merge(method=1, interpolation_samples=0) on grid-aligned traces, in order of "
@@ -61,17 +64,6 @@ def _json_clean(value: Any) -> Any:
     return value
 
 
-def station_offsets(plan: WaveformPlan) -> dict[str, list[float]]:
-    """Per station: the distinct offsets (s, trace start minus its grid sample) of its traces."""
-    offsets: dict[str, set[float]] = {station: set() for station in plan.stations}
-    traces = plan.traces
-    codes = traces.column("station").astype(np.float64)
-    distinct = np.unique(np.column_stack([codes, traces.offset_s]), axis=0)  # `round` fewer
-    for code, offset in distinct.tolist():
-        offsets[traces.scans.station_ids[int(code)]].add(round(offset, 9))
-    return {station: sorted(values) for station, values in offsets.items()}
-
-
 def channel_metadata(
     plan: WaveformPlan, response_removed: dict[str, Any] | None
 ) -> dict[str, dict[str, dict[str, Any]]]:
@@ -105,18 +97,25 @@ def data_attrs(plan: WaveformPlan, response_removed: dict[str, Any] | None) -> d
 
 
 def samples_stored(
-    scans: ScanTable, plan: WaveformPlan, lost: set[tuple], not_stored_before: set[str]
+    scans: ScanTable,
+    placed: PlacedTraces,
+    stations: Sequence[str],
+    lost: set[tuple],
+    not_stored_before: set[str],
 ) -> np.ndarray:
-    """Per file of `scans` (bool): whether the store holds samples of it (the `inputs` table's
-    `samples_stored`, `input_manifest`). False for unreadable or rejected files, files whose
-    every trace lost overlaps with other values (`lost`: ((station index, block), path,
-    channel)), and those an appended-to store said so of (`not_stored_before`: paths)."""
-    placed = np.zeros(len(scans.paths), dtype=bool)
-    placed[plan.traces.files()] = True
-    not_stored = {path for path, kept in zip(scans.paths, placed.tolist(), strict=True) if not kept}
-    if lost:  # (a set of every trace's key only then: an archive has 10^6 traces)
-        lost_keys = {(path, plan.stations[index[0]], channel) for index, path, channel in lost}
-        traces = ((p.header.path, p.header.station, p.header.channel) for p in plan.traces)
+    """Per file of `scans` (one partition; bool): whether the store holds samples of it (the
+    `inputs` table's `samples_stored`, `input_manifest`). False for unreadable or rejected files
+    (no trace of them is `placed`), files whose every trace lost overlaps with other values
+    (`lost`: ((station index of `stations`, block), path, channel)), and those an appended-to
+    store said so of (`not_stored_before`: paths)."""
+    kept = np.zeros(len(scans.paths), dtype=bool)
+    kept[placed.files()] = True
+    not_stored = {path for path, stored in zip(scans.paths, kept.tolist(), strict=True)
+                  if not stored}  # fmt: skip
+    mine = {item for item in lost if item[1] in set(scans.paths)} if lost else set()
+    if mine:  # (a set of every trace's key only then: an archive has 10^6 traces)
+        lost_keys = {(path, stations[index[0]], channel) for index, path, channel in mine}
+        traces = ((p.header.path, p.header.station, p.header.channel) for p in placed)
         not_stored |= files_not_stored(traces, lost_keys)
     not_stored |= not_stored_before
     return np.array([path not in not_stored for path in scans.paths], dtype=bool)
@@ -136,7 +135,7 @@ def store_attrs(
             "start_time_ns": plan.start_ns,
             cv.ATTR_SAMPLING_RATE: plan.sampling_rate,
             "block_samples": plan.block_samples,
-            "time_offsets_s": station_offsets(plan),
+            "time_offsets_s": plan.offsets,
             "station_channels": plan.station_channels(),
             "channel_metadata": channel_metadata(plan, response_removed),
             "ingest_problems": list(problems),

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import collections
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +24,6 @@ from seisctf.errors import InvalidInput
 from seisctf.recipes.ingest import input_cache, resampling
 from seisctf.recipes.ingest.non_finite import finite_pieces, non_finite_problem
 from seisctf.recipes.ingest.overlap_conflicts import Piece, conflict_problems, find_conflicts
-from seisctf.recipes.ingest.placed_traces import RunTable, run_table
 from seisctf.recipes.ingest.read_warnings import collected_warnings, warning_problems
 from seisctf.recipes.ingest.resampling import rate_ratio, resampled_length
 from seisctf.recipes.ingest.response import ResponseRemoval, remove_response, response_problem
@@ -32,7 +31,6 @@ from seisctf.recipes.ingest.waveform_files import obspy_error, read_file
 from seisctf.recipes.ingest.waveform_plan import (
     NS_PER_S,
     TraceHeader,
-    WaveformPlan,
     needs_resampling,
     place_trace,
     read_input,
@@ -404,33 +402,3 @@ class BlockRun:
                 )  # fmt: skip
             )
         return found
-
-
-def block_runs(
-    plan: WaveformPlan,
-    settings: RunSettings,
-    only: Mapping[int, Sequence[tuple[int, int]]] | None = None,
-) -> tuple[RunTable, Callable[[int], BlockRun]]:
-    """The runs of the blocks the plan's traces touch (`placed_traces.run_table`; `only`: of
-    those blocks, {station index: [(first, last block)]}) and a function making run `n`'s
-    `BlockRun` (made per wave, not all at once; the files' sha256 from the plan's scan)."""
-    traces = plan.traces
-    table = run_table(traces, plan.stations, plan.n_time, plan.block_samples, RUN_TASKS,
-                      RUN_MAX_BLOCKS, only)  # fmt: skip
-    own = {s: tuple(map(plan.channels.index, c)) for s, c in plan.station_channels().items()}
-    files, channels = traces.files(), traces.channel_names()
-    scans = traces.scans
-
-    def run(number: int) -> BlockRun:
-        station_index = int(table.station[number])
-        station = plan.stations[station_index]
-        rows = table.traces_of(number)
-        read = [
-            (scans.paths[files[i]], channels[i], int(traces.first_index[i]),
-             int(traces.n_samples[i]), scans.sha256(files[i]))
-            for i in rows.tolist()
-        ]  # fmt: skip
-        return BlockRun(number, station, station_index, int(table.first_block[number]),
-                        int(table.blocks[number]), read, settings, own[station])  # fmt: skip
-
-    return table, run

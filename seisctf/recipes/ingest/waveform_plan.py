@@ -19,7 +19,7 @@ from __future__ import annotations
 import glob
 import math
 import os
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +31,7 @@ from seisctf.errors import InvalidInput
 from seisctf.recipes.ingest.block_grid import BlockGrid
 from seisctf.recipes.ingest.inventory_index import InventoryIndex
 from seisctf.recipes.ingest.inventory_text import inventory_holds
-from seisctf.recipes.ingest.placed_traces import PlacedTrace, PlacedTraces, trace_blocks
+from seisctf.recipes.ingest.placed_traces import PlacedTrace
 from seisctf.recipes.ingest.resampling import MAX_RATE_FACTOR, rate_ratio, resampled_length
 
 if TYPE_CHECKING:
@@ -59,8 +59,9 @@ class TraceHeader:
 
 @dataclass(frozen=True)
 class WaveformPlan(BlockGrid):
-    """The store's layout and, per station, the traces that fill it (sorted by path); time
-    blocks of `block_samples` (`BlockGrid`)."""
+    """The store's layout (time blocks of `block_samples`: `BlockGrid`), the problems found,
+    and per station its metadata, its own channel codes and its traces' offsets from their grid
+    samples. The traces themselves stay with their partitions (`partition_plan`)."""
 
     stations: tuple[str, ...]
     channels: tuple[str, ...]
@@ -68,40 +69,33 @@ class WaveformPlan(BlockGrid):
     start_ns: int
     n_time: int
     block_samples: int
-    traces: PlacedTraces
     problems: tuple[str, ...]
     station_metadata: dict[str, dict[str, Any]] = field(default_factory=dict)
+    own_channels: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    offsets: dict[str, list[float]] = field(default_factory=dict)
 
     def station_channels(self) -> dict[str, tuple[str, ...]]:
         """{station: its own channel codes, sorted}: those any of its traces has (a store of
         mixed channel sets holds every code for every station, NaN where a station has none)."""
-        own: dict[str, set[str]] = {station: set() for station in self.stations}
-        scans = self.traces.scans
-        pairs = np.unique(np.stack([self.traces.column("station"), self.traces.column("channel")]),
-                          axis=1) if len(self.traces) else np.zeros((2, 0), np.int64)  # fmt: skip
-        for station, channel in pairs.T.tolist():
-            own[scans.station_ids[station]].add(scans.channel_codes[channel])
-        return {station: tuple(sorted(codes)) for station, codes in own.items()}
+        return {station: self.own_channels.get(station, ()) for station in self.stations}
 
     def blocks_to_rewrite(
-        self, known: Collection[str], counted: dict[str, list[str]] | None
+        self,
+        new_spans: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]],
+        counted: dict[str, list[str]] | None,
     ) -> dict[int, list[tuple[int, int]]]:
-        """{station index: [(first, last block)]}: the blocks an append to a store of inputs
-        `known` (paths) must (re)write: those the other files touch, and every block of a
-        station whose own channels are not those its stored coverage counts (`counted`: its
-        attr `station_channels`; None, every channel of the store, for a store ingested before
-        that attr): its coverage changes everywhere."""
-        new = self.traces.of_files_not_in(known)
+        """{station index: [(first, last block)]}: the blocks an append must (re)write: those
+        the new files' traces touch (`new_spans`: per partition, `trace_blocks` of its new
+        traces), and every block of a station whose own channels are not those its stored
+        coverage counts (`counted`: its attr `station_channels`; None, every channel of the
+        store, for a store ingested before that attr): its coverage changes everywhere."""
         spans: dict[int, list[tuple[int, int]]] = {}
-        for station, first, last in zip(
-            *(
-                a.tolist()
-                for a in trace_blocks(new, self.stations, self.n_time, self.block_samples)
-            ),
-            strict=True,
-        ):
-            if last >= first:
-                spans.setdefault(station, []).append((first, last))
+        for stations, firsts, lasts in new_spans:
+            for station, first, last in zip(
+                stations.tolist(), firsts.tolist(), lasts.tolist(), strict=True
+            ):
+                if last >= first:
+                    spans.setdefault(station, []).append((first, last))
         for index, (station, own) in enumerate(self.station_channels().items()):
             before = self.channels if counted is None else tuple(counted.get(station, ()))
             if before != own:

@@ -28,13 +28,17 @@ size and modification (mtime, ETag) are as recorded, and scans only the others
 (`input_manifest.scanned`): a re-run of a complete or unfinished store reads no unchanged file.
 
 Work: a header scan with sha256 (Dask tasks of batches of files, `scan_table.scan_files`: one
-table of columns, no Python object per file), the plan (`partition_plan.make_plan`), then one
-Dask task per run of a station's consecutive time blocks (`waveform_blocks.block_runs`) that,
-block after block, reads the block's files (`waveform_blocks`: decode, remove the response if
-asked, resample if asked, put on the grid, merge; decoded files and merged file sets are cached
-per worker, so a file is decoded once per run, not once per block), fills gaps with NaN and
-writes the block's chunk. The completion marker and consolidated metadata are written last
-(`storage.finish_group`).
+table of columns, no Python object per file), kept on the workers as the partitions of the
+plan; the plan's rounds run as tasks on them and the client merges their summaries
+(`partition_plan`, `waveform_parts`: the inventory's findings, the fingerprint's digests and the
+inputs table are made on workers too); then one Dask task per run of a station's consecutive
+time blocks (`waveform_runs`: laid out from the partitions, each wave's runs made on the
+workers) that, block after block, reads the block's files (`waveform_blocks`: decode, remove the
+response if asked, resample if asked, put on the grid, merge; decoded files and merged file sets
+are cached per worker, so a file is decoded once per run, not once per block), fills gaps with
+NaN and writes the block's chunk. The completion marker and consolidated metadata are written
+last (`storage.finish_group`). The client holds the listing (paths, sizes, modification),
+per-partition summaries, the runs and one wave's traces; not a file's scan or trace.
 Sparse time: only the (station, block)s some trace overlaps get a task; the others are never
 written (NaN, coverage 0) and cost nothing, so two files years apart cost what they hold.
 Resume: each run writes its record (`resumable`) in `ingest_progress` after its chunks; a
@@ -66,31 +70,37 @@ resampling and merging)."""
 
 from __future__ import annotations
 
-import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import dask
 import numpy as np
 import xarray as xr
 
 from seisctf import __version__
 from seisctf import conventions as cv
 from seisctf.catalogs.seed_ids import CODE_ARRAYS, normalised
-from seisctf.cluster import compute, compute_in_waves, release_free_memory, shared
+from seisctf.cluster import (
+    MAX_TASKS_PER_WAVE,
+    compute,
+    compute_in_waves,
+    release_free_memory,
+    shared,
+    wave_bounds,
+)
 from seisctf.errors import InvalidInput
 from seisctf.recipes.context import BuildContext
 from seisctf.recipes.ingest import input_cache, input_locality, input_manifest, resumable
 from seisctf.recipes.ingest.chunk_writes import ChunkWriter, write_chunks
 from seisctf.recipes.ingest.inventory_checks import (
-    InventoryFindings,
     InventorySource,
-    findings,
     read_source,
     station_inventory,
 )
-from seisctf.recipes.ingest.partition_plan import make_plan
+from seisctf.recipes.ingest.partition_plan import plan_rounds
+from seisctf.recipes.ingest.partition_tasks import on_cluster
 from seisctf.recipes.ingest.response import requested_removal, resolve_removal
 from seisctf.recipes.ingest.resumable import (
     ATTR_FINGERPRINT,
@@ -100,32 +110,31 @@ from seisctf.recipes.ingest.resumable import (
     fingerprint_of,
     open_store,
 )
-from seisctf.recipes.ingest.scan_table import ScanTable, scan_files
 from seisctf.recipes.ingest.source import INGEST_STORE, INPUT_PATHS, opened_source
 from seisctf.recipes.ingest.station_arrays import write_array, write_station_ids
-from seisctf.recipes.ingest.waveform_attrs import (
-    RESAMPLING,
-    data_attrs,
-    samples_stored,
-    store_attrs,
-)
+from seisctf.recipes.ingest.waveform_attrs import RESAMPLING, data_attrs, store_attrs
 from seisctf.recipes.ingest.waveform_blocks import (
     BlockRun,
     RunSettings,
-    block_runs,
     merged_block,
     station_rows,
+)
+from seisctf.recipes.ingest.waveform_parts import (
+    accepted_parts,
+    check_same_grid,
+    inputs_digests,
+    new_trace_spans,
+    scan_partitions,
+    write_table,
 )
 from seisctf.recipes.ingest.waveform_plan import (
     DEFAULT_BLOCK_SAMPLES,
     WaveformPlan,
     expand_sources,
 )
+from seisctf.recipes.ingest.waveform_runs import RunLayout, run_layout, runs_by_wave
 from seisctf.recipes.schema import POSITIVE, URL, parameters
 from seisctf.registry import INGESTS
-
-if TYPE_CHECKING:
-    from seisctf.recipes.ingest.placed_traces import RunTable
 
 DATA_VAR = "data"
 COVERAGE_VAR = "coverage"
@@ -182,11 +191,6 @@ def ingest_blocks(
     return record
 
 
-def joined(tables: Sequence[ScanTable], paths: Sequence[str]) -> ScanTable:
-    """The scan tasks' tables as one (`ScanTable.joined`)."""
-    return ScanTable.joined(tables, paths)
-
-
 def _coordinate(plan: WaveformPlan, name: str) -> np.ndarray:
     return np.array(
         [plan.station_metadata.get(s, {}).get(name, math.nan) for s in plan.stations],
@@ -229,17 +233,17 @@ def _blocks(plan: WaveformPlan) -> tuple[int, int]:
 
 
 def ingest_fingerprint(
-    scans: ScanTable,
+    digests: np.ndarray,
     inventory_sha256: Sequence[str],
     rate: float | None,
     block_samples: int,
     response_removed: dict[str, Any] | None = None,
 ) -> str:
-    """SHA-256 of everything that decides the store's bytes: input hashes, inventory hashes,
-    rate, block size and the response removal (paths excluded: moving an archive does not
-    change the data)."""
+    """SHA-256 of everything that decides the store's bytes: input hashes (`digests`: (file,
+    32) uint8, sha256), inventory hashes, rate, block size and the response removal (paths
+    excluded: moving an archive does not change the data)."""
     parts = {
-        "inputs": resumable.SortedDigests(scans.digests),  # sorted hex, no string per file
+        "inputs": resumable.SortedDigests(digests),  # sorted hex, no string per file
         "inventories": sorted(inventory_sha256),
         "rate": rate,
         "block_samples": block_samples,
@@ -300,30 +304,31 @@ def ingest_waveforms(
     if previous is not None:
         input_manifest.check_present(recorded, stats, url)
     source = read_source(inventories, storage_options) if inventories else None
-    scan = input_cache.keeping(scan_files)  # each file read from storage once
-    scans = input_manifest.scanned(  # only the files not as the store's table records them
-        paths, stats, recorded,
-        lambda todo: resumable.scan_all(
-            scan, todo, storage_options, "scan", quiet, joined, input_locality.in_path_order
-        ),
-    )  # fmt: skip
-    release_free_memory()  # of the scan tasks' results, joined into `scans`
+    parts, whole = scan_partitions(paths, stats, recorded, storage_options, quiet,
+                                   whole=previous is not None)  # fmt: skip
+    del paths  # (the client keeps `stats` for the table; the scans stay on the workers)
     if previous is not None:
-        input_manifest.check_unchanged(recorded, scans, url)
-    found = inventory_findings(scans, source, request is not None, quiet)
-    plan = make_plan(scans, found, rate, block_samples)
-    del found
+        input_manifest.check_unchanged(recorded, whole, url)
+    del whole
+    release_free_memory()  # of the scan tasks' results, joined into `scans`
+    each = on_cluster(quiet)
+    accepted = accepted_parts(parts, source, request is not None, each)
+    plan, placed = plan_rounds(accepted, each, rate, block_samples)
+    del accepted
     source = source if request is not None else None  # only response removal needs it
     removal, pre_filt_default = (
         resolve_removal(request, plan.sampling_rate) if request else (None, False)
     )
     removed = removal.attrs(pre_filt_default) if removal else None
+    known = shared(set(recorded.scans.paths)) if previous is not None else None
     if previous is not None:
-        check_same_grid(previous, set(recorded.scans.paths), plan, url, storage_options)
+        check_same_grid(previous, store_axes(url, storage_options), known, plan, placed, each, url)
         check_same_removal(previous, removed)
     fail_if_strict(strict, plan.problems)
     inventory_sha256 = list(source.sha256) if source is not None else []
-    fingerprint = ingest_fingerprint(scans, inventory_sha256, rate, block_samples, removed)
+    fingerprint = compute(dask.delayed(ingest_fingerprint)(
+        inputs_digests(parts), inventory_sha256, rate, block_samples, removed
+    ), quiet=True)[0]  # fmt: skip
     existing = resumable.up_to_date_attrs(url, storage_options, fingerprint)
     if existing:
         coverage = np.asarray(open_store(url, storage_options)[COVERAGE_VAR][:])
@@ -331,31 +336,33 @@ def ingest_waveforms(
     progress = resumable.unfinished_progress(url, storage_options, fingerprint)
     rewrite = (  # an append: the blocks its files touch (others keep their chunks)
         None if previous is None
-        else plan.blocks_to_rewrite(recorded.scans.paths, previous.get("station_channels"))
+        else plan.blocks_to_rewrite(new_trace_spans(plan, known, placed, each),
+                                    previous.get("station_channels"))
     )  # fmt: skip
     settings = RunSettings(plan.channels, plan.start_ns, plan.sampling_rate, rate is not None,
                            plan.block_samples, plan.n_time, removal,
                            fingerprint_of(inventory_sha256))  # fmt: skip
-    runs = block_runs(plan, settings, rewrite)  # (a table and a maker of each run's task)
-    if progress is not None and progress.records != len(runs[0]):
+    layout = run_layout(plan, placed, each, rewrite)
+    if progress is not None and progress.records != len(layout):
         progress = None  # not this plan's (cannot happen for the same fingerprint)
+    sent_stats = shared(stats)
+    del stats
     if progress is None and previous is not None:
         if not previous.get(cv.ATTR_COMPLETE):
             raise resumable.pending_append(url)
-        progress = prepare_append(plan, previous, len(runs[0]), url, storage_options, fingerprint)
+        progress = prepare_append(plan, previous, len(layout), url, storage_options, fingerprint)
     elif progress is None:
-        create_store(plan, url, storage_options, fingerprint, len(runs[0]))
-        input_manifest.write_recorded(url, storage_options, scans, stats)  # a resume's
+        create_store(plan, url, storage_options, fingerprint, len(layout))
+        compute(write_table(url, storage_options, sent_stats, parts), quiet=True)  # a resume's
         progress = resumable.Progress()
     coverage, decode_problems, lost = _run_blocks(
-        runs, _blocks(plan), source, url, storage_options, fingerprint, progress, quiet
+        layout, plan, settings, source, url, storage_options, fingerprint, progress, quiet
     )
-    del runs
+    del layout
     problems = (*plan.problems, *(p for p in decode_problems if p not in plan.problems))
     fail_if_strict(strict, decode_problems)
     release_free_memory()  # of the inventory and the tasks, before the attrs' large JSON
     not_stored = recorded.not_stored() if previous is not None else set()
-    stored = samples_stored(scans, plan, lost, not_stored)
     attrs = store_attrs(plan, problems, rate is not None, removed)
     attrs[ATTR_FINGERPRINT] = fingerprint
     group = open_store(url, storage_options, mode="r+")
@@ -364,7 +371,8 @@ def ingest_waveforms(
     # killed before, it resumes with the old inputs as the old ones.
     old_table = input_manifest.table_name(group)
     table = input_manifest.beside(group) if previous is not None else old_table
-    input_manifest.write_recorded(url, storage_options, scans, stats, stored, table)
+    compute(write_table(url, storage_options, sent_stats, parts, placed,
+                        (plan.stations, lost, not_stored), table), quiet=True)  # fmt: skip
     if table != input_manifest.GROUP or input_manifest.ATTR_TABLE in group.attrs:
         attrs[input_manifest.ATTR_TABLE] = table
     resumable.finish(
@@ -374,9 +382,17 @@ def ingest_waveforms(
     return IngestReport(plan, coverage, problems)
 
 
+def store_axes(url: str, storage_options: dict | None) -> tuple[list[str], list[str]]:
+    """The stations (ids of older stores, `NET.STA.` for an empty location code, normalised by
+    `seed_ids.normalised`) and channels of the store at `url`."""
+    group = open_store(url, storage_options)
+    return [normalised(str(s)) for s in group[STATION][:]], [str(c) for c in group[CHANNEL][:]]
+
+
 def _run_blocks(
-    runs: tuple[RunTable, Callable[[int], BlockRun]],
-    shape: tuple[int, int],
+    layout: RunLayout,
+    plan: WaveformPlan,
+    settings: RunSettings,
     source: InventorySource | None,
     url: str,
     storage_options: dict | None,
@@ -384,19 +400,18 @@ def _run_blocks(
     progress: resumable.Progress,
     quiet: bool,
 ) -> tuple[np.ndarray, list[str], set[tuple]]:
-    """Ingest the runs (`block_runs`: their table and a maker of each) `progress` has no
-    record of (`source`: the inventories, with response removal), one Dask task per run of a
-    station's consecutive blocks (a worker decodes each file of the run once; keys in station-major
-    order), each task made when its wave is: coverage (`shape`: station, block), the sorted
-    decode problems of every finished block, with those an append carries over, and ((station
-    index, block), path, channel) of the files' channels of which no sample is stored
-    (`overlap_conflicts`)."""
-    import dask
-
-    table, make_run = runs
+    """Ingest the runs (`waveform_runs.run_layout`) `progress` has no record of (`source`: the
+    inventories, with response removal), one Dask task per run of a station's consecutive
+    blocks (a worker decodes each file of the run once; keys in station-major order), each
+    task made when its wave is: coverage (station, block), the sorted decode problems of every
+    finished block, with those an append carries over, and ((station index, block), path,
+    channel) of the files' channels of which no sample is stored (`overlap_conflicts`)."""
+    table = layout.table
     token = dask.base.tokenize(url, fingerprint)
     pending = [number for number in range(len(table)) if number not in progress.done]
-    run_at = functools.lru_cache(maxsize=2)(lambda index: make_run(pending[index]))
+    costs = layout.traces()[pending]
+    waves = wave_bounds(len(pending), MAX_TASKS_PER_WAVE, costs, MAX_TRACES_PER_WAVE)
+    run_at = runs_by_wave(layout, plan, settings, pending, waves)
     parts: dict[str, Any] = {}  # one graph key per station: sent once to each worker using it
     inventories = shared(source) if source is not None else None  # parsed on the workers
 
@@ -412,17 +427,19 @@ def _run_blocks(
         )  # fmt: skip
 
     records = compute_in_waves(  # waves of bounded graphs (10^5 files: several)
-        input_locality.near_inputs(  # each run on the host keeping its files (several hosts)
-            task, lambda index: (trace[4] for trace in run_at(index).traces)
+        input_locality.near_partitions(  # each run on the host keeping its files (several hosts)
+            task, lambda index: layout.parts_of(pending[index]), layout.placed
         ),
         len(pending),
         label="ingest waveforms",
         quiet=quiet,
-        costs=np.diff(table.trace_start)[pending],
+        costs=costs,
         wave_cost=MAX_TRACES_PER_WAVE,
     )
     written = dict(zip(pending, records, strict=True))
-    coverage, problems, lost = resumable.collect(progress, shape, written, table.blocks_of)
+    coverage, problems, lost = resumable.collect(
+        progress, (len(plan.stations), plan.n_blocks), written, table.blocks_of
+    )
     problems.update(progress.attributes.get("carried_problems", []))
     return coverage, sorted(problems), lost
 
@@ -449,49 +466,6 @@ def check_same_removal(previous: dict[str, Any], removed: dict[str, Any] | None)
             "remove_response",
             f"the store was ingested {said}; append with the same options (and `inventory`)",
         )
-
-
-def inventory_findings(
-    scans: ScanTable, source: InventorySource | None, require_response: bool, quiet: bool
-) -> InventoryFindings | None:
-    """What the inventories say of the scanned traces (`inventory_checks.findings`), found by
-    one task (on a worker of a cluster: the client never parses StationXML); None without."""
-    import dask
-
-    if source is None:
-        return None
-    task = dask.delayed(findings)(shared(scans), shared(source), require_response)
-    return compute(task, label="check the inventory", quiet=quiet)[0]
-
-
-def check_same_grid(
-    previous: dict[str, Any],
-    known: set[str],
-    plan: WaveformPlan,
-    url: str,
-    storage_options: dict | None,
-) -> None:
-    """Files appended to the store of attrs `previous` and inputs `known` (paths) keep its
-    start, rate, stations and channels (ids of older stores, `NET.STA.` for an empty location
-    code, match by `seed_ids.normalised`)."""
-    group = open_store(url, storage_options)
-    stations = [normalised(str(s)) for s in group[STATION][:]]
-    channels = [str(c) for c in group[CHANNEL][:]]
-    new = [placed.header for placed in plan.traces.of_files_not_in(known)]
-    if plan.start_ns != int(previous["start_time_ns"]):
-        first = min(new, key=lambda header: header.start_ns).path if new else url
-        raise InvalidInput(first, f"starts before the store {url}; ingest without `append`")
-    if plan.sampling_rate != float(previous[cv.ATTR_SAMPLING_RATE]):
-        raise InvalidInput(new[0].path if new else url, f"sampling rate differs from {url}")
-    for header in new:
-        for kind, name, names in (
-            ("station", header.station, stations),
-            ("channel", header.channel, channels),
-        ):
-            if name not in names:
-                raise InvalidInput(
-                    header.path, f"{kind} {name} is not in {url}; ingest without `append`"
-                )
 
 
 def grow_last_blocks(coverage: np.ndarray, plan: WaveformPlan, old_time: int) -> None:

@@ -1,0 +1,85 @@
+"""A waveform ingest keeps its scan in partitions where it was made (`waveform_parts`,
+`partition_plan`, `waveform_runs`): the store is the same whatever the partitions (scan batches
+of one file, of four, or all files in one) and wherever the tasks run (the threaded scheduler,
+one or two worker processes), and on a cluster the client makes no scan table and places no
+trace. Real files: the synthetic archive, obspy's SAC and miniSEED with a StationXML, a file
+that is not seismic data; resampled to 1 Hz, so every round has work."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+from test_waveform_positions import BALST, LMOW, PIN1
+from test_waveforms import I59_DATA, I59_XML, write_synthetic_archive
+
+from seisctf.recipes.ingest import resumable
+from seisctf.recipes.ingest.input_manifest import recorded_inputs
+from seisctf.recipes.ingest.placed_traces import PlacedTraces
+from seisctf.recipes.ingest.scan_table import ScanTable
+from seisctf.recipes.ingest.waveforms import ingest_waveforms
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("partitioned")
+    write_synthetic_archive(root / "a_synthetic")
+    for source, name in ((PIN1, "b_pin1.sac"), (LMOW, "c_lmow.sac"), (BALST, "d_balst.mseed"),
+                         (I59_DATA, "e_i59.mseed")):  # fmt: skip
+        shutil.copy(source, root / name)
+    (root / "g_not_data.mseed").write_bytes(b"not seismic data" * 40)
+    return root
+
+
+def _ingest(archive: Path, out: Path, batches: int, monkeypatch) -> Path:
+    monkeypatch.setattr(resumable, "SCAN_TASKS", batches)
+    report = ingest_waveforms([str(archive)], str(out), inventories=[str(I59_XML)], rate=1.0,
+                              block_samples=4096, quiet=True)  # fmt: skip
+    assert report.problems and len(report.plan.stations) >= 4  # not a trivial store
+    return out
+
+
+def _store(url: Path) -> tuple:
+    """Every chunk's bytes (by name, hashed), the attrs, coverage and inputs table."""
+    chunks = {str(p.relative_to(url)): hashlib.sha256(p.read_bytes()).hexdigest()
+              for p in sorted((url / "data" / "c").rglob("*")) if p.is_file()}  # fmt: skip
+    group = zarr.open_group(str(url), mode="r")
+    return chunks, dict(group.attrs), np.asarray(group["coverage"][:]).tobytes(), (
+        recorded_inputs(str(url)))  # fmt: skip
+
+
+class _Made:
+    """Counts the `ScanTable`s and `PlacedTraces` made in this process while on."""
+
+    def __init__(self, monkeypatch):
+        self.count = 0
+        for kind in (ScanTable, PlacedTraces):
+            original = kind.__init__
+
+            def counted(obj, *args, _original=original, **kwargs):
+                self.count += 1
+                _original(obj, *args, **kwargs)
+
+            monkeypatch.setattr(kind, "__init__", counted)
+
+
+def test_any_partitions_and_workers_make_the_same_store(archive, tmp_path, monkeypatch):
+    from seisctf.cluster import dask_client
+
+    whole = _store(_ingest(archive, tmp_path / "whole.zarr", 1, monkeypatch))
+    assert whole[0]  # chunks were written
+    made = _Made(monkeypatch)
+    for batches in (4, 100):  # a few files a partition; one file a partition
+        assert _store(_ingest(archive, tmp_path / f"threads{batches}.zarr", batches,
+                              monkeypatch)) == whole  # fmt: skip
+    assert made.count > 0  # here, without a cluster, this process scans and places
+    for n_workers in (1, 2):
+        made.count = 0
+        with dask_client(n_workers=n_workers, memory_limit="2GiB", quiet=True):
+            out = _ingest(archive, tmp_path / f"workers{n_workers}.zarr", 100, monkeypatch)
+        assert _store(out) == whole
+        assert made.count == 0, "the client made a scan table or placed traces"
