@@ -542,7 +542,7 @@ def kept(tasks: Sequence[Any], label: str = "", quiet: bool = False) -> list[Any
     """`tasks` (Dask collections) computed and kept where they were computed (on a cluster, in
     its workers' memory: futures), for tasks to come to take as arguments; locally, computed."""
     client = active_client()
-    if client is None:
+    if client is None or not tasks:
         return list(dask.persist(*tasks))
     persisted = client.persist(list(tasks))
     if not quiet:

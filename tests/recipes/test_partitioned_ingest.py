@@ -1,9 +1,9 @@
 """A waveform ingest keeps its scan in partitions where it was made (`waveform_parts`,
 `partition_plan`, `waveform_runs`): the store is the same whatever the partitions (scan batches
 of one file, of four, or all files in one) and wherever the tasks run (the threaded scheduler,
-one or two worker processes), and on a cluster the client makes no scan table and places no
-trace. Real files: the synthetic archive, obspy's SAC and miniSEED with a StationXML, a file
-that is not seismic data; resampled to 1 Hz, so every round has work."""
+one or two worker processes), and on a cluster the client lists no file, makes no scan table
+and places no trace. Real files: the synthetic archive, obspy's SAC and miniSEED with a
+StationXML, a file that is not seismic data; resampled to 1 Hz, so every round has work."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import zarr
 from test_waveform_positions import BALST, LMOW, PIN1
 from test_waveforms import I59_DATA, I59_XML, write_synthetic_archive
 
-from seisctf.recipes.ingest import resumable
+from seisctf.recipes.ingest import input_manifest, resumable
 from seisctf.recipes.ingest.input_manifest import recorded_inputs
 from seisctf.recipes.ingest.placed_traces import PlacedTraces
 from seisctf.recipes.ingest.scan_table import ScanTable
@@ -28,11 +28,13 @@ from seisctf.recipes.ingest.waveforms import ingest_waveforms
 def archive(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("partitioned")
     write_synthetic_archive(root / "a_synthetic")
-    for source, name in ((PIN1, "b_pin1.sac"), (LMOW, "c_lmow.sac"), (BALST, "d_balst.mseed"),
-                         (I59_DATA, "e_i59.mseed")):  # fmt: skip
+    for source, name in ((PIN1, "b/pin1.sac"), (LMOW, "b/lmow.sac"), (BALST, "c/balst.mseed"),
+                         (I59_DATA, "c/i59.mseed")):  # fmt: skip
+        (root / name).parent.mkdir(exist_ok=True)
         shutil.copy(source, root / name)
-    (root / "g_not_data.mseed").write_bytes(b"not seismic data" * 40)
-    return root
+    (root / "d").mkdir()
+    (root / "d" / "not_data.mseed").write_bytes(b"not seismic data" * 40)
+    return root  # folders alone at the top: listed in four parts (`listing_parts`)
 
 
 def _ingest(archive: Path, out: Path, batches: int, monkeypatch) -> Path:
@@ -53,7 +55,8 @@ def _store(url: Path) -> tuple:
 
 
 class _Made:
-    """Counts the `ScanTable`s and `PlacedTraces` made in this process while on."""
+    """Counts the `ScanTable`s and `PlacedTraces` made and the files listed with their stats
+    (`input_manifest.file_stats`) in this process."""
 
     def __init__(self, monkeypatch):
         self.count = 0
@@ -65,6 +68,13 @@ class _Made:
                 _original(obj, *args, **kwargs)
 
             monkeypatch.setattr(kind, "__init__", counted)
+        listing = input_manifest.file_stats
+
+        def listed(*args, **kwargs):
+            self.count += 1
+            return listing(*args, **kwargs)
+
+        monkeypatch.setattr(input_manifest, "file_stats", listed)
 
 
 def test_any_partitions_and_workers_make_the_same_store(archive, tmp_path, monkeypatch):
@@ -82,4 +92,4 @@ def test_any_partitions_and_workers_make_the_same_store(archive, tmp_path, monke
         with dask_client(n_workers=n_workers, memory_limit="2GiB", quiet=True):
             out = _ingest(archive, tmp_path / f"workers{n_workers}.zarr", 100, monkeypatch)
         assert _store(out) == whole
-        assert made.count == 0, "the client made a scan table or placed traces"
+        assert made.count == 0, "the client listed files, made a scan table or placed traces"

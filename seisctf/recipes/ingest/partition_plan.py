@@ -303,7 +303,7 @@ def plan_rounds(
     (`PlacedTraces`, or a handle of them kept where `each` ran it)."""
     if block_samples < 1:
         raise InvalidInput("block_samples", f"must be positive, got {block_samples}")
-    parts = each(summary_of, accepted, label="check the scan")
+    parts = each(summary_of, accepted)
     chosen, problems = grid_rate(parts, rate)
     if rate is None:
         check_rates(each(functools.partial(off_rate, chosen), accepted), chosen)
@@ -317,7 +317,7 @@ def plan_rounds(
                                "no trace can be resampled: " + problems[-1])  # fmt: skip
     start_ns = min(s for s in each(first_start, accepted, kept) if s is not None)
     placed = each(functools.partial(place, chosen, start_ns, rate is not None), accepted, kept,
-                  keep=True, label="place the traces")  # fmt: skip
+                  keep=True)  # fmt: skip
     summaries = each(functools.partial(placed_summary, chosen), placed)
     problems += shift_lines(merged_tallies([s.shifts for s in summaries]), chosen)
     stations = tuple(sorted(frozenset().union(*(s.stations for s in summaries))))

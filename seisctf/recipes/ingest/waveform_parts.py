@@ -13,13 +13,21 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
+import dask
 import numpy as np
 
 from seisctf.cluster import kept, shared
 from seisctf.errors import InvalidInput
-from seisctf.recipes.ingest import input_cache, input_locality, input_manifest, resumable
+from seisctf.recipes.ingest import (
+    input_cache,
+    input_locality,
+    input_manifest,
+    listing_parts,
+    resumable,
+)
 from seisctf.recipes.ingest.input_manifest import InputStats, RecordedInputs
 from seisctf.recipes.ingest.inventory_checks import InventorySource, findings
 from seisctf.recipes.ingest.partition_plan import Accepted, accept
@@ -27,7 +35,7 @@ from seisctf.recipes.ingest.partition_tasks import Each
 from seisctf.recipes.ingest.placed_traces import PlacedTraces, trace_blocks
 from seisctf.recipes.ingest.scan_table import ScanTable, scan_files
 from seisctf.recipes.ingest.waveform_attrs import samples_stored
-from seisctf.recipes.ingest.waveform_plan import WaveformPlan
+from seisctf.recipes.ingest.waveform_plan import WaveformPlan, expand_sources
 
 
 def joined(tables: Sequence[ScanTable], paths: Sequence[str]) -> ScanTable:
@@ -35,21 +43,46 @@ def joined(tables: Sequence[ScanTable], paths: Sequence[str]) -> ScanTable:
     return ScanTable.joined(tables, paths)
 
 
-def scan_partitions(
-    paths: Sequence[str],
-    stats: InputStats,
+@dataclass(frozen=True)
+class Scanned:
+    """An ingest's scan in partitions (`ScanTable`s, kept), the stats (`InputStats`) of the
+    same partitions or one of all files, and the whole scan where it was made here."""
+
+    parts: list[Any]
+    stats: list[Any]
+    whole: ScanTable | None = None
+
+
+def scan_inputs(
+    sources: Sequence[str],
+    url: str,
     recorded: RecordedInputs | None,
+    append: bool,
     storage_options: dict | None,
     quiet: bool,
-    whole: bool = False,
-) -> tuple[list[Any], ScanTable | None]:
-    """The scan of `paths` (sorted; `stats` theirs) in partitions of consecutive files, kept on
-    the workers, and the whole scan when it was made here: when the store's `recorded` inputs
-    give some files' scans (`input_manifest.scanned`), or `whole` (an append checks it)."""
+) -> Scanned:
+    """The scan of the files below `sources` in partitions of consecutive files, kept on the
+    workers: listed there too where the sources are folders (`listing_parts`) and nothing of
+    the store at `url` is `recorded`; else listed here (with the `recorded` inputs of the store
+    an `append` adds to, which must still be there) and joined here when the record gives some
+    files' scans (`input_manifest.scanned`) or for an append (it checks them)."""
     scan = input_cache.keeping(scan_files)  # each file read from storage once
-    if not (whole or input_manifest.reusable(recorded, stats)):
+    units = listing_parts.units_of(sources, storage_options) if recorded is None else None
+    if units is not None:
+        listing = listing_parts.listed(sources, units, storage_options, quiet)
+        make = lambda i: dask.delayed(_scan_listed)(scan, listing.batches[i], storage_options)  # noqa: E731
+        placed = input_locality.in_path_order(make, len(listing.batches))
+        parts = kept([placed(i) for i in range(len(listing.batches))], "scan", quiet)
+        return Scanned(parts, listing.batches)
+    paths = expand_sources(sources, storage_options)
+    if append and recorded is not None:
+        paths = sorted(set(paths) | set(recorded.scans.paths))
+    stats = input_manifest.file_stats(paths, storage_options)  # one listing per folder
+    if append and recorded is not None:
+        input_manifest.check_present(recorded, stats, url)
+    if not (append or input_manifest.reusable(recorded, stats)):
         tasks = resumable.scan_tasks(scan, paths, storage_options, input_locality.in_path_order)
-        return kept(tasks, "scan", quiet), None
+        return Scanned(kept(tasks, "scan", quiet), [shared(stats)])
     table = input_manifest.scanned(  # only the files not as the store's table records them
         paths, stats, recorded,
         lambda todo: resumable.scan_all(
@@ -57,7 +90,12 @@ def scan_partitions(
         ),
     )  # fmt: skip
     size = resumable.batch_size(len(paths))
-    return [shared(part) for part in input_manifest.split(table, size)], table
+    parts = [shared(part) for part in input_manifest.split(table, size)]
+    return Scanned(parts, [shared(stats)], table)
+
+
+def _scan_listed(scan: Any, stats: InputStats, storage_options: dict | None) -> ScanTable:
+    return scan(list(stats.paths), storage_options)
 
 
 def accepted_parts(
@@ -158,41 +196,43 @@ def all_digests(*parts: ScanTable) -> np.ndarray:
 
 def inputs_digests(parts: list[Any]) -> Any:
     """A task of `all_digests` (a fingerprint's inputs, on a worker)."""
-    import dask
-
     return dask.delayed(all_digests)(*parts)
 
 
 def write_table(
     url: str,
     storage_options: dict | None,
-    stats: Any,
-    parts: list[Any],
+    scanned: Scanned,
     placed: list[Any] | None = None,
     stored_args: tuple[Sequence[str], set, set] | None = None,
     name: str | None = None,
 ) -> Any:
     """A task writing the store's inputs table (`input_manifest.write_recorded`) of the
-    partitions `parts` (joined on the worker), with `samples_stored` from each partition's
-    `placed` traces and `stored_args` (stations, lost, paths not stored before:
+    partitions of `scanned` (joined on the worker), with `samples_stored` from each
+    partition's `placed` traces and `stored_args` (stations, lost, paths not stored before:
     `waveform_attrs.samples_stored`), all true without."""
-    import dask
-
-    return dask.delayed(_write_table)(url, storage_options, stats, name, stored_args,
-                                      len(parts), *parts, *(placed or []))  # fmt: skip
+    counts = (len(scanned.stats), len(scanned.parts))
+    return dask.delayed(_write_table)(url, storage_options, name, stored_args, counts,
+                                      *scanned.stats, *scanned.parts, *(placed or []))  # fmt: skip
 
 
 def _write_table(
     url: str,
     storage_options: dict | None,
-    stats: InputStats,
     name: str | None,
     stored_args: tuple | None,
-    n_parts: int,
+    counts: tuple[int, int],
     *values: Any,
 ) -> None:
-    parts, placed = values[:n_parts], values[n_parts:]
+    stats_parts = values[: counts[0]]
+    parts = values[counts[0] : counts[0] + counts[1]]
+    placed = values[counts[0] + counts[1] :]
     scans = ScanTable.joined(parts, [path for part in parts for path in part.paths])
+    stats = InputStats(
+        tuple(path for part in stats_parts for path in part.paths),
+        np.concatenate([part.sizes for part in stats_parts]),
+        np.concatenate([part.modified for part in stats_parts]),
+    )
     stored = None
     if stored_args is not None:
         stored = np.concatenate([samples_stored(part, traces, *stored_args)

@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     pass
 
 DEFAULT_BLOCK_SAMPLES = 2**18
+EMPTY_FOLDER = "no file in this folder or below it (hidden files are skipped)"
+NO_OBJECT = "no such object, prefix or glob match"
 NS_PER_S = 1_000_000_000
 # Relative difference of two sampling rates taken as equal (beyond it the drift test decides).
 RATE_RTOL = 1e-9
@@ -108,7 +110,7 @@ def is_url(path: str) -> bool:
     return "://" in str(path) and not str(path).startswith("file://")
 
 
-def _filesystem(url: str, storage_options: dict | None) -> tuple[Any, str]:
+def filesystem(url: str, storage_options: dict | None) -> tuple[Any, str]:
     import fsspec
 
     fs, _ = fsspec.core.url_to_fs(url, **(storage.options_for(url, storage_options) or {}))
@@ -135,24 +137,22 @@ def expand_sources(sources: Sequence[str], storage_options: dict | None = None) 
     found: set[str] = set()
     for source in sources:
         if is_url(source):
-            found.update(_urls_below(source, storage_options))
+            found.update(urls_below(source, storage_options))
             continue
         matches = sorted(glob.glob(source, recursive=True)) if glob.has_magic(source) else [source]
         matches = [m for m in matches if os.path.exists(m)]
         if not matches:
             raise InvalidInput(source, "no such file, folder or glob match")
-        files = [f for m in matches for f in (_files_below(m) if os.path.isdir(m) else [m])]
+        files = [f for m in matches for f in (files_below(m) if os.path.isdir(m) else [m])]
         if not files:
-            raise InvalidInput(
-                source, "no file in this folder or below it (hidden files are skipped)"
-            )
+            raise InvalidInput(source, EMPTY_FOLDER)
         found.update(os.path.normpath(f) for f in files)
     return sorted(found)
 
 
-def _urls_below(source: str, storage_options: dict | None) -> list[str]:
+def urls_below(source: str, storage_options: dict | None) -> list[str]:
     """Object URLs of one fsspec source: an object, a prefix (all objects below) or a glob."""
-    fs, protocol = _filesystem(source, storage_options)
+    fs, protocol = filesystem(source, storage_options)
     try:
         if glob.has_magic(source):
             names = [n for n in fs.glob(source) if not fs.isdir(n)]
@@ -165,11 +165,11 @@ def _urls_below(source: str, storage_options: dict | None) -> list[str]:
     names = [n.split("://", 1)[-1] for n in names]
     names = [n for n in names if not any(part.startswith(".") for part in n.split("/"))]
     if not names:
-        raise InvalidInput(source, "no such object, prefix or glob match")
+        raise InvalidInput(source, NO_OBJECT)
     return [f"{protocol}://{name}" for name in names]
 
 
-def _files_below(root: str) -> list[str]:
+def files_below(root: str) -> list[str]:
     files = []
     for folder, subfolders, names in os.walk(root):
         subfolders[:] = [d for d in subfolders if not d.startswith(".")]

@@ -37,8 +37,10 @@ workers) that, block after block, reads the block's files (`waveform_blocks`: de
 response if asked, resample if asked, put on the grid, merge; decoded files and merged file sets
 are cached per worker, so a file is decoded once per run, not once per block), fills gaps with
 NaN and writes the block's chunk. The completion marker and consolidated metadata are written
-last (`storage.finish_group`). The client holds the listing (paths, sizes, modification),
-per-partition summaries, the runs and one wave's traces; not a file's scan or trace.
+last (`storage.finish_group`). Folder sources are listed by tasks too (`listing_parts`): the
+client holds the folders, per-partition summaries, the runs and one wave's traces, never a
+path, scan or trace of every file (a resume or an append, which read the store's record of its
+inputs, list and join here).
 Sparse time: only the (station, block)s some trace overlaps get a task; the others are never
 written (NaN, coverage 0) and cost nothing, so two files years apart cost what they hold.
 Resume: each run writes its record (`resumable`) in `ingest_progress` after its chunks; a
@@ -70,6 +72,7 @@ resampling and merging)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -124,13 +127,12 @@ from seisctf.recipes.ingest.waveform_parts import (
     check_same_grid,
     inputs_digests,
     new_trace_spans,
-    scan_partitions,
+    scan_inputs,
     write_table,
 )
 from seisctf.recipes.ingest.waveform_plan import (
     DEFAULT_BLOCK_SAMPLES,
     WaveformPlan,
-    expand_sources,
 )
 from seisctf.recipes.ingest.waveform_runs import RunLayout, run_layout, runs_by_wave
 from seisctf.recipes.schema import POSITIVE, URL, parameters
@@ -292,24 +294,18 @@ def ingest_waveforms(
     `water_level` (dB, None for none). A trace without a response is a problem, not ingested.
     """
     request = requested_removal(remove_response, pre_filt, water_level, inventories)
-    paths = expand_sources(sources, storage_options)
     previous = appendable_attrs(url, storage_options) if append else None
     recorded = input_manifest.read_recorded(url, storage_options)  # of any store there
     if previous is not None:
         block_samples = int(previous["block_samples"])
         rate = append_rate(previous, rate)
         recorded = input_manifest.appended_to(recorded, url)
-        paths = sorted(set(paths) | set(recorded.scans.paths))
-    stats = input_manifest.file_stats(paths, storage_options)  # one listing per folder
-    if previous is not None:
-        input_manifest.check_present(recorded, stats, url)
     source = read_source(inventories, storage_options) if inventories else None
-    parts, whole = scan_partitions(paths, stats, recorded, storage_options, quiet,
-                                   whole=previous is not None)  # fmt: skip
-    del paths  # (the client keeps `stats` for the table; the scans stay on the workers)
+    scanned = scan_inputs(sources, url, recorded, previous is not None, storage_options, quiet)
+    parts = scanned.parts
     if previous is not None:
-        input_manifest.check_unchanged(recorded, whole, url)
-    del whole
+        input_manifest.check_unchanged(recorded, scanned.whole, url)
+    scanned = dataclasses.replace(scanned, whole=None)
     release_free_memory()  # of the scan tasks' results, joined into `scans`
     each = on_cluster(quiet)
     accepted = accepted_parts(parts, source, request is not None, each)
@@ -345,15 +341,13 @@ def ingest_waveforms(
     layout = run_layout(plan, placed, each, rewrite)
     if progress is not None and progress.records != len(layout):
         progress = None  # not this plan's (cannot happen for the same fingerprint)
-    sent_stats = shared(stats)
-    del stats
     if progress is None and previous is not None:
         if not previous.get(cv.ATTR_COMPLETE):
             raise resumable.pending_append(url)
         progress = prepare_append(plan, previous, len(layout), url, storage_options, fingerprint)
     elif progress is None:
         create_store(plan, url, storage_options, fingerprint, len(layout))
-        compute(write_table(url, storage_options, sent_stats, parts), quiet=True)  # a resume's
+        compute(write_table(url, storage_options, scanned), quiet=True)  # a resume's
         progress = resumable.Progress()
     coverage, decode_problems, lost = _run_blocks(
         layout, plan, settings, source, url, storage_options, fingerprint, progress, quiet
@@ -371,7 +365,7 @@ def ingest_waveforms(
     # killed before, it resumes with the old inputs as the old ones.
     old_table = input_manifest.table_name(group)
     table = input_manifest.beside(group) if previous is not None else old_table
-    compute(write_table(url, storage_options, sent_stats, parts, placed,
+    compute(write_table(url, storage_options, scanned, placed,
                         (plan.stations, lost, not_stored), table), quiet=True)  # fmt: skip
     if table != input_manifest.GROUP or input_manifest.ATTR_TABLE in group.attrs:
         attrs[input_manifest.ATTR_TABLE] = table

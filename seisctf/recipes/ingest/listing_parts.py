@@ -1,0 +1,175 @@
+"""The listing of an ingest's folder sources, in parts listed by tasks on the workers.
+
+The client walks the folders' structure only: it goes down through folders that hold folders
+alone (an SDS tree's year, network and station levels) and stops at the first folder holding a
+file (a channel's folder); each such folder's subtree is a unit, listed (paths, sizes,
+modification: `input_manifest.file_stats`) by one task and kept on the worker. Units are sorted
+by their path with a trailing separator: every path below a unit begins with it, so the units'
+listings, each sorted, follow one another in path order. The scan's batches (`resumable`'s batch
+size over all files) are cut from the units' listings by tasks too: the client holds the units
+and their file counts, never a path.
+
+Sources that are not all folders (a file, a glob) or that overlap are listed by the client as
+before (`waveform_plan.expand_sources`).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from seisctf.cluster import compute, kept
+from seisctf.errors import InvalidInput
+from seisctf.recipes.ingest import input_manifest, resumable
+from seisctf.recipes.ingest.input_manifest import InputStats
+from seisctf.recipes.ingest.waveform_plan import (
+    EMPTY_FOLDER,
+    NO_OBJECT,
+    files_below,
+    filesystem,
+    is_url,
+    urls_below,
+)
+
+
+@dataclass(frozen=True)
+class Listed:
+    """A listing in parts: per batch of the scan, its `InputStats` (kept), and the count."""
+
+    batches: list[Any]
+    files: int
+
+
+def _hidden(name: str) -> bool:
+    return name.rsplit("/", 1)[-1].startswith(".")
+
+
+def _children(folder: str, storage_options: dict | None) -> tuple[list[str], bool]:
+    """The subfolders of `folder` (not hidden) and whether it holds a file itself."""
+    if is_url(folder):
+        fs, protocol = _filesystem(folder, storage_options)
+        try:
+            entries = fs.ls(folder, detail=True)
+        except OSError as error:
+            raise InvalidInput(folder, f"cannot list it ({error})") from None
+        names = [(e["name"].split("://", 1)[-1].rstrip("/"), e["type"]) for e in entries]
+        return (
+            [f"{protocol}://{n}" for n, kind in names if kind == "directory" and not _hidden(n)],
+            any(kind != "directory" and not _hidden(n) for n, kind in names),
+        )
+    folders, has_file = [], False
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            if entry.is_dir():  # as os.walk (`files_below`): into no linked folder
+                if not entry.is_symlink():
+                    folders.append(os.path.normpath(entry.path))
+            else:
+                has_file = True
+    return folders, has_file
+
+
+def _filesystem(url: str, storage_options: dict | None) -> tuple[Any, str]:
+    fs, protocol = filesystem(url, storage_options)
+    fs.invalidate_cache()  # a listing cached earlier may predate a change
+    return fs, protocol
+
+
+def _is_folder(source: str, storage_options: dict | None) -> bool:
+    if glob.has_magic(source):
+        return False
+    if is_url(source):
+        fs, _ = _filesystem(source, storage_options)
+        try:
+            return bool(fs.isdir(source))
+        except OSError:
+            return False
+    return os.path.isdir(source)
+
+
+def _key(unit: str) -> str:
+    """A unit's sort key: its path with a trailing separator (module doc)."""
+    return unit.rstrip("/") + "/"
+
+
+def units_of(sources: Sequence[str], storage_options: dict | None) -> list[str] | None:
+    """The units (module doc) of `sources`, in path order; None when a source is not a folder
+    or two sources overlap (the client lists them)."""
+    if not sources or not all(_is_folder(s, storage_options) for s in sources):
+        return None
+    units = []
+    for source in sources:
+        root = source.rstrip("/") if is_url(source) else os.path.normpath(source)
+        pending = [root]
+        while pending:
+            folder = pending.pop()
+            subfolders, has_file = _children(folder, storage_options)
+            if has_file:
+                units.append(folder)
+            else:
+                pending += subfolders
+    units.sort(key=_key)
+    keys = [_key(unit) for unit in units]
+    if any(b.startswith(a) for a, b in zip(keys, keys[1:], strict=False)):
+        return None  # overlapping sources
+    return units
+
+
+def list_unit(unit: str, storage_options: dict | None) -> InputStats:
+    """The files below `unit` (hidden ones skipped), sorted, with their stats (a task)."""
+    found = urls_below(unit, storage_options) if is_url(unit) else files_below(unit)
+    return input_manifest.file_stats(sorted(found), storage_options)
+
+
+def cut(first: int, stop: int, starts: Sequence[int], *listings: InputStats) -> InputStats:
+    """Files `first`..`stop`-1 of all units (`starts`: the index of each listing's first
+    file; `listings`: those of the units holding some of them, in order) as one `InputStats`."""
+    paths: list[str] = []
+    sizes, modified = [], []
+    for start, listing in zip(starts, listings, strict=True):
+        piece = slice(max(first - start, 0), max(min(stop - start, len(listing.paths)), 0))
+        paths += listing.paths[piece]
+        sizes.append(listing.sizes[piece])
+        modified.append(listing.modified[piece])
+    return InputStats(tuple(paths), np.concatenate(sizes), np.concatenate(modified))
+
+
+def listed(
+    sources: Sequence[str], units: Sequence[str], storage_options: dict | None, quiet: bool
+) -> Listed:
+    """The units' listings cut into the scan's batches, kept on the workers (module doc). A
+    source with no file below it is bad input, as for the client's listing."""
+    import dask
+
+    listings = kept([dask.delayed(list_unit)(unit, storage_options) for unit in units],
+                    "list the inputs", quiet)  # fmt: skip
+    counts = compute(*[dask.delayed(_count)(listing) for listing in listings], quiet=True)
+    for source in sources:
+        below = [n for unit, n in zip(units, counts, strict=True) if _within(unit, source)]
+        if not sum(below):
+            raise InvalidInput(source, NO_OBJECT if is_url(source) else EMPTY_FOLDER)
+    starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    total = int(starts[-1])
+    size = resumable.batch_size(total)
+    batches = []
+    for first in range(0, total, size):
+        stop = min(first + size, total)
+        held = np.flatnonzero((starts[:-1] < stop) & (starts[1:] > first)).tolist()
+        batches.append(dask.delayed(cut)(first, stop, [int(starts[u]) for u in held],
+                                         *[listings[u] for u in held]))  # fmt: skip
+    return Listed(kept(batches, "", True), total)
+
+
+def _count(listing: InputStats) -> int:
+    return len(listing.paths)
+
+
+def _within(unit: str, source: str) -> bool:
+    root = source.rstrip("/") if is_url(source) else os.path.normpath(source)
+    return unit == root or _key(unit).startswith(_key(root))
