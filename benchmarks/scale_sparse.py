@@ -2,10 +2,12 @@
 
 Every run is the command as a user types it (a subprocess), attached with `--scheduler` to a fresh
 cluster of its own (`scale_ingest.Cluster`: an external scheduler with the task probe, 2 workers,
-or 1 for the identity checks). Per run: wall seconds (spawn to exit), the client's peak RSS and
-that above its imports (`scale_ingest.import_rss`), the Dask tasks the scheduler ran, the most
-progress objects seen in the store at once (every file under the store's `ingest_progress…`
-entries, polled in a thread while the command runs) and the data chunks the run wrote.
+or 1 for the identity checks; at the tests' size, TINY, one cluster per worker count serves
+every run: starting and stopping one takes longer than such a run). Per run: wall seconds
+(spawn to exit), the client's peak RSS and that above its imports (`scale_ingest.import_rss`),
+the Dask tasks the scheduler ran, the most progress objects seen in the store at once (every
+file under the store's `ingest_progress…` entries, polled in a thread while the command runs)
+and the data chunks the run wrote.
 
 - Time gap: one station (XA.GAP.00, HHZ/HHN/HHE), two 10-minute 100 Hz files written by obspy,
   the second starting 1 hour, 1 year or 5 years after the first (`--quick`: 1 hour, 1 year).
@@ -22,6 +24,7 @@ entries, polled in a thread while the command runs) and the data chunks the run 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import os
@@ -63,11 +66,41 @@ class Sizes:
     gaps: tuple[tuple[str, float], ...]
     append_files: int
     append_days: int
+    fresh_clusters: bool = True  # a cluster per run, else one per worker count for every run
 
 
 FULL = Sizes((("1 hour", 3600.0), ("1 year", YEAR_S), ("5 years", 5 * YEAR_S)), 10_000, 30)
 QUICK = Sizes((("1 hour", 3600.0), ("1 year", YEAR_S)), 1_000, 10)
-TINY = Sizes((("1 hour", 3600.0), ("1 day", DAY_S)), 60, 10)  # the test's
+TINY = Sizes((("1 hour", 3600.0), ("1 day", DAY_S)), 60, 10, fresh_clusters=False)  # the test's
+
+
+class Clusters:
+    """The clusters the runs attach to: a fresh `scale_ingest.Cluster` for each run, or (not
+    `fresh`) one per worker count, started at its first run and stopped on leaving, each in a
+    folder of its own under `workdir`."""
+
+    def __init__(self, workdir: Path, fresh: bool):
+        self.workdir, self.fresh = workdir, fresh
+        self.kept: dict[int, scale_ingest.Cluster] = {}
+        self.stack = contextlib.ExitStack()
+
+    @contextlib.contextmanager
+    def of(self, workers: int) -> Iterator[scale_ingest.Cluster]:
+        if self.fresh:
+            with scale_ingest.Cluster(self.workdir, workers) as cluster:
+                yield cluster
+            return
+        if workers not in self.kept:
+            folder = self.workdir / f"cluster_{workers}w"
+            folder.mkdir(exist_ok=True)
+            self.kept[workers] = self.stack.enter_context(scale_ingest.Cluster(folder, workers))
+        yield self.kept[workers]
+
+    def __enter__(self) -> Clusters:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stack.close()
 
 
 @dataclass(frozen=True)
@@ -149,13 +182,13 @@ def data_chunks(store: Path, since_ns: int = 0) -> int:
 
 
 def measured_ingest(
-    options: ScaleOptions, label: str, sources: Sequence[Path], store: Path, *extra: str,
+    clusters: Clusters, label: str, sources: Sequence[Path], store: Path, *extra: str,
     workers: int = scale_ingest.N_WORKERS, imports: int = 0,
 ) -> Run:  # fmt: skip
-    """`seisctf ingest waveforms SOURCES --out STORE EXTRA --scheduler …` on a fresh cluster of
+    """`seisctf ingest waveforms SOURCES --out STORE EXTRA --scheduler …` on a cluster of
     `workers` workers, measured."""
     command = [*seisctf_command(), "ingest", "waveforms", *map(str, sources), "--out", str(store)]
-    with scale_ingest.Cluster(options.workdir, workers) as cluster:
+    with clusters.of(workers) as cluster:
         cluster.probe()  # the wait for workers: cleared
         load = load_average()
         began_ns = time.time_ns()
@@ -357,7 +390,9 @@ def ratio_verdict(name: str, top: float, base: float, goal: float, unit: str = "
     return verdict(f"{name} <= {goal}x", figure, ratio <= goal)
 
 
-def gap_section(options: ScaleOptions, sizes: Sizes, imports: int) -> tuple[Section, list[Finding]]:
+def gap_section(
+    options: ScaleOptions, sizes: Sizes, imports: int, clusters: Clusters
+) -> tuple[Section, list[Finding]]:
     """The time-gap runs (2 workers measured, 1 worker for the identity check); the table and
     the identity findings."""
     rows: list[list[object]] = []
@@ -367,7 +402,7 @@ def gap_section(options: ScaleOptions, sizes: Sizes, imports: int) -> tuple[Sect
         slug = label.replace(" ", "")
         paths, traces = gap_files(options.workdir / f"gap_{slug}", gap_s)
         pair = [
-            measured_ingest(options, label, paths, options.workdir / f"gap_{slug}_{workers}w.zarr",
+            measured_ingest(clusters, label, paths, options.workdir / f"gap_{slug}_{workers}w.zarr",
                             workers=workers, imports=imports)
             for workers in (2, 1)
         ]  # fmt: skip
@@ -402,7 +437,7 @@ def gap_section(options: ScaleOptions, sizes: Sizes, imports: int) -> tuple[Sect
 
 
 def append_section(
-    options: ScaleOptions, sizes: Sizes, imports: int
+    options: ScaleOptions, sizes: Sizes, imports: int, clusters: Clusters
 ) -> tuple[Section, list[Finding]]:
     """Base store, `--append` of one file (2 workers; 1 worker on a copy of the base), that
     file alone into a new store, and a one-shot ingest of every file."""
@@ -413,17 +448,19 @@ def append_section(
     store = options.workdir / "append_2w.zarr"
     copy = options.workdir / "append_1w.zarr"
     n = archive.summary["files"]
-    base = measured_ingest(options, f"base: {n:,} files", [sds], store, *inventory, imports=imports)
+    base = measured_ingest(
+        clusters, f"base: {n:,} files", [sds], store, *inventory, imports=imports
+    )
     shutil.copytree(store, copy)
     runs = [
         base,
-        measured_ingest(options, "--append 1 file", [new_file], store, "--append", *inventory,
+        measured_ingest(clusters, "--append 1 file", [new_file], store, "--append", *inventory,
                         imports=imports),
-        measured_ingest(options, "--append 1 file", [new_file], copy, "--append", *inventory,
+        measured_ingest(clusters, "--append 1 file", [new_file], copy, "--append", *inventory,
                         workers=1, imports=imports),
-        measured_ingest(options, "1 file alone, new store", [new_file],
+        measured_ingest(clusters, "1 file alone, new store", [new_file],
                         options.workdir / "append_alone.zarr", *inventory, imports=imports),
-        measured_ingest(options, f"one shot: {n + 1:,} files", [sds, new_file],
+        measured_ingest(clusters, f"one shot: {n + 1:,} files", [sds, new_file],
                         options.workdir / "append_oneshot.zarr", *inventory, imports=imports),
     ]  # fmt: skip
     section = Section(f"Append: 1 file onto a {n:,}-file store", COLUMNS,
@@ -434,7 +471,7 @@ def append_section(
     section.notes += [
         f"Base: {archive.root} (`make_archive.py sds --files {sizes.append_files} --days "
         f"{sizes.append_days}`, with its StationXML); the new file: {new_file.name}, the day "
-        "after the archive's last. Each run on a fresh cluster."
+        "after the archive's last. Each run on a fresh cluster (TINY: one per worker count)."
     ]
     station = ".".join(new_file.name.split(".")[:3])
     same = [
@@ -456,21 +493,22 @@ def same_section(findings: Sequence[Finding]) -> Section:
     return section
 
 
-def warm_up(options: ScaleOptions, sizes: Sizes) -> None:
+def warm_up(options: ScaleOptions, sizes: Sizes, clusters: Clusters) -> None:
     """One unmeasured ingest of the first gap's files: else the first measured run alone pays
     for a cold page cache (Python's modules, the inputs)."""
     paths, _ = gap_files(options.workdir / "warm_up", sizes.gaps[0][1])
-    measured_ingest(options, "warm-up (not measured)", paths, options.workdir / "warm_up.zarr")
+    measured_ingest(clusters, "warm-up (not measured)", paths, options.workdir / "warm_up.zarr")
 
 
 def sparse_sections(options: ScaleOptions, sizes: Sizes) -> Iterator[Section]:
     """The time-gap, append and same-store tables of `sizes`."""
     imports = scale_ingest.import_rss()
-    warm_up(options, sizes)
-    gaps, same_gaps = gap_section(options, sizes, imports)
-    yield gaps
-    append, same_append = append_section(options, sizes, imports)
-    yield append
+    with Clusters(options.workdir, sizes.fresh_clusters) as clusters:
+        warm_up(options, sizes, clusters)
+        gaps, same_gaps = gap_section(options, sizes, imports, clusters)
+        yield gaps
+        append, same_append = append_section(options, sizes, imports, clusters)
+        yield append
     yield same_section(same_gaps + same_append)
 
 
