@@ -1,10 +1,11 @@
 """Scale section `ingest`: cost curves of `seisctf ingest waveforms`, as a user runs it.
 
-Two curves, each run on a fresh Dask cluster of its own: an external `dask scheduler` (with
-`task_probe` preloaded: task count and the time each task started) and two `dask worker`
-processes of one thread each (no nanny; the embedded cluster's malloc and spill settings), the
-command attached with `--scheduler`. Peak RSS by role: the command's own process tree (the
-client), the scheduler's process, each worker's.
+Two curves, each run on a fresh Dask cluster of its own (`--quick`: one cluster serves every
+run, as its start and stop take longer than such a run; `scale_cluster.Cluster`): an external
+`dask scheduler` (with `task_probe` preloaded: task count and the time each task started) and
+two `dask worker` processes of one thread each (no nanny; the embedded cluster's malloc and
+spill settings), the command attached with `--scheduler`. Peak RSS by role: the command's own
+process tree (the client), the scheduler's process, each worker's.
 
 - bytes: symlink trees of the first day files of an SDS archive (`make_archive.py sds`; the
   full run's 10 GB archive is `DATA/sds10g`, written there once), day-major (every
@@ -28,7 +29,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
 import sys
 import time
@@ -40,12 +40,12 @@ import bench_ingest  # the per-core table's rows (`per_core_section`)
 import numpy as np
 import psutil
 from bench_ctf_scoring import load_average
+from scale_cluster import N_WORKERS, Clusters
 from scale_report import (
     GiB,
     MiB,
     ScaleOptions,
     Section,
-    TreeSampler,
     fitted_exponent,
     format_cell,
     run_command,
@@ -53,8 +53,6 @@ from scale_report import (
     tree_bytes,
     verdict,
 )
-
-from seisctf.cluster import EMBEDDED_ENVIRON, PRE_SPAWN_ENVIRON, worker_memory_limit
 
 HERE = Path(__file__).resolve().parent
 MAKE_ARCHIVE = HERE / "make_archive.py"
@@ -65,13 +63,7 @@ QUICK_FRACTIONS = (1 / 12, 1.0)  # of the quick archive's files
 FILE_COUNTS = (1_000, 10_000, 100_000)
 QUICK_FILE_COUNTS = (60, 600)
 SMALL_FILE_DAYS = 30
-N_WORKERS = 2
 READ_HOURS = 5  # station-hours read at the largest size
-# Spill and pause fractions of the embedded workers (`seisctf.cluster`), as dask config.
-WORKER_CONFIG = {
-    "DASK_DISTRIBUTED__WORKER__MEMORY__SPILL": "0.85",
-    "DASK_DISTRIBUTED__WORKER__MEMORY__PAUSE": "0.9",
-}
 COLUMNS = [
     "size", "bytes", "files", "samples", "wall s", "samples/s", "client MiB", "scheduler MiB",
     "worker 1 MiB", "worker 2 MiB", "Dask tasks", "first task s", "planning s", "planning %",
@@ -212,105 +204,6 @@ def symlink_tree(archive: Archive, entries: Sequence[dict], out: Path) -> Path:
     return out / archive.summary["sds_root"]
 
 
-# --- the cluster ----------------------------------------------------------------------------
-
-
-class Cluster:
-    """`dask scheduler` (task probe preloaded) and `n_workers` `dask worker`s, as processes of
-    this one: started on entering, terminated (by their ids) on leaving."""
-
-    def __init__(self, workdir: Path, n_workers: int = N_WORKERS):
-        self.n_workers = n_workers
-        self.file = workdir / "scheduler.json"
-        self.processes: list[subprocess.Popen] = []
-        self.log = open(workdir / "cluster.log", "a")  # noqa: SIM115 - closed in __exit__
-
-    def _start(self, *argv: str, env: dict[str, str]) -> subprocess.Popen:
-        command = [str(Path(sys.executable).with_name("dask")), *argv]
-        process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT, env=env)
-        self.processes.append(process)
-        return process
-
-    def __enter__(self) -> Cluster:
-
-        try:
-            return self._launch()
-        except BaseException:
-            self.__exit__()
-            raise
-
-    def _launch(self) -> Cluster:
-        from distributed import Client
-
-        self.file.unlink(missing_ok=True)
-        path = os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-        env = {**os.environ, "PYTHONPATH": path, **WORKER_CONFIG}
-        self.scheduler = self._start(
-            "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
-            "--scheduler-file", str(self.file), "--preload", "task_probe", env=env,
-        )  # fmt: skip
-        while not self.file.exists():
-            time.sleep(0.1)
-        time.sleep(0.2)  # the file is written whole
-        worker_env = {
-            **env,
-            **{key: str(value) for key, value in {**PRE_SPAWN_ENVIRON, **EMBEDDED_ENVIRON}.items()},
-        }
-        self.workers = [
-            self._start(
-                "worker",
-                "--scheduler-file",
-                str(self.file),
-                "--nthreads",
-                "1",
-                "--no-nanny",
-                "--memory-limit",
-                str(worker_memory_limit(self.n_workers)),
-                "--no-dashboard",
-                "--preload",
-                "seisctf.cluster",
-                env=worker_env,
-            )  # fmt: skip
-            for _ in range(self.n_workers)
-        ]
-        self.client = Client(scheduler_file=str(self.file))
-        self.client.wait_for_workers(self.n_workers, timeout=120)
-        self.address = self.client.scheduler.address
-        return self
-
-    def now(self) -> float:
-        """The scheduler's clock now, the one the task probe's times are read on."""
-        from task_probe import task_probe_now
-
-        return self.client.run_on_scheduler(task_probe_now)
-
-    def probe(self) -> dict[str, dict[str, float]]:
-        """The task probe's record since the last call (and clear it)."""
-        from task_probe import task_probe_summary
-
-        return self.client.run_on_scheduler(task_probe_summary)
-
-    def samplers(self) -> list[TreeSampler]:
-        """RSS samplers of the scheduler and of each worker (roles by process)."""
-        return [TreeSampler(self.scheduler.pid, roles={self.scheduler.pid: "scheduler"})] + [
-            TreeSampler(worker.pid, roles={worker.pid: f"worker {index}"})
-            for index, worker in enumerate(self.workers, 1)
-        ]
-
-    def __exit__(self, *exc) -> None:
-        if getattr(self, "client", None) is not None:
-            self.client.close()
-        # One at a time, workers first (one stopping with its scheduler waited up to 30 s).
-        for process in reversed(self.processes):
-            process.terminate()
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        self.log.close()
-
-
 def import_rss() -> int:
     """Peak RSS (bytes, VmHWM: ru_maxrss keeps the parent's across a vfork and exec) of a fresh
     process importing what `seisctf ingest` loads (the CLI, every registered ingest module,
@@ -329,14 +222,15 @@ def import_rss() -> int:
 
 
 def ingest(
-    options: ScaleOptions, label: str, archive: Archive, entries: Sequence[dict], sds: Path
-) -> IngestRun:
-    """`seisctf ingest waveforms SDS --inventory … --out STORE --scheduler …` on a fresh
-    cluster, measured."""
+    options: ScaleOptions, clusters: Clusters, label: str, archive: Archive,
+    entries: Sequence[dict], sds: Path,
+) -> IngestRun:  # fmt: skip
+    """`seisctf ingest waveforms SDS --inventory … --out STORE --scheduler …` on a cluster of
+    `clusters`, measured."""
     store = options.workdir / f"store_{label}.zarr"
     command = [*seisctf_command(), "ingest", "waveforms", str(sds), "--inventory",
                str(archive.inventory), "--out", str(store)]  # fmt: skip
-    with Cluster(options.workdir) as cluster:
+    with clusters.of(N_WORKERS) as cluster:
         cluster.probe()  # nothing but the wait for workers: cleared
         samplers = cluster.samplers()
         for sampler in samplers:
@@ -383,7 +277,9 @@ def print_run(run: IngestRun) -> None:
     print("  " + " | ".join(cells), flush=True)
 
 
-def byte_curve(options: ScaleOptions) -> tuple[Section, list[IngestRun], Archive]:
+def byte_curve(
+    options: ScaleOptions, clusters: Clusters
+) -> tuple[Section, list[IngestRun], Archive]:
     archive = byte_archive(options)
     total = sum(entry["bytes"] for entry in archive.summary["file_list"])
     targets = [f * total for f in QUICK_FRACTIONS] if options.quick else [s * GB for s in SIZES_GB]
@@ -392,7 +288,7 @@ def byte_curve(options: ScaleOptions) -> tuple[Section, list[IngestRun], Archive
         entries = first_bytes(archive, target)
         label = f"{sum(e['bytes'] for e in entries) / GB:.3g} GB"
         sds = symlink_tree(archive, entries, options.workdir / f"bytes_{len(entries)}")
-        runs.append(ingest(options, f"bytes_{len(entries)}", archive, entries, sds))
+        runs.append(ingest(options, clusters, f"bytes_{len(entries)}", archive, entries, sds))
         runs[-1] = replace(runs[-1], label=label)
         print_run(runs[-1])
     section = Section(
@@ -446,12 +342,12 @@ def file_ratios(runs: Sequence[IngestRun], client_imports: int) -> list[str]:
     return found
 
 
-def file_curve(options: ScaleOptions) -> tuple[Section, list[IngestRun]]:
+def file_curve(options: ScaleOptions, clusters: Clusters) -> tuple[Section, list[IngestRun]]:
     runs = []
     for count in QUICK_FILE_COUNTS if options.quick else FILE_COUNTS:
         archive = file_archive(options, count)
         entries = archive.summary["file_list"]
-        run = ingest(options, f"files_{count}", archive, entries, archive.root / "sds")
+        run = ingest(options, clusters, f"files_{count}", archive, entries, archive.root / "sds")
         runs.append(replace(run, label=f"{len(entries):,} files"))
         print_run(runs[-1])
     columns = [*COLUMNS, "client B/file", "scheduler B/file"]
@@ -571,26 +467,30 @@ def per_core_section(archive: Archive, entries: Sequence[dict], repeat: int) -> 
     return Section("Ingest per core", columns, [list(row) for row in per_core_rows(files, repeat)])
 
 
-def sections(options: ScaleOptions) -> Iterator[Section]:
+def sections(options: ScaleOptions, per_core: bool = True) -> Iterator[Section]:
     """The byte curve, its acceptance reads, the file curve, where planning goes (and the
-    per-core table)."""
-    bytes_section, byte_runs, archive = byte_curve(options)
-    yield bytes_section
-    yield acceptance(options, byte_runs[-1])
-    files_section, file_runs = file_curve(options)
+    per-core table, unless not `per_core`)."""
+    with Clusters(options.workdir, fresh=not options.quick) as clusters:
+        bytes_section, byte_runs, archive = byte_curve(options, clusters)
+        yield bytes_section
+        yield acceptance(options, byte_runs[-1])
+        files_section, file_runs = file_curve(options, clusters)
     yield files_section
     yield planning_section("Ingest planning, where it goes: bytes", byte_runs)
     yield planning_section("Ingest planning, where it goes: files", file_runs)
+    if not per_core:
+        return
     smallest = first_bytes(archive, byte_runs[0].bytes)
-    per_core = per_core_section(archive, smallest, 1 if options.quick else 5)
-    if per_core is not None:
-        yield per_core
+    table = per_core_section(archive, smallest, 1 if options.quick else 5)
+    if table is not None:
+        yield table
 
 
 def file_sections(options: ScaleOptions) -> Iterator[Section]:
     """The file-count curve and where its planning went (`bench_scale.py --only
     ingest-files`)."""
-    files_section, file_runs = file_curve(options)
+    with Clusters(options.workdir, fresh=not options.quick) as clusters:
+        files_section, file_runs = file_curve(options, clusters)
     yield files_section
     yield planning_section("Ingest planning, where it goes: files", file_runs)
 

@@ -8,7 +8,7 @@ and DASDAE files, alternating, end to end, written by the tests' generators
 `--quick`: 4 files of 256 channels x 4,000) are uploaded to a SeaweedFS started for the section
 (data under WORKDIR/reads-seaweedfs, removed at the end; its metrics on a loopback port), one
 bucket each, and ingested from `s3://` into a local store once per row, each on a fresh cluster
-(`scale_ingest.Cluster`: an external scheduler and 2 single-threaded workers, the S3 key in
+(`scale_cluster.Cluster`: an external scheduler and 2 single-threaded workers, the S3 key in
 their environment), the command as a user types it:
 
 - cache off: `SEISCTF_INPUT_CACHE_BYTES=0` on both workers: the scan and the decode each read
@@ -40,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 import psutil
+import scale_cluster
 import scale_ingest
 import zarr
 from scale_report import ScaleOptions, Section, run_command, seisctf_command, verdict
@@ -90,8 +91,8 @@ ROWS = (
 )
 
 
-class HostsCluster(scale_ingest.Cluster):
-    """`scale_ingest.Cluster` whose i-th worker has `worker_envs[i]` in its environment."""
+class HostsCluster(scale_cluster.Cluster):
+    """`scale_cluster.Cluster` whose i-th worker has `worker_envs[i]` in its environment."""
 
     def __init__(self, workdir: Path, worker_envs: tuple[dict[str, str], ...]):
         super().__init__(workdir, n_workers=len(worker_envs))

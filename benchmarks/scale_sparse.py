@@ -1,7 +1,7 @@
 """Scale section `sparse`: what empty time and an append cost `seisctf ingest waveforms`.
 
 Every run is the command as a user types it (a subprocess), attached with `--scheduler` to a fresh
-cluster of its own (`scale_ingest.Cluster`: an external scheduler with the task probe, 2 workers,
+cluster of its own (`scale_cluster.Cluster`: an external scheduler with the task probe, 2 workers,
 or 1 for the identity checks; at the tests' size, TINY, one cluster per worker count serves
 every run: starting and stopping one takes longer than such a run). Per run: wall seconds
 (spawn to exit), the client's peak RSS and that above its imports (`scale_ingest.import_rss`),
@@ -24,7 +24,6 @@ and the data chunks the run wrote.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import math
 import os
@@ -35,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import scale_cluster
 import scale_ingest
 from bench_ctf_scoring import load_average
 from scale_report import (
@@ -72,35 +72,6 @@ class Sizes:
 FULL = Sizes((("1 hour", 3600.0), ("1 year", YEAR_S), ("5 years", 5 * YEAR_S)), 10_000, 30)
 QUICK = Sizes((("1 hour", 3600.0), ("1 year", YEAR_S)), 1_000, 10)
 TINY = Sizes((("1 hour", 3600.0), ("1 day", DAY_S)), 60, 10, fresh_clusters=False)  # the test's
-
-
-class Clusters:
-    """The clusters the runs attach to: a fresh `scale_ingest.Cluster` for each run, or (not
-    `fresh`) one per worker count, started at its first run and stopped on leaving, each in a
-    folder of its own under `workdir`."""
-
-    def __init__(self, workdir: Path, fresh: bool):
-        self.workdir, self.fresh = workdir, fresh
-        self.kept: dict[int, scale_ingest.Cluster] = {}
-        self.stack = contextlib.ExitStack()
-
-    @contextlib.contextmanager
-    def of(self, workers: int) -> Iterator[scale_ingest.Cluster]:
-        if self.fresh:
-            with scale_ingest.Cluster(self.workdir, workers) as cluster:
-                yield cluster
-            return
-        if workers not in self.kept:
-            folder = self.workdir / f"cluster_{workers}w"
-            folder.mkdir(exist_ok=True)
-            self.kept[workers] = self.stack.enter_context(scale_ingest.Cluster(folder, workers))
-        yield self.kept[workers]
-
-    def __enter__(self) -> Clusters:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stack.close()
 
 
 @dataclass(frozen=True)
@@ -182,8 +153,8 @@ def data_chunks(store: Path, since_ns: int = 0) -> int:
 
 
 def measured_ingest(
-    clusters: Clusters, label: str, sources: Sequence[Path], store: Path, *extra: str,
-    workers: int = scale_ingest.N_WORKERS, imports: int = 0,
+    clusters: scale_cluster.Clusters, label: str, sources: Sequence[Path], store: Path, *extra: str,
+    workers: int = scale_cluster.N_WORKERS, imports: int = 0,
 ) -> Run:  # fmt: skip
     """`seisctf ingest waveforms SOURCES --out STORE EXTRA --scheduler …` on a cluster of
     `workers` workers, measured."""
@@ -391,7 +362,7 @@ def ratio_verdict(name: str, top: float, base: float, goal: float, unit: str = "
 
 
 def gap_section(
-    options: ScaleOptions, sizes: Sizes, imports: int, clusters: Clusters
+    options: ScaleOptions, sizes: Sizes, imports: int, clusters: scale_cluster.Clusters
 ) -> tuple[Section, list[Finding]]:
     """The time-gap runs (2 workers measured, 1 worker for the identity check); the table and
     the identity findings."""
@@ -437,7 +408,7 @@ def gap_section(
 
 
 def append_section(
-    options: ScaleOptions, sizes: Sizes, imports: int, clusters: Clusters
+    options: ScaleOptions, sizes: Sizes, imports: int, clusters: scale_cluster.Clusters
 ) -> tuple[Section, list[Finding]]:
     """Base store, `--append` of one file (2 workers; 1 worker on a copy of the base), that
     file alone into a new store, and a one-shot ingest of every file."""
@@ -493,7 +464,7 @@ def same_section(findings: Sequence[Finding]) -> Section:
     return section
 
 
-def warm_up(options: ScaleOptions, sizes: Sizes, clusters: Clusters) -> None:
+def warm_up(options: ScaleOptions, sizes: Sizes, clusters: scale_cluster.Clusters) -> None:
     """One unmeasured ingest of the first gap's files: else the first measured run alone pays
     for a cold page cache (Python's modules, the inputs)."""
     paths, _ = gap_files(options.workdir / "warm_up", sizes.gaps[0][1])
@@ -503,7 +474,7 @@ def warm_up(options: ScaleOptions, sizes: Sizes, clusters: Clusters) -> None:
 def sparse_sections(options: ScaleOptions, sizes: Sizes) -> Iterator[Section]:
     """The time-gap, append and same-store tables of `sizes`."""
     imports = scale_ingest.import_rss()
-    with Clusters(options.workdir, sizes.fresh_clusters) as clusters:
+    with scale_cluster.Clusters(options.workdir, sizes.fresh_clusters) as clusters:
         warm_up(options, sizes, clusters)
         gaps, same_gaps = gap_section(options, sizes, imports, clusters)
         yield gaps
