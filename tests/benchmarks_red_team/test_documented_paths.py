@@ -33,12 +33,12 @@ def through_truth(path: paths.DocumentedPath) -> paths.DocumentedPath:
 
 
 def test_a_second_person_typing_the_readme_does_not_regenerate_the_truth(tmp_path: Path) -> None:
-    """The organiser types the whole block; the participant the commands up to their truth."""
-    path = paths.readme_path(small=True)
+    """Each types the block's commands up to their truth (the whole block runs as written in
+    tests/test_readme_first_sections.py)."""
+    path = through_truth(paths.readme_path(small=True))
     people = {person: tmp_path / person for person in ("organiser", "participant")}
     for person, folder in people.items():
-        typed = path if person == "organiser" else through_truth(path)
-        run = paths.run_person(typed, folder, secret=None)
+        run = paths.run_person(path, folder, secret=None)
         assert run.refused is None, f"{person}: {run.refused}"
     _, manifest = harness.load_public(str(people["organiser"] / path.public))
     first = paths.regenerated_truth(str(people["organiser"] / path.truth), manifest)
