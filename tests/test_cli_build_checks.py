@@ -14,7 +14,12 @@ import sys
 
 import pytest
 from mounts import namespace_requirement, run_read_only
-from test_cli_first_answers import NO_SCHEDULER, assert_answered_before_the_cluster, seisctf
+from test_cli_first_answers import (
+    NO_SCHEDULER,
+    UNPARSABLE_SCHEDULER,
+    assert_answered_before_the_cluster,
+    seisctf,
+)
 
 from seisctf.recipes.engine import shipped
 
@@ -76,9 +81,11 @@ def test_a_synthesis_too_large_is_refused_with_its_estimate(tmp_path):
         "× 3000 steps × 100000000 sensors × 4 bytes; uncompressed)",
         f"free at {tmp_path}; give --yes-really-large",
     )
-    forced, _ = seisctf(*build, "--yes-really-large")
+    # Forced, it reaches for its cluster, whose address has no port: it stops there.
+    forced, _ = seisctf(*build, "--yes-really-large", scheduler=UNPARSABLE_SCHEDULER)
     first, *rest = forced.stderr.strip().splitlines()
     assert first.startswith(f"seisctf: {store}: the recipe's synthetic_global source writes")
     assert first.endswith("writing it (--yes-really-large)")
-    assert "no Dask scheduler answers" in rest[-1] and "Traceback" not in forced.stderr
+    assert f"'{UNPARSABLE_SCHEDULER}' is not a Dask scheduler address" in rest[-1]
+    assert "Traceback" not in forced.stderr
     assert not store.exists()

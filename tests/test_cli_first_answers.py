@@ -26,14 +26,20 @@ from seisctf.recipes.engine import shipped
 HEAVY_MODULES = ("dask", "distributed", "xarray", "zarr", "pandas", "scipy")
 # Nothing listens on the discard port: reaching for the cluster fails, or hangs until timeout.
 NO_SCHEDULER = "tcp://127.0.0.1:9"
+# An address with no port: reaching for the cluster fails at once, where it parses the address
+# (for a command that is meant to get that far: NO_SCHEDULER's wait is 10 s).
+UNPARSABLE_SCHEDULER = "no-port"
 SECRET = "first-answers-test-secret"
 # Generous for a machine shared by several test runs; alone, each answers in about 0.3-0.5 s.
 MAX_SECONDS = 3.0
 
 
-def seisctf(*argv: str, cwd: Path | None = None) -> tuple[subprocess.CompletedProcess, float]:
-    """Run `python -m seisctf.cli ARGV` with no reachable scheduler: (result, wall seconds)."""
-    env = {**os.environ, "SEISCTF_SCHEDULER": NO_SCHEDULER}
+def seisctf(
+    *argv: str, cwd: Path | None = None, scheduler: str = NO_SCHEDULER
+) -> tuple[subprocess.CompletedProcess, float]:
+    """Run `python -m seisctf.cli ARGV` with no reachable scheduler (`scheduler` as
+    $SEISCTF_SCHEDULER): (result, wall seconds)."""
+    env = {**os.environ, "SEISCTF_SCHEDULER": scheduler}
     env.pop("SEISCTF_SECRET", None)
     started = time.perf_counter()
     run = subprocess.run(

@@ -17,7 +17,12 @@ import sys
 
 import pytest
 from mounts import namespace_requirement, run_on_tmpfs
-from test_cli_first_answers import MAX_SECONDS, assert_answered_before_the_cluster, seisctf
+from test_cli_first_answers import (
+    MAX_SECONDS,
+    UNPARSABLE_SCHEDULER,
+    assert_answered_before_the_cluster,
+    seisctf,
+)
 
 from seisctf.cli._output_size import UNKNOWN_ROOM_BYTES
 
@@ -130,17 +135,19 @@ def test_the_demo_sizes_every_store_it_synthesises(tmp_path):
 
 
 def test_the_override_goes_on_printing_the_estimate(tmp_path):
-    """With --yes-really-large the command passes its checks and reaches for its cluster (none
-    answers here: that is where it stops, before any work)."""
+    """With --yes-really-large the command passes its checks and reaches for its cluster (its
+    address has no port here: that is where it stops, before any work)."""
     if shutil.disk_usage(tmp_path).free >= HUGE_BYTES:
         pytest.skip("this file system has room for the 12 TB the test expects refused")
     out = tmp_path / "huge.zarr"
-    run, _ = seisctf(*HUGE, "--out", str(out), "--yes-really-large")
+    argv = (*HUGE, "--out", str(out), "--yes-really-large")
+    run, _ = seisctf(*argv, scheduler=UNPARSABLE_SCHEDULER)
     assert run.returncode == 3, run.stderr
     first, *rest = run.stderr.strip().splitlines()
     assert first.startswith(f"seisctf: {out}: synth global writes about 12.0 TB"), run.stderr
     assert first.endswith("writing it (--yes-really-large)")
-    assert "no Dask scheduler answers" in rest[-1] and "Traceback" not in run.stderr
+    assert f"'{UNPARSABLE_SCHEDULER}' is not a Dask scheduler address" in rest[-1]
+    assert "Traceback" not in run.stderr
     assert not out.exists()
 
 
