@@ -579,6 +579,7 @@ def compute_in_waves(
         wave_label = label if len(bounds) == 1 else f"{label} (wave {wave + 1} of {len(bounds)})"
         tasks = [make_task(index) for index in range(first, stop)]
         results += compute(*tasks, label=wave_label, quiet=quiet)
+        del tasks  # (before the next wave's are built: one wave's graph held at a time)
     return results
 
 

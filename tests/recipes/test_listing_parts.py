@@ -1,9 +1,9 @@
 """The listing of folder sources in parts (`listing_parts`): the units' listings, cut into the
 scan's batches by tasks, are the client's listing (`expand_sources` and `file_stats`: the same
 paths in the same order, sizes and modification), on disk and in a real S3 bucket, whatever the
-batch size; hidden files and linked folders are left out as the client's listing leaves them;
-sources that overlap or are not folders go back to the client's listing; a source with no file
-is bad input as before."""
+batch size and however many units each listing task takes; hidden files and linked folders
+are left out as the client's listing leaves them; sources that overlap or are not folders go
+back to the client's listing; a source with no file is bad input as before."""
 
 from __future__ import annotations
 
@@ -57,9 +57,10 @@ def _client(sources: list[str], storage_options: dict | None = None) -> tuple:
     return list(stats.paths), stats.sizes.tolist(), stats.modified.tolist()
 
 
-@pytest.mark.parametrize("batches", [1, 3, 100])
-def test_listing_in_parts_is_the_clients_listing(tree, monkeypatch, batches):
+@pytest.mark.parametrize("batches, list_tasks", [(1, 64), (3, 2), (100, 1)])
+def test_listing_in_parts_is_the_clients_listing(tree, monkeypatch, batches, list_tasks):
     monkeypatch.setattr(resumable, "SCAN_TASKS", batches)
+    monkeypatch.setattr(listing_parts, "LIST_TASKS", list_tasks)
     for sources in ([str(tree)], [str(tree / "2021"), str(tree / "2020")]):
         expected = _client(sources)
         assert len(expected[0]) == 8 and not any("/." in p for p in expected[0])

@@ -3,7 +3,8 @@
 The client walks the folders' structure only: it goes down through folders that hold folders
 alone (an SDS tree's year, network and station levels) and stops at the first folder holding a
 file (a channel's folder); each such folder's subtree is a unit, listed (paths, sizes,
-modification: `input_manifest.file_stats`) by one task and kept on the worker. Units are sorted
+modification: `input_manifest.file_stats`) by a task (of at most LIST_TASKS, each listing
+consecutive units) and kept on the worker. Units are sorted
 by their path with a trailing separator: every path below a unit begins with it, so the units'
 listings, each sorted, follow one another in path order. The scan's batches (`resumable`'s batch
 size over all files) are cut from the units' listings by tasks too: the client holds the units
@@ -35,6 +36,10 @@ from seisctf.recipes.ingest.waveform_plan import (
     is_url,
     urls_below,
 )
+
+# Tasks listing the units, each of consecutive units: an SDS tree has a unit per channel and
+# year, thousands of them, and a task each would cost the client and scheduler a key each.
+LIST_TASKS = 64
 
 
 @dataclass(frozen=True)
@@ -121,18 +126,22 @@ def units_of(sources: Sequence[str], storage_options: dict | None) -> list[str] 
     return units
 
 
-def list_unit(unit: str, storage_options: dict | None) -> InputStats:
-    """The files below `unit` (hidden ones skipped), sorted, with their stats (a task)."""
-    found = urls_below(unit, storage_options) if is_url(unit) else files_below(unit)
-    return input_manifest.file_stats(sorted(found), storage_options)
+def list_units(units: Sequence[str], storage_options: dict | None) -> tuple[InputStats, list[int]]:
+    """The files below each of `units` (hidden ones skipped), each unit's sorted, with their
+    stats, and how many each unit holds (a task)."""
+    found = [sorted(urls_below(unit, storage_options) if is_url(unit) else files_below(unit))
+             for unit in units]  # fmt: skip
+    paths = [path for unit in found for path in unit]
+    return input_manifest.file_stats(paths, storage_options), [len(unit) for unit in found]
 
 
-def cut(first: int, stop: int, starts: Sequence[int], *listings: InputStats) -> InputStats:
+def cut(first: int, stop: int, starts: Sequence[int], *listings: tuple) -> InputStats:
     """Files `first`..`stop`-1 of all units (`starts`: the index of each listing's first
-    file; `listings`: those of the units holding some of them, in order) as one `InputStats`."""
+    file; `listings`: those (`list_units`) holding some of them, in order) as one
+    `InputStats`."""
     paths: list[str] = []
     sizes, modified = [], []
-    for start, listing in zip(starts, listings, strict=True):
+    for start, (listing, _) in zip(starts, listings, strict=True):
         piece = slice(max(first - start, 0), max(min(stop - start, len(listing.paths)), 0))
         paths += listing.paths[piece]
         sizes.append(listing.sizes[piece])
@@ -143,31 +152,35 @@ def cut(first: int, stop: int, starts: Sequence[int], *listings: InputStats) -> 
 def listed(
     sources: Sequence[str], units: Sequence[str], storage_options: dict | None, quiet: bool
 ) -> Listed:
-    """The units' listings cut into the scan's batches, kept on the workers (module doc). A
-    source with no file below it is bad input, as for the client's listing."""
+    """The units' listings cut into the scan's batches, kept on the workers (module doc): at
+    most LIST_TASKS tasks list consecutive units each. A source with no file below it is bad
+    input, as for the client's listing."""
     import dask
 
-    listings = kept([dask.delayed(list_unit)(unit, storage_options) for unit in units],
+    size = max(1, -(-len(units) // LIST_TASKS))
+    groups = [list(units[i : i + size]) for i in range(0, len(units), size)]
+    listings = kept([dask.delayed(list_units)(group, storage_options) for group in groups],
                     "list the inputs", quiet)  # fmt: skip
-    counts = compute(*[dask.delayed(_count)(listing) for listing in listings], quiet=True)
+    found = compute(*[dask.delayed(_counts)(listing) for listing in listings], quiet=True)
+    counts = [count for group in found for count in group]
     for source in sources:
         below = [n for unit, n in zip(units, counts, strict=True) if _within(unit, source)]
         if not sum(below):
             raise InvalidInput(source, NO_OBJECT if is_url(source) else EMPTY_FOLDER)
-    starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    starts = np.concatenate([[0], np.cumsum([sum(group) for group in found])]).astype(np.int64)
     total = int(starts[-1])
     size = resumable.batch_size(total)
     batches = []
     for first in range(0, total, size):
         stop = min(first + size, total)
         held = np.flatnonzero((starts[:-1] < stop) & (starts[1:] > first)).tolist()
-        batches.append(dask.delayed(cut)(first, stop, [int(starts[u]) for u in held],
-                                         *[listings[u] for u in held]))  # fmt: skip
+        batches.append(dask.delayed(cut)(first, stop, [int(starts[g]) for g in held],
+                                         *[listings[g] for g in held]))  # fmt: skip
     return Listed(kept(batches, "", True), total)
 
 
-def _count(listing: InputStats) -> int:
-    return len(listing.paths)
+def _counts(listing: tuple[InputStats, list[int]]) -> list[int]:
+    return listing[1]
 
 
 def _within(unit: str, source: str) -> bool:

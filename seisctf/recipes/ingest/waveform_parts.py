@@ -12,6 +12,7 @@ here as before (`input_manifest.scanned`) and sends the partitions to the worker
 from __future__ import annotations
 
 import functools
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -70,7 +71,10 @@ def scan_inputs(
     units = listing_parts.units_of(sources, storage_options) if recorded is None else None
     if units is not None:
         listing = listing_parts.listed(sources, units, storage_options, quiet)
-        make = lambda i: dask.delayed(_scan_listed)(scan, listing.batches[i], storage_options)  # noqa: E731
+        token = uuid.uuid4().hex  # keys named as `resumable.scan_tasks`' are (scan_files-…)
+        make = lambda i: dask.delayed(_scan_listed)(  # noqa: E731
+            scan, listing.batches[i], storage_options, dask_key_name=f"scan_files-{token}-{i}"
+        )
         placed = input_locality.in_path_order(make, len(listing.batches))
         parts = kept([placed(i) for i in range(len(listing.batches))], "scan", quiet)
         return Scanned(parts, listing.batches)

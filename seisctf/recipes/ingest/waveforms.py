@@ -152,8 +152,10 @@ COORDINATES = {"coordinates": " ".join((cv.LATITUDE, cv.LONGITUDE, ELEVATION, *C
 DATA_CODEC = cv.DATA_CODEC
 # Traces the runs of one wave read: a run's graph carries each of its traces' path, channel,
 # grid span and sha256, ~450 bytes pickled, so one wave's graph (and the scheduler's copy) stays
-# under ~10 MiB however many files the archive has.
-MAX_TRACES_PER_WAVE = 20_000
+# under ~2.5 MiB however many files the archive has; the client makes a wave's runs from the
+# partitions on the workers (`waveform_runs.runs_by_wave`), ~2 KB a trace while it does: at
+# 20,000 a wave that was 40 MiB of the client's peak.
+MAX_TRACES_PER_WAVE = 5_000
 
 
 @dataclass(frozen=True)
