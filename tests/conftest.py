@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -40,6 +41,10 @@ TINY_LAYOUT = Layout(
 TINY_LAYOUT_YAML = "".join(
     f"{key}: {value}\n" for key, value in TINY_LAYOUT.as_dict().items() if key != "name"
 )
+
+# The sizes of the global demo `embedded_demo` runs (64 sensors, 300 steps), for runs compared
+# with it.
+DEMO_SIZES = ("--sensors", "64", "--duration", "300")
 
 # A layout of 12-sample segments (8 public rows, then a forecast window of 4), as a layout file's
 # YAML: bundles from records of a few minutes.
@@ -161,6 +166,27 @@ def dask_cluster_one_worker():
     cluster = start_dask_cluster(n_workers=1)
     yield cluster
     stop_dask_cluster(cluster)
+
+
+@pytest.fixture(scope="session")
+def embedded_demo(tmp_path_factory) -> tuple[Path, str]:
+    """`seisctf demo` of the global dataset (DEMO_SIZES, TINY_LAYOUT) in a process of its own on
+    its embedded cluster, run once for the tests that only read what it wrote: (its workdir, the
+    layout file it was given). Its stdout is in workdir/demo-stdout.txt."""
+    root = tmp_path_factory.mktemp("embedded-demo")
+    layout = root / "tiny.yaml"
+    layout.write_text(TINY_LAYOUT_YAML)
+    workdir = root / "demo"
+    argv = ["demo", "--workdir", str(workdir), *DEMO_SIZES]
+    run = subprocess.run(
+        [sys.executable, "-m", "seisctf.cli", *argv, "--layout", str(layout), "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stderr
+    (workdir / "demo-stdout.txt").write_text(run.stdout)
+    return workdir, str(layout)
 
 
 def on_one_and_two_workers(run: Callable[[Path], T], root: Path) -> tuple[T, T]:

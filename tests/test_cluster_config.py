@@ -19,7 +19,7 @@ from pathlib import Path
 import obspy
 import pytest
 import zarr
-from conftest import TINY_LAYOUT_YAML
+from conftest import DEMO_SIZES
 from dask.utils import format_bytes, parse_bytes
 
 from seisctf.cli import build_parser, main
@@ -75,27 +75,24 @@ def readme_yaml(marker: str) -> str:
     return block
 
 
-def test_demo_on_a_local_cluster_from_a_file_writes_the_embedded_bytes(tmp_path):
+def test_demo_on_a_local_cluster_from_a_file_writes_the_embedded_bytes(tmp_path, embedded_demo):
     """The demo (synth, tasks, three baselines, scores, leaderboard) on an adaptive LocalCluster
     named by `$SEISCTF_CLUSTER` (`--cluster` is read the same way: the other tests): the same
-    bytes as on the embedded cluster."""
-    layout = tmp_path / "tiny.yaml"
-    layout.write_text(TINY_LAYOUT_YAML)
+    bytes as on the embedded cluster (conftest's `embedded_demo`, with the same options)."""
+    embedded, layout = embedded_demo
     config = tmp_path / "local-cluster.yaml"
     config.write_text(ADAPTIVE_LOCAL)
-    demo = ["demo", *SMALL, "--layout", str(layout)]
-    embedded = seisctf(*demo, "--workdir", str(tmp_path / "embedded"), "--quiet")
-    assert embedded.returncode == 0, embedded.stderr
+    demo = ["demo", *DEMO_SIZES, "--layout", layout]
     by_env = seisctf(*demo, "--workdir", str(tmp_path / "env"), env={CLUSTER_ENV: str(config)})
     assert by_env.returncode == 0, by_env.stderr
     assert by_env.stderr.startswith(
         f"dask: distributed.LocalCluster from {config}, adaptive 1-2 workers; dashboard http"
     )
-    local, configured = _store_files(tmp_path / "embedded"), _store_files(tmp_path / "env")
+    local, configured = _store_files(embedded), _store_files(tmp_path / "env")
     assert set(local) == set(configured) and len(local) > 60
     assert [name for name in local if local[name] != configured[name]] == []
     for name in ("leaderboard.json",):
-        assert json.loads((tmp_path / "embedded" / name).read_text()) == json.loads(
+        assert json.loads((embedded / name).read_text()) == json.loads(
             (tmp_path / "env" / name).read_text()
         )
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import xarray as xr
 import zarr
-from conftest import TINY_LAYOUT_YAML
+from conftest import DEMO_SIZES, TINY_LAYOUT_YAML
 
 from seisctf import conventions as cv
 from seisctf.cli import main
@@ -49,11 +49,10 @@ def _store_arrays(root: Path) -> dict[str, np.ndarray]:
 
 
 @pytest.fixture(scope="module")
-def local_demo(tmp_path_factory, tiny_layout) -> Path:
-    workdir = tmp_path_factory.mktemp("demo-local")
-    run = seisctf("demo", "--workdir", str(workdir), *SMALL, "--layout", tiny_layout, "--quiet")
-    (workdir / "demo-stdout.txt").write_text(run.stdout)
-    return workdir
+def local_demo(embedded_demo) -> Path:
+    """The demo at DEMO_SIZES with the tiny layout, on its embedded LocalCluster (conftest's,
+    shared with test_cluster_config)."""
+    return embedded_demo[0]
 
 
 def test_demo_writes_the_contract_leaderboard(local_demo):
@@ -122,16 +121,17 @@ def test_truth_itself_scores_100(local_demo, tmp_path):
 
 
 def test_demo_is_byte_identical_on_an_external_scheduler_with_one_worker(
-    local_demo, dask_cluster_one_worker, tmp_path, tiny_layout
+    local_demo, embedded_demo, dask_cluster_one_worker, tmp_path
 ):
     workdir = tmp_path / "demo-external"
+    _, layout = embedded_demo  # the local demo's own layout file
     seisctf(
         "demo",
         "--workdir",
         str(workdir),
-        *SMALL,
+        *DEMO_SIZES,
         "--layout",
-        tiny_layout,
+        layout,
         "--quiet",
         "--scheduler",
         dask_cluster_one_worker.address,
