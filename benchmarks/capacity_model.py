@@ -308,11 +308,13 @@ MEASURED = UnitCosts(
     ingest_cpu_s_per_sample=1.44 / 103.68e6,
     # scale_ingest.py, 10^5 small files: scan 0.43 ms + write 0.61 ms of task time a file
     ingest_s_per_file=(0.43 + 0.61) / 1e3,
-    # scale_ingest.py, 10^3 -> 10^5 files: slope of the client's peak RSS (columnar plan)
-    client_bytes_per_file=2095,
-    # the same run at 100,080 files: plan + store 2.50 s, finish 2.06 s of client time
-    client_plan_s_per_file=2.50 / 100_080,
-    client_finish_s_per_file=2.06 / 100_080,
+    # scale_ingest.py, 10^3 -> 10^5 files: slope of the client's peak RSS (scan, plan and
+    # listing in partitions on the workers)
+    client_bytes_per_file=396,
+    # the same run at 100,080 files: plan + store 4.73 s (the plan's rounds on the workers
+    # included), finish 2.20 s
+    client_plan_s_per_file=4.73 / 100_080,
+    client_finish_s_per_file=2.20 / 100_080,
     # scale_picking.py, 300,000 windows: 0.195 CPU ms a window, all processes
     seisbench_cpu_s_per_window=0.195e-3,
     # the same, fitted through 8,000 and 300,000 windows: 13.2 s fixed + 0.342 ms a window (wall)
@@ -355,10 +357,10 @@ BASIS: dict[str, tuple[str, str]] = {
                           "scan 0.43 + write 0.61 ms of task time (2026-12-05, load 2-3)"),
     "client_bytes_per_file": ("measured", "slope of the client's peak RSS over 1,080 → 100,080 "
                               f"files ({_SCALE})"),
-    "client_plan_s_per_file": ("measured", f"{_FILES}: plan + store 2.50 s; 0.40 s at 10,080 "
-                               "(exponent 0.80 over that decade: linear is an upper bound)"),
-    "client_finish_s_per_file": ("measured", f"{_FILES}: finish 2.06 s; 0.35 s at 10,080 "
-                                 "(exponent 0.77)"),
+    "client_plan_s_per_file": ("measured", f"{_FILES}: plan + store 4.73 s; 1.94 s at 10,080 "
+                               "(exponent 0.39 over that decade: linear is an upper bound)"),
+    "client_finish_s_per_file": ("measured", f"{_FILES}: finish 2.20 s; 0.59 s at 10,080 "
+                                 "(exponent 0.57)"),
     "seisbench_cpu_s_per_window": ("measured", f"{_PICK}, 300,000 windows: 0.195 CPU ms each"),
     "seisbench_fixed_s": ("measured", f"{_PICK}: fitted through 8,000 and 300,000 windows"),
     "split_s_per_row": ("measured", f"{_PICK}, 1.2 M rows: 41.98 s"),
