@@ -20,7 +20,7 @@ import obspy
 import pytest
 import zarr
 from s3_metrics import bucket_sent_bytes, metrics_options
-from servers import S3_KEY, start_s3, stop_process, tied_to_this_process
+from servers import S3_KEY, start_s3, stop_process, stop_s3, tied_to_this_process
 
 from seisctf.errors import InvalidInput
 from seisctf.recipes.ingest import input_cache
@@ -44,7 +44,7 @@ def counted_s3(tmp_path_factory):
     for path in ARCHIVE:
         fs.put_file(str(path), f"{BUCKET}/archive/{path.name}")
     yield server, port
-    stop_process(server.process)
+    stop_s3(server)
 
 
 def _local_cluster_file(folder: Path, n_workers: int) -> Path:
@@ -227,7 +227,9 @@ def two_hosts(tmp_path_factory):
             client.wait_for_workers(2, timeout=60)
             yield folder, client
     finally:
-        for process in processes:
+        # The workers first: a worker whose scheduler is gone waits to reconnect, out to
+        # stop_process's 5 s grace.
+        for process in reversed(processes):
             stop_process(process)
 
 
