@@ -163,7 +163,7 @@ def test_checkpoint_writes_stored_dtype_and_sums_what_it_wrote(tmp_path, local_c
         )
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=8, deadline=None)
 @given(
     time_chunk=st.integers(700, 30000),
     start=st.integers(0, 3 * LEVEL_BLOCK),

@@ -117,7 +117,7 @@ def test_clipping_and_raw_scores(truth_url):
 
 
 @settings(
-    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
     time_chunk=st.integers(min_value=16, max_value=120),
@@ -214,7 +214,7 @@ def test_scoring_path_does_not_import_heavy_libraries():
 
 
 @settings(
-    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
     rows=st.integers(min_value=24, max_value=90),
