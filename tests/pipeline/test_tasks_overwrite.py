@@ -5,6 +5,7 @@ writes a new bundle."""
 from __future__ import annotations
 
 import hashlib
+import shutil
 from pathlib import Path
 
 import pytest
@@ -44,13 +45,24 @@ def _tasks(store: Path, public: Path, truth: Path, layout: Path, scheduler: str,
     return cli.main(argv)
 
 
+@pytest.fixture(scope="module")
+def bundle(inputs, tmp_path_factory, dask_cluster) -> Path:
+    """A folder with the bundle (public.zarr, truth.zarr) `seisctf tasks` made of `inputs`."""
+    store, layout = inputs
+    root = tmp_path_factory.mktemp("bundle")
+    public, truth = root / "public.zarr", root / "truth.zarr"
+    assert _tasks(store, public, truth, layout, dask_cluster.address) == 0
+    return root
+
+
 @pytest.mark.parametrize("existing", ["truth", "both"])
 def test_tasks_refuses_an_existing_bundle_unless_overwrite(
-    existing, inputs, tmp_path, capsys, dask_cluster
+    existing, inputs, bundle, tmp_path, capsys, dask_cluster
 ):
     store, layout = inputs
     public, truth = tmp_path / "public.zarr", tmp_path / "truth.zarr"
-    assert _tasks(store, public, truth, layout, dask_cluster.address) == 0
+    for made in (public, truth):  # a copy of the existing bundle, this test's to overwrite
+        shutil.copytree(bundle / made.name, made)
     attrs = storage.read_attrs(str(public))
     if existing == "truth":
         public, truth_arg, kept = tmp_path / "public2.zarr", truth, [truth]
