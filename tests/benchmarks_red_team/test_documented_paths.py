@@ -7,6 +7,7 @@ real referee; goes red if a default seed ever returns."""
 from __future__ import annotations
 
 import dataclasses
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -34,11 +35,17 @@ def through_truth(path: paths.DocumentedPath) -> paths.DocumentedPath:
 
 def test_a_second_person_typing_the_readme_does_not_regenerate_the_truth(tmp_path: Path) -> None:
     """Each types the block's commands up to their truth (the whole block runs as written in
-    tests/test_readme_first_sections.py)."""
+    tests/test_readme_first_sections.py), at the same time: much of a small synthesis is its
+    client's own serial work."""
     path = through_truth(paths.readme_path(small=True))
     people = {person: tmp_path / person for person in ("organiser", "participant")}
-    for person, folder in people.items():
-        run = paths.run_person(path, folder, secret=None)
+
+    def typed(folder: Path) -> paths.PersonRun:
+        return paths.run_person(path, folder, secret=None)
+
+    with ThreadPoolExecutor(max_workers=len(people)) as typing:
+        runs = dict(zip(people, typing.map(typed, people.values()), strict=True))
+    for person, run in runs.items():
         assert run.refused is None, f"{person}: {run.refused}"
     _, manifest = harness.load_public(str(people["organiser"] / path.public))
     first = paths.regenerated_truth(str(people["organiser"] / path.truth), manifest)
