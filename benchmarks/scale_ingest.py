@@ -114,7 +114,7 @@ class IngestRun:
         scan_first, scan_last, scan_compute = self.span(SCAN_PREFIX)
         write_first, write_last, write_compute = self.span(WRITE_PREFIX)
         return [
-            self.label, self.files, self.first_task_s, scan_last - scan_first,
+            self.label, self.files, scan_first, scan_last - scan_first,  # (listing tasks first)
             1e3 * scan_compute / self.files, write_first - scan_last, self.planning_s,
             1e3 * write_compute / self.files, self.seconds - write_last, self.seconds,
         ]  # fmt: skip
