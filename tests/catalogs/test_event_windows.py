@@ -203,17 +203,10 @@ def test_catalogue_equals_the_store_coordinates(seisbench_store):
 
 
 @pytest.fixture(scope="module")
-def clusters():
-    """Real schedulers with 1 and 2 worker processes (as `--scheduler ADDR` gives): addresses."""
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).parents[1]))
-    from servers import start_dask_cluster, stop_dask_cluster
-
-    started = {n: start_dask_cluster(n_workers=n) for n in (1, 2)}
-    yield {n: cluster.address for n, cluster in started.items()}
-    for cluster in started.values():
-        stop_dask_cluster(cluster)
+def clusters(dask_cluster_one_worker, dask_cluster):
+    """Real schedulers with 1 and 2 worker processes (as `--scheduler ADDR` gives; the
+    session's): addresses."""
+    return {1: dask_cluster_one_worker.address, 2: dask_cluster.address}
 
 
 def tree_bytes(*roots: str) -> dict[str, str]:
