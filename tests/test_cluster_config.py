@@ -114,7 +114,7 @@ def test_adaptive_bounds_are_applied(tmp_path):
     with dask_client(cluster=config, quiet=True) as client:
         assert type(client.cluster).__name__ == "LocalCluster"
         client.wait_for_workers(1, timeout=120)
-        futures = client.map(time.sleep, [0.5] * 40, pure=False)
+        futures = client.map(time.sleep, [0.5] * 20, pure=False)  # 10 s of work for one worker
         counts = []
         while not all(future.done() for future in futures):
             counts.append(len(client.scheduler_info()["workers"]))
