@@ -58,7 +58,8 @@ class Cluster:
         env = {**os.environ, "PYTHONPATH": path, **WORKER_CONFIG}
         self.scheduler = self._start(
             "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
-            "--scheduler-file", str(self.file), "--preload", "task_probe", env=env,
+            "--scheduler-file", str(self.file), "--preload", "task_probe", "--preload",
+            "seisctf.cluster", env=env,
         )  # fmt: skip
         while not self.file.exists():
             time.sleep(0.1)

@@ -41,6 +41,7 @@ from seisctf.cluster_config import (
     scale_cluster,
 )
 from seisctf.errors import InvalidInput
+from seisctf.process_memory import drop_debug_logs
 from seisctf.process_memory import peak_memory_bytes as peak_memory_bytes
 from seisctf.process_memory import release_free_memory as release_free_memory
 from seisctf.process_memory import reset_peak_memory as reset_peak_memory
@@ -77,11 +78,9 @@ PRE_SPAWN_ENVIRON = {
 # threshold alone, workers held more resident memory and a 400 MiB worker spilled ~1 GiB of
 # data it was about to use (the worker's threads - task, event loop, zarr's I/O - can each get
 # an arena that keeps its own freed blocks).
-# On the 1 GiB filter + noise chain (benchmarks/RESULTS.md, 2026-11-30): 25.5-27.2 s with
-# distributed's setting alone (2 runs), 22.4-24.1 s with the threshold alone (6 runs, peak RSS
-# 300-320 MiB of 400, 0.7-1.2 GiB spilled per worker), 17.8-21.5 s with both (6 runs, 287-296
-# MiB, 0.03-0.2 GiB spilled). (A 32 MiB top pad instead kept so much that a 400 MiB worker
-# paused for good in the scoring memory test.)
+# The 1 GiB filter + noise chain: 25.5-27.2 s with distributed's setting alone, 22.4-24.1 s with
+# the threshold alone (0.7-1.2 GiB spilled a worker), 17.8-21.5 s with both (0.03-0.2 GiB). (A
+# 32 MiB top pad instead kept so much that a 400 MiB worker paused for good in a scoring test.)
 EMBEDDED_ENVIRON = {"MALLOC_MMAP_THRESHOLD_": 16 * 2**20, "MALLOC_ARENA_MAX": 1}
 # Spill and pause thresholds of embedded workers, as fractions of their memory limit. A worker
 # process holds ~230 MiB of imports and allocator state before any data (measured after a
@@ -413,6 +412,7 @@ def dask_client(
     (`seisctf.s3.credentials_environ`): the embedded cluster's workers start with them; any
     other cluster's workers do not get them (a line on stderr says which they need)."""
     global _starting
+    drop_debug_logs()  # before the client, and an embedded cluster's scheduler and workers
     address = scheduler or (None if cluster else os.environ.get(SCHEDULER_ENV)) or None
     if address or cluster is not None:
         _credentials_not_sent(credentials or {})
@@ -470,9 +470,10 @@ def _shut_down(started: Future) -> None:
 
 
 def dask_setup(worker: Any) -> None:
-    """distributed's preload hook, run by each embedded worker as it starts: a task's error
-    reaches the caller (and its message or traceback the user), so the worker does not also
-    log it ("Compute Failed", a dozen lines); its memory warnings stay."""
+    """distributed's preload hook, run by each worker (or scheduler) started with `--preload
+    seisctf.cluster`: no debugging record of messages (`drop_debug_logs`); a task's error reaches
+    the caller, so a worker does not also log it ("Compute Failed", a dozen lines)."""
+    drop_debug_logs()
     memory = logging.getLogger("distributed.worker.memory")
     memory.setLevel(memory.getEffectiveLevel())
     logging.getLogger("distributed.worker").setLevel(logging.CRITICAL)

@@ -40,3 +40,21 @@ def peak_memory_bytes() -> int:
     import resource
 
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+# distributed's debugging record of each process (`distributed.admin.low-level-log-length`,
+# 1,000 by default): the last messages of every stream (each under 1 MB), transitions, events.
+# A client keeps every graph it sent that way (an ingest of 10^5 files: its 22 waves' graphs,
+# 16 MiB at the end) and a scheduler the tasks it sent each worker; nothing here reads them.
+DEBUG_LOG_LENGTH = 0
+
+
+def drop_debug_logs() -> None:
+    """Make `DEBUG_LOG_LENGTH` distributed's default in this process (a user's dask config
+    still wins), before its clients, schedulers and workers start (their logs are sized then)."""
+    import dask
+    import distributed  # noqa: F401 - its defaults first: they would replace this one
+
+    dask.config.update_defaults(
+        {"distributed": {"admin": {"low-level-log-length": DEBUG_LOG_LENGTH}}}
+    )
