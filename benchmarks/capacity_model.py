@@ -29,7 +29,7 @@ STORE_BYTES_PER_SAMPLE = 2.79e9 / 1.66e9
 # blockwise graph runs one task per 2.94 keys, so ~2 ms a task run; 2.51 KiB a key held.
 SCHEDULER_S_PER_TASK = 673e-6 * 1_010_754 / (333_333 + 10_753)
 SCHEDULER_BYTES_PER_TASK = 2.51 * 1024
-# The client's coverage array: float32 per (station, time block) (`resumable.collect`).
+# The client's coverage array: float32 per (station, time block) (`resumable.Collected`).
 COVERAGE_BYTES = 4
 MB = 1e6
 GB = 1e9

@@ -5,8 +5,7 @@ worker per core, memory split between them). `--scheduler ADDR` or env `SEISCTF_
 to an existing cluster instead; one that does not answer within `SCHEDULER_TIMEOUT_S` is an
 `InvalidInput` naming the address. A `ClusterConfig` (`--cluster FILE.yaml`, see
 `seisctf.cluster_config`) builds any Dask cluster class instead, scales it or makes it adaptive,
-and closes it at the end.
-Chunking never depends on the cluster, so results do not either.
+and closes it at the end. Chunking never depends on the cluster, so results do not either.
 
 Storage credentials the command was given never travel in a graph: the embedded cluster's workers
 start with them in their environment (distributed's Nanny `env`, never this process's own), and a
@@ -48,8 +47,7 @@ from seisctf.process_memory import reset_peak_memory as reset_peak_memory
 from seisctf.progress import show_progress
 from seisctf.wording import counted
 
-# Seconds to wait for a scheduler given by address (distributed's default is 30 s, silent), and
-# after how many seconds a line says that it is being waited for.
+# Seconds to wait for a scheduler by address (distributed's: 30 s, silent), and before saying so.
 SCHEDULER_TIMEOUT_S = 10
 SCHEDULER_NOTICE_S = 2.0
 # Above this many tasks, a phase of independent tasks runs in waves of this many: the client
@@ -298,9 +296,8 @@ def _announce(client: Any, where: str, quiet: bool) -> None:
 
 def _is_page(url: str) -> bool:
     """Whether an HTTP server has a page at `url`, by one HEAD request (a scheduler started with
-    `--no-dashboard` still serves HTTP, its health and JSON, but answers 404 for the dashboard's
-    page; the dashboard answers 405, its page being for GET only). A link that cannot be
-    reached from here counts as a page: a browser elsewhere may reach it."""
+    `--no-dashboard` still serves HTTP but answers 404 for the dashboard's page, which answers
+    405, being for GET only). A link unreachable from here counts: a browser elsewhere may."""
     import urllib.error
     import urllib.request
 
@@ -567,19 +564,22 @@ def compute_in_waves(
     wave_tasks: int | None = None,
     costs: Sequence[int] | None = None,
     wave_cost: int = 0,
+    fold: Callable[[int, list[Any]], None] | None = None,
 ) -> list[Any]:
     """`[compute(make_task(i)) for i in range(n_tasks)]` for independent tasks, in waves of at
     most `wave_tasks` (default MAX_TASKS_PER_WAVE) and, with `costs` (one per task: e.g. the
     traces it carries, what its graph's bytes grow with), of at most `wave_cost` in all (a task
     costing more is a wave of its own): each wave's tasks are built and computed after the
     previous wave's finished and were released (so the scheduler holds at most two waves, one
-    of them being forgotten). One wave (one progress line) when few enough."""
+    of them being forgotten). One wave (one progress line) when few enough. With `fold`, each
+    wave's results go to `fold(its first task's index, results)` and are not kept (returns [])."""
     bounds = wave_bounds(n_tasks, wave_tasks or MAX_TASKS_PER_WAVE, costs, wave_cost)
     results: list[Any] = []
+    fold = fold or (lambda _, computed: results.extend(computed))
     for wave, (first, stop) in enumerate(bounds):
         wave_label = label if len(bounds) == 1 else f"{label} (wave {wave + 1} of {len(bounds)})"
         tasks = [make_task(index) for index in range(first, stop)]
-        results += compute(*tasks, label=wave_label, quiet=quiet)
+        fold(first, list(compute(*tasks, label=wave_label, quiet=quiet)))
         del tasks  # (before the next wave's are built: one wave's graph held at a time)
     return results
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seisctf.cluster import wave_bounds
+from seisctf.cluster import compute_in_waves, wave_bounds
 
 
 @settings(max_examples=200, deadline=None)
@@ -26,3 +26,23 @@ def test_waves_cover_the_tasks_in_order_within_their_limits(costs, wave_tasks, w
         assert spent <= wave_cost or size == 1  # a task above the budget is a wave alone
         if stop < n:  # full: the next task would break a limit
             assert size == wave_tasks or (costed and spent + costs[stop] > wave_cost)
+
+
+@settings(max_examples=30, deadline=None)
+@given(n_tasks=st.integers(0, 40), wave_tasks=st.integers(1, 9))
+def test_a_fold_gets_each_waves_results_with_its_first_index(n_tasks, wave_tasks):
+    """`compute_in_waves(fold=…)`: every result once, in waves starting at their first task's
+    index, none returned; without it, the same results returned in task order."""
+    import dask
+
+    def task(index: int):
+        return dask.delayed(lambda value: value * value)(index)
+
+    waves: list[tuple[int, list]] = []
+    kept = compute_in_waves(task, n_tasks, quiet=True, wave_tasks=wave_tasks,
+                            fold=lambda first, results: waves.append((first, results)))  # fmt: skip
+    assert kept == []
+    assert [first for first, _ in waves] == list(range(0, max(n_tasks, 1), wave_tasks))
+    folded = [value for _, results in waves for value in results]
+    assert folded == [i * i for i in range(n_tasks)]
+    assert compute_in_waves(task, n_tasks, quiet=True, wave_tasks=wave_tasks) == folded

@@ -317,16 +317,15 @@ def _write(
             dask_key_name=f"ingest_das_block-{token}-{pending[index].block}",
         )  # fmt: skip
 
-    records = compute_in_waves(
+    collected = resumable.Collected(progress, (plan.n_blocks,), lambda n: [tasks[n].block])
+    compute_in_waves(
         input_locality.near_inputs(task, lambda index: (p[4] for p in pending[index].pieces)),
         len(pending),
         label="ingest DAS",
         quiet=quiet,
+        fold=collected.fold([task.number for task in pending]),
     )
-    written = {task.number: record for task, record in zip(pending, records, strict=True)}
-    coverage, read_problems, _ = resumable.collect(
-        progress, (plan.n_blocks,), written, lambda number: [tasks[number].block]
-    )
+    coverage, read_problems = collected.coverage, collected.problems
     fail_if_strict(strict, sorted(read_problems))
     gaps, overlaps = plan.gaps_and_overlaps()
     problems = (*plan.problems, *carried, *read_problems)

@@ -289,31 +289,45 @@ def record_write(progress: Any, number: int, record: dict[str, list]) -> tuple:
     return (progress, (number,), np.array([json.dumps(record)], dtype=object))
 
 
-def collect(
-    progress: Progress,
-    shape: tuple[int, ...],
-    records: Mapping[int, dict[str, list]],
-    blocks_of: Callable[[int], Sequence[Any]],
-) -> tuple[np.ndarray, set[str], set[tuple]]:
+class Collected:
     """Coverage (of `shape`: station x block, or block), the problems and the (block index,
-    *item) of every `lost` item of every finished run: those done before this run
-    (`progress.done`) and `records` ({number: record} of those this run wrote). `blocks_of(n)`:
-    the block indices of run n, in its record's order. A block no run wrote has coverage 0 (it
-    holds no data), or an append's old coverage (`progress.base`)."""
-    coverage = np.zeros(shape, dtype=np.float32)
-    if progress.base is not None:
-        coverage[...] = progress.base
-    problems: set[str] = set()
-    lost: set[tuple] = set()
-    for number, record in {**progress.done, **records}.items():
+    *item) of every `lost` item of the finished runs, added one record at a time (`add`): those
+    done before this run (`progress.done`, added here) and those this run writes, as each wave
+    of them ends (so no run's record is kept). `blocks_of(n)`: the block indices of run n, in
+    its record's order. A block no run wrote has coverage 0 (it holds no data), or an append's
+    old coverage (`progress.base`)."""
+
+    def __init__(
+        self, progress: Progress, shape: tuple[int, ...], blocks_of: Callable[[int], Sequence[Any]]
+    ):
+        self.coverage = np.zeros(shape, dtype=np.float32)
+        if progress.base is not None:
+            self.coverage[...] = progress.base
+        self.problems: set[str] = set()
+        self.lost: set[tuple] = set()
+        self.blocks_of = blocks_of
+        for number, record in progress.done.items():
+            self.add(number, record)
+
+    def add(self, number: int, record: Mapping[str, list]) -> None:
+        """Run `number`'s record (`run_record`: coverage, problems and lost items per block)."""
         gone = record.get("lost") or [()] * len(record["coverage"])
         for index, fraction, found, items in zip(
-            blocks_of(number), record["coverage"], record["problems"], gone, strict=True
+            self.blocks_of(number), record["coverage"], record["problems"], gone, strict=True
         ):
-            coverage[index] = fraction
-            problems.update(found)
-            lost.update((index, *item) for item in items)
-    return coverage, problems, lost
+            self.coverage[index] = fraction
+            self.problems.update(found)
+            self.lost.update((index, *item) for item in items)
+
+    def fold(self, numbers: Sequence[int]) -> Callable[[int, list], None]:
+        """What `cluster.compute_in_waves` takes as `fold` for the runs `numbers` (task i: run
+        numbers[i]): each wave's records added as it ends."""
+
+        def add_wave(first: int, records: list) -> None:
+            for offset, record in enumerate(records):
+                self.add(numbers[first + offset], record)
+
+        return add_wave
 
 
 def reopen_for_append(

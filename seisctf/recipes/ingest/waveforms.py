@@ -422,7 +422,8 @@ def _run_blocks(
             dask_key_name=f"ingest_block-{token}-{run.key}",
         )  # fmt: skip
 
-    records = compute_in_waves(  # waves of bounded graphs (10^5 files: several)
+    collected = resumable.Collected(progress, (len(plan.stations), plan.n_blocks), table.blocks_of)
+    compute_in_waves(  # waves of bounded graphs (10^5 files: several)
         input_locality.near_partitions(  # each run on the host keeping its files (several hosts)
             task, lambda index: layout.parts_of(pending[index]), layout.placed
         ),
@@ -431,13 +432,10 @@ def _run_blocks(
         quiet=quiet,
         costs=costs,
         wave_cost=MAX_TRACES_PER_WAVE,
+        fold=collected.fold(pending),
     )
-    written = dict(zip(pending, records, strict=True))
-    coverage, problems, lost = resumable.collect(
-        progress, (len(plan.stations), plan.n_blocks), written, table.blocks_of
-    )
-    problems.update(progress.attributes.get("carried_problems", []))
-    return coverage, sorted(problems), lost
+    collected.problems.update(progress.attributes.get("carried_problems", []))
+    return collected.coverage, sorted(collected.problems), collected.lost
 
 
 def appendable_attrs(url: str, storage_options: dict | None) -> dict[str, Any]:
