@@ -20,6 +20,7 @@ from typing import Any
 import dask
 import numpy as np
 
+from seisctf import conventions as cv
 from seisctf.cluster import kept, shared
 from seisctf.errors import InvalidInput
 from seisctf.recipes.ingest import (
@@ -174,8 +175,6 @@ def check_same_grid(
 ) -> None:
     """Files appended to the store of attrs `previous`, stations and channels `store` (ids of
     older stores normalised) and inputs `known` keep its start, rate, stations and channels."""
-    from seisctf import conventions as cv
-
     found = each(functools.partial(_new_headers, store), [known] * len(placed), placed)
     starts = [start for start, _, _ in found if start is not None]
     firsts = [first for _, first, _ in found if first is not None]
