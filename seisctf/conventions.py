@@ -161,6 +161,13 @@ SEGMENT_PARAMETER = "segment_start_h"
 # Provenance of an archive bundle: all of it in the truth group, public keys in the public one.
 ATTR_ARCHIVE = "archive"
 
+# An ingest's problem lines (every bad input, by name): the root attr `ingest_problems` holds
+# at most the first ATTR_PROBLEM_LINES; beyond that the group `problems` holds all of them (array
+# `line`, dimension `problem`) and the root attr `ingest_problem_count` their number.
+ATTR_PROBLEMS = "ingest_problems"
+ATTR_PROBLEM_COUNT = "ingest_problem_count"
+ATTR_PROBLEM_LINES = 1_000
+PROBLEMS_GROUP, PROBLEM_LINES, PROBLEM_DIM = "problems", "line", "problem"
 # Attr set last on every store seisctf writes: a store without it is partial, never used as whole.
 ATTR_COMPLETE = "seisctf_complete"
 # Transforms applied to a variable, in order: a JSON list of {"transform": name, **parameters}

@@ -13,7 +13,8 @@ Store layout (zarr v3 group; `xarray.open_zarr` opens it lazily; names in `conve
   time_step_ns (no time coordinate is stored); `quantity`, `units`, `gauge_length_m`,
   `channel_spacing_m`, `interrogator` (DASCore's format name and version, and the instrument id
   where the files give one); `gaps`, `overlaps` (between patches, in grid samples);
-  `ingest_problems`; `merge_rule`; `block_samples`; `ingest_fingerprint`. None per file: the
+  `ingest_problems` (beyond 1,000: `problem_lines`); `merge_rule`; `block_samples`;
+  `ingest_fingerprint`. None per file: the
   root metadata stays small whatever the number of files;
 - group `inputs`: the table of the inputs (`das_inputs`: path, size, modified, sha256 of every
   file, the patches DASCore's scan found in each, and where the store holds each: grid index
@@ -78,6 +79,7 @@ from seisctf.recipes.ingest.das_plan import (
 )
 from seisctf.recipes.ingest.das_scan import scan_das_files
 from seisctf.recipes.ingest.input_manifest import InputStats, file_stats
+from seisctf.recipes.ingest.problem_lines import problem_attrs, read_problems, write_problems
 from seisctf.recipes.ingest.resumable import (
     ATTR_FINGERPRINT,
     BLOCK,
@@ -205,7 +207,7 @@ def store_attrs(
         cv.ATTR_INTERROGATOR: interrogator_of(plan),
         "gaps": [_timed(gap, plan) for gap in gaps],
         "overlaps": [_timed(overlap, plan) for overlap in overlaps],
-        "ingest_problems": sorted(set(problems)),
+        **problem_attrs(sorted(set(problems))),
         "merge_rule": MERGE_RULE,
         ATTR_FINGERPRINT: fingerprint,
     }
@@ -269,11 +271,12 @@ def ingest_das(
 
 
 def _up_to_date(plan: DasPlan, attrs: dict, url: str, storage_options: dict | None):
-    coverage = np.asarray(open_store(url, storage_options)[cv.DAS_COVERAGE_VAR][:])
+    group = open_store(url, storage_options)
+    coverage = np.asarray(group[cv.DAS_COVERAGE_VAR][:])
     return DasIngestReport(
         plan,
         coverage,
-        tuple(attrs["ingest_problems"]),
+        tuple(read_problems(group)),
         tuple(attrs["gaps"]),
         tuple(attrs["overlaps"]),
         up_to_date=True,
@@ -325,11 +328,12 @@ def _write(
         quiet=quiet,
         fold=collected.fold([task.number for task in pending]),
     )
-    coverage, read_problems = collected.coverage, collected.problems
-    fail_if_strict(strict, sorted(read_problems))
+    coverage, decode_problems = collected.coverage, collected.problems
+    fail_if_strict(strict, sorted(decode_problems))
     gaps, overlaps = plan.gaps_and_overlaps()
-    problems = (*plan.problems, *carried, *read_problems)
+    problems = sorted({*plan.problems, *carried, *decode_problems})
     attrs = store_attrs(plan, problems, gaps, overlaps, fingerprint)
+    write_problems(open_store(url, storage_options, mode="r+"), problems)
     if appended is not None:  # beside the old table, named with the completion marker
         table = input_manifest.beside(open_store(url, storage_options))
         das_inputs.write_table(url, storage_options, appended.scans, appended.modified,
@@ -342,7 +346,7 @@ def _write(
     return DasIngestReport(
         plan,
         coverage,
-        tuple(attrs["ingest_problems"]),
+        tuple(problems),
         tuple(attrs["gaps"]),
         tuple(attrs["overlaps"]),
     )
@@ -403,7 +407,7 @@ def _append(
     verified = check_unchanged(reread, recorded, stats, storage_options, quiet, url)
     if progress is None:
         progress = prepare_append(plan, len(tasks), url, storage_options, fingerprint)
-    carried = [p for p in previous.get("ingest_problems", []) if p not in plan.problems]
+    carried = [p for p in read_problems(group) if p not in plan.problems]
     appended = AppendedInputs(
         every, _modified_after(every, recorded, stats, verified), input_manifest.table_name(group)
     )

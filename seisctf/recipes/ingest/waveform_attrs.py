@@ -19,6 +19,7 @@ import numpy as np
 from seisctf import conventions as cv
 from seisctf.recipes.ingest import resampling
 from seisctf.recipes.ingest.overlap_conflicts import files_not_stored
+from seisctf.recipes.ingest.problem_lines import problem_attrs
 from seisctf.recipes.ingest.response import corrected_units
 from seisctf.recipes.ingest.resumable import iso_time
 from seisctf.recipes.ingest.scan_table import ScanTable
@@ -138,7 +139,7 @@ def store_attrs(
             "time_offsets_s": plan.offsets,
             "station_channels": plan.station_channels(),
             "channel_metadata": channel_metadata(plan, response_removed),
-            "ingest_problems": list(problems),
+            **problem_attrs(problems),
             "merge_rule": MERGE_RULE,
             "resampling": RESAMPLING if resample else None,
             "response_removed": response_removed,

@@ -17,7 +17,8 @@ Store layout (zarr v3 group; `xarray.open_zarr` opens it lazily):
   grid sample, trace minus grid, in seconds); `station_channels` (per station: the channel
   codes its traces have); `channel_metadata` (per station and channel:
   azimuth, dip (degrees), sensitivity, its frequency and units, and `units` of the stored
-  samples); `ingest_problems` (every bad input, by name); `merge_rule`,
+  samples); `ingest_problems` (every bad input, by name; beyond 1,000 lines, the first 1,000,
+  the rest in the group `problems`: `problem_lines`); `merge_rule`,
   `resampling`, `response_removed` (null, or output, pre_filt, water_level, … of
   `--remove-response`);
 - group `inputs`: the table of the inputs (`input_manifest`: path, size, modified, sha256 and
@@ -104,6 +105,7 @@ from seisctf.recipes.ingest.inventory_checks import (
 )
 from seisctf.recipes.ingest.partition_plan import plan_rounds
 from seisctf.recipes.ingest.partition_tasks import on_cluster
+from seisctf.recipes.ingest.problem_lines import read_problems, write_problems
 from seisctf.recipes.ingest.response import requested_removal, resolve_removal
 from seisctf.recipes.ingest.resumable import (
     ATTR_FINGERPRINT,
@@ -329,8 +331,9 @@ def ingest_waveforms(
     ), quiet=True)[0]  # fmt: skip
     existing = resumable.up_to_date_attrs(url, storage_options, fingerprint)
     if existing:
-        coverage = np.asarray(open_store(url, storage_options)[COVERAGE_VAR][:])
-        return IngestReport(plan, coverage, tuple(existing["ingest_problems"]), up_to_date=True)
+        group = open_store(url, storage_options)
+        coverage = np.asarray(group[COVERAGE_VAR][:])
+        return IngestReport(plan, coverage, tuple(read_problems(group)), up_to_date=True)
     progress = resumable.unfinished_progress(url, storage_options, fingerprint)
     rewrite = (  # an append: the blocks its files touch (others keep their chunks)
         None if previous is None
@@ -363,6 +366,7 @@ def ingest_waveforms(
     attrs[ATTR_FINGERPRINT] = fingerprint
     group = open_store(url, storage_options, mode="r+")
     group[DATA_VAR].attrs.update(data_attrs(plan, removed))
+    write_problems(group, problems)  # beyond what the root attrs hold
     # An append's table goes beside the old one, named with the completion marker (one write):
     # killed before, it resumes with the old inputs as the old ones.
     old_table = input_manifest.table_name(group)
@@ -497,7 +501,7 @@ def prepare_append(
     group[DATA_VAR].resize((len(plan.stations), len(plan.channels), plan.n_time))
     write_station_ids(group, plan.stations, COORDINATES)
     # Decode problems of the kept blocks: the old ones that the new plan does not repeat.
-    carried = [p for p in previous.get("ingest_problems", []) if p not in plan.problems]
+    carried = [p for p in read_problems(group) if p not in plan.problems]
     attributes = {"carried_problems": carried}
     # The progress array last (an append killed before it is not resumable: re-ingest).
     resumable.create_progress(group, records, fingerprint, attributes, base)

@@ -1,0 +1,123 @@
+"""An ingest's problem lines beyond what the root attrs hold (`problem_lines`): the root attr
+`ingest_problems` keeps the first `ATTR_PROBLEM_LINES`, `ingest_problem_count` says how many
+there are, the group `problems` holds them all; a store with few keeps them all in the attr, as
+before. Waveforms and DAS, through a re-run (up to date) and an append."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import obspy
+import pytest
+import zarr
+from das_vendor_files import write_prodml
+
+from seisctf import conventions as cv
+from seisctf.recipes.ingest.das_files import ingest_das
+from seisctf.recipes.ingest.problem_lines import read_problems
+from seisctf.recipes.ingest.waveforms import ingest_waveforms
+
+LIMIT = 3  # ATTR_PROBLEM_LINES in these tests (1,000 in use)
+START = obspy.UTCDateTime("2022-05-06T07:00:00")
+
+
+@pytest.fixture
+def small_limit(monkeypatch):
+    monkeypatch.setattr(cv, "ATTR_PROBLEM_LINES", LIMIT)
+
+
+def _good_file(folder: Path, station: str, start: obspy.UTCDateTime) -> Path:
+    path = folder / f"{station}_{int(start.timestamp)}.mseed"
+    data = np.random.default_rng(len(station)).standard_normal(400).astype(np.float32)
+    header = {"network": "XX", "station": station, "channel": "HHZ", "sampling_rate": 20.0}
+    obspy.Trace(data, {**header, "starttime": start}).write(str(path), format="MSEED")
+    return path
+
+
+def _bad_files(folder: Path, count: int) -> list[Path]:
+    """`count` files no reader knows (each a problem line naming it)."""
+    paths = [folder / f"bad_{index:02d}.mseed" for index in range(count)]
+    for index, path in enumerate(paths):
+        path.write_bytes(b"not a seismogram %d\n" % index * 40)
+    return paths
+
+
+def _root_attrs(store: Path) -> dict:
+    return json.loads((store / "zarr.json").read_text())["attributes"]
+
+
+def _lines_in_group(store: Path) -> list[str]:
+    """The group's lines, read with zarr alone."""
+    return [str(line) for line in zarr.open_group(store, mode="r")["problems"]["line"][:]]
+
+
+def test_waveform_problems_beyond_the_attrs_go_to_their_group(tmp_path, small_limit):
+    archive = tmp_path / "archive"
+    archive.mkdir()
+    _good_file(archive, "GOOD", START)
+    bad = _bad_files(archive, 7)
+    store = tmp_path / "store.zarr"
+    report = ingest_waveforms([str(archive)], str(store), quiet=True)
+    problems = list(report.problems)
+    assert len(problems) == 7 and all(any(str(p) in line for line in problems) for p in bad)
+    attrs = _root_attrs(store)
+    assert attrs[cv.ATTR_PROBLEMS] == problems[:LIMIT]
+    assert attrs[cv.ATTR_PROBLEM_COUNT] == 7
+    assert _lines_in_group(store) == problems
+    assert read_problems(zarr.open_group(store, mode="r")) == problems
+
+    # The same inputs again: up to date, the same problems (read back from the group).
+    assert list(ingest_waveforms([str(archive)], str(store), quiet=True).problems) == problems
+
+    # An append keeps the old problems and adds the new file's.
+    later = tmp_path / "later"
+    later.mkdir()
+    _good_file(later, "GOOD", START + 3600)
+    more_bad = _bad_files(later, 2)
+    appended = ingest_waveforms([str(archive), str(later)], str(store), append=True, quiet=True)
+    assert set(problems) < set(appended.problems)
+    assert all(any(str(p) in line for line in appended.problems) for p in more_bad)
+    assert _lines_in_group(store) == list(appended.problems)
+    assert _root_attrs(store)[cv.ATTR_PROBLEM_COUNT] == 9
+
+    # The root attrs hold LIMIT lines whatever the number of bad files.
+    many = tmp_path / "many"
+    many.mkdir()
+    _good_file(many, "GOOD", START)
+    _bad_files(many, 20)
+    ingest_waveforms([str(many)], str(tmp_path / "many.zarr"), quiet=True)
+    assert len(_root_attrs(tmp_path / "many.zarr")[cv.ATTR_PROBLEMS]) == LIMIT
+
+
+def test_few_waveform_problems_stay_in_the_attrs_alone(tmp_path, small_limit):
+    archive = tmp_path / "archive"
+    archive.mkdir()
+    _good_file(archive, "GOOD", START)
+    _bad_files(archive, LIMIT)
+    store = tmp_path / "store.zarr"
+    report = ingest_waveforms([str(archive)], str(store), quiet=True)
+    attrs = _root_attrs(store)
+    assert attrs[cv.ATTR_PROBLEMS] == list(report.problems) and len(report.problems) == LIMIT
+    assert cv.ATTR_PROBLEM_COUNT not in attrs
+    assert "problems" not in zarr.open_group(store, mode="r")
+    assert read_problems(zarr.open_group(store, mode="r")) == list(report.problems)
+
+
+def test_das_problems_beyond_the_attrs_go_to_their_group(tmp_path, small_limit):
+    folder = tmp_path / "das"
+    folder.mkdir()
+    data = np.random.default_rng(3).standard_normal((120, 8))
+    write_prodml(folder / "good.h5", data, np.datetime64("2024-01-02T03:04:05", "ns"), 50.0)
+    _bad_files(folder, 5)
+    store = tmp_path / "das.zarr"
+    report = ingest_das([str(folder)], str(store), block_samples=64, quiet=True)
+    problems = list(report.problems)
+    assert len(problems) == 5
+    attrs = _root_attrs(store)
+    assert attrs[cv.ATTR_PROBLEMS] == problems[:LIMIT]
+    assert attrs[cv.ATTR_PROBLEM_COUNT] == 5
+    assert _lines_in_group(store) == problems
+    again = ingest_das([str(folder)], str(store), block_samples=64, quiet=True)
+    assert again.up_to_date and list(again.problems) == problems
