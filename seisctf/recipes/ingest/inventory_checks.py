@@ -1,8 +1,9 @@
 """The inventory's part of a waveform plan, computed where the StationXML is parsed: a worker.
 
 An obspy Inventory takes ~70 KB a station in memory (8 MB of StationXML for 1,100 stations
-parsed to a 118 MiB peak), so the client never parses one. It reads the files' bytes
-(`InventorySource`); one task parses them, checks every scanned trace against them and returns
+parsed to a 118 MiB peak), so the client never parses one, nor, on a cluster, reads one: a
+worker reads the files' bytes (`InventorySource`, `located_source`) and keeps them for the
+tasks to come; one task parses them, checks every scanned trace against them and returns
 what the plan needs (`InventoryFindings`: accepted traces, problem lines, station metadata); with
 response removal each station's block tasks get its part of the inventory from a task of their
 own (`station_inventory`). A worker parses a source once and keeps the last two (`parsed`).
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -26,6 +28,7 @@ from seisctf.recipes.ingest.inventory_index import InventoryIndex
 from seisctf.recipes.ingest.response import response_problem
 from seisctf.recipes.ingest.waveform_plan import (
     check_against_inventory,
+    is_url,
     read_input,
     station_metadata,
     unknown_station,
@@ -63,6 +66,34 @@ def read_source(paths: Sequence[str], storage_options: dict | None = None) -> In
         tuple(contents),
         tuple(hashlib.sha256(content).hexdigest() for content in contents),
     )
+
+
+def located_source(
+    paths: Sequence[str], storage_options: dict | None = None
+) -> tuple[Any, list[str]]:
+    """(the inventory files as an argument of tasks to come, their sha256 (hex)). On a cluster
+    a worker reads them and keeps them (the client holds a key: StationXML of 1,100 stations is
+    8 MB, and sending it from here pickled a second copy); a file no worker can read is read
+    here and sent once (`cluster.shared`). Without one, the `InventorySource` itself. Local
+    paths are made absolute first (workers need not share this process's working folder)."""
+    import dask
+
+    from seisctf.cluster import active_client, compute, kept, shared
+
+    paths = [path if is_url(path) else os.path.abspath(path) for path in paths]
+    if active_client() is None:
+        source = read_source(paths, storage_options)
+        return source, list(source.sha256)
+    try:
+        source = kept([dask.delayed(read_source)(paths, storage_options)], quiet=True)[0]
+        return source, list(compute(dask.delayed(_sha256)(source), quiet=True)[0])
+    except InvalidInput:  # not where the workers are: from here
+        read_here = read_source(paths, storage_options)
+        return shared(read_here), list(read_here.sha256)
+
+
+def _sha256(source: InventorySource) -> tuple[str, ...]:
+    return source.sha256
 
 
 _PARSED: OrderedDict[tuple[str, ...], Any] = OrderedDict()

@@ -103,12 +103,10 @@ def _scan_listed(scan: Any, stats: InputStats, storage_options: dict | None) -> 
     return scan(list(stats.paths), storage_options)
 
 
-def accepted_parts(
-    parts: list[Any], source: InventorySource | None, require_response: bool, each: Each
-) -> list[Any]:
-    """Round 1 of every partition, kept; the inventories are sent to the workers once and
-    parsed there (`inventory_checks`)."""
-    sent = [shared(source) if source is not None else None] * len(parts)
+def accepted_parts(parts: list[Any], source: Any, require_response: bool, each: Each) -> list[Any]:
+    """Round 1 of every partition, kept; `source`: the inventories where the workers have
+    them (`inventory_checks.located_source`), parsed there."""
+    sent = [source] * len(parts)
     label = "check the inventory" if source is not None else ""
     return each(functools.partial(_accepted, require_response), sent, parts, keep=True,
                 label=label)  # fmt: skip

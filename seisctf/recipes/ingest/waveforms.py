@@ -99,8 +99,7 @@ from seisctf.recipes.context import BuildContext
 from seisctf.recipes.ingest import input_cache, input_locality, input_manifest, resumable
 from seisctf.recipes.ingest.chunk_writes import ChunkWriter, write_chunks
 from seisctf.recipes.ingest.inventory_checks import (
-    InventorySource,
-    read_source,
+    located_source,
     station_inventory,
 )
 from seisctf.recipes.ingest.partition_plan import plan_rounds
@@ -304,7 +303,9 @@ def ingest_waveforms(
         block_samples = int(previous["block_samples"])
         rate = append_rate(previous, rate)
         recorded = input_manifest.appended_to(recorded, url)
-    source = read_source(inventories, storage_options) if inventories else None
+    source, inventory_sha256 = (
+        located_source(inventories, storage_options) if inventories else (None, [])
+    )
     scanned = scan_inputs(sources, url, recorded, previous is not None, storage_options, quiet)
     parts = scanned.parts
     if previous is not None:
@@ -325,7 +326,6 @@ def ingest_waveforms(
         check_same_grid(previous, store_axes(url, storage_options), known, plan, placed, each, url)
         check_same_removal(previous, removed)
     fail_if_strict(strict, plan.problems)
-    inventory_sha256 = list(source.sha256) if source is not None else []
     fingerprint = compute(dask.delayed(ingest_fingerprint)(
         inputs_digests(parts), inventory_sha256, rate, block_samples, removed
     ), quiet=True)[0]  # fmt: skip
@@ -393,7 +393,7 @@ def _run_blocks(
     layout: RunLayout,
     plan: WaveformPlan,
     settings: RunSettings,
-    source: InventorySource | None,
+    source: Any,
     url: str,
     storage_options: dict | None,
     fingerprint: str,
@@ -413,7 +413,7 @@ def _run_blocks(
     waves = wave_bounds(len(pending), MAX_TASKS_PER_WAVE, costs, MAX_TRACES_PER_WAVE)
     run_at = runs_by_wave(layout, plan, settings, pending, waves)
     parts: dict[str, Any] = {}  # one graph key per station: sent once to each worker using it
-    inventories = shared(source) if source is not None else None  # parsed on the workers
+    inventories = source  # on the workers (`located_source`), parsed there
 
     def task(index: int) -> Any:
         run = run_at(index)
