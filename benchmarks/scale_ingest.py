@@ -486,13 +486,35 @@ def sections(options: ScaleOptions, per_core: bool = True) -> Iterator[Section]:
         yield table
 
 
+def more_days(options: ScaleOptions, clusters: Clusters, low: IngestRun) -> Section:
+    """Issue 38's flat-client goal where an archive grows as a network's does, in time: the
+    stations of the curve's second archive (`low`, 10^4 files in the full run) over ten times
+    its days (10^5 files), against that archive. On the file curve the stations grow with the
+    files, and with them what is per station (root attrs, coordinates)."""
+    days = 10 * (10 if options.quick else SMALL_FILE_DAYS)
+    arguments = ("--files", str(10 * low.files), "--days", str(days), "--workers", "2")
+    archive = make_sds(options.data / f"sds_days_{days}", *arguments)
+    entries = archive.summary["file_list"]
+    run = ingest(options, clusters, f"days_{days}", archive, entries, archive.root / "sds")
+    run = replace(run, label=f"{len(entries):,} files over {days} days")
+    print_run(run)
+    section = Section("Ingest cost: the same stations over ten times the days", COLUMNS,
+                      [low.row(), run.row()])  # fmt: skip
+    section.goals += file_ratios([low, run], import_rss())
+    section.notes += [f"Archives: `make_archive.py sds --files N --days D`, {days // 10} and "
+                      f"{days} days of the same stations (N / (3 x D) of them)."]  # fmt: skip
+    return section
+
+
 def file_sections(options: ScaleOptions) -> Iterator[Section]:
-    """The file-count curve and where its planning went (`bench_scale.py --only
-    ingest-files`)."""
+    """The file-count curve, where its planning went, and the same stations over ten times the
+    days (`bench_scale.py --only ingest-files`)."""
     with Clusters(options.workdir, fresh=not options.quick) as clusters:
         files_section, file_runs = file_curve(options, clusters)
+        days_section = more_days(options, clusters, file_runs[-2])
     yield files_section
     yield planning_section("Ingest planning, where it goes: files", file_runs)
+    yield days_section
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["read-probe"]:
