@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from seisctf.catalogs.seed_ids import channel_id, split_station
+from seisctf.cluster import active_client, compute, kept, shared
 from seisctf.errors import InvalidInput
 from seisctf.recipes.ingest.inventory_index import InventoryIndex
 from seisctf.recipes.ingest.response import response_problem
@@ -77,8 +78,6 @@ def located_source(
     here and sent once (`cluster.shared`). Without one, the `InventorySource` itself. Local
     paths are made absolute first (workers need not share this process's working folder)."""
     import dask
-
-    from seisctf.cluster import active_client, compute, kept, shared
 
     paths = [path if is_url(path) else os.path.abspath(path) for path in paths]
     if active_client() is None:
