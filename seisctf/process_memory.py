@@ -51,10 +51,11 @@ DEBUG_LOG_LENGTH = 0
 
 def drop_debug_logs() -> None:
     """Make `DEBUG_LOG_LENGTH` distributed's default in this process (a user's dask config
-    still wins), before its clients, schedulers and workers start (their logs are sized then)."""
+    still wins), before its clients, schedulers and workers start (their logs are sized then).
+    Once a process: each call would add a layer to dask's defaults."""
     import dask
     import distributed  # noqa: F401 - its defaults first: they would replace this one
 
-    dask.config.update_defaults(
-        {"distributed": {"admin": {"low-level-log-length": DEBUG_LOG_LENGTH}}}
-    )
+    ours = {"distributed": {"admin": {"low-level-log-length": DEBUG_LOG_LENGTH}}}
+    if ours not in dask.config.defaults:
+        dask.config.update_defaults(ours)
