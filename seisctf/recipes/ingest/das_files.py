@@ -333,7 +333,7 @@ def _write(
     gaps, overlaps = plan.gaps_and_overlaps()
     problems = sorted({*plan.problems, *carried, *decode_problems})
     attrs = store_attrs(plan, problems, gaps, overlaps, fingerprint)
-    write_problems(open_store(url, storage_options, mode="r+"), problems)
+    write_problems(url, storage_options, problems)
     if appended is not None:  # beside the old table, named with the completion marker
         table = input_manifest.beside(open_store(url, storage_options))
         das_inputs.write_table(url, storage_options, appended.scans, appended.modified,

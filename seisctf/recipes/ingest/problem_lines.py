@@ -16,7 +16,9 @@ from typing import Any
 import numpy as np
 
 from seisctf import conventions as cv
+from seisctf.cluster import compute
 from seisctf.recipes.ingest.input_manifest import TEXT, write_column
+from seisctf.recipes.ingest.resumable import open_store
 
 
 def problem_attrs(problems: Sequence[str]) -> dict[str, Any]:
@@ -28,10 +30,19 @@ def problem_attrs(problems: Sequence[str]) -> dict[str, Any]:
     return attrs
 
 
-def write_problems(group: Any, problems: Sequence[str]) -> None:
-    """The group of `problems` in the store `group` (zarr, writable) when the root attrs cannot
-    hold them all, replacing any; none (an older one deleted) when they can. Before the store
-    is marked complete (its consolidated metadata then lists the group)."""
+def write_problems(url: str, storage_options: dict | None, problems: Sequence[str]) -> None:
+    """The group of `problems` in the store at `url` when the root attrs cannot hold them all,
+    replacing any; none (an older one deleted) when they can. Before the store is marked
+    complete (its consolidated metadata then lists the group). Written by a task: zarr's
+    encoding of text takes several times its size for a moment (3.7 MiB of the client's peak
+    for 4,000 lines)."""
+    import dask
+
+    compute(dask.delayed(_write)(url, storage_options, list(problems)), quiet=True)
+
+
+def _write(url: str, storage_options: dict | None, problems: list[str]) -> None:
+    group = open_store(url, storage_options, mode="r+")
     if cv.PROBLEMS_GROUP in group:
         del group[cv.PROBLEMS_GROUP]
     if len(problems) > cv.ATTR_PROBLEM_LINES:

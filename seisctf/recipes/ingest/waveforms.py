@@ -366,7 +366,7 @@ def ingest_waveforms(
     attrs[ATTR_FINGERPRINT] = fingerprint
     group = open_store(url, storage_options, mode="r+")
     group[DATA_VAR].attrs.update(data_attrs(plan, removed))
-    write_problems(group, problems)  # beyond what the root attrs hold
+    write_problems(url, storage_options, problems)  # beyond what the root attrs hold
     # An append's table goes beside the old one, named with the completion marker (one write):
     # killed before, it resumes with the old inputs as the old ones.
     old_table = input_manifest.table_name(group)
