@@ -310,7 +310,7 @@ MEASURED = UnitCosts(
     ingest_s_per_file=(0.43 + 0.61) / 1e3,
     # scale_ingest.py, 10^3 -> 10^5 files: slope of the client's peak RSS (scan, plan and
     # listing in partitions on the workers)
-    client_bytes_per_file=177,
+    client_bytes_per_file=156,
     # the same run at 100,080 files: plan + store 4.73 s (the plan's rounds on the workers
     # included), finish 2.20 s
     client_plan_s_per_file=4.73 / 100_080,
