@@ -40,8 +40,8 @@ from seisctf.cluster_config import (
     scale_cluster,
 )
 from seisctf.errors import InvalidInput
-from seisctf.process_memory import drop_debug_logs
 from seisctf.process_memory import peak_memory_bytes as peak_memory_bytes
+from seisctf.process_memory import prepare_process
 from seisctf.process_memory import release_free_memory as release_free_memory
 from seisctf.process_memory import reset_peak_memory as reset_peak_memory
 from seisctf.progress import show_progress
@@ -409,7 +409,7 @@ def dask_client(
     (`seisctf.s3.credentials_environ`): the embedded cluster's workers start with them; any
     other cluster's workers do not get them (a line on stderr says which they need)."""
     global _starting
-    drop_debug_logs()  # before the client, and an embedded cluster's scheduler and workers
+    prepare_process()  # before the client, and an embedded cluster's scheduler and workers
     address = scheduler or (None if cluster else os.environ.get(SCHEDULER_ENV)) or None
     if address or cluster is not None:
         _credentials_not_sent(credentials or {})
@@ -468,9 +468,9 @@ def _shut_down(started: Future) -> None:
 
 def dask_setup(worker: Any) -> None:
     """distributed's preload hook, run by each worker (or scheduler) started with `--preload
-    seisctf.cluster`: no debugging record of messages (`drop_debug_logs`); a task's error reaches
+    seisctf.cluster`: no debugging record of messages (`prepare_process`); a task's error reaches
     the caller, so a worker does not also log it ("Compute Failed", a dozen lines)."""
-    drop_debug_logs()
+    prepare_process()
     memory = logging.getLogger("distributed.worker.memory")
     memory.setLevel(memory.getEffectiveLevel())
     logging.getLogger("distributed.worker").setLevel(logging.CRITICAL)

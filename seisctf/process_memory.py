@@ -59,3 +59,31 @@ def drop_debug_logs() -> None:
     ours = {"distributed": {"admin": {"low-level-log-length": DEBUG_LOG_LENGTH}}}
     if ours not in dask.config.defaults:
         dask.config.update_defaults(ours)
+
+
+_gc_diagnosis_held = False
+
+
+def hold_gc_diagnosis() -> None:
+    """Turn distributed's garbage-collection timing on for the life of this process, from the
+    calling thread, before its schedulers and workers start.
+
+    Each scheduler and worker turns it on as it starts and off as it closes, by adding and
+    removing a `gc.callbacks` entry from its event loop's thread. A full collection running in
+    another thread runs finalizers that let that thread in: an entry added between the
+    collection's start and stop sees a stop without a start and prints "Exception ignored …
+    AssertionError" on stderr (seen on a command's embedded cluster). Held here, the entry is
+    added once and never removed, so starting and closing change no list."""
+    global _gc_diagnosis_held
+    from distributed.gc import enable_gc_diagnosis
+
+    if not _gc_diagnosis_held:
+        enable_gc_diagnosis()
+        _gc_diagnosis_held = True
+
+
+def prepare_process() -> None:
+    """What this process needs before a distributed client, scheduler or worker starts in it:
+    `drop_debug_logs` and `hold_gc_diagnosis`."""
+    drop_debug_logs()
+    hold_gc_diagnosis()
