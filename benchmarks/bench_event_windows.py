@@ -114,7 +114,7 @@ def main() -> None:
     import xarray as xr
 
     from seisctf.catalogs.event_windows import open_event_windows
-    from seisctf.recipes.ingest.seisbench import ingest_seisbench
+    from seisctf.formats.seisbench.ingest import ingest_seisbench
 
     with tempfile.TemporaryDirectory(prefix="seisctf-bench-") as scratch:
         root = Path(args.workdir or scratch)

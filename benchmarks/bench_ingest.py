@@ -103,8 +103,8 @@ def kernel_floor(files: list[Path], workdir: Path) -> float:
 
     import numcodecs.blosc
 
-    from seisctf.recipes.ingest.waveform_files import read_stream, scan_file
-    from seisctf.recipes.ingest.waveform_plan import DEFAULT_BLOCK_SAMPLES
+    from seisctf.formats.obspy_archive.waveform_files import read_stream, scan_file
+    from seisctf.formats.obspy_archive.waveform_plan import DEFAULT_BLOCK_SAMPLES
 
     codec = store_codec()
     numcodecs.blosc.use_threads = False  # one core, as in a worker
@@ -135,8 +135,8 @@ def floor_parts(files: list[Path], workdir: Path) -> dict[str, float]:
     import numcodecs.blosc
     from numcodecs import Blosc
 
-    from seisctf.recipes.ingest.waveform_files import read_stream, scan_file
-    from seisctf.recipes.ingest.waveform_plan import DEFAULT_BLOCK_SAMPLES
+    from seisctf.formats.obspy_archive.waveform_files import read_stream, scan_file
+    from seisctf.formats.obspy_archive.waveform_plan import DEFAULT_BLOCK_SAMPLES
 
     codec, codec_int = store_codec(), Blosc(store_codec().cname, store_codec().clevel,
                                             Blosc.SHUFFLE, typesize=4)  # fmt: skip
@@ -175,7 +175,7 @@ def store_codec():
     """numcodecs' Blosc with the store's data codec settings (`waveforms.DATA_CODEC`)."""
     from numcodecs import Blosc
 
-    from seisctf.recipes.ingest import waveforms
+    from seisctf.formats.obspy_archive import waveforms
 
     shuffle = {"noshuffle": Blosc.NOSHUFFLE, "shuffle": Blosc.SHUFFLE,
                "bitshuffle": Blosc.BITSHUFFLE}  # fmt: skip
@@ -203,7 +203,8 @@ def ingest_seconds(client, sources: list[str], store: Path) -> dict[str, float]:
     and block computes, the client's own time outside them, and CPU seconds of the workers and
     of this process (client and scheduler)."""
     from seisctf import cluster
-    from seisctf.recipes.ingest import resumable, waveforms
+    from seisctf.formats.obspy_archive import waveforms
+    from seisctf.formats.shared import resumable
 
     phases: dict[str, float] = {}
     compute = cluster.compute  # the blocks' (through compute_in_waves) and the scan's
@@ -257,7 +258,7 @@ def measure(files: list[Path], repeat: int, workdir: Path, scaling: bool = False
     `workdir` (removed after each run); with `scaling`, the machine's own 1 → 2 process
     speed-up beside the 2-worker runs. Cluster start-up is excluded."""
     from seisctf.cluster import dask_client
-    from seisctf.recipes.ingest.waveforms import ingest_waveforms
+    from seisctf.formats.obspy_archive.waveforms import ingest_waveforms
 
     found = Measured(sample_count(files))
     sources = [str(path) for path in files]
@@ -381,7 +382,7 @@ def main() -> None:
         help="diagnostic: another Blosc codec for the data chunks (e.g. lz4,0,noshuffle: none)",
     )
     args = parser.parse_args()
-    from seisctf.recipes.ingest import waveforms
+    from seisctf.formats.obspy_archive import waveforms
 
     if args.data_codec:  # the client creates the arrays: the workers follow their metadata
         cname, clevel, shuffle = args.data_codec.split(",")

@@ -85,7 +85,7 @@ outputs:
 
 def chain(workdir: Path, quiet: bool, input_url: str = "input.zarr") -> None:
     """The chain as users run it: `seisctf build` of CHAIN_RECIPE on the active cluster."""
-    from seisctf.recipes.engine import build_file
+    from seisctf.build.engine import build_file
 
     workdir.mkdir(exist_ok=True)
     recipe = workdir / "chain.yaml"

@@ -1,5 +1,5 @@
 """Benchmark: training reads — samples/s through SeisBench's `GenericGenerator` with the PhaseNet
-tutorial's augmentations and a torch DataLoader (`seisctf.catalogs.seisbench_training`), from
+tutorial's augmentations and a torch DataLoader (`formats.seisbench.seisbench_training`), from
 SeisBench's own HDF5 dataset and from the event-window store ingested from it (local, and on S3:
 SeaweedFS on loopback, started here), with 0 and 2 DataLoader workers; the peak RSS of every
 loader process.
@@ -64,7 +64,7 @@ sys.path.insert(2, str(HERE.parent / "tests"))
 
 from bench_ctf_scoring import load_average  # noqa: E402
 
-from seisctf.catalogs.seisbench_training import (  # noqa: E402
+from seisctf.formats.seisbench.seisbench_training import (  # noqa: E402
     BatchReads,
     phasenet_generator,
     phasenet_loader,
@@ -185,7 +185,7 @@ def make_data(args: argparse.Namespace) -> None:
             check=True,
         )  # fmt: skip
     if not (root / "sb.zarr" / "zarr.json").is_file():
-        from seisctf.recipes.ingest.seisbench import ingest_seisbench
+        from seisctf.formats.seisbench.ingest import ingest_seisbench
 
         ingest_seisbench(str(root / "sb"), str(root / "sb.zarr"), quiet=True)
 

@@ -104,7 +104,8 @@ class Settings:
 
 def defaults() -> Settings:
     from seisctf.cluster import MAX_TASKS_PER_WAVE
-    from seisctf.recipes.ingest import resumable, waveform_blocks, waveform_plan
+    from seisctf.formats.obspy_archive import waveform_blocks, waveform_plan
+    from seisctf.formats.shared import resumable
 
     return Settings(
         block_samples=waveform_plan.DEFAULT_BLOCK_SAMPLES,

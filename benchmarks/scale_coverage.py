@@ -140,8 +140,8 @@ def coverage_work(job: str, store, url: str, workdir: Path, shape: StoreShape) -
     """The part of `job` that reads the coverage, on the opened `store`: the windows' plan
     (quakeml) or the gap check (tasks); returns what it made, to check."""
     if job == "quakeml":
-        from seisctf.catalogs import quakeml as catalogs
-        from seisctf.recipes.ingest.quakeml_windows import store_grid
+        from seisctf.formats.quakeml import catalog as catalogs
+        from seisctf.formats.quakeml.quakeml_windows import store_grid
 
         path = catalogue(workdir, shape)
         events, picks = catalogs.catalog_tables(catalogs.read_catalog(str(path)))
@@ -159,7 +159,7 @@ def coverage_work(job: str, store, url: str, workdir: Path, shape: StoreShape) -
             "noise": int((category == "noise").sum()),
         }
     from seisctf.pipeline.bundles.archive_wavefield import wavefield_for_tasks
-    from seisctf.pipeline.bundles.layouts import load_layout
+    from seisctf.plugins.layouts import load_layout
 
     layout = workdir / "layout.yaml"
     layout.write_text(LAYOUT_YAML)
@@ -175,7 +175,7 @@ def whole_job(job: str, url: str, workdir: Path, shape: StoreShape) -> dict:
 
     if job == "gaps":
         return coverage_work(job, storage.open_dataset(url), url, workdir, shape)
-    from seisctf.recipes.ingest.quakeml_windows import ingest_quakeml
+    from seisctf.formats.quakeml.quakeml_windows import ingest_quakeml
 
     out = workdir / f"windows-{shape.n_time}-{time.monotonic_ns()}.zarr"
     report = ingest_quakeml(

@@ -51,7 +51,7 @@ from das_vendor_files import write_dasdae, write_prodml  # noqa: E402
 from s3_metrics import bucket_requests, bucket_sent_bytes, metrics_options  # noqa: E402
 from servers import S3_KEY, start_s3, stop_process  # noqa: E402
 
-from seisctf.recipes.ingest.input_cache import BYTES_ENV, DIR_ENV  # noqa: E402
+from seisctf.formats.shared.input_cache import BYTES_ENV, DIR_ENV  # noqa: E402
 
 GOAL = 1.05
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": S3_KEY, "AWS_SECRET_ACCESS_KEY": S3_KEY}

@@ -8,7 +8,7 @@ section), in the style of dask's own configuration:
     python: /opt/seisctf/venv/bin/python  # a batch job's python (default: this one's)
 
 `CLUSTER_SCHEMA` is the document's shape (checked, with its lines, where the YAML is read:
-`seisctf.recipes.cluster_file`); `ClusterConfig.from_mapping` adds what a schema cannot say;
+`seisctf.build.cluster_file`); `ClusterConfig.from_mapping` adds what a schema cannot say;
 `cluster_class` imports the class and checks that it is a Dask cluster; `make_cluster` builds it
 (an option the class does not take is refused naming its line, before anything starts where the
 class's signatures say which options it takes; a dask-jobqueue class's job script also carries

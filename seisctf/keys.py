@@ -16,7 +16,7 @@ order: `--secret` > $SEISCTF_SECRET > the secret a build drew before and kept in
 recipe file (files are made to be shared). A secret a person gives (`--secret`,
 $SEISCTF_SECRET) must have at least `MIN_SECRET_CHARS` characters (`checked_secret`): a short one
 is a guessable one. The library's `secret=` parameters (`seisctf.cli.demo.run_demo`,
-`seisctf.recipes.engine.build_file`, `seisctf.pipeline.bundles.segments.build_bundle`) take any
+`seisctf.build.engine.build_file`, `seisctf.pipeline.bundles.segments.build_bundle`) take any
 string, for tests that need a weak secret on purpose.
 
 A secret anyone can know (`DEMO_SECRET`, published so that the demo is byte-identical

@@ -112,8 +112,8 @@ class Registry:
 
 # What each registry loads; the packages import their registering modules.
 PLUGINS = {
-    "ingest": ("seisctf.recipes.ingest",),
-    "synthetic source": ("seisctf.recipes.synth",),
+    "ingest": ("seisctf.formats",),
+    "synthetic source": ("seisctf.synth",),
     "transform": ("seisctf.pipeline.transforms",),
     "recipe output": ("seisctf.pipeline.bundles", "seisctf.pipeline.picking_output"),
 }

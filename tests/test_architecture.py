@@ -36,10 +36,13 @@ LAZY_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
         "the package exports `open_store` on first use, so `import seisctf.cli` does not load "
         "xarray, zarr and Dask for it"
     ),
-    ("seisctf.catalogs", "__getattr__"): (
+    ("seisctf.formats.seisbench", "__getattr__"): (
         "the package exports `seisbench_dataset` and the training pipeline on first use, so "
-        "that importing a catalogue module (every ingest, the command line) does not load "
-        "SeisBench and torch"
+        "that importing an ingest or the command line does not load SeisBench and torch"
+    ),
+    ("seisctf.catalogs", "__getattr__"): (
+        "the contract's first names of `seisctf.formats.seisbench`'s exports, forwarded on "
+        "first use (SeisBench and torch load only then)"
     ),
     ("seisctf.cli.compare", "_run_"): VERB_RUNNER,
     ("seisctf.cli.datasets", "_run_"): VERB_RUNNER,
@@ -51,7 +54,7 @@ LAZY_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ("seisctf.cli", "_check_buckets"): LIGHT_COMMAND_LINE,
     ("seisctf.cli._parse", "storage_options"): LIGHT_COMMAND_LINE,
     ("seisctf.cli.datasets", "_help_"): LIGHT_COMMAND_LINE,
-    ("seisctf.recipes.output_sizes", "das_slot_plan"): (
+    ("seisctf.synth.output_sizes", "das_slot_plan"): (
         "the checks of `synth` and `demo` size their outputs before the cluster starts: the "
         "filter design (scipy) is loaded only when a DAS record is sized"
     ),

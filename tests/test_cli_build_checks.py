@@ -21,7 +21,7 @@ from test_cli_first_answers import (
     seisctf,
 )
 
-from seisctf.recipes.engine import shipped
+from seisctf.build.engine import shipped
 
 GLOBAL = shipped("demo-global").read_text()
 READ_ONLY = "Read-only file system" if os.geteuid() == 0 else "Permission denied"

@@ -20,8 +20,8 @@ import pytest
 import zarr
 from conftest import write_tiny_truth
 
+from seisctf.build.engine import shipped
 from seisctf.cli import main
-from seisctf.recipes.engine import shipped
 
 HEAVY_MODULES = ("dask", "distributed", "xarray", "zarr", "pandas", "scipy")
 # Nothing listens on the discard port: reaching for the cluster fails, or hangs until timeout.

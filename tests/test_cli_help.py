@@ -15,8 +15,8 @@ import pytest
 
 from seisctf.cli import build_parser
 from seisctf.cli._parse import HelpFormatter, complete_all
-from seisctf.recipes.filter_design import guard_steps
-from seisctf.recipes.layouts import LAYOUTS
+from seisctf.plugins.layouts import LAYOUTS
+from seisctf.signal.filter_design import guard_steps
 
 NO_DEFAULT = (None, False, [], argparse.SUPPRESS)
 

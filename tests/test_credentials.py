@@ -38,9 +38,9 @@ from submission_writers import write_zarr
 
 from seisctf import s3, storage
 from seisctf.baselines.stalta import stalta_picks
+from seisctf.build.engine import build_file
 from seisctf.cluster import active_client
-from seisctf.recipes.engine import build_file
-from seisctf.recipes.ingest.waveforms import ingest_waveforms
+from seisctf.formats.obspy_archive.waveforms import ingest_waveforms
 
 TESTS = Path(__file__).resolve().parent
 SEISCTF = [sys.executable, "-m", "seisctf.cli"]

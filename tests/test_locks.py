@@ -21,7 +21,7 @@ from conftest import noisy_copy, write_tiny_truth
 
 from seisctf import locks
 from seisctf.errors import InvalidInput
-from seisctf.recipes.ingest.input_manifest import recorded_inputs
+from seisctf.formats.shared.input_manifest import recorded_inputs
 from seisctf.scoring import leaderboard
 from seisctf.storage import open_dataset
 

@@ -12,11 +12,11 @@ import pytest
 import xarray as xr
 
 from seisctf import storage
+from seisctf.build import engine
 from seisctf.cli import build_parser, main
 from seisctf.errors import InvalidInput
-from seisctf.recipes import engine
-from seisctf.recipes.context import BuildContext
-from seisctf.recipes.schema import POSITIVE, URL, parameters
+from seisctf.plugins.context import BuildContext
+from seisctf.plugins.schema import POSITIVE, URL, parameters
 from seisctf.registry import INGESTS
 
 NAME = "csv_readings"

@@ -26,8 +26,8 @@ import seisctf
 from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.errors import InvalidInput
-from seisctf.recipes.synth import das_synth
 from seisctf.store_view import GridIndex, RegularTime, grid_coordinates
+from seisctf.synth import das_synth
 
 matplotlib.use("Agg")
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from jsonschema import Draft202012Validator
 
+from seisctf.build import engine
 from seisctf.errors import InvalidInput
-from seisctf.recipes import engine
-from seisctf.recipes.schema import POSITIVE, parameters
+from seisctf.plugins.schema import POSITIVE, parameters
 from seisctf.registry import INGESTS, OUTPUTS, SYNTHS, TRANSFORMS, Registry
 
 REGISTRIES = {"transform": TRANSFORMS, "synthetic source": SYNTHS, "recipe output": OUTPUTS}

@@ -50,6 +50,11 @@ from pathlib import Path
 
 import numpy as np
 from scipy.optimize import minimize
+from seisctf.synth.crustal.medium import MediumParameters
+from seisctf.synth.crustal.recording import SensorGrid
+from seisctf.synth.crustal.simulation import CrustalConfig, Realisation, simulate
+from seisctf.synth.crustal.source import PointSource
+from seisctf.synth.crustal.sweep import min_event_duration_s
 
 from benchmarks.red_team import harness, tails
 from benchmarks.red_team.baselines import (
@@ -60,12 +65,7 @@ from benchmarks.red_team.baselines import (
     chosen_reconstructions,
     pair_input_names,
 )
-from seisctf.pipeline.bundles.layouts import load_layout
-from seisctf.recipes.synth.crustal.medium import MediumParameters
-from seisctf.recipes.synth.crustal.recording import SensorGrid
-from seisctf.recipes.synth.crustal.simulation import CrustalConfig, Realisation, simulate
-from seisctf.recipes.synth.crustal.source import PointSource
-from seisctf.recipes.synth.crustal.sweep import min_event_duration_s
+from seisctf.plugins.layouts import load_layout
 
 SYNTH_ARGS = ["--grid", "16", "--sensor-spacing", "300", "--depth", "5000"]
 DEPTH_M = 5000.0  # the benchmark's --depth (the published default is 6000)
@@ -405,7 +405,7 @@ def attack(public_url: str, workdir: Path) -> dict[str, np.ndarray]:
 
 def _check_basis() -> None:
     """The basis mechanisms span the five deviatoric dimensions."""
-    from seisctf.recipes.synth.crustal.source import moment_tensor
+    from seisctf.synth.crustal.source import moment_tensor
 
     flat = [moment_tensor(*m)[np.triu_indices(3)] for m in BASIS_MECHANISMS]
     if np.linalg.matrix_rank(np.array(flat), tol=1e-9) != 5:

@@ -3,7 +3,7 @@
 What an attacker has: the public arrays (X*train, per-sensor RMS-normalised with unpublished
 constants), the manifest, the public `das` attrs (channel count and spacing, gauge length), the
 public docs and the installed package, whose generator
-(`seisctf.recipes.synth.das_synth*`) states the physics: swell on ω² = g k tanh(k h) over the
+(`seisctf.synth.das_synth*`) states the physics: swell on ω² = g k tanh(k h) over the
 default depth profile, refracted (Snell) and shoaling (WKB), seen as seafloor strain; earthquakes
 with a known P/S moveout; white noise.
 
@@ -43,11 +43,11 @@ from types import SimpleNamespace
 import numpy as np
 import zarr
 from scipy.sparse.linalg import LinearOperator, lsqr
+from seisctf.synth.das_synth_swell import MAX_DIRECTION_DEG
 
 from benchmarks.red_team import baselines
 from benchmarks.red_team.harness import load_public
-from seisctf.recipes.synth import das_synth as ds
-from seisctf.recipes.synth.das_synth_swell import MAX_DIRECTION_DEG
+from seisctf.synth import das_synth as ds
 
 SYNTH_ARGS = ["--channels", "256"]
 FIT_WINDOW_S = 240  # rows (1 Hz) of each swell fit: shorter than the sea's 300 s coherence

@@ -47,17 +47,17 @@ from pathlib import Path
 import numpy as np
 from scipy.optimize import minimize
 from scipy.signal import butter, hilbert, sosfiltfilt
-
-from benchmarks.red_team import harness, tails
-from benchmarks.red_team.baselines import BASELINES
-from seisctf.recipes.synth.global_earth import distance_azimuth
-from seisctf.recipes.synth.global_synthesis import EARTH_RADIUS_KM, group_velocity_km_s
-from seisctf.recipes.synth.global_wavefield import (
+from seisctf.synth.global_earth import distance_azimuth
+from seisctf.synth.global_synthesis import EARTH_RADIUS_KM, group_velocity_km_s
+from seisctf.synth.global_wavefield import (
     GlobalPhysics,
     GlobalSource,
     fibonacci_sensors,
     synthesize_global,
 )
+
+from benchmarks.red_team import harness, tails
+from benchmarks.red_team.baselines import BASELINES
 
 SYNTH_ARGS = ["--sensors", "2048", "--duration", "3000"]
 DURATION_S = 3000

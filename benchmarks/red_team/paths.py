@@ -9,7 +9,7 @@ reference convention) against the organiser's truth. The paths:
 
 - `readme`: the README's "The commands, step by step" block, extracted from README.md itself
   (so the attack follows the README when it changes) and typed as written: no secret.
-- `recipe NAME`: every shipped recipe (`seisctf/recipes/shipped/*.yaml`) run with the
+- `recipe NAME`: every shipped recipe (`seisctf/build/shipped/*.yaml`) run with the
   `seisctf build` line of docs/recipes.md, the organiser with a fresh random secret where that
   line passes one (handed over as $SEISCTF_SECRET, which the docs give as equivalent to
   `--secret`, so no other user's `ps` shows it) and once as typed without it.
@@ -166,7 +166,7 @@ def recipe_paths(small: bool) -> list[DocumentedPath]:
         paths.append(
             DocumentedPath(
                 f"recipe {recipe.stem}",
-                f"docs/recipes.md; seisctf/recipes/shipped/{recipe.name}",
+                f"docs/recipes.md; seisctf/build/shipped/{recipe.name}",
                 (command,),
                 f"{workdir}/{outputs['public']}",
                 f"{workdir}/{outputs['truth']}",

@@ -1,9 +1,8 @@
 """Event, pick and station tables (grown by the phase-picking issues).
 
-`seisctf.catalogs.seisbench_dataset(URL, storage_options=None, **options)`: an event-window store
-as a SeisBench `WaveformDataset` (`seisbench_store.seisbench_dataset`); `phasenet_loader`,
-`phasenet_loss`, `phasenet_augmentations`: SeisBench's PhaseNet training pipeline
-(`seisbench_training`). Imported on first use.
+`seisctf.catalogs.seisbench_dataset`, `phasenet_loader`, `phasenet_loss`,
+`phasenet_augmentations`, `BatchReads`: the contract's first names of what
+`seisctf.formats.seisbench` exports, imported on first use.
 """
 
 from __future__ import annotations
@@ -14,14 +13,10 @@ TRAINING = ("BatchReads", "phasenet_augmentations", "phasenet_loader", "phasenet
 
 
 def __getattr__(name: str) -> Any:
-    """The training entry points, imported on first use, so that importing any catalogue module
-    (every ingest, the command line) does not load SeisBench and torch for them."""
-    if name == "seisbench_dataset":
-        from seisctf.catalogs.seisbench_store import seisbench_dataset
+    """`seisctf.formats.seisbench`'s exports by their first names, on first use (SeisBench and
+    torch load only then)."""
+    if name == "seisbench_dataset" or name in TRAINING:
+        from seisctf.formats import seisbench
 
-        return seisbench_dataset
-    if name in TRAINING:
-        from seisctf.catalogs import seisbench_training
-
-        return getattr(seisbench_training, name)
+        return getattr(seisbench, name)
     raise AttributeError(f"module 'seisctf.catalogs' has no attribute {name!r}")

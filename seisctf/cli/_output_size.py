@@ -13,7 +13,7 @@ from pathlib import Path
 
 from seisctf.cli._checks import local_path
 from seisctf.errors import InvalidInput
-from seisctf.recipes.output_sizes import OutputSize, human_bytes
+from seisctf.synth.output_sizes import OutputSize, human_bytes
 
 OVERRIDE_FLAG = "--yes-really-large"
 # What a command writes to an object store (or another URL) without OVERRIDE_FLAG: 100 times

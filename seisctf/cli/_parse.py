@@ -19,10 +19,10 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from seisctf import keys
+from seisctf.build.cluster_file import read_cluster_file
 from seisctf.cli._numbers import COUNT, SEED
 from seisctf.cluster_config import CLUSTER_ENV, SCHEDULER_ENV, ClusterConfig
 from seisctf.errors import InvalidInput
-from seisctf.recipes.cluster_file import read_cluster_file
 from seisctf.scoring.release import DEFAULT_QUOTA, Release
 
 # What scoring tasks import on a worker: imported while the embedded workers start.

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import argparse
 
+from seisctf.build.cluster_file import recipe_cluster
 from seisctf.cli._checks import local_path
 from seisctf.cli._output_size import refuse_oversize
 from seisctf.local_outputs import check_writable
-from seisctf.recipes.cluster_file import recipe_cluster
-from seisctf.recipes.output_sizes import SIZES, source_size
-from seisctf.recipes.schema import read_recipe
+from seisctf.plugins.schema import read_recipe
+from seisctf.synth.output_sizes import SIZES, source_size
 
 
 def check_recipe(args: argparse.Namespace) -> None:
@@ -20,7 +20,7 @@ def check_recipe(args: argparse.Namespace) -> None:
     synthesis that cannot fit; keeps the recipe's `cluster:` section (`args.recipe_cluster`) and
     what it writes (`args.recipe_outputs`)."""
     # The engine loads the registries (every generator): imported once the verb is known.
-    from seisctf.recipes.engine import layout_name, output_urls, validate
+    from seisctf.build.engine import layout_name, output_urls, validate
 
     recipe = read_recipe(args.recipe)
     args.recipe_cluster = recipe_cluster(recipe)

@@ -8,7 +8,7 @@ from seisctf.cli._numbers import COUNT, COUNT_OR_ZERO, NON_NEGATIVE, POSITIVE
 from seisctf.cli._output_size import override_option, refuse_oversize
 from seisctf.cli._parse import generator_seed_options
 from seisctf.cli.datasets import _run_synthesis
-from seisctf.recipes.output_sizes import crustal_size
+from seisctf.synth.output_sizes import crustal_size
 
 
 def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:

@@ -20,9 +20,9 @@ from seisctf.cli._parse import (
 from seisctf.cli._parse import storage_options as _options
 from seisctf.cli._recipe_checks import check_recipe
 from seisctf.cli.demo_plan import DEFAULT_LAYOUTS, demo_datasets, demo_source
-from seisctf.recipes.layouts import LAYOUTS, load_layout
-from seisctf.recipes.output_sizes import das_size, global_size, source_size
+from seisctf.plugins.layouts import LAYOUTS, load_layout
 from seisctf.registry import SYNTHS  # its summaries are the `synth` kinds' help
+from seisctf.synth.output_sizes import das_size, global_size, source_size
 from seisctf.wording import counted
 
 AUTO_LAYOUT = "auto"
@@ -296,7 +296,7 @@ class LayoutHelp(argparse.Action):
 
 def _help_layout_needs() -> str:
     """What each shipped layout needs of a continuous record, as `tasks --help` shows it."""
-    from seisctf.pipeline.bundles.layouts import describe_needs, needs, shipped_by_size
+    from seisctf.plugins.layouts import describe_needs, needs, shipped_by_size
 
     rate, source_rates = 1.0, (100.0, 40.0, 5.0)
     largest = shipped_by_size()[0]
@@ -376,8 +376,8 @@ def _run_synthesis(args: argparse.Namespace, kind: str, **options) -> None:
     the secret was drawn here, that secret (the store is the organiser's: it holds the truth)."""
     from seisctf import conventions as cv
     from seisctf import keys, storage
-    from seisctf.recipes.context import BuildContext
-    from seisctf.recipes.provenance import truth_keys
+    from seisctf.build.provenance import truth_keys
+    from seisctf.plugins.context import BuildContext
 
     layout = getattr(args, "layout", None)
     secret = None if args.seed is not None else keys.resolve_secret(args.secret)
@@ -476,7 +476,7 @@ def _run_subset(args: argparse.Namespace) -> None:
 
 
 def _run_export_seisbench(args: argparse.Namespace) -> None:
-    from seisctf.catalogs.seisbench_export import export_seisbench
+    from seisctf.formats.seisbench.seisbench_export import export_seisbench
 
     written = export_seisbench(
         args.store,
@@ -490,7 +490,7 @@ def _run_export_seisbench(args: argparse.Namespace) -> None:
 
 
 def _run_build(args: argparse.Namespace) -> None:
-    from seisctf.recipes.engine import build_file
+    from seisctf.build.engine import build_file
 
     context = build_file(
         args.recipe,
@@ -509,7 +509,6 @@ def _run_build(args: argparse.Namespace) -> None:
 def _run_tasks(args: argparse.Namespace) -> None:
     from seisctf import conventions as cv
     from seisctf import keys, storage
-    from seisctf.pipeline.bundles import layouts
     from seisctf.pipeline.bundles.archive_wavefield import wavefield_for_tasks
     from seisctf.pipeline.bundles.public_truth import truth_stamp
     from seisctf.pipeline.bundles.segments import (
@@ -517,6 +516,7 @@ def _run_tasks(args: argparse.Namespace) -> None:
         refuse_existing_bundle,
         write_bundle,
     )
+    from seisctf.plugins import layouts
 
     options = _options(args)
     secret = keys.resolve_secret(args.secret)

@@ -37,6 +37,7 @@ from typing import Any
 from seisctf import conventions as cv
 from seisctf import keys, storage
 from seisctf.baselines.ctf import write_baseline
+from seisctf.build.engine import build_file, shipped
 from seisctf.cli.demo_plan import (
     DATASETS,
     DEFAULT_LAYOUTS,
@@ -44,7 +45,6 @@ from seisctf.cli.demo_plan import (
     demo_source,
 )
 from seisctf.errors import InvalidInput
-from seisctf.recipes.engine import build_file, shipped
 from seisctf.scoring import leaderboard
 from seisctf.scoring.ctf import score_ctf
 from seisctf.scoring.site.pages import write_site

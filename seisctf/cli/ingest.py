@@ -40,9 +40,9 @@ def _add_commands(ingest_kinds: Commands, common: argparse.ArgumentParser) -> No
         add_arguments(parser)
         parser.set_defaults(run=run, check=check)
     # Workers import h5py and TensorStore while they start, not on their first task; SeisBench
-    # (and torch, ~4 s) only if a trace needs its reader (seisctf.catalogs.seisbench_blocks).
+    # (and torch, ~4 s) only if a trace needs its reader (formats.seisbench.seisbench_blocks).
     ingest_kinds.choices["seisbench"].set_defaults(
-        worker_modules=("h5py", "tensorstore", "seisctf.catalogs.seisbench_format")
+        worker_modules=("h5py", "tensorstore", "seisctf.formats.seisbench.seisbench_format")
     )
 
 
@@ -344,7 +344,7 @@ def schema_arguments(entry: Entry) -> Callable[[argparse.ArgumentParser], None]:
 
 def _run_from_schema(args: argparse.Namespace) -> None:
     """Run an ingest from its schema's flags as its recipe source: into the store at --out."""
-    from seisctf.recipes.context import BuildContext
+    from seisctf.plugins.context import BuildContext
 
     entry: Entry = args.ingest_entry
     options = {

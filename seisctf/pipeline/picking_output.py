@@ -13,12 +13,12 @@ import xarray as xr
 
 from seisctf import conventions as cv
 from seisctf import storage
+from seisctf.build.provenance import provenance, up_to_date
 from seisctf.catalogs import event_windows
 from seisctf.errors import InvalidInput
 from seisctf.pipeline.splits import ATTR_SPLIT_AUDIT, SplitOptions, split_store
-from seisctf.recipes.context import BuildContext
-from seisctf.recipes.provenance import provenance, up_to_date
-from seisctf.recipes.schema import NUMBER, POSITIVE_INT, URL, RecipeText, parameters
+from seisctf.plugins.context import BuildContext
+from seisctf.plugins.schema import NUMBER, POSITIVE_INT, URL, RecipeText, parameters
 from seisctf.registry import INGESTS, OUTPUTS
 
 SPLIT = parameters(

@@ -18,7 +18,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import capacity_model as cm  # noqa: E402
 
 from seisctf.cluster import MAX_TASKS_PER_WAVE  # noqa: E402
-from seisctf.recipes.ingest.waveform_plan import DEFAULT_BLOCK_SAMPLES  # noqa: E402
+from seisctf.formats.obspy_archive.waveform_plan import DEFAULT_BLOCK_SAMPLES  # noqa: E402
 
 # 2 TB at 2 bytes a sample: 1e12 samples, 100 Hz day files -> ceil(1e12 / 8.64e6) files
 ARCHIVE = cm.Archive("test", bytes=2e12, mseed_bytes_per_sample=2.0)

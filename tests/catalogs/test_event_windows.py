@@ -86,7 +86,7 @@ def seisbench_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def seisbench_store(seisbench_dir, tmp_path_factory) -> str:
-    from seisctf.recipes.ingest.seisbench import ingest_seisbench
+    from seisctf.formats.seisbench.ingest import ingest_seisbench
 
     url = str(tmp_path_factory.mktemp("stores") / "sb.zarr")
     ingest_seisbench(str(seisbench_dir), url, quiet=True)
@@ -224,7 +224,7 @@ def tree_bytes(*roots: str) -> dict[str, str]:
 def test_identical_bytes_for_one_and_two_workers_and_any_task_partition(
     seisbench_dir, tmp_path, clusters
 ):
-    from seisctf.recipes.ingest.seisbench import ingest_seisbench
+    from seisctf.formats.seisbench.ingest import ingest_seisbench
 
     layout = ew.WindowLayout(chunk_traces=1, shard_traces=4, compress=True)
     runs = []
@@ -280,7 +280,7 @@ def test_local_waveforms_are_the_bytes_zarr_python_writes(tmp_path, shard_traces
 def test_other_layouts_and_source_buckets_give_the_same_values(
     seisbench_dir, seisbench_store, tmp_path
 ):
-    from seisctf.recipes.ingest.seisbench import ingest_seisbench
+    from seisctf.formats.seisbench.ingest import ingest_seisbench
 
     reference = xr.open_zarr(seisbench_store, chunks=None)
     rebucketed = write_seisbench(tmp_path / "rebucketed", bucket_size=11)
@@ -306,7 +306,7 @@ def zarr_array(url: str):
 
 
 def test_chunked_seisbench_dataset(tmp_path):
-    from seisctf.recipes.ingest.seisbench import ingest_seisbench
+    from seisctf.formats.seisbench.ingest import ingest_seisbench
 
     folder = tmp_path / "chunked"
     write_seisbench(folder, seed=1, chunk="_a")
@@ -379,7 +379,7 @@ def stead_files(tmp_path_factory):
 
 
 def test_stead_round_trip_and_column_names(stead_files, tmp_path):
-    from seisctf.recipes.ingest.stead import ingest_stead
+    from seisctf.formats.stead.ingest import ingest_stead
 
     hdf5, csv, raw = stead_files
     url = str(tmp_path / "stead.zarr")
@@ -493,7 +493,7 @@ def test_cli_ingests_stead_and_refuses_bad_input(
 
 def test_stead_store_and_catalogue_on_object_storage(stead_files, s3_server, s3_bucket):
     from seisctf import storage
-    from seisctf.recipes.ingest.stead import ingest_stead
+    from seisctf.formats.stead.ingest import ingest_stead
 
     hdf5, csv, raw = stead_files
     url = f"{s3_bucket}/windows/stead.zarr"

@@ -23,7 +23,7 @@ from servers import LOOPBACK, S3_KEY, https_options, start_s3, stop_s3
 
 from seisctf.catalogs import seisbench_dataset
 from seisctf.catalogs.byte_ranges import SignedRanges
-from seisctf.recipes.ingest.seisbench import ingest_seisbench
+from seisctf.formats.seisbench.ingest import ingest_seisbench
 
 logging.getLogger("seisbench").setLevel(logging.ERROR)
 

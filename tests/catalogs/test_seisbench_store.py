@@ -33,7 +33,7 @@ from seisctf.catalogs import BatchReads, phasenet_loader, phasenet_loss, seisben
 from seisctf.catalogs.byte_ranges import LocalRanges, SignedRanges
 from seisctf.catalogs.window_reader import WindowReader, chunk_layout
 from seisctf.errors import InvalidInput
-from seisctf.recipes.ingest.seisbench import ingest_seisbench
+from seisctf.formats.seisbench.ingest import ingest_seisbench
 
 logging.getLogger("seisbench").setLevel(logging.ERROR)
 

@@ -22,6 +22,7 @@ from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.cli import main
 from seisctf.errors import InvalidInput
+from seisctf.formats.obspy_archive.waveforms import ingest_waveforms
 from seisctf.pipeline.bundles.archive_wavefield import (
     SEGMENT_ROLES,
     archive_wavefield,
@@ -29,10 +30,9 @@ from seisctf.pipeline.bundles.archive_wavefield import (
     wavefield_for_tasks,
 )
 from seisctf.pipeline.bundles.guarded_segments import stations_per_chunk, to_ctf_rate
-from seisctf.pipeline.bundles.layouts import Layout, load_layout
 from seisctf.pipeline.transforms import filters
-from seisctf.recipes.filter_design import guard_steps
-from seisctf.recipes.ingest.waveforms import ingest_waveforms
+from seisctf.plugins.layouts import Layout, load_layout
+from seisctf.signal.filter_design import guard_steps
 
 TSINDEX = Path(obspy.__file__).parent / "clients/filesystem/tests/data/tsindex_data"
 REAL_FILES = sorted(TSINDEX.rglob("*.mseed"))  # CU.TGUH.00, IU.ANMO.10, IU.COLA.10 BHZ, 40 Hz

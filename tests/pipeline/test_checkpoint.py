@@ -16,12 +16,12 @@ from hypothesis import strategies as st
 
 from seisctf import conventions as cv
 from seisctf import storage
+from seisctf.build.checkpoint import write_checkpoint
+from seisctf.build.engine import build_file
 from seisctf.errors import InvalidInput
 from seisctf.pipeline.transforms.filters import butterworth
 from seisctf.pipeline.transforms.noise import add_gaussian_noise, gaussian_level_window
-from seisctf.recipes.checkpoint import write_checkpoint
-from seisctf.recipes.engine import build_file
-from seisctf.recipes.trace_levels import RMS_BLOCK_SAMPLES, rms_from_sums, trace_sums
+from seisctf.signal.trace_levels import RMS_BLOCK_SAMPLES, rms_from_sums, trace_sums
 
 RATE_HZ = 100.0
 N_TIME, N_SENSORS, TIME_CHUNK = 6 * 4096, 12, 4096

@@ -26,8 +26,8 @@ from seisctf.pipeline.bundles.das_wavefield import (
     slot_plan,
     synthetic_das_record,
 )
-from seisctf.pipeline.bundles.layouts import load_layout
 from seisctf.pipeline.bundles.segments import build_bundle, write_bundle
+from seisctf.plugins.layouts import load_layout
 
 SECRET = "das-tasks-test-secret"
 CHANNELS = 40
@@ -315,7 +315,7 @@ outputs:
   store: {url: out.zarr}
 """
     )
-    from seisctf.recipes.engine import build_file
+    from seisctf.build.engine import build_file
 
     with pytest.raises(InvalidInput, match="layout"):
         bad = tmp_path / "bad.yaml"

@@ -18,7 +18,7 @@ from conftest import smooth_wavefield
 from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.cli import main
-from seisctf.recipes.layouts import LAYOUTS
+from seisctf.plugins.layouts import LAYOUTS
 
 SECRET = "layout-auto-test-secret-of-length"
 CRUSTAL = LAYOUTS["crustal"]

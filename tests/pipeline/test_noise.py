@@ -76,7 +76,7 @@ def test_gaussian_noise_and_standard_normal_keep_the_original_2d_values(shape, c
 def test_box_muller_log_cos_and_sin_are_accurate_to_an_ulp():
     """The generator's own ln and (cos, sin)(2π·) (IEEE arithmetic only) against the C
     library's."""
-    from seisctf.pipeline.transforms import counter_rng
+    from seisctf.signal import counter_rng
 
     rng = np.random.default_rng(4)
     uniforms = (rng.integers(0, 2**53, 50_000, dtype=np.uint64).astype(np.float64) + 1) / 2.0**53
@@ -136,7 +136,7 @@ def test_noise_follows_its_definition(key, first):
 def test_blocks_equal_the_values_at_their_positions(shape, data):
     """Blocks (whole rows, partial rows, odd starts, 3-D) made by runs of pairs give exactly
     `standard_normal_at` of their positions."""
-    from seisctf.pipeline.transforms.counter_rng import flat_positions, normals_in_block
+    from seisctf.signal.counter_rng import flat_positions, normals_in_block
 
     location = []
     for size in shape:

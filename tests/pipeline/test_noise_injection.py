@@ -24,7 +24,7 @@ from seisctf.pipeline.transforms.noise import (
     standard_normal,
 )
 from seisctf.pipeline.transforms.noise_real import add_real_noise
-from seisctf.recipes import trace_levels
+from seisctf.signal import trace_levels
 
 RATE = 100.0  # Hz, the rate of obspy's example recording
 # obspy's bundled example: 3 channels × 3000 samples of station BW.RJOB with a local event.

@@ -12,10 +12,10 @@ from conftest import TINY_LAYOUT_YAML
 
 from seisctf import conventions as cv
 from seisctf import keys, storage
+from seisctf.build import engine
 from seisctf.cli import main
 from seisctf.cluster import SCHEDULER_ENV
 from seisctf.errors import InvalidInput
-from seisctf.recipes import engine
 
 SECRET = "public-truth-test-secret-0123456789"
 OTHER_SECRET = "another-organiser-secret-9876543210"

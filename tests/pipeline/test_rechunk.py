@@ -12,7 +12,7 @@ import xarray as xr
 from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.cluster import dask_client
-from seisctf.recipes.rechunk import rechunk, rechunk_method
+from seisctf.signal.rechunk import rechunk, rechunk_method
 
 # 700 MiB workers. A worker's heap grows to about where it starts to spill and keeps those pages
 # (counted as unmanaged memory), so what decides a restart is the room between the spill and

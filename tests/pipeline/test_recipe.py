@@ -15,9 +15,9 @@ import zarr
 from conftest import TINY_LAYOUT_YAML
 
 from seisctf import conventions as cv
+from seisctf.build import engine as recipes
 from seisctf.errors import InvalidInput
-from seisctf.recipes import engine as recipes
-from seisctf.recipes.layouts import LAYOUTS, Layout
+from seisctf.plugins.layouts import LAYOUTS, Layout
 
 SECRET = "recipe-test-secret"
 
@@ -381,11 +381,11 @@ def test_checkpointed_chain_equals_the_functions_applied_directly(first_build):
     the stored result is exactly the same functions applied in memory without a checkpoint,
     the filtered data rounded to float32 before the noise is added."""
     import numpy as np
+    from seisctf.synth.global_wavefield import synthesize_global
 
     from seisctf import keys, storage
     from seisctf.pipeline.transforms.filters import butterworth
     from seisctf.pipeline.transforms.noise import add_gaussian_noise
-    from seisctf.recipes.synth.global_wavefield import synthesize_global
 
     _, out, _ = first_build
     source = synthesize_global(

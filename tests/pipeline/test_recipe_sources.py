@@ -13,10 +13,10 @@ import xarray as xr
 from das_vendor_files import write_prodml
 
 from seisctf import conventions as cv
+from seisctf.build import engine as recipes
 from seisctf.cli import main
 from seisctf.cluster import dask_client
-from seisctf.recipes import engine as recipes
-from seisctf.recipes.ingest.input_manifest import recorded_inputs
+from seisctf.formats.shared.input_manifest import recorded_inputs
 
 
 @pytest.fixture(scope="module")

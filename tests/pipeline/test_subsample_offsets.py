@@ -21,7 +21,7 @@ from scipy.signal import butter, sosfilt, sosfilt_zi
 from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.cli import main
-from seisctf.recipes.filter_design import guard_steps
+from seisctf.signal.filter_design import guard_steps
 
 SECRET = "subsample-offsets-test-secret"
 RATE_HZ = 20.0

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from seisctf import conventions as cv
 from seisctf import keys, storage
 from seisctf.errors import InvalidInput
-from seisctf.pipeline.bundles.layouts import Layout
 from seisctf.pipeline.bundles.segments import build_bundle, write_bundle
+from seisctf.plugins.layouts import Layout
 
 SECRET = "organiser-secret-for-tests"
 

@@ -21,7 +21,7 @@ from servers import start_dask_cluster, stop_dask_cluster
 from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.cli import main
-from seisctf.recipes.ingest.waveforms import ingest_waveforms
+from seisctf.formats.obspy_archive.waveforms import ingest_waveforms
 
 OBSPY_DATA = Path(obspy.__file__).parent / "signal" / "tests" / "data"
 TESTS = Path(__file__).parents[1]

@@ -1,4 +1,4 @@
-"""`seisctf.recipes.ingest.chunk_writes.ChunkWriter` against zarr's own `Array.__setitem__`: the
+"""`seisctf.formats.shared.chunk_writes.ChunkWriter` against zarr's own `Array.__setitem__`: the
 same chunk keys and the same stored bytes (whole chunks, chunks cut short at the array's end,
 the progress array's strings), on a local folder and on a real S3 server (SeaweedFS)."""
 
@@ -10,7 +10,7 @@ import zarr
 
 from seisctf import conventions as cv
 from seisctf import storage
-from seisctf.recipes.ingest.chunk_writes import ChunkWriter
+from seisctf.formats.shared.chunk_writes import ChunkWriter
 
 BLOCK = 1000
 N_TIME = 2 * BLOCK + 345  # the third time chunk is cut short

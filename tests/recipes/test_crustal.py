@@ -1,4 +1,4 @@
-"""Verification of the crustal simulator (seisctf.recipes.synth.crustal) and its dataset: the moment
+"""Verification of the crustal simulator (seisctf.synth.crustal) and its dataset: the moment
 tensor against its fault vectors, direct P and S arrival times in a homogeneous medium, P
 polarity across the nodal planes, energy conservation after the source stops, the C-PML's
 reflection against a larger grid, bytes independent of the number of workers, and the crustal
@@ -16,20 +16,20 @@ import numpy as np
 import pytest
 import xarray as xr
 from scipy.signal import hilbert
-
-from seisctf import conventions as cv
-from seisctf.errors import InvalidInput
-from seisctf.recipes.synth.crustal import medium as md
-from seisctf.recipes.synth.crustal import solver as sv
-from seisctf.recipes.synth.crustal import source as src
-from seisctf.recipes.synth.crustal.recording import SensorGrid, resample
-from seisctf.recipes.synth.crustal.simulation import (
+from seisctf.synth.crustal import medium as md
+from seisctf.synth.crustal import solver as sv
+from seisctf.synth.crustal import source as src
+from seisctf.synth.crustal.recording import SensorGrid, resample
+from seisctf.synth.crustal.simulation import (
     CrustalConfig,
     Realisation,
     simulate,
     time_plan,
 )
-from seisctf.recipes.synth.crustal.sweep import synthesize_crustal
+from seisctf.synth.crustal.sweep import synthesize_crustal
+
+from seisctf import conventions as cv
+from seisctf.errors import InvalidInput
 
 HOMOGENEOUS = md.MediumParameters(perturbation_std=0.0)
 RATE_HZ = 100.0

@@ -11,17 +11,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from scipy.signal import bilinear, lfilter
-
-from seisctf.recipes.synth.crustal import medium as md
-from seisctf.recipes.synth.crustal import source as src
-from seisctf.recipes.synth.crustal.recording import SensorGrid
-from seisctf.recipes.synth.crustal.simulation import (
+from seisctf.synth.crustal import medium as md
+from seisctf.synth.crustal import source as src
+from seisctf.synth.crustal.recording import SensorGrid
+from seisctf.synth.crustal.simulation import (
     CrustalConfig,
     Realisation,
     simulate,
     time_plan,
 )
-from seisctf.recipes.synth.crustal.site import SiteParameters, apply_site, site_terms
+from seisctf.synth.crustal.site import SiteParameters, apply_site, site_terms
 
 ONSET_S = 1.5
 SOURCE_XYZ = np.array([1400.0, 100.0, 1500.0])

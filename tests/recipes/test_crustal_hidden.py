@@ -11,18 +11,17 @@ import numpy as np
 import pytest
 from scipy import stats
 from scipy.signal import hilbert
-
-from seisctf.recipes.synth.crustal import events as ev
-from seisctf.recipes.synth.crustal import medium as md
-from seisctf.recipes.synth.crustal import source as src
-from seisctf.recipes.synth.crustal.ambient import (
+from seisctf.synth.crustal import events as ev
+from seisctf.synth.crustal import medium as md
+from seisctf.synth.crustal import source as src
+from seisctf.synth.crustal.ambient import (
     RAYLEIGH_SPEED_RATIO,
     AmbientField,
     ambient_record,
 )
-from seisctf.recipes.synth.crustal.recording import SensorGrid
-from seisctf.recipes.synth.crustal.simulation import CrustalConfig, Realisation, simulate
-from seisctf.recipes.synth.crustal.sweep import default_sweep
+from seisctf.synth.crustal.recording import SensorGrid
+from seisctf.synth.crustal.simulation import CrustalConfig, Realisation, simulate
+from seisctf.synth.crustal.sweep import default_sweep
 
 
 def test_gutenberg_richter_magnitudes_follow_the_truncated_exponential_law():

@@ -24,9 +24,9 @@ from dask.callbacks import Callback
 
 from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
-from seisctf.recipes.ingest import das_inputs
-from seisctf.recipes.ingest.das_files import ingest_das
-from seisctf.recipes.ingest.input_manifest import recorded_inputs
+from seisctf.formats.das import das_inputs
+from seisctf.formats.das.das_files import ingest_das
+from seisctf.formats.shared.input_manifest import recorded_inputs
 
 START = np.datetime64("2024-01-02T03:04:05", "ns")
 RATE = 50.0

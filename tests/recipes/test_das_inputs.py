@@ -22,8 +22,8 @@ from s3_metrics import bucket_sent_bytes, metrics_options
 from servers import S3_KEY, start_s3, stop_s3
 from test_das_ingest import RATE, START, STEP_NS, dascore_expected, write_series
 
-from seisctf.recipes.ingest import das_inputs
-from seisctf.recipes.ingest.input_manifest import recorded_inputs
+from seisctf.formats.das import das_inputs
+from seisctf.formats.shared.input_manifest import recorded_inputs
 
 SCAN_LINE = re.compile(r"^scan DAS files: (\d+) tasks?\b", re.MULTILINE)
 BUCKET = "das-reads"

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from seisctf.errors import InvalidInput
-from seisctf.recipes.ingest.das_plan import (
+from seisctf.formats.das.das_plan import (
     DasFileScan,
     DasPatch,
     chunk_rows,

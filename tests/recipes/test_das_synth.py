@@ -14,7 +14,7 @@ from scipy.signal import windows
 
 from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
-from seisctf.recipes.synth import das_synth as ds
+from seisctf.synth import das_synth as ds
 
 GRAVITY = 9.81
 
@@ -215,7 +215,7 @@ def test_causal_pulse_is_the_second_derivative_of_a_sin4_moment_rate():
 def test_catalogue_follows_gutenberg_richter_and_brune():
     """Magnitudes drawn by the truncated Gutenberg–Richter inverse CDF have its survival function
     (b = 1), and durations and amplitudes follow Brune's corner frequency."""
-    from seisctf.recipes.synth import das_synth_quake as dq
+    from seisctf.synth import das_synth_quake as dq
 
     rng = np.random.default_rng(2)
     magnitude = dq.gutenberg_richter(rng.uniform(0, 1, 200000))

@@ -13,7 +13,7 @@ import xarray as xr
 
 from seisctf import conventions as cv
 from seisctf.pipeline.transforms import filters
-from seisctf.recipes.synth import das_synth as ds
+from seisctf.synth import das_synth as ds
 
 P_VELOCITY_M_S = 6000.0  # the documented homogeneous crust's P velocity
 RATE_HZ = 5.0

@@ -6,10 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from obspy.taup import TauPyModel
-
-from seisctf.recipes.synth.crustal.source import moment_tensor
-from seisctf.recipes.synth.global_earth import distance_azimuth, random_earth
-from seisctf.recipes.synth.global_wavefield import (
+from seisctf.synth.crustal.source import moment_tensor
+from seisctf.synth.global_earth import distance_azimuth, random_earth
+from seisctf.synth.global_wavefield import (
     GlobalPhysics,
     GlobalSource,
     fibonacci_sensors,

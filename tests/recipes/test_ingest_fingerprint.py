@@ -10,7 +10,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from seisctf.recipes.ingest import resumable
+from seisctf.formats.shared import resumable
 
 
 @settings(

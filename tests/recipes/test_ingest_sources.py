@@ -15,10 +15,10 @@ from recipes.test_quakeml import continuous_dataset, write_catalog
 
 from seisctf import conventions as cv
 from seisctf import storage
+from seisctf.build import engine as recipes
 from seisctf.catalogs.event_windows import read_catalog
 from seisctf.cli import main
 from seisctf.cluster import dask_client
-from seisctf.recipes import engine as recipes
 from seisctf.registry import INGESTS
 
 # Attrs only a recipe's ingest records (what it asked for, and the fingerprint of its inputs).

@@ -23,8 +23,8 @@ from s3_metrics import bucket_sent_bytes, metrics_options
 from servers import S3_KEY, start_s3, stop_process, stop_s3, tied_to_this_process
 
 from seisctf.errors import InvalidInput
-from seisctf.recipes.ingest import input_cache
-from seisctf.recipes.ingest.input_locality import in_path_order, near_inputs
+from seisctf.formats.shared import input_cache
+from seisctf.formats.shared.input_locality import in_path_order, near_inputs
 
 MSEED = Path(obspy.__file__).parent / "io/mseed/tests/data"
 # One station's day of two channels (1 Hz, 2025-11-10), and one of them again in a day file.

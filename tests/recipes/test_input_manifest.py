@@ -15,8 +15,8 @@ import obspy
 import pytest
 import zarr
 
-from seisctf.recipes.ingest import input_manifest
-from seisctf.recipes.ingest.scan_table import TRACE_COLUMNS, ScanTable, scan_files
+from seisctf.formats.obspy_archive.scan_table import TRACE_COLUMNS, ScanTable, scan_files
+from seisctf.formats.shared import input_manifest
 
 TSINDEX = Path(obspy.__file__).parent / "clients/filesystem/tests/data/tsindex_data"
 

@@ -9,7 +9,7 @@ from obspy import UTCDateTime
 from obspy.core.inventory import Channel, Inventory, Network, Station
 
 from seisctf.catalogs.seed_ids import split_station
-from seisctf.recipes.ingest.inventory_index import InventoryIndex
+from seisctf.formats.obspy_archive.inventory_index import InventoryIndex
 
 T0 = UTCDateTime("2020-01-01")
 

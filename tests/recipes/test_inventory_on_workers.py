@@ -22,8 +22,8 @@ from mounts import namespace_requirement
 
 from seisctf import conventions as cv
 from seisctf.cluster import dask_client
-from seisctf.recipes.ingest import inventory_checks
-from seisctf.recipes.ingest.waveforms import ingest_waveforms
+from seisctf.formats.obspy_archive import inventory_checks
+from seisctf.formats.obspy_archive.waveforms import ingest_waveforms
 
 OBSPY = __import__("pathlib").Path(obspy.__file__).parent
 I59_DATA = OBSPY / "signal/tests/data/IM.I59H1..BDF_2020_10_31.mseed"

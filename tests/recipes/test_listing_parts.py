@@ -15,9 +15,10 @@ import pytest
 
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
-from seisctf.recipes.ingest import listing_parts, resumable
-from seisctf.recipes.ingest.input_manifest import file_stats
-from seisctf.recipes.ingest.waveform_plan import expand_sources
+from seisctf.formats.obspy_archive import listing_parts
+from seisctf.formats.shared import resumable
+from seisctf.formats.shared.input_listing import expand_sources
+from seisctf.formats.shared.input_manifest import file_stats
 
 FILES = (
     "2020/XX/AAA/BHZ.D/XX.AAA..BHZ.D.2020.001", "2020/XX/AAA/BHZ.D/XX.AAA..BHZ.D.2020.002",

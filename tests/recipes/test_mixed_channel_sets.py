@@ -25,7 +25,7 @@ from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.catalogs import seisbench_dataset
 from seisctf.cli import main
-from seisctf.recipes.ingest.waveforms import ingest_waveforms
+from seisctf.formats.obspy_archive.waveforms import ingest_waveforms
 
 logging.getLogger("seisbench").setLevel(logging.ERROR)
 

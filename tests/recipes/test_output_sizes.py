@@ -7,13 +7,13 @@ from __future__ import annotations
 import inspect
 
 import pytest
+from seisctf.synth.crustal.sweep import crustal_store
+from seisctf.synth.das_record import synthetic_das_record
 
-from seisctf.recipes.context import BuildContext
-from seisctf.recipes.layouts import LAYOUTS
-from seisctf.recipes.output_sizes import SIZES, human_bytes, source_size
-from seisctf.recipes.synth.crustal.sweep import crustal_store
-from seisctf.recipes.synth.das_record import synthetic_das_record
+from seisctf.plugins.context import BuildContext
+from seisctf.plugins.layouts import LAYOUTS
 from seisctf.registry import SYNTHS
+from seisctf.synth.output_sizes import SIZES, human_bytes, source_size
 
 CASES = [
     ("synthetic_global", {"sensors": 7, "duration_s": 13.0, "sampling_rate_hz": 1.0}, None),

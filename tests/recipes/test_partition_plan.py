@@ -20,9 +20,9 @@ from test_waveform_positions import BALST, LMOW, PIN1, _inventory
 from test_waveforms import I59_DATA, I59_XML, write_synthetic_archive
 
 from seisctf.errors import InvalidInput
-from seisctf.recipes.ingest.inventory_checks import findings, read_source
-from seisctf.recipes.ingest.partition_plan import accept, make_plan, plan_of_parts
-from seisctf.recipes.ingest.scan_table import ScanTable, scan_files
+from seisctf.formats.obspy_archive.inventory_checks import findings, read_source
+from seisctf.formats.obspy_archive.partition_plan import accept, make_plan, plan_of_parts
+from seisctf.formats.obspy_archive.scan_table import ScanTable, scan_files
 
 FIELDS = ("stations", "channels", "sampling_rate", "start_ns", "n_time", "block_samples",
           "problems", "station_metadata", "own_channels", "offsets")  # fmt: skip

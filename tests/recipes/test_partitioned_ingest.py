@@ -17,11 +17,11 @@ import zarr
 from test_waveform_positions import BALST, LMOW, PIN1
 from test_waveforms import I59_DATA, I59_XML, write_synthetic_archive
 
-from seisctf.recipes.ingest import input_manifest, resumable
-from seisctf.recipes.ingest.input_manifest import recorded_inputs
-from seisctf.recipes.ingest.placed_traces import PlacedTraces
-from seisctf.recipes.ingest.scan_table import ScanTable
-from seisctf.recipes.ingest.waveforms import ingest_waveforms
+from seisctf.formats.obspy_archive.placed_traces import PlacedTraces
+from seisctf.formats.obspy_archive.scan_table import ScanTable
+from seisctf.formats.obspy_archive.waveforms import ingest_waveforms
+from seisctf.formats.shared import input_manifest, resumable
+from seisctf.formats.shared.input_manifest import recorded_inputs
 
 
 @pytest.fixture(scope="module")

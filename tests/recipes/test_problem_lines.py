@@ -15,9 +15,9 @@ import zarr
 from das_vendor_files import write_prodml
 
 from seisctf import conventions as cv
-from seisctf.recipes.ingest.das_files import ingest_das
-from seisctf.recipes.ingest.problem_lines import read_problems
-from seisctf.recipes.ingest.waveforms import ingest_waveforms
+from seisctf.formats.das.das_files import ingest_das
+from seisctf.formats.obspy_archive.waveforms import ingest_waveforms
+from seisctf.formats.shared.problem_lines import read_problems
 
 LIMIT = 3  # ATTR_PROBLEM_LINES in these tests (1,000 in use)
 START = obspy.UTCDateTime("2022-05-06T07:00:00")

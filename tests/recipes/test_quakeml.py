@@ -26,7 +26,7 @@ from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.catalogs.event_windows import read_catalog
 from seisctf.cli import main
-from seisctf.recipes.ingest.quakeml_windows import ingest_quakeml
+from seisctf.formats.quakeml.quakeml_windows import ingest_quakeml
 
 RATE = 20.0
 START = obspy.UTCDateTime("2020-01-01T00:00:00")

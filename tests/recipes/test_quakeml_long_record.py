@@ -19,7 +19,7 @@ from obspy.core.event import Catalog, Event, Origin, Pick, WaveformStreamID
 from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.cli import main
-from seisctf.recipes.ingest.waveforms import ingest_waveforms
+from seisctf.formats.obspy_archive.waveforms import ingest_waveforms
 
 OBSPY_DATA = Path(obspy.__file__).parent / "signal" / "tests" / "data"
 RATE = 50.0

@@ -15,9 +15,9 @@ from conftest import on_one_and_two_workers
 from seisctf import cli
 from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
-from seisctf.recipes.ingest import waveform_blocks
-from seisctf.recipes.ingest.response import default_pre_filt
-from seisctf.recipes.ingest.waveforms import ingest_waveforms
+from seisctf.formats.obspy_archive import waveform_blocks
+from seisctf.formats.obspy_archive.response import default_pre_filt
+from seisctf.formats.obspy_archive.waveforms import ingest_waveforms
 
 OBSPY = Path(obspy.__file__).parent
 TSINDEX = OBSPY / "clients/filesystem/tests/data/tsindex_data"  # IU.ANMO, IU.COLA, CU.TGUH

@@ -11,7 +11,7 @@ import numpy as np
 import obspy
 import pytest
 
-from seisctf.recipes.ingest.scan_table import ScanTable, scan_files
+from seisctf.formats.obspy_archive.scan_table import ScanTable, scan_files
 
 TSINDEX = Path(obspy.__file__).parent / "clients/filesystem/tests/data/tsindex_data"
 

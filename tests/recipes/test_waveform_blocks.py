@@ -1,4 +1,4 @@
-"""Unit tests of `seisctf.recipes.ingest.waveform_blocks`: merging traces of mixed sample types on
+"""Unit tests of `formats.obspy_archive.waveform_blocks`: merging traces of mixed sample types on
 the grid against obspy's float64 merge, and how block tasks are cut into runs."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import obspy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seisctf.recipes.ingest.placed_traces import (
+from seisctf.formats.obspy_archive.placed_traces import (
     PlacedTraces,
     block_intervals,
     run_pairs,
@@ -16,8 +16,8 @@ from seisctf.recipes.ingest.placed_traces import (
     run_table,
     runs_of,
 )
-from seisctf.recipes.ingest.scan_table import ScanTable
-from seisctf.recipes.ingest.waveform_blocks import (
+from seisctf.formats.obspy_archive.scan_table import ScanTable
+from seisctf.formats.obspy_archive.waveform_blocks import (
     RUN_MAX_BLOCKS,
     RUN_TASKS,
     BlockTask,

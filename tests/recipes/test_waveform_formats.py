@@ -12,7 +12,7 @@ from pathlib import Path
 import obspy
 import pytest
 
-from seisctf.recipes.ingest.waveform_files import read_stream, waveform_format
+from seisctf.formats.obspy_archive.waveform_files import read_stream, waveform_format
 
 IO = Path(obspy.__file__).parent / "io"
 PER_FORMAT = 3  # files taken from each format's test data folder

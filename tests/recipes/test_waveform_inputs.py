@@ -21,8 +21,8 @@ import zarr
 from test_waveforms import DAY, START, _cli, _MoveAwayAfter, _open, _trace, write_day_files
 
 from seisctf.errors import InvalidInput
-from seisctf.recipes.ingest.input_manifest import recorded_inputs
-from seisctf.recipes.ingest.waveforms import ingest_waveforms
+from seisctf.formats.obspy_archive.waveforms import ingest_waveforms
+from seisctf.formats.shared.input_manifest import recorded_inputs
 
 
 def write_short_files(root: Path, count: int) -> list[Path]:

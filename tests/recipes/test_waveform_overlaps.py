@@ -14,7 +14,7 @@ import numpy as np
 import obspy
 from test_waveforms import TSINDEX, _cli, _open
 
-from seisctf.recipes.ingest.input_manifest import recorded_inputs
+from seisctf.formats.shared.input_manifest import recorded_inputs
 
 ANMO = TSINDEX / "IU/2018/001/IU.ANMO.10.BHZ.2018.001_first_minute.mseed"
 ANMO_ID = "IU.ANMO.10.BHZ"

@@ -15,7 +15,7 @@ import numpy as np
 import obspy
 from test_waveforms import I59_DATA, I59_XML, OBSPY, TSINDEX, _cli, _open
 
-from seisctf.recipes.ingest.input_manifest import recorded_inputs
+from seisctf.formats.shared.input_manifest import recorded_inputs
 
 ANMO = TSINDEX / "IU/2018/001/IU.ANMO.10.BHZ.2018.001_first_minute.mseed"
 MSEED_DATA = OBSPY / "io/mseed/tests/data"
@@ -154,7 +154,7 @@ def test_each_thread_gets_the_warnings_of_its_own_file():
     import warnings
     from concurrent.futures import ThreadPoolExecutor
 
-    from seisctf.recipes.ingest.waveform_files import scan_file
+    from seisctf.formats.obspy_archive.waveform_files import scan_file
 
     names = ["wrong_blockette_numbers_specified.mseed", "record_with_invalid_word_order.mseed",
              "brokenlastrecord.mseed", "various_noise_records.mseed"]  # fmt: skip

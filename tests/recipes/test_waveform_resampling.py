@@ -11,7 +11,7 @@ import obspy
 from scipy.signal import resample_poly
 from test_waveforms import _cli, _open
 
-from seisctf.recipes.ingest.waveforms import ingest_waveforms
+from seisctf.formats.obspy_archive.waveforms import ingest_waveforms
 
 START = obspy.UTCDateTime("2022-06-01T00:00:00")
 SOURCE_HZ, TARGET_HZ = 100.0, 40.0

@@ -23,8 +23,8 @@ from scipy.signal import resample_poly
 
 from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
-from seisctf.recipes.ingest.input_manifest import recorded_inputs
-from seisctf.recipes.ingest.waveforms import ingest_waveforms
+from seisctf.formats.obspy_archive.waveforms import ingest_waveforms
+from seisctf.formats.shared.input_manifest import recorded_inputs
 
 OBSPY = Path(obspy.__file__).parent
 TSINDEX = OBSPY / "clients/filesystem/tests/data/tsindex_data"  # IU.ANMO, IU.COLA, CU.TGUH 2018-001
@@ -297,7 +297,7 @@ def test_ingest_in_waves_writes_the_bytes_of_one_wave(tmp_path, monkeypatch, lim
     computed in waves (a 50 TB archive's ~10^6 tasks; 10^5 files' graph): the store is byte
     for byte the one-wave store."""
     import seisctf.cluster
-    from seisctf.recipes.ingest import waveforms
+    from seisctf.formats.obspy_archive import waveforms
 
     files = write_synthetic_archive(tmp_path / "archive")
     whole = tmp_path / "whole.zarr"
@@ -405,7 +405,7 @@ def test_an_append_killed_writing_its_inputs_table_resumes(tmp_path, monkeypatch
     """The append's table is written beside the old one and named with the completion marker:
     an append stopped half-way through writing it (here: an error after three columns) leaves
     the old table in use, and the re-run finishes to a one-shot ingest's inputs and data."""
-    from seisctf.recipes.ingest import input_manifest
+    from seisctf.formats.shared import input_manifest
 
     day1 = write_day_files(tmp_path / "day1", 0, seed=1)
     day2 = write_day_files(tmp_path / "day2", 1, seed=2)

@@ -118,7 +118,7 @@ def job_inputs(tmp_path_factory, miniseed_archive) -> Inputs:
     import dask
 
     from seisctf.baselines.ctf import write_baseline
-    from seisctf.recipes import engine as recipes
+    from seisctf.build import engine as recipes
 
     root = tmp_path_factory.mktemp("inputs")
     layout = root / "tiny.yaml"

@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 # hypothesis imports its optimiser lazily, after examples whose reading recursed deeply.
 from hypothesis.internal.conjecture import optimiser  # noqa: F401
 
+from seisctf.build import engine as recipe
 from seisctf.errors import InvalidInput
-from seisctf.recipes import engine as recipe
 from seisctf.scoring.submission import open_submission
 from seisctf.scoring.values import value_report
 

@@ -28,7 +28,7 @@ from namespaces import missing_requirement, namespaced_cluster, private_network,
 from servers import CLUSTER_CREDENTIALS, start_s3, stop_s3
 
 from seisctf.cli import main
-from seisctf.recipes.ingest.input_manifest import recorded_inputs
+from seisctf.formats.shared.input_manifest import recorded_inputs
 
 SMALL = ["--sensors", "64", "--duration", "300"]
 SECRET = "multi-host-test-secret-long-enough"

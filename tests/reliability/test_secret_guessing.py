@@ -162,7 +162,7 @@ def expand(templates: set[tuple[str, ...]], names: set[str]) -> list[str]:
     """Every purpose the templates make: an index-like placeholder takes 0..N_INDICES-1; one
     after "transforms/" each transform name (the recipe's step names); any other one each of
     `names` (array, transform, source and dataset names)."""
-    from seisctf.recipes.engine import TRANSFORMS
+    from seisctf.build.engine import TRANSFORMS
 
     purposes: set[str] = set()
     for template in templates:
@@ -274,7 +274,7 @@ def published(demos) -> dict:
         names |= set(public.array_keys()) | set(truth.array_keys())
         commitments[name] = dict(public.attrs)[cv.ATTR_CTF]["truth_sha256"]
         truths[name] = (dict(truth.attrs), {key: truth[key][...] for key in truth.array_keys()})
-    from seisctf.recipes.engine import SOURCES, TRANSFORMS
+    from seisctf.build.engine import SOURCES, TRANSFORMS
 
     names |= set(TRANSFORMS) | set(SOURCES) | set(SMALL) | {"crustal"}
     return {
@@ -404,8 +404,8 @@ def test_short_secrets_are_refused_on_the_command_line(capsys, monkeypatch, word
 def test_recipe_secrets_are_refused_and_drawn_secrets_pass_the_check(tmp_path, monkeypatch):
     """A recipe never holds a secret, short or long (it is made to be shared); the published
     demo secret and a drawn one pass the length check."""
+    from seisctf.build import engine as recipes
     from seisctf.cli.demo import DEMO_SECRET
-    from seisctf.recipes import engine as recipes
 
     shipped = recipes.shipped("demo-global").read_text()
     path = tmp_path / "r.yaml"

@@ -61,9 +61,9 @@ from seisctf.pipeline.bundles.guarded_segments import (
     iso_time,
     segment_start_hours,
 )
-from seisctf.pipeline.bundles.layouts import Layout
 from seisctf.pipeline.transforms.history import recorded
-from seisctf.recipes.filter_design import DEFAULT_RATE_HZ
+from seisctf.plugins.layouts import Layout
+from seisctf.signal.filter_design import DEFAULT_RATE_HZ
 
 SENSOR_ORDER = (
     "stations (station ids) by longitude, then latitude (degrees, ascending), then id; "

@@ -46,11 +46,11 @@ from seisctf.pipeline.bundles.guarded_segments import (
     iso_time,
     segment_start_hours,
 )
-from seisctf.pipeline.bundles.layouts import Layout
-from seisctf.recipes.filter_design import DEFAULT_RATE_HZ
-from seisctf.recipes.synth.das_record import SYNTHETIC_PARAMETER as SYNTHETIC_PARAMETER
-from seisctf.recipes.synth.das_record import slot_plan as slot_plan
-from seisctf.recipes.synth.das_record import synthetic_das_record as synthetic_das_record
+from seisctf.plugins.layouts import Layout
+from seisctf.signal.filter_design import DEFAULT_RATE_HZ
+from seisctf.synth.das_record import SYNTHETIC_PARAMETER as SYNTHETIC_PARAMETER
+from seisctf.synth.das_record import slot_plan as slot_plan
+from seisctf.synth.das_record import synthetic_das_record as synthetic_das_record
 
 # Chunks of each slot's raw samples before the causal filters: 128 channels × 2**14 samples
 # (16 MiB of float64), from the slot's start whatever the store's chunks.

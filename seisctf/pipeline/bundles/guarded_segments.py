@@ -91,7 +91,9 @@ from seisctf.pipeline.bundles.gap_check import (
     stations_per_chunk,
     usable_run,
 )
-from seisctf.pipeline.bundles.layouts import (
+from seisctf.pipeline.transforms import filters
+from seisctf.pipeline.transforms.history import recorded
+from seisctf.plugins.layouts import (
     Layout,
     check_trace_count,
     length_note,
@@ -99,9 +101,7 @@ from seisctf.pipeline.bundles.layouts import (
     stations_note,
     traces_needed,
 )
-from seisctf.pipeline.transforms import filters
-from seisctf.pipeline.transforms.history import recorded
-from seisctf.recipes.filter_design import FILTER_TOLERANCE, ctf_ratio, guard_steps
+from seisctf.signal.filter_design import FILTER_TOLERANCE, ctf_ratio, guard_steps
 
 SEGMENT_ROLES = cv.SEGMENT_ROLES
 N_SEGMENTS = len(SEGMENT_ROLES)

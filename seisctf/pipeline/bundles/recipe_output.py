@@ -10,13 +10,13 @@ import xarray as xr
 
 from seisctf import conventions as cv
 from seisctf import keys, storage
+from seisctf.build.provenance import provenance, up_to_date
 from seisctf.pipeline.bundles.archive_wavefield import wavefield_for_tasks
 from seisctf.pipeline.bundles.public_truth import truth_stamp
 from seisctf.pipeline.bundles.segments import build_bundle, write_bundle
-from seisctf.recipes.context import BuildContext
-from seisctf.recipes.layouts import load_layout
-from seisctf.recipes.provenance import provenance, up_to_date
-from seisctf.recipes.schema import URL, RecipeText, parameters
+from seisctf.plugins.context import BuildContext
+from seisctf.plugins.layouts import load_layout
+from seisctf.plugins.schema import URL, RecipeText, parameters
 from seisctf.registry import OUTPUTS
 
 

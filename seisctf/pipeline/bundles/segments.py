@@ -23,7 +23,8 @@ from seisctf import commitment, keys, storage
 from seisctf import conventions as cv
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
-from seisctf.pipeline.bundles.layouts import (
+from seisctf.pipeline.transforms.noise import gaussian_noise
+from seisctf.plugins.layouts import (
     BURN_IN_ROLES,
     Layout,
     Window,
@@ -31,7 +32,6 @@ from seisctf.pipeline.bundles.layouts import (
     check_layout,
     normalisation_group,
 )
-from seisctf.pipeline.transforms.noise import gaussian_noise
 from seisctf.s3 import holds_credentials
 
 # Roles whose realisations are taken in the order of their parameter values.

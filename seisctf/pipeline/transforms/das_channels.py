@@ -42,10 +42,10 @@ import xarray as xr
 from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
 from seisctf.pipeline.transforms import filters
-from seisctf.pipeline.transforms.halo import map_halo
 from seisctf.pipeline.transforms.history import recorded
-from seisctf.recipes import schema
+from seisctf.plugins import schema
 from seisctf.registry import TRANSFORMS
+from seisctf.signal.halo import map_halo
 
 STRAIN = "strain"
 STRAIN_RATE = "strain_rate"

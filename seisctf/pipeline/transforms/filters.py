@@ -48,11 +48,10 @@ from scipy import ndimage, signal
 
 from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
-from seisctf.pipeline.transforms.halo import map_halo, with_min_chunks
 from seisctf.pipeline.transforms.history import recorded
-from seisctf.pipeline.transforms.polyphase import polyphase, resampled_time
-from seisctf.recipes import schema
-from seisctf.recipes.filter_design import (
+from seisctf.plugins import schema
+from seisctf.registry import TRANSFORMS
+from seisctf.signal.filter_design import (
     ANTIALIAS_CORNER,
     ANTIALIAS_ORDER,
     antialias_sos,
@@ -63,9 +62,10 @@ from seisctf.recipes.filter_design import (
     is_integer,
     rational_ratio,
 )
-from seisctf.recipes.filter_design import causal_warmup as causal_warmup  # public here too
-from seisctf.recipes.filter_design import resampling_ratio as resampling_ratio
-from seisctf.registry import TRANSFORMS
+from seisctf.signal.filter_design import causal_warmup as causal_warmup  # public here too
+from seisctf.signal.filter_design import resampling_ratio as resampling_ratio
+from seisctf.signal.halo import map_halo, with_min_chunks
+from seisctf.signal.polyphase import polyphase, resampled_time
 
 _DETREND_KINDS = ("constant", "linear")
 _NORMALISE_METHODS = ("demean", "std", "peak")

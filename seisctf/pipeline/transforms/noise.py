@@ -8,7 +8,7 @@ The transforms (`add_gaussian_noise`, `add_coloured_noise`; `add_real_noise` in
 `noise_real.py`) take a lazy DataArray with a `time` dim at any axis position (every other dim
 indexes independent traces) and return a lazy noisy copy. Their random numbers are pure
 functions of (seed, variable name, global position); per-trace levels come from RMS values
-summed in a fixed order over whole traces (`recipes.trace_levels`). Seeds are never recorded in
+summed in a fixed order over whole traces (`signal.trace_levels`). Seeds are never recorded in
 attrs.
 """
 
@@ -25,7 +25,10 @@ import xarray as xr
 from seisctf import conventions as cv
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
-from seisctf.pipeline.transforms.counter_rng import (
+from seisctf.pipeline.transforms.history import recorded
+from seisctf.plugins import schema
+from seisctf.registry import TRANSFORMS
+from seisctf.signal.counter_rng import (
     gaussian_noise,
     key_mix,
     noise_key,
@@ -36,10 +39,7 @@ from seisctf.pipeline.transforms.counter_rng import (
     standard_normal_at,
     substream_key,
 )
-from seisctf.pipeline.transforms.history import recorded
-from seisctf.recipes import schema
-from seisctf.recipes.trace_levels import rms_from_sums, trace_sums
-from seisctf.registry import TRANSFORMS
+from seisctf.signal.trace_levels import rms_from_sums, trace_sums
 
 __all__ = [  # the generator's public names, re-exported for existing importers
     "gaussian_noise",

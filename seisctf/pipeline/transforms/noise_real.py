@@ -14,12 +14,6 @@ import xarray as xr
 from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.errors import InvalidInput
-from seisctf.pipeline.transforms.counter_rng import (
-    counter_choice,
-    flat_positions,
-    noise_key,
-    substream_key,
-)
 from seisctf.pipeline.transforms.noise import (
     LEVEL,
     checked_time_axis,
@@ -30,9 +24,15 @@ from seisctf.pipeline.transforms.noise import (
     sampling_rate_of,
     trace_rms_now,
 )
-from seisctf.recipes import schema
-from seisctf.recipes.context import BuildContext
+from seisctf.plugins import schema
+from seisctf.plugins.context import BuildContext
 from seisctf.registry import TRANSFORMS
+from seisctf.signal.counter_rng import (
+    counter_choice,
+    flat_positions,
+    noise_key,
+    substream_key,
+)
 
 # Noise-bank dims (event-window store contract: waveforms(trace, channel, sample)).
 NOISE_TRACE = "trace"

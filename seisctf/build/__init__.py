@@ -1,0 +1,1 @@
+"""The recipe build engine: validating a recipe, running its source, transforms and outputs."""

@@ -1,0 +1,1 @@
+"""DAS vendor files (dascore): `seisctf ingest das`."""

@@ -1,0 +1,135 @@
+"""A DAS ingest's block tasks: each reads the patch pieces of one time block with DASCore
+(`dascore.read(path, time=(…))`: only the block's samples) from the host's copy of each file
+(`das_staging.staged`), paints them in order (a later-starting patch overwrites an earlier
+one), writes the block's chunks and then its progress record."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from seisctf import conventions as cv
+from seisctf.errors import InvalidInput
+from seisctf.formats.das.das_plan import DasFileScan, DasPatch, DasPlan
+from seisctf.formats.das.das_staging import staged
+from seisctf.formats.shared import input_cache, resumable
+from seisctf.formats.shared.chunk_writes import ChunkWriter, write_chunks
+from seisctf.formats.shared.resumable import PROGRESS_VAR, open_store
+
+
+@dataclass(frozen=True)
+class DasBlockTask:
+    """One time block: grid span [first, stop), channels, and the pieces to paint in order:
+    (patch, first, stop sample of the patch, row of the block it starts at, file sha256, file
+    size); `cache_run`: the input-cache run whose copies of the files it reads."""
+
+    block: int
+    first: int
+    stop: int
+    n_distance: int
+    pieces: tuple[tuple[DasPatch, int, int, int, str, int], ...]
+    number: int = 0  # its progress record
+    cache_run: str = ""
+
+
+def read_piece(local: str, patch: DasPatch, k0: int, k1: int) -> tuple[np.ndarray, str | None]:
+    """Samples k0 … k1−1 of a patch (time × distance, float32) read with DASCore, NaN where
+    DASCore gives none, and a problem text if it gave fewer or other than the scan said."""
+    import dascore as dc
+
+    margin = (patch.step_ns - 1) // 2  # half a sample: the window holds exactly k0 … k1−1
+    window = tuple(
+        np.datetime64(patch.start_ns + k * patch.step_ns + sign * margin, "ns")
+        for k, sign in ((k0, -1), (k1 - 1, 1))
+    )
+    values = np.full((k1 - k0, patch.n_distance), np.nan, dtype=np.float32)
+    spool = dc.read(
+        local, file_format=patch.file_format, file_version=patch.file_version, time=window
+    )
+    found = [p for p in spool if set(p.dims) == set(cv.DAS_DIMS)]
+    if len(found) > 1:  # several patches in the window: the one with this patch's type
+        found = [p for p in found if str(p.attrs.data_type or "") == patch.data_type] or found
+    if not found:
+        return values, f"{patch.path}: patch {patch.index}: DASCore read no samples {k0}-{k1}"
+    piece = found[0].transpose(*cv.DAS_DIMS)
+    first_ns = int(np.datetime64(piece.get_coord("time").min(), "ns").astype(np.int64))
+    k_first = round((first_ns - patch.start_ns) / patch.step_ns)
+    data = np.asarray(piece.data)
+    if data.shape[1] != patch.n_distance:
+        return values, (
+            f"{patch.path}: patch {patch.index}: DASCore read {data.shape[1]} "
+            f"channels, its scan said {patch.n_distance}"
+        )
+    lo, hi = max(k0, k_first), min(k1, k_first + data.shape[0])
+    if hi > lo:
+        values[lo - k0 : hi - k0] = data[lo - k_first : hi - k_first]
+    if (lo, hi) != (k0, k1):
+        return values, (
+            f"{patch.path}: patch {patch.index}: DASCore read samples {lo}-{hi} "
+            f"where the scan promised {k0}-{k1}; the rest is NaN"
+        )
+    return values, None
+
+
+def block_values(task: DasBlockTask, storage_options: dict | None) -> tuple[np.ndarray, list]:
+    """The block (time × distance, float32, NaN where no patch has data) and its problems."""
+    values = np.full((task.stop - task.first, task.n_distance), np.nan, dtype=np.float32)
+    problems = []
+    for patch, k0, k1, row, sha256, size in task.pieces:
+        with staged(patch.path, storage_options, sha256, size, task.cache_run) as local:
+            try:
+                piece, problem = read_piece(local, patch, k0, k1)
+            except Exception as error:  # noqa: BLE001 - DASCore and h5py raise many types
+                if not os.path.exists(local):  # gone while being read: fatal, a re-run resumes
+                    raise InvalidInput(
+                        patch.path, "gone while being read; re-run to resume"
+                    ) from None
+                message = str(error).splitlines()[0] if str(error) else type(error).__name__
+                problems.append(
+                    f"{patch.path}: DASCore cannot read samples {k0}-{k1} of patch "
+                    f"{patch.index} ({message}); NaN there"
+                )
+                continue
+        if problem:
+            problems.append(problem)
+        values[row : row + k1 - k0] = piece
+    return values, problems
+
+
+def ingest_block(
+    task: DasBlockTask, url: str, storage_options: dict | None, variable: str
+) -> dict[str, list]:
+    """Read, paint and write one time block's chunks, then its progress record, which it
+    returns (`resumable.run_record` of one block)."""
+    values, problems = block_values(task, storage_options)
+    fraction = resumable.coverage_of(values)
+    group = open_store(url, storage_options, mode="r+")
+    if fraction > 0:  # a block without any sample is not written (its chunks stay absent)
+        data = group[variable].with_config({"write_empty_chunks": True})
+        data[task.first : task.stop, :] = values
+    record = resumable.run_record([fraction], [problems])
+    write_chunks([resumable.record_write(ChunkWriter(group[PROGRESS_VAR]), task.number, record)])
+    return record
+
+
+def block_tasks(
+    plan: DasPlan, scans: Sequence[DasFileScan], only: set[int] | None = None
+) -> list[DasBlockTask]:
+    """One task per time block some patch overlaps (a block none touches stays empty, coverage
+    0), numbered in order; with `only`, just those blocks. `scans`: of every file of the plan
+    (their sha256 and size)."""
+    files = {scan.path: (scan.entry["sha256"], scan.entry["size"]) for scan in scans}
+    pieces = plan.pieces_by_block()
+    run = input_cache.current_run()
+    tasks = []
+    for block in sorted(b for b in pieces if only is None or b in only):
+        first, stop = plan.block_span(block)
+        found = tuple(
+            (placed.patch, k0, k1, placed.first_index + k0 - first, *files[placed.patch.path])
+            for placed, k0, k1 in pieces[block]
+        )
+        tasks.append(DasBlockTask(block, first, stop, plan.axis.n_distance, found, len(tasks), run))
+    return tasks

@@ -1,0 +1,486 @@
+"""DAS recordings (any vendor format DASCore reads) -> one DAS store (`seisctf ingest das`).
+
+Store layout (zarr v3 group; `xarray.open_zarr` opens it lazily; names in `conventions`):
+
+- one float32 variable named after the quantity (`strain_rate` usually: DASCore's `data_type`;
+  `raw` when the files do not say), dims (time, distance), NaN where no file has samples;
+  chunks (`block_samples`, min(channels, 1024)), `block_samples` about 4 MiB of float32 in a
+  chunk (a function of the channel count only, so any number of workers writes the same bytes);
+- `distance` (m along the fibre, fibre order): DASCore's distance coordinate;
+- `coverage(block)` float32: fraction of valid (non-NaN) samples of each time block;
+- attrs `start_time` (ISO 8601, the first grid sample), `start_time_ns`, `sampling_rate` (Hz)
+  and `time_step_ns` (the exact period, DASCore's): sample i is at start_time + i ×
+  time_step_ns (no time coordinate is stored); `quantity`, `units`, `gauge_length_m`,
+  `channel_spacing_m`, `interrogator` (DASCore's format name and version, and the instrument id
+  where the files give one); `gaps`, `overlaps` (between patches, in grid samples);
+  `ingest_problems` (beyond 1,000: `problem_lines`); `merge_rule`; `block_samples`;
+  `ingest_fingerprint`. None per file: the
+  root metadata stays small whatever the number of files;
+- group `inputs`: the table of the inputs (`das_inputs`: path, size, modified, sha256 of every
+  file, the patches DASCore's scan found in each, and where the store holds each: grid index
+  and start offset, what stores written before it listed in the attrs `inputs`, `segments`
+  and `time_offsets_s`).
+
+Every run takes from the `inputs` table of a store already at `url` the scans of the files whose
+size and modification (mtime, ETag) are as recorded, and scans only the others
+(`das_inputs.scanned`): a re-run of a complete or unfinished store reads no unchanged file.
+
+Work: a header scan with sha256 (Dask tasks of a few files each: `das_scan.scan_das_file`),
+which reads each file once and keeps its copy on the host for the block tasks (`das_staging`,
+`input_cache`; consecutive scan batches on one host, `input_locality`), the plan
+(`das_plan.make_das_plan`), then one Dask task per time block (`das_blocks`, on the host keeping
+its files) that reads, with DASCore (`dascore.read(path, time=(…))`: only the block's samples),
+every patch piece of the block in painting order (a later-starting patch overwrites an earlier
+one), writes the block's chunks and then its record in `ingest_progress(record)`. The
+completion marker and consolidated metadata are written last (`storage.finish_group`). Resume:
+a re-run of the same ingest (same fingerprint) on an unfinished store runs only the blocks
+without a record, so an interrupted ingest finishes with the bytes of an uninterrupted one.
+
+Append (`append=True`): new files join the complete store's grid (start, time step, distance
+axis, quantity, units, gauge length stay; a file starting before the store is refused). Only
+the blocks new patches touch and the store's last partial block are (re)written; the old
+files those blocks read again must hash as recorded where their size or modification differ
+from the table's; the others are not read. The result equals a one-shot ingest of all files
+when the store's axis is the one most patches share. The append's table is written beside the
+one in use and named with the completion marker (`input_manifest.beside`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from seisctf import __version__
+from seisctf import conventions as cv
+from seisctf.cluster import compute_in_waves
+from seisctf.errors import InvalidInput
+from seisctf.formats.das import das_inputs
+from seisctf.formats.das.das_blocks import DasBlockTask, block_tasks, ingest_block
+from seisctf.formats.das.das_inputs import RecordedDas
+from seisctf.formats.das.das_plan import (
+    CHANNEL_GROUP,
+    NS_PER_S,
+    DasAxis,
+    DasFileScan,
+    DasPlan,
+    make_das_plan,
+)
+from seisctf.formats.das.das_scan import scan_das_files
+from seisctf.formats.shared import input_cache, input_locality, input_manifest, resumable
+from seisctf.formats.shared.input_listing import expand_sources
+from seisctf.formats.shared.input_manifest import InputStats, file_stats
+from seisctf.formats.shared.problem_lines import problem_attrs, read_problems, write_problems
+from seisctf.formats.shared.resumable import (
+    ATTR_FINGERPRINT,
+    BLOCK,
+    fail_if_strict,
+    fingerprint_of,
+    iso_time,
+    open_store,
+)
+from seisctf.formats.shared.source import INGEST_STORE, INPUT_PATHS, opened_source
+from seisctf.plugins.context import BuildContext
+from seisctf.plugins.schema import parameters
+from seisctf.registry import INGESTS
+
+MERGE_RULE = (
+    "patches laid on the grid at their nearest sample, samples contiguous; in an overlap the "
+    "patch that starts later wins (ties: the later file path, then the later patch)"
+)
+COVERAGE_DIMS = (BLOCK,)
+
+
+@dataclass(frozen=True)
+class DasIngestReport:
+    """What an ingest wrote: the plan, coverage per block, problems, gaps and overlaps."""
+
+    plan: DasPlan
+    coverage: np.ndarray
+    problems: tuple[str, ...]
+    gaps: tuple[dict, ...] = ()
+    overlaps: tuple[dict, ...] = ()
+    up_to_date: bool = False
+
+
+def scan_all(paths: Sequence[str], storage_options: dict | None, quiet: bool) -> list:
+    """`scan_das_file` of every path, in Dask tasks of consecutive batches (on one host each:
+    `input_locality.in_path_order`), in path order; each file's copy kept on the host that
+    read it for the block tasks (`input_cache`)."""
+    scan = input_cache.keeping(scan_das_files)
+    return resumable.scan_all(
+        scan, paths, storage_options, "scan DAS files", quiet, place=input_locality.in_path_order
+    )
+
+
+def _variable(plan: DasPlan) -> str:
+    return plan.axis.quantity
+
+
+def create_store(
+    plan: DasPlan,
+    url: str,
+    storage_options: dict | None,
+    fingerprint: str,
+    records: int,
+    inputs: tuple[Sequence[DasFileScan], Sequence[str]],
+) -> None:
+    """The empty store: the variable, `distance`, the table of the `inputs` (scans and their
+    `modified`), and last the progress array of `records` blocks (no attrs, no marker)."""
+    group = open_store(url, storage_options, mode="w")
+    axis = plan.axis
+    group.create_array(
+        _variable(plan),
+        shape=(plan.n_time, axis.n_distance),
+        chunks=(plan.block_samples, min(axis.n_distance, CHANNEL_GROUP)),
+        dtype="float32",
+        fill_value=np.nan,
+        compressors=cv.data_compressor(),
+        dimension_names=cv.DAS_DIMS,
+    )
+    distance = group.create_array(
+        cv.DISTANCE,
+        shape=(axis.n_distance,),
+        dtype="float64",
+        dimension_names=(cv.DISTANCE,),
+        attributes={cv.ATTR_UNITS: "m"},
+    )
+    distance[:] = axis.distance_start_m + axis.distance_step_m * np.arange(axis.n_distance)
+    das_inputs.write_table(url, storage_options, *inputs, plan.placed)  # a resume's
+    resumable.create_progress(group, records, fingerprint)
+
+
+def das_fingerprint(inputs: Sequence[dict], block_samples: int) -> str:
+    """What determines the store's bytes: input hashes and block size (paths excluded: moving an
+    archive does not change the data)."""
+    return fingerprint_of(
+        {
+            "kind": "das",
+            "inputs": sorted(entry["sha256"] for entry in inputs),
+            "block_samples": block_samples,
+            "version": __version__,
+        }
+    )
+
+
+def _gauge(value: float) -> float | None:
+    return None if math.isnan(value) else value
+
+
+def interrogator_of(plan: DasPlan) -> str:
+    names = set()
+    for placed in plan.placed:
+        patch = placed.patch
+        name = f"{patch.file_format} {patch.file_version}".strip()
+        names.add(f"{name} ({patch.instrument_id})" if patch.instrument_id else name)
+    return "; ".join(sorted(names))
+
+
+def store_attrs(
+    plan: DasPlan,
+    problems: Sequence[str],
+    gaps: Sequence[dict],
+    overlaps: Sequence[dict],
+    fingerprint: str,
+) -> dict[str, Any]:
+    """The complete store's attrs (module doc): none per file (the inputs table has those)."""
+    axis = plan.axis
+    return {
+        cv.ATTR_START_TIME: iso_time(plan.start_ns),
+        "start_time_ns": plan.start_ns,
+        cv.ATTR_SAMPLING_RATE: axis.sampling_rate,
+        "time_step_ns": axis.step_ns,
+        "block_samples": plan.block_samples,
+        cv.ATTR_QUANTITY: axis.quantity,
+        cv.ATTR_UNITS: axis.units,
+        cv.ATTR_GAUGE_LENGTH: _gauge(axis.gauge_length_m),
+        cv.ATTR_CHANNEL_SPACING: axis.distance_step_m,
+        cv.ATTR_INTERROGATOR: interrogator_of(plan),
+        "gaps": [_timed(gap, plan) for gap in gaps],
+        "overlaps": [_timed(overlap, plan) for overlap in overlaps],
+        **problem_attrs(sorted(set(problems))),
+        "merge_rule": MERGE_RULE,
+        ATTR_FINGERPRINT: fingerprint,
+    }
+
+
+def _timed(span: dict, plan: DasPlan) -> dict:
+    """A gap or overlap with the ISO time of its first sample and its duration (s)."""
+    step = plan.axis.step_ns
+    return {
+        **span,
+        "start_time": iso_time(plan.start_ns + span["first_sample"] * step),
+        "duration_s": span["samples"] * step / NS_PER_S,
+    }
+
+
+@input_cache.cache_run  # files kept between the scan and the block tasks, cleared at the end
+def ingest_das(
+    sources: Sequence[str],
+    url: str,
+    *,
+    strict: bool = False,
+    storage_options: dict | None = None,
+    block_samples: int | None = None,
+    append: bool = False,
+    quiet: bool = False,
+) -> DasIngestReport:
+    """Ingest DAS files (paths, globs, folders, fsspec URLs) into the DAS store at `url`.
+
+    Bad inputs (no format DASCore knows, corrupt HDF5, a patch on another time step, distance
+    axis, quantity, units or gauge length than most) are reported by name in the report and the
+    store's `ingest_problems` and not ingested; with `strict` any of them is InvalidInput (and no
+    store is marked complete); no readable input at all is InvalidInput. A complete store of
+    the same inputs (by hash) and block size is left as it is; an interrupted one is resumed.
+    Files whose size and modification are as the inputs table of a store at `url` records are
+    not read again (`das_inputs.scanned`).
+
+    `append`: add `sources` to the complete store at `url` (see the module docstring).
+    `block_samples`: time samples per chunk and per task (default: about 4 MiB per chunk).
+    """
+    paths = expand_sources(sources, storage_options)
+    if append:
+        return _append(paths, url, strict, storage_options, quiet)
+    recorded = das_inputs.read_recorded(url, storage_options)  # of any store there
+    stats = file_stats(paths, storage_options)  # one listing per folder
+    scans = das_inputs.scanned(
+        paths, stats, recorded, lambda todo: scan_all(todo, storage_options, quiet)
+    )
+    plan = make_das_plan(scans, block_samples)
+    fail_if_strict(strict, plan.problems)
+    fingerprint = das_fingerprint([scan.entry for scan in scans], plan.block_samples)
+    existing = resumable.up_to_date_attrs(url, storage_options, fingerprint)
+    if existing:
+        return _up_to_date(plan, existing, url, storage_options)
+    tasks = block_tasks(plan, scans)
+    progress = resumable.unfinished_progress(url, storage_options, fingerprint)
+    if progress is None or progress.records != len(tasks):
+        inputs = (scans, das_inputs.modified_of(scans, stats))
+        create_store(plan, url, storage_options, fingerprint, len(tasks), inputs)
+        progress = resumable.Progress()
+    return _write(plan, tasks, progress, url, storage_options, fingerprint, strict, quiet)
+
+
+def _up_to_date(plan: DasPlan, attrs: dict, url: str, storage_options: dict | None):
+    group = open_store(url, storage_options)
+    coverage = np.asarray(group[cv.DAS_COVERAGE_VAR][:])
+    return DasIngestReport(
+        plan,
+        coverage,
+        tuple(read_problems(group)),
+        tuple(attrs["gaps"]),
+        tuple(attrs["overlaps"]),
+        up_to_date=True,
+    )
+
+
+@dataclass(frozen=True)
+class AppendedInputs:
+    """An append's inputs table, written beside the one in use (`old_table`) before the store
+    is finished: every file's scan (path order) and `modified`."""
+
+    scans: Sequence[DasFileScan]
+    modified: Sequence[str]
+    old_table: str
+
+
+def _write(
+    plan: DasPlan,
+    tasks: Sequence[DasBlockTask],
+    progress: resumable.Progress,
+    url: str,
+    storage_options: dict | None,
+    fingerprint: str,
+    strict: bool,
+    quiet: bool,
+    carried: Sequence[str] = (),
+    appended: AppendedInputs | None = None,
+) -> DasIngestReport:
+    """Run the block `tasks` `progress` has no record of (each on the host keeping its files,
+    `input_locality.near_inputs`), then coverage, attrs, an append's inputs table and the
+    completion marker."""
+    import dask
+
+    pending = [task for task in tasks if task.number not in progress.done]
+    token = dask.base.tokenize(url, fingerprint)
+    variable = _variable(plan)
+
+    def task(index: int) -> Any:
+        return dask.delayed(ingest_block)(
+            pending[index], url, storage_options, variable,
+            dask_key_name=f"ingest_das_block-{token}-{pending[index].block}",
+        )  # fmt: skip
+
+    collected = resumable.Collected(progress, (plan.n_blocks,), lambda n: [tasks[n].block])
+    compute_in_waves(
+        input_locality.near_inputs(task, lambda index: (p[4] for p in pending[index].pieces)),
+        len(pending),
+        label="ingest DAS",
+        quiet=quiet,
+        fold=collected.fold([task.number for task in pending]),
+    )
+    coverage, decode_problems = collected.coverage, collected.problems
+    fail_if_strict(strict, sorted(decode_problems))
+    gaps, overlaps = plan.gaps_and_overlaps()
+    problems = sorted({*plan.problems, *carried, *decode_problems})
+    attrs = store_attrs(plan, problems, gaps, overlaps, fingerprint)
+    write_problems(url, storage_options, problems)
+    if appended is not None:  # beside the old table, named with the completion marker
+        table = input_manifest.beside(open_store(url, storage_options))
+        das_inputs.write_table(url, storage_options, appended.scans, appended.modified,
+                               plan.placed, table)  # fmt: skip
+        attrs[input_manifest.ATTR_TABLE] = table
+    resumable.finish(url, storage_options, coverage, cv.DAS_COVERAGE_VAR, COVERAGE_DIMS, attrs)
+    if appended is not None:
+        input_manifest.drop_table(url, storage_options, appended.old_table)
+        das_inputs.forget_attrs(url, storage_options)
+    return DasIngestReport(
+        plan,
+        coverage,
+        tuple(problems),
+        tuple(attrs["gaps"]),
+        tuple(attrs["overlaps"]),
+    )
+
+
+# --- append -----------------------------------------------------------------------------------
+
+
+def _store_axis(attrs: dict[str, Any], n_distance: int, distance: np.ndarray) -> DasAxis:
+    gauge = attrs.get(cv.ATTR_GAUGE_LENGTH)
+    return DasAxis(
+        step_ns=int(attrs["time_step_ns"]),
+        distance_start_m=float(distance[0]),
+        distance_step_m=float(attrs[cv.ATTR_CHANNEL_SPACING]),
+        n_distance=n_distance,
+        quantity=attrs[cv.ATTR_QUANTITY],
+        units=attrs[cv.ATTR_UNITS],
+        gauge_length_m=math.nan if gauge is None else float(gauge),
+    )
+
+
+def _append(
+    paths: Sequence[str], url: str, strict: bool, storage_options: dict | None, quiet: bool
+) -> DasIngestReport:
+    group, previous = resumable.appendable_attrs(url, storage_options, "start_time_ns")
+    recorded = das_inputs.recorded_in(group)
+    if recorded is None:
+        raise InvalidInput(
+            url, "records no DAS inputs (no `inputs` table); ingest without `append`"
+        )
+    complete = bool(previous.get(cv.ATTR_COMPLETE))
+    distance = np.asarray(group[cv.DISTANCE][:])
+    axis = _store_axis(previous, len(distance), distance)
+    block_samples = int(previous["block_samples"])
+    start_ns = int(previous["start_time_ns"])
+    old_paths = set(recorded.paths())
+    new_paths = [path for path in paths if path not in old_paths]
+    stats = file_stats(sorted(old_paths.union(new_paths)), storage_options)
+    scans = scan_all(new_paths, storage_options, quiet) if new_paths else []
+    every = sorted([*recorded.scans, *scans], key=lambda scan: scan.path)
+    fingerprint = das_fingerprint([scan.entry for scan in every], block_samples)
+    kept = recorded.placed
+    old_plan = make_das_plan([], block_samples, axis=axis, start_ns=start_ns, kept=kept)
+    if complete and fingerprint == previous.get(ATTR_FINGERPRINT):
+        return _up_to_date(old_plan, previous, url, storage_options)
+    plan = make_das_plan(scans, block_samples, axis=axis, start_ns=start_ns, kept=kept)
+    fail_if_strict(strict, plan.problems)
+    touched = {b for p in plan.placed if p.patch.path not in old_paths for b in plan.blocks_of(p)}
+    if old_plan.n_time % block_samples:
+        touched.add(old_plan.n_time // block_samples)  # the old last, partial block grows
+    tasks = block_tasks(plan, every, touched)
+    progress = resumable.unfinished_progress(url, storage_options, fingerprint)
+    if progress is not None and progress.records != len(tasks):
+        progress = None  # not this plan's (cannot happen for the same fingerprint)
+    if progress is None and not complete:
+        raise resumable.pending_append(url)
+    reread = {p.patch.path for p in kept if touched.intersection(old_plan.blocks_of(p))}
+    verified = check_unchanged(reread, recorded, stats, storage_options, quiet, url)
+    if progress is None:
+        progress = prepare_append(plan, len(tasks), url, storage_options, fingerprint)
+    carried = [p for p in read_problems(group) if p not in plan.problems]
+    appended = AppendedInputs(
+        every, _modified_after(every, recorded, stats, verified), input_manifest.table_name(group)
+    )
+    return _write(plan, tasks, progress, url, storage_options, fingerprint, strict, quiet,
+                  carried, appended)  # fmt: skip
+
+
+def check_unchanged(
+    paths: set[str],
+    recorded: RecordedDas,
+    stats: InputStats,
+    storage_options: dict | None,
+    quiet: bool,
+    url: str,
+) -> set[str]:
+    """The old files an append reads again (`paths`) whose size or modification differ from
+    the record (or are unknown: an older store's) must hash as recorded (else bad input naming
+    one): those are scanned (their copies kept for the block tasks) and returned."""
+    same = recorded.unchanged(stats)
+    stale = sorted(path for path in paths if path not in same)
+    hashes = {scan.path: scan.entry["sha256"] for scan in recorded.scans}
+    for scan in scan_all(stale, storage_options, quiet) if stale else []:
+        if scan.entry["sha256"] != hashes[scan.path]:
+            raise resumable.changed_input(scan.path, url, hashes[scan.path], scan.entry["sha256"])
+    return set(stale)
+
+
+def _modified_after(
+    scans: Sequence[DasFileScan], recorded: RecordedDas, stats: InputStats, verified: set[str]
+) -> list[str]:
+    """The `modified` an append's table records of each file: as now for the new files and the
+    old ones just checked (`verified`), else as recorded (a file changed since, not read by the
+    append, is scanned again by the next run)."""
+    now = dict(
+        zip((scan.path for scan in scans), das_inputs.modified_of(scans, stats), strict=True)
+    )
+    before = dict(zip(recorded.paths(), recorded.modified, strict=True))
+    return [
+        before[scan.path] if scan.path in before and scan.path not in verified else now[scan.path]
+        for scan in scans
+    ]
+
+
+def prepare_append(
+    plan: DasPlan, records: int, url: str, storage_options: dict | None, fingerprint: str
+) -> resumable.Progress:
+    """Turn the complete store into an unfinished one of the grown plan, with progress of
+    `records` blocks: marker off, the old coverage kept (grown with zeros), the variable
+    resized. The blocks not rewritten keep their chunks and coverage."""
+    group, base = resumable.reopen_for_append(
+        url, storage_options, cv.DAS_COVERAGE_VAR, (plan.n_blocks,)
+    )
+    group[plan.axis.quantity].resize((plan.n_time, plan.axis.n_distance))
+    resumable.create_progress(group, records, fingerprint, base=base)
+    return resumable.Progress(base=base, records=records)
+
+
+# --- the recipe source ----------------------------------------------------------------------
+
+
+@INGESTS.register(
+    "das_files",
+    options=parameters(
+        {"sources": INPUT_PATHS, "strict": {"type": "boolean"}, **INGEST_STORE}, ("sources",)
+    ),
+    ingest=True,
+    command="das",
+    cli=ingest_das,
+    help="DAS files (any format DASCore reads: PRODML, Silixa, Febus, OptoDAS, Terra15, "
+    "DASDAE, ...) -> DAS store",
+)
+def das_files(context: BuildContext, *, sources: list[str], **options: Any) -> xr.Dataset:
+    """`seisctf ingest das` of `sources` into the DAS store at `context.source_url`, opened."""
+    report = ingest_das(
+        [context.resolve(item) for item in sources],
+        context.source_url,
+        storage_options=context.storage_options,
+        quiet=context.quiet,
+        **options,
+    )
+    return opened_source(context, report.problems)

@@ -1,0 +1,329 @@
+"""The plan of a DAS ingest: what DASCore's header scan says each file holds (`DasFileScan`,
+made by `das_scan`), and the store's grid. `make_das_plan`
+
+- picks the store's axis: the (time step, distance axis, quantity, units, gauge length) that most
+  patches share (ties: the earliest patch's), or the store's own when appending; a patch that
+  differs (another step, beyond half a sample of drift over its length; other channels; another
+  quantity, unit or gauge length) is a problem, named, and not ingested;
+- lays the time grid: anchored at the earliest accepted patch's first sample, period = the
+  axis's time step in integer nanoseconds (DASCore's), so grid arithmetic is exact; every patch
+  starts at its nearest grid sample (the offset, less than half a sample, is recorded, never
+  interpolated away) and its samples follow contiguously;
+- orders patches for painting: by grid start, then path, then patch: in an overlap the patch that
+  starts later wins (ties: the later path), and lists gaps and overlaps between patches.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from seisctf import conventions as cv
+from seisctf.errors import InvalidInput
+from seisctf.formats.shared.block_grid import BlockGrid
+from seisctf.formats.shared.input_listing import nothing_readable
+
+NS_PER_S = 1_000_000_000
+CHANNEL_GROUP = 1024  # channels per chunk (all of them when fewer)
+# Distances of two patches' channels taken as equal (m).
+DISTANCE_ATOL_M = 1e-6
+
+
+@dataclass(frozen=True)
+class DasPatch:
+    """One patch of one file as DASCore's scan describes it. Times in ns since 1970; distance
+    in m; `quantity` is DASCore's `data_type` if it names a store quantity, else "raw"."""
+
+    path: str
+    index: int  # position in DASCore's scan of the file
+    file_format: str
+    file_version: str
+    start_ns: int
+    step_ns: int
+    n_time: int
+    distance_start_m: float
+    distance_step_m: float
+    n_distance: int
+    quantity: str
+    units: str
+    gauge_length_m: float
+    data_type: str = ""  # DASCore's, as the file says it
+    instrument_id: str = ""
+
+    @property
+    def end_ns(self) -> int:
+        return self.start_ns + (self.n_time - 1) * self.step_ns
+
+    def to_json(self) -> dict[str, Any]:
+        found = asdict(self)
+        found["gauge_length_m"] = None if math.isnan(self.gauge_length_m) else self.gauge_length_m
+        return found
+
+    @classmethod
+    def from_json(cls, entry: dict[str, Any]) -> DasPatch:
+        known = {name: entry[name] for name in cls.__dataclass_fields__ if name in entry}
+        gauge = known.get("gauge_length_m")
+        known["gauge_length_m"] = math.nan if gauge is None else float(gauge)
+        return cls(**known)
+
+
+@dataclass(frozen=True)
+class DasFileScan:
+    """One file: its manifest entry (path, size, sha256), patches and problems (text)."""
+
+    path: str
+    entry: dict[str, Any]
+    patches: tuple[DasPatch, ...] = ()
+    problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class DasAxis:
+    """What every ingested patch shares: time step (ns), distance axis (m), quantity, units,
+    gauge length (m, NaN if unknown)."""
+
+    step_ns: int
+    distance_start_m: float
+    distance_step_m: float
+    n_distance: int
+    quantity: str
+    units: str
+    gauge_length_m: float
+
+    @classmethod
+    def of(cls, patch: DasPatch) -> DasAxis:
+        return cls(
+            patch.step_ns,
+            patch.distance_start_m,
+            patch.distance_step_m,
+            patch.n_distance,
+            patch.quantity,
+            patch.units,
+            patch.gauge_length_m,
+        )
+
+    def key(self) -> tuple:
+        """Hashable, rounded: patches with equal keys share the axis."""
+        gauge = None if math.isnan(self.gauge_length_m) else round(self.gauge_length_m, 6)
+        return (
+            self.step_ns,
+            round(self.distance_start_m, 6),
+            round(self.distance_step_m, 9),
+            self.n_distance,
+            self.quantity,
+            self.units,
+            gauge,
+        )
+
+    @property
+    def sampling_rate(self) -> float:
+        return rate_of_step(self.step_ns)
+
+    def mismatch(self, patch: DasPatch) -> str | None:
+        """Why `patch` cannot go on this axis (text), or None."""
+        drift = abs((patch.n_time - 1) * (patch.step_ns / self.step_ns - 1.0))
+        if drift >= 0.5:
+            return (
+                f"time step {patch.step_ns / NS_PER_S:g} s ({rate_of_step(patch.step_ns):g} "
+                f"Hz) differs from the store's {self.step_ns / NS_PER_S:g} s "
+                f"({self.sampling_rate:g} Hz)"
+            )
+        if patch.n_distance != self.n_distance or not (
+            math.isclose(patch.distance_start_m, self.distance_start_m, abs_tol=DISTANCE_ATOL_M)
+            and math.isclose(patch.distance_step_m, self.distance_step_m, abs_tol=1e-9)
+        ):
+            return (
+                f"distance axis ({patch.n_distance} channels from "
+                f"{patch.distance_start_m:g} m every {patch.distance_step_m:g} m) differs "
+                f"from the store's ({self.n_distance} from {self.distance_start_m:g} m "
+                f"every {self.distance_step_m:g} m)"
+            )
+        for name, mine, theirs in (
+            ("quantity", self.quantity, patch.quantity),
+            ("units", self.units, patch.units),
+        ):
+            if mine != theirs:
+                return f"{name} {theirs!r} differs from the store's {mine!r}"
+        same_gauge = (math.isnan(self.gauge_length_m) and math.isnan(patch.gauge_length_m)) or (
+            math.isclose(self.gauge_length_m, patch.gauge_length_m, rel_tol=1e-9)
+        )
+        if not same_gauge:
+            return (
+                f"gauge length {patch.gauge_length_m:g} m differs from the store's "
+                f"{self.gauge_length_m:g} m"
+            )
+        return None
+
+
+def rate_of_step(step_ns: int) -> float:
+    """The sampling rate (Hz) of a time step: the shortest decimal whose period rounds to
+    `step_ns` ns (50.0 for 20 000 000 ns, not 49.99999999…)."""
+    exact = NS_PER_S / step_ns
+    for digits in range(1, 18):
+        rate = float(f"{exact:.{digits}g}")
+        if round(NS_PER_S / rate) == step_ns:
+            return rate
+    return exact
+
+
+@dataclass(frozen=True)
+class PlacedPatch:
+    """A patch on the grid: grid index of its first sample and its start's offset from that
+    grid sample (s, patch minus grid)."""
+
+    patch: DasPatch
+    first_index: int
+    offset_s: float
+
+    @property
+    def stop_index(self) -> int:
+        return self.first_index + self.patch.n_time
+
+
+@dataclass(frozen=True)
+class DasPlan(BlockGrid):
+    """The store's layout and the patches that fill it, in painting order; time blocks of
+    `block_samples` (`BlockGrid`)."""
+
+    axis: DasAxis
+    start_ns: int
+    n_time: int
+    block_samples: int
+    placed: tuple[PlacedPatch, ...]
+    problems: tuple[str, ...]
+
+    def blocks_of(self, placed: PlacedPatch) -> range:
+        return self.blocks_between(placed.first_index, placed.stop_index)
+
+    def pieces_by_block(self) -> dict[int, list[tuple[PlacedPatch, int, int]]]:
+        """{block: [(placed patch, first, stop sample of the patch in the block), …]} in
+        painting order (one pass over the patches)."""
+        found: dict[int, list[tuple[PlacedPatch, int, int]]] = {}
+        for placed in self.placed:
+            for block in self.blocks_of(placed):
+                first, stop = self.block_span(block)
+                k0 = max(first, placed.first_index) - placed.first_index
+                k1 = min(stop, placed.stop_index) - placed.first_index
+                found.setdefault(block, []).append((placed, k0, k1))
+        return found
+
+    def gaps_and_overlaps(self) -> tuple[list[dict], list[dict]]:
+        """Grid spans between patches without data (gaps) and spans covered twice (overlaps;
+        the later-starting patch wins), in time order."""
+        gaps, overlaps = [], []
+        covered, last = 0, None
+        for placed in self.placed:
+            path = placed.patch.path
+            if last is not None and placed.first_index > covered:
+                gaps.append(
+                    {
+                        "first_sample": covered,
+                        "samples": placed.first_index - covered,
+                        "after": last,
+                        "before": path,
+                    }
+                )
+            elif last is not None and placed.first_index < covered:
+                samples = min(covered, placed.stop_index) - placed.first_index
+                overlaps.append(
+                    {
+                        "first_sample": placed.first_index,
+                        "samples": samples,
+                        "earlier": last,
+                        "later": path,
+                        "kept": path,
+                    }
+                )
+            if placed.stop_index >= covered:
+                covered, last = placed.stop_index, path
+        return gaps, overlaps
+
+
+# --- the plan ---------------------------------------------------------------------------------
+
+
+def chunk_rows(n_distance: int) -> int:
+    """Time samples per chunk (and per ingest block): about TARGET_CHUNK_BYTES of float32 in a
+    chunk of min(n_distance, CHANNEL_GROUP) channels. A function of the channel count only."""
+    return max(1, cv.TARGET_CHUNK_BYTES // (4 * min(n_distance, CHANNEL_GROUP)))
+
+
+def choose_axis(patches: Sequence[DasPatch], candidates: int = 16) -> DasAxis:
+    """The axis the most patches agree with (`DasAxis.mismatch`; ties: the axis of the earliest
+    patch, then path). Candidates: the axes of the `candidates` largest groups of patches with
+    equal keys (a few ns of jitter in DASCore's step splits a group, not the agreement)."""
+    groups: dict[tuple, list[DasPatch]] = {}
+    for patch in patches:
+        groups.setdefault(DasAxis.of(patch).key(), []).append(patch)
+
+    def earliest(members: Sequence[DasPatch]) -> DasPatch:
+        return min(members, key=lambda p: (p.start_ns, p.path, p.index))
+
+    firsts = sorted(
+        (earliest(members) for members in groups.values()),
+        key=lambda p: (-len(groups[DasAxis.of(p).key()]), p.start_ns, p.path, p.index),
+    )[:candidates]
+
+    def rank(first: DasPatch) -> tuple:
+        axis = DasAxis.of(first)
+        agreeing = sum(axis.mismatch(patch) is None for patch in patches)
+        return (-agreeing, first.start_ns, first.path, first.index)
+
+    return DasAxis.of(min(firsts, key=rank))
+
+
+def place(patch: DasPatch, start_ns: int, step_ns: int) -> PlacedPatch:
+    """Put a patch on the grid: its nearest grid sample (halves up), exact in integers."""
+    delta = patch.start_ns - start_ns
+    first = (2 * delta + step_ns) // (2 * step_ns)
+    return PlacedPatch(patch, first, (delta - first * step_ns) / NS_PER_S)
+
+
+def painting_order(placed: PlacedPatch) -> tuple:
+    return (placed.first_index, placed.patch.path, placed.patch.index)
+
+
+def make_das_plan(
+    scans: Sequence[DasFileScan],
+    block_samples: int | None = None,
+    *,
+    axis: DasAxis | None = None,
+    start_ns: int | None = None,
+    kept: Sequence[PlacedPatch] = (),
+) -> DasPlan:
+    """Check the scanned patches and lay out the store. `axis`, `start_ns`, `kept`: the
+    store's axis, grid start and patches when appending (new patches join them)."""
+    problems = [p for scan in scans for p in scan.problems]
+    patches = [patch for scan in scans for patch in scan.patches]
+    if not patches and not kept:
+        raise nothing_readable([scan.path for scan in scans], problems)
+    axis = axis or choose_axis(patches)
+    accepted = []
+    for patch in patches:
+        why = axis.mismatch(patch)
+        if why:
+            problems.append(f"{patch.path}: patch {patch.index}: {why}; not ingested")
+        else:
+            accepted.append(patch)
+    if not accepted and not kept:
+        raise InvalidInput(scans[0].path, "no patch agrees with the others: " + problems[0])
+    grid_start = start_ns if start_ns is not None else min(p.start_ns for p in accepted)
+    placed = [place(patch, grid_start, axis.step_ns) for patch in accepted]
+    early = [p for p in placed if p.first_index < 0]
+    if early:
+        raise InvalidInput(early[0].patch.path, "starts before the store; ingest without `append`")
+    placed = sorted([*kept, *placed], key=painting_order)
+    if block_samples is None:
+        block_samples = chunk_rows(axis.n_distance)
+    if block_samples < 1:
+        raise InvalidInput("block_samples", f"must be positive, got {block_samples}")
+    return DasPlan(
+        axis=axis,
+        start_ns=grid_start,
+        n_time=max(p.stop_index for p in placed),
+        block_samples=block_samples,
+        placed=tuple(placed),
+        problems=tuple(problems),
+    )

@@ -1,0 +1,1 @@
+"""Waveform archives obspy reads (miniSEED, SAC, ...) and their StationXML: `ingest waveforms`."""

@@ -1,0 +1,188 @@
+"""The listing of an ingest's folder sources, in parts listed by tasks on the workers.
+
+The client walks the folders' structure only: it goes down through folders that hold folders
+alone (an SDS tree's year, network and station levels) and stops at the first folder holding a
+file (a channel's folder); each such folder's subtree is a unit, listed (paths, sizes,
+modification: `input_manifest.file_stats`) by a task (of at most LIST_TASKS, each listing
+consecutive units) and kept on the worker. Units are sorted
+by their path with a trailing separator: every path below a unit begins with it, so the units'
+listings, each sorted, follow one another in path order. The scan's batches (`resumable`'s batch
+size over all files) are cut from the units' listings by tasks too: the client holds the units
+and their file counts, never a path.
+
+Sources that are not all folders (a file, a glob) or that overlap are listed by the client as
+before (`input_listing.expand_sources`).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from seisctf.cluster import compute, kept
+from seisctf.errors import InvalidInput
+from seisctf.formats.shared import input_manifest, resumable
+from seisctf.formats.shared.input_listing import (
+    EMPTY_FOLDER,
+    NO_OBJECT,
+    files_below,
+    filesystem,
+    is_url,
+    urls_below,
+)
+from seisctf.formats.shared.input_manifest import InputStats
+
+# Tasks listing the units, each of consecutive units: an SDS tree has a unit per channel and
+# year, thousands of them, and a task each would cost the client and scheduler a key each.
+LIST_TASKS = 64
+
+
+@dataclass(frozen=True)
+class Listed:
+    """A listing in parts: per batch of the scan, its `InputStats` (kept), and the count."""
+
+    batches: list[Any]
+    files: int
+
+
+def _hidden(name: str) -> bool:
+    return name.rsplit("/", 1)[-1].startswith(".")
+
+
+def _children(folder: str, storage_options: dict | None) -> tuple[list[str], bool]:
+    """The subfolders of `folder` (not hidden) and whether it holds a file itself."""
+    if is_url(folder):
+        fs, protocol = _filesystem(folder, storage_options)
+        try:
+            entries = fs.ls(folder, detail=True)
+        except OSError as error:
+            raise InvalidInput(folder, f"cannot list it ({error})") from None
+        names = [(e["name"].split("://", 1)[-1].rstrip("/"), e["type"]) for e in entries]
+        return (
+            [f"{protocol}://{n}" for n, kind in names if kind == "directory" and not _hidden(n)],
+            any(kind != "directory" and not _hidden(n) for n, kind in names),
+        )
+    folders, has_file = [], False
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            if entry.is_dir():  # as os.walk (`files_below`): into no linked folder
+                if not entry.is_symlink():
+                    folders.append(os.path.normpath(entry.path))
+            else:
+                has_file = True
+    return folders, has_file
+
+
+def _filesystem(url: str, storage_options: dict | None) -> tuple[Any, str]:
+    fs, protocol = filesystem(url, storage_options)
+    fs.invalidate_cache()  # a listing cached earlier may predate a change
+    return fs, protocol
+
+
+def _is_folder(source: str, storage_options: dict | None) -> bool:
+    if glob.has_magic(source):
+        return False
+    if is_url(source):
+        fs, _ = _filesystem(source, storage_options)
+        try:
+            return bool(fs.isdir(source))
+        except OSError:
+            return False
+    return os.path.isdir(source)
+
+
+def _key(unit: str) -> str:
+    """A unit's sort key: its path with a trailing separator (module doc)."""
+    return unit.rstrip("/") + "/"
+
+
+def units_of(sources: Sequence[str], storage_options: dict | None) -> list[str] | None:
+    """The units (module doc) of `sources`, in path order; None when a source is not a folder
+    or two sources overlap (the client lists them)."""
+    if not sources or not all(_is_folder(s, storage_options) for s in sources):
+        return None
+    units = []
+    for source in sources:
+        root = source.rstrip("/") if is_url(source) else os.path.normpath(source)
+        pending = [root]
+        while pending:
+            folder = pending.pop()
+            subfolders, has_file = _children(folder, storage_options)
+            if has_file:
+                units.append(folder)
+            else:
+                pending += subfolders
+    units.sort(key=_key)
+    keys = [_key(unit) for unit in units]
+    if any(b.startswith(a) for a, b in zip(keys, keys[1:], strict=False)):
+        return None  # overlapping sources
+    return units
+
+
+def list_units(units: Sequence[str], storage_options: dict | None) -> tuple[InputStats, list[int]]:
+    """The files below each of `units` (hidden ones skipped), each unit's sorted, with their
+    stats, and how many each unit holds (a task)."""
+    found = [sorted(urls_below(unit, storage_options) if is_url(unit) else files_below(unit))
+             for unit in units]  # fmt: skip
+    paths = [path for unit in found for path in unit]
+    return input_manifest.file_stats(paths, storage_options), [len(unit) for unit in found]
+
+
+def cut(first: int, stop: int, starts: Sequence[int], *listings: tuple) -> InputStats:
+    """Files `first`..`stop`-1 of all units (`starts`: the index of each listing's first
+    file; `listings`: those (`list_units`) holding some of them, in order) as one
+    `InputStats`."""
+    paths: list[str] = []
+    sizes, modified = [], []
+    for start, (listing, _) in zip(starts, listings, strict=True):
+        piece = slice(max(first - start, 0), max(min(stop - start, len(listing.paths)), 0))
+        paths += listing.paths[piece]
+        sizes.append(listing.sizes[piece])
+        modified.append(listing.modified[piece])
+    return InputStats(tuple(paths), np.concatenate(sizes), np.concatenate(modified))
+
+
+def listed(
+    sources: Sequence[str], units: Sequence[str], storage_options: dict | None, quiet: bool
+) -> Listed:
+    """The units' listings cut into the scan's batches, kept on the workers (module doc): at
+    most LIST_TASKS tasks list consecutive units each. A source with no file below it is bad
+    input, as for the client's listing."""
+    import dask
+
+    size = max(1, -(-len(units) // LIST_TASKS))
+    groups = [list(units[i : i + size]) for i in range(0, len(units), size)]
+    listings = kept([dask.delayed(list_units)(group, storage_options) for group in groups],
+                    "list the inputs", quiet)  # fmt: skip
+    found = compute(*[dask.delayed(_counts)(listing) for listing in listings], quiet=True)
+    counts = [count for group in found for count in group]
+    for source in sources:
+        below = [n for unit, n in zip(units, counts, strict=True) if _within(unit, source)]
+        if not sum(below):
+            raise InvalidInput(source, NO_OBJECT if is_url(source) else EMPTY_FOLDER)
+    starts = np.concatenate([[0], np.cumsum([sum(group) for group in found])]).astype(np.int64)
+    total = int(starts[-1])
+    size = resumable.batch_size(total)
+    batches = []
+    for first in range(0, total, size):
+        stop = min(first + size, total)
+        held = np.flatnonzero((starts[:-1] < stop) & (starts[1:] > first)).tolist()
+        batches.append(dask.delayed(cut)(first, stop, [int(starts[g]) for g in held],
+                                         *[listings[g] for g in held]))  # fmt: skip
+    return Listed(kept(batches, "", True), total)
+
+
+def _counts(listing: tuple[InputStats, list[int]]) -> list[int]:
+    return listing[1]
+
+
+def _within(unit: str, source: str) -> bool:
+    root = source.rstrip("/") if is_url(source) else os.path.normpath(source)
+    return unit == root or _key(unit).startswith(_key(root))

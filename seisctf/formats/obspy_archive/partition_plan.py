@@ -1,0 +1,378 @@
+"""The plan of a waveform ingest, made partition by partition of its scan.
+
+A partition is any run of consecutive files of the scan (`scan_table.ScanTable`, path order).
+Each round is a function of one partition and of what the merges before it agreed; each merge
+takes the partitions' results in path order and keeps from them only what is small (rates,
+counts, stations, problem lines, tallies), so the plan of any split of the scan is the plan of
+the whole (`tests/recipes/test_partition_plan.py`):
+
+1. `accept`: the traces the inventory accepts (`inventory_checks.findings` of the partition;
+   all without one); merge `grid_rate`: the given rate, else the highest of the accepted;
+2. `rate_check`: with a given rate, the traces that can be resampled to it (a problem line for
+   each other); without, the traces off the grid's rate (bad input); merge: the grid's first
+   sample, the earliest start of the traces kept;
+3. `place`: the kept traces on the grid (`PlacedTraces`); merge `layout`: stations, channels,
+   the time axis, the moves onto the grid (`grid_shifts`) and the station metadata.
+
+`plan_rounds` runs the rounds with a given `each` (`partition_tasks`): in this process
+(`plan_of_parts`, `make_plan`: one partition, the whole scan) or as Dask tasks on partitions kept
+on a cluster's workers, where the client sees only each partition's summary (`PartSummary`,
+`PlacedSummary`).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from seisctf.errors import InvalidInput
+from seisctf.formats.obspy_archive.grid_shifts import (
+    ShiftTally,
+    merged_tallies,
+    shift_lines,
+    tallies,
+)
+from seisctf.formats.obspy_archive.placed_traces import PlacedTraces
+from seisctf.formats.obspy_archive.scan_table import ScanTable, first_of_each, positions_by_station
+from seisctf.formats.obspy_archive.station_positions import (
+    Position,
+    header_metadata,
+    inventory_disagreements,
+)
+from seisctf.formats.obspy_archive.waveform_plan import (
+    DEFAULT_BLOCK_SAMPLES,
+    NS_PER_S,
+    TraceHeader,
+    WaveformPlan,
+    coordinates_source,
+    needs_resampling,
+    no_ratio_problem,
+    resampled_npts,
+)
+from seisctf.formats.shared.input_listing import SHOWN, nothing_readable
+from seisctf.formats.shared.partition_tasks import Each, in_process
+
+if TYPE_CHECKING:
+    from seisctf.formats.obspy_archive.inventory_checks import InventoryFindings
+
+
+@dataclass(frozen=True, eq=False)
+class Accepted:
+    """Round 1 of a partition: its scan, the rows (int64, of its trace columns) of the traces
+    the inventory accepts, the inventory's contradictions (lines, trace order), the stations it
+    does not know ({station: the start of its problem line}), and its station metadata."""
+
+    scans: ScanTable
+    rows: np.ndarray
+    contradictions: tuple[str, ...] = ()
+    unknown: dict[str, str] | None = None
+    metadata: dict[str, dict[str, Any]] | None = None
+    known: frozenset[str] = frozenset()
+
+    def top_rate(self) -> float:
+        """The highest rate (Hz) of the accepted traces (-inf without any)."""
+        rates = self.scans.traces["sampling_rate"][self.rows]
+        return float(rates.max()) if len(rates) else -np.inf
+
+    def summary(self) -> PartSummary:
+        """What the merges need of this partition (`PartSummary`)."""
+        scans = self.scans
+        return PartSummary(
+            problems=scans.problems,
+            readable=scans.readable_with_traces(),
+            paths_head=scans.paths[: SHOWN + 1],
+            n_files=len(scans.paths),
+            n_accepted=len(self.rows),
+            top_rate=self.top_rate(),
+            contradictions=self.contradictions,
+            unknown=self.unknown or {},
+            metadata=self.metadata or {},
+            known=self.known,
+            header_positions=scans.header_positions,
+        )
+
+
+@dataclass(frozen=True)
+class PartSummary:
+    """Round 1's partition as the merges see it: its scan problems, whether a file of it is
+    readable with traces, its first SHOWN + 1 paths and its file count, how many traces were
+    accepted and their highest rate (Hz), and the inventory's findings (`Accepted`)."""
+
+    problems: tuple[str, ...]
+    readable: bool
+    paths_head: tuple[str, ...]
+    n_files: int
+    n_accepted: int
+    top_rate: float
+    contradictions: tuple[str, ...]
+    unknown: dict[str, str]
+    metadata: dict[str, dict[str, Any]]
+    known: frozenset[str]
+    header_positions: tuple[tuple[str, str, float, float, float], ...]
+
+
+def summary_of(part: Accepted) -> PartSummary:
+    return part.summary()
+
+
+def accept(scans: ScanTable, findings: InventoryFindings | None) -> Accepted:
+    """Round 1 (see the module doc)."""
+    if findings is None:
+        return Accepted(scans, np.arange(scans.n_traces))
+    return Accepted(scans, findings.rows, findings.problems, findings.unknown,
+                    findings.metadata, findings.known)  # fmt: skip
+
+
+def _positions(parts: Sequence[PartSummary]) -> dict[str, list[Position]]:
+    """{station: header positions, each at its first file} of all partitions, in path order."""
+    return positions_by_station(first_of_each(
+        position for part in parts for position in part.header_positions
+    ))  # fmt: skip
+
+
+def _paths_head(parts: Sequence[PartSummary]) -> tuple[list[str], int]:
+    head: list[str] = []
+    for part in parts:
+        head += part.paths_head[: SHOWN + 1 - len(head)]
+    return head, sum(part.n_files for part in parts)
+
+
+def grid_rate(parts: Sequence[PartSummary], rate: float | None) -> tuple[float, list[str]]:
+    """Merge 1: the grid's rate and the problems so far (the scans', then the inventory's
+    contradictions, then its unknown stations); bad input when nothing can be ingested."""
+    problems = [p for part in parts for p in part.problems]
+    if not any(part.readable for part in parts):
+        head, count = _paths_head(parts)
+        raise nothing_readable(head, problems, count)
+    problems += [line for part in parts for line in part.contradictions]
+    if not any(part.n_accepted for part in parts):
+        raise InvalidInput(_paths_head(parts)[0][0],
+                           "no trace agrees with the inventory: " + problems[0])  # fmt: skip
+    unknown = {station: start for part in parts for station, start in part.unknown.items()}
+    positions = _positions(parts)
+    for station in sorted(unknown):  # coordinates from the first header that gives them
+        header_path = positions[station][0][0] if positions.get(station) else None
+        problems.append(unknown[station] + coordinates_source(header_path))
+    if rate is not None:
+        if not (np.isfinite(rate) and rate > 0):
+            raise InvalidInput("rate", f"must be a positive number of Hz, got {rate}")
+        return float(rate), problems
+    return max(part.top_rate for part in parts), problems
+
+
+def off_rate(chosen: float, part: Accepted) -> list[TraceHeader]:
+    """Round 2 without a given rate: the first SHOWN traces whose rate is off `chosen` Hz."""
+    other = part.rows[part.scans.traces["sampling_rate"][part.rows] != chosen]
+    off = []
+    for header in part.scans.headers_of(other):
+        if needs_resampling(header, chosen):
+            off.append(header)
+            if len(off) == SHOWN:
+                break
+    return off
+
+
+def resampleable(rate: float, part: Accepted) -> tuple[np.ndarray, list[str]]:
+    """Round 2 with a given rate: the rows that can be resampled to `rate` Hz, and a problem
+    line for each other (trace order)."""
+    unresampled = [no_ratio_problem(h, rate) for h in part.scans.headers_of(part.rows)]
+    kept = part.rows[[not problem for problem in unresampled]]
+    return kept, [problem for problem in unresampled if problem]
+
+
+def check_rates(off: Sequence[Sequence[TraceHeader]], chosen: float) -> None:
+    """Merge 2 without a given rate: bad input naming the first traces off the grid's rate."""
+    first = [header for headers in off for header in headers][:SHOWN]
+    if first:
+        listed = "; ".join(f"{h.path} ({h.sampling_rate} Hz)" for h in first)
+        raise InvalidInput(
+            first[0].path,
+            f"sampling rates differ from {chosen} Hz: {listed}; give `rate` HZ to resample",
+        )
+
+
+def first_start(part: Accepted, rows: np.ndarray) -> int | None:
+    """The earliest start (ns) of the traces at `rows`, None without any (merge 2: the least)."""
+    return int(part.scans.traces["start_ns"][rows].min()) if len(rows) else None
+
+
+def place(
+    rate: float, start_ns: int, resampling: bool, part: Accepted, rows: np.ndarray
+) -> PlacedTraces:
+    """Round 3: the traces at `rows` on the grid of `rate` Hz whose first sample is at
+    `start_ns`, each at its nearest grid sample; `resampling` (a rate was given): those whose
+    rate is off are resampled, their lengths those of the resampled traces."""
+    scans = part.scans
+    start = scans.traces["start_ns"][rows]
+    position = (start - start_ns) * rate / NS_PER_S  # in float64, as `place_trace` computes it
+    first = np.floor(position + 0.5).astype(np.int64)
+    n_samples = scans.traces["npts"][rows].copy()
+    resample = np.zeros(len(rows), dtype=bool)
+    if resampling:
+        for k, header in enumerate(scans.headers_of(rows)):
+            if needs_resampling(header, rate):
+                resample[k], n_samples[k] = True, resampled_npts(header, rate)
+    return PlacedTraces(scans, rows, first, n_samples, (position - first) / rate, resample)
+
+
+@dataclass(frozen=True)
+class PlacedSummary:
+    """What the layout needs of a partition's placed traces: its station ids, channel codes,
+    the end (grid index after its last sample) and the moves onto the grid (`grid_shifts`)."""
+
+    stations: frozenset[str]
+    channels: frozenset[str]
+    end: int
+    shifts: dict[tuple[str, str], ShiftTally]
+    offsets: dict[str, frozenset[float]] = field(default_factory=dict)
+
+
+def placed_summary(rate: float, placed: PlacedTraces) -> PlacedSummary:
+    """The partition's `PlacedSummary`; `offsets`: per station, the distinct offsets (s,
+    rounded to 1 ns) of its traces from their grid samples."""
+    scans = placed.scans
+    codes = placed.column("station").astype(np.float64)
+    offsets: dict[str, set[float]] = {}
+    for code, offset in np.unique(np.column_stack([codes, placed.offset_s]), axis=0).tolist():
+        offsets.setdefault(scans.station_ids[int(code)], set()).add(round(offset, 9))
+    return PlacedSummary(
+        stations=frozenset(scans.station_ids[c] for c in np.unique(placed.column("station"))),
+        channels=frozenset(scans.channel_codes[c] for c in np.unique(placed.column("channel"))),
+        end=int((placed.first_index + placed.n_samples).max()) if len(placed) else 0,
+        shifts=tallies(placed, rate),
+        offsets={station: frozenset(values) for station, values in offsets.items()},
+    )
+
+
+def own_channels(
+    summaries: Sequence[PlacedSummary], stations: Sequence[str]
+) -> dict[str, tuple[str, ...]]:
+    """{station: the channel codes its traces have, sorted} (`WaveformPlan.station_channels`)."""
+    own: dict[str, set[str]] = {station: set() for station in stations}
+    for part in summaries:
+        for station, channel in part.shifts:
+            own[station].add(channel)
+    return {station: tuple(sorted(codes)) for station, codes in own.items()}
+
+
+def station_offsets(
+    summaries: Sequence[PlacedSummary], stations: Sequence[str]
+) -> dict[str, list[float]]:
+    """Per station: the distinct offsets (s) of its traces from their grid samples, sorted."""
+    return {station: sorted(frozenset().union(*(part.offsets.get(station, ()) for part in
+                                                 summaries)))
+            for station in stations}  # fmt: skip
+
+
+def station_metadata_of(
+    parts: Sequence[PartSummary], stations: Sequence[str], channels: Sequence[str]
+) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """Merge 3's station metadata: the inventory's where it knows the station, else the
+    coordinates of its files' headers, and the problem lines of positions that disagree."""
+    positions = _positions(parts)
+    known = frozenset().union(*(part.known for part in parts))
+    inventory: dict[str, dict[str, Any]] = {}
+    for part in parts:
+        for station, meta in part.metadata.items():
+            entry = inventory.setdefault(station, {**meta, "channels": {}})
+            entry["channels"].update(meta["channels"])
+    metadata, problems = {}, []
+    for station in stations:
+        found = positions.get(station, [])
+        meta = inventory.get(station)
+        of_channels = {} if meta is None else {
+            **meta, "channels": {c: meta["channels"][c] for c in channels if c in meta["channels"]}
+        }  # fmt: skip
+        if station in known:
+            metadata[station] = of_channels
+            problems += inventory_disagreements(station, of_channels, found)
+            continue
+        coordinates, disagreements = header_metadata(station, found)
+        metadata[station] = {**of_channels, **coordinates}
+        problems += disagreements
+    return metadata, problems
+
+
+def plan_rounds(
+    accepted: list[Any],
+    each: Each,
+    rate: float | None = None,
+    block_samples: int = DEFAULT_BLOCK_SAMPLES,
+) -> tuple[WaveformPlan, list[Any]]:
+    """Rounds and merges (module doc) over the partitions `accepted` (round 1's, in path order),
+    each round run by `each` (`partition_tasks`): the plan and each partition's placed traces
+    (`PlacedTraces`, or a handle of them kept where `each` ran it)."""
+    if block_samples < 1:
+        raise InvalidInput("block_samples", f"must be positive, got {block_samples}")
+    parts = each(summary_of, accepted)
+    chosen, problems = grid_rate(parts, rate)
+    if rate is None:
+        check_rates(each(functools.partial(off_rate, chosen), accepted), chosen)
+        kept = each(rows_of, accepted, keep=True)
+    else:
+        checked = each(functools.partial(resampleable, chosen), accepted, keep=True)
+        kept = each(first_of, checked, keep=True)
+        problems += [line for lines in each(second_of, checked) for line in lines]
+        if not any(each(len, kept)):
+            raise InvalidInput(_paths_head(parts)[0][0],
+                               "no trace can be resampled: " + problems[-1])  # fmt: skip
+    start_ns = min(s for s in each(first_start, accepted, kept) if s is not None)
+    placed = each(functools.partial(place, chosen, start_ns, rate is not None), accepted, kept,
+                  keep=True)  # fmt: skip
+    summaries = each(functools.partial(placed_summary, chosen), placed)
+    problems += shift_lines(merged_tallies([s.shifts for s in summaries]), chosen)
+    stations = tuple(sorted(frozenset().union(*(s.stations for s in summaries))))
+    channels = tuple(sorted(frozenset().union(*(s.channels for s in summaries))))
+    metadata, disagreements = station_metadata_of(parts, stations, channels)
+    plan = WaveformPlan(
+        stations=stations,
+        channels=channels,
+        sampling_rate=chosen,
+        start_ns=start_ns,
+        n_time=max(s.end for s in summaries),
+        block_samples=block_samples,
+        problems=tuple(problems + disagreements),
+        station_metadata=metadata,
+        own_channels=own_channels(summaries, stations),
+        offsets=station_offsets(summaries, stations),
+    )
+    return plan, placed
+
+
+def rows_of(part: Accepted) -> np.ndarray:
+    return part.rows
+
+
+def first_of(pair: tuple[Any, Any]) -> Any:
+    return pair[0]
+
+
+def second_of(pair: tuple[Any, Any]) -> Any:
+    return pair[1]
+
+
+def plan_of_parts(
+    parts: Sequence[Accepted],
+    rate: float | None = None,
+    block_samples: int = DEFAULT_BLOCK_SAMPLES,
+) -> tuple[WaveformPlan, list[PlacedTraces]]:
+    """`plan_rounds` of `parts` (in path order) in this process: the plan and each partition's
+    placed traces."""
+    return plan_rounds(list(parts), in_process, rate, block_samples)
+
+
+def make_plan(
+    scans: ScanTable,
+    findings: InventoryFindings | None,
+    rate: float | None = None,
+    block_samples: int = DEFAULT_BLOCK_SAMPLES,
+) -> tuple[WaveformPlan, PlacedTraces]:
+    """Lay out the store of the scanned headers, with what the inventory, if any, says of them
+    (`inventory_checks.findings`), and its placed traces: the rounds on one partition, the
+    whole scan."""
+    plan, (placed,) = plan_of_parts([accept(scans, findings)], rate, block_samples)
+    return plan, placed

@@ -1,0 +1,237 @@
+"""The waveform ingest's work on the partitions of its scan, as tasks where the partitions are
+kept (`partition_tasks`): the scan itself, round 1 of the plan (the inventory's findings), an
+append's checks of the new traces, the inputs' fingerprint and the inputs table. The client
+holds each partition's summary, never a file's scan (`waveform_runs` does the same for the
+block runs).
+
+A fresh ingest's partitions are its scan batches (`resumable.scan_tasks`), kept on the workers
+that scanned them. One that takes scans from a store's record (a resume, an append) joins them
+here as before (`input_manifest.scanned`) and sends the partitions to the workers.
+"""
+
+from __future__ import annotations
+
+import functools
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import dask
+import numpy as np
+
+from seisctf import conventions as cv
+from seisctf.cluster import kept, shared
+from seisctf.errors import InvalidInput
+from seisctf.formats.obspy_archive import listing_parts
+from seisctf.formats.obspy_archive.inventory_checks import InventorySource, findings
+from seisctf.formats.obspy_archive.partition_plan import Accepted, accept
+from seisctf.formats.obspy_archive.placed_traces import PlacedTraces, trace_blocks
+from seisctf.formats.obspy_archive.scan_table import ScanTable, scan_files
+from seisctf.formats.obspy_archive.waveform_attrs import samples_stored
+from seisctf.formats.obspy_archive.waveform_plan import WaveformPlan
+from seisctf.formats.shared import input_cache, input_locality, input_manifest, resumable
+from seisctf.formats.shared.input_listing import expand_sources
+from seisctf.formats.shared.input_manifest import InputStats, RecordedInputs
+from seisctf.formats.shared.partition_tasks import Each
+
+
+def joined(tables: Sequence[ScanTable], paths: Sequence[str]) -> ScanTable:
+    """The scan tasks' tables as one (`ScanTable.joined`)."""
+    return ScanTable.joined(tables, paths)
+
+
+@dataclass(frozen=True)
+class Scanned:
+    """An ingest's scan in partitions (`ScanTable`s, kept), the stats (`InputStats`) of the
+    same partitions or one of all files, and the whole scan where it was made here."""
+
+    parts: list[Any]
+    stats: list[Any]
+    whole: ScanTable | None = None
+
+
+def scan_inputs(
+    sources: Sequence[str],
+    url: str,
+    recorded: RecordedInputs | None,
+    append: bool,
+    storage_options: dict | None,
+    quiet: bool,
+) -> Scanned:
+    """The scan of the files below `sources` in partitions of consecutive files, kept on the
+    workers: listed there too where the sources are folders (`listing_parts`) and nothing of
+    the store at `url` is `recorded`; else listed here (with the `recorded` inputs of the store
+    an `append` adds to, which must still be there) and joined here when the record gives some
+    files' scans (`input_manifest.scanned`) or for an append (it checks them)."""
+    scan = input_cache.keeping(scan_files)  # each file read from storage once
+    units = listing_parts.units_of(sources, storage_options) if recorded is None else None
+    if units is not None:
+        listing = listing_parts.listed(sources, units, storage_options, quiet)
+        token = uuid.uuid4().hex  # keys named as `resumable.scan_tasks`' are (scan_files-…)
+        make = lambda i: dask.delayed(_scan_listed)(  # noqa: E731
+            scan, listing.batches[i], storage_options, dask_key_name=f"scan_files-{token}-{i}"
+        )
+        placed = input_locality.in_path_order(make, len(listing.batches))
+        parts = kept([placed(i) for i in range(len(listing.batches))], "scan", quiet)
+        return Scanned(parts, listing.batches)
+    paths = expand_sources(sources, storage_options)
+    if append and recorded is not None:
+        paths = sorted(set(paths) | set(recorded.scans.paths))
+    stats = input_manifest.file_stats(paths, storage_options)  # one listing per folder
+    if append and recorded is not None:
+        input_manifest.check_present(recorded, stats, url)
+    if not (append or input_manifest.reusable(recorded, stats)):
+        tasks = resumable.scan_tasks(scan, paths, storage_options, input_locality.in_path_order)
+        return Scanned(kept(tasks, "scan", quiet), [shared(stats)])
+    table = input_manifest.scanned(  # only the files not as the store's table records them
+        paths, stats, recorded,
+        lambda todo: resumable.scan_all(
+            scan, todo, storage_options, "scan", quiet, joined, input_locality.in_path_order
+        ),
+    )  # fmt: skip
+    size = resumable.batch_size(len(paths))
+    parts = [shared(part) for part in input_manifest.split(table, size)]
+    return Scanned(parts, [shared(stats)], table)
+
+
+def _scan_listed(scan: Any, stats: InputStats, storage_options: dict | None) -> ScanTable:
+    return scan(list(stats.paths), storage_options)
+
+
+def accepted_parts(parts: list[Any], source: Any, require_response: bool, each: Each) -> list[Any]:
+    """Round 1 of every partition, kept; `source`: the inventories where the workers have
+    them (`inventory_checks.located_source`), parsed there."""
+    sent = [source] * len(parts)
+    label = "check the inventory" if source is not None else ""
+    return each(functools.partial(_accepted, require_response), sent, parts, keep=True,
+                label=label)  # fmt: skip
+
+
+def _accepted(require_response: bool, source: InventorySource | None, scans: ScanTable) -> Accepted:
+    """Round 1 of a partition (`partition_plan.accept`) with the inventories' findings."""
+    found = findings(scans, source, require_response) if source is not None else None
+    return accept(scans, found)
+
+
+# --- an append's checks of its new traces ---------------------------------------------------
+
+
+def new_trace_spans(
+    plan: WaveformPlan, known: Any, placed: list[Any], each: Each
+) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per partition, (station index, first block, last block) of each trace of the files not
+    among `known` (a set of paths, as `cluster.shared` sends it)."""
+    grid = (plan.stations, plan.n_time, plan.block_samples)
+    return each(functools.partial(_new_spans, grid), [known] * len(placed), placed)
+
+
+def _new_spans(grid: tuple, known: set[str], placed: PlacedTraces) -> tuple:
+    return trace_blocks(placed.of_files_not_in(known), *grid)
+
+
+def _new_headers(
+    store: tuple[Sequence[str], Sequence[str]], known: set[str], placed: PlacedTraces
+) -> tuple[tuple[int, str] | None, str | None, tuple[str, str, str] | None]:
+    """Of one partition's traces of new files: the earliest (start, path), the first path, and
+    the first (path, kind, name) of a station or channel the store (`store`: its stations and
+    channels) does not have."""
+    new = [trace.header for trace in placed.of_files_not_in(known)]
+    earliest = min(new, key=lambda header: header.start_ns) if new else None
+    stations, channels = set(store[0]), set(store[1])
+    outside = next(
+        (
+            (header.path, kind, name)
+            for header in new
+            for kind, name, names in (
+                ("station", header.station, stations),
+                ("channel", header.channel, channels),
+            )
+            if name not in names
+        ),
+        None,
+    )
+    return (
+        (earliest.start_ns, earliest.path) if earliest else None,
+        new[0].path if new else None,
+        outside,
+    )
+
+
+def check_same_grid(
+    previous: dict[str, Any],
+    store: tuple[list[str], list[str]],
+    known: Any,
+    plan: WaveformPlan,
+    placed: list[Any],
+    each: Each,
+    url: str,
+) -> None:
+    """Files appended to the store of attrs `previous`, stations and channels `store` (ids of
+    older stores normalised) and inputs `known` keep its start, rate, stations and channels."""
+    found = each(functools.partial(_new_headers, store), [known] * len(placed), placed)
+    starts = [start for start, _, _ in found if start is not None]
+    firsts = [first for _, first, _ in found if first is not None]
+    if plan.start_ns != int(previous["start_time_ns"]):
+        first = min(starts, key=lambda pair: pair[0])[1] if starts else url
+        raise InvalidInput(first, f"starts before the store {url}; ingest without `append`")
+    if plan.sampling_rate != float(previous[cv.ATTR_SAMPLING_RATE]):
+        raise InvalidInput(firsts[0] if firsts else url, f"sampling rate differs from {url}")
+    outside = next((item for _, _, item in found if item is not None), None)
+    if outside is not None:
+        path, kind, name = outside
+        raise InvalidInput(path, f"{kind} {name} is not in {url}; ingest without `append`")
+
+
+# --- the inputs' fingerprint and table ------------------------------------------------------
+
+
+def all_digests(*parts: ScanTable) -> np.ndarray:
+    """(file, 32) uint8: the sha256 of every file of the partitions, in path order."""
+    return np.concatenate([part.digests for part in parts]).reshape(-1, 32)
+
+
+def inputs_digests(parts: list[Any]) -> Any:
+    """A task of `all_digests` (a fingerprint's inputs, on a worker)."""
+    return dask.delayed(all_digests)(*parts)
+
+
+def write_table(
+    url: str,
+    storage_options: dict | None,
+    scanned: Scanned,
+    placed: list[Any] | None = None,
+    stored_args: tuple[Sequence[str], set, set] | None = None,
+    name: str | None = None,
+) -> Any:
+    """A task writing the store's inputs table (`input_manifest.write_recorded`) of the
+    partitions of `scanned` (joined on the worker), with `samples_stored` from each
+    partition's `placed` traces and `stored_args` (stations, lost, paths not stored before:
+    `waveform_attrs.samples_stored`), all true without."""
+    counts = (len(scanned.stats), len(scanned.parts))
+    return dask.delayed(_write_table)(url, storage_options, name, stored_args, counts,
+                                      *scanned.stats, *scanned.parts, *(placed or []))  # fmt: skip
+
+
+def _write_table(
+    url: str,
+    storage_options: dict | None,
+    name: str | None,
+    stored_args: tuple | None,
+    counts: tuple[int, int],
+    *values: Any,
+) -> None:
+    stats_parts = values[: counts[0]]
+    parts = values[counts[0] : counts[0] + counts[1]]
+    placed = values[counts[0] + counts[1] :]
+    scans = ScanTable.joined(parts, [path for part in parts for path in part.paths])
+    stats = InputStats(
+        tuple(path for part in stats_parts for path in part.paths),
+        np.concatenate([part.sizes for part in stats_parts]),
+        np.concatenate([part.modified for part in stats_parts]),
+    )
+    stored = None
+    if stored_args is not None:
+        stored = np.concatenate([samples_stored(part, traces, *stored_args)
+                                 for part, traces in zip(parts, placed, strict=True)])  # fmt: skip
+    input_manifest.write_recorded(url, storage_options, scans, stats, stored, name)

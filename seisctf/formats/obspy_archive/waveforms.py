@@ -1,0 +1,553 @@
+"""Raw seismogram archives (any obspy format: miniSEED, SAC, …) -> one continuous waveform store.
+
+Store layout (zarr v3 group; `xarray.open_zarr` opens it lazily):
+
+- `data(station, channel, time)` float32, NaN where no sample was recorded; chunks
+  (1, all channels, `block_samples`) with `block_samples` = 2**18 by default (3 MiB for three
+  channels): a function of the data only, so any number of workers writes the same bytes; CF
+  `units` of the samples (`waveform_attrs.data_attrs`: `count`, or the corrected unit);
+- `station` (ids `NET.STA`, or `NET.STA.LOC` for a non-empty location code: `seed_ids`) with
+  `network`, `station_code`, `location` (the SEED codes), `latitude`, `longitude` (degrees),
+  `elevation` (m) from StationXML (NaN without it); `channel` (channel codes, e.g. `BHZ`);
+- `coverage(station, block)` float32: fraction of valid (non-NaN) samples of the station's block
+  in its own channels (attr `station_channels`), one block per time chunk;
+- attrs `start_time` (ISO 8601, the first grid sample), `start_time_ns`, `sampling_rate` (Hz):
+  sample i is at start_time + i / sampling_rate (no time coordinate is stored: it would be as
+  large as the data); `time_offsets_s` (per station: the offsets of its traces' starts from their
+  grid sample, trace minus grid, in seconds); `station_channels` (per station: the channel
+  codes its traces have); `channel_metadata` (per station and channel:
+  azimuth, dip (degrees), sensitivity, its frequency and units, and `units` of the stored
+  samples); `ingest_problems` (every bad input, by name; beyond 1,000 lines, the first 1,000,
+  the rest in the group `problems`: `problem_lines`); `merge_rule`,
+  `resampling`, `response_removed` (null, or output, pre_filt, water_level, … of
+  `--remove-response`);
+- group `inputs`: the table of the inputs (`input_manifest`: path, size, modified, sha256 and
+  header scan of every file, `samples_stored` false on those the store holds nothing of).
+
+Every run takes from the `inputs` table of a store already at `url` the scans of the files whose
+size and modification (mtime, ETag) are as recorded, and scans only the others
+(`input_manifest.scanned`): a re-run of a complete or unfinished store reads no unchanged file.
+
+Work: a header scan with sha256 (Dask tasks of batches of files, `scan_table.scan_files`: one
+table of columns, no Python object per file), kept on the workers as the partitions of the
+plan; the plan's rounds run as tasks on them and the client merges their summaries
+(`partition_plan`, `waveform_parts`: the inventory's findings, the fingerprint's digests and the
+inputs table are made on workers too); then one Dask task per run of a station's consecutive
+time blocks (`waveform_runs`: laid out from the partitions, each wave's runs made on the
+workers) that, block after block, reads the block's files (`waveform_blocks`: decode, remove the
+response if asked, resample if asked, put on the grid, merge; decoded files and merged file sets
+are cached per worker, so a file is decoded once per run, not once per block), fills gaps with
+NaN and writes the block's chunk. The completion marker and consolidated metadata are written
+last (`storage.finish_group`). Folder sources are listed by tasks too (`listing_parts`): the
+client holds the folders, per-partition summaries, the runs and one wave's traces, never a
+path, scan or trace of every file (a resume or an append, which read the store's record of its
+inputs, list and join here).
+Sparse time: only the (station, block)s some trace overlaps get a task; the others are never
+written (NaN, coverage 0) and cost nothing, so two files years apart cost what they hold.
+Resume: each run writes its record (`resumable`) in `ingest_progress` after its chunks; a
+re-run of the same ingest (same fingerprint) on an unfinished store runs only the runs without
+one, so an interrupted ingest finishes with the bytes of an uninterrupted one.
+
+Append (`append=True`): the store's own inputs must still be there, and those changed since
+(size, modification) are re-scanned and must hash as recorded; the grid (start, rate, block
+size), stations and channels must stay. The store is marked incomplete first, `data` grows
+along `time`, and only the blocks new files touch plus each station's last partial block are
+(re)written; the result equals a one-shot ingest of all files.
+
+Inputs may be fsspec URLs (`s3://bucket/archive/`, with `storage_options`): every file is read
+whole into memory (hashed, scanned and decoded from its bytes), local or remote alike. The scan
+keeps the bytes it read in its host's cache (`input_cache`; consecutive scan batches on one
+host, `input_locality`), and the decode reads them there: each byte is read from storage once
+where the hosts' disks hold the archive, and again (correct, only slower) where they do not.
+
+Merge (obspy `Stream.merge(method=1, interpolation_samples=0)`, on traces already on the grid;
+`waveform_attrs.MERGE_RULE`): a trace that ends later than the data before it wins the overlap
+from its start; one that ends no later (contained, or a second copy of the same span: the file
+whose path sorts first wins) only fills gaps. Overlaps with other values are problems
+(`overlap_conflicts`). Resampling (only with `rate`): `scipy.signal.resample_poly` (polyphase
+FIR anti-alias filter, ends continued by point reflection: no edge or gap artefacts) of each
+contiguous trace, before merging (`seisctf.formats.obspy_archive.resampling`).
+Response removal (`remove_response`, `seisctf.formats.obspy_archive.response`): obspy
+`Trace.remove_response` of each contiguous input trace, first of all (at its own rate, before
+resampling and merging)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import dask
+import numpy as np
+import xarray as xr
+
+from seisctf import __version__
+from seisctf import conventions as cv
+from seisctf.catalogs.seed_ids import CODE_ARRAYS, normalised
+from seisctf.cluster import (
+    MAX_TASKS_PER_WAVE,
+    compute,
+    compute_in_waves,
+    release_free_memory,
+    shared,
+    wave_bounds,
+)
+from seisctf.errors import InvalidInput
+from seisctf.formats.obspy_archive.inventory_checks import (
+    located_source,
+    station_inventory,
+)
+from seisctf.formats.obspy_archive.partition_plan import plan_rounds
+from seisctf.formats.obspy_archive.response import requested_removal, resolve_removal
+from seisctf.formats.obspy_archive.station_arrays import write_array, write_station_ids
+from seisctf.formats.obspy_archive.waveform_attrs import RESAMPLING, data_attrs, store_attrs
+from seisctf.formats.obspy_archive.waveform_blocks import (
+    BlockRun,
+    RunSettings,
+    merged_block,
+    station_rows,
+)
+from seisctf.formats.obspy_archive.waveform_parts import (
+    accepted_parts,
+    check_same_grid,
+    inputs_digests,
+    new_trace_spans,
+    scan_inputs,
+    write_table,
+)
+from seisctf.formats.obspy_archive.waveform_plan import (
+    DEFAULT_BLOCK_SAMPLES,
+    WaveformPlan,
+)
+from seisctf.formats.obspy_archive.waveform_runs import RunLayout, run_layout, runs_by_wave
+from seisctf.formats.shared import input_cache, input_locality, input_manifest, resumable
+from seisctf.formats.shared.chunk_writes import ChunkWriter, write_chunks
+from seisctf.formats.shared.partition_tasks import on_cluster
+from seisctf.formats.shared.problem_lines import read_problems, write_problems
+from seisctf.formats.shared.resumable import (
+    ATTR_FINGERPRINT,
+    BLOCK,
+    PROGRESS_VAR,
+    fail_if_strict,
+    fingerprint_of,
+    open_store,
+)
+from seisctf.formats.shared.source import INGEST_STORE, INPUT_PATHS, opened_source
+from seisctf.plugins.context import BuildContext
+from seisctf.plugins.schema import POSITIVE, URL, parameters
+from seisctf.registry import INGESTS
+
+DATA_VAR = "data"
+COVERAGE_VAR = "coverage"
+STATION = "station"
+CHANNEL = "channel"
+ELEVATION = "elevation"
+COVERAGE_DIMS = (STATION, BLOCK)
+# The station coordinates of `data` and `coverage` (CF's `coordinates` attr).
+COORDINATES = {"coordinates": " ".join((cv.LATITUDE, cv.LONGITUDE, ELEVATION, *CODE_ARRAYS))}
+# Codec of `data` chunks: the project's (conventions.DATA_CODEC, Blosc LZ4 with bit shuffle). On
+# the ingest benchmark's counts: 3.3x smaller than float32 (zarr's default zstd: 2.25x), 2.9 ms
+# of CPU to encode a 3 MiB chunk (zstd: 26 ms), 1.5 ms to decode it (4.6 ms); RESULTS.md.
+DATA_CODEC = cv.DATA_CODEC
+# Traces the runs of one wave read: a run's graph carries each of its traces' path, channel,
+# grid span and sha256, ~450 bytes pickled, so one wave's graph (and the scheduler's copy) stays
+# under ~2.5 MiB however many files the archive has; the client makes a wave's runs from the
+# partitions on the workers (`waveform_runs.runs_by_wave`), ~2 KB a trace while it does: at
+# 20,000 a wave that was 40 MiB of the client's peak.
+MAX_TRACES_PER_WAVE = 5_000
+
+
+@dataclass(frozen=True)
+class IngestReport:
+    """What an ingest wrote: the plan, coverage (station, block) and every problem found."""
+
+    plan: WaveformPlan
+    coverage: np.ndarray
+    problems: tuple[str, ...]
+    up_to_date: bool = False
+
+
+def ingest_blocks(
+    run: BlockRun, url: str, storage_options: dict | None, inventory: Any = None
+) -> dict[str, list]:
+    """Read, merge and write consecutive (station, time block) chunks of one station, one after
+    the other, then the run's progress record (`resumable.run_record`), which it returns: per
+    block its coverage fraction, problems, and the [path, channel] of the files' channels none
+    of whose samples are stored (`lost`).
+    `inventory`: the station's part of the StationXML (needed with response removal)."""
+    group = open_store(url, storage_options, mode="r+")
+    # Whole chunks, written without zarr's selection machinery (`chunk_writes`); empty blocks
+    # are not written (left to the fill value NaN).
+    data = ChunkWriter(group[DATA_VAR])
+    coverage, problems, lost = [], [], []
+    for task in run.tasks():
+        rows, found, gone = station_rows(task, url, storage_options, inventory)
+        values = merged_block(rows, task)
+        coverage.append(resumable.coverage_of(task.own(values)))
+        problems.append(found)
+        lost.append([list(item) for item in gone])
+        if coverage[-1] > 0:
+            write_chunks([(data, (task.station_index, 0, task.block), values[np.newaxis])])
+    record = resumable.run_record(coverage, problems, lost=lost)
+    progress = ChunkWriter(group[PROGRESS_VAR])
+    write_chunks([resumable.record_write(progress, run.number, record)])  # after the chunks
+    return record
+
+
+def _coordinate(plan: WaveformPlan, name: str) -> np.ndarray:
+    return np.array(
+        [plan.station_metadata.get(s, {}).get(name, math.nan) for s in plan.stations],
+        dtype=np.float64,
+    )
+
+
+def create_store(
+    plan: WaveformPlan, url: str, storage_options: dict | None, fingerprint: str, records: int
+) -> None:
+    """The empty store (arrays, coordinates and the progress array of `records` runs; no
+    attrs, no marker)."""
+    from zarr.codecs import BloscCodec
+
+    group = open_store(url, storage_options, mode="w")
+    n_station, n_channel = len(plan.stations), len(plan.channels)
+    group.create_array(
+        DATA_VAR,
+        shape=(n_station, n_channel, plan.n_time),
+        chunks=(1, n_channel, plan.block_samples),
+        dtype="float32",
+        fill_value=np.nan,
+        compressors=BloscCodec(**DATA_CODEC),
+        dimension_names=(STATION, CHANNEL, cv.TIME),
+    )
+    write_station_ids(group, plan.stations, COORDINATES)
+    for name, values, dim in (
+        (CHANNEL, np.array(plan.channels, dtype=object), CHANNEL),
+        (cv.LATITUDE, _coordinate(plan, "latitude"), STATION),
+        (cv.LONGITUDE, _coordinate(plan, "longitude"), STATION),
+        (ELEVATION, _coordinate(plan, "elevation"), STATION),
+    ):
+        write_array(group, name, values, dim)
+    resumable.create_progress(group, records, fingerprint)
+
+
+def _blocks(plan: WaveformPlan) -> tuple[int, int]:
+    """The shape of the blocks of work: (station, time block)."""
+    return len(plan.stations), plan.n_blocks
+
+
+def ingest_fingerprint(
+    digests: np.ndarray,
+    inventory_sha256: Sequence[str],
+    rate: float | None,
+    block_samples: int,
+    response_removed: dict[str, Any] | None = None,
+) -> str:
+    """SHA-256 of everything that decides the store's bytes: input hashes (`digests`: (file,
+    32) uint8, sha256), inventory hashes, rate, block size and the response removal (paths
+    excluded: moving an archive does not change the data)."""
+    parts = {
+        "inputs": resumable.SortedDigests(digests),  # sorted hex, no string per file
+        "inventories": sorted(inventory_sha256),
+        "rate": rate,
+        "block_samples": block_samples,
+        "version": __version__,
+    }
+    if response_removed is not None:  # absent without removal: older stores stay up to date
+        parts["response_removed"] = response_removed
+    if rate is not None:  # likewise: stores ingested without `rate` stay up to date
+        parts["resampling"] = RESAMPLING
+    return fingerprint_of(parts)
+
+
+@input_cache.cache_run  # files kept between the scan and the decode, cleared at the end
+def ingest_waveforms(
+    sources: Sequence[str],
+    url: str,
+    *,
+    inventories: Sequence[str] = (),
+    rate: float | None = None,
+    strict: bool = False,
+    storage_options: dict | None = None,
+    block_samples: int = DEFAULT_BLOCK_SAMPLES,
+    quiet: bool = False,
+    append: bool = False,
+    remove_response: str | None = None,
+    pre_filt: str | Sequence[float] | None = "auto",
+    water_level: str | float | None = 60.0,
+) -> IngestReport:
+    """Ingest waveform files (paths, globs, folders) into the continuous store at `url`.
+
+    Bad inputs are reported by name in the report and the store's `ingest_problems`; with
+    `strict` any of them is InvalidInput (and no store is marked complete). A complete store
+    made from the same inputs (by hash), inventories, rate and block size is left as it is;
+    an interrupted one is resumed: blocks already written (per `ingest_progress`) are skipped.
+
+    `append`: add `sources` to the complete store at `url` (its inputs must be there and
+    unchanged: only those whose size or modification differ are re-scanned; its grid, stations
+    and channels stay): the time axis grows, and only the blocks
+    the new files touch (and each station's last, partial block) are written. The result equals
+    a one-shot ingest of all the files.
+
+    `remove_response` (`VEL`, `DISP` or `ACC`; needs `inventories`): remove the instrument
+    response of every input trace with obspy (see `seisctf.formats.obspy_archive.response`), with
+    `pre_filt`
+    (four corners in Hz, `"auto"` for the default band from the store's rate, None for none) and
+    `water_level` (dB, None for none). A trace without a response is a problem, not ingested.
+    """
+    request = requested_removal(remove_response, pre_filt, water_level, inventories)
+    previous = appendable_attrs(url, storage_options) if append else None
+    recorded = input_manifest.read_recorded(url, storage_options)  # of any store there
+    if previous is not None:
+        block_samples = int(previous["block_samples"])
+        rate = append_rate(previous, rate)
+        recorded = input_manifest.appended_to(recorded, url)
+    source, inventory_sha256 = (
+        located_source(inventories, storage_options) if inventories else (None, [])
+    )
+    scanned = scan_inputs(sources, url, recorded, previous is not None, storage_options, quiet)
+    parts = scanned.parts
+    if previous is not None:
+        input_manifest.check_unchanged(recorded, scanned.whole, url)
+    scanned = dataclasses.replace(scanned, whole=None)
+    release_free_memory()  # of the scan tasks' results, joined into `scans`
+    each = on_cluster(quiet)
+    accepted = accepted_parts(parts, source, request is not None, each)
+    plan, placed = plan_rounds(accepted, each, rate, block_samples)
+    del accepted
+    source = source if request is not None else None  # only response removal needs it
+    removal, pre_filt_default = (
+        resolve_removal(request, plan.sampling_rate) if request else (None, False)
+    )
+    removed = removal.attrs(pre_filt_default) if removal else None
+    known = shared(set(recorded.scans.paths)) if previous is not None else None
+    if previous is not None:
+        check_same_grid(previous, store_axes(url, storage_options), known, plan, placed, each, url)
+        check_same_removal(previous, removed)
+    fail_if_strict(strict, plan.problems)
+    fingerprint = compute(dask.delayed(ingest_fingerprint)(
+        inputs_digests(parts), inventory_sha256, rate, block_samples, removed
+    ), quiet=True)[0]  # fmt: skip
+    existing = resumable.up_to_date_attrs(url, storage_options, fingerprint)
+    if existing:
+        group = open_store(url, storage_options)
+        coverage = np.asarray(group[COVERAGE_VAR][:])
+        return IngestReport(plan, coverage, tuple(read_problems(group)), up_to_date=True)
+    progress = resumable.unfinished_progress(url, storage_options, fingerprint)
+    rewrite = (  # an append: the blocks its files touch (others keep their chunks)
+        None if previous is None
+        else plan.blocks_to_rewrite(new_trace_spans(plan, known, placed, each),
+                                    previous.get("station_channels"))
+    )  # fmt: skip
+    settings = RunSettings(plan.channels, plan.start_ns, plan.sampling_rate, rate is not None,
+                           plan.block_samples, plan.n_time, removal,
+                           fingerprint_of(inventory_sha256))  # fmt: skip
+    layout = run_layout(plan, placed, each, rewrite)
+    if progress is not None and progress.records != len(layout):
+        progress = None  # not this plan's (cannot happen for the same fingerprint)
+    if progress is None and previous is not None:
+        if not previous.get(cv.ATTR_COMPLETE):
+            raise resumable.pending_append(url)
+        progress = prepare_append(plan, previous, len(layout), url, storage_options, fingerprint)
+    elif progress is None:
+        create_store(plan, url, storage_options, fingerprint, len(layout))
+        compute(write_table(url, storage_options, scanned), quiet=True)  # a resume's
+        progress = resumable.Progress()
+    coverage, decode_problems, lost = _run_blocks(
+        layout, plan, settings, source, url, storage_options, fingerprint, progress, quiet
+    )
+    del layout
+    problems = (*plan.problems, *(p for p in decode_problems if p not in plan.problems))
+    fail_if_strict(strict, decode_problems)
+    release_free_memory()  # of the inventory and the tasks, before the attrs' large JSON
+    not_stored = recorded.not_stored() if previous is not None else set()
+    attrs = store_attrs(plan, problems, rate is not None, removed)
+    attrs[ATTR_FINGERPRINT] = fingerprint
+    group = open_store(url, storage_options, mode="r+")
+    group[DATA_VAR].attrs.update(data_attrs(plan, removed))
+    write_problems(url, storage_options, problems)  # beyond what the root attrs hold
+    # An append's table goes beside the old one, named with the completion marker (one write):
+    # killed before, it resumes with the old inputs as the old ones.
+    old_table = input_manifest.table_name(group)
+    table = input_manifest.beside(group) if previous is not None else old_table
+    compute(write_table(url, storage_options, scanned, placed,
+                        (plan.stations, lost, not_stored), table), quiet=True)  # fmt: skip
+    if table != input_manifest.GROUP or input_manifest.ATTR_TABLE in group.attrs:
+        attrs[input_manifest.ATTR_TABLE] = table
+    resumable.finish(
+        url, storage_options, coverage, COVERAGE_VAR, COVERAGE_DIMS, attrs, COORDINATES
+    )
+    input_manifest.drop_table(url, storage_options, old_table)
+    return IngestReport(plan, coverage, problems)
+
+
+def store_axes(url: str, storage_options: dict | None) -> tuple[list[str], list[str]]:
+    """The stations (ids of older stores, `NET.STA.` for an empty location code, normalised by
+    `seed_ids.normalised`) and channels of the store at `url`."""
+    group = open_store(url, storage_options)
+    return [normalised(str(s)) for s in group[STATION][:]], [str(c) for c in group[CHANNEL][:]]
+
+
+def _run_blocks(
+    layout: RunLayout,
+    plan: WaveformPlan,
+    settings: RunSettings,
+    source: Any,
+    url: str,
+    storage_options: dict | None,
+    fingerprint: str,
+    progress: resumable.Progress,
+    quiet: bool,
+) -> tuple[np.ndarray, list[str], set[tuple]]:
+    """Ingest the runs (`waveform_runs.run_layout`) `progress` has no record of (`source`: the
+    inventories, with response removal), one Dask task per run of a station's consecutive
+    blocks (a worker decodes each file of the run once; keys in station-major order), each
+    task made when its wave is: coverage (station, block), the sorted decode problems of every
+    finished block, with those an append carries over, and ((station index, block), path,
+    channel) of the files' channels of which no sample is stored (`overlap_conflicts`)."""
+    table = layout.table
+    token = dask.base.tokenize(url, fingerprint)
+    pending = [number for number in range(len(table)) if number not in progress.done]
+    costs = layout.traces()[pending]
+    waves = wave_bounds(len(pending), MAX_TASKS_PER_WAVE, costs, MAX_TRACES_PER_WAVE)
+    run_at = runs_by_wave(layout, plan, settings, pending, waves)
+    parts: dict[str, Any] = {}  # one graph key per station: sent once to each worker using it
+    inventories = source  # on the workers (`located_source`), parsed there
+
+    def task(index: int) -> Any:
+        run = run_at(index)
+        if inventories is not None and run.station not in parts:
+            parts[run.station] = dask.delayed(station_inventory)(
+                inventories, run.station, dask_key_name=f"inventory-{token}-{run.station}"
+            )
+        return dask.delayed(ingest_blocks)(
+            run, url, storage_options, parts.get(run.station),
+            dask_key_name=f"ingest_block-{token}-{run.key}",
+        )  # fmt: skip
+
+    collected = resumable.Collected(progress, (len(plan.stations), plan.n_blocks), table.blocks_of)
+    compute_in_waves(  # waves of bounded graphs (10^5 files: several)
+        input_locality.near_partitions(  # each run on the host keeping its files (several hosts)
+            task, lambda index: layout.parts_of(pending[index]), layout.placed
+        ),
+        len(pending),
+        label="ingest waveforms",
+        quiet=quiet,
+        costs=costs,
+        wave_cost=MAX_TRACES_PER_WAVE,
+        fold=collected.fold(pending),
+    )
+    collected.problems.update(progress.attributes.get("carried_problems", []))
+    return collected.coverage, sorted(collected.problems), collected.lost
+
+
+def appendable_attrs(url: str, storage_options: dict | None) -> dict[str, Any]:
+    """The attrs of the store to append to: complete, or an interrupted append (resumable)."""
+    return resumable.appendable_attrs(url, storage_options, "start_time_ns")[1]
+
+
+def append_rate(previous: dict[str, Any], rate: float | None) -> float | None:
+    """The `rate` the store was ingested with (None: no resampling); `rate` must agree."""
+    used = float(previous[cv.ATTR_SAMPLING_RATE]) if previous.get("resampling") else None
+    if rate is not None and rate != used:
+        raise InvalidInput("rate", f"the store was ingested with `rate` {used}, not {rate}")
+    return used
+
+
+def check_same_removal(previous: dict[str, Any], removed: dict[str, Any] | None) -> None:
+    """An append removes the response as the store's ingest did (or not at all, as it)."""
+    used = previous.get("response_removed")
+    if used != removed:
+        said = "without `remove_response`" if used is None else f"with response removal {used}"
+        raise InvalidInput(
+            "remove_response",
+            f"the store was ingested {said}; append with the same options (and `inventory`)",
+        )
+
+
+def grow_last_blocks(coverage: np.ndarray, plan: WaveformPlan, old_time: int) -> None:
+    """Each station's coverage of the old store's last block, partial there, over the block's
+    grown length in `plan`, in place: a block no appended file touches keeps its chunk and so
+    its valid samples (recovered exactly from the float32 fraction: at most 3 x 2**18 of them),
+    and `resumable.coverage_of` divides them by its new size. A block the files touch is
+    rewritten and its record replaces this value."""
+    first = old_time - old_time % plan.block_samples
+    if first == old_time:
+        return
+    last, new_length = first // plan.block_samples, min(plan.block_samples, plan.n_time - first)
+    own = plan.station_channels()
+    for index, station in enumerate(plan.stations):
+        rows = len(own[station]) or len(plan.channels)
+        valid = round(float(coverage[index, last]) * rows * (old_time - first))
+        coverage[index, last] = valid / (rows * new_length)
+
+
+def prepare_append(
+    plan: WaveformPlan,
+    previous: dict[str, Any],
+    records: int,
+    url: str,
+    storage_options: dict | None,
+    fingerprint: str,
+) -> resumable.Progress:
+    """Turn the complete store into an unfinished one of the grown plan, with progress of
+    `records` runs: completion marker off, the old coverage kept (grown with zeros, its last
+    blocks over their grown length), `data` resized. The blocks not rewritten keep their
+    chunks and coverage."""
+    shape = _blocks(plan)
+    group, base = resumable.reopen_for_append(url, storage_options, COVERAGE_VAR, shape)
+    grow_last_blocks(base, plan, group[DATA_VAR].shape[-1])
+    group[DATA_VAR].resize((len(plan.stations), len(plan.channels), plan.n_time))
+    write_station_ids(group, plan.stations, COORDINATES)
+    # Decode problems of the kept blocks: the old ones that the new plan does not repeat.
+    carried = [p for p in read_problems(group) if p not in plan.problems]
+    attributes = {"carried_problems": carried}
+    # The progress array last (an append killed before it is not resumable: re-ingest).
+    resumable.create_progress(group, records, fingerprint, attributes, base)
+    return resumable.Progress(base=base, records=records, attributes=attributes)
+
+
+# --- the recipe source ----------------------------------------------------------------------
+
+
+@INGESTS.register(
+    "waveform_archive",
+    options=parameters(
+        {
+            "sources": INPUT_PATHS,
+            "inventory": {"type": "array", "items": URL},
+            "rate": POSITIVE,
+            "strict": {"type": "boolean"},
+            "remove_response": {"enum": ["VEL", "DISP", "ACC"]},
+            "pre_filt": {
+                "anyOf": [
+                    {"const": "auto"},
+                    {"type": "null"},
+                    {"type": "array", "items": POSITIVE, "minItems": 4, "maxItems": 4},
+                ]
+            },
+            "water_level": {"type": ["number", "null"]},
+            **INGEST_STORE,
+        },
+        ("sources",),
+    ),
+    ingest=True,
+    command="waveforms",
+    cli=ingest_waveforms,
+    help="seismogram files (any obspy format) -> continuous store",
+)
+def waveform_archive(
+    context: BuildContext, *, sources: list[str], inventory: list[str] = (), **options: Any
+) -> xr.Dataset:
+    """`seisctf ingest waveforms` of `sources` (paths, globs, folders, fsspec URLs) into the
+    continuous waveform store at `context.source_url`, opened lazily."""
+    report = ingest_waveforms(
+        [context.resolve(item) for item in sources],
+        context.source_url,
+        inventories=[context.resolve(item) for item in inventory],
+        storage_options=context.storage_options,
+        quiet=context.quiet,
+        **options,
+    )
+    return opened_source(context, report.problems)

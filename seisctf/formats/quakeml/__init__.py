@@ -1,0 +1,1 @@
+"""QuakeML catalogues and the event windows cut from an archive with them."""

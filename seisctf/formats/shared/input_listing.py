@@ -1,0 +1,112 @@
+"""An ingest's inputs: paths, globs, folders and fsspec URLs listed as files (`expand_sources`),
+read whole (`read_input`), and named in a one-line message (the first few, then how many more)."""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from seisctf import storage
+from seisctf.errors import InvalidInput
+
+SHOWN = 5  # inputs a message names before "and N more"
+EMPTY_FOLDER = "no file in this folder or below it (hidden files are skipped)"
+NO_OBJECT = "no such object, prefix or glob match"
+
+
+def first_few(items: Sequence[str], separator: str = ", ", shown: int = SHOWN) -> str:
+    """The first `shown` of `items` joined, and "and N more" when there are more."""
+    text = separator.join(items[:shown])
+    if len(items) > shown:
+        text += f"{separator}and {len(items) - shown} more"
+    return text
+
+
+def nothing_readable(
+    paths: Sequence[str], problems: Sequence[str], count: int | None = None
+) -> InvalidInput:
+    """The error of an ingest none of whose `paths` gave data: the first few files and their
+    problems, and how many more (`paths`: every file given, or its first SHOWN + 1 of `count`)."""
+    count = len(paths) if count is None else count
+    named = first_few(paths[:SHOWN])
+    if count > SHOWN:
+        named += f", and {count - SHOWN} more"
+    return InvalidInput(
+        named or "(no files)",
+        f"no input is readable (none of the {count} file(s) given holds readable data): "
+        + first_few(problems, "; "),
+    )
+
+
+def is_url(path: str) -> bool:
+    """An fsspec URL (`s3://…`, `gs://…`), read with fsspec; anything else is a local path."""
+    return "://" in str(path) and not str(path).startswith("file://")
+
+
+def filesystem(url: str, storage_options: dict | None) -> tuple[Any, str]:
+    import fsspec
+
+    fs, _ = fsspec.core.url_to_fs(url, **(storage.options_for(url, storage_options) or {}))
+    return fs, fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+
+
+def read_input(path: str, storage_options: dict | None = None) -> bytes:
+    """All bytes of one input file (local path or fsspec URL with `storage_options`)."""
+    if is_url(path):
+        import fsspec
+
+        with fsspec.open(
+            path, "rb", **(storage.options_for(path, storage_options) or {})
+        ) as handle:
+            return handle.read()
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+def expand_sources(sources: Sequence[str], storage_options: dict | None = None) -> list[str]:
+    """Paths, globs and folders (an SDS root or any tree: every file below it, hidden ones
+    skipped) -> sorted unique file paths; fsspec URLs (`s3://bucket/archive/**`) likewise, with
+    `storage_options`. A source matching nothing, or only folders without files, is bad input."""
+    found: set[str] = set()
+    for source in sources:
+        if is_url(source):
+            found.update(urls_below(source, storage_options))
+            continue
+        matches = sorted(glob.glob(source, recursive=True)) if glob.has_magic(source) else [source]
+        matches = [m for m in matches if os.path.exists(m)]
+        if not matches:
+            raise InvalidInput(source, "no such file, folder or glob match")
+        files = [f for m in matches for f in (files_below(m) if os.path.isdir(m) else [m])]
+        if not files:
+            raise InvalidInput(source, EMPTY_FOLDER)
+        found.update(os.path.normpath(f) for f in files)
+    return sorted(found)
+
+
+def urls_below(source: str, storage_options: dict | None) -> list[str]:
+    """Object URLs of one fsspec source: an object, a prefix (all objects below) or a glob."""
+    fs, protocol = filesystem(source, storage_options)
+    try:
+        if glob.has_magic(source):
+            names = [n for n in fs.glob(source) if not fs.isdir(n)]
+        elif fs.isdir(source):
+            names = fs.find(source)
+        else:
+            names = [source] if fs.exists(source) else []
+    except OSError as error:
+        raise InvalidInput(source, f"cannot list it ({error})") from None
+    names = [n.split("://", 1)[-1] for n in names]
+    names = [n for n in names if not any(part.startswith(".") for part in n.split("/"))]
+    if not names:
+        raise InvalidInput(source, NO_OBJECT)
+    return [f"{protocol}://{name}" for name in names]
+
+
+def files_below(root: str) -> list[str]:
+    files = []
+    for folder, subfolders, names in os.walk(root):
+        subfolders[:] = [d for d in subfolders if not d.startswith(".")]
+        files += [os.path.join(folder, n) for n in names if not n.startswith(".")]
+    return [os.path.normpath(f) for f in files]

@@ -1,0 +1,1 @@
+"""STEAD HDF5: `seisctf ingest stead`."""

@@ -1,1 +1,0 @@
-"""Raw archives and offline generators -> zarr stores."""

@@ -1,4 +1,0 @@
-"""Synthetic sources: the global, DAS and crustal generators, registered in `SYNTHS`
-(`sources`)."""
-
-from seisctf.recipes.synth import sources as sources  # registers the synthetic sources
