@@ -382,6 +382,15 @@ def extended_pairs(n_sweep: int, n_initial: int) -> tuple[PairSpec, ...]:
     )
 
 
+def window_rows(metric: str, manifest: Mapping) -> slice:
+    """The rows of a test array a metric scores: the first k_short, the last k_long, or all."""
+    if metric == METRIC_SHORT:
+        return slice(0, manifest["k_short"])
+    if metric == METRIC_LONG:
+        return slice(-manifest["k_long"], None)
+    return slice(None)
+
+
 def scored_metrics(pairs: list[Mapping]) -> list[tuple[str, Mapping, str]]:
     """(score name, pair, metric) in score order: E1, E2, ... follow the pairs' metrics in order."""
     ordered = [(pair, metric) for pair in pairs for metric in pair["metrics"]]

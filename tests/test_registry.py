@@ -10,7 +10,7 @@ from jsonschema import Draft202012Validator
 from seisctf.build import engine
 from seisctf.errors import InvalidInput
 from seisctf.plugins.schema import POSITIVE, parameters
-from seisctf.registry import INGESTS, OUTPUTS, SYNTHS, TRANSFORMS, Registry
+from seisctf.registry import INGESTS, OUTPUTS, SYNTHS, TRANSFORMS, Registry, Transform
 
 REGISTRIES = {"transform": TRANSFORMS, "synthetic source": SYNTHS, "recipe output": OUTPUTS}
 
@@ -62,7 +62,7 @@ def test_an_unknown_name_names_the_kind_and_the_known_names(kind):
 
 
 def test_a_function_registered_on_a_throwaway_registry_is_callable_through_it():
-    registry = Registry("transform", plugins=())
+    registry = Registry("transform", Transform, group="seisctf.tests.no_such_group")
 
     @registry.register("scale", options=parameters({"factor": POSITIVE}, ("factor",)), cheap=True)
     def scale(values: list[float], *, factor: float) -> list[float]:
@@ -70,10 +70,16 @@ def test_a_function_registered_on_a_throwaway_registry_is_callable_through_it():
         return [value * factor for value in values]
 
     entry = registry["scale"]
-    assert entry.function is scale and entry.cheap is True and entry.seeded is None
+    assert entry.function is scale and entry.cheap is True and entry.seeded is False
     assert entry.summary == "Multiply every value by `factor`."
     assert entry.function([1.0, 2.0], factor=3.0) == [3.0, 6.0]
     assert list(registry) == ["scale"] and len(registry) == 1
     registry.register("scale", options=entry.options)(scale)  # the same function: no error
     with pytest.raises(ValueError, match="registered twice"):
         registry.register("scale", options=entry.options)(lambda values: values)
+
+
+def test_a_property_the_plugin_class_does_not_declare_is_refused_where_it_is_registered():
+    registry = Registry("transform", Transform, group="seisctf.tests.no_such_group")
+    with pytest.raises(TypeError, match="no such property chaep"):
+        registry.register("scale", options=parameters({}), chaep=True)

@@ -39,7 +39,7 @@ from seisctf.plugins.schema import (
     parameters,
     read_recipe,
 )
-from seisctf.registry import INGESTS, OUTPUTS, SYNTHS, TRANSFORMS, Entry
+from seisctf.registry import INGESTS, OUTPUTS, SYNTHS, TRANSFORMS, Ingest, Plugin
 from seisctf.signal.rechunk import rechunk_for_store
 
 SHIPPED = Path(__file__).resolve().parent / "shipped"  # recipes shipped in the package
@@ -50,16 +50,16 @@ def existing_store(context: BuildContext, *, url: str) -> xr.Dataset:
     return storage.open_dataset(context.resolve(url), context.storage_options)
 
 
-STORE_SOURCE = Entry("store", existing_store, parameters({"url": URL}, ("url",)))
+STORE_SOURCE = Plugin("store", existing_store, parameters({"url": URL}, ("url",)))
 STORE_OUTPUT = parameters(
     {"url": URL, "chunks": {"type": "object", "additionalProperties": POSITIVE_INT}}, ("url",)
 )
 
 
-class Sources(Mapping[str, Entry]):
+class Sources(Mapping[str, Plugin]):
     """The sources a recipe can name: `store`, then the ingests, then the synthetic sources."""
 
-    def __getitem__(self, name: str) -> Entry:
+    def __getitem__(self, name: str) -> Plugin:
         if name == "store":
             return STORE_SOURCE
         if name in INGESTS:
@@ -153,7 +153,7 @@ def build(recipe: RecipeText, context: BuildContext) -> BuildContext:
         if "source" in opened:
             return opened["source"]
         options = dict(source_options or {})
-        if source.ingest:
+        if isinstance(source, Ingest):
             options.pop("store", None)  # where it writes: context.source_url
         try:
             result = source.function(context, **options)
@@ -162,15 +162,15 @@ def build(recipe: RecipeText, context: BuildContext) -> BuildContext:
             # The recipe's line names the source: a source that names itself is not named twice.
             problem = error.problem if error.what == describe(location) else str(error)
             raise recipe.error(location, problem) from None
-        if source.ingest:  # a store: open it once
+        if isinstance(source, Ingest):  # a store: open it once
             opened["source"] = result
         return result
 
     def dataset() -> xr.Dataset:
-        stored = source_name == "store" or bool(source.ingest)
+        stored = source_name == "store" or isinstance(source, Ingest)
         return apply_transforms(open_source(), recipe, context, stored=stored)
 
-    if source.ingest:
+    if isinstance(source, Ingest):
         # Ingest first (a no-op when up to date): the outputs' provenance hashes its inputs.
         context.source_url = source_store_url(data, context)
         open_source()
@@ -259,7 +259,7 @@ def output_urls(recipe: RecipeText, workdir: str | Path = ".") -> list[str]:
             if option_schema == URL and (values or {}).get(option):
                 written.append(context.resolve(values[option]))
     ((source_name, _),) = data["source"].items()
-    if SOURCES[source_name].ingest:
+    if isinstance(SOURCES[source_name], Ingest):
         written.append(source_store_url(data, context))
     return written
 

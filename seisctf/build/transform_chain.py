@@ -16,7 +16,7 @@ from seisctf.build.checkpoint import write_checkpoint
 from seisctf.errors import InvalidInput
 from seisctf.plugins.context import BuildContext
 from seisctf.plugins.schema import RecipeText
-from seisctf.registry import TRANSFORMS, Entry
+from seisctf.registry import TRANSFORMS, Transform
 
 
 def _time_variables(dataset: xr.Dataset) -> Iterator[tuple[str, xr.DataArray]]:
@@ -37,7 +37,7 @@ def _checkpoint(
     recipe: RecipeText,
     context: BuildContext,
     index: int,
-    entry: Entry,
+    entry: Transform,
     stored_dtypes: Mapping[str, np.dtype],
 ) -> tuple[xr.Dataset, dict[str, Any]]:
     """(`dataset` checkpointed to scratch and reopened, {variable: trace RMS} for a transform

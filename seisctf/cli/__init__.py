@@ -37,6 +37,7 @@ from seisctf.cli._parse import (
 from seisctf.cli._termination import EXIT_TERMINATED, Terminated, sigterm_as_interrupt
 from seisctf.errors import InvalidInput
 from seisctf.local_outputs import write_failure
+from seisctf.registry import installed_names
 from seisctf.worker_paths import check_worker_paths, remote_client
 
 EXIT_INVALID_INPUT = 3
@@ -79,9 +80,25 @@ def package_version() -> str:
         return "unknown"
 
 
+class _TopParser(Parser):
+    """`seisctf`'s own parser: its help ends with the installed plugins (from the installed
+    packages' metadata: nothing is imported for it)."""
+
+    def format_help(self) -> str:
+        return super().format_help() + installed_plugins_text()
+
+
+def installed_plugins_text() -> str:
+    """The installed plugins by kind, as `seisctf --help` lists them."""
+    lines = ["", "installed plugins (entry points; seisctf's own and other packages'):"]
+    for kind, names in installed_names().items():
+        lines.append(f"  {kind + 's:':19} {', '.join(names) or '(none)'}")
+    return "\n".join(lines) + "\n"
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = common_options()
-    parser = Parser(prog="seisctf", description=__doc__.split("\n\n")[0], epilog=FIRST_COMMANDS)
+    parser = _TopParser(prog="seisctf", description=__doc__.split("\n\n")[0], epilog=FIRST_COMMANDS)
     parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
     groups: dict = {}

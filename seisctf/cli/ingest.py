@@ -17,7 +17,8 @@ from seisctf.cli._numbers import COUNT_OR_ZERO, NON_NEGATIVE, POSITIVE
 from seisctf.cli._parse import Commands
 from seisctf.cli._parse import storage_options as _options
 from seisctf.errors import InvalidInput
-from seisctf.registry import INGESTS, Entry
+from seisctf.plugins.schema import check_options
+from seisctf.registry import INGESTS, Ingest
 from seisctf.wording import counted
 
 
@@ -63,7 +64,7 @@ def _add_registered(ingest_kinds: Commands, common: argparse.ArgumentParser) -> 
             command, parents=[common], help=entry.help or entry.summary
         )
         schema_arguments(entry)(parser)
-        parser.set_defaults(run=_run_from_schema, check=None, ingest_entry=entry)
+        parser.set_defaults(run=_run_from_schema, check=_check_from_schema, ingest_entry=entry)
 
 
 def _registered(command: str) -> Callable:
@@ -312,7 +313,7 @@ def _run_ingest_stead(args: argparse.Namespace) -> None:
 _JSON_TYPES = {"integer": int, "number": float, "string": str}
 
 
-def schema_arguments(entry: Entry) -> Callable[[argparse.ArgumentParser], None]:
+def schema_arguments(entry: Ingest) -> Callable[[argparse.ArgumentParser], None]:
     """Flags from an ingest's options schema: `--name-with-dashes` per option (a boolean a
     switch, an array several values), the schema's required ones required, and `--out`."""
 
@@ -321,7 +322,7 @@ def schema_arguments(entry: Entry) -> Callable[[argparse.ArgumentParser], None]:
         for name, schema in entry.options.get("properties", {}).items():
             if name == "store":  # the store is --out
                 continue
-            flag, kind = "--" + name.replace("_", "-"), schema.get("type")
+            flag, kind = _flag(name), schema.get("type")
             meaning = schema.get("description") or f"the ingest's option {name!r} ({kind})"
             if kind == "boolean":
                 parser.add_argument(
@@ -342,16 +343,32 @@ def schema_arguments(entry: Entry) -> Callable[[argparse.ArgumentParser], None]:
     return add
 
 
-def _run_from_schema(args: argparse.Namespace) -> None:
-    """Run an ingest from its schema's flags as its recipe source: into the store at --out."""
-    from seisctf.plugins.context import BuildContext
-
-    entry: Entry = args.ingest_entry
-    options = {
+def _schema_options(args: argparse.Namespace) -> dict:
+    """The options given as flags of an ingest whose flags come from its options."""
+    entry: Ingest = args.ingest_entry
+    return {
         name: getattr(args, name)
         for name in entry.options.get("properties", {})
         if name != "store" and getattr(args, name, None) is not None
     }
+
+
+def _check_from_schema(args: argparse.Namespace) -> None:
+    """The flags' values against the ingest's options (bounds, types), before the cluster."""
+    check_options(args.ingest_entry.options, _schema_options(args), _flag)
+
+
+def _flag(option: str) -> str:
+    """The flag `schema_arguments` makes of an option."""
+    return "--" + option.replace("_", "-")
+
+
+def _run_from_schema(args: argparse.Namespace) -> None:
+    """Run an ingest from its schema's flags as its recipe source: into the store at --out."""
+    from seisctf.plugins.context import BuildContext
+
+    entry: Ingest = args.ingest_entry
+    options = _schema_options(args)
     context = BuildContext(storage_options=_options(args), quiet=args.quiet, source_url=args.out)
     dataset = entry.function(context, **options)
     sizes = " x ".join(f"{size} {dim}" for dim, size in dataset.sizes.items())

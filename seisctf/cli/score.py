@@ -65,6 +65,14 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
         " default: the JSON to stdout)",
     )
     score_ctf.add_argument("--db", help="add the results to this SQLite leaderboard")
+    score_ctf.add_argument(
+        "--metric",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also score each task with this installed metric plugin (repeatable; results: "
+        "plugin_scores; seisctf --help lists them)",
+    )
     score_ctf.add_argument("--plot", help="radar profile PNG of the scores")
     submitter_options(score_ctf)
     release_options(score_ctf)
@@ -160,6 +168,7 @@ def _run_score_ctf(args: argparse.Namespace) -> None:
         "storage_options": _options(args),
         "limits": limits,
         "quiet": args.quiet,
+        "metrics": tuple(args.metric),
     }
     if args.validation:
         referee.run_validation(args.public, submissions, write, **scoring)

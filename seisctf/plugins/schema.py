@@ -8,7 +8,7 @@ each source's, transform's and output's parameters (their own schemas, registere
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,7 @@ import yaml
 from seisctf import urls
 from seisctf.cluster_config import CLUSTER_SCHEMA
 from seisctf.errors import InvalidInput
+from seisctf.options import LOCATION_FORMAT, LOCATION_SCHEMA
 
 Location = tuple[Any, ...]  # keys and indices from the document's root
 
@@ -25,8 +26,7 @@ NUMBER = {"type": "number"}
 POSITIVE = {"type": "number", "exclusiveMinimum": 0}
 POSITIVE_INT = {"type": "integer", "minimum": 1}
 # A path or URL, spelt as one (`seisctf.urls.checked`, through `LOCATION_FORMAT`).
-LOCATION_FORMAT = "seisctf-location"
-URL = {"type": "string", "minLength": 1, "format": LOCATION_FORMAT}
+URL = LOCATION_SCHEMA
 SECONDS_WINDOW = {"type": "array", "items": NUMBER, "minItems": 2, "maxItems": 2}
 # A seeded step's own seed (else derived from the secret).
 SEED = {"seed": {"type": "integer", "minimum": 0}}
@@ -178,17 +178,30 @@ class RecipeText:
 
     def check(self, schema: Mapping[str, Any], value: Any, location: Location) -> None:
         """Validate `value` (found at `location`) against `schema`; the first error, by line."""
-        from jsonschema import Draft202012Validator, FormatChecker
-
-        formats = FormatChecker(formats=())
-        formats.checks(LOCATION_FORMAT, raises=InvalidInput)(urls.checked)
-        found = [
-            (location + _offending(error), error)
-            for error in Draft202012Validator(schema, format_checker=formats).iter_errors(value)
-        ]
+        found = [(location + _offending(error), error) for error in _errors(schema, value)]
         if found:
             where, error = min(found, key=lambda item: self.lines.of(item[0]))
             raise self.error(where, _message(error))
+
+
+def check_options(
+    schema: Mapping[str, Any], options: Mapping[str, Any], name_of: Callable[[str], str] = str
+) -> None:
+    """Validate a plugin's `options` against its schema outside a recipe (a command's flags):
+    InvalidInput naming the first offending option as `name_of(option)` (its flag)."""
+    for error in _errors(schema, options):
+        location = _offending(error)
+        option = str(location[0]) if location else "options"
+        raise InvalidInput(name_of(option), _message(error))
+
+
+def _errors(schema: Mapping[str, Any], value: Any) -> list[Any]:
+    """jsonschema's errors of `value`, URLs checked as seisctf checks them (`urls.checked`)."""
+    from jsonschema import Draft202012Validator, FormatChecker
+
+    formats = FormatChecker(formats=())
+    formats.checks(LOCATION_FORMAT, raises=InvalidInput)(urls.checked)
+    return list(Draft202012Validator(schema, format_checker=formats).iter_errors(value))
 
 
 def _offending(error: Any) -> Location:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import dask.array as da
@@ -33,6 +33,7 @@ from seisctf.errors import InvalidInput
 from seisctf.s3 import holds_credentials
 from seisctf.scoring import metrics, parts
 from seisctf.scoring.gram import spectral_norm, spectral_norms
+from seisctf.scoring.plugin_metrics import metric_plugins, plugin_scores
 from seisctf.scoring.regions import Difference
 from seisctf.scoring.submission import SubmissionLimits, open_submission
 from seisctf.scoring.values import raise_if_nonfinite, value_report
@@ -71,15 +72,6 @@ def lanczos_norm(window: da.Array, quiet: bool = True) -> float:
         return 0.0
     values = svds(operator, k=1, tol=1e-13, v0=start, return_singular_vectors=False, maxiter=500)
     return float(values[0])
-
-
-def window_rows(metric: str, manifest: Mapping[str, Any]) -> slice:
-    """The rows a metric scores: the first k_short, the last k_long, or all."""
-    if metric == cv.METRIC_SHORT:
-        return slice(0, manifest["k_short"])
-    if metric == cv.METRIC_LONG:
-        return slice(-manifest["k_long"], None)
-    return slice(None)
 
 
 def statistic(
@@ -211,7 +203,7 @@ def _window(convention, pair, metric, truth, submission, manifest, scales) -> Di
         window = Difference(submission[name], scale=scale if convention == "reference" else 1)
     else:
         window = Difference(truth[name], submission[name], scale)
-    return window.window(window_rows(metric, manifest))
+    return window.window(cv.window_rows(metric, manifest))
 
 
 def view_statistics(
@@ -344,16 +336,19 @@ def score_arrays(
     gram_max_side: int = GRAM_MAX_SIDE,
     quiet: bool = False,
     what: str = "truth",
+    metrics: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """Score opened submissions (float Dask arrays by test name) against truth arrays.
 
     With `verify`, the truth must hash to the manifest's commitment (checked in the same pass
     that reads it; InvalidInput naming `what` and the arrays otherwise).
     `gram_max_side`: 2-norms of windows whose smaller side is longer use Lanczos instead of a Gram
-    matrix (whose memory grows as that side squared)."""
+    matrix (whose memory grows as that side squared). `metrics`: metric plugins whose scores the
+    results add (`plugin_metrics`)."""
     if convention not in cv.CONVENTIONS:
         raise InvalidInput("convention", f"{convention!r}: choose one of {list(cv.CONVENTIONS)}")
     tasks = cv.scored_metrics(manifest["pairs"])
+    plugins = metric_plugins(metrics)
     blocks = manifest.get("truth_sha256_blocks") if verify else None
     digests = (
         {
@@ -424,6 +419,8 @@ def score_arrays(
         }
         if scored:
             result |= {"parts": scored, "split": parts.RULE}
+        if plugins:
+            result["plugin_scores"] = plugin_scores(plugins, manifest, truth_stored, arrays)
         results.append(result)
     return results
 
@@ -475,6 +472,7 @@ def score_ctf(
     limits: SubmissionLimits | None = None,
     quiet: bool = False,
     truth: OpenedTruth | None = None,
+    metrics: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """Score named submissions (paths/URLs of any accepted format, or mappings of arrays) against
     one truth group, in one pass that reads each truth chunk once for all of them.
@@ -484,7 +482,14 @@ def score_ctf(
     manifest, salt, truth = truth or open_truth(truth_url, storage_options)
     opened = open_submissions(submissions, manifest, storage_options, limits)
     return score_arrays(
-        manifest, truth, opened, convention=convention, salt=salt, quiet=quiet, what=truth_url
+        manifest,
+        truth,
+        opened,
+        convention=convention,
+        salt=salt,
+        quiet=quiet,
+        what=truth_url,
+        metrics=metrics,
     )
 
 
@@ -522,6 +527,7 @@ def score_validation(
     storage_options: storage.StorageOptions | None = None,
     limits: SubmissionLimits | None = None,
     quiet: bool = False,
+    metrics: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """Score submissions of X1val…X9val against the public bundle's validation targets, locally,
     with the referee's own code (for tuning; never touches the truth)."""
@@ -533,6 +539,6 @@ def score_validation(
     validate_manifest(manifest, {name: a.shape for name, a in targets.items()}, public_url)
     opened = open_submissions(submissions, manifest, storage_options, limits)
     results = score_arrays(
-        manifest, targets, opened, convention=convention, verify=False, quiet=quiet
+        manifest, targets, opened, convention=convention, verify=False, quiet=quiet, metrics=metrics
     )
     return [{**result, "validation": True} for result in results]

@@ -111,6 +111,7 @@ def run_ctf(
     storage_options: storage.StorageOptions | None = None,
     limits: SubmissionLimits | None = None,
     quiet: bool = False,
+    metrics: Sequence[str] = (),
 ) -> list[Result]:
     """`seisctf score ctf --truth`: named submissions (`ctf.score_ctf`, one refused alone:
     `submission_batch`) scored against the truth group at `truth_url`, opened once for the
@@ -126,6 +127,7 @@ def run_ctf(
             limits=limits,
             quiet=quiet,
             truth=truth,
+            metrics=metrics,
         )
         return results, leaderboard.truth_commitment_of(truth[0]), refused
 
@@ -142,6 +144,7 @@ def run_validation(
     storage_options: storage.StorageOptions | None = None,
     limits: SubmissionLimits | None = None,
     quiet: bool = False,
+    metrics: Sequence[str] = (),
 ) -> list[Result]:
     """`seisctf score ctf --validation`: submissions of the validation inputs scored against the
     public bundle's targets (`ctf.score_validation`); local scores, never released or recorded."""
@@ -154,6 +157,7 @@ def run_validation(
             storage_options=storage_options,
             limits=limits,
             quiet=quiet,
+            metrics=metrics,
         )
         return results, None, refused
 

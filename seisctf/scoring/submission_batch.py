@@ -14,7 +14,7 @@ A batch of one is scored as it always was: its refusal is raised as is.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from seisctf import conventions as cv
@@ -70,6 +70,7 @@ def score_ctf_batch(
     storage_options: storage.StorageOptions | None = None,
     limits: SubmissionLimits | None = None,
     quiet: bool = False,
+    metrics: Sequence[str] = (),
 ) -> tuple[list[Result], Refusals]:
     """`ctf.score_ctf` of a batch against the opened `truth` (`ctf.open_truth` of `truth_url`),
     each submission refused alone (module doc)."""
@@ -86,6 +87,7 @@ def score_ctf_batch(
             limits=limits,
             quiet=quiet,
             truth=truth,
+            metrics=metrics,
         )
 
     return score_each(score, open_one, submissions)
@@ -100,6 +102,7 @@ def score_validation_batch(
     storage_options: storage.StorageOptions | None = None,
     limits: SubmissionLimits | None = None,
     quiet: bool = False,
+    metrics: Sequence[str] = (),
 ) -> tuple[list[Result], Refusals]:
     """`ctf.score_validation` of a batch, each submission refused alone (module doc)."""
     public = storage.read_attrs(public_url, storage_options)
@@ -116,6 +119,7 @@ def score_validation_batch(
             storage_options=storage_options,
             limits=limits,
             quiet=quiet,
+            metrics=metrics,
         )
 
     return score_each(score, open_one, submissions)

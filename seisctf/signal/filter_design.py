@@ -13,7 +13,6 @@ import math
 from fractions import Fraction
 
 import numpy as np
-from scipy import signal
 
 from seisctf.errors import InvalidInput
 
@@ -72,12 +71,16 @@ def butterworth_sos(
         corners, btype = freqmin, "highpass"
     else:
         corners, btype = [freqmin, freqmax], "bandpass"
+    from scipy import signal  # here: a layout's sizes need this module, not SciPy
+
     return signal.butter(int(order), corners, btype=btype, output="sos", fs=sampling_rate_hz)
 
 
 def impulse_halo(sos: np.ndarray, tolerance: float, what: str) -> int:
     """Samples after which the forward filter's impulse response stays below `tolerance` × its
     peak: probed on impulses of doubling length until the second half is all below."""
+    from scipy import signal
+
     length = 256
     while length <= _MAX_IMPULSE_SAMPLES:
         impulse = np.zeros(length)

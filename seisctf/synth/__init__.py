@@ -1,4 +1,2 @@
-"""Synthetic sources: the global, DAS and crustal generators, registered in `SYNTHS`
-(`sources`)."""
-
-from seisctf.synth import sources as sources  # registers the synthetic sources
+"""Synthetic sources: the global, DAS and crustal generators, registered in `SYNTHS` by
+`sources` (found through its entry points), and what each would write (`output_sizes`)."""

@@ -468,7 +468,6 @@ def prepare_append(
     options=parameters(
         {"sources": INPUT_PATHS, "strict": {"type": "boolean"}, **INGEST_STORE}, ("sources",)
     ),
-    ingest=True,
     command="das",
     cli=ingest_das,
     help="DAS files (any format DASCore reads: PRODML, Silixa, Febus, OptoDAS, Terra15, "

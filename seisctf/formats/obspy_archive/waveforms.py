@@ -532,7 +532,6 @@ def prepare_append(
         },
         ("sources",),
     ),
-    ingest=True,
     command="waveforms",
     cli=ingest_waveforms,
     help="seismogram files (any obspy format) -> continuous store",

@@ -439,7 +439,6 @@ def cut_and_write(
         },
         ("catalog", "archive"),
     ),
-    ingest=True,
     command="quakeml",
     cli=ingest_quakeml,
     help="event catalogue with picks (QuakeML or any obspy format) + continuous store or "

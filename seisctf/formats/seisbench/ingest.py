@@ -222,7 +222,6 @@ def _json_safe(value: Any) -> Any:
 @INGESTS.register(
     "seisbench",
     options=parameters({"path": URL, "rate": POSITIVE, **STORE}, ("path",)),
-    ingest=True,
     command="seisbench",
     cli=ingest_seisbench,
     help="SeisBench-format dataset (metadata CSV + waveforms HDF5, chunked or not) -> "

@@ -213,7 +213,6 @@ def ingest_stead(
         },
         ("hdf5", "csv"),
     ),
-    ingest=True,
     command="stead",
     cli=ingest_stead,
     help="original STEAD files (merged.hdf5 + merged.csv) -> event-window store",
