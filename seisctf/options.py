@@ -6,6 +6,12 @@ against) and its command-line flags are made from it, under the fields' own name
         max_percentage: float = option(0.05, "fraction of the trace tapered at each end",
                                        exclusive_minimum=0, maximum=0.5)
 
+A function whose keyword-only parameters are its options needs no second declaration: the
+dataclass is made from its signature (`options_from_signature`), bounds and help given with
+`Annotated`:
+
+    def taper(data, *, max_percentage: Annotated[float, spec(minimum=0, maximum=0.5)] = 0.05)
+
 Types map to JSON schema as `int` → integer, `float` → number, `str` → string, `bool` →
 boolean, `list[X]`/`tuple[X, ...]` → array of X, `Literal[...]` → enum, `X | None` → X or
 null, `Location` → a store or file URL. A field without a default is required. `option()`
@@ -16,10 +22,11 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import inspect
 import types
 import typing
-from collections.abc import Mapping
-from typing import Any, Literal, NewType, Union
+from collections.abc import Callable, Collection, Mapping
+from typing import Annotated, Any, Literal, NewType, Union
 
 # A store, file or folder: a local path or an fsspec URL (checked as such in a recipe).
 Location = NewType("Location", str)
@@ -43,6 +50,24 @@ _SCALARS: dict[Any, dict[str, Any]] = {
 }
 
 
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    """What an option's type does not say: its help, JSON-schema bounds, or a whole schema."""
+
+    help: str = ""
+    schema: Mapping[str, Any] | None = None
+    bounds: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+def spec(help: str = "", *, schema: Mapping[str, Any] | None = None, **bounds: Any) -> Spec:
+    """An option's help and bounds (`minimum`, `exclusive_minimum`, `maximum`, `min_items`,
+    `max_items`; those of a value apply to each item of an array), or a whole `schema`."""
+    unknown = sorted(set(bounds) - set(_BOUNDS))
+    if unknown:
+        raise TypeError(f"no such bound {', '.join(unknown)}")
+    return Spec(help, schema, bounds)
+
+
 def option(
     default: Any = dataclasses.MISSING,
     help: str = "",
@@ -50,17 +75,36 @@ def option(
     schema: Mapping[str, Any] | None = None,
     **bounds: Any,
 ) -> Any:
-    """A dataclass field of an options class: its default (none: required), its help (the
-    schema's `description` and the flag's help) and JSON-schema bounds (`minimum`,
-    `exclusive_minimum`, `maximum`, `min_items`, `max_items`), or a whole `schema`."""
-    unknown = sorted(set(bounds) - set(_BOUNDS))
-    if unknown:
-        raise TypeError(f"option(): no such bound {', '.join(unknown)}")
-    metadata = {_METADATA_KEY: {"help": help, "schema": schema, "bounds": bounds}}
+    """A dataclass field of an options class: its default (none: required) and `spec`."""
+    metadata = {_METADATA_KEY: spec(help, schema=schema, **bounds)}
     if isinstance(default, list | dict):
         frozen = default
         return dataclasses.field(default_factory=lambda: type(frozen)(frozen), metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
+
+
+def options_from_signature(
+    function: Callable[..., Any], injected: Collection[str] = (), optional: Collection[str] = ()
+) -> type:
+    """The options dataclass of a function's keyword-only parameters (their names, types,
+    defaults and `Annotated` specs), but those the caller `injected`; `optional`: parameters
+    without a default that a recipe may leave out (the caller then supplies them)."""
+    hints = typing.get_type_hints(function, include_extras=True)
+    fields = []
+    for parameter in inspect.signature(function).parameters.values():
+        if parameter.kind is not inspect.Parameter.KEYWORD_ONLY or parameter.name in injected:
+            continue
+        annotation, declared = hints[parameter.name], Spec()
+        if typing.get_origin(annotation) is Annotated:
+            annotation, *extras = typing.get_args(annotation)
+            declared = next((extra for extra in extras if isinstance(extra, Spec)), declared)
+        default = parameter.default
+        if default is inspect.Parameter.empty:
+            default = None if parameter.name in optional else dataclasses.MISSING
+        field = option(default, declared.help, schema=declared.schema, **declared.bounds)
+        fields.append((parameter.name, annotation, field))
+    name = "".join(part.title() for part in function.__name__.split("_")) + "Options"
+    return dataclasses.make_dataclass(name, fields, frozen=True, kw_only=True)
 
 
 def type_schema(annotation: Any) -> dict[str, Any]:
@@ -84,21 +128,31 @@ def type_schema(annotation: Any) -> dict[str, Any]:
 
 
 def field_schema(field: dataclasses.Field, annotation: Any) -> dict[str, Any]:
-    """One field's schema: from its type, bounds and help, or its explicit `schema`."""
-    declared = field.metadata.get(_METADATA_KEY, {})
-    schema = copy.deepcopy(dict(declared.get("schema") or type_schema(annotation)))
+    """One field's schema: from its type, bounds and help, or its explicit `schema` (a `Spec`
+    in an `Annotated` type, then the field's own, each filling what the other leaves out)."""
+    declared = field.metadata.get(_METADATA_KEY, Spec())
+    if typing.get_origin(annotation) is Annotated:
+        annotation, *extras = typing.get_args(annotation)
+        for extra in extras:
+            if isinstance(extra, Spec):
+                declared = Spec(
+                    declared.help or extra.help,
+                    declared.schema or extra.schema,
+                    {**extra.bounds, **declared.bounds},
+                )
+    schema = copy.deepcopy(dict(declared.schema or type_schema(annotation)))
     target = schema.get("items", schema)  # bounds of a value: of each item of an array
-    for name, value in (declared.get("bounds") or {}).items():
+    for name, value in declared.bounds.items():
         (schema if name in ("min_items", "max_items") else target)[_BOUNDS[name]] = value
-    if declared.get("help"):
-        schema["description"] = declared["help"]
+    if declared.help:
+        schema["description"] = declared.help
     return schema
 
 
 def options_schema(options_type: type) -> dict[str, Any]:
     """The JSON schema of an options dataclass: an object of its fields, those without a
     default required, no other key."""
-    hints = typing.get_type_hints(options_type)
+    hints = typing.get_type_hints(options_type, include_extras=True)
     properties, required = {}, []
     for field in dataclasses.fields(options_type):
         properties[field.name] = field_schema(field, hints[field.name])
@@ -118,5 +172,5 @@ def option_help(options_type: type | None, name: str) -> str:
         return ""
     for field in dataclasses.fields(options_type):
         if field.name == name:
-            return field.metadata.get(_METADATA_KEY, {}).get("help", "")
+            return field.metadata.get(_METADATA_KEY, Spec()).help
     return ""

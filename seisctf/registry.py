@@ -2,11 +2,14 @@
 metrics; each plugin a typed object (`Ingest`, `Synth`, `Transform`, `Output`, `Metric`).
 
 A function joins an extension point where it is defined, with a decorator that names it and
-declares its options (an options dataclass, `seisctf.options`, or a JSON-schema object; checked
-before any work) and its typed properties::
+declares its options (by default the dataclass of its keyword-only parameters; else an options
+dataclass or a JSON-schema object: `seisctf.options`; checked before any work) and its typed
+properties::
 
-    @TRANSFORMS.register("taper", options=TaperOptions, cheap=True)
-    def taper(data: xr.DataArray, *, max_percentage: float = 0.05) -> xr.DataArray: ...
+    @TRANSFORMS.register("taper", cheap=True)
+    def taper(
+        data: xr.DataArray, *, max_percentage: Annotated[float, spec(maximum=0.5)] = 0.05
+    ) -> xr.DataArray: ...
 
 A property the plugin's class does not declare is a TypeError where it is registered.
 
@@ -31,7 +34,7 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, Generic, TypeVar
 
 from seisctf.errors import InvalidInput
-from seisctf.options import options_schema
+from seisctf.options import options_from_signature, options_schema
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -124,29 +127,43 @@ class Registry(Generic[P]):
     """Named plugins of one extension point (`kind`, e.g. "transform"), each an object of
     `plugin_class`, found through the entry points of `group` (by default the kind's)."""
 
-    def __init__(self, kind: str, plugin_class: type[P], group: str | None = None):
+    def __init__(
+        self,
+        kind: str,
+        plugin_class: type[P],
+        group: str | None = None,
+        injected: tuple[str, ...] = (),
+        optional: tuple[str, ...] = (),
+    ):
         self.kind = kind
         self.plugin_class = plugin_class
         self.group = group or ENTRY_POINT_GROUPS[kind]
+        # What the engine passes a plugin besides a recipe's options, and the options it
+        # supplies when a recipe leaves them out (`options_from_signature`).
+        self.injected, self.optional = injected, optional
         self._entries: dict[str, P] = {}
         self._loaded: set[str] = set()
         self._points: dict[str, importlib.metadata.EntryPoint] | None = None
 
     def register(
-        self, name: str, *, options: Mapping[str, Any] | type, **properties: Any
+        self, name: str, *, options: Mapping[str, Any] | type | None = None, **properties: Any
     ) -> Callable[[F], F]:
-        """Decorator: register the function under `name` with its options (a dataclass or a
-        JSON schema) and its properties (fields of `plugin_class`); returns it unchanged."""
+        """Decorator: register the function under `name` with its options (a dataclass, a
+        JSON schema, or by default the dataclass of its keyword-only parameters) and its
+        properties (fields of `plugin_class`); returns it unchanged."""
         declared = {item.name for item in fields(self.plugin_class)}
         unknown = sorted(set(properties) - declared)
         if unknown:
             raise TypeError(f"{self.kind} {name!r}: no such property {', '.join(unknown)}")
 
         def decorate(function: F) -> F:
-            if is_dataclass(options) and isinstance(options, type):
-                schema, options_type = options_schema(options), options
+            declared = options
+            if declared is None:
+                declared = options_from_signature(function, self.injected, self.optional)
+            if is_dataclass(declared) and isinstance(declared, type):
+                schema, options_type = options_schema(declared), declared
             else:
-                schema, options_type = options, None
+                schema, options_type = declared, None
             self.add(
                 self.plugin_class(name, function, schema, options_type=options_type, **properties)
             )
@@ -255,7 +272,9 @@ def _origin(entry_point: importlib.metadata.EntryPoint) -> str:
 
 INGESTS: Registry[Ingest] = Registry("ingest", Ingest)
 SYNTHS: Registry[Synth] = Registry("synthetic source", Synth)
-TRANSFORMS: Registry[Transform] = Registry("transform", Transform)
+TRANSFORMS: Registry[Transform] = Registry(
+    "transform", Transform, injected=("variable", "trace_rms"), optional=("seed",)
+)
 OUTPUTS: Registry[Output] = Registry("recipe output", Output)
 METRICS: Registry[Metric] = Registry("metric", Metric)
 REGISTRIES: tuple[Registry[Any], ...] = (INGESTS, SYNTHS, TRANSFORMS, OUTPUTS, METRICS)

@@ -66,5 +66,5 @@ def test_defaults_are_not_shared_and_help_is_read_back():
     first, second = Example(path="a", rate_hz=1.0), Example(path="b", rate_hz=1.0)
     assert first.corners == second.corners and first.corners is not second.corners
     assert option_help(Example, "rate_hz") == "Hz" and option_help(Example, "kind") == ""
-    with pytest.raises(TypeError, match="no such bound"):
+    with pytest.raises(TypeError, match="no such bound minimun"):
         option(1, minimun=0)

@@ -34,6 +34,7 @@ Each returns a float64 DataArray (selection keeps the dtype) with the step appen
 from __future__ import annotations
 
 import math
+from typing import Annotated
 
 import dask.array as da
 import numpy as np
@@ -41,9 +42,9 @@ import xarray as xr
 
 from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
+from seisctf.options import spec
 from seisctf.pipeline.transforms import filters
 from seisctf.pipeline.transforms.history import recorded
-from seisctf.plugins import schema
 from seisctf.registry import TRANSFORMS
 from seisctf.signal.halo import map_halo
 
@@ -80,23 +81,13 @@ def channel_spacing_m(data: xr.DataArray, what: str = "spatial_decimate") -> flo
     return float(abs(steps[0]))
 
 
-@TRANSFORMS.register(
-    "select_channels",
-    options=schema.parameters(
-        {
-            "distance_min_m": schema.NUMBER,
-            "distance_max_m": schema.NUMBER,
-            "step": schema.POSITIVE_INT,
-        }
-    ),
-    cheap=True,
-)
+@TRANSFORMS.register("select_channels", cheap=True)
 def select_channels(
     data: xr.DataArray,
     *,
-    distance_min_m: float | None = None,
-    distance_max_m: float | None = None,
-    step: int = 1,
+    distance_min_m: Annotated[float | None, spec("first distance kept, m")] = None,
+    distance_max_m: Annotated[float | None, spec("last distance kept, m")] = None,
+    step: Annotated[int, spec("keep every step-th channel", minimum=1)] = 1,
 ) -> xr.DataArray:
     """Channels with distance_min_m <= distance <= distance_max_m (either may be None), then
     every `step`-th of them (the first kept). Lazy selection: same dtype and chunks; attr
@@ -142,14 +133,13 @@ def _back_to_time(result: xr.DataArray) -> xr.DataArray:
     return back
 
 
-@TRANSFORMS.register(
-    "spatial_decimate",
-    options=schema.parameters(
-        {"factor": schema.POSITIVE_INT, "tolerance": schema.POSITIVE}, ("factor",)
-    ),
-    cheap=True,
-)
-def spatial_decimate(data: xr.DataArray, *, factor: int, tolerance: float = 1e-8) -> xr.DataArray:
+@TRANSFORMS.register("spatial_decimate", cheap=True)
+def spatial_decimate(
+    data: xr.DataArray,
+    *,
+    factor: Annotated[int, spec("keep every factor-th channel", minimum=1)],
+    tolerance: Annotated[float, spec(exclusive_minimum=0)] = 1e-8,
+) -> xr.DataArray:
     """Every `factor`-th channel (from the first) after the zero-phase anti-alias low-pass along
     the fibre (module docstring). float64; the kept channels' distances; `channel_spacing_m`
     × factor."""
@@ -213,12 +203,10 @@ def _integrate(data: xr.DataArray, rate_hz: float) -> xr.DataArray:
     return (total - 0.5 * (values + first)) * (1.0 / rate_hz)
 
 
-@TRANSFORMS.register(
-    "convert_quantity",
-    options=schema.parameters({"to": {"enum": [STRAIN, STRAIN_RATE]}}, ("to",)),
-    cheap=True,
-)
-def convert_quantity(data: xr.DataArray, *, to: str) -> xr.DataArray:
+@TRANSFORMS.register("convert_quantity", cheap=True)
+def convert_quantity(
+    data: xr.DataArray, *, to: Annotated[str, spec(schema={"enum": [STRAIN, STRAIN_RATE]})]
+) -> xr.DataArray:
     """Strain → strain rate (`to="strain_rate"`) or strain rate → strain (`to="strain"`), along
     time (module docstring); nothing but the record when it already is `to`. float64, named
     `to`, attrs `quantity` = `to` and `units` ("1/s" or "1")."""

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Annotated
 
 import dask.array as da
 import numpy as np
@@ -48,6 +49,7 @@ from scipy import ndimage, signal
 
 from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
+from seisctf.options import spec
 from seisctf.pipeline.transforms.history import recorded
 from seisctf.plugins import schema
 from seisctf.registry import TRANSFORMS
@@ -70,7 +72,8 @@ from seisctf.signal.polyphase import polyphase, resampled_time
 _DETREND_KINDS = ("constant", "linear")
 _NORMALISE_METHODS = ("demean", "std", "peak")
 # A recipe's `zero_phase: false`: the causal filter (forward only, see above).
-ZERO_PHASE = {"zero_phase": {"type": "boolean"}}
+TOLERANCE_HELP = "impulse-response level below which the filter's halo ends"
+ZERO_PHASE_HELP = "filter forwards and backwards (no phase shift)"
 
 
 # --- input checks -----------------------------------------------------------------------------
@@ -273,26 +276,15 @@ def _lowpass(
     return _causal(data, sos, tolerance, what)
 
 
-@TRANSFORMS.register(
-    "butterworth",
-    options=schema.parameters(
-        {
-            "freqmin": schema.POSITIVE,
-            "freqmax": schema.POSITIVE,
-            "order": schema.POSITIVE_INT,
-            "tolerance": schema.POSITIVE,
-            **ZERO_PHASE,
-        }
-    ),
-)
+@TRANSFORMS.register("butterworth")
 def butterworth(
     data: xr.DataArray,
     *,
-    freqmin: float | None = None,
-    freqmax: float | None = None,
-    order: int = 4,
-    tolerance: float = 1e-8,
-    zero_phase: bool = True,
+    freqmin: Annotated[float | None, spec("low corner, Hz", exclusive_minimum=0)] = None,
+    freqmax: Annotated[float | None, spec("high corner, Hz", exclusive_minimum=0)] = None,
+    order: Annotated[int, spec("filter order", minimum=1)] = 4,
+    tolerance: Annotated[float, spec(TOLERANCE_HELP, exclusive_minimum=0)] = 1e-8,
+    zero_phase: Annotated[bool, spec(ZERO_PHASE_HELP)] = True,
 ) -> xr.DataArray:
     """Zero-phase Butterworth filter along time: low-pass below `freqmax` (Hz) if only it is
     given, high-pass above `freqmin` (Hz) if only it is given, band-pass if both.
@@ -328,10 +320,12 @@ def _valid_mean(values: xr.DataArray, valid: xr.DataArray, count: xr.DataArray) 
     return values.where(valid, 0.0).sum(cv.TIME) / count.where(count > 0, 1)
 
 
-@TRANSFORMS.register(
-    "detrend", options=schema.parameters({"kind": {"enum": list(_DETREND_KINDS)}}), two_pass=True
-)
-def detrend(data: xr.DataArray, *, kind: str = "linear") -> xr.DataArray:
+@TRANSFORMS.register("detrend", two_pass=True)
+def detrend(
+    data: xr.DataArray,
+    *,
+    kind: Annotated[str, spec(schema={"enum": list(_DETREND_KINDS)})] = "linear",
+) -> xr.DataArray:
     """Remove each trace's mean ("constant") or least-squares line over the whole trace
     ("linear"), like `scipy.signal.detrend(x, axis=time, type=kind)`.
 
@@ -376,12 +370,10 @@ def _hann_taper(sample_index: xr.DataArray, n_time: int, max_percentage: float) 
     return ramp.where(from_end < half_length, 1.0)
 
 
-@TRANSFORMS.register(
-    "taper",
-    options=schema.parameters({"max_percentage": {"type": "number", "minimum": 0, "maximum": 0.5}}),
-    cheap=True,
-)
-def taper(data: xr.DataArray, *, max_percentage: float = 0.05) -> xr.DataArray:
+@TRANSFORMS.register("taper", cheap=True)
+def taper(
+    data: xr.DataArray, *, max_percentage: Annotated[float, spec(minimum=0, maximum=0.5)] = 0.05
+) -> xr.DataArray:
     """Multiply each trace by a Hann (cosine) taper over `max_percentage` (0 to 0.5) of its
     length at each end, like `obspy.Trace.taper(max_percentage, type="hann")`.
 
@@ -434,21 +426,15 @@ def _window_ranges(
     return ranges
 
 
-@TRANSFORMS.register(
-    "normalise",
-    options=schema.parameters(
-        {
-            "method": {"enum": list(_NORMALISE_METHODS)},
-            "windows": {"type": "array", "items": schema.SECONDS_WINDOW},
-        }
-    ),
-    two_pass=True,
-)
+@TRANSFORMS.register("normalise", two_pass=True)
 def normalise(
     data: xr.DataArray,
     *,
-    method: str = "std",
-    windows: list[tuple[float, float]] | None = None,
+    method: Annotated[str, spec(schema={"enum": list(_NORMALISE_METHODS)})] = "std",
+    windows: Annotated[
+        list[tuple[float, float]] | None,
+        spec(schema={"type": "array", "items": schema.SECONDS_WINDOW}),
+    ] = None,
 ) -> xr.DataArray:
     """Per trace: subtract the mean ("demean"), subtract the mean and divide by the standard
     deviation ("std", ddof 0), or divide by the peak |value| ("peak").
@@ -492,15 +478,13 @@ def normalise(
 # --- decimate, resample -----------------------------------------------------------------------
 
 
-@TRANSFORMS.register(
-    "decimate",
-    options=schema.parameters(
-        {"factor": schema.POSITIVE_INT, "tolerance": schema.POSITIVE, **ZERO_PHASE}, ("factor",)
-    ),
-    cheap=True,
-)
+@TRANSFORMS.register("decimate", cheap=True)
 def decimate(
-    data: xr.DataArray, *, factor: int, tolerance: float = 1e-8, zero_phase: bool = True
+    data: xr.DataArray,
+    *,
+    factor: Annotated[int, spec("keep every factor-th sample", minimum=1)],
+    tolerance: Annotated[float, spec(TOLERANCE_HELP, exclusive_minimum=0)] = 1e-8,
+    zero_phase: Annotated[bool, spec(ZERO_PHASE_HELP)] = True,
 ) -> xr.DataArray:
     """Keep every `factor`-th sample (global indices 0, factor, 2·factor, ...) after a zero-phase
     Butterworth low-pass of order 8 with its corner at 0.8 × the new Nyquist frequency
@@ -531,16 +515,13 @@ def decimate(
     return recorded(result, data, what, parameters)
 
 
-@TRANSFORMS.register(
-    "resample",
-    options=schema.parameters(
-        {"sampling_rate": schema.POSITIVE, "tolerance": schema.POSITIVE, **ZERO_PHASE},
-        ("sampling_rate",),
-    ),
-    cheap=True,
-)
+@TRANSFORMS.register("resample", cheap=True)
 def resample(
-    data: xr.DataArray, *, sampling_rate: float, tolerance: float = 1e-8, zero_phase: bool = True
+    data: xr.DataArray,
+    *,
+    sampling_rate: Annotated[float, spec("the new rate, Hz", exclusive_minimum=0)],
+    tolerance: Annotated[float, spec(TOLERANCE_HELP, exclusive_minimum=0)] = 1e-8,
+    zero_phase: Annotated[bool, spec(ZERO_PHASE_HELP)] = True,
 ) -> xr.DataArray:
     """Resample each trace to `sampling_rate` (Hz), whose ratio to the input rate must be a
     fraction up/down with denominator <= 1000 (exact to 1e-9 relative).

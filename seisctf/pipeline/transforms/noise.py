@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from typing import Annotated
 
 import dask.array as da
 import numpy as np
@@ -25,6 +26,7 @@ import xarray as xr
 from seisctf import conventions as cv
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
+from seisctf.options import spec
 from seisctf.pipeline.transforms.history import recorded
 from seisctf.plugins import schema
 from seisctf.registry import TRANSFORMS
@@ -54,7 +56,11 @@ _FIR_TILE = 1 << 15
 
 
 # Options of the noise level (give one) in a recipe.
-LEVEL = {"snr_db": schema.NUMBER, "rms_fraction": schema.POSITIVE}
+# The options every noise transform takes: its seed (drawn from the secret when a recipe gives
+# none) and its level, as a signal-to-noise ratio or a fraction of each trace's RMS.
+Seed = Annotated[int, spec("noise seed (default: derived from the secret)", minimum=0)]
+SnrDb = Annotated[float | None, spec("signal-to-noise ratio, dB")]
+RmsFraction = Annotated[float | None, spec("noise RMS / trace RMS", exclusive_minimum=0)]
 
 # --- validation ---------------------------------------------------------------------------------
 
@@ -203,20 +209,16 @@ def gaussian_level_window(
 
 
 @TRANSFORMS.register(
-    "add_gaussian_noise",
-    options=schema.parameters({**LEVEL, "rms_window": schema.SECONDS_WINDOW, **schema.SEED}),
-    seeded=True,
-    two_pass=True,
-    level_window=gaussian_level_window,
+    "add_gaussian_noise", seeded=True, two_pass=True, level_window=gaussian_level_window
 )
 def add_gaussian_noise(
     data: xr.DataArray,
     *,
-    seed: int,
+    seed: Seed,
     variable: str,
-    snr_db: float | None = None,
-    rms_fraction: float | None = None,
-    rms_window: tuple[float, float] | None = None,
+    snr_db: SnrDb = None,
+    rms_fraction: RmsFraction = None,
+    rms_window: Annotated[tuple[float, float] | None, spec(schema=schema.SECONDS_WINDOW)] = None,
     trace_rms: np.ndarray | None = None,
 ) -> xr.DataArray:
     """`data` plus white Gaussian noise, its standard deviation set per trace.
@@ -365,31 +367,17 @@ def _coloured_block(
     return np.moveaxis(coloured.reshape(white.shape[:-1] + (stop - start,)), -1, time_axis)
 
 
-@TRANSFORMS.register(
-    "add_coloured_noise",
-    options=schema.parameters(
-        {
-            "frequencies": {"type": "array", "items": schema.NUMBER, "minItems": 2},
-            "amplitudes": {"type": "array", "items": schema.NUMBER, "minItems": 2},
-            "numtaps": schema.POSITIVE_INT,
-            **LEVEL,
-            **schema.SEED,
-        },
-        ("frequencies", "amplitudes"),
-    ),
-    seeded=True,
-    two_pass=True,
-)
+@TRANSFORMS.register("add_coloured_noise", seeded=True, two_pass=True)
 def add_coloured_noise(
     data: xr.DataArray,
     *,
-    seed: int,
+    seed: Seed,
     variable: str,
-    frequencies: list[float],
-    amplitudes: list[float],
-    snr_db: float | None = None,
-    rms_fraction: float | None = None,
-    numtaps: int = 257,
+    frequencies: Annotated[list[float], spec("Hz, from 0 to Nyquist", min_items=2)],
+    amplitudes: Annotated[list[float], spec("at each frequency", min_items=2)],
+    snr_db: SnrDb = None,
+    rms_fraction: RmsFraction = None,
+    numtaps: Annotated[int, spec("FIR filter taps", minimum=1)] = 257,
 ) -> xr.DataArray:
     """`data` plus Gaussian noise with a piecewise-linear amplitude spectrum, level set per trace.
 

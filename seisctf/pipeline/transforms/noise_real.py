@@ -4,6 +4,7 @@ generator and the levels are `noise.py`'s, so the result is bit-identical for an
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import dask
@@ -14,8 +15,11 @@ import xarray as xr
 from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.errors import InvalidInput
+from seisctf.options import Location, option
 from seisctf.pipeline.transforms.noise import (
-    LEVEL,
+    RmsFraction,
+    Seed,
+    SnrDb,
     checked_time_axis,
     float64_values,
     noise_level,
@@ -24,7 +28,6 @@ from seisctf.pipeline.transforms.noise import (
     sampling_rate_of,
     trace_rms_now,
 )
-from seisctf.plugins import schema
 from seisctf.plugins.context import BuildContext
 from seisctf.registry import TRANSFORMS
 from seisctf.signal.counter_rng import (
@@ -164,18 +167,23 @@ def open_noise_windows(context: BuildContext, arguments: dict[str, Any]) -> dict
     return {**arguments, "noise": windows}
 
 
+@dataclass(frozen=True)
+class RealNoiseOptions:
+    """A recipe's options of `add_real_noise`: the store its noise windows come from, which
+    `open_noise_windows` opens into the function's `noise` (so they are declared here, not read
+    from its signature)."""
+
+    noise_store: Location = option(help="event-window store of recorded noise windows")
+    channel: str | int | None = option(None, "the windows' channel, for data without one")
+    seed: Seed = option(None)
+    snr_db: SnrDb = option(None)
+    rms_fraction: RmsFraction = option(None)
+    scale: float | None = option(None, "noise times this factor", exclusive_minimum=0)
+
+
 @TRANSFORMS.register(
     "add_real_noise",
-    options=schema.parameters(
-        {
-            "noise_store": schema.URL,
-            "channel": {"type": ["string", "integer"]},
-            **LEVEL,
-            "scale": schema.POSITIVE,
-            **schema.SEED,
-        },
-        ("noise_store",),
-    ),
+    options=RealNoiseOptions,
     seeded=True,
     two_pass=True,
     prepare=open_noise_windows,
