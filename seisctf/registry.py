@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, Generic, TypeVar
 
 from seisctf.errors import InvalidInput
-from seisctf.options import options_from_signature, options_schema
+from seisctf.options import LOCATION_SCHEMA, options_from_signature, options_schema
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -134,6 +134,7 @@ class Registry(Generic[P]):
         group: str | None = None,
         injected: tuple[str, ...] = (),
         optional: tuple[str, ...] = (),
+        common: Mapping[str, Any] | None = None,
     ):
         self.kind = kind
         self.plugin_class = plugin_class
@@ -141,6 +142,9 @@ class Registry(Generic[P]):
         # What the engine passes a plugin besides a recipe's options, and the options it
         # supplies when a recipe leaves them out (`options_from_signature`).
         self.injected, self.optional = injected, optional
+        # Options every plugin of the kind takes, which the engine reads and never passes on
+        # (an ingest's `store`): added to each plugin's schema.
+        self.common = dict(common or {})
         self._entries: dict[str, P] = {}
         self._loaded: set[str] = set()
         self._points: dict[str, importlib.metadata.EntryPoint] | None = None
@@ -164,6 +168,8 @@ class Registry(Generic[P]):
                 schema, options_type = options_schema(declared), declared
             else:
                 schema, options_type = declared, None
+            accepted = {**self.common, **schema.get("properties", {})}
+            schema = {**schema, "properties": accepted}
             self.add(
                 self.plugin_class(name, function, schema, options_type=options_type, **properties)
             )
@@ -270,7 +276,7 @@ def _origin(entry_point: importlib.metadata.EntryPoint) -> str:
     return f"{package}: {entry_point.value}"
 
 
-INGESTS: Registry[Ingest] = Registry("ingest", Ingest)
+INGESTS: Registry[Ingest] = Registry("ingest", Ingest, common={"store": LOCATION_SCHEMA})
 SYNTHS: Registry[Synth] = Registry("synthetic source", Synth)
 TRANSFORMS: Registry[Transform] = Registry(
     "transform", Transform, injected=("variable", "trace_rms"), optional=("seed",)

@@ -19,7 +19,7 @@ from seisctf.build import engine as recipes
 from seisctf.catalogs.event_windows import read_catalog
 from seisctf.cli import main
 from seisctf.cluster import dask_client
-from seisctf.registry import INGESTS
+from seisctf.registry import INGESTS, Ingest
 
 # Attrs only a recipe's ingest records (what it asked for, and the fingerprint of its inputs).
 RECIPE_ATTRS = ("seisctf_recipe_stead", cv.ATTR_PROVENANCE, "ingest_fingerprint")
@@ -64,7 +64,8 @@ def test_ingest_sources_are_registered_with_their_commands():
         "quakeml": "quakeml",
     }
     for entry in INGESTS.entries():
-        assert entry.ingest is True and callable(entry.cli) and entry.help
+        assert isinstance(entry, Ingest) and callable(entry.cli) and entry.help
+        assert entry.options["properties"]["store"]["format"] == "seisctf-location"
         assert entry.options["additionalProperties"] is False
 
 

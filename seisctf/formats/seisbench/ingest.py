@@ -9,7 +9,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import pandas as pd
@@ -20,9 +20,9 @@ from seisctf.catalogs import event_windows as ew
 from seisctf.errors import InvalidInput
 from seisctf.formats.seisbench import seisbench_blocks as sbb
 from seisctf.formats.seisbench import seisbench_format as sbf
-from seisctf.formats.shared.source import STORE, ingest_unless_done, opened_source
+from seisctf.formats.shared.source import ingest_unless_done, opened_source
+from seisctf.options import Location, spec
 from seisctf.plugins.context import BuildContext
-from seisctf.plugins.schema import POSITIVE, URL, parameters
 from seisctf.registry import INGESTS
 from seisctf.s3 import holds_credentials
 
@@ -221,14 +221,18 @@ def _json_safe(value: Any) -> Any:
 
 @INGESTS.register(
     "seisbench",
-    options=parameters({"path": URL, "rate": POSITIVE, **STORE}, ("path",)),
     command="seisbench",
     cli=ingest_seisbench,
     help="SeisBench-format dataset (metadata CSV + waveforms HDF5, chunked or not) -> "
     "event-window store",
     event_windows=True,
 )
-def seisbench_dataset(context: BuildContext, *, path: str, rate: float | None = None) -> xr.Dataset:
+def seisbench_dataset(
+    context: BuildContext,
+    *,
+    path: Annotated[Location, spec("the dataset's folder (metadata CSV, waveforms HDF5)")],
+    rate: Annotated[float | None, spec("resample to this rate, Hz", exclusive_minimum=0)] = None,
+) -> xr.Dataset:
     """`seisctf ingest seisbench` of the dataset folder `path` into the event-window store at
     `context.source_url`, opened. Skipped when that store is complete, was made from the same
     files (sha256) and asked for the same rate."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
 import pandas as pd
@@ -27,9 +28,9 @@ import xarray as xr
 from seisctf import conventions as cv
 from seisctf.catalogs import event_windows as ew
 from seisctf.errors import InvalidInput
-from seisctf.formats.shared.source import STORE, ingest_unless_done, opened_source
+from seisctf.formats.shared.source import ingest_unless_done, opened_source
+from seisctf.options import Location, spec
 from seisctf.plugins.context import BuildContext
-from seisctf.plugins.schema import URL, parameters
 from seisctf.registry import INGESTS
 from seisctf.s3 import holds_credentials
 
@@ -203,16 +204,6 @@ def ingest_stead(
 
 @INGESTS.register(
     "stead",
-    options=parameters(
-        {
-            "hdf5": URL,
-            "csv": URL,
-            "shard_traces": {"type": "integer", "minimum": 0},
-            "compress": {"type": "boolean"},
-            **STORE,
-        },
-        ("hdf5", "csv"),
-    ),
     command="stead",
     cli=ingest_stead,
     help="original STEAD files (merged.hdf5 + merged.csv) -> event-window store",
@@ -221,10 +212,10 @@ def ingest_stead(
 def stead(
     context: BuildContext,
     *,
-    hdf5: str,
-    csv: str,
-    shard_traces: int | None = None,
-    compress: bool = True,
+    hdf5: Annotated[Location, spec("STEAD's waveforms (merged.hdf5)")],
+    csv: Annotated[Location, spec("STEAD's metadata (merged.csv)")],
+    shard_traces: Annotated[int | None, spec("traces a shard (0: one shard)", minimum=0)] = None,
+    compress: Annotated[bool, spec("compress the stored waveforms")] = True,
 ) -> xr.Dataset:
     """`seisctf ingest stead` of STEAD's `hdf5` and `csv` into the event-window store at
     `context.source_url`, opened. Skipped when that store is complete, was made from the same
