@@ -1,7 +1,7 @@
 """What the ingest recipe sources share: where an ingest writes (`source_store_url`), their
 common options' schemas, and opening the store once it is written.
 
-An ingest source (registered in `seisctf.registry.INGESTS`, property `ingest=True`) is
+An ingest source (a `seisctf.registry.Ingest`, registered in `INGESTS`) is
 `function(context: BuildContext, **options) -> xr.Dataset`: it ingests into
 `context.source_url`, which the engine sets with `source_store_url` before calling it (the
 recipe's `store:` option is the engine's, never passed on), and returns the store, opened. The
