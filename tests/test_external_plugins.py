@@ -130,6 +130,13 @@ def test_score_ctf_reports_the_metric_beside_the_e_scores(installed, tmp_path):
     assert set(result["plugin_scores"]["peak_error"]) == set(cv.SCORE_NAMES)
     for score, value in expected.items():
         assert result["plugin_scores"]["peak_error"][score] == pytest.approx(value, rel=1e-12)
+    # A participant's released view never carries them (its keys are an allow-list).
+    released_file = tmp_path / "released.json"
+    release = ["--release", "--participant", "team", "--quota-db", str(tmp_path / "q.sqlite")]
+    released = seisctf(*argv, *release, "--metric", "peak_error", "--json", str(released_file))
+    assert released.returncode == 0, released.stderr
+    view = json.loads(released_file.read_text())
+    assert "public_score" in view and "plugin_scores" not in json.dumps(view)
     unknown = seisctf(*argv, "--metric", "no_such_metric", "--json", str(tmp_path / "u.json"))
     assert unknown.returncode == 3 and "no_such_metric" in unknown.stderr
 
