@@ -150,7 +150,7 @@ COORDINATES = {"coordinates": " ".join((cv.LATITUDE, cv.LONGITUDE, ELEVATION, *C
 # Codec of `data` chunks: the project's (conventions.DATA_CODEC, Blosc LZ4 with bit shuffle). On
 # the ingest benchmark's counts: 3.3x smaller than float32 (zarr's default zstd: 2.25x), 2.9 ms
 # of CPU to encode a 3 MiB chunk (zstd: 26 ms), 1.5 ms to decode it (4.6 ms); RESULTS.md.
-DATA_CODEC = cv.DATA_CODEC
+DATA_CODEC: cv.BloscSettings = cv.DATA_CODEC
 # Traces the runs of one wave read: a run's graph carries each of its traces' path, channel,
 # grid span and sha256, ~450 bytes pickled, so one wave's graph (and the scheduler's copy) stays
 # under ~2.5 MiB however many files the archive has; the client makes a wave's runs from the
