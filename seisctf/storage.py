@@ -273,10 +273,16 @@ def read_array(url: str, name: str, storage_options: StorageOptions | None = Non
     group = open_group(url, storage_options)
     if name not in group:
         raise InvalidInput(f"{url}/{name}", "array not found in the group")
+    array = group_array(group, name, f"{url}/{name}")
+    return da.from_zarr(check_declared_sizes(array, f"{url}/{name}"))
+
+
+def group_array(group: zarr.Group, name: str, what: str) -> zarr.Array:
+    """The array `name` of `group`; InvalidInput naming `what` when `name` holds a group."""
     array = group[name]
     if not isinstance(array, zarr.Array):
-        raise InvalidInput(f"{url}/{name}", "is a group, not an array")
-    return da.from_zarr(check_declared_sizes(array, f"{url}/{name}"))
+        raise InvalidInput(what, "is a group, not an array")
+    return array
 
 
 def read_attrs(url: str, storage_options: StorageOptions | None = None) -> dict[str, Any]:

@@ -181,7 +181,7 @@ class RecipeText:
         from jsonschema import Draft202012Validator, FormatChecker
 
         formats = FormatChecker(formats=())
-        formats.checks(LOCATION_FORMAT, raises=InvalidInput)(urls.checked)
+        formats.checks(LOCATION_FORMAT, raises=InvalidInput)(_is_location)
         found = [
             (location + _offending(error), error)
             for error in Draft202012Validator(schema, format_checker=formats).iter_errors(value)
@@ -189,6 +189,11 @@ class RecipeText:
         if found:
             where, error = min(found, key=lambda item: self.lines.of(item[0]))
             raise self.error(where, _message(error))
+
+
+def _is_location(value: Any) -> bool:
+    """jsonschema's check of a location: `urls.checked` raises InvalidInput for a bad one."""
+    return bool(urls.checked(value))
 
 
 def _offending(error: Any) -> Location:

@@ -240,7 +240,7 @@ def stead(
         lambda: ingest_stead(
             hdf5,
             csv,
-            context.source_url,
+            context.require_source_url(),
             shard_traces=shard_traces,
             compress=compress,
             storage_options=context.storage_options,
