@@ -29,7 +29,7 @@ def _time_variables(dataset: xr.Dataset) -> Iterator[tuple[str, xr.DataArray]]:
             array = array.assign_attrs(
                 {cv.ATTR_SAMPLING_RATE: dataset.attrs[cv.ATTR_SAMPLING_RATE]}
             )
-        yield variable, array
+        yield str(variable), array
 
 
 def _checkpoint(
@@ -74,7 +74,7 @@ def apply_transforms(
     dtype, with the transform's level summed by the tasks that write it where it has a
     `level_window`. Measured on 2 workers (benchmarks/RESULTS.md): such a checkpoint costs less
     than filtering twice."""
-    stored_dtypes = {name: array.dtype for name, array in dataset.data_vars.items()}
+    stored_dtypes = {str(name): array.dtype for name, array in dataset.data_vars.items()}
     for index, step in enumerate(recipe.data.get("transforms") or []):
         ((name, values),) = step.items()
         entry = TRANSFORMS[name]
