@@ -34,11 +34,13 @@ demo: $(STAMP)
 test: $(STAMP) $(CHROMEDRIVER)
 	$(BIN)/python -m pytest -q tests
 
-# ruff, then the layered import contract of pyproject.toml (tests/test_architecture.py runs it too).
+# ruff, the layered import contract of pyproject.toml (tests/test_architecture.py runs it too),
+# then the types ([tool.mypy] in pyproject.toml).
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports --no-cache
+	$(BIN)/mypy seisctf
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_ctf_scoring.py

@@ -255,10 +255,10 @@ def build(root: Path, n_sensors: int, steps: int, quiet: bool) -> tuple[str, str
     """Wavefield -> bundle (public, truth) -> noisy submission; returns (truth, submission,
     manifest). Needs an active Dask client."""
     import dask.array as da
-    from seisctf.synth.global_wavefield import synthesize_global
 
     from seisctf import storage
     from seisctf.pipeline.bundles.segments import build_bundle, write_bundle
+    from seisctf.synth.global_wavefield import synthesize_global
 
     wavefield_url, truth_url = str(root / "wavefield.zarr"), str(root / "truth.zarr")
     public_url, submission_url = str(root / "public.zarr"), str(root / "noisy.zarr")

@@ -137,7 +137,9 @@ def named(function: Callable[..., Any], label: str, *args: Any) -> Any:
     refs = tuple(_references(arg, dependencies, parts) for arg in args)
     key = f"{label}-{hashlib.sha1(chr(0).join(parts).encode()).hexdigest()}"
     task = Task(key, function, *(parse_input(ref) for ref in refs))
-    graph = HighLevelGraph.from_collections(key, {key: task}, list(dependencies.values()))
+    # dask's DaskCollection protocol types `__dask_scheduler__` as a staticmethod object, which no
+    # collection's attribute matches: Delayed objects are collections all the same.
+    graph = HighLevelGraph.from_collections(key, {key: task}, list(dependencies.values()))  # type: ignore[arg-type]
     return Delayed(key, graph)
 
 

@@ -109,7 +109,9 @@ def with_dask_variables(ds: xr.Dataset, token: str) -> xr.Dataset:
             f"open_dataset-{name}-{tokenize(token, name)}",
             meta=np.ndarray,
         )
-        replaced[str(name)] = variable.copy(deep=False, data=array)
+        # xarray types `data` as its own duck-array protocols, which dask's Array (a duck array
+        # at run time) does not declare.
+        replaced[str(name)] = variable.copy(deep=False, data=array)  # type: ignore[arg-type]
     coords = {name: replaced[name] for name in ds.coords if name in replaced}
     data = {name: replaced[name] for name in ds.data_vars if name in replaced}
     return ds.assign_coords(coords).assign(data)

@@ -429,7 +429,7 @@ def dask_client(
             started = _in_background(_start_local, *arguments)
         _starting = started
         try:
-            yield None if background else _ready_client()
+            yield None if background else _ready_client(started)
         finally:
             _starting = None
             if watch is not None:
@@ -500,16 +500,16 @@ def _distributed_logs_silenced() -> Iterator[None]:
             logger.setLevel(level)
 
 
-def _ready_client() -> Any:
+def _ready_client(pending: Future) -> Any:
     """The client of the cluster `dask_client` started, once it is up (raises if it failed)."""
     global _starting
-    pending, _starting = _starting, None
+    _starting = None
     return pending.result()[1]
 
 
 def active_client() -> Any | None:
     if _starting is not None:
-        return _ready_client()
+        return _ready_client(_starting)
     try:
         from distributed import default_client
 

@@ -203,7 +203,7 @@ def make_cluster(
 
 
 def batch_job_options(
-    config: ClusterConfig, klass: type, preload: Sequence[str], environ: Mapping[str, Any]
+    config: ClusterConfig, klass: type[Any], preload: Sequence[str], environ: Mapping[str, Any]
 ) -> dict[str, Any]:
     """`config.options` for `klass`; for a dask-jobqueue class (a batch job runs `dask worker`
     on another machine) merged with: `python` from `config.python`, `--preload M` for each of
@@ -404,7 +404,9 @@ class StartWatch(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         """False (not logged) for a worker's failure to start, which is answered instead."""
         error = record.exc_info[1] if record.exc_info else None
-        worker = None if error is None else self._worker_not_started(error)
+        if error is None:
+            return True
+        worker = self._worker_not_started(error)
         if worker is None:
             return True
         # Marked failed, as it is: a Dask cluster that is closed asserts that each worker it
@@ -430,7 +432,9 @@ class StartWatch(logging.Filter):
             )
             with self._sending:
                 if self.armed:
-                    signal.pthread_kill(threading.main_thread().ident, self.SIGNAL)
+                    main = threading.main_thread().ident
+                    assert main is not None  # the main thread has started
+                    signal.pthread_kill(main, self.SIGNAL)
         return False
 
     @staticmethod

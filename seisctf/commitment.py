@@ -54,7 +54,7 @@ def _leaf_digest(cover: Cover, shape: tuple[int, int], dtype: Any, salt: bytes) 
     little-endian order and hashed in place (no copy to `bytes`)."""
     digest = hashlib.sha256(salt)
     digest.update(
-        assemble(shape, cover, np.dtype(dtype).newbyteorder("<")).reshape(-1).view(np.uint8)
+        assemble(shape, cover, np.dtype(dtype).newbyteorder("<")).reshape(-1).view(np.uint8).data
     )
     return digest.digest()
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 from seisctf.errors import InvalidInput
 
 if TYPE_CHECKING:  # annotations only: the command line reads these names without xarray
     import xarray as xr
+    from zarr.codecs import BloscCodec
 
 # --- dims -------------------------------------------------------------------------------------
 TIME = "time"
@@ -196,14 +197,23 @@ CONVENTIONS = ("reference", "paper")
 # Chunking depends on the data's shape only (never on the cluster), so bytes are reproducible.
 TARGET_CHUNK_BYTES = 4 * 2**20
 
+
+class BloscSettings(TypedDict):
+    """The arguments of zarr's `BloscCodec` that seisctf sets."""
+
+    cname: Literal["lz4", "lz4hc", "blosclz", "snappy", "zlib", "zstd"]
+    clevel: int
+    shuffle: Literal["noshuffle", "shuffle", "bitshuffle"]
+
+
 # Compressor of numeric variables in every store seisctf writes: Blosc LZ4 with bit shuffle
 # (zarr v3 `blosc` codec). On float32 seismograms it compresses as well as zarr's default zstd
 # (0.92 of the raw size) and encodes 3x, decodes 2.4x faster (benchmarks/RESULTS.md); readers
 # follow each array's codec metadata, so stores written with zstd stay valid.
-DATA_CODEC = {"cname": "lz4", "clevel": 5, "shuffle": "bitshuffle"}
+DATA_CODEC: BloscSettings = {"cname": "lz4", "clevel": 5, "shuffle": "bitshuffle"}
 
 
-def data_compressor():
+def data_compressor() -> BloscCodec:
     """A fresh zarr v3 codec for DATA_CODEC."""
     from zarr.codecs import BloscCodec
 
@@ -233,7 +243,7 @@ def validate_wavefield(ds: xr.Dataset, name: str = "wavefield store") -> xr.Data
     """Check a wavefield store against the contract; raise InvalidInput naming what is wrong."""
     if WAVEFIELD_VAR not in ds:
         raise InvalidInput(
-            name, f"has no variable {WAVEFIELD_VAR!r} (found {sorted(ds.data_vars)})"
+            name, f"has no variable {WAVEFIELD_VAR!r} (found {sorted(map(str, ds.data_vars))})"
         )
     dims = ds[WAVEFIELD_VAR].dims
     if dims not in ((TIME, SENSOR), (REALISATION, TIME, SENSOR)):
@@ -257,7 +267,7 @@ def validate_waveform_store(ds: xr.Dataset, name: str = "waveform store") -> xr.
         raise InvalidInput(
             name,
             f"has no variable {WAVEFORM_VAR!r} with dims {WAVEFORM_DIMS} "
-            f"(found {sorted(ds.data_vars)})",
+            f"(found {sorted(map(str, ds.data_vars))})",
         )
     _check_timing(ds, name)
     return ds
@@ -278,7 +288,7 @@ def validate_das_store(ds: xr.Dataset, name: str = "DAS store") -> str:
         raise InvalidInput(
             name,
             f"has no variable with dims {DAS_DIMS} named one of {DAS_QUANTITIES} "
-            f"(found {sorted(ds.data_vars)})",
+            f"(found {sorted(map(str, ds.data_vars))})",
         )
     if DISTANCE not in ds.coords:
         raise InvalidInput(name, f"has no {DISTANCE!r} coordinate (m along the fibre)")
@@ -297,7 +307,7 @@ def validate_event_window_store(ds: xr.Dataset, name: str = "event-window store"
         raise InvalidInput(
             name,
             f"has no variable {EVENT_WINDOWS_VAR!r} with dims {EVENT_WINDOWS_DIMS} "
-            f"(found {sorted(ds.data_vars)})",
+            f"(found {sorted(map(str, ds.data_vars))})",
         )
     if TRACE_NAME not in ds.coords:
         raise InvalidInput(name, f"has no per-trace coordinate {TRACE_NAME!r}")

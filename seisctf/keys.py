@@ -34,6 +34,7 @@ import os
 import secrets as stdlib_secrets
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TypedDict
 
 from seisctf.errors import InvalidInput
 
@@ -45,10 +46,23 @@ TRUTH_PUBLIC = "public"  # provenance `truth` of a store or bundle anyone can re
 TRUTH_HIDDEN = "hidden"  # ... of one drawn from a secret
 MIN_SECRET_CHARS = 20
 GENERATE_SECRET = 'python -c "import secrets; print(secrets.token_urlsafe(32))"'
+
+
+class KdfParameters(TypedDict):
+    """scrypt's parameters as the provenance records them."""
+
+    function: str
+    n: int
+    r: int
+    p: int
+    dklen: int
+    label: str
+
+
 # Public: recorded as `key_derivation` in the provenance attr of every `seisctf build` output.
 # `label` is scrypt's salt argument (fixed: the same secret always gives the same seeds);
 # 128 · n · r bytes = 32 MiB of memory per evaluation.
-KDF_PARAMETERS = {
+KDF_PARAMETERS: KdfParameters = {
     "function": "scrypt",
     "n": 2**15,
     "r": 8,

@@ -225,7 +225,7 @@ def _condition_failed(error: BaseException) -> bool:
     """Whether S3 refused a conditional write: the object exists, or changed, or another
     conditional write to it is under way (412 PreconditionFailed, 409
     ConditionalRequestConflict)."""
-    seen = error
+    seen: BaseException | None = error
     while seen is not None:
         response = getattr(seen, "response", None)
         if isinstance(response, dict):

@@ -342,7 +342,9 @@ class Renewer(threading.Thread):
                 if not kept and not self.stopped.is_set():
                     self.lost = held
                     # A real SIGINT to the main thread: it also ends a wait in progress there.
-                    signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+                    main = threading.main_thread().ident
+                    assert main is not None  # the main thread has started
+                    signal.pthread_kill(main, signal.SIGINT)
                     return
 
     def stop(self) -> None:

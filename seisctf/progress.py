@@ -27,10 +27,18 @@ class PhaseLine:
     def __init__(self, futures: Sequence[Any], label: str, stream: TextIO) -> None:
         from distributed.diagnostics.progressbar import ProgressBar
 
-        self.feed = ProgressBar(futures, complete=True)
-        # The feed's two drawing hooks, which distributed's own bars define.
-        self.feed._draw_bar = self._draw_bar
-        self.feed._draw_stop = self._draw_stop
+        line = self
+
+        class Feed(ProgressBar):
+            """distributed's bar, drawn by this line: the two hooks its own bars define."""
+
+            def _draw_bar(self, **response: Any) -> None:
+                line._draw_bar(**response)
+
+            def _draw_stop(self, **response: Any) -> None:
+                line._draw_stop(**response)
+
+        self.feed = Feed(futures, complete=True)
         self.label = label
         self.stream = stream
         self.total = 0

@@ -164,10 +164,13 @@ class Registry(Generic[P]):
             declared = options
             if declared is None:
                 declared = options_from_signature(function, self.injected, self.optional)
-            if is_dataclass(declared) and isinstance(declared, type):
-                schema, options_type = options_schema(declared), declared
+            options_type = declared if isinstance(declared, type) else None
+            if options_type is not None and is_dataclass(options_type):
+                schema: Mapping[str, Any] = options_schema(options_type)
+            elif isinstance(declared, Mapping):
+                schema = declared
             else:
-                schema, options_type = declared, None
+                raise TypeError(f"{self.kind} {name!r}: options are a dataclass or a schema")
             accepted = {**self.common, **schema.get("properties", {})}
             schema = {**schema, "properties": accepted}
             self.add(

@@ -14,7 +14,7 @@ import math
 import os
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import dask.array as da
 import xarray as xr
@@ -26,6 +26,8 @@ from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
 
 StorageOptions = s3.StorageOptions
+# zarr's modes of opening a group: read, read-write, create or open, create, create if absent.
+AccessMode = Literal["r", "r+", "a", "w", "w-"]
 
 # seisctf writes consolidated metadata on purpose (one read opens a store over object storage).
 warnings.filterwarnings("ignore", message="Consolidated metadata is currently not part")
@@ -78,7 +80,7 @@ def join(url: str, *parts: str) -> str:
 
 
 def open_group(
-    url: str, storage_options: StorageOptions | None = None, mode: str = "r"
+    url: str, storage_options: StorageOptions | None = None, mode: AccessMode = "r"
 ) -> zarr.Group:
     """Open a zarr v3 group; a missing store or a misspelt URL (`urls.checked`) is bad input
     naming the URL."""
@@ -166,7 +168,7 @@ def write_dataset(
     for name in dataset.variables:
         dataset[name].encoding.pop("chunks", None)
     encoding = {
-        name: {"compressors": conventions.data_compressor() if compress else None}
+        str(name): {"compressors": conventions.data_compressor() if compress else None}
         for name, variable in dataset.data_vars.items()
         if variable.dtype.kind in "biufc"
     }
@@ -244,7 +246,7 @@ def write_arrays(
     targets, sources = [], []
     for name, array in arrays.items():
         array_chunks = (chunks or {}).get(name) or conventions.time_space_chunks(
-            *array.shape, itemsize=array.dtype.itemsize
+            array.shape[0], array.shape[1], itemsize=array.dtype.itemsize
         )
         target = group.create_array(
             name,
@@ -258,7 +260,10 @@ def write_arrays(
         targets.append(target)
         sources.append(array.rechunk(array_chunks))
     if sources:
-        compute(da.store(sources, targets, lock=False, compute=False), label=label, quiet=quiet)
+        # dask types the targets as numpy-like arrays; any object taking `[region] = values`
+        # is one to `da.store`, zarr's arrays among them.
+        writes = da.store(sources, targets, lock=False, compute=False)  # type: ignore[arg-type]
+        compute(writes, label=label, quiet=quiet)
     if finish:
         finish_group(url, attrs, storage_options)
 
@@ -268,7 +273,16 @@ def read_array(url: str, name: str, storage_options: StorageOptions | None = Non
     group = open_group(url, storage_options)
     if name not in group:
         raise InvalidInput(f"{url}/{name}", "array not found in the group")
-    return da.from_zarr(check_declared_sizes(group[name], f"{url}/{name}"))
+    array = group_array(group, name, f"{url}/{name}")
+    return da.from_zarr(check_declared_sizes(array, f"{url}/{name}"))
+
+
+def group_array(group: zarr.Group, name: str, what: str) -> zarr.Array:
+    """The array `name` of `group`; InvalidInput naming `what` when `name` holds a group."""
+    array = group[name]
+    if not isinstance(array, zarr.Array):
+        raise InvalidInput(what, "is a group, not an array")
+    return array
 
 
 def read_attrs(url: str, storage_options: StorageOptions | None = None) -> dict[str, Any]:

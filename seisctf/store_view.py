@@ -194,7 +194,7 @@ class RegularTime(RegularGrid):
         return np.asarray(numbers, dtype=np.int64).view(NANOSECONDS)
 
     def same_grid(self, other: RegularGrid) -> bool:
-        return (self.start_ns, self.rate_hz, self.step_ns) == (
+        return isinstance(other, RegularTime) and (self.start_ns, self.rate_hz, self.step_ns) == (
             other.start_ns,
             other.rate_hz,
             other.step_ns,
@@ -232,7 +232,10 @@ class RegularDistance(RegularGrid):
         return np.asarray(numbers, dtype=np.float64)
 
     def same_grid(self, other: RegularGrid) -> bool:
-        return (self.start_m, self.step_m) == (other.start_m, other.step_m)
+        return isinstance(other, RegularDistance) and (self.start_m, self.step_m) == (
+            other.start_m,
+            other.step_m,
+        )
 
     def __repr__(self) -> str:
         return (
@@ -280,13 +283,12 @@ class GridIndex(CoordinateTransformIndex):
     def isel(self, indexers: Mapping[Any, Any]) -> GridIndex | PandasIndex | None:
         indexer = indexers[self.dim]
         if isinstance(indexer, slice):
-            positions = range(self.transform.size)[indexer]
-            if positions.step > 0:
-                return type(self)(self.transform.sliced(positions))
+            kept = range(self.transform.size)[indexer]
+            if kept.step > 0:
+                return type(self)(self.transform.sliced(kept))
+            positions = np.asarray(kept)
         elif np.ndim(indexer) == 0 or (isinstance(indexer, xr.Variable) and indexer.ndim > 1):
             return None
-        if isinstance(indexer, slice):
-            positions = np.asarray(positions)
         else:
             data = np.asarray(indexer.values if isinstance(indexer, xr.Variable) else indexer)
             if data.dtype == bool:  # a mask (e.g. `where(..., drop=True)`)

@@ -82,7 +82,10 @@ def _check_url(part: str, whole: str, what: str) -> None:
     segments = path.split("/")
     host = segments[0]
     if host.endswith(":") and SCHEME.fullmatch(host[:-1]):
-        fixed = f"{scheme}://{SCHEME_PREFIX.fullmatch(rest)[2]}"
+        # SCHEME_PREFIX matches any "scheme:" start, and `host` begins with one.
+        twice = SCHEME_PREFIX.fullmatch(rest)
+        assert twice is not None
+        fixed = f"{scheme}://{twice[2]}"
         raise InvalidInput(what, f"the scheme is given twice; did you mean {fixed}?")
     inner = segments[:-1] if len(segments) > 1 else segments  # one trailing "/" is fine
     if all(inner) and not {".", ".."} & set(segments):

@@ -114,6 +114,17 @@ def test_arrays_round_trip_chunk_aligned(tmp_path):
     assert storage.read_attrs(url)["k"] == 1
 
 
+def test_reading_a_group_as_an_array_is_bad_input(tmp_path):
+    """A name that holds a group (a bundle's manifest may name anything) is bad input naming
+    it, not an AttributeError from deep in the read."""
+    url = str(tmp_path / "g.zarr")
+    storage.write_arrays({"a": da.zeros((4, 2), chunks=(4, 2))}, url, {}, quiet=True, finish=False)
+    storage.open_group(url, mode="r+").create_group("inner")
+    storage.finish_group(url, {}, None)
+    with pytest.raises(InvalidInput, match="inner.*is a group, not an array"):
+        storage.read_array(url, "inner")
+
+
 def test_store_on_s3_opens_lazily_with_xarray_through_s3fs(s3_server, s3_bucket):
     dataset = smooth_wavefield(n_time=80, n_sensor=16)
     url = f"{s3_bucket}/wavefield.zarr"

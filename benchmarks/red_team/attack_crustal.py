@@ -50,11 +50,6 @@ from pathlib import Path
 
 import numpy as np
 from scipy.optimize import minimize
-from seisctf.synth.crustal.medium import MediumParameters
-from seisctf.synth.crustal.recording import SensorGrid
-from seisctf.synth.crustal.simulation import CrustalConfig, Realisation, simulate
-from seisctf.synth.crustal.source import PointSource
-from seisctf.synth.crustal.sweep import min_event_duration_s
 
 from benchmarks.red_team import harness, tails
 from benchmarks.red_team.baselines import (
@@ -66,6 +61,11 @@ from benchmarks.red_team.baselines import (
     pair_input_names,
 )
 from seisctf.plugins.layouts import load_layout
+from seisctf.synth.crustal.medium import MediumParameters
+from seisctf.synth.crustal.recording import SensorGrid
+from seisctf.synth.crustal.simulation import CrustalConfig, Realisation, simulate
+from seisctf.synth.crustal.source import PointSource
+from seisctf.synth.crustal.sweep import min_event_duration_s
 
 SYNTH_ARGS = ["--grid", "16", "--sensor-spacing", "300", "--depth", "5000"]
 DEPTH_M = 5000.0  # the benchmark's --depth (the published default is 6000)

@@ -43,11 +43,11 @@ from types import SimpleNamespace
 import numpy as np
 import zarr
 from scipy.sparse.linalg import LinearOperator, lsqr
-from seisctf.synth.das_synth_swell import MAX_DIRECTION_DEG
 
 from benchmarks.red_team import baselines
 from benchmarks.red_team.harness import load_public
 from seisctf.synth import das_synth as ds
+from seisctf.synth.das_synth_swell import MAX_DIRECTION_DEG
 
 SYNTH_ARGS = ["--channels", "256"]
 FIT_WINDOW_S = 240  # rows (1 Hz) of each swell fit: shorter than the sea's 300 s coherence

@@ -47,6 +47,9 @@ from pathlib import Path
 import numpy as np
 from scipy.optimize import minimize
 from scipy.signal import butter, hilbert, sosfiltfilt
+
+from benchmarks.red_team import harness, tails
+from benchmarks.red_team.baselines import BASELINES
 from seisctf.synth.global_earth import distance_azimuth
 from seisctf.synth.global_synthesis import EARTH_RADIUS_KM, group_velocity_km_s
 from seisctf.synth.global_wavefield import (
@@ -55,9 +58,6 @@ from seisctf.synth.global_wavefield import (
     fibonacci_sensors,
     synthesize_global,
 )
-
-from benchmarks.red_team import harness, tails
-from benchmarks.red_team.baselines import BASELINES
 
 SYNTH_ARGS = ["--sensors", "2048", "--duration", "3000"]
 DURATION_S = 3000

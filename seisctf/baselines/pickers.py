@@ -21,9 +21,8 @@ parameters, what they were tuned on); a Parquet table also carries it in its key
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -40,7 +39,15 @@ from seisctf.s3 import holds_credentials
 DEFAULT_TASK_TRACES = 256
 ALL_SPLITS = "all"
 SIDECAR_SUFFIX = ".picker.json"
-Picker = Callable[[np.ndarray, np.ndarray, float], np.ndarray]
+
+
+class Picker(Protocol):
+    """`picker(windows, npts, sampling_rate_hz)` (module doc), windows in `component_order`."""
+
+    @property
+    def component_order(self) -> str: ...
+
+    def __call__(self, windows: np.ndarray, npts: np.ndarray, rate_hz: float, /) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)

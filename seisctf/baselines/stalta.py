@@ -101,7 +101,7 @@ class _Trace:
         )
         self.horizontal = np.hypot(self.n, self.e)
         self.rate_hz = rate_hz
-        self._cft: dict[tuple, np.ndarray] = {}
+        self._cft: dict[tuple, np.ndarray | None] = {}  # None: too short for the LTA
 
     def samples(self, seconds: float) -> int:
         return max(1, int(round(seconds * self.rate_hz)))

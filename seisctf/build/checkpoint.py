@@ -37,17 +37,18 @@ def checkpoint_chunks(array: xr.DataArray) -> dict[str, int]:
     a chunk near `conventions.TARGET_CHUNK_BYTES` at the variable's item size, 1 along the
     rest; a variable without time keeps the regular chunks its first chunks give."""
     if cv.TIME not in array.dims:
-        return {dim: sizes[0] for dim, sizes in zip(array.dims, array.chunks, strict=True)}
+        assert array.chunks is not None  # a Dask-backed variable: the lazy ones are
+        return {str(dim): sizes[0] for dim, sizes in zip(array.dims, array.chunks, strict=True)}
     n_time = array.sizes[cv.TIME]
     if array.ndim == 1:
         return {cv.TIME: n_time}
-    space = [dim for dim in array.dims if dim != cv.TIME][-1]
+    space = [str(dim) for dim in array.dims if dim != cv.TIME][-1]
     rows, _ = cv.time_space_chunks(n_time, array.sizes[space], array.dtype.itemsize)
     time_chunk = min(n_time, max(1, rows // RMS_BLOCK_SAMPLES) * RMS_BLOCK_SAMPLES)
     space_chunk = max(
         1, min(array.sizes[space], cv.TARGET_CHUNK_BYTES // (time_chunk * array.dtype.itemsize))
     )
-    others = {dim: 1 for dim in array.dims if dim not in (cv.TIME, space)}
+    others = {str(dim): 1 for dim in array.dims if dim not in (cv.TIME, space)}
     return {cv.TIME: time_chunk, space: space_chunk, **others}
 
 
@@ -60,6 +61,7 @@ def _write_chunk(
 ) -> np.ndarray:
     """Write `block` (rounded to the target's dtype, C order) to its place in zarr array
     `target`; return the level sums of what was written over `window` (samples along time)."""
+    assert block_info is not None  # given by map_blocks
     location = block_info[0]["array-location"]
     stored = np.ascontiguousarray(block, dtype=target.dtype)
     target[tuple(slice(start, stop) for start, stop in location)] = stored
@@ -108,7 +110,7 @@ def write_checkpoint(
         if coordinate.chunks is not None:
             dataset[name] = coordinate.compute()
     lazy = [
-        name
+        str(name)
         for name, array in dataset.data_vars.items()
         if array.chunks is not None or name in windows
     ]
@@ -131,7 +133,7 @@ def write_checkpoint(
         window = windows[name].indices(n_time)[:2] if name in windows else (0, 0)
         sums[name] = values.map_blocks(
             _write_chunk,
-            group[name],
+            storage.group_array(group, name, url),
             time_axis,
             window,
             chunks=_sums_chunks(values, time_axis, window),

@@ -107,8 +107,9 @@ def validate(recipe: RecipeText) -> Layout | None:
     for name, values in data["outputs"].items():
         schema = STORE_OUTPUT if name == "store" else OUTPUTS[name].options
         recipe.check(schema, values or {}, ("outputs", name))
-        if name != "store" and OUTPUTS[name].check:
-            OUTPUTS[name].check(recipe)
+        check = None if name == "store" else OUTPUTS[name].check
+        if check is not None:
+            check(recipe)
     name = layout_name(data)
     if name is None and "ctf_bundle" not in data["outputs"]:
         return None

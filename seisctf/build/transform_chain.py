@@ -29,7 +29,7 @@ def _time_variables(dataset: xr.Dataset) -> Iterator[tuple[str, xr.DataArray]]:
             array = array.assign_attrs(
                 {cv.ATTR_SAMPLING_RATE: dataset.attrs[cv.ATTR_SAMPLING_RATE]}
             )
-        yield variable, array
+        yield str(variable), array
 
 
 def _checkpoint(
@@ -45,9 +45,12 @@ def _checkpoint(
     floats is checkpointed in its stored dtype (what the build would round it to anyway)."""
     ((name, values),) = recipe.data["transforms"][index].items()
     windows = {}
-    for variable, array in _time_variables(dataset) if entry.level_window else ():
+    level_window = entry.level_window
+    variables = _time_variables(dataset) if level_window is not None else ()
+    for variable, array in variables:
+        assert level_window is not None
         try:
-            windows[variable] = entry.level_window(array, **(values or {}))
+            windows[variable] = level_window(array, **(values or {}))
         except InvalidInput as error:
             raise recipe.error(("transforms", index, name), str(error)) from None
     dtypes = {
@@ -74,7 +77,7 @@ def apply_transforms(
     dtype, with the transform's level summed by the tasks that write it where it has a
     `level_window`. Measured on 2 workers (benchmarks/RESULTS.md): such a checkpoint costs less
     than filtering twice."""
-    stored_dtypes = {name: array.dtype for name, array in dataset.data_vars.items()}
+    stored_dtypes = {str(name): array.dtype for name, array in dataset.data_vars.items()}
     for index, step in enumerate(recipe.data.get("transforms") or []):
         ((name, values),) = step.items()
         entry = TRANSFORMS[name]

@@ -64,7 +64,8 @@ class SignedRanges:
         self._tls: ssl.SSLContext | None = None  # made on the first HTTPS connection
 
     def read(self, path: str, start: int, end: int | None) -> bytes:
-        """Bytes [start, end) of object `path`; start < 0 and end None: its last -start bytes."""
+        """Bytes [start, end) of object `path`, end None: to its end; start < 0 and end None: its
+        last -start bytes."""
         (outcome,) = self.read_many([path], [start], [end])
         if isinstance(outcome, BaseException):
             raise outcome
@@ -123,7 +124,10 @@ class SignedRanges:
         failed."""
         path, start, end = place
         target = self._target(path, renew)
-        span = f"bytes={start}" if end is None and start < 0 else f"bytes={start}-{end - 1}"
+        if end is None:  # to the object's end; a negative start: its last -start bytes
+            span = f"bytes={start}" if start < 0 else f"bytes={start}-"
+        else:
+            span = f"bytes={start}-{end - 1}"
         try:
             connection.request("GET", target, headers={"Range": span})
         except (OSError, http.client.HTTPException) as error:

@@ -109,7 +109,7 @@ def read_selected(url: str, storage_options, indices: np.ndarray) -> np.ndarray:
     """The parent's windows at `indices` (ascending), float32 (trace, channel, sample): zarr
     reads only their chunks (byte ranges of the parent's shards)."""
     group = storage.open_group(url, storage_options)
-    array = group[cv.EVENT_WINDOWS_VAR]
+    array = storage.group_array(group, cv.EVENT_WINDOWS_VAR, url)
     return np.asarray(
         array.get_orthogonal_selection((indices, slice(None), slice(None))), dtype=np.float32
     )
@@ -168,7 +168,7 @@ def subset_dataset(
     )
     per_trace = parent.drop_vars(cv.EVENT_WINDOWS_VAR).isel({cv.TRACE: selected})
     per_trace = per_trace.compute(scheduler="sync")
-    order = catalog_order(url, storage_options, list(per_trace.variables))
+    order = catalog_order(url, storage_options, [str(name) for name in per_trace.variables])
     subset = xr.Dataset(
         {cv.EVENT_WINDOWS_VAR: (cv.EVENT_WINDOWS_DIMS, waveforms)}
         | {name: per_trace[name].variable for name in order if name in per_trace.data_vars},

@@ -239,14 +239,15 @@ def per_trace_frame(dataset: xr.Dataset) -> pd.DataFrame:
         for name, variable in (*dataset.coords.items(), *dataset.data_vars.items())
         if variable.dims == (cv.TRACE,) and name != cv.TRACE
     ]
-    columns = {}
+    columns: dict[str, Any] = {}
     for name in names:
         values = np.asarray(dataset[name].values)
         if values.dtype == object and pd.api.types.infer_dtype(values, skipna=False) == "string":
-            values = pd.array(values, dtype="str")  # every value a str already
+            columns[name] = pd.array(values, dtype="str")  # every value a str already
         elif values.dtype.kind in "OTU":
-            values = pd.array([str(v) for v in values.tolist()], dtype="str")
-        columns[name] = values
+            columns[name] = pd.array([str(v) for v in values.tolist()], dtype="str")
+        else:
+            columns[name] = values
     return pd.DataFrame(columns, index=pd.RangeIndex(dataset.sizes[cv.TRACE]))
 
 
@@ -469,7 +470,8 @@ def write_event_windows(
     _, computed, fractions = compute(delayed, lazy, gaps, label=label, quiet=quiet)
     attrs.update(computed)  # in place: the attrs keep their order
     if fractions is not None:
-        storage.open_group(url, storage_options, mode="r+")[cv.TRACE_GAP_FRACTION][:] = fractions
+        group = storage.open_group(url, storage_options, mode="r+")
+        storage.group_array(group, cv.TRACE_GAP_FRACTION, url)[:] = fractions
         out = out.assign_coords({cv.TRACE_GAP_FRACTION: (cv.TRACE, fractions)})
     write_catalog(per_trace_frame(out), url, storage_options)
     attrs["catalog"] = CATALOG_PATH

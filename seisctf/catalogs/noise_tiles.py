@@ -65,11 +65,17 @@ class TileGrid:
         return self.coverage is not None and bool(self.block_samples)
 
     @property
+    def samples_per_block(self) -> int:
+        """`block_samples` of a grid with coverage (`has_coverage`)."""
+        assert self.block_samples, "a grid without coverage has no blocks"
+        return self.block_samples
+
+    @property
     def tiles_per_span(self) -> int:
         """Tiles per span: `TILES_PER_SPAN`, fewer when their blocks would exceed one read."""
         if not self.has_coverage:
             return TILES_PER_SPAN
-        per_read = COVERAGE_VALUES_PER_READ * self.block_samples // self.window_samples
+        per_read = COVERAGE_VALUES_PER_READ * self.samples_per_block // self.window_samples
         return max(1, min(TILES_PER_SPAN, per_read))
 
     def spans(self) -> Iterator[tuple[int, int]]:
@@ -84,7 +90,7 @@ class TileGrid:
         if not self.has_coverage:
             yield slice(0, n_station)
             return
-        blocks = self.tiles_per_span * self.window_samples // self.block_samples + 2
+        blocks = self.tiles_per_span * self.window_samples // self.samples_per_block + 2
         step = max(1, COVERAGE_VALUES_PER_READ // blocks)
         chunks = getattr(self.coverage, "chunks", None)
         if isinstance(chunks, tuple) and isinstance(chunks[0], int):
@@ -103,8 +109,8 @@ class CoverageReader:
         self.rows: tuple[int, int] | None = None
         self.first, self.values = 0, np.zeros((0, 0), dtype=np.float32)
         chunks = getattr(grid.coverage, "chunks", None)
-        chunked = isinstance(chunks, tuple) and isinstance(chunks[-1], int)
-        self.chunk_blocks = int(chunks[-1]) if chunked else 1
+        last = chunks[-1] if isinstance(chunks, tuple) else None
+        self.chunk_blocks = last if isinstance(last, int) else 1
 
     def read(self, rows: slice, first: int, end: int) -> tuple[np.ndarray | None, int]:
         """(coverage of `rows` over the blocks tiles first … end − 1 touch, (station, block) as
@@ -113,8 +119,8 @@ class CoverageReader:
         if not grid.has_coverage:
             return None, 0
         n_blocks = grid.coverage.shape[1]
-        first_block = first * grid.window_samples // grid.block_samples
-        end_block = min(n_blocks, (end * grid.window_samples - 1) // grid.block_samples + 1)
+        first_block = first * grid.window_samples // grid.samples_per_block
+        end_block = min(n_blocks, (end * grid.window_samples - 1) // grid.samples_per_block + 1)
         held = self.first <= first_block and end_block <= self.first + self.values.shape[1]
         if self.rows != (rows.start, rows.stop) or not held:
             column_end = -(-(first_block + 1) // self.chunk_blocks) * self.chunk_blocks
@@ -142,8 +148,8 @@ def in_whole_blocks(
     station's coverage from block `first_block` on)."""
     gappy = np.concatenate([[0], np.cumsum(~(coverage_row >= 1.0))])
     n_blocks = grid.coverage.shape[1]
-    first = starts // grid.block_samples - first_block
-    last = np.minimum((starts + grid.window_samples - 1) // grid.block_samples, n_blocks - 1)
+    first = starts // grid.samples_per_block - first_block
+    last = np.minimum((starts + grid.window_samples - 1) // grid.samples_per_block, n_blocks - 1)
     return gappy[last - first_block + 1] == gappy[first]
 
 

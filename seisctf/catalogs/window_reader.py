@@ -104,7 +104,7 @@ def chunk_layout(metadata: Mapping[str, Any], what: str) -> ChunkLayout:
         raise InvalidInput(what, f"chunks {inner} do not hold whole windows of shape {shape}")
     fill = metadata.get("fill_value")
     return ChunkLayout(
-        shape=shape,  # type: ignore[arg-type]
+        shape=shape,
         chunk_traces=inner[0],
         shard_traces=shard_traces,
         blosc=names[-1] == "blosc",

@@ -19,6 +19,7 @@ import glob
 import os
 import sys
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 
 from seisctf.cli import compare, crustal, datasets, ingest, picks, score
 from seisctf.cli._checks import GLOB_CHARACTERS, local_path
@@ -231,7 +232,7 @@ def _local_paths(args: argparse.Namespace, dests: tuple[str, ...]) -> list[str]:
     values = [v for value in given for v in (value if isinstance(value, list) else [value])]
     found = []
     for value in values:
-        path = local_path(value) if isinstance(value, str) else None
+        path: Path | str | None = local_path(value) if isinstance(value, str) else None
         if path is not None and any(c in str(path) for c in GLOB_CHARACTERS):
             path = next(iter(sorted(glob.glob(str(path), recursive=True))), None)
         if path is not None:

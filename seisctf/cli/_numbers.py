@@ -64,7 +64,8 @@ def chosen_parsers(
     yield parser
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
-            child = action.choices.get(getattr(args, action.dest, None))
+            chosen = getattr(args, action.dest, None)
+            child = None if chosen is None else action.choices.get(chosen)
             if child is not None:
                 yield from chosen_parsers(child, args)
 

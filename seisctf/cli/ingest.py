@@ -70,7 +70,7 @@ def _add_registered(ingest_kinds: Commands, common: argparse.ArgumentParser) -> 
 def _registered(command: str) -> Callable:
     """The plain ingest function (`cli`) of the registered ingest whose command is `command`."""
     for entry in INGESTS.entries():
-        if (entry.command or entry.name) == command:
+        if (entry.command or entry.name) == command and entry.cli is not None:
             return entry.cli
     raise InvalidInput(f"ingest {command}", "no registered ingest has this command")
 

@@ -114,8 +114,9 @@ def picking_output(
         context.skipped.append(url)
     else:
         try:
-            if url.rstrip("/") != context.source_url.rstrip("/"):
-                copy_store(context.source_url, url, context)
+            source_url = context.require_source_url()
+            if url.rstrip("/") != source_url.rstrip("/"):
+                copy_store(source_url, url, context)
             split_store(
                 url, split_options(spec["split"]), context.storage_options, quiet=context.quiet
             )

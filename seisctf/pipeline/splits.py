@@ -36,7 +36,7 @@ last the consolidated metadata. Readers keep seeing the previous, complete state
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -88,7 +88,7 @@ class SplitOptions:
     n_clusters: int = 20
     test_clusters: int = 4
     dev_fraction: float = 0.1
-    fractions: tuple[float, float, float] = (0.7, 0.1, 0.2)
+    fractions: tuple[float, ...] = (0.7, 0.1, 0.2)  # train, dev, test (`checked`)
     buffer_km: float = 0.0
     budgets: tuple[int, ...] = (1, 3, 6, 9, 12)
     draws: int = 12
@@ -148,7 +148,7 @@ class Split:
 # --- seeded choices ----------------------------------------------------------------------------
 
 
-def seeded_order(keys: Sequence[str], seed: int, purpose: str) -> list[str]:
+def seeded_order(keys: Iterable[str], seed: int, purpose: str) -> list[str]:
     """The distinct `keys`, sorted, then in a random order drawn from (seed, purpose)."""
     distinct = sorted(set(keys))
     rng = np.random.default_rng([seed, int.from_bytes(purpose.encode()[:8], "little")])
@@ -466,7 +466,9 @@ def write_split(
             )
         )
         sources.append(da.from_array(np.asarray(values), chunks=chunk))
-    compute(da.store(sources, targets, lock=False, compute=False), label="write split", quiet=quiet)
+    # dask types the targets as numpy-like arrays; zarr's arrays take `[region] = values` too.
+    writes = da.store(sources, targets, lock=False, compute=False)  # type: ignore[arg-type]
+    compute(writes, label="write split", quiet=quiet)
     if catalog is not None:
         catalog[cv.SPLIT_VAR] = pd.array(split.split.astype(str), dtype="str")
         catalog[CLUSTER_VAR] = split.cluster.astype(np.int32)

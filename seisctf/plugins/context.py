@@ -48,3 +48,10 @@ class BuildContext:
                 f"needs a secret to derive its seed from: --secret or ${keys.SECRET_ENV}",
             )
         return self.secret.value
+
+    def require_source_url(self) -> str:
+        """`source_url`: the store an ingest source writes, which the engine sets before it
+        calls one."""
+        if self.source_url is None:
+            raise RuntimeError("an ingest source runs with `source_url` set (source_store_url)")
+        return self.source_url

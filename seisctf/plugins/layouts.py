@@ -106,7 +106,10 @@ def load_layout(name_or_path: str | None) -> Layout:
             f"layout {name_or_path!r}", f"not one of {sorted(LAYOUTS)} nor a YAML file"
         )
     values = parse_yaml(read_text(path, str(path)), str(path))[0] or {}
-    known = {field.name: field.type for field in fields(Layout)}
+    known = {
+        field.name: field.type if isinstance(field.type, str) else field.type.__name__
+        for field in fields(Layout)
+    }
     if not isinstance(values, dict):
         raise InvalidInput(str(path), f"a layout is a YAML mapping of some of {sorted(known)}")
     unknown = sorted(str(key) for key in set(values) - set(known))
@@ -129,8 +132,12 @@ def _check_layout_value(what: str, key: str, kind: str, value: object) -> None:
         valid = isinstance(value, int) and not isinstance(value, bool) and value >= least
         expected = f"a whole number >= {least}"
     else:
-        valid = isinstance(value, int | float) and not isinstance(value, bool)
-        valid = valid and math.isfinite(value) and value >= 0
+        valid = (
+            isinstance(value, int | float)
+            and not isinstance(value, bool)
+            and math.isfinite(value)
+            and value >= 0
+        )
         expected = "a finite number >= 0"
     if not valid:
         raise InvalidInput(what, f"{key}: expected {expected}, got {value!r}")

@@ -200,8 +200,13 @@ def _errors(schema: Mapping[str, Any], value: Any) -> list[Any]:
     from jsonschema import Draft202012Validator, FormatChecker
 
     formats = FormatChecker(formats=())
-    formats.checks(LOCATION_FORMAT, raises=InvalidInput)(urls.checked)
+    formats.checks(LOCATION_FORMAT, raises=InvalidInput)(_is_location)
     return list(Draft202012Validator(schema, format_checker=formats).iter_errors(value))
+
+
+def _is_location(value: Any) -> bool:
+    """jsonschema's check of a location: `urls.checked` raises InvalidInput for a bad one."""
+    return bool(urls.checked(value))
 
 
 def _offending(error: Any) -> Location:

@@ -10,7 +10,7 @@ import math
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -39,7 +39,7 @@ def _cell(rows: pd.DataFrame, *, deterministic: bool, identical: str | None, lev
     _, low, high = un.t_interval(mean, se, df, level)
     entry: dict[str, Any] = {
         "approach": rows["approach"].iat[0],
-        "budget": un.budget_label(rows["budget"].iat[0]),
+        "budget": un.budget_label(rows["budget"].to_numpy(float)[0]),
         "n_draws": int(draw_means.size),
         "n_runs": int(values.size),
         "seeds_per_draw": [int(per_draw.min()), int(per_draw.max())],
@@ -123,8 +123,8 @@ def _approach_means(cells: list[dict], level: float) -> dict[str, Any]:
     """Per approach: each budget's mean and interval, and the mean over budgets (equal weights)
     with a Welch–Satterthwaite t interval from the cells' standard errors."""
     result: dict[str, Any] = {}
-    for approach, group in itertools.groupby(cells, key=lambda c: c["approach"]):
-        group = list(group)
+    for approach, of_approach in itertools.groupby(cells, key=lambda c: c["approach"]):
+        group = list(of_approach)
         means = np.array([c["mean"] for c in group])
         se = np.array([c["standard_error"] for c in group])
         df = np.array(
@@ -313,8 +313,11 @@ def compare_metric(
     """The report section of one metric's runs, and the residuals for its QQ plot."""
     deterministic = un.deterministic_approaches(runs)
     runs = runs.sort_values(["approach", "budget", "data_draw", "training_seed"], kind="stable")
-    cells, run_variances, mixed_rows = [], {}, []
-    for (approach, budget), rows in runs.groupby(["approach", "budget"], sort=True):
+    cells: list[dict[str, Any]] = []
+    run_variances: dict[tuple[str, str], list[float]] = {}
+    mixed_rows: list[pd.DataFrame] = []
+    for key, rows in runs.groupby(["approach", "budget"], sort=True):
+        approach, budget = cast("tuple[str, float]", key)  # the two columns grouped by
         label = f"{what}: metric {rows['metric'].iat[0]}, approach {approach}, budget " + (
             un.budget_label(budget)
         )

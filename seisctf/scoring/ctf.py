@@ -438,7 +438,7 @@ def averages(scores: Mapping[str, float | None]) -> dict[str, float | None]:
     bundles); with extended pairs also `extended_avg_score`, the mean of the scorable E13+."""
 
     def mean(names: list[str]) -> float | None:
-        values = [scores[name] for name in names if scores[name] is not None]
+        values = [value for name in names if (value := scores[name]) is not None]
         return float(np.mean(values)) if values else None
 
     core = [name for name in scores if name in cv.SCORE_NAMES]
@@ -479,11 +479,11 @@ def score_ctf(
 
     `truth`: the group at `truth_url` as `open_truth` returned it, when the caller opened it
     already (it is then not opened again)."""
-    manifest, salt, truth = truth or open_truth(truth_url, storage_options)
+    manifest, salt, truth_arrays = truth or open_truth(truth_url, storage_options)
     opened = open_submissions(submissions, manifest, storage_options, limits)
     return score_arrays(
         manifest,
-        truth,
+        truth_arrays,
         opened,
         convention=convention,
         salt=salt,

@@ -103,7 +103,8 @@ def _climb(release: Release, commitment: str, name: str, score: float | None) ->
             (release.participant, commitment, name, time.time(), score, best, int(improved)),
         )
         connection.execute("COMMIT")
-        return int(cursor.lastrowid), Rung(release.participant, best, improved)
+        assert cursor.lastrowid is not None  # the row the INSERT added
+        return cursor.lastrowid, Rung(release.participant, best, improved)
     finally:
         if connection.in_transaction:
             connection.execute("ROLLBACK")

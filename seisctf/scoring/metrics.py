@@ -37,8 +37,8 @@ def spectral_norm_from_gram(gram: np.ndarray) -> float:
         return math.inf
     if not gram.any():
         return 0.0
-    size = gram.shape[0]
-    largest = None
+    size = int(gram.shape[0])
+    largest: float | None = None
     if size > LANCZOS_MIN_SIDE:
         start = np.random.default_rng(0).standard_normal(size)
         try:

@@ -321,8 +321,8 @@ def score_pick_table(
 
     def counts(cells: np.ndarray | None = None, n_cells: int = 1) -> Tally:
         return pick_metrics.blockwise_tally(
-            earthquake, aligned.detection, arrival_s, aligned.pick_s,
-            cells=cells, n_cells=n_cells, **options,
+            earthquake, aligned.detection, arrival_s, aligned.pick_s, cells=cells,
+            n_cells=n_cells, tolerance_s=options["tolerance_s"], threshold=options["threshold"],
         )  # fmt: skip
 
     overall = counts()

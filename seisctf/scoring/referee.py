@@ -80,14 +80,18 @@ def run(
     ):
         results, commitment, refused = score()
         give_back(refused)
-        released = [
-            released_view(family, result, commitment, climb) if referee.release else None
-            for result in results
-        ]
-        shown = released if referee.release else results
+        views = (
+            [released_view(family, result, commitment, climb) for result in results]
+            if referee.release
+            else None
+        )
+        shown = results if views is None else views
         if shown or not refused:
             write(shown)
         if referee.db:
+            released: Sequence[dict[str, Any] | None] = (
+                views if views is not None else [None] * len(results)
+            )
             for result, view in zip(results, released, strict=True):
                 leaderboard.record(
                     referee.db,

@@ -74,7 +74,7 @@ def rounded(value: float | None, digits: int) -> float | None:
     return None if value is None else round(float(value), digits) + 0.0
 
 
-def _policy(**steps: float) -> dict[str, Any]:
+def _policy(**steps: Any) -> dict[str, Any]:
     return {"policy": POLICY, **steps}
 
 
@@ -208,6 +208,7 @@ def public_entry(entry: Mapping[str, Any], final: bool = False) -> dict[str, Any
         if isinstance(result.get(part), Mapping):
             shown[part] = {key: public_value(result[part].get(key)) for key in RATES}
     view: dict[str, Any] = {}
+    scores: dict[str, Any]
     if entry.get("family") == "ctf" and not final:
         avg_score, scores = None, {}
         view["public_score"] = _season_score(entry)
@@ -342,7 +343,8 @@ def reserve(
                 "VALUES (?, ?, ?, ?, 'pending')",
                 (release.participant, family, name, now_s),
             )
-            ids.append(int(cursor.lastrowid))
+            assert cursor.lastrowid is not None  # the row the INSERT added
+            ids.append(cursor.lastrowid)
         connection.execute("COMMIT")
         return ids
     finally:

@@ -143,7 +143,8 @@ def _open_zip(path: Path, limits: SubmissionLimits, harmless_bytes: int) -> zipf
         archive = zipfile.ZipFile(path)
     except (ValueError, *ZIP_ERRORS) as error:
         raise InvalidInput(str(path), f"not a readable zip file ({quoted(error)})") from None
-    infos, seen, total = archive.infolist(), set(), 0
+    infos, total = archive.infolist(), 0
+    seen: set[str] = set()
     for info in infos:
         problem = _member_problem(info, seen, limits, harmless_bytes)
         if problem:
@@ -332,6 +333,7 @@ def read_submission_arrays(
     expected = expected_shapes(manifest) if manifest is not None else None
     limits = limits or DEFAULT_LIMITS
     what = source if isinstance(source, str) else "submission"
+    arrays: dict[str, Any]
     if isinstance(source, Mapping):
         arrays = {name: a if hasattr(a, "dtype") else np.asarray(a) for name, a in source.items()}
         refuse_names(what, arrays, expected)
@@ -363,7 +365,7 @@ def _float64_block(block: np.ndarray) -> np.ndarray:
 def as_float64(what: str, array: da.Array) -> da.Array:
     """A longdouble array (wider than float64) as float64, its values read here once, before any
     scoring: refused naming the first value float64 cannot hold (NaN, Inf, or beyond ±1.8e308)."""
-    converted = array.map_blocks(_float64_block, dtype=np.float64)
+    converted = da.map_blocks(_float64_block, array, dtype=np.float64)
     count, first, _ = compute(value_report(converted), label=f"reading {what}", quiet=True)[0]
     if count:
         where = ", ".join(str(int(i)) for i in np.unravel_index(int(first), array.shape))

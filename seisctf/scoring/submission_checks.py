@@ -16,7 +16,7 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import zarr
@@ -117,13 +117,13 @@ def check_array(
     """Refuse any dtype but real floating point (`dtype_problem`), wrong shapes, oversized arrays;
     return bytes. Object dtypes are refused before anything else: nothing of theirs is read."""
     shape, dtype = tuple(int(n) for n in shape), np.dtype(dtype)
-    if dtype.hasobject:
-        raise InvalidInput(what, dtype_problem(dtype))
+    problem = dtype_problem(dtype)
+    if dtype.hasobject and problem:
+        raise InvalidInput(what, problem)
     if expected is not None and shape != expected[name]:
         raise InvalidInput(what, f"shape {shape}, expected {expected[name]}")
     if not shape or min(shape) < 1:
         raise InvalidInput(what, f"shape {shape}, expected a non-empty (time, space) matrix")
-    problem = dtype_problem(dtype)
     if problem:
         raise InvalidInput(what, problem)
     nbytes = math.prod(shape) * dtype.itemsize
@@ -178,8 +178,10 @@ class MappedArray:
         return len(self.shape)
 
     def __getitem__(self, key: Any) -> np.ndarray:
-        order = "F" if self.fortran_order else "C"
-        mapped = np.memmap(self.path, self.dtype, "r", self.offset, self.shape, order)
+        order: Literal["C", "F"] = "F" if self.fortran_order else "C"
+        mapped = np.memmap(
+            self.path, dtype=self.dtype, mode="r", offset=self.offset, shape=self.shape, order=order
+        )
         return np.array(mapped[key])
 
 

@@ -16,6 +16,7 @@ import math
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -309,8 +310,8 @@ def validate_runs(table: pd.DataFrame, what: str = "runs table") -> pd.DataFrame
             f"runs repeat (metric, approach, budget, data_draw, training_seed) at data row(s) "
             f"{_rows(duplicated)}",
         )
-    seeded = runs.groupby("approach")["training_seed"].agg(lambda s: set(s == ""))
-    mixed = sorted(a for a, kinds in seeded.items() if len(kinds) > 1)
+    seeded = runs.groupby("approach")["training_seed"].agg(lambda s: (s == "").nunique())
+    mixed = sorted(str(a) for a, kinds in seeded.items() if kinds > 1)
     if mixed:
         raise InvalidInput(
             f"{what}: column training_seed",
@@ -355,7 +356,8 @@ def identical_draw_budgets(
     flagged: dict[float, str] = {}
     budgets = sorted(runs["budget"].unique())
     if CLUSTERS_COLUMN in runs.columns:
-        for budget, totals in runs.groupby("budget")[CLUSTERS_COLUMN]:
+        for key, totals in runs.groupby("budget")[CLUSTERS_COLUMN]:
+            budget = cast(float, key)  # the column grouped by
             total = totals.dropna()
             if (total < budget).any():
                 raise InvalidInput(

@@ -255,7 +255,8 @@ def _pairs_into(mixed_key: np.uint64, pairs: np.ndarray, out: np.ndarray) -> Non
         np.left_shift(pairs[start:stop], np.uint64(2), out=slab_base)
         np.bitwise_xor(slab_base, mixed_key, out=slab_base)
         _uniform_open_into(_splitmix64_into(slab_base, slab_bits, slab_scratch), slab_radius)
-        _log_into(slab_radius, *slab_floats[:6], exponent[:n])
+        f, s, z, w, term, low = slab_floats[:6]
+        _log_into(slab_radius, f, s, z, w, term, low, exponent[:n])
         slab_radius *= -2.0
         np.sqrt(slab_radius, out=slab_radius)
         slab_base += np.uint64(1)
@@ -389,6 +390,7 @@ def normals_in_block(
 def _normal_block(
     key: int, counter_shape: tuple[int, ...], block_info: dict | None = None
 ) -> np.ndarray:
+    assert block_info is not None  # given by map_blocks
     return normals_in_block(key, block_info[None]["array-location"], counter_shape)
 
 

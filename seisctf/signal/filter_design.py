@@ -65,15 +65,18 @@ def butterworth_sos(
         )
     if not is_integer(order) or order < 1:
         raise InvalidInput(f"{what} order={order!r}", "expected an integer >= 1")
-    if freqmin is None:
-        corners, btype = freqmax, "lowpass"
-    elif freqmax is None:
-        corners, btype = freqmin, "highpass"
-    else:
-        corners, btype = [freqmin, freqmax], "bandpass"
     from scipy import signal  # here: a layout's sizes need this module, not SciPy
 
-    return signal.butter(int(order), corners, btype=btype, output="sos", fs=sampling_rate_hz)
+    if freqmin is not None and freqmax is not None:
+        return signal.butter(
+            int(order), [freqmin, freqmax], btype="bandpass", output="sos", fs=sampling_rate_hz
+        )
+    if freqmin is not None:
+        return signal.butter(
+            int(order), freqmin, btype="highpass", output="sos", fs=sampling_rate_hz
+        )
+    assert freqmax is not None  # one of the two at least, checked above
+    return signal.butter(int(order), freqmax, btype="lowpass", output="sos", fs=sampling_rate_hz)
 
 
 def impulse_halo(sos: np.ndarray, tolerance: float, what: str) -> int:

@@ -24,6 +24,7 @@ import numpy as np
 from dask._task_spec import Task, TaskRef
 from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
+from dask.typing import Key
 
 
 def merged_chunks(chunks: tuple[int, ...], min_size: int) -> tuple[int, ...]:
@@ -88,10 +89,10 @@ def _halo_task(
 
 
 def _neighbour(
-    layer: dict[tuple, Task], kind: str, index: tuple[int, ...], axis: int, offset: int
+    layer: dict[Key, Task], kind: str, index: tuple[int, ...], axis: int, offset: int
 ) -> TaskRef | None:
     """The `kind` edge task of the block `offset` blocks away along `axis`, if there is one."""
-    key = (kind, *index[:axis], index[axis] + offset, *index[axis + 1 :])
+    key: Key = (kind, *index[:axis], index[axis] + offset, *index[axis + 1 :])
     return TaskRef(key) if key in layer else None
 
 
@@ -115,7 +116,7 @@ def map_halo(
     token = tokenize(function, values.name, axis, depth, kwargs)
     name = f"{getattr(function, '__name__', 'halo')}-halo-{token}"
     head, tail = f"halo-head-{token}", f"halo-tail-{token}"
-    layer: dict[tuple, Task] = {}
+    layer: dict[Key, Task] = {}
     for index in np.ndindex(values.numblocks):
         position = index[axis]
         source = (values.name, *index)
@@ -143,5 +144,7 @@ def map_halo(
             axis,
             kwargs,
         )
-    graph = HighLevelGraph.from_collections(name, layer, dependencies=[values])
+    # dask's DaskCollection protocol types `__dask_scheduler__` as a staticmethod object, which no
+    # collection's attribute matches: its arrays are collections all the same.
+    graph = HighLevelGraph.from_collections(name, layer, dependencies=[values])  # type: ignore[list-item]
     return da.Array(graph, name, values.chunks, dtype=np.float64, meta=np.empty((0,) * values.ndim))

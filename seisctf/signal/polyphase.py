@@ -34,6 +34,7 @@ def polyphase_block(
     """Outputs k with k·down/up in this block's core,
     y[k] = Σ_n x[n]·taps[half + (k - delay)·down - n·up] (x = 0 outside the trace, as
     resample_poly with padtype="constant", whose output is the one for delay = 0)."""
+    assert block_id is not None  # given by map_blocks
     chunk = block_id[time_axis]
     core_start, core_stop = bounds[chunk], bounds[chunk + 1]
     block_start = max(0, core_start - halo_samples)

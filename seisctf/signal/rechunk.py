@@ -31,7 +31,9 @@ def rechunk_array(
 ) -> xr.DataArray:
     """`data` with chunks `chunks` (dim → length; dims not named keep theirs), bounded memory."""
     dask_array = data.data
-    target = tuple(chunks.get(dim, dask_array.chunks[axis]) for axis, dim in enumerate(data.dims))
+    target = tuple(
+        chunks.get(str(dim), dask_array.chunks[axis]) for axis, dim in enumerate(data.dims)
+    )
     rechunked = dask_array.rechunk(
         target, method=rechunk_method(), block_size_limit=block_size_limit
     )
@@ -60,9 +62,9 @@ def rechunk_for_store(dataset: xr.Dataset, chunks: Mapping[str, int] | None) -> 
         if chunks:
             target = {dim: size for dim, size in chunks.items() if dim in array.dims}
         elif cv.TIME in array.dims and array.ndim >= 2:
-            space = [dim for dim in array.dims if dim != cv.TIME][-1]
+            space = [str(dim) for dim in array.dims if dim != cv.TIME][-1]
             time_chunk, space_chunk = cv.time_space_chunks(array.sizes[cv.TIME], array.sizes[space])
-            others = {dim: 1 for dim in array.dims if dim not in (cv.TIME, space)}
+            others = {str(dim): 1 for dim in array.dims if dim not in (cv.TIME, space)}
             target = {cv.TIME: time_chunk, space: space_chunk, **others}
         else:
             continue

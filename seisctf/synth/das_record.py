@@ -41,7 +41,9 @@ def synthetic_das_record(
     is not recorded."""
     layout = layout if isinstance(layout, Layout) else load_layout(layout or "das")
     slot_samples, guard = slot_plan(layout, sampling_rate_hz, ctf_rate_hz)
-    profile = None if depth_profile is None else tuple(tuple(map(float, k)) for k in depth_profile)
+    profile = None
+    if depth_profile is not None:
+        profile = tuple((float(distance), float(depth)) for distance, depth in depth_profile)
     cable = das_synth.Cable(int(channels), float(channel_spacing_m), float(gauge_length_m), profile)
     cable.check()
     slot_duration_s = slot_samples / sampling_rate_hz

@@ -24,11 +24,13 @@ order; the noise tiles).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import dask.array as da
 import numpy as np
 import xarray as xr
+from dask.typing import Key
 
 from seisctf import __version__
 from seisctf import conventions as cv
@@ -171,7 +173,7 @@ def _edges(chunks: tuple[int, ...]) -> list[int]:
 
 def synthesize_das(
     cable: Cable,
-    slots: list[DasSlot],
+    slots: Sequence[DasSlot],
     slot_samples: int,
     *,
     sampling_rate_hz: float = 5.0,
@@ -233,12 +235,12 @@ def synthesize_das(
         ],
     )
     name, modes_name = f"das-synth-{token}", f"das-swell-modes-{token}"
-    layer: dict[tuple, Task] = {}
+    layer: dict[Key, Task] = {}
     for slot_index, slot in enumerate(slots):
         for c in range(len(channel_chunks)):
             key = (modes_name, slot_index, c)
             layer[key] = Task(key, swell_modes, slot, cable, channel_edges[c], channel_edges[c + 1])
-    options = {
+    options: dict[str, Any] = {
         "earthquakes": tuple(slot.earthquakes for slot in slots),  # small: every task has them
         "bounds": bounds,
         "slot_samples": int(slot_samples),

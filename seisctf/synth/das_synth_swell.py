@@ -234,7 +234,7 @@ def envelope_weights(tau_s: np.ndarray, coherence_time_s: float) -> tuple[np.nda
 # --- physics (pure numpy) ---------------------------------------------------------------------
 
 
-def wavenumber(omega: np.ndarray, depth_m: np.ndarray) -> np.ndarray:
+def wavenumber(omega: np.ndarray, depth_m: np.ndarray | float) -> np.ndarray:
     """k (rad/m) with ω² = g k tanh(k h), broadcast over ω (rad/s) and h (m): Fenton & McKee's
     (1990) approximation, then three Newton steps."""
     omega = np.asarray(omega, dtype=np.float64)
@@ -247,7 +247,7 @@ def wavenumber(omega: np.ndarray, depth_m: np.ndarray) -> np.ndarray:
     return k
 
 
-def group_velocity(omega: np.ndarray, k: np.ndarray, depth_m: np.ndarray) -> np.ndarray:
+def group_velocity(omega: np.ndarray, k: np.ndarray, depth_m: np.ndarray | float) -> np.ndarray:
     """c_g = (ω/k)(1 + 2kh / sinh 2kh)/2, m/s."""
     kh2 = np.minimum(2.0 * k * depth_m, 700.0)
     return 0.5 * (omega / k) * (1.0 + kh2 / np.sinh(kh2))

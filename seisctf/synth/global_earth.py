@@ -101,7 +101,7 @@ def random_sphere_map(rng: np.random.Generator, rms: float) -> np.ndarray:
     return field * (rms / current)
 
 
-def unit_vectors(latitude_deg: np.ndarray, longitude_deg: np.ndarray) -> np.ndarray:
+def unit_vectors(latitude_deg: np.ndarray | float, longitude_deg: np.ndarray | float) -> np.ndarray:
     """Cartesian unit vectors (..., 3) of points on the sphere."""
     lat, lon = np.radians(latitude_deg), np.radians(longitude_deg)
     return np.stack([np.cos(lat) * np.cos(lon), np.cos(lat) * np.sin(lon), np.sin(lat)], axis=-1)

@@ -11,7 +11,7 @@ computed here for both (`das_slot_plan`).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,7 +119,7 @@ def crustal_size(
     return OutputSize("synth crustal", factors)
 
 
-SIZES = {
+SIZES: dict[str, Callable[..., OutputSize]] = {
     "synthetic_global": global_size,
     "synthetic_das": das_size,
     "synthetic_crustal": crustal_size,

@@ -32,6 +32,7 @@ def test_ranges_of_s3_objects_and_a_missing_one_in_its_place(s3_server):
     for _ in range(3):  # again on the kept connections
         assert read(ranges, ["ranges/object"] * 4) == want
     assert ranges.read("ranges/object", 7, 9) == blob[7:9]
+    assert ranges.read("ranges/object", 99_000, None) == blob[99_000:]  # to the end
     missing, found = read(ranges, ["ranges/nothing", "ranges/object"], PLACES[:2])
     assert isinstance(missing, FileNotFoundError) and "ranges/nothing" in str(missing)
     assert found == want[1]

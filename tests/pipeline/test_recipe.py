@@ -381,11 +381,11 @@ def test_checkpointed_chain_equals_the_functions_applied_directly(first_build):
     the stored result is exactly the same functions applied in memory without a checkpoint,
     the filtered data rounded to float32 before the noise is added."""
     import numpy as np
-    from seisctf.synth.global_wavefield import synthesize_global
 
     from seisctf import keys, storage
     from seisctf.pipeline.transforms.filters import butterworth
     from seisctf.pipeline.transforms.noise import add_gaussian_noise
+    from seisctf.synth.global_wavefield import synthesize_global
 
     _, out, _ = first_build
     source = synthesize_global(

@@ -16,6 +16,9 @@ import numpy as np
 import pytest
 import xarray as xr
 from scipy.signal import hilbert
+
+from seisctf import conventions as cv
+from seisctf.errors import InvalidInput
 from seisctf.synth.crustal import medium as md
 from seisctf.synth.crustal import solver as sv
 from seisctf.synth.crustal import source as src
@@ -27,9 +30,6 @@ from seisctf.synth.crustal.simulation import (
     time_plan,
 )
 from seisctf.synth.crustal.sweep import synthesize_crustal
-
-from seisctf import conventions as cv
-from seisctf.errors import InvalidInput
 
 HOMOGENEOUS = md.MediumParameters(perturbation_std=0.0)
 RATE_HZ = 100.0

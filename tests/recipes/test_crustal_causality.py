@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from scipy.signal import bilinear, lfilter
+
 from seisctf.synth.crustal import medium as md
 from seisctf.synth.crustal import source as src
 from seisctf.synth.crustal.recording import SensorGrid

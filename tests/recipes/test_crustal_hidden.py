@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 from scipy.signal import hilbert
+
 from seisctf.synth.crustal import events as ev
 from seisctf.synth.crustal import medium as md
 from seisctf.synth.crustal import source as src

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from obspy.taup import TauPyModel
+
 from seisctf.synth.crustal.source import moment_tensor
 from seisctf.synth.global_earth import distance_azimuth, random_earth
 from seisctf.synth.global_wavefield import (

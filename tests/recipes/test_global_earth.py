@@ -10,6 +10,7 @@ from scipy.interpolate import RegularGridInterpolator
 from scipy.signal import freqs
 from scipy.spatial.transform import Rotation
 from scipy.stats import kstest
+
 from seisctf.synth.global_earth import (
     DAMPING,
     MAP_STEP_DEG,

@@ -11,17 +11,6 @@ import pytest
 from obspy.imaging.source import farfield
 from obspy.taup import TauPyModel
 from scipy.signal import butter, hilbert, sosfiltfilt, welch
-from seisctf.synth.crustal.source import moment_tensor
-from seisctf.synth.global_earth import random_earth
-from seisctf.synth.global_wavefield import (
-    GlobalPhysics,
-    GlobalSource,
-    default_sources,
-    fibonacci_sensors,
-    realisation,
-    synthesize_global,
-    wavefield_block,
-)
 
 from seisctf.conventions import (
     ATTR_COMPLETE,
@@ -36,6 +25,17 @@ from seisctf.conventions import (
     validate_wavefield,
 )
 from seisctf.errors import InvalidInput
+from seisctf.synth.crustal.source import moment_tensor
+from seisctf.synth.global_earth import random_earth
+from seisctf.synth.global_wavefield import (
+    GlobalPhysics,
+    GlobalSource,
+    default_sources,
+    fibonacci_sensors,
+    realisation,
+    synthesize_global,
+    wavefield_block,
+)
 
 EARTH_RADIUS_KM = 6371.0
 KM_PER_DEGREE = EARTH_RADIUS_KM * math.pi / 180.0

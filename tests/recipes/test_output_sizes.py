@@ -7,12 +7,12 @@ from __future__ import annotations
 import inspect
 
 import pytest
-from seisctf.synth.crustal.sweep import crustal_store
-from seisctf.synth.das_record import synthetic_das_record
 
 from seisctf.plugins.context import BuildContext
 from seisctf.plugins.layouts import LAYOUTS
 from seisctf.registry import SYNTHS
+from seisctf.synth.crustal.sweep import crustal_store
+from seisctf.synth.das_record import synthetic_das_record
 from seisctf.synth.output_sizes import SIZES, human_bytes, source_size
 
 CASES = [

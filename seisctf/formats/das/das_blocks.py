@@ -124,7 +124,7 @@ def block_tasks(
     files = {scan.path: (scan.entry["sha256"], scan.entry["size"]) for scan in scans}
     pieces = plan.pieces_by_block()
     run = input_cache.current_run()
-    tasks = []
+    tasks: list[DasBlockTask] = []
     for block in sorted(b for b in pieces if only is None or b in only):
         first, stop = plan.block_span(block)
         found = tuple(

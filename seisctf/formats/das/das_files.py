@@ -477,7 +477,7 @@ def das_files(context: BuildContext, *, sources: list[str], **options: Any) -> x
     """`seisctf ingest das` of `sources` into the DAS store at `context.source_url`, opened."""
     report = ingest_das(
         [context.resolve(item) for item in sources],
-        context.source_url,
+        context.require_source_url(),
         storage_options=context.storage_options,
         quiet=context.quiet,
         **options,

@@ -112,10 +112,14 @@ def scan_das_file(
             message = str(error).splitlines()[0] if str(error) else type(error).__name__
             problem = f"{path}: DASCore's {fmt} {version} reader cannot scan it ({message})"
             return DasFileScan(path, entry, problems=(problem,))
-    patches, problems = [], []
+    patches: list[DasPatch] = []
+    problems: list[str] = []
     for index, attrs in enumerate(found):
         described = _describe(path, index, attrs, str(fmt), str(version))
-        (problems if isinstance(described, str) else patches).append(described)
+        if isinstance(described, str):
+            problems.append(described)
+        else:
+            patches.append(described)
     if not found:
         problems.append(f"{path}: DASCore found no data in it ({fmt} {version})")
     return DasFileScan(path, entry, tuple(patches), tuple(problems))

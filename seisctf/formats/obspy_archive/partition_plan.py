@@ -283,9 +283,9 @@ def station_metadata_of(
     metadata, problems = {}, []
     for station in stations:
         found = positions.get(station, [])
-        meta = inventory.get(station)
-        of_channels = {} if meta is None else {
-            **meta, "channels": {c: meta["channels"][c] for c in channels if c in meta["channels"]}
+        held = inventory.get(station)
+        of_channels = {} if held is None else {
+            **held, "channels": {c: held["channels"][c] for c in channels if c in held["channels"]}
         }  # fmt: skip
         if station in known:
             metadata[station] = of_channels

@@ -55,11 +55,14 @@ def collected_warnings() -> Iterator[list[tuple[type, str]]]:
         if _active == 0:
             _passed_on = warnings.showwarning
             warnings.showwarning = _hook
-            warnings.filters.insert(0, _ALWAYS)
-            warnings._filters_mutated()  # noqa: SLF001 - what `filterwarnings` itself calls
+            # The filters are a list at run time (typeshed declares a read-only Sequence), and
+            # `_filters_mutated` what `filterwarnings` itself calls (typeshed omits it).
+            warnings.filters.insert(0, _ALWAYS)  # type: ignore[attr-defined]
+            warnings._filters_mutated()  # type: ignore[attr-defined]  # noqa: SLF001
         _active += 1
     outer = getattr(_local, "found", None)
-    _local.found = found = []
+    found: list[tuple[type, str]] = []
+    _local.found = found
     try:
         yield found
     finally:
@@ -70,8 +73,8 @@ def collected_warnings() -> Iterator[list[tuple[type, str]]]:
                 if warnings.showwarning is _hook:
                     warnings.showwarning = _passed_on
                 if _ALWAYS in warnings.filters:
-                    warnings.filters.remove(_ALWAYS)
-                    warnings._filters_mutated()  # noqa: SLF001
+                    warnings.filters.remove(_ALWAYS)  # type: ignore[attr-defined]
+                    warnings._filters_mutated()  # type: ignore[attr-defined]  # noqa: SLF001
 
 
 def warning_problems(

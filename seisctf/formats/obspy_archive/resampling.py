@@ -83,4 +83,6 @@ def resample(samples: np.ndarray, up: int, down: int) -> np.ndarray:
     values = np.asarray(samples, dtype=np.float64)
     if up == down:
         return values
-    return resample_poly(values, up, down, padtype=PADTYPE)
+    # scipy-stubs list only some of the padtypes: resample_poly takes upfirdn's extension modes
+    # too, "antireflect" among them.
+    return resample_poly(values, up, down, padtype=PADTYPE)  # type: ignore[call-overload]

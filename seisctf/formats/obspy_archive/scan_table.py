@@ -80,9 +80,9 @@ class ScanTable:
             channel_codes=tuple(channels),
             problems=tuple(p for scan in scans for p in scan.problems),
             header_positions=first_of_each(
-                (station, scan.path, *position)
+                (station, scan.path, latitude, longitude, elevation)
                 for scan in scans
-                for station, *position in scan.coordinates
+                for station, latitude, longitude, elevation in scan.coordinates
             ),
         )
 
@@ -168,8 +168,9 @@ def positions_by_station(
     """{station: [(path, latitude, longitude, elevation)]} of `header_positions` (station,
     path, latitude, longitude, elevation), in path order."""
     found: dict[str, list[tuple[str, float, float, float]]] = {}
-    for station, *position in sorted(header_positions, key=lambda p: (p[1], p[0])):
-        found.setdefault(station, []).append(tuple(position))
+    ordered = sorted(header_positions, key=lambda p: (p[1], p[0]))
+    for station, path, latitude, longitude, elevation in ordered:
+        found.setdefault(station, []).append((path, latitude, longitude, elevation))
     return found
 
 

@@ -85,15 +85,17 @@ def data_attrs(plan: WaveformPlan, response_removed: dict[str, Any] | None) -> d
     """CF attrs of `data`: `units` of the stored samples (module doc), or a `comment` where
     the channels' units differ."""
     metadata = channel_metadata(plan, response_removed)
-    units = set()
+    units: set[str | None] = set()
     for station, channels in plan.station_channels().items():
         for channel in channels:
             given = metadata.get(station, {}).get(channel, {}).get("units")
             if given is None and response_removed is None:
                 given = COUNTS  # no inventory: the files' samples, digitizer counts
             units.add(CF_UNITS.get(str(given).upper(), given))
-    if len(units) == 1 and None not in units:
-        return {"units": units.pop()}
+    if len(units) == 1:
+        (unit,) = units
+        if unit is not None:
+            return {"units": unit}
     return {"comment": MIXED_UNITS}
 
 

@@ -59,6 +59,7 @@ class FileScan:
 def decompressed(raw: bytes) -> bytes:
     """The bytes of a gzip or bzip2 file decompressed (every member/stream), any other bytes
     as they are. Raises ValueError for a damaged or oversized compressed file."""
+    opened: io.BufferedIOBase
     if raw.startswith(_GZIP_MAGIC):
         kind, opened = "gzip", gzip.GzipFile(fileobj=io.BytesIO(raw))
     elif raw.startswith(_BZIP2_MAGIC):

@@ -150,7 +150,7 @@ COORDINATES = {"coordinates": " ".join((cv.LATITUDE, cv.LONGITUDE, ELEVATION, *C
 # Codec of `data` chunks: the project's (conventions.DATA_CODEC, Blosc LZ4 with bit shuffle). On
 # the ingest benchmark's counts: 3.3x smaller than float32 (zarr's default zstd: 2.25x), 2.9 ms
 # of CPU to encode a 3 MiB chunk (zstd: 26 ms), 1.5 ms to decode it (4.6 ms); RESULTS.md.
-DATA_CODEC = cv.DATA_CODEC
+DATA_CODEC: cv.BloscSettings = cv.DATA_CODEC
 # Traces the runs of one wave read: a run's graph carries each of its traces' path, channel,
 # grid span and sha256, ~450 bytes pickled, so one wave's graph (and the scheduler's copy) stays
 # under ~2.5 MiB however many files the archive has; the client makes a wave's runs from the
@@ -299,17 +299,19 @@ def ingest_waveforms(
     request = requested_removal(remove_response, pre_filt, water_level, inventories)
     previous = appendable_attrs(url, storage_options) if append else None
     recorded = input_manifest.read_recorded(url, storage_options)  # of any store there
+    appended = None  # the record of the store an append adds to
     if previous is not None:
         block_samples = int(previous["block_samples"])
         rate = append_rate(previous, rate)
-        recorded = input_manifest.appended_to(recorded, url)
+        recorded = appended = input_manifest.appended_to(recorded, url)
     source, inventory_sha256 = (
         located_source(inventories, storage_options) if inventories else (None, [])
     )
     scanned = scan_inputs(sources, url, recorded, previous is not None, storage_options, quiet)
     parts = scanned.parts
-    if previous is not None:
-        input_manifest.check_unchanged(recorded, scanned.whole, url)
+    if appended is not None:
+        assert scanned.whole is not None  # an append's scan is joined here (`scan_inputs`)
+        input_manifest.check_unchanged(appended, scanned.whole, url)
     scanned = dataclasses.replace(scanned, whole=None)
     release_free_memory()  # of the scan tasks' results, joined into `scans`
     each = on_cluster(quiet)
@@ -321,7 +323,7 @@ def ingest_waveforms(
         resolve_removal(request, plan.sampling_rate) if request else (None, False)
     )
     removed = removal.attrs(pre_filt_default) if removal else None
-    known = shared(set(recorded.scans.paths)) if previous is not None else None
+    known = shared(set(appended.scans.paths)) if appended is not None else None
     if previous is not None:
         check_same_grid(previous, store_axes(url, storage_options), known, plan, placed, each, url)
         check_same_removal(previous, removed)
@@ -361,7 +363,7 @@ def ingest_waveforms(
     problems = (*plan.problems, *(p for p in decode_problems if p not in plan.problems))
     fail_if_strict(strict, decode_problems)
     release_free_memory()  # of the inventory and the tasks, before the attrs' large JSON
-    not_stored = recorded.not_stored() if previous is not None else set()
+    not_stored = appended.not_stored() if appended is not None else set()
     attrs = store_attrs(plan, problems, rate is not None, removed)
     attrs[ATTR_FINGERPRINT] = fingerprint
     group = open_store(url, storage_options, mode="r+")
@@ -409,7 +411,7 @@ def _run_blocks(
     table = layout.table
     token = dask.base.tokenize(url, fingerprint)
     pending = [number for number in range(len(table)) if number not in progress.done]
-    costs = layout.traces()[pending]
+    costs = layout.traces()[pending].tolist()
     waves = wave_bounds(len(pending), MAX_TASKS_PER_WAVE, costs, MAX_TRACES_PER_WAVE)
     run_at = runs_by_wave(layout, plan, settings, pending, waves)
     parts: dict[str, Any] = {}  # one graph key per station: sent once to each worker using it
@@ -537,13 +539,13 @@ def prepare_append(
     help="seismogram files (any obspy format) -> continuous store",
 )
 def waveform_archive(
-    context: BuildContext, *, sources: list[str], inventory: list[str] = (), **options: Any
+    context: BuildContext, *, sources: list[str], inventory: Sequence[str] = (), **options: Any
 ) -> xr.Dataset:
     """`seisctf ingest waveforms` of `sources` (paths, globs, folders, fsspec URLs) into the
     continuous waveform store at `context.source_url`, opened lazily."""
     report = ingest_waveforms(
         [context.resolve(item) for item in sources],
-        context.source_url,
+        context.require_source_url(),
         inventories=[context.resolve(item) for item in inventory],
         storage_options=context.storage_options,
         quiet=context.quiet,

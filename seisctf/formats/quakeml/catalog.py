@@ -143,7 +143,8 @@ def match_stations(picks: pd.DataFrame, stations: Sequence[str]) -> tuple[pd.Dat
     for station in stations:
         network, code, _ = split_station(station)
         by_code.setdefault(station_id(network, code), []).append(station)
-    ids, problems = [], []
+    ids: list[str | None] = []
+    problems: list[str] = []
     for network, code, location in picks[["network", "station_code", "location"]].itertuples(
         index=False
     ):
@@ -158,7 +159,8 @@ def match_stations(picks: pd.DataFrame, stations: Sequence[str]) -> tuple[pd.Dat
             problem = f"picks at {exact}: station not in the waveform store"
             if problem not in problems:
                 problems.append(problem)
-    matched = picks.assign(station=ids).dropna(subset=["station"])
+    # pandas-stubs leave None (a missing value) out of what a column is made of; pandas takes it.
+    matched = picks.assign(station=ids).dropna(subset=["station"])  # type: ignore[arg-type]
     matched = matched.sort_values(["source_id", "station", "phase", "time_ns"], kind="stable")
     matched = matched.drop_duplicates(["source_id", "station", "phase"], keep="first")
     return matched.reset_index(drop=True), problems
@@ -182,8 +184,8 @@ class StoreGrid:
     # Said after a shortfall of noise windows: why the coverage may not be the station's.
     coverage_note: str = ""
 
-    def sample_of(self, time_ns: np.ndarray) -> np.ndarray:
-        """Fractional grid position of times (ns)."""
+    def sample_of(self, time_ns: Any) -> np.ndarray:
+        """Fractional grid position of times (ns): a number, an array or a Series of them."""
         return (np.asarray(time_ns, dtype=np.int64) - self.start_ns) * (
             self.sampling_rate / NS_PER_S
         )
@@ -240,7 +242,7 @@ def event_windows(
     pre_samples = pre_arrival_s * grid.sampling_rate
     for (source_id, station), group in picks.groupby(["source_id", "station"], sort=True):
         by_phase = {row.phase: row for row in group.itertuples(index=False)}
-        first = by_phase.get("P") or by_phase.get("S")
+        first = by_phase.get("P") or by_phase["S"]  # every pick is a P or an S
         start = math.floor(float(grid.sample_of(first.time_ns)) - pre_samples + 0.5)
         if not _inside(grid, start, window_samples):
             problems.append(
@@ -303,7 +305,8 @@ def noise_windows(
 ) -> tuple[list[dict], list[str]]:
     """Per station, `per_station` evenly spaced free tiles (`noise_tiles`: counted, then found,
     a bounded span of the record at a time)."""
-    rows, problems = [], []
+    rows: list[dict] = []
+    problems: list[str] = []
     if per_station <= 0:
         return rows, problems
     tiles = TileGrid(grid.n_time, window_samples, grid.coverage, grid.block_samples)

@@ -167,7 +167,7 @@ def cut_windows(
     """Windows (trace, component, sample) float32 from the store's `data`: trace i is
     data[station_rows[i], channel_rows[i, c], starts[i] : starts[i] + window_samples], NaN for
     channel row −1. Consecutive windows of one station are read in one slice."""
-    data = storage.open_group(url, storage_options)[cv.WAVEFORM_VAR]
+    data = storage.group_array(storage.open_group(url, storage_options), cv.WAVEFORM_VAR, url)
     n_trace, n_component = channel_rows.shape
     out = np.full((n_trace, n_component, window_samples), np.nan, dtype=np.float32)
     first = 0
@@ -450,7 +450,7 @@ def quakeml(
     *,
     catalog: str,
     archive: list[str],
-    inventory: list[str] = (),
+    inventory: Sequence[str] = (),
     **options: Any,
 ) -> xr.Dataset:
     """`seisctf ingest quakeml` of the event catalogue `catalog` and the waveforms `archive` (a
@@ -458,7 +458,7 @@ def quakeml(
     a no-op when they are unchanged) into the event-window store at `context.source_url`,
     opened. The windows are cut again on every build; the store's `ingest_fingerprint` (what the
     outputs' provenance hashes) is that of the catalogue, the waveform store and the options."""
-    url = context.source_url
+    url = context.require_source_url()
     report = ingest_quakeml(
         context.resolve(catalog),
         [context.resolve(item) for item in archive],

@@ -237,7 +237,7 @@ def seisbench_dataset(
     `context.source_url`, opened. Skipped when that store is complete, was made from the same
     files (sha256) and asked for the same rate."""
     folder = Path(context.resolve(path))
-    url = context.source_url
+    url = context.require_source_url()
     _, metadata_paths, waveform_paths = sbf.dataset_files(folder)
     inputs = [
         ew.input_entry(file)

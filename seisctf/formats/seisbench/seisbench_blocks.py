@@ -23,6 +23,7 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -103,7 +104,8 @@ def parse_names(
     slices = tuple(_slices(str(rest)) for rest in rests)
     candidates = np.flatnonzero(parsed)
     frame = pd.DataFrame({"file": file_id, "block": block_id, "rest": rest_id}).iloc[candidates]
-    for (f, b, r), positions in frame.groupby(["file", "block", "rest"]).indices.items():
+    for key, positions in frame.groupby(["file", "block", "rest"]).indices.items():
+        f, b, r = cast("tuple[int, int, int]", key)  # the three integer columns grouped by
         rows = candidates[positions]
         with h5py.File(waveform_paths[f], "r") as file:
             dataset = file.get(f"data/{blocks[b]}")

@@ -36,6 +36,7 @@ import contextlib
 import io
 import os
 import shutil
+from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +78,7 @@ def data_format(ds, whole: bool = True) -> dict[str, Any]:
     return found
 
 
-def trace_metadata(table: pd.DataFrame) -> list[dict[str, Any]]:
+def trace_metadata(table: pd.DataFrame) -> list[dict[Hashable, Any]]:
     """Rows for the writer: NaN stays NaN, text stays text; the store's `trace_name` goes to
     the writer (which keeps it as `trace_name_original`) unless the store already has one."""
     if cv.TRACE_NAME_ORIGINAL in table:

@@ -273,7 +273,7 @@ def read_block(
         out[run.rows, :, : windows.shape[-1]] = windows
         pending[run.rows] = False
     keys = np.stack([block.lengths.astype(np.float64), block.source_rates.astype(np.float64)])
-    groups = np.unique(keys[:, pending], axis=1).T if pending.any() else []
+    groups = np.unique(keys[:, pending], axis=1).T if pending.any() else np.empty((0, 2))
     for length, rate in groups:
         rows = np.flatnonzero(pending & (block.lengths == length) & (block.source_rates == rate))
         windows = open_waveform_dataset(source).get_waveforms(

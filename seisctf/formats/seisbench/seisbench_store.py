@@ -37,7 +37,7 @@ from __future__ import annotations
 import copy
 import logging
 from collections import defaultdict
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -76,7 +76,7 @@ class StoreWaveformDataset(sbd.WaveformDataset):
         # WaveformDataset.__init__ reads metadata CSV and HDF5 files from a folder: not called.
         # The attributes it sets are set here in its order, from the store.
         group = storage.require_complete(storage.open_group(url, storage_options), str(url))
-        attrs = dict(group.attrs)
+        attrs: dict[str, Any] = dict(group.attrs)
         self.url = str(url)
         self._reader = WindowReader(url, storage_options, cache_bytes, signed_urls)
         if cv.ATTR_SAMPLING_RATE not in attrs:
@@ -93,10 +93,11 @@ class StoreWaveformDataset(sbd.WaveformDataset):
         self._missing_components = None
         self._trace_identification_warning_issued = False
         self._dimension_order = None
-        self._dimension_mapping = None
+        # The two mappings are SeisBench's, filled by its (untyped) order setters below.
+        self._dimension_mapping: Any = None
         self._component_order = None
-        self._component_mapping = None
-        self._metadata_lookup = None
+        self._component_mapping: Any = None
+        self._metadata_lookup: MetadataRows | None = None
         self._chunks_with_paths_cache = None
         self.sampling_rate = sampling_rate
         catalog = ew.read_catalog(url, storage_options)
@@ -114,7 +115,7 @@ class StoreWaveformDataset(sbd.WaveformDataset):
         self.missing_components = missing_components
         self.metadata_cache = metadata_cache
         self.resample_zerophase = resample_zerophase
-        self._waveform_cache = defaultdict(dict)
+        self._waveform_cache: defaultdict[Any, dict] = defaultdict(dict)
         self.grouping = None
 
     def __str__(self) -> str:

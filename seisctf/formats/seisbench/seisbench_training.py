@@ -94,8 +94,10 @@ def phasenet_loader(
         np.random.seed(seed)
         shuffle_draws = torch.Generator().manual_seed(seed)
     generator = phasenet_generator(dataset, window_samples)
+    # DataLoader takes any map-style dataset (`__getitem__`, `__len__`); torch types it as its
+    # Dataset class.
     return torch.utils.data.DataLoader(
-        BatchReads(generator) if batch_reads else generator,
+        BatchReads(generator) if batch_reads else generator,  # type: ignore[arg-type]
         batch_size=batch_size,
         shuffle=shuffle,
         num_workers=num_workers,

@@ -108,7 +108,7 @@ def write_chunks(writes: Sequence[tuple[ChunkWriter, tuple[int, ...], np.ndarray
     encoded = [
         (writer, coords, writer.encoded(coords, values)) for writer, coords, values in writes
     ]
-    elsewhere = []
+    elsewhere: list[tuple[ChunkWriter, tuple[int, ...], Any]] = []
     for writer, coords, data in encoded:
         if writer._folder is not None and not elsewhere:
             _write_file(writer._folder / writer.key(coords), data.as_buffer_like())

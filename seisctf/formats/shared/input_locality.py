@@ -31,7 +31,9 @@ def near_inputs(
     task built under `dask.annotate(workers=…, allow_other_workers=True)` for the host keeping
     most bytes of its input files (`inputs_of(index)`: their hex sha256)."""
     run, client = input_cache.current_run(), active_client()
-    workers_of = _workers_by_host(client) if run and client is not None else {}
+    if not run or client is None:
+        return make_task
+    workers_of = _workers_by_host(client)
     if len(workers_of) < 2:
         return make_task
     host_of = {worker: host for host, workers in workers_of.items() for worker in workers}
@@ -66,7 +68,9 @@ def near_partitions(
     annotation naming the workers of the host holding the partitions of most weight (the host
     whose scan read their files, and keeps them), other workers allowed."""
     run, client = input_cache.current_run(), active_client()
-    workers_of = _workers_by_host(client) if run and client is not None else {}
+    if not run or client is None:
+        return make_task
+    workers_of = _workers_by_host(client)
     if len(workers_of) < 2:
         return make_task
     host_of = {worker: host for host, workers in workers_of.items() for worker in workers}
@@ -101,7 +105,9 @@ def in_path_order(make_task: Callable[[int], Task], count: int) -> Callable[[int
     where the block runs that read them together then go (`near_inputs`). With one host, no
     run or no distributed client, tasks are built as they are."""
     run, client = input_cache.current_run(), active_client()
-    workers_of = _workers_by_host(client) if run and client is not None else {}
+    if not run or client is None:
+        return make_task
+    workers_of = _workers_by_host(client)
     if len(workers_of) < 2:
         return make_task
     hosts = sorted(workers_of)

@@ -383,6 +383,9 @@ def _columns(
     def position(i: int) -> Callable[[], np.ndarray]:
         return lambda: np.array([p[i] for p in positions], dtype=np.float64)
 
+    def trace_column(name: str) -> Callable[[], np.ndarray]:
+        return lambda: scans.traces[name]
+
     return {
         "path": (FILE, lambda: _strings(scans.paths)),
         "size": (FILE, lambda: scans.sizes.astype(np.int64)),
@@ -390,7 +393,7 @@ def _columns(
         "sha256": (FILE, lambda: _hex_digests(scans.digests)),
         "readable": (FILE, lambda: scans.readable.astype(bool)),
         "samples_stored": (FILE, lambda: np.asarray(stored, dtype=bool)),
-        **{f"trace_{n}": (TRACE, lambda n=n: scans.traces[n]) for n in TRACE_COLUMNS},
+        **{f"trace_{n}": (TRACE, trace_column(n)) for n in TRACE_COLUMNS},
         "station_ids": ("station_id", lambda: _strings(scans.station_ids)),
         "channel_codes": ("channel_code", lambda: _strings(scans.channel_codes)),
         "problem": (PROBLEM, lambda: _strings(scans.problems)),

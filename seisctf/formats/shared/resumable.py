@@ -50,7 +50,7 @@ SCAN_TASKS = 16
 SCAN_BATCH_MAX = 1000
 
 
-def open_store(url: str, storage_options: dict | None, mode: str = "r") -> Any:
+def open_store(url: str, storage_options: dict | None, mode: storage.AccessMode = "r") -> Any:
     """The store's group, ignoring consolidated metadata (stale while an append runs, and
     absent before the store is finished)."""
     import zarr

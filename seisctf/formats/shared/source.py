@@ -56,7 +56,7 @@ def opened_source(context: BuildContext, problems: Sequence[str] = ()) -> xr.Dat
     if not context.quiet:
         for problem in problems:
             print(f"problem: {problem}")
-    return storage.open_dataset(context.source_url, context.storage_options)
+    return storage.open_dataset(context.require_source_url(), context.storage_options)
 
 
 def ingest_unless_done(
@@ -69,7 +69,7 @@ def ingest_unless_done(
     """Run `ingest` (which writes the store at `context.source_url`) unless that store is
     complete, was made from the same `inputs` (its `inputs` attr: path, size, sha256 of each
     file) and asked for the same `request` (recorded in the attr `seisctf_recipe_NAME`)."""
-    url, options = context.source_url, context.storage_options
+    url, options = context.require_source_url(), context.storage_options
     try:
         attrs = storage.read_attrs(url, options)
     except InvalidInput:

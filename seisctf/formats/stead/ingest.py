@@ -220,17 +220,17 @@ def stead(
     """`seisctf ingest stead` of STEAD's `hdf5` and `csv` into the event-window store at
     `context.source_url`, opened. Skipped when that store is complete, was made from the same
     files (sha256) and with the same options."""
-    hdf5, csv = context.resolve(hdf5), context.resolve(csv)
-    inputs = [ew.input_entry(Path(hdf5)), ew.input_entry(Path(csv))]
+    hdf5_path, csv_path = context.resolve(hdf5), context.resolve(csv)
+    inputs = [ew.input_entry(Path(hdf5_path)), ew.input_entry(Path(csv_path))]
     ingest_unless_done(
         context,
         "stead",
         inputs,
         {"shard_traces": shard_traces, "compress": compress},
         lambda: ingest_stead(
-            hdf5,
-            csv,
-            context.source_url,
+            hdf5_path,
+            csv_path,
+            context.require_source_url(),
             shard_traces=shard_traces,
             compress=compress,
             storage_options=context.storage_options,

@@ -113,7 +113,7 @@ def channel_of(variable: xr.DataArray, index: int) -> xr.DataArray:
     array = variable.data
     if not isinstance(array, da.Array) or len(array.chunks[1]) != 1:
         return variable.isel({cv.CHANNEL: index}, drop=True)
-    channel = array.map_blocks(np.take, indices=index, axis=1, drop_axis=1, dtype=array.dtype)
+    channel = da.map_blocks(np.take, array, indices=index, axis=1, drop_axis=1, dtype=array.dtype)
     coords = {
         name: coord for name, coord in variable.coords.items() if cv.CHANNEL not in coord.dims
     }

@@ -157,7 +157,7 @@ def detached(part: xr.DataArray) -> xr.DataArray:
     array = part.data
     if not isinstance(array, da.Array):
         return part
-    graph = array.__dask_graph__().cull(set(flatten(array.__dask_keys__())))
+    graph = array.dask.cull(set(flatten(array.__dask_keys__())))
     own = da.Array(dict(graph), array.name, array.chunks, meta=array._meta)
     return part.copy(deep=False, data=own)
 

@@ -194,7 +194,7 @@ def _parameters(wavefield: xr.Dataset) -> dict[str, Any] | None:
         return None
     roles = [str(role) for role in wavefield[cv.ROLE].values]
     values = [float(v) for v in wavefield[cv.PARAMETER_VALUE].values]
-    by_role = {}
+    by_role: dict[str, list[float]] = {}
     for role, value in zip(roles, values, strict=True):
         by_role.setdefault(role, []).append(value)
     return {

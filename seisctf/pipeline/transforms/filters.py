@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Annotated
+from typing import Annotated, Any, cast
 
 import dask.array as da
 import numpy as np
@@ -119,8 +119,7 @@ def _float_dask(data: xr.DataArray) -> xr.DataArray:
 
 def _time_index(data: xr.DataArray) -> xr.DataArray:
     """Lazy global sample index (int64) along time, chunked like `data`."""
-    axis = data.get_axis_num(cv.TIME)
-    index = da.arange(data.sizes[cv.TIME], chunks=(data.chunks[axis],), dtype=np.int64)
+    index = da.arange(data.sizes[cv.TIME], chunks=(data.chunksizes[cv.TIME],), dtype=np.int64)
     return xr.DataArray(index, dims=(cv.TIME,))
 
 
@@ -308,7 +307,7 @@ def butterworth(
         **_phase_parameter(zero_phase, what),
     }
     filtered = _lowpass(data, sos, tolerance, zero_phase, what)
-    result = filtered.chunk(dict(zip(data.dims, _float_dask(data).chunks, strict=True)))
+    result = filtered.chunk(_float_dask(data).chunksizes)
     return recorded(result, data, what, parameters)
 
 
@@ -365,8 +364,9 @@ def _hann_taper(sample_index: xr.DataArray, n_time: int, max_percentage: float) 
     if half_length == 0:
         return xr.ones_like(sample_index, dtype=np.float64)
     denominator = half_length - 0.5 if 2 * half_length == n_time else half_length
-    from_end = np.minimum(sample_index, n_time - 1 - sample_index)
-    ramp = 0.5 * (1.0 - np.cos(np.pi * from_end / denominator))
+    # numpy's ufuncs give a DataArray a DataArray (__array_ufunc__); numpy's stubs say ndarray.
+    from_end = cast(xr.DataArray, np.minimum(sample_index, n_time - 1 - sample_index))
+    ramp = cast(xr.DataArray, 0.5 * (1.0 - np.cos(np.pi * from_end / denominator)))
     return ramp.where(from_end < half_length, 1.0)
 
 
@@ -469,7 +469,8 @@ def normalise(
         mean = _valid_mean(values, valid, count)
         result = values - mean
         if method == "std":
-            std = np.sqrt(_valid_mean((values - mean) ** 2, valid, count))
+            # A DataArray (numpy's ufuncs keep it one; numpy's stubs say ndarray).
+            std = cast(xr.DataArray, np.sqrt(_valid_mean((values - mean) ** 2, valid, count)))
             result = result * (1.0 / std.where(std > 0)).fillna(0.0)
     parameters = {"method": method, "windows": recorded_windows}
     return recorded(result.transpose(*data.dims), data, what, parameters)
@@ -553,7 +554,10 @@ def resample(
     if n_time < 2:
         raise InvalidInput(f"{what} input", f"has {n_time} sample along {cv.TIME!r}; expected 2+")
     values = _float_dask(data)
-    parameters = {"sampling_rate": float(sampling_rate), "tolerance": float(tolerance)}
+    parameters: dict[str, Any] = {
+        "sampling_rate": float(sampling_rate),
+        "tolerance": float(tolerance),
+    }
     parameters |= {"up": up, "down": down, "antialias_order": None, "antialias_freqmax": None}
     parameters |= _phase_parameter(zero_phase, what)
     delay = 0 if zero_phase or up == down else causal_fir_delay(up, down)

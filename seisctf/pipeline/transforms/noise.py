@@ -137,7 +137,7 @@ def trace_rms_now(values: da.Array, time_axis: int, window: slice = slice(None))
     return rms_from_sums(sums, time_axis)
 
 
-def noise_sigma(rms: da.Array, level: dict[str, float]) -> da.Array:
+def noise_sigma(rms: np.ndarray, level: dict[str, float]) -> np.ndarray:
     """Noise standard deviation per trace (units of data) for rms_fraction or snr_db."""
     ((name, value),) = level.items()
     if name == "rms_fraction":
@@ -148,7 +148,7 @@ def noise_sigma(rms: da.Array, level: dict[str, float]) -> da.Array:
 def noisy_copy(
     data: xr.DataArray,
     values: da.Array,
-    sigma: da.Array | float,
+    sigma: np.ndarray | float,
     unit_noise: da.Array,
     name: str,
     parameters: dict,
@@ -245,8 +245,8 @@ def add_gaussian_noise(
     # ahead of the data and hold): the same values as `standard_normal(key, …)`.
     dtype = data.dtype if data.dtype.kind == "f" else np.dtype(np.float64)
     values = data.data if isinstance(data.data, da.Array) else da.asarray(data.data)
-    noisy = values.map_blocks(
-        _plus_noise_block, sigma, key, values.shape, time_axis, dtype, dtype=dtype
+    noisy = da.map_blocks(
+        _plus_noise_block, values, sigma, key, values.shape, time_axis, dtype, dtype=dtype
     )
     parameters = {**level, "rms_window": window_seconds}
     return recorded(data.copy(deep=False, data=noisy), data, "add_gaussian_noise", parameters)
@@ -264,6 +264,7 @@ def _plus_noise_block(
     """block + sigma × standard normal at the block's global positions, in float64, rounded to
     `dtype` (sigma: per trace, time length 1, for the whole array). Slab by slab in this
     thread's scratch: the only new array is the result."""
+    assert block_info is not None  # given by map_blocks
     location = block_info[0]["array-location"]
     trace_part = tuple(
         slice(0, 1) if axis == time_axis else slice(*span) for axis, span in enumerate(location)
@@ -359,6 +360,7 @@ def _coloured_block(
     """Coloured noise of one block: white noise at time positions [start - h, stop + h), i.e.
     counters [start, stop + 2h) along the padded time axis, filtered along time."""
     halo = taps.size // 2
+    assert block_info is not None  # given by map_blocks
     location = list(block_info[None]["array-location"])
     start, stop = location[time_axis]
     location[time_axis] = (start, stop + 2 * halo)

@@ -130,6 +130,7 @@ def _real_noise_block(
 ) -> np.ndarray:
     """Noise-bank samples of one block: trace i takes window `choice(keys[0], i)` from sample
     `choice(keys[1], i)` on, wrapping around (tiling) the window."""
+    assert block_info is not None  # given by map_blocks
     location = block_info[None]["array-location"]
     trace_index = flat_positions([location[axis] for axis in trace_axes], trace_shape)
     windows = counter_choice(keys[0], trace_index, bank.shape[0])

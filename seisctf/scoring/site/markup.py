@@ -166,7 +166,7 @@ def number_cell(value: float | int | None, digits: int = 2) -> Cell:
 def score_cell(value: float | None) -> Cell:
     """A 100-point score coloured around 0: class p1..p5 above, n1..n5 below."""
     cell = number_cell(value)
-    if cell.sort is None or value == 0:
+    if value is None or cell.sort is None or value == 0:
         return cell
     step = min(_STEPS, max(1, math.ceil(abs(value) / (100 / _STEPS))))
     return Cell(cell.html, cell.sort, f"{'p' if value > 0 else 'n'}{step}")

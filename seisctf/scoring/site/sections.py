@@ -262,10 +262,7 @@ def ctf_section(
         _model_column(),
         _run_column(),
         Column(average, lambda e: score_cell(_finite(shown_score(e)))),
-        *(
-            Column(name, lambda e, name=name: score_cell(_finite(e["scores"].get(name))))
-            for name in names
-        ),
+        *(_score_column(name) for name in names),
     ]
     by_model = group_by(ranked, lambda e: e["model"])
     models = sorted(by_model, key=lambda m: (-_mean_shown(by_model[m]), m))
@@ -317,6 +314,11 @@ def ctf_section(
 # --- picks ---------------------------------------------------------------------------------
 
 
+def _score_column(name: str) -> Column:
+    """The score `name` (E1..E12) of each entry."""
+    return Column(name, lambda e: score_cell(_finite(e["scores"].get(name))))
+
+
 def _part(entry: Entry, part: str) -> Mapping[str, Any]:
     return (entry.get("result") or {}).get(part) or {}
 
@@ -325,13 +327,15 @@ def _rate_columns(parts: Sequence[tuple[str, str]]) -> list[Column]:
     """Precision, recall and F1 per part (e.g. "P pick F1" from ("p", "P pick")), to 0.01."""
     rates = (("precision", "precision"), ("recall", "recall"), ("f1", "F1"))
     return [
-        Column(
-            f"{label} {metric_label}",
-            lambda e, part=part, key=key: number_cell(_finite(_part(e, part).get(key))),
-        )
+        _rate_column(f"{label} {metric_label}", part, key)
         for part, label in parts
         for key, metric_label in rates
     ]
+
+
+def _rate_column(title: str, part: str, key: str) -> Column:
+    """The rate `key` of part `part` of each entry, to 0.01."""
+    return Column(title, lambda e: number_cell(_finite(_part(e, part).get(key))))
 
 
 def picks_section(ident: str, key: tuple, entries: Sequence[Entry]) -> str:
@@ -428,7 +432,7 @@ def dataset_page(dataset: str, entries: Sequence[Entry], final: bool = False) ->
             "ctf",
             "Wavefield CTF scores" + (" (final)" if final else " (season)"),
             _ctf_key,
-            lambda i, k, g: ctf_section(i, *k, g, final),
+            lambda i, k, g: ctf_section(i, k[0], k[1], g, final),
             lambda k: f"convention {k[0]}",
         ),
         ("picks", "Phase picking", _picks_key, picks_section, lambda k: f"±{_plain(k[1])} s"),
@@ -478,7 +482,7 @@ def index_page(
         ),
         Column(
             "Best AvgScore" if final else "Best public score",
-            lambda r: score_cell(shown_score(best(r[1])) if best(r[1]) else None),
+            lambda r: score_cell(shown_score(top) if (top := best(r[1])) else None),
         ),
         Column("Conventions", lambda r: listing(e["convention"] for e in r[1]), numeric=False),
         Column(

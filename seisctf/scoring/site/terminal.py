@@ -33,8 +33,8 @@ def print_table(entries_: list[dict[str, Any]], final: bool = False) -> None:
     shown = public_entries(entries_, final)
     console = Console(width=None if Console().is_terminal else 220)
     ctf_scores = cv.SCORE_NAMES if final else ()
-    average = "AvgScore" if final else "Public score"
-    views = {"ctf": (average, ctf_scores), "picks": (None, tuple(PICK_SCORE_KEYS))}
+    ctf_average = "AvgScore" if final else "Public score"
+    views = {"ctf": (ctf_average, ctf_scores), "picks": (None, tuple(PICK_SCORE_KEYS))}
     for dataset in sorted({e["dataset"] for e in shown}):
         for family, (average, score_names) in views.items():
             ranked = [e for e in shown if e["dataset"] == dataset and e["family"] == family]
@@ -77,7 +77,7 @@ def print_results(results: list[dict[str, Any]]) -> None:
     for column in (*heads, *names):
         table.add_column(column, justify="left" if column == "model" else "right", no_wrap=True)
     for result in results:
-        improved = {True: "yes", False: "no"}.get(result.get("improved"), "—")
+        improved = {True: "yes", False: "no"}.get(result.get("improved", "—"), "—")
         table.add_row(
             str(result.get("name", "")),
             *([_fmt(result.get("avg_score"))] if average else []),

@@ -171,7 +171,7 @@ def random_field(
     for axis, n in enumerate(shape):
         full = axis == len(shape) - 1
         k = 2 * np.pi * (np.fft.rfftfreq(n, spacing_m) if full else np.fft.fftfreq(n, spacing_m))
-        index = [np.newaxis] * len(shape)
+        index: list[slice | None] = [np.newaxis] * len(shape)
         index[axis] = slice(None)
         wavenumber_sq = wavenumber_sq + k[tuple(index)] ** 2
     ka_sq = wavenumber_sq * correlation_length_m**2

@@ -131,8 +131,11 @@ class SurfaceRecorder:
             along_x = _axis(x_rows, grid.x0_m + offset_x * h, h, grid.nx)
             along_y = _axis(y_columns, grid.y0_m + offset_y * h, h, grid.ny)
             self.axes[component] = (field, along_x, along_y)
-            shape = (n_steps, along_x.window.stop - along_x.window.start)
-            shape += (along_y.window.stop - along_y.window.start,)
+            shape = (
+                n_steps,
+                along_x.window.stop - along_x.window.start,
+                along_y.window.stop - along_y.window.start,
+            )
             self.samples[component] = np.zeros(shape, dtype=np.float32)
 
     def __call__(self, time_s: float, fields: Fields) -> None:

@@ -162,7 +162,7 @@ def _along(axis: int, where: slice) -> tuple[slice, ...]:
     return tuple(index)
 
 
-def _interior(axis_offsets: tuple[int, int, int], shape: tuple[int, int, int]) -> tuple:
+def _interior(axis_offsets: tuple[int, ...], shape: tuple[int, int, int]) -> tuple:
     return tuple(slice(PAD + o, PAD + o + n) for o, n in zip(axis_offsets, shape, strict=True))
 
 
@@ -337,7 +337,10 @@ class EnergyMeter:
     total and kinetic energy (J)."""
 
     def __init__(self, grid: Grid, material: Staggered, every: int = 1) -> None:
-        self.every, self.times_s, self.energy_j, self.kinetic_j = every, [], [], []
+        self.every = every
+        self.times_s: list[float] = []
+        self.energy_j: list[float] = []
+        self.kinetic_j: list[float] = []
         self.volume = grid.spacing_m**3
         weights = np.ones((grid.nz, 1, 1))
         weights[0] = 0.5

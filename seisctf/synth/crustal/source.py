@@ -169,11 +169,12 @@ def pulse(time_s: np.ndarray, duration_s: float) -> np.ndarray:
     return shape * (8.0 / 3.0) / duration_s
 
 
-def moment_rate_shape(time_s: np.ndarray, source: PointSource) -> np.ndarray:
+def moment_rate_shape(time_s: np.ndarray | float, source: PointSource) -> np.ndarray:
     """s(t) of the module docstring (1/s): unit area, zero before the onset."""
     relative = np.asarray(time_s, dtype=np.float64) - source.origin_time_s
     return sum(
-        weight * pulse(relative - delay, source.duration_s) for delay, weight in source.subevents
+        (weight * pulse(relative - delay, source.duration_s) for delay, weight in source.subevents),
+        np.zeros_like(relative),
     )
 
 
