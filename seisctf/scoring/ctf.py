@@ -32,6 +32,7 @@ from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
 from seisctf.s3 import holds_credentials
 from seisctf.scoring import metrics, parts
+from seisctf.scoring.ctf_conventions import Convention, convention_named
 from seisctf.scoring.gram import spectral_norm, spectral_norms
 from seisctf.scoring.plugin_metrics import metric_plugins, plugin_scores
 from seisctf.scoring.regions import Difference
@@ -75,7 +76,7 @@ def lanczos_norm(window: da.Array, quiet: bool = True) -> float:
 
 
 def statistic(
-    convention: str,
+    convention: Convention,
     metric: str,
     window: Difference,
     modes: int,
@@ -93,9 +94,7 @@ def statistic(
     statistics."""
     rows, cols = window.shape
     if metric == cv.METRIC_LONG:  # k_long whole rows: small, one region
-        kernel = (
-            metrics.reference_spectrum if convention == "reference" else metrics.paper_log_spectrum
-        )
+        kernel = convention.spectrum
         if keep is None:
             return window.reduce(kernel, (0, rows), (0, cols), modes)
         # Zero-filled rather than narrowed: the spectrum keeps its n bins, `modes` of them scored.
@@ -103,7 +102,7 @@ def statistic(
     if keep is not None:  # a norm: the zero columns add nothing, so only the kept ones are read
         window = window.of_columns(np.flatnonzero(keep))
         rows, cols = window.shape
-    if convention == "paper":
+    if convention.frobenius:
         tile = cv.time_space_chunks(rows, cols, itemsize=8)
         return tree_sum(
             [window.reduce(_sum_of_squares, r, c) for r, c in tiles(window.shape, tile)]
@@ -121,19 +120,14 @@ def _sum_of_squares(values: np.ndarray) -> float:
         return float(np.sum(np.multiply(values, values, out=values)))
 
 
-def norm_of(convention: str, value: Any) -> float:
-    """The norm from its statistic: a sum of squares (`paper`) or the 2-norm itself."""
-    return math.sqrt(float(value)) if convention == "paper" else float(value)
-
-
 def metric_error(
-    convention: str, metric: str, truth_value: Any, error_value: Any, scale: float
+    convention: Convention, metric: str, truth_value: Any, error_value: Any, scale: float
 ) -> float | None:
     """Relative error from computed statistics; `error_value` was computed on data × `scale`."""
     if metric == cv.METRIC_LONG:
         with np.errstate(over="ignore", invalid="ignore"):
             submission = error_value
-            if convention == "reference":
+            if convention.linear_spectrum:
                 # The spectrum of data × 2^-e back to the data's: × 2^(2e) exactly (inf where it
                 # overflows, 0 where it is 0; dividing by scale², which underflows to 0, gave NaN).
                 submission = np.ldexp(error_value, 2 * round(-math.log2(scale)))
@@ -141,7 +135,7 @@ def metric_error(
                 float(np.linalg.norm(truth_value - submission)), float(np.linalg.norm(truth_value))
             )
     return metrics.relative_error(
-        norm_of(convention, error_value) / scale, norm_of(convention, truth_value)
+        convention.norm(error_value) / scale, convention.norm(truth_value)
     )
 
 
@@ -200,7 +194,7 @@ def _window(convention, pair, metric, truth, submission, manifest, scales) -> Di
     if submission is None:
         window = Difference(truth[name])
     elif metric == cv.METRIC_LONG:
-        window = Difference(submission[name], scale=scale if convention == "reference" else 1)
+        window = Difference(submission[name], scale=scale if convention.linear_spectrum else 1)
     else:
         window = Difference(truth[name], submission[name], scale)
     return window.window(cv.window_rows(metric, manifest))
@@ -219,7 +213,7 @@ def view_statistics(
         window = _window(convention, pair, metric, truth, submission, manifest, scales)
         shared = None
         if (
-            convention == "reference"
+            not convention.frobenius
             and metric != cv.METRIC_LONG
             and len(views) > 1
             and min(window.shape) <= gram_max_side
@@ -252,7 +246,7 @@ def part_keeps(
 
 
 def _scored(
-    convention: str, tasks: list, truth_values: list, stats: list, scales: dict
+    convention: Convention, tasks: list, truth_values: list, stats: list, scales: dict
 ) -> dict[str, Any]:
     """{"scores", averages, "raw_scores", "unscorable"} from one view's computed statistics."""
     raw_scores, scores = {}, {}
@@ -345,8 +339,7 @@ def score_arrays(
     `gram_max_side`: 2-norms of windows whose smaller side is longer use Lanczos instead of a Gram
     matrix (whose memory grows as that side squared). `metrics`: metric plugins whose scores the
     results add (`plugin_metrics`)."""
-    if convention not in cv.CONVENTIONS:
-        raise InvalidInput("convention", f"{convention!r}: choose one of {list(cv.CONVENTIONS)}")
+    rules = convention_named(convention)
     tasks = cv.scored_metrics(manifest["pairs"])
     plugins = metric_plugins(metrics)
     blocks = manifest.get("truth_sha256_blocks") if verify else None
@@ -367,7 +360,7 @@ def score_arrays(
 
     def view_stats(submission, scales) -> dict[str, list]:
         return view_statistics(
-            convention, tasks, truth, submission, manifest, scales, gram_max_side, views
+            rules, tasks, truth, submission, manifest, scales, gram_max_side, views
         )
 
     truth_stats = view_stats(None, {})
@@ -401,8 +394,7 @@ def score_arrays(
             )[0]
         stats = _resolve_lanczos(stats, quiet)
         scored = {
-            view: _scored(convention, tasks, truth_values[view], stats[view], scales)
-            for view in views
+            view: _scored(rules, tasks, truth_values[view], stats[view], scales) for view in views
         }
         whole = scored.pop("whole")
         result = {
