@@ -147,15 +147,15 @@ ELEVATION = "elevation"
 COVERAGE_DIMS = (STATION, BLOCK)
 # The station coordinates of `data` and `coverage` (CF's `coordinates` attr).
 COORDINATES = {"coordinates": " ".join((cv.LATITUDE, cv.LONGITUDE, ELEVATION, *CODE_ARRAYS))}
-# Codec of `data` chunks: the project's (conventions.DATA_CODEC, Blosc LZ4 with bit shuffle). On
-# the ingest benchmark's counts: 3.3x smaller than float32 (zarr's default zstd: 2.25x), 2.9 ms
-# of CPU to encode a 3 MiB chunk (zstd: 26 ms), 1.5 ms to decode it (4.6 ms); RESULTS.md.
+# Codec of `data` chunks: the project's (conventions.DATA_CODEC, Blosc LZ4 with bit shuffle), a
+# name here so that the ingest benchmark can compare others (benchmarks/bench_ingest.py; its
+# figures in benchmarks/RESULTS.md).
 DATA_CODEC: cv.BloscSettings = cv.DATA_CODEC
 # Traces the runs of one wave read: a run's graph carries each of its traces' path, channel,
-# grid span and sha256, ~450 bytes pickled, so one wave's graph (and the scheduler's copy) stays
-# under ~2.5 MiB however many files the archive has; the client makes a wave's runs from the
-# partitions on the workers (`waveform_runs.runs_by_wave`), ~2 KB a trace while it does: at
-# 20,000 a wave that was 40 MiB of the client's peak.
+# grid span and sha256, so one wave's graph (and the scheduler's copy) stays bounded however
+# many files the archive has; the client makes a wave's runs from the partitions on the workers
+# (`waveform_runs.runs_by_wave`), and its memory while it does grows with the wave's traces
+# (docs/scaling.md; figures in benchmarks/RESULTS.md, "Scale").
 MAX_TRACES_PER_WAVE = 5_000
 
 
