@@ -83,7 +83,6 @@ import dask
 import numpy as np
 import xarray as xr
 
-from seisctf import __version__
 from seisctf import conventions as cv
 from seisctf.catalogs.seed_ids import CODE_ARRAYS, normalised
 from seisctf.cluster import (
@@ -246,13 +245,13 @@ def ingest_fingerprint(
 ) -> str:
     """SHA-256 of everything that decides the store's bytes: input hashes (`digests`: (file,
     32) uint8, sha256), inventory hashes, rate, block size and the response removal (paths
-    excluded: moving an archive does not change the data)."""
+    excluded: moving an archive does not change the data; seisctf's version too: a release
+    leaves stores up to date)."""
     parts = {
         "inputs": resumable.SortedDigests(digests),  # sorted hex, no string per file
         "inventories": sorted(inventory_sha256),
         "rate": rate,
         "block_samples": block_samples,
-        "version": __version__,
     }
     if response_removed is not None:  # absent without removal: older stores stay up to date
         parts["response_removed"] = response_removed
