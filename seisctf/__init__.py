@@ -4,9 +4,13 @@
 with `time` and `distance` axes where the store's layout defines them (`seisctf.store_view`).
 """
 
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-__version__ = "0.1.0"
+try:  # written once, in pyproject.toml: the installed package's metadata carries it
+    __version__ = version("seisctf")
+except PackageNotFoundError:  # the source tree imported without installing it
+    __version__ = "0+unknown"
 __all__ = ["__version__", "open_store"]
 
 

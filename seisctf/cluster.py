@@ -70,22 +70,21 @@ PRE_SPAWN_ENVIRON = {
 }
 # Added for embedded workers where that default is unchanged. Setting the trim threshold (as
 # distributed does) also pins glibc's mmap threshold at 128 KiB, so every block-sized temporary
-# (4-16 MiB: a chunk, a filter's region) is a fresh mapping, faulted in page by page (about 2 us
-# a page on the benchmark machine) and unmapped when freed: above that threshold they come from
-# the heap and are reused, and the heap's top is still trimmed eagerly. One arena: with the
-# threshold alone, workers held more resident memory and a 400 MiB worker spilled ~1 GiB of
-# data it was about to use (the worker's threads - task, event loop, zarr's I/O - can each get
-# an arena that keeps its own freed blocks).
-# The 1 GiB filter + noise chain: 25.5-27.2 s with distributed's setting alone, 22.4-24.1 s with
-# the threshold alone (0.7-1.2 GiB spilled a worker), 17.8-21.5 s with both (0.03-0.2 GiB). (A
-# 32 MiB top pad instead kept so much that a 400 MiB worker paused for good in a scoring test.)
+# (4-16 MiB: a chunk, a filter's region) is a fresh mapping, faulted in page by page and
+# unmapped when freed: above that threshold they come from the heap and are reused, and the
+# heap's top is still trimmed eagerly. One arena: the worker's threads (task, event loop,
+# zarr's I/O) can each get an arena that keeps its own freed blocks, so with the threshold alone
+# a small worker held more resident memory and spilled data it was about to use. Together the
+# two made the pipeline chain faster and spill least; a larger top pad instead kept so much that
+# a small worker paused for good (figures: benchmarks/history/RESULTS-2026.md, "Embedded
+# workers' malloc"; docs/scaling.md).
 EMBEDDED_ENVIRON = {"MALLOC_MMAP_THRESHOLD_": 16 * 2**20, "MALLOC_ARENA_MAX": 1}
 # Spill and pause thresholds of embedded workers, as fractions of their memory limit. A worker
-# process holds ~230 MiB of imports and allocator state before any data (measured after a
-# pipeline chain), so at a 400 MiB limit distributed's defaults (spill at 70 %, pause at 80 %)
-# left ~50 MiB for data and spilled nearly every block: 1.0-1.3 GiB per worker for a 1 GiB
-# chain, 0.2-0.4 GiB at these values (benchmarks/RESULTS.md). Tasks here stream bounded blocks,
-# so the room between spill and the 95 % terminate threshold is enough.
+# process holds a fixed share of its limit in imports and allocator state before any data, so
+# at a small limit distributed's defaults (spill at 70 %, pause at 80 %) left little room for
+# data and spilled nearly every block; these values spill several times less (benchmarks/
+# RESULTS.md, "Pipeline chain"; docs/scaling.md). Tasks here stream bounded blocks, so the room
+# between spill and the 95 % terminate threshold is enough.
 # (A task-based rechunk of an array bigger than a small worker does not stream: its heap grows to
 # the spill line and stays, and 5 % was too little room at 700 MiB; tests/pipeline/test_rechunk.py.)
 # Applied where the user's dask config still has distributed's defaults.

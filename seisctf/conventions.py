@@ -207,9 +207,9 @@ class BloscSettings(TypedDict):
 
 
 # Compressor of numeric variables in every store seisctf writes: Blosc LZ4 with bit shuffle
-# (zarr v3 `blosc` codec). On float32 seismograms it compresses as well as zarr's default zstd
-# (0.92 of the raw size) and encodes 3x, decodes 2.4x faster (benchmarks/RESULTS.md); readers
-# follow each array's codec metadata, so stores written with zstd stay valid.
+# (zarr v3 `blosc` codec). On float32 seismograms it compresses about as well as zarr's default
+# zstd and encodes and decodes several times faster (benchmarks/RESULTS.md, "Waveform ingest");
+# readers follow each array's codec metadata, so stores written with zstd stay valid.
 DATA_CODEC: BloscSettings = {"cname": "lz4", "clevel": 5, "shuffle": "bitshuffle"}
 
 

@@ -75,8 +75,8 @@ def apply_transforms(
     input is a store read through cheap transforms only (`stored`), it is re-read; otherwise
     (a generator, a filter, noise) it is checkpointed to a scratch store first, in the stored
     dtype, with the transform's level summed by the tasks that write it where it has a
-    `level_window`. Measured on 2 workers (benchmarks/RESULTS.md): such a checkpoint costs less
-    than filtering twice."""
+    `level_window`: writing the filtered data once and reading it back costs less than
+    filtering twice (benchmarks/RESULTS.md, "Pipeline chain")."""
     stored_dtypes = {str(name): array.dtype for name, array in dataset.data_vars.items()}
     for index, step in enumerate(recipe.data.get("transforms") or []):
         ((name, values),) = step.items()

@@ -9,7 +9,7 @@ STEP 1), and a season's k releases one of at most C(k + 201, k) transcripts (the
 improved, and their increasing values): about 20 bits for 3 releases, 31 for 5, 580 for 450
 (docs/release.md).
 
-The bests live in the table `ladder` of the release quota database (`release.Release.quota_db`),
+The bests live in the table `ladder` of the release quota database (`Release.quota_db`),
 one row per released submission: taken as `pending` in one `BEGIN IMMEDIATE` transaction (so
 runs at once for one participant are ordered), marked `released` when the run finishes, deleted
 when it fails (nothing was released). Pending rows count, so a run that reads the best while
@@ -24,12 +24,9 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from seisctf.scoring import sqlite_wal
-
-if TYPE_CHECKING:  # release.py rounds the season's view with STEP
-    from seisctf.scoring.release import Release
+from seisctf.scoring.release_request import Release
 
 STEP = 1.0  # AvgScore points (of scores between -100 and 100)
 _SCHEMA = """CREATE TABLE IF NOT EXISTS ladder (

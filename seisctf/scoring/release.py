@@ -33,13 +33,15 @@ import math
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
 from seisctf.scoring import sqlite_wal
 from seisctf.scoring.ladder import STEP, Climb, Rung, to_step
+from seisctf.scoring.release_request import DEFAULT_QUOTA as DEFAULT_QUOTA
+from seisctf.scoring.release_request import MAX_PARTICIPANT_CHARS as MAX_PARTICIPANT_CHARS
+from seisctf.scoring.release_request import Release
 from seisctf.wording import counted
 
 POLICY = "seisctf-release-3"
@@ -48,9 +50,7 @@ SEASON_METRICS = (cv.METRIC_SHORT, cv.METRIC_RECON)
 PICK_DIGITS = 2  # precision, recall, F1 in steps of 0.01
 PUBLIC_DIGITS = 2  # the public leaderboard: scores and rates in steps of 0.01
 SCORE_LIMIT = 100.0  # scores are clipped to [-SCORE_LIMIT, SCORE_LIMIT]
-DEFAULT_QUOTA = 5
 QUOTA_WINDOW_S = 24 * 3600
-MAX_PARTICIPANT_CHARS = 200
 CTF_KEYS = ("name", "dataset", "convention", "truth_sha256_verified", "truth_note")
 PICK_KEYS = ("name", "dataset", "split", "n_traces", "tolerance_s", "threshold",
              "truth_commitment")  # fmt: skip
@@ -272,25 +272,6 @@ def public_entries(
 
 
 # --- the quota ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Release:
-    """A request to release scores to `participant`, counted in the SQLite file `quota_db`."""
-
-    participant: str
-    quota_db: str
-    quota: int = DEFAULT_QUOTA
-
-    def __post_init__(self) -> None:
-        name = self.participant
-        if not name.strip() or len(name) > MAX_PARTICIPANT_CHARS or not name.isprintable():
-            raise InvalidInput(
-                f"`participant` {name!r}",
-                f"expected 1 to {MAX_PARTICIPANT_CHARS} printable characters",
-            )
-        if self.quota < 1:
-            raise InvalidInput("quota", f"expected at least 1 release per 24 h, got {self.quota}")
 
 
 def _prepare(connection: sqlite3.Connection) -> None:

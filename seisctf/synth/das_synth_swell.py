@@ -85,14 +85,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
 from seisctf.errors import InvalidInput
-
-if TYPE_CHECKING:
-    from seisctf.synth.das_synth_slots import DasSlot
 
 GRAVITY = 9.81  # m/s²
 WATER_DENSITY = 1025.0  # kg/m³
@@ -294,7 +291,18 @@ class SwellModes:
     coherence_time_s: float = COHERENCE_TIME_S
 
 
-def swell_modes(slot: DasSlot, cable: Cable, start: int, stop: int) -> SwellModes:
+class SlotSea(Protocol):
+    """What the swell of a realisation depends on (`das_synth_slots.DasSlot` has it): its sea
+    state and its components."""
+
+    @property
+    def sea(self) -> SeaState: ...
+
+    @property
+    def components(self) -> Components: ...
+
+
+def swell_modes(slot: SlotSea, cable: Cable, start: int, stop: int) -> SwellModes:
     """ε̇(x, τ) = Σ_n modes[n] cos ω_n τ + modes[N + n] sin ω_n τ on channels [start, stop)."""
     frequency = component_frequencies(slot.components)
     omega = 2.0 * np.pi * frequency
@@ -325,7 +333,7 @@ def swell_modes(slot: DasSlot, cable: Cable, start: int, stop: int) -> SwellMode
     return SwellModes(omega, modes, slot.components.envelope_key, slot.sea.coherence_time_s)
 
 
-def mode_bound(slot: DasSlot, cable: Cable) -> float:
+def mode_bound(slot: SlotSea, cable: Cable) -> float:
     """B >= Σ_rows |modes| on every channel: 2 ω_n (1−2ν)/(2μ) ρ g a_n sqrt(c_g(h_ref) /
     min c_g) summed over n (|sin| + |cos| <= 2; cos², sinc, 1/cosh <= 1; cos θ_ref <= cos θ(x);
     min c_g over 64 depths spanning the cable's, and its ends)."""
@@ -340,7 +348,7 @@ def mode_bound(slot: DasSlot, cable: Cable) -> float:
     return float(bound) * (1.0 + 1e-9) or 1.0
 
 
-def swell_bound(slot: DasSlot, cable: Cable, duration_s: float) -> float:
+def swell_bound(slot: SlotSea, cable: Cable, duration_s: float) -> float:
     """B_g >= Σ_rows |g-weighted modes| on every channel over a slot of `duration_s` (s):
     `mode_bound` × max |g_{n,j}| over its knots (the interpolated g is at most that)."""
     n_knots = int(duration_s // slot.sea.coherence_time_s) + 2

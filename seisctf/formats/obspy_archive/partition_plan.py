@@ -43,10 +43,10 @@ from seisctf.formats.obspy_archive.station_positions import (
     header_metadata,
     inventory_disagreements,
 )
+from seisctf.formats.obspy_archive.trace_header import TraceHeader
 from seisctf.formats.obspy_archive.waveform_plan import (
     DEFAULT_BLOCK_SAMPLES,
     NS_PER_S,
-    TraceHeader,
     WaveformPlan,
     coordinates_source,
     needs_resampling,

@@ -23,7 +23,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from seisctf.formats.obspy_archive.scan_table import ScanTable
-    from seisctf.formats.obspy_archive.waveform_plan import TraceHeader
+    from seisctf.formats.obspy_archive.trace_header import TraceHeader
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from seisctf.errors import InvalidInput
+from seisctf.formats.obspy_archive.trace_header import TraceHeader
 from seisctf.formats.obspy_archive.waveform_files import FileScan, scan_file
-from seisctf.formats.obspy_archive.waveform_plan import TraceHeader
 from seisctf.formats.shared import input_cache
 from seisctf.formats.shared.input_listing import read_input
 

@@ -31,10 +31,10 @@ from seisctf.formats.obspy_archive.response import (
     remove_response,
     response_problem,
 )
+from seisctf.formats.obspy_archive.trace_header import TraceHeader
 from seisctf.formats.obspy_archive.waveform_files import obspy_error, read_file
 from seisctf.formats.obspy_archive.waveform_plan import (
     NS_PER_S,
-    TraceHeader,
     needs_resampling,
     place_trace,
 )
@@ -79,7 +79,7 @@ def grid_time_ns(start_ns: int, index: int, rate: float) -> int:
 
 
 def trace_header(trace: Any, path: str = "") -> TraceHeader:
-    """The header of an obspy trace (`waveform_plan.TraceHeader`)."""
+    """The header of an obspy trace (`trace_header.TraceHeader`)."""
     stats = trace.stats
     return TraceHeader(path, stats_station_id(stats), stats.channel, stats.starttime.ns,
                        float(stats.sampling_rate), int(stats.npts))  # fmt: skip

@@ -29,7 +29,7 @@ import numpy as np
 
 from seisctf.catalogs.seed_ids import stats_station_id
 from seisctf.formats.obspy_archive.read_warnings import collected_warnings, warning_problems
-from seisctf.formats.obspy_archive.waveform_plan import TraceHeader
+from seisctf.formats.obspy_archive.trace_header import TraceHeader
 from seisctf.formats.shared.input_listing import read_input
 
 # A compressed file that would hold more than this is refused (a compression bomb would take a

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -28,29 +28,13 @@ from seisctf.formats.obspy_archive.inventory_index import InventoryIndex
 from seisctf.formats.obspy_archive.inventory_text import inventory_holds
 from seisctf.formats.obspy_archive.placed_traces import PlacedTrace
 from seisctf.formats.obspy_archive.resampling import MAX_RATE_FACTOR, rate_ratio, resampled_length
+from seisctf.formats.obspy_archive.trace_header import TraceHeader
 from seisctf.formats.shared.block_grid import BlockGrid
-
-if TYPE_CHECKING:
-    pass
 
 DEFAULT_BLOCK_SAMPLES = 2**18
 NS_PER_S = 1_000_000_000
 # Relative difference of two sampling rates taken as equal (beyond it the drift test decides).
 RATE_RTOL = 1e-9
-
-
-@dataclass(frozen=True, slots=True)
-class TraceHeader:
-    """One trace of one file, as its header says: station id (`seed_ids`: `NET.STA` or
-    `NET.STA.LOC`), channel code, first sample (ns since 1970), sampling rate (Hz), number of
-    samples."""
-
-    path: str
-    station: str
-    channel: str
-    start_ns: int
-    sampling_rate: float
-    npts: int
 
 
 @dataclass(frozen=True)

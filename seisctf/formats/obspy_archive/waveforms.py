@@ -83,7 +83,6 @@ import dask
 import numpy as np
 import xarray as xr
 
-from seisctf import __version__
 from seisctf import conventions as cv
 from seisctf.catalogs.seed_ids import CODE_ARRAYS, normalised
 from seisctf.cluster import (
@@ -147,15 +146,15 @@ ELEVATION = "elevation"
 COVERAGE_DIMS = (STATION, BLOCK)
 # The station coordinates of `data` and `coverage` (CF's `coordinates` attr).
 COORDINATES = {"coordinates": " ".join((cv.LATITUDE, cv.LONGITUDE, ELEVATION, *CODE_ARRAYS))}
-# Codec of `data` chunks: the project's (conventions.DATA_CODEC, Blosc LZ4 with bit shuffle). On
-# the ingest benchmark's counts: 3.3x smaller than float32 (zarr's default zstd: 2.25x), 2.9 ms
-# of CPU to encode a 3 MiB chunk (zstd: 26 ms), 1.5 ms to decode it (4.6 ms); RESULTS.md.
+# Codec of `data` chunks: the project's (conventions.DATA_CODEC, Blosc LZ4 with bit shuffle), a
+# name here so that the ingest benchmark can compare others (benchmarks/bench_ingest.py; its
+# figures in benchmarks/RESULTS.md).
 DATA_CODEC: cv.BloscSettings = cv.DATA_CODEC
 # Traces the runs of one wave read: a run's graph carries each of its traces' path, channel,
-# grid span and sha256, ~450 bytes pickled, so one wave's graph (and the scheduler's copy) stays
-# under ~2.5 MiB however many files the archive has; the client makes a wave's runs from the
-# partitions on the workers (`waveform_runs.runs_by_wave`), ~2 KB a trace while it does: at
-# 20,000 a wave that was 40 MiB of the client's peak.
+# grid span and sha256, so one wave's graph (and the scheduler's copy) stays bounded however
+# many files the archive has; the client makes a wave's runs from the partitions on the workers
+# (`waveform_runs.runs_by_wave`), and its memory while it does grows with the wave's traces
+# (docs/scaling.md; figures in benchmarks/RESULTS.md, "Scale").
 MAX_TRACES_PER_WAVE = 5_000
 
 
@@ -246,13 +245,13 @@ def ingest_fingerprint(
 ) -> str:
     """SHA-256 of everything that decides the store's bytes: input hashes (`digests`: (file,
     32) uint8, sha256), inventory hashes, rate, block size and the response removal (paths
-    excluded: moving an archive does not change the data)."""
+    excluded: moving an archive does not change the data; seisctf's version too: a release
+    leaves stores up to date)."""
     parts = {
         "inputs": resumable.SortedDigests(digests),  # sorted hex, no string per file
         "inventories": sorted(inventory_sha256),
         "rate": rate,
         "block_samples": block_samples,
-        "version": __version__,
     }
     if response_removed is not None:  # absent without removal: older stores stay up to date
         parts["response_removed"] = response_removed

@@ -6,8 +6,8 @@ encodes the values with the array's own codecs in the calling thread and stores 
 array's own chunk key: the stored bytes are those `__setitem__` writes (a test compares them).
 On a local folder the chunk file is written from the calling thread too, as zarr's local store
 writes it (a temporary file renamed into place): zarr's store hops to its event loop's thread
-and from there to a thread of its own, ~1.3 ms of CPU for a 1 MB chunk against ~0.6 ms for the
-write itself, ~0.6 ms for a progress mark against ~0.1 (benchmarks/RESULTS.md, 2026-12-02).
+and from there to a thread of its own, which costs more CPU than the write itself, for a data
+chunk and still more for a small progress mark (figures: benchmarks/history/RESULTS-2026.md).
 Other stores (S3, …) get one event-loop round trip per `write_chunks` call.
 """
 

@@ -469,7 +469,6 @@ def normalise(
         mean = _valid_mean(values, valid, count)
         result = values - mean
         if method == "std":
-            # A DataArray (numpy's ufuncs keep it one; numpy's stubs say ndarray).
             std = cast(xr.DataArray, np.sqrt(_valid_mean((values - mean) ** 2, valid, count)))
             result = result * (1.0 / std.where(std > 0)).fillna(0.0)
     parameters = {"method": method, "windows": recorded_windows}
@@ -554,11 +553,9 @@ def resample(
     if n_time < 2:
         raise InvalidInput(f"{what} input", f"has {n_time} sample along {cv.TIME!r}; expected 2+")
     values = _float_dask(data)
-    parameters: dict[str, Any] = {
-        "sampling_rate": float(sampling_rate),
-        "tolerance": float(tolerance),
-    }
-    parameters |= {"up": up, "down": down, "antialias_order": None, "antialias_freqmax": None}
+    parameters: dict[str, Any] = {"sampling_rate": float(sampling_rate)}
+    parameters |= {"tolerance": float(tolerance), "up": up, "down": down}
+    parameters |= {"antialias_order": None, "antialias_freqmax": None}
     parameters |= _phase_parameter(zero_phase, what)
     delay = 0 if zero_phase or up == down else causal_fir_delay(up, down)
     if delay:

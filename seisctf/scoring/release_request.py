@@ -1,0 +1,30 @@
+"""Who scores are released to, and how often: `Release`, which the Ladder (`ladder`) and the
+release of scores (`release`) both take."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from seisctf.errors import InvalidInput
+
+DEFAULT_QUOTA = 5  # releases per participant in any 24 h
+MAX_PARTICIPANT_CHARS = 200
+
+
+@dataclass(frozen=True)
+class Release:
+    """A request to release scores to `participant`, counted in the SQLite file `quota_db`."""
+
+    participant: str
+    quota_db: str
+    quota: int = DEFAULT_QUOTA
+
+    def __post_init__(self) -> None:
+        name = self.participant
+        if not name.strip() or len(name) > MAX_PARTICIPANT_CHARS or not name.isprintable():
+            raise InvalidInput(
+                f"`participant` {name!r}",
+                f"expected 1 to {MAX_PARTICIPANT_CHARS} printable characters",
+            )
+        if self.quota < 1:
+            raise InvalidInput("quota", f"expected at least 1 release per 24 h, got {self.quota}")
