@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 import fsspec
 
@@ -36,9 +36,7 @@ class StoreLocation:
 
     @classmethod
     def from_url(
-        cls,
-        url: str | os.PathLike[str] | StoreLocation,
-        storage_options: Mapping[str, Any] | None = None,
+        cls, url: LocationLike, storage_options: Mapping[str, Any] | None = None
     ) -> StoreLocation:
         """The location of `url` (a path or fsspec URL) with `storage_options` (a plain dict's
         credentials held apart); a location given as `url` is returned as it is."""
@@ -89,6 +87,11 @@ class StoreLocation:
 
     def __hash__(self) -> int:
         return hash((self.url, _frozen(dict(self.storage_options or {}))))
+
+
+# What a public entry point takes as a place: a path or fsspec URL (its storage options given
+# beside it), or a location holding them (`StoreLocation.from_url`).
+LocationLike: TypeAlias = str | os.PathLike[str] | StoreLocation
 
 
 def is_remote(url: str) -> bool:

@@ -92,7 +92,7 @@ def lock_exists(output: str, options: dict | None) -> bool:
 def assert_store_holds(out: str, options: dict | None, source: Path) -> None:
     """The store holds `source`'s station alone, `source` alone as input, and its samples as
     obspy reads them."""
-    store = open_dataset(out, options)
+    store = open_dataset(StoreLocation(out, options))
     assert list(store["station"].values) == [STATION_OF[source]]
     assert [item["path"] for item in recorded_inputs(out, options)] == [str(source)]
     expected = obspy.read(str(source))[0].data.astype(np.float32)
@@ -262,9 +262,7 @@ def test_score_outputs_and_leaderboards_are_locked(scoring, tmp_path):
 
 def test_the_holder_renews_its_lease(tmp_path):
     out = tmp_path / "renewed.zarr"
-    with locks.holding([locks.Output(StoreLocation(str(out)))], command="test", lease_s=0.4) as (
-        held,
-    ):
+    with locks.holding([locks.Output(StoreLocation(out))], command="test", lease_s=0.4) as (held,):
         first = locks.Lease.from_bytes(Path(held.path).read_bytes())
         time.sleep(0.5)
         later = locks.Lease.from_bytes(Path(held.path).read_bytes())
@@ -285,9 +283,9 @@ def test_a_lease_taken_over_while_stalled_stops_the_command(tmp_path, sigint):
         signal.signal(signal.SIGINT, lambda *_: sys.exit())
     try:
         with pytest.raises(InvalidInput, match="another command took over its writer lock"):
-            with locks.holding(
-                [locks.Output(StoreLocation(str(out)))], command="test", lease_s=0.4
-            ) as (held,):
+            with locks.holding([locks.Output(StoreLocation(out))], command="test", lease_s=0.4) as (
+                held,
+            ):
                 other = locks.new_lease(str(out), "seisctf ingest waveforms")
                 Path(held.path).write_bytes(other.to_bytes())
                 time.sleep(5)  # interrupted by the renewer within 0.1 s

@@ -15,6 +15,7 @@ from seisctf import storage
 from seisctf.build import engine
 from seisctf.cli import build_parser, main
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 from seisctf.plugins.context import BuildContext
 from seisctf.plugins.schema import POSITIVE, URL, parameters
 from seisctf.registry import INGESTS
@@ -35,9 +36,10 @@ def ingest_csv_readings(
     dataset.to_zarr(context.source_url, mode="w")
     # The completion marker goes in last: a store without it is refused as unfinished.
     storage.finish_group(
-        context.source_url, {"sampling_rate_hz": sampling_rate_hz}, context.storage_options
+        StoreLocation(context.source_url, context.storage_options),
+        {"sampling_rate_hz": sampling_rate_hz},
     )
-    return storage.open_dataset(context.source_url, context.storage_options)
+    return storage.open_dataset(StoreLocation(context.source_url, context.storage_options))
 
 
 @pytest.fixture
