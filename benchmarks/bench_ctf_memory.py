@@ -37,6 +37,8 @@ from bench_ctf_scoring import (
     score_difference,
 )
 
+from seisctf.location import StoreLocation
+
 SALT = "00" * 16
 
 
@@ -81,9 +83,11 @@ def build(root: Path, rows: int, n_sensors: int, quiet: bool) -> tuple[str, str,
         "modes": 64,
         "pairs": pairs,
     }
-    storage.write_arrays(random_arrays(1), truth_url, {}, label="truth", quiet=quiet, finish=False)
+    storage.write_arrays(
+        random_arrays(1), StoreLocation(truth_url), {}, label="truth", quiet=quiet, finish=False
+    )
     block_rows = commitment.block_rows(n_sensors)
-    stored = {name: storage.read_array(truth_url, name) for name in cv.TEST_NAMES}
+    stored = {name: storage.read_array(StoreLocation(truth_url), name) for name in cv.TEST_NAMES}
     digests = compute(
         {name: commitment.block_digests(array, SALT, block_rows) for name, array in stored.items()},
         label="commitments",
@@ -93,8 +97,10 @@ def build(root: Path, rows: int, n_sensors: int, quiet: bool) -> tuple[str, str,
         "block_rows": block_rows,
         **{name: commitment.block_root(digest, SALT) for name, digest in digests.items()},
     }
-    storage.finish_group(truth_url, {cv.ATTR_CTF: manifest, cv.ATTR_CTF_SALT: SALT}, None)
-    storage.write_arrays(random_arrays(2), submission_url, {}, label="submission", quiet=quiet)
+    storage.finish_group(StoreLocation(truth_url), {cv.ATTR_CTF: manifest, cv.ATTR_CTF_SALT: SALT})
+    storage.write_arrays(
+        random_arrays(2), StoreLocation(submission_url), {}, label="submission", quiet=quiet
+    )
     return truth_url, submission_url, manifest
 
 

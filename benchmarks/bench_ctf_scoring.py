@@ -257,15 +257,17 @@ def build(root: Path, n_sensors: int, steps: int, quiet: bool) -> tuple[str, str
     import dask.array as da
 
     from seisctf import storage
+    from seisctf.location import StoreLocation
     from seisctf.pipeline.bundles.segments import build_bundle, write_bundle
     from seisctf.synth.global_wavefield import synthesize_global
 
     wavefield_url, truth_url = str(root / "wavefield.zarr"), str(root / "truth.zarr")
     public_url, submission_url = str(root / "public.zarr"), str(root / "noisy.zarr")
+    wavefield_store, target = StoreLocation(wavefield_url), StoreLocation(submission_url)
     wavefield = synthesize_global(n_sensors=n_sensors, duration_s=float(steps), seed=2026)
-    storage.write_dataset(wavefield, wavefield_url, label="synth global", quiet=quiet)
+    storage.write_dataset(wavefield, wavefield_store, label="synth global", quiet=quiet)
     bundle = build_bundle(
-        storage.open_dataset(wavefield_url),
+        storage.open_dataset(wavefield_store),
         layout_for(steps, n_sensors),
         SECRET,
         what=wavefield_url,
@@ -274,13 +276,11 @@ def build(root: Path, n_sensors: int, steps: int, quiet: bool) -> tuple[str, str
     rng = da.random.default_rng(7)
     noisy = {}
     for pair in manifest["pairs"]:
-        truth = storage.read_array(truth_url, pair["test"]).astype(np.float64)
+        truth = storage.read_array(StoreLocation(truth_url), pair["test"]).astype(np.float64)
         rms = da.sqrt((truth**2).mean())
         noise = rng.standard_normal(truth.shape, chunks=truth.chunks)
         noisy[pair["test"]] = (truth + 0.1 * rms * noise).astype(np.float32)
-    storage.write_arrays(
-        noisy, submission_url, {"model": "noisy truth"}, label="submission", quiet=quiet
-    )
+    storage.write_arrays(noisy, target, {"model": "noisy truth"}, label="submission", quiet=quiet)
     return truth_url, submission_url, manifest
 
 

@@ -40,6 +40,8 @@ from pathlib import Path
 import numpy as np
 from bench_ctf_scoring import MIB, load_average, machine_facts
 
+from seisctf.location import StoreLocation
+
 RATE_HZ = 100.0
 FREQMIN, FREQMAX, ORDER, RMS_FRACTION, SEED = 1.0, 10.0, 4, 0.2, 2026
 
@@ -67,7 +69,7 @@ def build_input(url: str, n_samples: int, n_sensors: int, quiet: bool) -> None:
         {"u": ((cv.TIME, cv.SENSOR), traces.astype(np.float32))},
         attrs={cv.ATTR_SAMPLING_RATE: RATE_HZ, cv.ATTR_START_TIME: "2026-01-01T00:00:00Z"},
     )
-    storage.write_dataset(dataset, url, label="input", quiet=quiet)
+    storage.write_dataset(dataset, StoreLocation(url), label="input", quiet=quiet)
 
 
 CHAIN_RECIPE = f"""\
@@ -197,7 +199,7 @@ def main() -> None:
         from seisctf import storage
         from seisctf.pipeline.transforms.filters import butterworth
 
-        opened = storage.open_dataset(url)
+        opened = storage.open_dataset(StoreLocation(url))
         lazy = butterworth(
             opened["u"].assign_attrs(opened.attrs), freqmin=FREQMIN, freqmax=FREQMAX, order=ORDER
         )

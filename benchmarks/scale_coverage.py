@@ -46,6 +46,8 @@ import numpy as np
 from scale_open import BLOCK_SAMPLES, CHANNELS, RATE_HZ, StoreShape, create_network_store, network
 from scale_report import MiB, ScaleOptions, Section, verdict
 
+from seisctf.location import StoreLocation
+
 FULL_STORES = (network(10**6), network(10**7), network(10**8))
 QUICK_STORES = (network(10**6), network(10**8))
 FULL_REPEATS, QUICK_REPEATS = 3, 1
@@ -101,7 +103,7 @@ def make_store(url: str, shape: StoreShape) -> float:
         coverage[first : first + len(part)] = part.astype(np.float32)
     stations = [f"XX.S{row:04d}.00" for row in range(shape.n_station)]
     attrs = {"block_samples": BLOCK_SAMPLES, "station_channels": dict.fromkeys(stations, CHANNELS)}
-    storage.finish_group(url, attrs, None)
+    storage.finish_group(StoreLocation(url), attrs)
     return time.perf_counter() - start
 
 
@@ -174,7 +176,7 @@ def whole_job(job: str, url: str, workdir: Path, shape: StoreShape) -> dict:
     from seisctf import storage
 
     if job == "gaps":
-        return coverage_work(job, storage.open_dataset(url), url, workdir, shape)
+        return coverage_work(job, storage.open_dataset(StoreLocation(url)), url, workdir, shape)
     from seisctf.formats.quakeml.quakeml_windows import ingest_quakeml
 
     out = workdir / f"windows-{shape.n_time}-{time.monotonic_ns()}.zarr"
@@ -220,7 +222,7 @@ def child(job: str, url: str, shape: StoreShape, warm_up: str, workdir: Path, st
     )
     with cluster, Client(cluster):
         whole_job(job, warm_up, workdir, WARM_UP)
-        coverage_work(job, storage.open_dataset(warm_up), warm_up, workdir, WARM_UP)
+        coverage_work(job, storage.open_dataset(StoreLocation(warm_up)), warm_up, workdir, WARM_UP)
         sizes = GraphSizes()
         cluster.scheduler.add_plugin(sizes, name="graph-sizes")
         if step == "whole":
@@ -231,7 +233,7 @@ def child(job: str, url: str, shape: StoreShape, warm_up: str, workdir: Path, st
                 "job_graph": max(sizes.sizes, default=0),
                 "made": made,
             }
-        store, open_peak, _ = measured(lambda: storage.open_dataset(url))
+        store, open_peak, _ = measured(lambda: storage.open_dataset(StoreLocation(url)))
         work = functools.partial(coverage_work, job, store, url, workdir, shape)
         made, peak, seconds = measured(work)
     return {

@@ -44,6 +44,8 @@ from pathlib import Path
 import numpy as np
 from scale_report import MiB, ScaleOptions, Section, tree_bytes, verdict
 
+from seisctf.location import StoreLocation
+
 BLOCK_SAMPLES = 2**18
 CHANNELS = ("HHE", "HHN", "HHZ")
 RATE_HZ = 100.0
@@ -137,7 +139,7 @@ def create_network_store(url: str, n_station: int, n_time: int, time_chunk: int)
         array[:] = values
     start_ns = int(pd.Timestamp(START_ISO).value)
     attrs = {cv.ATTR_START_TIME: START_ISO + "Z", "start_time_ns": start_ns}
-    storage.finish_group(url, {**attrs, cv.ATTR_SAMPLING_RATE: RATE_HZ}, None)
+    storage.finish_group(StoreLocation(url), {**attrs, cv.ATTR_SAMPLING_RATE: RATE_HZ})
 
 
 def written_values() -> np.ndarray:

@@ -17,10 +17,8 @@ import time
 from collections.abc import Iterator
 from typing import Any, Protocol
 
-from fsspec.core import url_to_fs
-
-from seisctf import s3
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 
 LOCK_SUFFIX = ".seisctf-lock"
 SHARE_SUFFIX = ".seisctf-share."
@@ -248,21 +246,17 @@ def normalized(url: str) -> str:
     return text
 
 
-def lock_location(
-    url: str, storage_options: dict | None = None
-) -> tuple[Objects, str, str, list[str]]:
+def lock_location(output: StoreLocation) -> tuple[Objects, str, str, list[str]]:
     """(objects, the output's name, its lock object's path, folders made for it) of an output:
     the lock sits beside the output, `.<name>.seisctf-lock`. A local output's folder is made
     when missing (the folders made are returned, to be removed if left empty)."""
-    text = normalized(url)
+    text = normalized(output.url)
     if "://" not in text:
-        output = text
-        folder, name = os.path.split(output)
-        made = _make_folders(folder, output)
-        return LocalObjects(), output, os.path.join(folder, f".{name}{LOCK_SUFFIX}"), made
+        folder, name = os.path.split(text)
+        made = _make_folders(folder, text)
+        return LocalObjects(), text, os.path.join(folder, f".{name}{LOCK_SUFFIX}"), made
     is_s3 = text.startswith(("s3://", "s3a://"))
-    options = s3.with_retries(storage_options) if is_s3 else s3.with_credentials(storage_options)
-    fs, path = url_to_fs(text, **options)
+    fs, path = output.with_url(text).filesystem()
     folder, _, name = path.rpartition("/")
     lock = f"{folder}/.{name}{LOCK_SUFFIX}" if folder else f"{path}/{LOCK_SUFFIX}"
     return (S3Objects(fs) if is_s3 else FsspecObjects(fs)), text, lock, []

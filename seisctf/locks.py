@@ -39,6 +39,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 from seisctf.lock_objects import (
     LOCK_SUFFIX,
     SHARE_SUFFIX,
@@ -55,9 +56,10 @@ Notify = Callable[[str], None]
 
 @dataclass(frozen=True)
 class Output:
-    """An output a command writes: a URL or local path, and whether its writers share it."""
+    """An output a command writes: where (a local path, or a URL with the storage options its
+    lock is written with), and whether its writers share it."""
 
-    url: str
+    location: StoreLocation
     shared: bool = False
 
 
@@ -169,11 +171,9 @@ def new_lease(output: str, command: str, lease_s: float = LEASE_S) -> Lease:
 
 @dataclass(frozen=True)
 class Terms:
-    """How a command takes its locks: storage options of remote outputs, the command named in
-    its leases, whether to replace any lease (`force_unlock`), the leases' life, and where
-    take-overs are said."""
+    """How a command takes its locks: the command named in its leases, whether to replace any
+    lease (`force_unlock`), the leases' life, and where take-overs are said."""
 
-    storage_options: dict | None
     command: str
     force_unlock: bool
     lease_s: float
@@ -207,7 +207,7 @@ def _refusal(output: str, lock: str, holder: Lease | None) -> InvalidInput:
 def _take_exclusive(output: Output, terms: Terms) -> Held:
     """The output's lock object, created; or a stale one (any, with `force_unlock`) replaced;
     then no live shared lease may remain. Refused (InvalidInput naming the holder) otherwise."""
-    objects, name, lock, made = lock_location(output.url, terms.storage_options)
+    objects, name, lock, made = lock_location(output.location)
     lease = new_lease(name, terms.command, terms.lease_s)
     force = terms.force_unlock
     for _ in range(10):
@@ -280,7 +280,7 @@ def _clear_shares(held: Held, force: bool, notify: Notify) -> None:
 def _take_shared(output: Output, terms: Terms) -> Held:
     """A shared lease of its own beside the output; refused (InvalidInput naming the holder)
     if a live exclusive lease exists then, which `force_unlock` removes."""
-    objects, name, lock, made = lock_location(output.url, terms.storage_options)
+    objects, name, lock, made = lock_location(output.location)
     lease = new_lease(name, terms.command, terms.lease_s)
     force = terms.force_unlock
     share = lock.removesuffix(LOCK_SUFFIX) + SHARE_SUFFIX + lease.token
@@ -368,7 +368,6 @@ def _notify_stderr(message: str) -> None:
 @contextlib.contextmanager
 def holding(
     outputs: Sequence[Output],
-    storage_options: dict | None = None,
     *,
     command: str,
     force_unlock: bool = False,
@@ -379,7 +378,7 @@ def holding(
     (InvalidInput naming the holder) when another command holds one, nothing taken then; a stale
     lock is taken over, and with `force_unlock` any (`notify` says so). `command` names the
     holder in the lease ("seisctf ingest waveforms"). Removed when the block ends, however."""
-    terms = Terms(storage_options, command, force_unlock, lease_s, notify)
+    terms = Terms(command, force_unlock, lease_s, notify)
     held: list[Held] = []
     renewer = Renewer(held, lease_s)
     try:
@@ -406,7 +405,8 @@ def _distinct(outputs: Sequence[Output]) -> list[Output]:
     """One output per URL (exclusive if any of its mentions is), in a fixed order."""
     by_url: dict[str, Output] = {}
     for output in outputs:
-        url = normalized(output.url)
+        url = normalized(output.location.url)
         known = by_url.get(url)
-        by_url[url] = Output(url, output.shared and (known is None or known.shared))
+        shared = output.shared and (known is None or known.shared)
+        by_url[url] = Output(output.location.with_url(url), shared)
     return [by_url[url] for url in sorted(by_url)]

@@ -24,6 +24,7 @@ from dask.base import tokenize
 from seisctf import chunk_grid, conventions, s3, urls
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 
 StorageOptions = s3.StorageOptions
 # zarr's modes of opening a group: read, read-write, create or open, create, create if absent.
@@ -58,51 +59,27 @@ def parse_storage_options(pairs: Sequence[str] | None) -> s3.CredentialedOptions
     return s3.CredentialedOptions(options)
 
 
-def is_remote(url: str) -> bool:
-    return "://" in str(url) and not str(url).startswith("file://")
-
-
-def options_for(url: str, storage_options: StorageOptions | None) -> StorageOptions | None:
-    """The fsspec options this process opens `url` with: storage options apply to fsspec URLs
-    only (zarr refuses them for local paths); the credentials held with them are put back
-    (`s3.with_credentials`: this process's own requests; a filesystem Dask sends to a worker
-    leaves them behind); S3 URLs get seisctf's retry defaults under the given options
-    (`s3.with_retries`)."""
-    if not is_remote(url):
-        return None
-    if str(url).startswith(("s3://", "s3a://")):
-        return s3.with_retries(storage_options)
-    return s3.with_credentials(storage_options) or None
-
-
 def join(url: str, *parts: str) -> str:
     return "/".join([str(url).rstrip("/"), *parts])
 
 
-def open_group(
-    url: str, storage_options: StorageOptions | None = None, mode: AccessMode = "r"
-) -> zarr.Group:
+def open_group(location: StoreLocation, mode: AccessMode = "r") -> zarr.Group:
     """Open a zarr v3 group; a missing store or a misspelt URL (`urls.checked`) is bad input
     naming the URL."""
-    urls.checked(url)
+    url = urls.checked(location.url)
     try:
         return zarr.open_group(
-            str(url),
-            mode=mode,
-            storage_options=options_for(url, storage_options),
-            zarr_format=3 if mode != "r" else None,
+            url, mode=mode, storage_options=location.options, zarr_format=3 if mode != "r" else None
         )
     except (FileNotFoundError, zarr.errors.GroupNotFoundError) as error:
-        bucket = s3.bucket_of(url)
-        on_s3 = str(url).startswith(("s3://", "s3a://"))
-        if on_s3 and s3.bucket_exists(bucket, storage_options) is False:
-            raise InvalidInput(str(url), s3.no_bucket(bucket, storage_options)) from None
-        raise InvalidInput(str(url), f"no zarr group found there ({error})") from None
+        bucket, options = s3.bucket_of(url), location.storage_options
+        on_s3 = url.startswith(("s3://", "s3a://"))
+        if on_s3 and s3.bucket_exists(bucket, options) is False:
+            raise InvalidInput(url, s3.no_bucket(bucket, options)) from None
+        raise InvalidInput(url, f"no zarr group found there ({error})") from None
 
 
-def finish_group(
-    url: str, attrs: Mapping[str, Any], storage_options: StorageOptions | None
-) -> None:
+def finish_group(location: StoreLocation, attrs: Mapping[str, Any]) -> None:
     """Consolidate a group's metadata, then write its attrs and mark it complete: always last.
 
     The attrs and the marker go in by one write of the group's `zarr.json` that also holds the
@@ -110,7 +87,7 @@ def finish_group(
     temporary file and renames it), so no reader sees a store marked complete without its
     metadata. One write of the attrs, not three: an ingest's attrs list every input file (25 MB
     of JSON at 10^5 files), and each write of them costs ~5x their size in the client's memory."""
-    group = open_group(url, storage_options, mode="r+")
+    group = open_group(location, mode="r+")
     zarr.consolidate_metadata(group.store)
     consolidated = zarr.open_group(group.store, mode="r+", zarr_format=3, use_consolidated=True)
     update = {key: value for key, value in attrs.items() if key != conventions.ATTR_COMPLETE}
@@ -152,8 +129,7 @@ def check_declared_sizes(array: zarr.Array, what: str) -> zarr.Array:
 
 def write_dataset(
     dataset: xr.Dataset,
-    url: str,
-    storage_options: StorageOptions | None = None,
+    location: StoreLocation,
     *,
     label: str = "write",
     quiet: bool = False,
@@ -172,43 +148,40 @@ def write_dataset(
         for name, variable in dataset.data_vars.items()
         if variable.dtype.kind in "biufc"
     }
-    compute(start_dataset(dataset, url, storage_options, encoding), label=label, quiet=quiet)
-    finish_group(url, attrs, storage_options)
+    compute(start_dataset(dataset, location, encoding), label=label, quiet=quiet)
+    finish_group(location, attrs)
 
 
 def start_dataset(
-    dataset: xr.Dataset,
-    url: str,
-    storage_options: StorageOptions | None,
-    encoding: Mapping[str, Mapping[str, Any]],
+    dataset: xr.Dataset, location: StoreLocation, encoding: Mapping[str, Mapping[str, Any]]
 ) -> Any:
-    """Create the zarr v3 store at `url` for `dataset` (replacing one there): its metadata and
-    numpy-backed variables now, not marked complete; returns the Delayed that writes the
+    """Create the zarr v3 store at `location` for `dataset` (replacing one there): its metadata
+    and numpy-backed variables now, not marked complete; returns the Delayed that writes the
     Dask-backed ones (compute it, or write their chunks yourself), then call `finish_group`.
     A misspelt URL is bad input (`urls.checked`)."""
-    urls.checked(url)
     return dataset.to_zarr(
-        str(url),
+        urls.checked(location.url),
         mode="w",
         compute=False,
         zarr_format=3,
         consolidated=False,
-        storage_options=options_for(url, storage_options),
+        storage_options=location.options,
         encoding=dict(encoding),
     )
 
 
-def open_dataset(url: str, storage_options: StorageOptions | None = None) -> xr.Dataset:
+def open_dataset(location: StoreLocation) -> xr.Dataset:
     """Open a complete seisctf store lazily (Dask-backed) with xarray."""
-    group = require_complete(open_group(url, storage_options), url)
+    url = location.url
+    group = require_complete(open_group(location), url)
     for name, array in group.arrays():
         check_declared_sizes(array, join(url, name))
     lazy = xr.open_dataset(
-        str(url),
+        url,
         engine="zarr",
         chunks=None,
         cache=False,
-        storage_options=options_for(url, storage_options),
+        storage_options=location.options,
         consolidated=True,
         zarr_format=3,
     )
@@ -218,17 +191,16 @@ def open_dataset(url: str, storage_options: StorageOptions | None = None) -> xr.
     # ahead of its consumers. The name changes with a local store's modification time, as
     # xarray's does.
     modified = None
-    if not is_remote(url):
+    if not location.is_remote:
         with contextlib.suppress(OSError):
-            modified = os.path.getmtime(str(url).removeprefix("file://"))
-    return chunk_grid.with_dask_variables(lazy, tokenize(str(url), modified))
+            modified = os.path.getmtime(url.removeprefix("file://"))
+    return chunk_grid.with_dask_variables(lazy, tokenize(url, modified))
 
 
 def write_arrays(
     arrays: Mapping[str, da.Array],
-    url: str,
+    location: StoreLocation,
     attrs: Mapping[str, Any],
-    storage_options: StorageOptions | None = None,
     *,
     chunks: Mapping[str, tuple[int, ...]] | None = None,
     label: str = "write",
@@ -242,7 +214,7 @@ def write_arrays(
     `finish` is False: the caller then calls `finish_group` once it has all the attrs). Every
     chunk is stored, also one equal to the fill value: a referee refuses missing chunks.
     """
-    group = open_group(url, storage_options, mode="w")
+    group = open_group(location, mode="w")
     targets, sources = [], []
     for name, array in arrays.items():
         array_chunks = (chunks or {}).get(name) or conventions.time_space_chunks(
@@ -265,16 +237,16 @@ def write_arrays(
         writes = da.store(sources, targets, lock=False, compute=False)  # type: ignore[arg-type]
         compute(writes, label=label, quiet=quiet)
     if finish:
-        finish_group(url, attrs, storage_options)
+        finish_group(location, attrs)
 
 
-def read_array(url: str, name: str, storage_options: StorageOptions | None = None) -> da.Array:
+def read_array(location: StoreLocation, name: str) -> da.Array:
     """One array of a zarr group as a Dask array with the stored chunks."""
-    group = open_group(url, storage_options)
+    group = open_group(location)
     if name not in group:
-        raise InvalidInput(f"{url}/{name}", "array not found in the group")
-    array = group_array(group, name, f"{url}/{name}")
-    return da.from_zarr(check_declared_sizes(array, f"{url}/{name}"))
+        raise InvalidInput(f"{location}/{name}", "array not found in the group")
+    array = group_array(group, name, f"{location}/{name}")
+    return da.from_zarr(check_declared_sizes(array, f"{location}/{name}"))
 
 
 def group_array(group: zarr.Group, name: str, what: str) -> zarr.Array:
@@ -285,7 +257,7 @@ def group_array(group: zarr.Group, name: str, what: str) -> zarr.Array:
     return array
 
 
-def read_attrs(url: str, storage_options: StorageOptions | None = None) -> dict[str, Any]:
+def read_attrs(location: StoreLocation) -> dict[str, Any]:
     """The attrs of a complete group."""
-    group = require_complete(open_group(url, storage_options), url)
+    group = require_complete(open_group(location), location.url)
     return dict(group.attrs)

@@ -59,7 +59,7 @@ from xarray.indexes import CoordinateTransform, CoordinateTransformIndex, Pandas
 from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.errors import InvalidInput
-from seisctf.s3 import holds_credentials
+from seisctf.location import LocationLike, StoreLocation
 
 NS_PER_S = 1_000_000_000
 NANOSECONDS = np.dtype("datetime64[ns]")
@@ -516,10 +516,10 @@ def with_axes(ds: xr.Dataset, where: str = "store") -> xr.Dataset:
     return ds
 
 
-@holds_credentials
-def open_store(url: str, storage_options: dict | None = None) -> xr.Dataset:
+def open_store(url: LocationLike, storage_options: Mapping[str, Any] | None = None) -> xr.Dataset:
     """The complete seisctf store at `url` (a path or any fsspec URL, with fsspec
-    `storage_options`, e.g. {"endpoint_url", "key", "secret"} for S3), lazily, with lazy
-    `time` (datetime64[ns]) and `distance` (m) coordinates where its layout defines them
-    (module doc)."""
-    return with_axes(storage.open_dataset(url, storage_options), str(url))
+    `storage_options`, e.g. {"endpoint_url", "key", "secret"} for S3; or a `StoreLocation`),
+    lazily, with lazy `time` (datetime64[ns]) and `distance` (m) coordinates where its layout
+    defines them (module doc)."""
+    location = StoreLocation.from_url(url, storage_options)
+    return with_axes(storage.open_dataset(location), location.url)

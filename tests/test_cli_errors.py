@@ -12,6 +12,7 @@ from seisctf import storage
 from seisctf.cli import EXIT_INVALID_INPUT, main
 from seisctf.cli._parse import attach_option_flags, flag_error, option_flags
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 from seisctf.pipeline.splits import SplitOptions
 
 
@@ -81,7 +82,7 @@ def test_cli_shows_the_flags_and_exits_3(tmp_path, dask_cluster, capsys):
     assert "seisctf: invalid input: --fractions: expected TRAIN,DEV,TEST, got 'a,b'" in err
 
     wavefield = str(tmp_path / "wavefield.zarr")
-    storage.write_dataset(smooth_wavefield(), wavefield)
+    storage.write_dataset(smooth_wavefield(), StoreLocation(wavefield))
     layout = tmp_path / "tiny.yaml"
     layout.write_text(TINY_LAYOUT_YAML)
     same = str(tmp_path / "same.zarr")

@@ -31,6 +31,7 @@ from seisctf import storage
 from seisctf.cli import EXIT_INTERRUPTED, EXIT_INVALID_INPUT, main
 from seisctf.cluster import SCHEDULER_ENV, SCHEDULER_TIMEOUT_S
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 
 SEISCTF = str(Path(sys.executable).parent / "seisctf")
 BAD = Path(__file__).parent / "data" / "bad"
@@ -248,7 +249,7 @@ def _assert_not_complete(store: Path) -> None:
     """Not there, or refused by the library's reader as incomplete."""
     if store.exists():
         with pytest.raises(InvalidInput, match="incomplete"):
-            storage.open_dataset(str(store))
+            storage.open_dataset(StoreLocation(store))
 
 
 def test_progress_outside_a_terminal_is_one_line_per_phase_and_no_dashboard_link(
@@ -264,7 +265,7 @@ def test_progress_outside_a_terminal_is_one_line_per_phase_and_no_dashboard_link
     assert [phase.split(":")[0] for phase in phases] == ["scan", "ingest waveforms"], phases
     assert all(PHASE_LINE.match(phase) for phase in phases), phases
     assert "\r" not in run.stderr and len(run.stderr) < 300
-    assert storage.open_dataset(str(out)).sizes  # complete
+    assert storage.open_dataset(StoreLocation(out)).sizes  # complete
 
 
 def test_progress_in_a_terminal_is_distributeds_bar(tmp_path, dask_cluster):

@@ -17,6 +17,7 @@ import pytest
 import seisctf
 from seisctf.cli import EXIT_INVALID_INPUT, main
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 
 BALST = Path(obspy.__file__).parent / "io/mseed/tests/data/CH.BALST..LHE.D.2025.314"
 
@@ -123,5 +124,7 @@ def test_the_library_refuses_a_misspelt_store_url(s3_server, s3_bucket):
         seisctf.open_store(f"{s3_bucket}//typo.zarr", options)
     dataset = xr.Dataset({"u": ("time", np.arange(4.0))})
     with pytest.raises(InvalidInput, match="did you mean"):
-        storage.write_dataset(dataset, f"{s3_bucket}//typo.zarr", options, quiet=True)
+        storage.write_dataset(
+            dataset, StoreLocation(f"{s3_bucket}//typo.zarr", options), quiet=True
+        )
     assert bucket_keys(s3_server, s3_bucket) == []

@@ -41,6 +41,7 @@ from seisctf.baselines.stalta import stalta_picks
 from seisctf.build.engine import build_file
 from seisctf.cluster import active_client
 from seisctf.formats.obspy_archive.waveforms import ingest_waveforms
+from seisctf.location import StoreLocation
 
 TESTS = Path(__file__).resolve().parent
 SEISCTF = [sys.executable, "-m", "seisctf.cli"]
@@ -260,7 +261,7 @@ def test_credentials_at_any_depth_stay_out_of_pickles(guarded_s3):
     given += ["token=", "client_kwargs.region_name=us-east-1"]
     options = storage.parse_storage_options(given)
     url = f"s3://{BUCKET}/probe.txt"
-    fs = s3.WatchedS3FileSystem(**storage.options_for(url, options), skip_instance_cache=True)
+    fs = s3.WatchedS3FileSystem(**StoreLocation(url, options).options, skip_instance_cache=True)
     fs.pipe(url, b"written with the held credentials")
     for carrier in (options, fs, {"deep": [options]}):
         pickled = pickle.dumps(carrier)
@@ -294,8 +295,8 @@ def test_stores_opened_after_other_code_registered_plain_s3fs_keep_credentials_o
     values = np.arange(24, dtype=np.float32).reshape(3, 8)
     options = s3.held_apart(plain_credentials(guarded_s3))
     written = xr.Dataset({"values": (("station", "time"), values)}).chunk({"time": 4})
-    storage.write_dataset(written, url, options, quiet=True)
-    opened = storage.open_dataset(url, options)
+    storage.write_dataset(written, StoreLocation(url, options), quiet=True)
+    opened = storage.open_dataset(StoreLocation(url, options))
     graph = dict(opened["values"].data.__dask_graph__())
     assert len(graph) >= 2
     assert not any(carries_credentials(dumps(task)) for task in graph.values())

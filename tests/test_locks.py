@@ -22,6 +22,7 @@ from conftest import noisy_copy, write_tiny_truth
 from seisctf import locks
 from seisctf.errors import InvalidInput
 from seisctf.formats.shared.input_manifest import recorded_inputs
+from seisctf.location import StoreLocation
 from seisctf.scoring import leaderboard
 from seisctf.storage import open_dataset
 
@@ -34,9 +35,11 @@ STATION_OF = {ANMO: "IU.ANMO.10", TGUH: "CU.TGUH.00"}
 # options argv[3] (JSON) and a lease of argv[4] seconds, until it is killed.
 HOLDER = """
 import json, sys, time
+from seisctf.location import StoreLocation
 from seisctf.locks import Output, holding
-output = Output(sys.argv[1], shared=sys.argv[2] == "shared")
-with holding([output], json.loads(sys.argv[3]), command="test holder", lease_s=float(sys.argv[4])):
+location = StoreLocation.from_url(sys.argv[1], json.loads(sys.argv[3]))
+output = Output(location, shared=sys.argv[2] == "shared")
+with holding([output], command="test holder", lease_s=float(sys.argv[4])):
     print("held", flush=True)
     time.sleep(600)
 """
@@ -82,14 +85,14 @@ def stop(holder: subprocess.Popen, output: str) -> None:
 
 def lock_exists(output: str, options: dict | None) -> bool:
     """Whether any lease of `output`, exclusive or shared, is left beside it."""
-    objects, _, lock, _ = locks.lock_location(output, options)
+    objects, _, lock, _ = locks.lock_location(StoreLocation.from_url(output, options))
     return bool(objects.names(lock.removesuffix(".seisctf-lock") + ".seisctf-"))
 
 
 def assert_store_holds(out: str, options: dict | None, source: Path) -> None:
     """The store holds `source`'s station alone, `source` alone as input, and its samples as
     obspy reads them."""
-    store = open_dataset(out, options)
+    store = open_dataset(StoreLocation(out, options))
     assert list(store["station"].values) == [STATION_OF[source]]
     assert [item["path"] for item in recorded_inputs(out, options)] == [str(source)]
     expected = obspy.read(str(source))[0].data.astype(np.float32)
@@ -259,7 +262,7 @@ def test_score_outputs_and_leaderboards_are_locked(scoring, tmp_path):
 
 def test_the_holder_renews_its_lease(tmp_path):
     out = tmp_path / "renewed.zarr"
-    with locks.holding([locks.Output(str(out))], command="test", lease_s=0.4) as (held,):
+    with locks.holding([locks.Output(StoreLocation(out))], command="test", lease_s=0.4) as (held,):
         first = locks.Lease.from_bytes(Path(held.path).read_bytes())
         time.sleep(0.5)
         later = locks.Lease.from_bytes(Path(held.path).read_bytes())
@@ -280,7 +283,9 @@ def test_a_lease_taken_over_while_stalled_stops_the_command(tmp_path, sigint):
         signal.signal(signal.SIGINT, lambda *_: sys.exit())
     try:
         with pytest.raises(InvalidInput, match="another command took over its writer lock"):
-            with locks.holding([locks.Output(str(out))], command="test", lease_s=0.4) as (held,):
+            with locks.holding([locks.Output(StoreLocation(out))], command="test", lease_s=0.4) as (
+                held,
+            ):
                 other = locks.new_lease(str(out), "seisctf ingest waveforms")
                 Path(held.path).write_bytes(other.to_bytes())
                 time.sleep(5)  # interrupted by the renewer within 0.1 s

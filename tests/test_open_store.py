@@ -26,6 +26,7 @@ import seisctf
 from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 from seisctf.store_view import GridIndex, RegularTime, grid_coordinates
 from seisctf.synth import das_synth
 
@@ -327,7 +328,7 @@ def write_long_store(url: str, n_time: int) -> None:
         "start_time_ns": start_ns,
         "sampling_rate": 100.0,
     }
-    storage.finish_group(url, attrs, None)
+    storage.finish_group(StoreLocation(url), attrs)
 
 
 def test_a_long_store_opens_without_per_sample_memory(tmp_path):
@@ -352,6 +353,7 @@ def test_a_long_store_opens_without_per_sample_memory(tmp_path):
 
 
 def test_s3_store_opens_with_its_time_axis(tmp_path, s3_server, s3_bucket, dask_cluster):
+    """By URL and storage options, and by a location holding both: the same axes and values."""
     url = f"{s3_bucket}/i59.zarr"
     seisctf_cli("ingest", "waveforms", str(I59_DATA), "--out", url, *s3_server.cli_options(),
                 scheduler=dask_cluster.address)  # fmt: skip
@@ -361,6 +363,10 @@ def test_s3_store_opens_with_its_time_axis(tmp_path, s3_server, s3_bucket, dask_
     part = ds.data.sel(time=slice(start, stop)).isel(station=0, channel=0)
     np.testing.assert_array_equal(part.values, trace.data.astype(np.float32))
     assert part.time.values[0] == np.datetime64(start, "ns")
+    located = seisctf.open_store(StoreLocation.from_url(url, s3_server.storage_options))
+    xr.testing.assert_identical(
+        located.data.sel(time=slice(start, stop)), ds.data.sel(time=slice(start, stop))
+    )
 
 
 def test_other_stores_and_bad_urls(tmp_path):
@@ -370,7 +376,7 @@ def test_other_stores_and_bad_urls(tmp_path):
     plain = xr.Dataset({"u": (("time", "sensor"), np.zeros((4, 2), np.float32))},
                        coords={"time": np.arange(4) * 0.5}, attrs={"sampling_rate": 2.0,
                        "start_time": "2000-01-01T00:00:00Z"})  # fmt: skip
-    storage.write_dataset(plain, url, quiet=True)
+    storage.write_dataset(plain, StoreLocation(url), quiet=True)
     opened = seisctf.open_store(url)  # a wavefield keeps its own time coordinate (s)
     np.testing.assert_array_equal(opened.time.values, [0.0, 0.5, 1.0, 1.5])
     assert not isinstance(opened.xindexes["time"], GridIndex)

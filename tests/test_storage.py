@@ -14,6 +14,7 @@ from conftest import smooth_wavefield
 from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 
 
 def test_parse_storage_options():
@@ -61,24 +62,24 @@ def test_write_computes_each_block_once_and_only_when_asked(tmp_path):
     dataset = _counted(smooth_wavefield(n_time=120, n_sensor=24, chunks=(50, 10)), computed)
     blocks = sorted(np.ndindex(dataset[cv.WAVEFIELD_VAR].data.numblocks))
     root = tmp_path / "started.zarr"
-    pending = storage.start_dataset(dataset, str(root), None, {})
+    pending = storage.start_dataset(dataset, StoreLocation(root), {})
     assert computed == [] and not list((root / cv.WAVEFIELD_VAR).rglob("c/*"))
     with pytest.raises(InvalidInput, match="incomplete"):
-        storage.open_dataset(str(root))
+        storage.open_dataset(StoreLocation(root))
     dask.compute(pending)
     assert sorted(computed) == blocks
     assert len(list((root / cv.WAVEFIELD_VAR).rglob("c/*/*/*"))) == len(blocks)
-    storage.finish_group(str(root), dataset.attrs, None)
-    assert storage.open_dataset(str(root)).attrs[cv.ATTR_COMPLETE] is True
+    storage.finish_group(StoreLocation(root), dataset.attrs)
+    assert storage.open_dataset(StoreLocation(root)).attrs[cv.ATTR_COMPLETE] is True
 
     computed.clear()
     url = str(tmp_path / "w.zarr")
-    storage.write_dataset(dataset, url, quiet=True)
+    storage.write_dataset(dataset, StoreLocation(url), quiet=True)
     assert sorted(computed) == blocks
     first = _tree_bytes(tmp_path / "w.zarr")
-    storage.write_dataset(dataset, url, quiet=True)
+    storage.write_dataset(dataset, StoreLocation(url), quiet=True)
     assert _tree_bytes(tmp_path / "w.zarr") == first
-    opened = storage.open_dataset(url)
+    opened = storage.open_dataset(StoreLocation(url))
     assert isinstance(opened[cv.WAVEFIELD_VAR].data, da.Array)
     assert opened.attrs[cv.ATTR_COMPLETE] is True
     xr.testing.assert_identical(
@@ -93,9 +94,9 @@ def test_an_interrupted_write_is_never_read_as_whole(tmp_path):
     # What an interrupted writer leaves: metadata and some chunks, no completion marker.
     dataset.to_zarr(url, mode="w", zarr_format=3, consolidated=False, compute=False)
     with pytest.raises(InvalidInput, match="incomplete"):
-        storage.open_dataset(url)
+        storage.open_dataset(StoreLocation(url))
     with pytest.raises(InvalidInput, match="no zarr group|cannot open"):
-        storage.open_dataset(str(tmp_path / "missing.zarr"))
+        storage.open_dataset(StoreLocation(tmp_path / "missing.zarr"))
 
 
 def test_arrays_round_trip_chunk_aligned(tmp_path):
@@ -103,15 +104,15 @@ def test_arrays_round_trip_chunk_aligned(tmp_path):
     url = str(tmp_path / "g.zarr")
     storage.write_arrays(
         {"a": da.from_array(values, chunks=(13, 3))},
-        url,
+        StoreLocation(url),
         {"k": 1},
         chunks={"a": (100, 7)},
         quiet=True,
     )
-    read = storage.read_array(url, "a")
+    read = storage.read_array(StoreLocation(url), "a")
     assert read.chunks == ((100, 100, 100), (7,))
     assert np.array_equal(read.compute(), values)
-    assert storage.read_attrs(url)["k"] == 1
+    assert storage.read_attrs(StoreLocation(url))["k"] == 1
 
 
 def test_reading_a_group_as_an_array_is_bad_input(tmp_path):
@@ -128,7 +129,7 @@ def test_reading_a_group_as_an_array_is_bad_input(tmp_path):
 def test_store_on_s3_opens_lazily_with_xarray_through_s3fs(s3_server, s3_bucket):
     dataset = smooth_wavefield(n_time=80, n_sensor=16)
     url = f"{s3_bucket}/wavefield.zarr"
-    storage.write_dataset(dataset, url, s3_server.storage_options, quiet=True)
+    storage.write_dataset(dataset, StoreLocation(url, s3_server.storage_options), quiet=True)
     opened = xr.open_zarr(url, storage_options=s3_server.storage_options)
     assert isinstance(opened[cv.WAVEFIELD_VAR].data, da.Array)
     assert np.array_equal(opened[cv.WAVEFIELD_VAR].values, dataset[cv.WAVEFIELD_VAR].values)
@@ -136,12 +137,13 @@ def test_store_on_s3_opens_lazily_with_xarray_through_s3fs(s3_server, s3_bucket)
     assert s3_server.filesystem().exists(f"{url}/zarr.json")
     storage.write_arrays(
         {"x": da.ones((50, 4), chunks=(10, 4))},
-        f"{s3_bucket}/g.zarr",
+        StoreLocation(f"{s3_bucket}/g.zarr", s3_server.storage_options),
         {},
-        s3_server.storage_options,
         quiet=True,
     )
     assert (
-        storage.read_array(f"{s3_bucket}/g.zarr", "x", s3_server.storage_options).sum().compute()
+        storage.read_array(StoreLocation(f"{s3_bucket}/g.zarr", s3_server.storage_options), "x")
+        .sum()
+        .compute()
         == 200
     )

@@ -17,6 +17,7 @@ import numpy as np
 from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 from seisctf.s3 import holds_credentials
 
 Predictor = Callable[[Mapping[str, Any], Mapping[str, da.Array]], da.Array]
@@ -57,10 +58,13 @@ def predict(
     """Lazy submission arrays {X1test: …, …} of a baseline for the bundle at `public_url`."""
     if model not in BASELINES:
         raise InvalidInput(f"baseline {model!r}", f"unknown; choose from {sorted(BASELINES)}")
-    manifest = storage.read_attrs(public_url, storage_options)[cv.ATTR_CTF]
+    manifest = storage.read_attrs(StoreLocation(public_url, storage_options))[cv.ATTR_CTF]
     inputs = {name for pair in manifest["pairs"] for name in pair["train"]}
     inputs |= {pair["burn_in"] for pair in manifest["pairs"] if pair.get("burn_in")}
-    public = {name: storage.read_array(public_url, name, storage_options) for name in inputs}
+    public = {
+        name: storage.read_array(StoreLocation(public_url, storage_options), name)
+        for name in inputs
+    }
     return {
         pair["test"]: BASELINES[model](pair, public).astype(np.float32)
         for pair in manifest["pairs"]
@@ -79,9 +83,8 @@ def write_baseline(
     arrays = predict(model, public_url, storage_options)
     storage.write_arrays(
         arrays,
-        submission_url,
+        StoreLocation(submission_url, storage_options),
         {"model": model},
-        storage_options,
         label=f"baseline {model}",
         quiet=quiet,
     )

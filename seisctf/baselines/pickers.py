@@ -34,6 +34,7 @@ from seisctf.catalogs.event_windows import open_event_windows, seisctf_version
 from seisctf.catalogs.trace_table import read_trace_table
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 from seisctf.s3 import holds_credentials
 
 DEFAULT_TASK_TRACES = 256
@@ -78,7 +79,7 @@ def split_counts(table: pd.DataFrame) -> str:
 
 def _task_traces(url: str, storage_options: dict | None) -> int:
     """The store's shard (windows per shard), else DEFAULT_TASK_TRACES."""
-    layout = storage.read_attrs(url, storage_options).get("layout") or {}
+    layout = storage.read_attrs(StoreLocation(url, storage_options)).get("layout") or {}
     return int(layout.get("shard_traces") or DEFAULT_TASK_TRACES)
 
 
@@ -93,7 +94,9 @@ def select_traces(
 ) -> StoreTraces:
     """The traces of `split` (`train`, `dev`, `test`, or `all`) of the store at `url`; none is
     bad input naming the splits the store has, then `empty_hint` (what to do instead)."""
-    ds = cv.validate_event_window_store(storage.open_dataset(url, storage_options), str(url))
+    ds = cv.validate_event_window_store(
+        storage.open_dataset(StoreLocation(url, storage_options)), str(url)
+    )
     table = read_trace_table(ds, [cv.TRACE_NAME, cv.SPLIT_VAR, cv.TRACE_NPTS], quiet=quiet)
     n_sample = int(ds.sizes[cv.SAMPLE])
     if split == ALL_SPLITS:
@@ -192,7 +195,7 @@ def write_picks(
     (sidecar first: the table, written last, marks a finished run). Returns `out`."""
     import fsspec
 
-    options = storage.options_for(out, storage_options) or {}
+    options = StoreLocation(out, storage_options).options or {}
     with fsspec.open(f"{out}{SIDECAR_SUFFIX}", "w", **options) as sidecar:
         json.dump(description, sidecar, indent=2)
     return pick_table.write_pick_submission(frame, out, storage_options, metadata=description)

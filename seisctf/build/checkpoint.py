@@ -22,6 +22,7 @@ from dask.base import tokenize
 from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.cluster import compute
+from seisctf.location import StoreLocation
 from seisctf.signal.rechunk import rechunk_array
 from seisctf.signal.trace_levels import (
     RMS_BLOCK_SAMPLES,
@@ -122,9 +123,9 @@ def write_checkpoint(
         dataset[name].encoding.pop("chunks", None)
     # Metadata (and numpy-backed variables) only: the lazy ones are written below.
     storage.start_dataset(
-        dataset, url, storage_options, {name: {"compressors": None} for name in lazy}
+        dataset, StoreLocation(url, storage_options), {name: {"compressors": None} for name in lazy}
     )
-    group = storage.open_group(url, storage_options, mode="r+")
+    group = storage.open_group(StoreLocation(url, storage_options), mode="r+")
     sums = {}
     for name in lazy:
         values = dataset[name].data
@@ -143,11 +144,11 @@ def write_checkpoint(
             name=f"write-checkpoint-{tokenize(url, name, values.name, window)}",
         )
     computed = dict(zip(sums, compute(*sums.values(), label=label, quiet=quiet), strict=True))
-    storage.finish_group(url, attrs, storage_options)
+    storage.finish_group(StoreLocation(url, storage_options), attrs)
     levels = {
         name: rms_from_sums(computed[name], dataset[name].get_axis_num(cv.TIME)) for name in windows
     }
-    return storage.open_dataset(url, storage_options), levels
+    return storage.open_dataset(StoreLocation(url, storage_options)), levels
 
 
 def remove_checkpoints(urls: Sequence[str], storage_options: storage.StorageOptions | None) -> None:
@@ -155,7 +156,7 @@ def remove_checkpoints(urls: Sequence[str], storage_options: storage.StorageOpti
     import fsspec
 
     for url in urls:
-        options = storage.options_for(url, storage_options) or {}
+        options = StoreLocation(url, storage_options).options or {}
         filesystem, path = fsspec.core.url_to_fs(url, **options)
         if filesystem.exists(path):
             filesystem.rm(path, recursive=True)

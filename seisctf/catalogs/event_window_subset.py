@@ -36,6 +36,7 @@ from seisctf.catalogs import event_windows as ew
 from seisctf.catalogs.trace_query import select_traces
 from seisctf.catalogs.trace_table import read_trace_table
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 from seisctf.s3 import holds_credentials
 
 PARENT_TRACE_INDEX = "parent_trace_index"
@@ -77,7 +78,7 @@ def refuse_existing(out: str, storage_options, overwrite: bool) -> None:
         return
     import fsspec
 
-    fs, path = fsspec.core.url_to_fs(out, **(storage.options_for(out, storage_options) or {}))
+    fs, path = fsspec.core.url_to_fs(out, **(StoreLocation(out, storage_options).options or {}))
     if fs.exists(path):
         raise InvalidInput(out, "exists already; choose another --out or give --overwrite")
 
@@ -108,7 +109,7 @@ def catalog_order(url: str, storage_options, names: list[str]) -> list[str]:
 def read_selected(url: str, storage_options, indices: np.ndarray) -> np.ndarray:
     """The parent's windows at `indices` (ascending), float32 (trace, channel, sample): zarr
     reads only their chunks (byte ranges of the parent's shards)."""
-    group = storage.open_group(url, storage_options)
+    group = storage.open_group(StoreLocation(url, storage_options))
     array = storage.group_array(group, cv.EVENT_WINDOWS_VAR, url)
     return np.asarray(
         array.get_orthogonal_selection((indices, slice(None), slice(None))), dtype=np.float32
@@ -120,7 +121,7 @@ def catalog_sha256(url: str, storage_options) -> str | None:
     import fsspec
 
     where = ew.find_catalog(url, storage_options)
-    fs, path = fsspec.core.url_to_fs(where, **(storage.options_for(where, storage_options) or {}))
+    fs, path = fsspec.core.url_to_fs(where, **(StoreLocation(where, storage_options).options or {}))
     if not fs.exists(path):
         return None
     digest = hashlib.sha256()
@@ -153,7 +154,9 @@ def subset_dataset(
     """The subset as a lazy Dataset (waveforms: one Dask task per output block of whole
     shards) and its layout; the per-trace values in memory. Bad input raises here, before
     anything is written."""
-    parent = cv.validate_event_window_store(storage.open_dataset(url, storage_options), url)
+    parent = cv.validate_event_window_store(
+        storage.open_dataset(StoreLocation(url, storage_options)), url
+    )
     table = read_trace_table(parent, quiet=quiet)
     selected = select_traces(table, query, url)
     _, n_channel, n_sample = parent[cv.EVENT_WINDOWS_VAR].shape

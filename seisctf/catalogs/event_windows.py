@@ -60,6 +60,7 @@ from seisctf.catalogs import window_writes
 from seisctf.catalogs.window_components import gap_fractions
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation, is_remote
 from seisctf.s3 import holds_credentials
 
 # Windows per shard: the largest power of two whose shard holds at most SHARD_BYTES of float32
@@ -371,7 +372,7 @@ def catalog_url(store_url: str, relative: str = CATALOG_PATH) -> str:
 def _filesystem(url: str, storage_options):
     import fsspec
 
-    return fsspec.core.url_to_fs(url, **(storage.options_for(url, storage_options) or {}))
+    return fsspec.core.url_to_fs(url, **(StoreLocation(url, storage_options).options or {}))
 
 
 def write_catalog(frame: pd.DataFrame, store_url: str, storage_options=None) -> str:
@@ -388,7 +389,7 @@ def write_catalog(frame: pd.DataFrame, store_url: str, storage_options=None) -> 
 def find_catalog(store_url: str, storage_options=None) -> str:
     """The URL of the store's catalogue: where its attr `catalog` says (relative to the store),
     else inside the store, else beside it as stores of earlier versions kept it."""
-    relative = storage.open_group(store_url, storage_options).attrs.get("catalog")
+    relative = storage.open_group(StoreLocation(store_url, storage_options)).attrs.get("catalog")
     if relative:
         return catalog_url(store_url, str(relative))
     inside, legacy = catalog_url(store_url), _legacy_catalog_url(store_url)
@@ -463,19 +464,19 @@ def write_event_windows(
     for name in out.variables:
         out[name].encoding = {}
     encoding = {cv.EVENT_WINDOWS_VAR: layout.encoding(n_channel, n_sample)}
-    delayed = storage.start_dataset(out, url, storage_options, encoding)
-    if not storage.is_remote(str(url)):  # the same shards, written by TensorStore
+    delayed = storage.start_dataset(out, StoreLocation(url, storage_options), encoding)
+    if not is_remote(str(url)):  # the same shards, written by TensorStore
         delayed = _tensorstore_writes(waveforms, str(url))
     lazy = {key: value for key, value in attrs.items() if dask.is_dask_collection(value)}
     _, computed, fractions = compute(delayed, lazy, gaps, label=label, quiet=quiet)
     attrs.update(computed)  # in place: the attrs keep their order
     if fractions is not None:
-        group = storage.open_group(url, storage_options, mode="r+")
+        group = storage.open_group(StoreLocation(url, storage_options), mode="r+")
         storage.group_array(group, cv.TRACE_GAP_FRACTION, url)[:] = fractions
         out = out.assign_coords({cv.TRACE_GAP_FRACTION: (cv.TRACE, fractions)})
     write_catalog(per_trace_frame(out), url, storage_options)
     attrs["catalog"] = CATALOG_PATH
-    storage.finish_group(url, attrs, storage_options)
+    storage.finish_group(StoreLocation(url, storage_options), attrs)
     return out
 
 
@@ -544,16 +545,16 @@ def open_event_windows(url: str, storage_options=None) -> xr.Dataset:
     batch of random windows several times faster than zarr-python's orthogonal indexing does
     (benchmarks/RESULTS.md). Local stores; any other URL opens with zarr-python alone (the same
     values, slower batches)."""
-    storage.require_complete(storage.open_group(url, storage_options), str(url))
+    storage.require_complete(storage.open_group(StoreLocation(url, storage_options)), str(url))
     dataset = xr.open_zarr(
         str(url),
         chunks=None,
         consolidated=True,
         zarr_format=3,
-        storage_options=storage.options_for(url, storage_options),
+        storage_options=StoreLocation(url, storage_options).options,
     )
     cv.validate_event_window_store(dataset, str(url))
-    if storage.is_remote(str(url)):
+    if is_remote(str(url)):
         return dataset
     import tensorstore
 

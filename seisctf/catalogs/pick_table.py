@@ -25,6 +25,7 @@ import pandas as pd
 
 from seisctf import storage
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 
 TRACE_NAME = "trace_name"
 DETECTION = "detection"
@@ -54,7 +55,7 @@ def _open_binary(source: str, storage_options: storage.StorageOptions | None):
     import fsspec
 
     fs, path = fsspec.core.url_to_fs(
-        str(source), **(storage.options_for(source, storage_options) or {})
+        str(source), **(StoreLocation(source, storage_options).options or {})
     )
     if not fs.isfile(path):
         raise InvalidInput(str(source), "submission file not found")
@@ -258,7 +259,9 @@ def write_pick_submission(
     lowered = str(out).lower()
     if not lowered.endswith(CSV_SUFFIXES + PARQUET_SUFFIXES):
         raise InvalidInput(str(out), "expected an output ending in .csv, .parquet or .pq")
-    fs, path = fsspec.core.url_to_fs(str(out), **(storage.options_for(out, storage_options) or {}))
+    fs, path = fsspec.core.url_to_fs(
+        str(out), **(StoreLocation(out, storage_options).options or {})
+    )
     parent = path.rpartition("/")[0]
     if parent:
         fs.makedirs(parent, exist_ok=True)

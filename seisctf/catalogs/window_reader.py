@@ -38,9 +38,9 @@ from typing import Any
 import numpy as np
 
 from seisctf import conventions as cv
-from seisctf import storage
 from seisctf.catalogs.byte_ranges import LocalRanges, SignedRanges
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 
 DEFAULT_CACHE_BYTES = 256 * 2**20
 MISSING = 2**64 - 1  # a shard index's (offset, nbytes) of a chunk that was never written
@@ -196,7 +196,7 @@ class WindowReader:
         if self._pid != os.getpid():
             import fsspec
 
-            options = dict(storage.options_for(self.url, self.storage_options) or {})
+            options = dict(StoreLocation(self.url, self.storage_options).options or {})
             options["skip_instance_cache"] = True
             self._fs, self._root = fsspec.core.url_to_fs(self.url, **options)
             self._root = self._root.rstrip("/")

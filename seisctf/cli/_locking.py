@@ -13,8 +13,9 @@ import sys
 from collections.abc import Callable, Iterator
 
 from seisctf.cli._locations import OUTPUTS
-from seisctf.cli._parse import flag_error, storage_options
+from seisctf.cli._parse import flag_error, store_location
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation, is_remote
 from seisctf.locks import Output, holding
 
 # Options naming SQLite files whose writers append, each in one transaction.
@@ -41,14 +42,20 @@ DERIVED: dict[str, Callable[[argparse.Namespace], list[str]]] = {
 
 
 def command_outputs(args: argparse.Namespace) -> list[Output]:
-    """The outputs the command writes."""
+    """The outputs the command writes (a URL with `--storage-option`'s options)."""
     found = []
     for dest in (*OUTPUTS.get(args.verb, ()), *IN_PLACE.get(args.verb, ())):
         value = getattr(args, dest, None)
         if isinstance(value, str):
-            found.append(Output(value, shared=dest in SHARED))
+            found.append(Output(_output_location(args, value), shared=dest in SHARED))
     derive = DERIVED.get(args.verb)
-    return found + [Output(url) for url in (derive(args) if derive else ())]
+    return found + [Output(_output_location(args, url)) for url in (derive(args) if derive else ())]
+
+
+def _output_location(args: argparse.Namespace, url: str) -> StoreLocation:
+    """A remote output with the storage options (parsing them loads the storage module); a
+    local one as it is."""
+    return store_location(args, url) if is_remote(url) else StoreLocation(url)
 
 
 def command_name(args: argparse.Namespace) -> str:
@@ -70,10 +77,8 @@ def holding_outputs(args: argparse.Namespace) -> Iterator[None]:
         flagged = flag_error(InvalidInput("", message), getattr(args, "option_flags", {}))
         print(f"seisctf: {flagged.problem}", file=sys.stderr, flush=True)
 
-    remote = any("://" in o.url and not o.url.startswith("file://") for o in outputs)
     with holding(
         outputs,
-        storage_options(args) if remote else None,
         command=command_name(args),
         force_unlock=getattr(args, "force_unlock", False),
         notify=notify,

@@ -23,6 +23,7 @@ from seisctf.build.cluster_file import read_cluster_file
 from seisctf.cli._numbers import COUNT, SEED
 from seisctf.cluster_config import CLUSTER_ENV, SCHEDULER_ENV, ClusterConfig
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 from seisctf.scoring.release import DEFAULT_QUOTA, Release
 
 # What scoring tasks import on a worker: imported while the embedded workers start.
@@ -175,6 +176,12 @@ def storage_options(args: argparse.Namespace) -> dict:
     from seisctf.storage import parse_storage_options
 
     return parse_storage_options(args.storage_option)
+
+
+def store_location(args: argparse.Namespace, url: str) -> StoreLocation:
+    """`url`, a flag's value, with `--storage-option`'s options: the location the verb reads
+    or writes."""
+    return StoreLocation(url, storage_options(args))
 
 
 def generator_seed_options(parser: argparse.ArgumentParser) -> None:

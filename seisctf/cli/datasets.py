@@ -20,6 +20,7 @@ from seisctf.cli._parse import (
 from seisctf.cli._parse import storage_options as _options
 from seisctf.cli._recipe_checks import check_recipe
 from seisctf.cli.demo_plan import DEFAULT_LAYOUTS, demo_datasets, demo_source
+from seisctf.location import StoreLocation
 from seisctf.plugins.layouts import LAYOUTS, load_layout
 from seisctf.registry import SYNTHS  # its summaries are the `synth` kinds' help
 from seisctf.synth.output_sizes import das_size, global_size, source_size
@@ -393,7 +394,10 @@ def _run_synthesis(args: argparse.Namespace, kind: str, **options) -> None:
     if secret is not None and secret.drawn:
         dataset.attrs[cv.ATTR_CTF_SECRET] = secret.value
     storage.write_dataset(
-        dataset, args.out, context.storage_options, label=f"synth {kind}", quiet=args.quiet
+        dataset,
+        StoreLocation(args.out, context.storage_options),
+        label=f"synth {kind}",
+        quiet=args.quiet,
     )
     print(f"wrote {args.out}")
 
@@ -521,7 +525,7 @@ def _run_tasks(args: argparse.Namespace) -> None:
     options = _options(args)
     secret = keys.resolve_secret(args.secret)
     refuse_existing_bundle(args.public, args.truth, options, overwrite=args.overwrite)
-    store = storage.open_dataset(args.wavefield, options)
+    store = storage.open_dataset(StoreLocation(args.wavefield, options))
     stamp = truth_stamp(store.attrs, secret, allowed=args.public_truth, what=args.wavefield)
 
     def bundle_of(layout: layouts.Layout):

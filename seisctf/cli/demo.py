@@ -45,6 +45,7 @@ from seisctf.cli.demo_plan import (
     demo_source,
 )
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 from seisctf.scoring import leaderboard
 from seisctf.scoring.ctf import score_ctf
 from seisctf.scoring.site.pages import write_site
@@ -107,7 +108,7 @@ def run_demo(
             overrides=overrides,
             public_truth=resolved.public,
         )
-        manifest = storage.read_attrs(paths["truth"])[cv.ATTR_CTF]
+        manifest = storage.read_attrs(StoreLocation(paths["truth"]))[cv.ATTR_CTF]
         shutil.rmtree(paths["submissions"], ignore_errors=True)
         submissions = {}
         for model in BASELINE_MODELS:

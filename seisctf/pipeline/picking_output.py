@@ -16,6 +16,7 @@ from seisctf import storage
 from seisctf.build.provenance import provenance, up_to_date
 from seisctf.catalogs import event_windows
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 from seisctf.pipeline.splits import ATTR_SPLIT_AUDIT, SplitOptions, split_store
 from seisctf.plugins.context import BuildContext
 from seisctf.plugins.schema import NUMBER, POSITIVE_INT, URL, RecipeText, parameters
@@ -79,19 +80,19 @@ def copy_store(source: str, target: str, context: BuildContext) -> None:
     earlier version; the copy's is inside)."""
 
     def mapper(url: str):
-        return fsspec.get_mapper(url, **(storage.options_for(url, context.storage_options) or {}))
+        return fsspec.get_mapper(url, **(StoreLocation(url, context.storage_options).options or {}))
 
     origin, destination = mapper(source), mapper(target)
     if destination.fs.exists(destination.root):
         destination.fs.rm(destination.root, recursive=True)
     for key in origin:
         destination[key] = origin[key]
-    if storage.read_attrs(source, context.storage_options).get("catalog"):
+    if storage.read_attrs(StoreLocation(source, context.storage_options)).get("catalog"):
         # Copied with the bytes when inside the store; an earlier version's kept it beside.
         catalog = event_windows.read_catalog(source, context.storage_options)
         event_windows.write_catalog(catalog, target, context.storage_options)
         attrs = {"catalog": event_windows.CATALOG_PATH}
-        storage.finish_group(target, attrs, context.storage_options)
+        storage.finish_group(StoreLocation(target, context.storage_options), attrs)
 
 
 @OUTPUTS.register(
@@ -122,11 +123,13 @@ def picking_output(
             )
         except InvalidInput as error:
             raise recipe.error(("outputs", "picking"), str(error)) from None
-        storage.finish_group(url, {cv.ATTR_PROVENANCE: record}, context.storage_options)
+        storage.finish_group(
+            StoreLocation(url, context.storage_options), {cv.ATTR_PROVENANCE: record}
+        )
         context.written.append(url)
     if spec.get("audit"):
         audit_url = context.resolve(spec["audit"])
-        audit = storage.read_attrs(url, context.storage_options)[ATTR_SPLIT_AUDIT]
-        options = storage.options_for(audit_url, context.storage_options) or {}
+        audit = storage.read_attrs(StoreLocation(url, context.storage_options))[ATTR_SPLIT_AUDIT]
+        options = StoreLocation(audit_url, context.storage_options).options or {}
         with fsspec.open(audit_url, "w", **options) as handle:
             handle.write(json.dumps(audit, indent=2))

@@ -55,6 +55,7 @@ from seisctf.catalogs.trace_keys import (
 from seisctf.catalogs.trace_table import read_trace_table
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 from seisctf.pipeline.split_audit import leakage_audit
 from seisctf.s3 import holds_credentials
 from seisctf.wording import counted
@@ -438,7 +439,7 @@ def write_split(
     import zarr
 
     group = zarr.open_group(
-        storage.open_group(url, storage_options, mode="r+").store,
+        storage.open_group(StoreLocation(url, storage_options), mode="r+").store,
         mode="r+",
         use_consolidated=False,
     )
@@ -474,7 +475,7 @@ def write_split(
         catalog[CLUSTER_VAR] = split.cluster.astype(np.int32)
         event_windows.write_catalog(catalog, url, storage_options)
         attrs = {**attrs, "catalog": event_windows.CATALOG_PATH}  # now inside the store
-    storage.finish_group(url, attrs, storage_options)
+    storage.finish_group(StoreLocation(url, storage_options), attrs)
 
 
 @holds_credentials
@@ -487,7 +488,9 @@ def split_store(
 ) -> SplitResult:
     """Split the event-window store at `url` in place and audit the split (split_audit)."""
     options = options.checked()
-    ds = cv.validate_event_window_store(storage.open_dataset(url, storage_options), url)
+    ds = cv.validate_event_window_store(
+        storage.open_dataset(StoreLocation(url, storage_options)), url
+    )
     table = read_trace_table(ds, SPLIT_COLUMNS, quiet=quiet)
     split = make_split(table, options, url)
     table = table.assign(**{cv.SPLIT_VAR: split.split, CLUSTER_VAR: split.cluster})

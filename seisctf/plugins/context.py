@@ -8,6 +8,7 @@ from pathlib import Path
 
 from seisctf import keys, s3, storage
 from seisctf.errors import InvalidInput
+from seisctf.location import is_remote
 from seisctf.plugins.layouts import Layout
 
 
@@ -36,7 +37,7 @@ class BuildContext:
         self.storage_options = s3.held_apart(self.storage_options)
 
     def resolve(self, url: str) -> str:
-        if storage.is_remote(url) or Path(url).is_absolute():
+        if is_remote(url) or Path(url).is_absolute():
             return url
         return str(self.workdir / url)
 

@@ -30,6 +30,7 @@ from seisctf import conventions as cv
 from seisctf.blocks import Stored, named, tiles, tree_sum
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 from seisctf.s3 import holds_credentials
 from seisctf.scoring import metrics, parts
 from seisctf.scoring.ctf_conventions import Convention, convention_named
@@ -171,12 +172,12 @@ def open_truth(
     truth_url: str, storage_options: storage.StorageOptions | None = None
 ) -> OpenedTruth:
     """(manifest, salt, {test name: Dask array as stored}) of a complete truth group."""
-    attrs = storage.read_attrs(truth_url, storage_options)
+    attrs = storage.read_attrs(StoreLocation(truth_url, storage_options))
     if cv.ATTR_CTF not in attrs:
         raise InvalidInput(truth_url, f"truth group has no {cv.ATTR_CTF!r} manifest attr")
     manifest = attrs[cv.ATTR_CTF]
     truth = {
-        pair["test"]: storage.read_array(truth_url, pair["test"], storage_options)
+        pair["test"]: storage.read_array(StoreLocation(truth_url, storage_options), pair["test"])
         for pair in manifest["pairs"]
     }
     validate_manifest(manifest, {name: array.shape for name, array in truth.items()}, truth_url)
@@ -523,9 +524,11 @@ def score_validation(
 ) -> list[dict[str, Any]]:
     """Score submissions of X1val…X9val against the public bundle's validation targets, locally,
     with the referee's own code (for tuning; never touches the truth)."""
-    manifest = validation_manifest(storage.read_attrs(public_url, storage_options)[cv.ATTR_CTF])
+    manifest = validation_manifest(
+        storage.read_attrs(StoreLocation(public_url, storage_options))[cv.ATTR_CTF]
+    )
     targets = {
-        pair["test"]: storage.read_array(public_url, pair["test"], storage_options)
+        pair["test"]: storage.read_array(StoreLocation(public_url, storage_options), pair["test"])
         for pair in manifest["pairs"]
     }
     validate_manifest(manifest, {name: a.shape for name, a in targets.items()}, public_url)

@@ -47,6 +47,7 @@ from seisctf.catalogs import pick_table
 from seisctf.catalogs.trace_keys import station_keys
 from seisctf.catalogs.trace_table import read_trace_table
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 from seisctf.s3 import holds_credentials
 from seisctf.scoring import pick_metrics
 from seisctf.scoring.pick_metrics import PHASES, Tally
@@ -133,7 +134,9 @@ def read_truth(
 ) -> PickTruth:
     """The labels of the event-window store at `url` (module doc): its label columns only, read
     with Dask chunk by chunk; duplicate trace names and missing label columns are bad input."""
-    ds = cv.validate_event_window_store(storage.open_dataset(url, storage_options), str(url))
+    ds = cv.validate_event_window_store(
+        storage.open_dataset(StoreLocation(url, storage_options)), str(url)
+    )
     rate_hz = float(ds.attrs[cv.ATTR_SAMPLING_RATE])
     missing = [column for column in ARRIVAL_COLUMNS if column not in ds.variables]
     if missing:

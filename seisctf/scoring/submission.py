@@ -37,6 +37,7 @@ from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation, is_remote
 from seisctf.scoring.submission_checks import (
     CODEC_SLACK_BYTES,
     DECODE_ERRORS,
@@ -306,7 +307,10 @@ def _local_arrays(
         refuse_symlinks(path)
         if (path / "zarr.json").is_file():
             return group_arrays(
-                source, lambda: storage.open_group(str(path.absolute())), expected, limits
+                source,
+                lambda: storage.open_group(StoreLocation(str(path.absolute()))),
+                expected,
+                limits,
             )
         if any(path.glob("*.npy")):
             return _npy_folder_arrays(path, expected, limits)
@@ -339,11 +343,14 @@ def read_submission_arrays(
         refuse_names(what, arrays, expected)
         for name, array in arrays.items():
             check_array(f"{what}:{name}", name, array.shape, array.dtype, expected, limits)
-    elif storage.is_remote(source):
+    elif is_remote(source):
         if source.rstrip("/").endswith((".zip", ".npz")):
             raise InvalidInput(source, "only zarr groups are read from URLs; give a local path")
         arrays = group_arrays(
-            source, lambda: storage.open_group(source, storage_options), expected, limits
+            source,
+            lambda: storage.open_group(StoreLocation(source, storage_options)),
+            expected,
+            limits,
         )
     else:
         arrays = _local_arrays(source, expected, limits, scratch_dir)

@@ -20,6 +20,7 @@ from typing import Any
 from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 from seisctf.s3 import holds_credentials
 from seisctf.scoring import ctf
 from seisctf.scoring.submission import SubmissionLimits, open_submission
@@ -105,7 +106,7 @@ def score_validation_batch(
     metrics: Sequence[str] = (),
 ) -> tuple[list[Result], Refusals]:
     """`ctf.score_validation` of a batch, each submission refused alone (module doc)."""
-    public = storage.read_attrs(public_url, storage_options)
+    public = storage.read_attrs(StoreLocation(public_url, storage_options))
     manifest = ctf.validation_manifest(public[cv.ATTR_CTF])
 
     def open_one(source: Any) -> Any:

@@ -22,6 +22,7 @@ from seisctf import storage
 from seisctf.catalogs import event_windows as ew
 from seisctf.catalogs.event_window_subset import PARENT_TRACE_INDEX
 from seisctf.cli import main
+from seisctf.location import StoreLocation
 from seisctf.pipeline.splits import SplitOptions, split_store
 
 SHARD_TRACES = 32
@@ -41,7 +42,7 @@ def parent(tmp_path_factory):
 
 def expected_selection(url: str, query: str) -> np.ndarray:
     """The positions `query` selects, from the parent's table as the fixture reads it."""
-    return trace_frame(storage.open_dataset(url)).query(query).index.to_numpy()
+    return trace_frame(storage.open_dataset(StoreLocation(url))).query(query).index.to_numpy()
 
 
 def shard_chunks(array_folder: Path) -> list[bytes]:
@@ -117,7 +118,7 @@ def test_subset_copies_exactly_the_selected_windows(parent, tmp_path, seisctf):
         sum(len(parent_chunks[i]) for i in selected) + len(written) * INDEX_BYTES
     )
 
-    attrs = storage.read_attrs(str(out))
+    attrs = storage.read_attrs(StoreLocation(out))
     catalog_sha = hashlib.sha256((Path(url) / "catalog.parquet").read_bytes()).hexdigest()
     assert attrs["subset"]["parent"] == str(hollow)
     assert attrs["subset"]["query"] == QUERY
@@ -131,7 +132,9 @@ def test_subset_copies_exactly_the_selected_windows(parent, tmp_path, seisctf):
     directory = tmp_path / "seisbench"
     assert seisctf("export", "seisbench", str(out), str(directory)) == 0
     dataset = sbd.WaveformDataset(directory, component_order="ZNE", cache=None)
-    frame = trace_frame(storage.open_dataset(url)).iloc[selected].reset_index(drop=True)
+    frame = (
+        trace_frame(storage.open_dataset(StoreLocation(url))).iloc[selected].reset_index(drop=True)
+    )
     assert dataset.metadata["trace_name_original"].tolist() == frame[cv.TRACE_NAME].tolist()
     for i, index in enumerate(selected):
         npts = int(frame[cv.TRACE_NPTS][i])
@@ -148,7 +151,7 @@ def test_subset_copies_exactly_the_selected_windows(parent, tmp_path, seisctf):
     assert ew.open_event_windows(str(nested))[cv.EVENT_WINDOWS_VAR].values.tobytes() == (
         source[cv.EVENT_WINDOWS_VAR].values[again].tobytes()
     )
-    assert storage.read_attrs(str(nested))["subset"]["parent"] == str(out)
+    assert storage.read_attrs(StoreLocation(nested))["subset"]["parent"] == str(out)
 
 
 def test_bad_input_writes_nothing(parent, tmp_path, seisctf, capsys):
@@ -177,7 +180,9 @@ def test_bad_input_writes_nothing(parent, tmp_path, seisctf, capsys):
     assert seisctf("subset", url, "--query", QUERY, "--out", str(out)) == 3
     assert "--overwrite" in capsys.readouterr().err and (out / "keep.txt").exists()
     assert seisctf("subset", url, "--query", QUERY, "--out", str(out), "--overwrite") == 0
-    assert storage.read_attrs(str(out))["subset"]["traces"] == len(expected_selection(url, QUERY))
+    assert storage.read_attrs(StoreLocation(out))["subset"]["traces"] == len(
+        expected_selection(url, QUERY)
+    )
 
 
 def test_subset_on_s3(parent, s3_server, s3_bucket, seisctf):
@@ -193,7 +198,7 @@ def test_subset_on_s3(parent, s3_server, s3_bucket, seisctf):
     assert_subset_of(out, url, source, selected, options)
     shards = [p for p in fs.find(f"{out}/{cv.EVENT_WINDOWS_VAR}/c")]
     assert len(shards) == -(-len(selected) // SHARD_TRACES)
-    assert storage.read_attrs(out, options)["subset"]["parent"] == url
+    assert storage.read_attrs(StoreLocation(out, options))["subset"]["parent"] == url
 
 
 def test_parent_without_shards_and_several_windows_per_chunk(tmp_path):
@@ -209,7 +214,7 @@ def test_parent_without_shards_and_several_windows_per_chunk(tmp_path):
     assert subset[cv.EVENT_WINDOWS_VAR].values.tobytes() == (
         source[cv.EVENT_WINDOWS_VAR].values[selected].tobytes()
     )
-    assert storage.read_attrs(out)["layout"]["shard_traces"] is None
+    assert storage.read_attrs(StoreLocation(out))["layout"]["shard_traces"] is None
     chunk_files = list((Path(out) / cv.EVENT_WINDOWS_VAR / "c").iterdir())
     assert len(chunk_files) == len(selected)
 

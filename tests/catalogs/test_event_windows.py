@@ -22,6 +22,7 @@ from seisctf import conventions as cv
 from seisctf.catalogs import event_windows as ew
 from seisctf.cli import main
 from seisctf.cluster import SCHEDULER_ENV, dask_client
+from seisctf.location import StoreLocation
 
 logging.getLogger("seisbench").setLevel(logging.ERROR)
 
@@ -499,7 +500,7 @@ def test_stead_store_and_catalogue_on_object_storage(stead_files, s3_server, s3_
     url = f"{s3_bucket}/windows/stead.zarr"
     options = s3_server.storage_options
     ingest_stead(str(hdf5), str(csv), url, storage_options=options, quiet=True)
-    store = storage.open_dataset(url, options)
+    store = storage.open_dataset(StoreLocation(url, options))
     assert store.attrs[cv.ATTR_COMPLETE] is True
     name = store[cv.TRACE_NAME].values.tolist()[4]
     np.testing.assert_array_equal(

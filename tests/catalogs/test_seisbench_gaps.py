@@ -27,6 +27,7 @@ from seisctf import storage
 from seisctf.catalogs import seisbench_dataset
 from seisctf.catalogs.event_windows import read_catalog, write_catalog
 from seisctf.cli import main
+from seisctf.location import StoreLocation
 
 logging.getLogger("seisbench").setLevel(logging.ERROR)
 
@@ -100,7 +101,7 @@ def gapped(tmp_path_factory, dask_cluster) -> dict:
     quakeml = ["ingest", "quakeml", str(root / "catalog.xml"), "--archive", continuous]
     quakeml += ["--window", str(WINDOW_S), "--pre-arrival", str(PRE_ARRIVAL_S)]
     assert main([*quakeml, "--noise-windows", "0", "--out", windows, *scheduler]) == 0
-    ds = storage.open_dataset(windows)
+    ds = storage.open_dataset(StoreLocation(windows))
     expected = [
         expected_window(
             str(name).split("_")[0],
@@ -113,7 +114,7 @@ def gapped(tmp_path_factory, dask_cluster) -> dict:
 
 
 def test_the_store_keeps_gaps_as_nan_and_their_fraction(gapped):
-    ds = storage.open_dataset(gapped["windows"])
+    ds = storage.open_dataset(StoreLocation(gapped["windows"]))
     fractions = [np.isnan(window).mean() for window in gapped["expected"]]
     assert sorted(fractions) == [0.0, 0.0, 0.05, 0.1]  # 150 of 3 × 1000, 100 of 1 × 1000
     np.testing.assert_allclose(ds[cv.TRACE_GAP_FRACTION].values, fractions, rtol=1e-12)
@@ -200,7 +201,7 @@ def as_written_before(url: str, copy: Path) -> str:
 
 def test_the_export_of_a_store_written_before_the_column_measures_it(gapped, dask_cluster):
     before = as_written_before(gapped["windows"], gapped["root"] / "before.zarr")
-    assert cv.TRACE_GAP_FRACTION not in storage.open_dataset(before).variables
+    assert cv.TRACE_GAP_FRACTION not in storage.open_dataset(StoreLocation(before)).variables
     out = gapped["root"] / "exported-before"
     argv = ["export", "seisbench", before, str(out), "--quiet"]
     assert main([*argv, "--scheduler", dask_cluster.address]) == 0

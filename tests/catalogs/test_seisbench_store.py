@@ -34,6 +34,7 @@ from seisctf.catalogs.byte_ranges import LocalRanges, SignedRanges
 from seisctf.catalogs.window_reader import WindowReader, chunk_layout
 from seisctf.errors import InvalidInput
 from seisctf.formats.seisbench.ingest import ingest_seisbench
+from seisctf.location import StoreLocation
 
 logging.getLogger("seisbench").setLevel(logging.ERROR)
 
@@ -353,7 +354,7 @@ def test_what_is_not_an_event_window_store_is_refused_by_name(tmp_path):
         seisbench_dataset(str(tmp_path / "nothing.zarr"))
     url = str(tmp_path / "other.zarr")
     zarr.open_group(url, mode="w", zarr_format=3)
-    storage.finish_group(url, {"sampling_rate": 100.0}, None)  # complete, but no windows
+    storage.finish_group(StoreLocation(url), {"sampling_rate": 100.0})  # complete, but no windows
     with pytest.raises(InvalidInput, match="other.zarr/waveforms: no zarr v3 array"):
         seisbench_dataset(url)
 

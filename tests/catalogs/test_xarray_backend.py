@@ -16,6 +16,7 @@ from seisctf import storage
 from seisctf.catalogs import event_windows as ew
 from seisctf.catalogs.xarray_backend import SeisctfBackendEntrypoint
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 
 SHARD_TRACES = 32
 
@@ -100,7 +101,9 @@ def test_guess_can_open(local_store, tmp_path):
     assert entry.guess_can_open(url)
     assert entry.guess_can_open(f"file://{url}")
     wavefield = str(tmp_path / "wavefield.zarr")
-    storage.write_dataset(smooth_wavefield(n_time=20, n_sensor=4), wavefield, quiet=True)
+    storage.write_dataset(
+        smooth_wavefield(n_time=20, n_sensor=4), StoreLocation(wavefield), quiet=True
+    )
     assert not entry.guess_can_open(wavefield)
     assert not entry.guess_can_open(str(tmp_path / "missing.zarr"))
     assert not entry.guess_can_open("s3://bucket/windows.zarr")  # guessing never goes online
@@ -112,12 +115,14 @@ def test_bad_stores_are_invalid_input(local_store, tmp_path):
     with pytest.raises(InvalidInput, match="no zarr group"):
         xr.open_dataset(tmp_path / "missing.zarr", engine="seisctf")
     wavefield = str(tmp_path / "wavefield.zarr")
-    storage.write_dataset(smooth_wavefield(n_time=20, n_sensor=4), wavefield, quiet=True)
+    storage.write_dataset(
+        smooth_wavefield(n_time=20, n_sensor=4), StoreLocation(wavefield), quiet=True
+    )
     with pytest.raises(InvalidInput, match="waveforms"):
         xr.open_dataset(wavefield, engine="seisctf")
     unfinished = tmp_path / "unfinished.zarr"
     shutil.copytree(url, unfinished)
-    storage.open_group(str(unfinished), mode="r+").attrs[cv.ATTR_COMPLETE] = False
+    storage.open_group(StoreLocation(unfinished), mode="r+").attrs[cv.ATTR_COMPLETE] = False
     with pytest.raises(InvalidInput, match="incomplete"):
         xr.open_dataset(unfinished, engine="seisctf")
 

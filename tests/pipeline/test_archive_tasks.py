@@ -23,6 +23,7 @@ from seisctf import storage
 from seisctf.cli import main
 from seisctf.errors import InvalidInput
 from seisctf.formats.obspy_archive.waveforms import ingest_waveforms
+from seisctf.location import StoreLocation
 from seisctf.pipeline.bundles.archive_wavefield import (
     SEGMENT_ROLES,
     archive_wavefield,
@@ -118,7 +119,7 @@ def real(tmp_path_factory, dask_cluster):
 
 
 def test_resampled_channel_equals_obspy_on_real_data(real):
-    store = storage.open_dataset(str(real["store"]))
+    store = storage.open_dataset(StoreLocation(real["store"]))
     code, data = select_channel(store, "BHZ", "real")
     resampled = to_ctf_rate(data, REAL_RATE_HZ, 2**18, "real").compute()
     assert code == "BHZ" and resampled.attrs[cv.ATTR_SAMPLING_RATE] == REAL_RATE_HZ
@@ -181,8 +182,8 @@ def _segments(real) -> tuple[np.ndarray, dict]:
     """Independent CTF-rate data (station order of the bundle) cut at the recorded segment
     starts, each minus its mean over the rows before the forecast window, per station:
     (segment, time, sensor), and the truth group's provenance."""
-    archive = storage.read_attrs(str(real["truth"]))[cv.ATTR_ARCHIVE]
-    store = storage.open_dataset(str(real["store"]))
+    archive = storage.read_attrs(StoreLocation(real["truth"]))[cv.ATTR_ARCHIVE]
+    store = storage.open_dataset(StoreLocation(real["store"]))
     grid_start = obspy.UTCDateTime(store.attrs[cv.ATTR_START_TIME])
     by_station = {".".join(p.name.split(".")[:3]): p for p in REAL_FILES}
     series = np.stack(
@@ -206,7 +207,7 @@ def _scale(*public: np.ndarray, floor: float = 0.1) -> np.ndarray:
 def test_real_bundle_shapes_windows_and_provenance(real):
     layout = load_layout(str(real["layout"]))
     public, truth = _arrays(real["public"]), _arrays(real["truth"])
-    manifest = storage.read_attrs(str(real["public"]))[cv.ATTR_CTF]
+    manifest = storage.read_attrs(StoreLocation(real["public"]))[cv.ATTR_CTF]
     segments, archive = _segments(real)
     n = 3
     assert archive["stations"] == ["CU.TGUH.00", "IU.ANMO.10", "IU.COLA.10"]  # no coordinates
@@ -274,7 +275,7 @@ def test_real_bundle_shapes_windows_and_provenance(real):
     assert not min(parameters["train"]) <= extrapolation <= max(parameters["train"])
 
     # Public attrs: the processing, not where or when the truth was recorded.
-    public_attrs = storage.read_attrs(str(real["public"]))
+    public_attrs = storage.read_attrs(StoreLocation(real["public"]))
     assert public_attrs[cv.ATTR_ARCHIVE]["channel"] == "BHZ"
     assert public_attrs[cv.ATTR_ARCHIVE]["sampling_rate_hz"] == REAL_RATE_HZ
     text = json.dumps(public_attrs)
@@ -383,7 +384,7 @@ def synthetic(tmp_path_factory, dask_cluster):
 
 def test_gappy_station_is_dropped_and_sensors_ordered_by_longitude(synthetic):
     public, truth = synthetic["one-block"]
-    archive = storage.read_attrs(str(truth))[cv.ATTR_ARCHIVE]
+    archive = storage.read_attrs(StoreLocation(truth))[cv.ATTR_ARCHIVE]
     assert archive["stations_dropped"] == ["XX.S03"]
     # By longitude, then latitude: S01 (10.5), S05 (11.0, 44.0), S02 (11.0, 46.0), S00, S04.
     assert archive["stations"] == ["XX.S01", "XX.S05", "XX.S02", "XX.S00", "XX.S04"]
@@ -392,11 +393,11 @@ def test_gappy_station_is_dropped_and_sensors_ordered_by_longitude(synthetic):
     assert transforms == ["select_channel", "decimate", "remove_offset"]
     assert archive["transforms"][1]["zero_phase"] is False
     assert archive["transforms"][2]["rows"] == [0, 40]  # the rows before the forecast window
-    public_archive = storage.read_attrs(str(public))[cv.ATTR_ARCHIVE]
+    public_archive = storage.read_attrs(StoreLocation(public))[cv.ATTR_ARCHIVE]
     assert public_archive["n_stations"] == 5 and public_archive["n_stations_dropped"] == 1
     assert public_archive["guard_steps"] == archive["guard_steps"] == 39
     assert "stations" not in public_archive and "segment_start_times" not in public_archive
-    manifest = storage.read_attrs(str(public))[cv.ATTR_CTF]
+    manifest = storage.read_attrs(StoreLocation(public))[cv.ATTR_CTF]
     assert manifest["pairs"][0]["shape"] == [20, 5]
     # Slots of 39 + 60 s from the record's start; every run of ten of the twelve slots holds
     # the gap (slot 4: [396, 495) s), so XX.S03 is dropped and the first run is used.
@@ -405,13 +406,19 @@ def test_gappy_station_is_dropped_and_sensors_ordered_by_longitude(synthetic):
 
 
 def test_bundle_bytes_do_not_depend_on_the_store_chunking(synthetic):
-    assert storage.open_dataset(str(synthetic["rechunked"]))["data"].encoding["chunks"][-1] == 1000
+    assert (
+        storage.open_dataset(StoreLocation(synthetic["rechunked"]))["data"].encoding["chunks"][-1]
+        == 1000
+    )
     for first, second in zip(synthetic["one-block"], synthetic["blocks"], strict=True):
         a, b = _arrays(first), _arrays(second)
         assert sorted(a) == sorted(b)
         for name in a:
             assert a[name].tobytes() == b[name].tobytes(), name
-        attrs_a, attrs_b = storage.read_attrs(str(first)), storage.read_attrs(str(second))
+        attrs_a, attrs_b = (
+            storage.read_attrs(StoreLocation(first)),
+            storage.read_attrs(StoreLocation(second)),
+        )
         assert attrs_a[cv.ATTR_CTF] == attrs_b[cv.ATTR_CTF]
 
 
@@ -425,12 +432,12 @@ def test_withheld_samples_never_reach_public_arrays(synthetic, dask_cluster):
     slot). The forecast truths change; every public array and the reconstruction truths
     (X2test, X4test: rows before the forecast window) stay the same, to the bit."""
     public, truth = synthetic["one-block"]
-    archive = storage.read_attrs(str(truth))[cv.ATTR_ARCHIVE]
+    archive = storage.read_attrs(StoreLocation(truth))[cv.ATTR_ARCHIVE]
     layout = load_layout(str(synthetic["layout"]))
     root = synthetic["root"]
     spiked = root / "spiked.zarr"
     shutil.copytree(synthetic["store"], spiked)
-    codes = [str(code) for code in storage.open_dataset(str(spiked))[cv.CHANNEL].values]
+    codes = [str(code) for code in storage.open_dataset(StoreLocation(spiked))[cv.CHANNEL].values]
     data = zarr.open_group(str(spiked), mode="r+")[cv.WAVEFORM_VAR]
     down = round(SYNTH_RATE_HZ / archive["sampling_rate_hz"])  # raw samples per CTF row
     for start_time in archive["segment_start_times"]:
@@ -445,7 +452,7 @@ def test_withheld_samples_never_reach_public_arrays(synthetic, dask_cluster):
         "--layout", str(synthetic["layout"]), "--channel", "Z", "--secret", SECRET,
         scheduler=dask_cluster.address,
     ) == 0  # fmt: skip
-    spiked_archive = storage.read_attrs(str(spiked_truth))[cv.ATTR_ARCHIVE]
+    spiked_archive = storage.read_attrs(StoreLocation(spiked_truth))[cv.ATTR_ARCHIVE]
     assert {**spiked_archive, "source": archive["source"]} == archive  # the same segments
 
     before, after = _arrays(public), _arrays(spiked_public)
@@ -457,7 +464,9 @@ def test_withheld_samples_never_reach_public_arrays(synthetic, dask_cluster):
         changed = before[name].tobytes() != after[name].tobytes()
         assert changed == (name in FORECAST_TRUTHS), name
     # The public manifest differs only in the truth commitments.
-    manifests = [storage.read_attrs(str(url))[cv.ATTR_CTF] for url in (public, spiked_public)]
+    manifests = [
+        storage.read_attrs(StoreLocation(url))[cv.ATTR_CTF] for url in (public, spiked_public)
+    ]
     for manifest in manifests:
         del manifest["truth_sha256"], manifest["truth_sha256_blocks"]
     assert manifests[0] == manifests[1]
@@ -466,7 +475,7 @@ def test_withheld_samples_never_reach_public_arrays(synthetic, dask_cluster):
 def test_filter_chunking_changes_values_by_less_than_tolerance(synthetic):
     """The canonical time chunk decides the bytes; across chunk sizes the filters agree to
     their tolerance (filters.py), so the data do not depend on it beyond rounding."""
-    store = storage.open_dataset(str(synthetic["store"]))
+    store = storage.open_dataset(StoreLocation(synthetic["store"]))
     layout = load_layout(str(synthetic["layout"]))
     whole = archive_wavefield(store, layout, channel="BHZ", quiet=True)
     pieces = archive_wavefield(store, layout, channel="BHZ", time_chunk_samples=1024, quiet=True)

@@ -19,6 +19,7 @@ from seisctf import storage
 from seisctf.build.checkpoint import write_checkpoint
 from seisctf.build.engine import build_file
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 from seisctf.pipeline.transforms.filters import butterworth
 from seisctf.pipeline.transforms.noise import add_gaussian_noise, gaussian_level_window
 from seisctf.signal.trace_levels import RMS_BLOCK_SAMPLES, rms_from_sums, trace_sums
@@ -64,7 +65,9 @@ class _FilterTasks(Callback):
 
 def test_filter_noise_chain_filters_once_and_equals_the_functions(tmp_path):
     traces = _traces()
-    storage.write_dataset(traces.to_dataset(name="u"), str(tmp_path / "input.zarr"), quiet=True)
+    storage.write_dataset(
+        traces.to_dataset(name="u"), StoreLocation(tmp_path / "input.zarr"), quiet=True
+    )
     (tmp_path / "chain.yaml").write_text(CHAIN)
     with _FilterTasks() as filter_tasks:
         build_file(tmp_path / "chain.yaml", workdir=tmp_path, quiet=True)
@@ -73,7 +76,7 @@ def test_filter_noise_chain_filters_once_and_equals_the_functions(tmp_path):
     assert filter_tasks.count == n_blocks
     assert not list(tmp_path.glob("*.checkpoints"))
 
-    stored = storage.open_dataset(str(tmp_path / "out.zarr"))["u"].values
+    stored = storage.open_dataset(StoreLocation(tmp_path / "out.zarr"))["u"].values
     # The checkpoint holds the filtered data in the stored dtype (float32), as the build would
     # round them anyway; the noise is added to those values.
     direct = add_gaussian_noise(
@@ -153,7 +156,10 @@ def test_checkpoint_writes_stored_dtype_and_sums_what_it_wrote(tmp_path, local_c
     np.testing.assert_array_equal(reopened["v"].values, dataset["v"].values)
     np.testing.assert_array_equal(reopened["gain"].values, np.arange(float(WIDE)))
     assert reopened.attrs["title"] == "kept"
-    assert storage.open_group(str(tmp_path / "c.zarr"), None)["u"].chunks == (LEVEL_BLOCK, WIDE)
+    assert storage.open_group(StoreLocation(tmp_path / "c.zarr"))["u"].chunks == (
+        LEVEL_BLOCK,
+        WIDE,
+    )
     for name, window in windows.items():
         expected = _expected_rms(reopened[name].values, window)
         np.testing.assert_array_equal(levels[name], expected)
@@ -197,4 +203,4 @@ def test_a_failed_checkpoint_is_never_marked_complete(tmp_path):
     with pytest.raises(InvalidInput, match="made to fail"):
         write_checkpoint(dataset, url, None, {"u": slice(None)}, quiet=True)
     with pytest.raises(InvalidInput, match="incomplete"):
-        storage.open_dataset(url)
+        storage.open_dataset(StoreLocation(url))

@@ -21,6 +21,7 @@ from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.cli import main
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 from seisctf.pipeline.bundles.das_wavefield import (
     das_wavefield,
     slot_plan,
@@ -93,7 +94,7 @@ def record(tmp_path_factory, tiny, dask_cluster_one_worker) -> dict:
 
 
 def test_synthetic_record_is_a_das_store_with_its_realisations(record):
-    store = storage.open_dataset(str(record["store"]))
+    store = storage.open_dataset(StoreLocation(record["store"]))
     assert cv.validate_das_store(store) == "strain_rate"
     layout = load_layout(str(record["layout"]))
     slot_samples, guard = slot_plan(layout, 5.0, 1.0)
@@ -123,7 +124,7 @@ def test_segments_equal_an_independent_causal_scipy_computation(record):
     """Per slot and channel: scipy's order 8 Butterworth at 0.4 Hz run forward from the steady
     state of the slot's first sample, every 5th sample, the 40-sample guard dropped, the mean
     of the 200 public rows removed."""
-    store = storage.open_dataset(str(record["store"]))
+    store = storage.open_dataset(StoreLocation(record["store"]))
     layout = load_layout(str(record["layout"]))
     wavefield = das_wavefield(store, layout, quiet=True)
     u = wavefield[cv.WAVEFIELD_VAR]
@@ -150,8 +151,8 @@ def test_segments_equal_an_independent_causal_scipy_computation(record):
 
 
 def test_bundle_manifest_and_public_provenance(record):
-    public_attrs = storage.read_attrs(str(record["public"]))
-    truth_attrs = storage.read_attrs(str(record["truth"]))
+    public_attrs = storage.read_attrs(StoreLocation(record["public"]))
+    truth_attrs = storage.read_attrs(StoreLocation(record["truth"]))
     manifest = public_attrs[cv.ATTR_CTF]
     assert manifest["dataset"] == "das" and manifest["delta_t"] == 1.0
     assert [pair["shape"] for pair in manifest["pairs"]][0] == [100, CHANNELS]
@@ -184,7 +185,7 @@ def test_withheld_samples_never_reach_public_arrays(record, tmp_path):
         last_truth = row_0 + (layout.required_steps - 1) * 5
         for sample in (last_public + 1, last_truth):
             data[sample, :] = data[sample, :] + 1e-3
-    store = storage.open_dataset(str(spiked))
+    store = storage.open_dataset(StoreLocation(spiked))
     wavefield = das_wavefield(store, layout, quiet=True)
     bundle = build_bundle(wavefield, layout, SECRET)
     public, truth = tmp_path / "public.zarr", tmp_path / "truth.zarr"
@@ -200,7 +201,7 @@ def test_withheld_samples_never_reach_public_arrays(record, tmp_path):
 
 
 def test_continuous_das_store_drops_gappy_channels_and_uses_segment_hours(record):
-    store = storage.open_dataset(str(record["store"])).load()
+    store = storage.open_dataset(StoreLocation(record["store"])).load()
     del store.attrs[cv.ATTR_CTF_SEGMENTS]
     values = store["strain_rate"].values.copy()
     values[1700 * 3 + 900 : 1700 * 3 + 905, 7] = np.nan
@@ -249,7 +250,9 @@ def test_das_demo_scores_the_baselines_and_zeros_score_zero(tiny, tmp_path, dask
     assert (workdir / "private" / "wavefield-das.zarr").exists()
     assert (workdir / "leaderboard" / "index.html").exists()
     # The published demo secret makes a truth anyone can regenerate: the bundle says so.
-    manifest = storage.read_attrs(str(workdir / "public" / "bundle-das.zarr"))[cv.ATTR_CTF]
+    manifest = storage.read_attrs(StoreLocation(workdir / "public" / "bundle-das.zarr"))[
+        cv.ATTR_CTF
+    ]
     assert manifest[cv.PROVENANCE_TRUTH] == "public"
     assert manifest["truth_note"] == cv.PUBLIC_TRUTH_NOTE
     assert all(row["truth_note"] == cv.PUBLIC_TRUTH_NOTE for row in rows)
@@ -326,7 +329,7 @@ outputs:
     text = recipe.read_text() + f"splits:\n  ctf: {{layout: {small}}}\n"
     recipe.write_text(text)
     build_file(recipe, workdir=tmp_path, quiet=True)
-    store = storage.open_dataset(str(tmp_path / "out.zarr"))
+    store = storage.open_dataset(StoreLocation(tmp_path / "out.zarr"))
     assert cv.validate_das_store(store) == "strain" == store.attrs[cv.ATTR_QUANTITY]
     assert store.attrs[cv.ATTR_UNITS] == "1" and store.attrs[cv.ATTR_CHANNEL_SPACING] == 20.0
     np.testing.assert_array_equal(store[cv.DISTANCE].values, np.arange(0, 301, 20.0))
@@ -368,7 +371,7 @@ def test_vendor_files_ingested_then_bundled_and_scored(tiny, tmp_path, dask_clus
     scheduler = dask_cluster_one_worker.address
     store, public, truth = tmp_path / "das.zarr", tmp_path / "public.zarr", tmp_path / "truth.zarr"
     assert _cli("ingest", "das", str(files), "--out", str(store), scheduler=scheduler) == 0
-    ingested = storage.open_dataset(str(store))
+    ingested = storage.open_dataset(StoreLocation(store))
     assert cv.validate_das_store(ingested) == cv.DAS_DEFAULT_VAR
     assert ingested.sizes[cv.TIME] == n_time
     common = ("--layout", str(tiny), "--secret", SECRET)

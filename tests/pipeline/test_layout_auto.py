@@ -18,6 +18,7 @@ from conftest import smooth_wavefield
 from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.cli import main
+from seisctf.location import StoreLocation
 from seisctf.plugins.layouts import LAYOUTS
 
 SECRET = "layout-auto-test-secret-of-length"
@@ -46,7 +47,7 @@ def waveform_store(
         attrs={cv.ATTR_SAMPLING_RATE: 1.0, cv.ATTR_START_TIME: "2022-06-01T00:00:00Z"},
     )
     url = str(path)
-    storage.write_dataset(store.chunk({cv.TIME: 4096}), url, quiet=True)
+    storage.write_dataset(store.chunk({cv.TIME: 4096}), StoreLocation(url), quiet=True)
     return url
 
 
@@ -148,7 +149,7 @@ def test_a_short_wavefield_store(tmp_path, dask_cluster, capsys):
     wavefield = str(tmp_path / "wavefield.zarr")
     # Chunks of 250 x 200: at the fixture's default 64 x 16, 2,080 chunks made ~10,000 tasks.
     store = smooth_wavefield(n_time=1000, n_sensor=200, chunks=(250, 200))
-    storage.write_dataset(store, wavefield, quiet=True)
+    storage.write_dataset(store, StoreLocation(wavefield), quiet=True)
     out = tmp_path / "bundle"
     assert main(tasks(wavefield, out, "seismo", dask_cluster.address)) == 3
     line = error_line(capsys)

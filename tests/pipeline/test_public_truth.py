@@ -16,6 +16,7 @@ from seisctf.build import engine
 from seisctf.cli import main
 from seisctf.cluster import SCHEDULER_ENV
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 
 SECRET = "public-truth-test-secret-0123456789"
 OTHER_SECRET = "another-organiser-secret-9876543210"
@@ -44,7 +45,7 @@ def synth(out: Path, *options: str) -> np.ndarray:
 
 
 def provenance(url: Path) -> dict:
-    return storage.read_attrs(str(url))[cv.ATTR_PROVENANCE]
+    return storage.read_attrs(StoreLocation(url))[cv.ATTR_PROVENANCE]
 
 
 def tasks(store: Path, root: Path, layout: str, *options: str) -> int:
@@ -83,12 +84,12 @@ def test_synth_without_a_secret_draws_one_per_run_and_keeps_it_in_its_store(tmp_
     monkeypatch.delenv(keys.SECRET_ENV, raising=False)
     first, second = synth(tmp_path / "a.zarr"), synth(tmp_path / "b.zarr")
     assert not np.allclose(first, second)
-    kept = storage.read_attrs(str(tmp_path / "a.zarr"))[cv.ATTR_CTF_SECRET]
+    kept = storage.read_attrs(StoreLocation(tmp_path / "a.zarr"))[cv.ATTR_CTF_SECRET]
     assert len(kept) == 64
     assert provenance(tmp_path / "a.zarr")[cv.PROVENANCE_TRUTH] == keys.TRUTH_HIDDEN
     # The kept secret regenerates the store: it is the one the seeds came from.
     np.testing.assert_array_equal(synth(tmp_path / "again.zarr", "--secret", kept), first)
-    assert cv.ATTR_CTF_SECRET not in storage.read_attrs(str(tmp_path / "again.zarr"))
+    assert cv.ATTR_CTF_SECRET not in storage.read_attrs(StoreLocation(tmp_path / "again.zarr"))
 
     monkeypatch.setenv(keys.SECRET_ENV, OTHER_SECRET)
     from_env = synth(tmp_path / "env.zarr")
@@ -124,7 +125,7 @@ def test_a_store_from_an_explicit_seed_is_refused_by_tasks_unless_public_truth(
     taught = tmp_path / "teaching"
     assert tasks(store, taught, layout_file, "--public-truth") == 0
     for group in ("public.zarr", "truth.zarr"):
-        manifest = storage.read_attrs(str(taught / group))[cv.ATTR_CTF]
+        manifest = storage.read_attrs(StoreLocation(taught / group))[cv.ATTR_CTF]
         assert manifest[cv.PROVENANCE_TRUTH] == keys.TRUTH_PUBLIC
         assert manifest["truth_note"] == cv.PUBLIC_TRUTH_NOTE
     pages = score_and_render(taught)
@@ -153,11 +154,11 @@ def test_a_store_from_a_secret_gives_an_unstamped_bundle(tmp_path, layout_file, 
     store = tmp_path / "hidden.zarr"
     synth(store, "--secret", SECRET)
     assert tasks(store, tmp_path, layout_file) == 0
-    manifest = storage.read_attrs(str(tmp_path / "public.zarr"))[cv.ATTR_CTF]
+    manifest = storage.read_attrs(StoreLocation(tmp_path / "public.zarr"))[cv.ATTR_CTF]
     assert cv.PROVENANCE_TRUTH not in manifest and "truth_note" not in manifest
     pages = score_and_render(tmp_path)
     assert len(pages) == 4 and not any(cv.PUBLIC_TRUTH_NOTE in text for text in pages.values())
-    truth_attrs = storage.read_attrs(str(tmp_path / "truth.zarr"))
+    truth_attrs = storage.read_attrs(StoreLocation(tmp_path / "truth.zarr"))
     assert len(truth_attrs[cv.ATTR_CTF_SECRET]) == 64  # tasks drew its own secret and kept it
     # ... and the bundle's secret as the published one makes it public again.
     assert tasks(store, tmp_path / "demo", layout_file, "--secret", keys.DEMO_SECRET) == 3
@@ -185,7 +186,7 @@ def test_build_refuses_a_public_source_unless_public_truth(tmp_path, layout_file
     assert main(argv) == EXIT_INVALID_INPUT
     assert not (out / "public.zarr").exists()
     assert main([*argv, "--public-truth"]) == 0
-    manifest = storage.read_attrs(str(out / "public.zarr"))[cv.ATTR_CTF]
+    manifest = storage.read_attrs(StoreLocation(out / "public.zarr"))[cv.ATTR_CTF]
     assert manifest["truth_note"] == cv.PUBLIC_TRUTH_NOTE
 
     store = tmp_path / "public-store.zarr"
@@ -197,6 +198,8 @@ def test_build_refuses_a_public_source_unless_public_truth(tmp_path, layout_file
     built = engine.build_file(from_store, workdir=tmp_path / "o3", quiet=True, public_truth=True)
     assert built.secret.drawn
     assert (
-        storage.read_attrs(str(tmp_path / "o3" / "public.zarr"))[cv.ATTR_CTF][cv.PROVENANCE_TRUTH]
+        storage.read_attrs(StoreLocation(tmp_path / "o3" / "public.zarr"))[cv.ATTR_CTF][
+            cv.PROVENANCE_TRUTH
+        ]
         == keys.TRUTH_PUBLIC
     )

@@ -12,6 +12,7 @@ import xarray as xr
 from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.cluster import dask_client
+from seisctf.location import StoreLocation
 from seisctf.signal.rechunk import rechunk, rechunk_method
 
 # 700 MiB workers. A worker's heap grows to about where it starts to spill and keeps those pages
@@ -67,11 +68,11 @@ def test_time_to_trace_contiguous_bigger_than_a_worker(tmp_path):
         assert set(fractions.values()) == {user}  # the user's, not the embedded ones
         assert rechunk_method() == "tasks"
         rows = rechunk(source, {cv.TIME: 384, cv.SENSOR: n_sensor})  # 12 MiB rows
-        storage.write_dataset(rows, url, quiet=True)
+        storage.write_dataset(rows, StoreLocation(url), quiet=True)
         assert len(workers) == 2 and client.run(os.getpid) == workers
-    written = storage.open_dataset(url)[cv.WAVEFIELD_VAR]
+    written = storage.open_dataset(StoreLocation(url))[cv.WAVEFIELD_VAR]
     assert written.chunks == ((384,) * 64, (n_sensor,))
-    stored = storage.open_group(url, None)[cv.WAVEFIELD_VAR]
+    stored = storage.open_group(StoreLocation(url))[cv.WAVEFIELD_VAR]
     expected = source[cv.WAVEFIELD_VAR].data
     # The whole array, a quarter of the sensors at a time (192 MiB a side), bit for bit.
     quarter = n_sensor // 4

@@ -17,6 +17,7 @@ from conftest import TINY_LAYOUT_YAML
 from seisctf import conventions as cv
 from seisctf.build import engine as recipes
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 from seisctf.plugins.layouts import LAYOUTS, Layout
 
 SECRET = "recipe-test-secret"
@@ -351,7 +352,7 @@ def test_real_noise_from_an_event_window_store(tmp_path):
         attrs={cv.ATTR_SAMPLING_RATE: 10.0, cv.ATTR_START_TIME: "2026-01-01T00:00:00Z"},
     )
     quiet["u"] = quiet["u"] + 1.0  # constant traces: RMS 1, so the noise's level is visible
-    storage.write_dataset(quiet, str(tmp_path / "in.zarr"), quiet=True)
+    storage.write_dataset(quiet, StoreLocation(tmp_path / "in.zarr"), quiet=True)
     rng = np.random.default_rng(3)
     windows = rng.standard_normal((3, 3, 100)).astype(np.float32)
     windows[0] *= 1000.0  # the earthquake window must never be used
@@ -362,7 +363,7 @@ def test_real_noise_from_an_event_window_store(tmp_path):
             "channel": np.array(["E", "N", "Z"], dtype=object),
         },
     )
-    storage.write_dataset(events, str(tmp_path / "events.zarr"), quiet=True)
+    storage.write_dataset(events, StoreLocation(tmp_path / "events.zarr"), quiet=True)
     path = write(
         tmp_path / "real.yaml",
         "recipe: 1\nsource:\n  store: {url: in.zarr}\ntransforms:\n  - add_real_noise:\n"
@@ -370,7 +371,7 @@ def test_real_noise_from_an_event_window_store(tmp_path):
         "outputs:\n  store: {url: out.zarr}\n",
     )
     build(path, tmp_path)
-    result = storage.open_dataset(str(tmp_path / "out.zarr"))["u"].values
+    result = storage.open_dataset(StoreLocation(tmp_path / "out.zarr"))["u"].values
     added = result - 1.0
     assert np.allclose(np.sqrt((added**2).mean(axis=0)), 0.5, rtol=0.1)
     assert np.abs(added).max() < 10  # nothing from the ×1000 earthquake window
@@ -398,6 +399,6 @@ def test_checkpointed_chain_equals_the_functions_applied_directly(first_build):
         variable=cv.WAVEFIELD_VAR,
         rms_fraction=0.1,
     )
-    stored = storage.open_dataset(str(out / "wavefield.zarr"))[cv.WAVEFIELD_VAR].values
+    stored = storage.open_dataset(StoreLocation(out / "wavefield.zarr"))[cv.WAVEFIELD_VAR].values
     assert stored.dtype == noisy.dtype == np.float32
     np.testing.assert_array_equal(stored, noisy.values)

@@ -13,6 +13,7 @@ from event_window_fixtures import trace_frame, write_event_windows
 from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.cli import main
+from seisctf.location import StoreLocation
 from seisctf.pipeline.splits import SplitOptions, split_store
 
 
@@ -54,7 +55,7 @@ def test_export_reads_back_with_seisbench(split_store_url, tmp_path, dask_cluste
         == 0
     )
     assert not (directory / ".seisctf-export").exists()
-    store = storage.open_dataset(split_store_url)
+    store = storage.open_dataset(StoreLocation(split_store_url))
     frame = trace_frame(store)
     windows = store[cv.EVENT_WINDOWS_VAR].values
     dataset = sbd.WaveformDataset(directory, component_order="ZNE", cache=None)
@@ -91,7 +92,7 @@ def test_export_reads_back_with_seisbench(split_store_url, tmp_path, dask_cluste
 def seisbench_dataset_with_store_names(store_url: str, directory) -> pd.DataFrame:
     """A SeisBench dataset (seisbench's writer, one HDF5 dataset per trace so the trace names
     are the store's), with an old split of its own; returns its metadata."""
-    store = storage.open_dataset(store_url)
+    store = storage.open_dataset(StoreLocation(store_url))
     frame = trace_frame(store)
     windows = store[cv.EVENT_WINDOWS_VAR].values
     with sbd.WaveformDataWriter(directory / "metadata.csv", directory / "waveforms.hdf5") as writer:
@@ -129,7 +130,7 @@ def test_metadata_only_puts_the_store_split_into_an_existing_dataset(
     for column in before.columns:
         if column != "split":
             assert (after[column].iloc[:-1].to_numpy() == before[column].to_numpy()).all()
-    frame = trace_frame(storage.open_dataset(split_store_url))
+    frame = trace_frame(storage.open_dataset(StoreLocation(split_store_url)))
     assert (after["split"].iloc[:-1].to_numpy() == frame[cv.SPLIT_VAR].to_numpy()).all()
     assert after["split"].iloc[-1] == ""
     dataset = sbd.WaveformDataset(directory, component_order="ZNE", cache=None)
@@ -174,7 +175,7 @@ def test_filter_exports_exactly_the_queried_traces(split_store_url, tmp_path, da
     directory = tmp_path / "filtered"
     argv = ["export", "seisbench", split_store_url, str(directory), "--filter", query]
     assert main([*argv, *scheduler]) == 0
-    store = storage.open_dataset(split_store_url)
+    store = storage.open_dataset(StoreLocation(split_store_url))
     frame = trace_frame(store)
     chosen = np.flatnonzero(
         (frame[cv.SPLIT_VAR] != "train").to_numpy()

@@ -21,6 +21,7 @@ from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.catalogs.event_windows import read_catalog
 from seisctf.cli import main
+from seisctf.location import StoreLocation
 from seisctf.pipeline.splits import SplitOptions, split_store
 
 
@@ -97,7 +98,9 @@ def test_source_clusters_split_audit_matches_pandas_and_leaves_waveforms(store_d
     before = {p: p.read_bytes() for p in chunk_files if p.is_file()}
     result = split_store(url, SplitOptions("source-clusters", seed=3), quiet=True)
     audit = result.audit
-    ds = storage.open_dataset(url)  # complete, consolidated: the new variables are visible
+    ds = storage.open_dataset(
+        StoreLocation(url)
+    )  # complete, consolidated: the new variables are visible
     assert ds.attrs[cv.ATTR_COMPLETE] is True
     assert set(np.unique(ds[cv.SPLIT_VAR].values.tolist())) == set(cv.SPLIT_VALUES)
     assert {p: p.read_bytes() for p in before} == before  # waveforms never rewritten
@@ -162,7 +165,7 @@ def test_source_clusters_split_audit_matches_pandas_and_leaves_waveforms(store_d
 def test_station_disjoint_has_no_shared_station_and_buffers_neighbours(store_dir):
     url, _ = fresh_store(store_dir, "disjoint.zarr")
     result = split_store(url, SplitOptions("station-disjoint", seed=1), quiet=True)
-    frame = trace_frame(storage.open_dataset(url))
+    frame = trace_frame(storage.open_dataset(StoreLocation(url)))
     check_audit(result.audit, frame) if result.audit["min_train_test_source_distance_km"] else None
     assert result.audit["shared_stations"] == 0
     assert result.audit["test_earthquake_fraction_at_shared_stations"] == 0.0
@@ -176,7 +179,7 @@ def test_station_disjoint_has_no_shared_station_and_buffers_neighbours(store_dir
     buffered = split_store(
         url, SplitOptions("station-disjoint", seed=1, buffer_km=600.0), quiet=True
     )
-    frame = trace_frame(storage.open_dataset(url))
+    frame = trace_frame(storage.open_dataset(StoreLocation(url)))
     stations = frame[cv.NETWORK_CODE] + "." + frame[cv.STATION_CODE]
     per_station = (
         frame.assign(sta=stations)
@@ -203,10 +206,10 @@ def test_event_and_time_splits(store_dir):
     url, _ = fresh_store(store_dir, "event.zarr")
     event = split_store(url, SplitOptions("event", seed=2), quiet=True)
     assert event.audit["events_in_several_splits"] == 0
-    frame = trace_frame(storage.open_dataset(url))
+    frame = trace_frame(storage.open_dataset(StoreLocation(url)))
     check_audit(event.audit, frame)
     time = split_store(url, SplitOptions("time"), quiet=True)
-    frame = trace_frame(storage.open_dataset(url))
+    frame = trace_frame(storage.open_dataset(StoreLocation(url)))
     when = pd.to_datetime(
         frame["source_origin_time"].where(
             frame["source_origin_time"] != "", frame["trace_start_time"]
@@ -287,7 +290,7 @@ def test_cli_bad_input_exits_3_naming_it(store_dir, tmp_path, dask_cluster, caps
     assert "--clusters" in capsys.readouterr().err
     assert main(["split", url, "--strategy", "event", "--fractions", "a,b", *scheduler]) == 3
     assert "--fractions" in capsys.readouterr().err
-    assert cv.SPLIT_VAR not in storage.open_dataset(url)  # nothing was written
+    assert cv.SPLIT_VAR not in storage.open_dataset(StoreLocation(url))  # nothing was written
 
 
 def test_split_prints_the_audit_unless_it_goes_to_a_file(store_dir, tmp_path, dask_cluster):

@@ -21,6 +21,7 @@ from scipy.signal import butter, sosfilt, sosfilt_zi
 from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.cli import main
+from seisctf.location import StoreLocation
 from seisctf.signal.filter_design import guard_steps
 
 SECRET = "subsample-offsets-test-secret"
@@ -94,7 +95,7 @@ def _bundle(tmp_path, capsys, scheduler, store, rate) -> tuple[int, str, dict, d
         for url in (public, truth)
         for name, array in zarr.open_group(str(url), mode="r").arrays()
     }
-    return code, out, storage.read_attrs(str(truth))[cv.ATTR_ARCHIVE], arrays
+    return code, out, storage.read_attrs(StoreLocation(truth))[cv.ATTR_ARCHIVE], arrays
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +112,7 @@ def ingested(tmp_path_factory, dask_cluster):
 
 
 def test_the_ingest_snaps_offsets_below_half_a_sample_and_rounds_the_rest_up(ingested):
-    ds = storage.open_dataset(str(ingested["store"]))
+    ds = storage.open_dataset(StoreLocation(ingested["store"]))
     n_time = ds.sizes[cv.TIME]
     assert n_time == 10 * ingested["slot_raw"] + 2  # XX.A152 ends two samples late
     for index, station in enumerate(ds[cv.STATION].values):
@@ -194,7 +195,7 @@ def test_real_iu_stations_starting_19_5_ms_late_are_kept(tmp_path, capsys, dask_
     code, out = _cli(capsys, "ingest", "waveforms", str(cut), "--out", str(store),
                      scheduler=dask_cluster.address)  # fmt: skip
     assert code == 0, out
-    ds = storage.open_dataset(str(store))
+    ds = storage.open_dataset(StoreLocation(store))
     assert ds.sizes[cv.TIME] == 2161 and np.isnan(ds[cv.WAVEFORM_VAR].values[1:, 0, 0]).all()
     code, out, archive, arrays = _bundle(tmp_path, capsys, dask_cluster.address, store, 10.0)
     assert code == 0, out

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from seisctf import conventions as cv
 from seisctf import keys, storage
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 from seisctf.pipeline.bundles.segments import build_bundle, write_bundle
 from seisctf.plugins.layouts import Layout
 
@@ -58,7 +59,7 @@ def test_manifest_follows_the_contract(bundle):
     validation_names = [f"X{i}val" for i in range(1, 10)]
     assert sorted(public) == sorted([*cv.TRAIN_NAMES, *validation_names])
     assert sorted(_arrays(truth_url), key=cv.TEST_NAMES.index) == list(cv.TEST_NAMES)
-    attrs = storage.read_attrs(public_url)
+    attrs = storage.read_attrs(StoreLocation(public_url))
     assert attrs[cv.ATTR_CTF] == manifest
     assert [pair["id"] for pair in manifest["pairs"]] == list(range(1, 10))
     assert manifest["k_short"] == 20 and manifest["k_long"] == 20 and manifest["modes"] == 16
@@ -114,7 +115,7 @@ def test_public_outputs_carry_no_secret_or_seed(bundle):
     for text in forbidden:
         assert text.encode() not in metadata, text
     assert SECRET.encode() not in blobs
-    attrs = json.dumps(storage.read_attrs(public_url))
+    attrs = json.dumps(storage.read_attrs(StoreLocation(public_url)))
     for leak in ("source_latitude", "origin_time", "source_longitude"):
         assert leak not in attrs
 
@@ -171,7 +172,7 @@ def test_bundle_bytes_do_not_depend_on_input_chunking(tmp_path, bundle, draw):
             ), name  # fmt: skip
             assert other[...].tobytes() == array[...].tobytes(), name
         assert _files(second) == _files(first)
-    assert storage.read_attrs(truth2)[cv.ATTR_CTF]["truth_sha256"]
+    assert storage.read_attrs(StoreLocation(truth2))[cv.ATTR_CTF]["truth_sha256"]
 
 
 def test_noise_levels_and_secret_dependence(tmp_path, bundle):

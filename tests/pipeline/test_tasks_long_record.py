@@ -22,6 +22,7 @@ from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.cli import main
 from seisctf.formats.obspy_archive.waveforms import ingest_waveforms
+from seisctf.location import StoreLocation
 
 OBSPY_DATA = Path(obspy.__file__).parent / "signal" / "tests" / "data"
 TESTS = Path(__file__).parents[1]
@@ -127,7 +128,7 @@ def usable_slots(values: np.ndarray, slot_samples: int, max_lead: int) -> np.nda
 
 def test_gap_check_equals_numpy_over_the_whole_record(bundles):
     long = bundles["long"]
-    archive = storage.read_attrs(str(long["truth"]))[cv.ATTR_ARCHIVE]
+    archive = storage.read_attrs(StoreLocation(long["truth"]))[cv.ATTR_ARCHIVE]
     group = zarr.open_group(long["store"], mode="r")
     stations = [str(s) for s in group[cv.STATION][:]]
     shz = [str(c) for c in group[cv.CHANNEL][:]].index("SHZ")
@@ -159,7 +160,9 @@ def test_graphs_do_not_grow_with_the_record(bundles):
     # record's largest.
     assert max(longer["graphs"]) <= max(long["graphs"]), (longer["graphs"], long["graphs"])
     # The same segments, cut from the last copy, (LONGER − 1) × 8 periods later.
-    first, second = (storage.read_attrs(str(b["truth"]))[cv.ATTR_ARCHIVE] for b in (long, longer))
+    first, second = (
+        storage.read_attrs(StoreLocation(b["truth"]))[cv.ATTR_ARCHIVE] for b in (long, longer)
+    )
     assert second["stations"] == first["stations"]
     shift = (LONGER - 1) * 8 * PERIOD_S
     for a, b in zip(first["segment_start_times"], second["segment_start_times"], strict=True):

@@ -13,6 +13,7 @@ from conftest import TINY_LAYOUT_YAML, smooth_wavefield
 
 from seisctf import cli, storage
 from seisctf import conventions as cv
+from seisctf.location import StoreLocation
 
 SECRET = "test-secret-tasks-overwrite"
 
@@ -33,7 +34,7 @@ def inputs(tmp_path_factory):
     """(wavefield store, layout file) for a tiny bundle."""
     root = tmp_path_factory.mktemp("tasks")
     store = root / "wavefield.zarr"
-    storage.write_dataset(smooth_wavefield(), str(store), quiet=True)
+    storage.write_dataset(smooth_wavefield(), StoreLocation(store), quiet=True)
     layout = root / "tiny.yaml"
     layout.write_text(TINY_LAYOUT_YAML)
     return store, layout
@@ -63,7 +64,7 @@ def test_tasks_refuses_an_existing_bundle_unless_overwrite(
     public, truth = tmp_path / "public.zarr", tmp_path / "truth.zarr"
     for made in (public, truth):  # a copy of the existing bundle, this test's to overwrite
         shutil.copytree(bundle / made.name, made)
-    attrs = storage.read_attrs(str(public))
+    attrs = storage.read_attrs(StoreLocation(public))
     if existing == "truth":
         public, truth_arg, kept = tmp_path / "public2.zarr", truth, [truth]
     else:
@@ -83,7 +84,10 @@ def test_tasks_refuses_an_existing_bundle_unless_overwrite(
 
     assert _tasks(store, public, truth_arg, layout, dask_cluster.address, "--overwrite") == 0
     assert all(_tree_digest(path) != before[path] for path in kept)
-    assert storage.read_attrs(str(public))[cv.ATTR_CTF]["pairs"] == attrs[cv.ATTR_CTF]["pairs"]
+    assert (
+        storage.read_attrs(StoreLocation(public))[cv.ATTR_CTF]["pairs"]
+        == attrs[cv.ATTR_CTF]["pairs"]
+    )
 
 
 def test_tasks_refuses_a_folder_that_is_no_bundle(inputs, tmp_path, capsys, dask_cluster):

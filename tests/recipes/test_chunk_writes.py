@@ -11,6 +11,7 @@ import zarr
 from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.formats.shared.chunk_writes import ChunkWriter
+from seisctf.location import StoreLocation
 
 BLOCK = 1000
 N_TIME = 2 * BLOCK + 345  # the third time chunk is cut short
@@ -18,7 +19,7 @@ N_TIME = 2 * BLOCK + 345  # the third time chunk is cut short
 
 def _arrays(url: str, storage_options: dict | None) -> tuple:
     """A data array as the waveform ingest creates it, and a progress-like string array."""
-    group = storage.open_group(url, storage_options, mode="w")
+    group = storage.open_group(StoreLocation(url, storage_options), mode="w")
     data = group.create_array(
         "data", shape=(3, 2, N_TIME), chunks=(1, 2, BLOCK), dtype="float32",
         fill_value=np.nan, compressors=cv.data_compressor(),
@@ -65,8 +66,8 @@ async def _get(store, key: str) -> bytes:
 
 
 def _check_same(reference_url: str, written_url: str, storage_options: dict | None) -> None:
-    reference = storage.open_group(reference_url, storage_options)
-    written = storage.open_group(written_url, storage_options)
+    reference = storage.open_group(StoreLocation(reference_url, storage_options))
+    written = storage.open_group(StoreLocation(written_url, storage_options))
     for name in ("data", "marks"):
         expected, found = _chunk_bytes(reference, name), _chunk_bytes(written, name)
         assert len(expected) == 3 and list(found) == list(expected)

@@ -19,6 +19,7 @@ import xarray as xr
 from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.catalogs import event_windows as ew
+from seisctf.location import StoreLocation
 
 N_TRACES = 12
 
@@ -141,7 +142,7 @@ def make_earlier_version(store: Path) -> Path:
     legacy = store.parent / cv.CATALOGS_DIR / f"{store.name.removesuffix('.zarr')}.parquet"
     legacy.parent.mkdir()
     shutil.move(store / "catalog.parquet", legacy)
-    storage.finish_group(str(store), {"catalog": f"../{cv.CATALOGS_DIR}/{legacy.name}"}, None)
+    storage.finish_group(StoreLocation(store), {"catalog": f"../{cv.CATALOGS_DIR}/{legacy.name}"})
     return legacy
 
 

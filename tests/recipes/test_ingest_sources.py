@@ -19,6 +19,7 @@ from seisctf.build import engine as recipes
 from seisctf.catalogs.event_windows import read_catalog
 from seisctf.cli import main
 from seisctf.cluster import dask_client
+from seisctf.location import StoreLocation
 from seisctf.registry import INGESTS, Ingest
 
 # Attrs only a recipe's ingest records (what it asked for, and the fingerprint of its inputs).
@@ -82,7 +83,7 @@ def test_stead_source_equals_ingest_stead_and_reruns_are_no_ops(tmp_path, schedu
     context = build(recipe, work, scheduler)
     assert context.written == [str(work / "picking.zarr")]
     assert_same_store(work / "windows.zarr", reference)
-    picking = storage.open_dataset(str(work / "picking.zarr"))
+    picking = storage.open_dataset(StoreLocation(work / "picking.zarr"))
     assert picking.attrs[cv.ATTR_SPLIT]["strategy"] == "event"
     again = build(recipe, work, scheduler)
     assert again.written == [] and again.skipped == [str(work / "picking.zarr")]
@@ -91,7 +92,7 @@ def test_stead_source_equals_ingest_stead_and_reruns_are_no_ops(tmp_path, schedu
 def test_quakeml_source_equals_ingest_quakeml_and_reruns_are_no_ops(tmp_path, scheduler):
     root = tmp_path / "inputs"
     root.mkdir()
-    storage.write_dataset(continuous_dataset(), str(root / "continuous.zarr"), quiet=True)
+    storage.write_dataset(continuous_dataset(), StoreLocation(root / "continuous.zarr"), quiet=True)
     write_catalog(root / "catalog.xml")
     reference = tmp_path / "reference/windows.zarr"
     cli(

@@ -26,6 +26,7 @@ from seisctf import storage
 from seisctf.catalogs import seisbench_dataset
 from seisctf.cli import main
 from seisctf.formats.obspy_archive.waveforms import ingest_waveforms
+from seisctf.location import StoreLocation
 
 logging.getLogger("seisbench").setLevel(logging.ERROR)
 
@@ -104,7 +105,7 @@ def grid_start() -> obspy.UTCDateTime:
 
 
 def test_coverage_is_a_fraction_of_each_station_s_own_channels(network):
-    ds = storage.open_dataset(network["continuous"])
+    ds = storage.open_dataset(StoreLocation(network["continuous"]))
     stations = [str(s) for s in ds[cv.STATION].values]
     own = {s: sorted(c for station, c in FILES if station == s) for s in stations}
     assert ds.attrs["station_channels"] == own
@@ -127,7 +128,7 @@ def window_values(station: str, channel: str, start: obspy.UTCDateTime, n: int) 
 def test_noise_windows_at_one_component_stations_and_a_shortfall_says_why(
     network, capsys, dask_cluster
 ):
-    ds = storage.open_dataset(network["windows"])
+    ds = storage.open_dataset(StoreLocation(network["windows"]))
     table = pd.DataFrame(
         {name: ds[name].values for name in ("trace_name", "trace_category", "trace_channel")}
     )
@@ -148,7 +149,7 @@ def test_noise_windows_at_one_component_stations_and_a_shortfall_says_why(
                 assert np.isnan(got).all()
     # BW.UH4's record misses its first grid sample: its one block is not whole. The reasons,
     # counted here with numpy: tiles of n samples within a window of a pick or origin.
-    n_time = storage.open_dataset(network["continuous"]).sizes[cv.TIME]
+    n_time = storage.open_dataset(StoreLocation(network["continuous"])).sizes[cv.TIME]
     starts = np.arange(n_time // n) * n
     busy = [(t - grid_start()) * RATE for t, s, _ in network["picks"] if s == "BW.UH4"]
     busy += [(origin - grid_start()) * RATE for *_, origin in network["picks"]]
@@ -193,7 +194,7 @@ def test_phasenet_trains_to_a_finite_loss_on_one_component_stations(network):
 def write_reference(windows: str, folder: Path) -> Path:
     """The store's windows written as a SeisBench user writes them from ObsPy's traces:
     each trace holds only the station's components, named in `trace_component_order`."""
-    ds = storage.open_dataset(windows)
+    ds = storage.open_dataset(StoreLocation(windows))
     n = ds.sizes[cv.SAMPLE]
     with sbd.WaveformDataWriter(folder / "metadata.csv", folder / "waveforms.hdf5") as writer:
         writer.data_format = {"dimension_order": "CW", "sampling_rate": RATE}
@@ -253,7 +254,7 @@ def test_the_export_holds_finite_traces_and_their_component_order(network, expor
     expected = {"BW.UH1": "Z", "BW.UH3": "ZNE", "BW.UH4": "Z"}
     assert list(metadata["trace_component_order"]) == [expected[s] for s in stations]
     # SeisBench reads each trace's order: asked for E, N, Z, UH3's rows come reversed.
-    store = storage.open_dataset(network["windows"])
+    store = storage.open_dataset(StoreLocation(network["windows"]))
     reverse = sbd.WaveformDataset(exported, component_order="ENZ", cache=None)
     uh3 = int(np.flatnonzero(stations == "BW.UH3")[0])
     np.testing.assert_array_equal(
@@ -300,11 +301,16 @@ def test_an_append_leaves_the_coverage_of_a_one_shot_ingest(tmp_path, dask_clust
     ingest_waveforms([str(p) for p in files.values()], appended, block_samples=1024, quiet=True)
     if before == "no_station_channels":
         as_ingested_before(appended)
-        assert storage.open_dataset(appended)[cv.COVERAGE_VAR].values[0, 0] == pytest.approx(1 / 3)
+        assert storage.open_dataset(StoreLocation(appended))[cv.COVERAGE_VAR].values[
+            0, 0
+        ] == pytest.approx(1 / 3)
     argv = ["ingest", "waveforms", str(later), "--out", appended, "--append", "--quiet"]
     assert main([*argv, "--scheduler", dask_cluster.address]) == 0
     ingest_waveforms([*map(str, files.values()), str(later)], whole, block_samples=1024, quiet=True)
-    got, want = storage.open_dataset(appended), storage.open_dataset(whole)
+    got, want = (
+        storage.open_dataset(StoreLocation(appended)),
+        storage.open_dataset(StoreLocation(whole)),
+    )
     assert got.attrs["station_channels"] == {"BW.UH1": ["SHZ"], "BW.UH3": ["SHE", "SHN", "SHZ"]}
     np.testing.assert_array_equal(got[cv.COVERAGE_VAR].values, want[cv.COVERAGE_VAR].values)
     np.testing.assert_array_equal(got["data"].values, want["data"].values)
@@ -319,7 +325,10 @@ def test_the_export_ingests_back_with_every_component(network, exported, dask_cl
     back = str(network["root"] / "back.zarr")
     argv = ["ingest", "seisbench", str(exported), "--out", back, "--quiet"]
     assert main([*argv, "--scheduler", dask_cluster.address]) == 0
-    got, want = storage.open_dataset(back), storage.open_dataset(network["windows"])
+    got, want = (
+        storage.open_dataset(StoreLocation(back)),
+        storage.open_dataset(StoreLocation(network["windows"])),
+    )
     assert got.attrs["component_order"] == "ZNE"
     np.testing.assert_array_equal(
         got[cv.EVENT_WINDOWS_VAR].values, want[cv.EVENT_WINDOWS_VAR].values

@@ -27,6 +27,7 @@ from seisctf import storage
 from seisctf.catalogs.event_windows import read_catalog
 from seisctf.cli import main
 from seisctf.formats.quakeml.quakeml_windows import ingest_quakeml
+from seisctf.location import StoreLocation
 
 RATE = 20.0
 START = obspy.UTCDateTime("2020-01-01T00:00:00")
@@ -124,7 +125,7 @@ def table(ds: xr.Dataset) -> pd.DataFrame:
 def sources(tmp_path_factory):
     root = tmp_path_factory.mktemp("quakeml")
     continuous = continuous_dataset()
-    storage.write_dataset(continuous, str(root / "continuous.zarr"), quiet=True)
+    storage.write_dataset(continuous, StoreLocation(root / "continuous.zarr"), quiet=True)
     write_catalog(root / "catalog.xml")
     return root, continuous.compute()
 
@@ -141,7 +142,7 @@ def test_windows_are_slices_of_the_continuous_store_with_arrivals_from_picks(sou
         noise_windows=2,
         quiet=True,
     )
-    ds = storage.open_dataset(out)
+    ds = storage.open_dataset(StoreLocation(out))
     cv.validate_event_window_store(ds)
     assert ds.attrs["component_order"] == "ZNE" and list(ds[cv.CHANNEL].values) == list("ZNE")
     assert ds[cv.EVENT_WINDOWS_VAR].dtype == np.float32
@@ -263,11 +264,11 @@ def test_raw_archive_is_ingested_first_and_gives_the_same_windows(
     )
     assert code == 0
     assert f"catalogue: {out}/catalog.parquet" in capsys.readouterr().out.splitlines()
-    ds = storage.open_dataset(out)
+    ds = storage.open_dataset(StoreLocation(out))
     assert set(ds[cv.TRACE_CATEGORY].values) == {"earthquake_local"}
     assert ds.sizes[cv.TRACE] == sum(len(p) for *_, p in EVENTS) - 1  # YY.B01 is not there
     assert any("YY.B01" in p for p in ds.attrs["ingest_problems"])
-    reference = storage.open_dataset(str(tmp_path / "scratch.zarr"))
+    reference = storage.open_dataset(StoreLocation(tmp_path / "scratch.zarr"))
     assert reference.attrs[cv.ATTR_COMPLETE]
     for i in range(ds.sizes[cv.TRACE]):
         station = ".".join(

@@ -20,6 +20,7 @@ from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.cli import main
 from seisctf.formats.obspy_archive.waveforms import ingest_waveforms
+from seisctf.location import StoreLocation
 
 OBSPY_DATA = Path(obspy.__file__).parent / "signal" / "tests" / "data"
 RATE = 50.0
@@ -154,7 +155,7 @@ def expected_noise(record) -> tuple[dict[str, list[int]], list[str]]:
 
 
 def test_noise_windows_equal_numpy_over_the_whole_coverage(record):
-    continuous = storage.open_dataset(record["long"])
+    continuous = storage.open_dataset(StoreLocation(record["long"]))
     assert (
         continuous.sizes[cv.TIME] > 59 * DAY * RATE and continuous.attrs["block_samples"] == BLOCK
     )
@@ -163,7 +164,7 @@ def test_noise_windows_equal_numpy_over_the_whole_coverage(record):
     assert [len(windows[s]) for s in ("BW.UH1", "BW.UH2", "BW.UH3")] == [NOISE_WINDOWS] * 3
     assert 0 < len(windows["BW.UH4"]) < NOISE_WINDOWS
     assert len(problems) == 1 and problems[0].startswith("BW.UH4: ")
-    ds = storage.open_dataset(record["windows"])
+    ds = storage.open_dataset(StoreLocation(record["windows"]))
     start = obspy.UTCDateTime(str(continuous.attrs[cv.ATTR_START_TIME]))
     got: dict[str, list[int]] = {station: [] for station in windows}
     for name, category, first in zip(

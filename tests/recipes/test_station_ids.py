@@ -20,6 +20,7 @@ from obspy.core.event import Catalog, Event, Origin, Pick, WaveformStreamID
 from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.cli import main
+from seisctf.location import StoreLocation
 
 OBSPY = Path(obspy.__file__).parent
 I59_DATA = OBSPY / "signal/tests/data/IM.I59H1..BDF_2020_10_31.mseed"  # 20 Hz, 460 s
@@ -73,7 +74,7 @@ def _catalog(path: Path, picks: list[tuple[str, str, str | None, float]], origin
 
 
 def _windows(url: Path) -> dict[str, list[str]]:
-    ds = storage.open_dataset(str(url))
+    ds = storage.open_dataset(StoreLocation(url))
     return {
         name: [str(v) for v in ds[name].values]
         for name in (cv.TRACE_NAME, cv.NETWORK_CODE, cv.STATION_CODE, "station_location_code")

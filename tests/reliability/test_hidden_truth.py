@@ -24,6 +24,7 @@ from conftest import TINY_LAYOUT_YAML
 
 from seisctf import conventions as cv
 from seisctf import keys
+from seisctf.location import StoreLocation
 
 TESTS = Path(__file__).parents[1]
 REPOSITORY = TESTS.parent
@@ -292,6 +293,6 @@ def test_altered_truth_is_refused_by_the_referee(demos, tmp_path, dask_cluster):
             attrs[cv.ATTR_CTF] = manifest
         else:
             attrs |= change
-        storage.finish_group(str(copy), attrs, None)
+        storage.finish_group(StoreLocation(copy), attrs)
         with pytest.raises(InvalidInput, match=message):
             score_ctf(str(copy), {"baseline": str(paths["baseline"])}, quiet=True)

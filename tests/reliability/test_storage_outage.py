@@ -35,6 +35,7 @@ from seisctf import conventions as cv
 from seisctf import s3 as s3_settings
 from seisctf import storage
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 
 pytest_plugins = ("fault_fixtures",)
 BUCKET = "outage"
@@ -149,18 +150,18 @@ def test_an_outage_beyond_the_retries_fails_clearly_and_resumes(
 
 def test_s3_retries_are_configurable_and_given_options_win(monkeypatch):
     url = f"s3://{BUCKET}/x.zarr"
-    default = storage.options_for(url, {"endpoint_url": "http://127.0.0.1:1"})
+    default = StoreLocation(url, {"endpoint_url": "http://127.0.0.1:1"}).options
     assert default == {
         "endpoint_url": "http://127.0.0.1:1",
         "config_kwargs": {"retries": {"max_attempts": 10, "mode": "standard"}},
     }
     monkeypatch.setenv(s3_settings.S3_RETRIES_ENV, "3")
-    assert storage.options_for(url, None)["config_kwargs"]["retries"]["max_attempts"] == 3
+    assert StoreLocation(url).options["config_kwargs"]["retries"]["max_attempts"] == 3
     given = storage.parse_storage_options(["config_kwargs.retries.max_attempts=2"])
-    merged = storage.options_for(url, given)["config_kwargs"]["retries"]
+    merged = StoreLocation(url, given).options["config_kwargs"]["retries"]
     assert merged == {"max_attempts": 2, "mode": "standard"}
-    assert storage.options_for("/local/store.zarr", given) is None
-    assert storage.options_for("gs://b/x.zarr", {"token": "anon"}) == {"token": "anon"}
+    assert StoreLocation("/local/store.zarr", given).options is None
+    assert StoreLocation("gs://b/x.zarr", {"token": "anon"}).options == {"token": "anon"}
     monkeypatch.setenv(s3_settings.S3_RETRIES_ENV, "many")
     with pytest.raises(InvalidInput, match="SEISCTF_S3_RETRIES"):
-        storage.options_for(url, None)
+        _ = StoreLocation(url).options

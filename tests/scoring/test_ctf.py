@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 from seisctf.pipeline.bundles.segments import build_bundle, write_bundle
 from seisctf.scoring.ctf import (
     open_truth,
@@ -167,10 +168,10 @@ def test_results_are_byte_identical_for_random_submission_chunkings(truth_url, d
 def test_truth_chunking_does_not_change_scores(tmp_path, truth_url):
     manifest, truth = _truth_numpy(truth_url)
     rechunked_url = str(tmp_path / "truth-rechunked.zarr")
-    attrs = storage.read_attrs(truth_url)
+    attrs = storage.read_attrs(StoreLocation(truth_url))
     storage.write_arrays(
         {n: da.from_array(a) for n, a in truth.items()},
-        rechunked_url,
+        StoreLocation(rechunked_url),
         attrs,
         chunks={n: (37, 11) for n in truth},
         quiet=True,
@@ -188,8 +189,8 @@ def test_tampered_truth_is_refused(tmp_path, truth_url):
     truth["X3test"][5, 5] += 1.0
     storage.write_arrays(
         {n: da.from_array(a) for n, a in truth.items()},
-        tampered_url,
-        storage.read_attrs(truth_url),
+        StoreLocation(tampered_url),
+        storage.read_attrs(StoreLocation(truth_url)),
         quiet=True,
     )
     zeros = {n: np.zeros_like(a) for n, a in truth.items()}
@@ -325,12 +326,12 @@ def test_validation_targets_score_locally(tmp_path):
     write_bundle(
         build_bundle(smooth_wavefield(), TINY_LAYOUT, SECRET), public, truth, SECRET, quiet=True
     )
-    manifest = storage.read_attrs(public)[cv.ATTR_CTF]
+    manifest = storage.read_attrs(StoreLocation(public))[cv.ATTR_CTF]
     entries = {e["target"]: e for e in manifest["validation"]}
     assert sorted(entries) == sorted(f"X{i}val" for i in range(1, 10))
-    targets = {name: storage.read_array(public, name).compute() for name in entries}
+    targets = {name: storage.read_array(StoreLocation(public), name).compute() for name in entries}
     for name, entry in entries.items():
-        source = storage.read_array(public, entry["source"]).compute()
+        source = storage.read_array(StoreLocation(public), entry["source"]).compute()
         assert np.array_equal(targets[name], source[entry["start_index"] :])
     assert entries["X1val"]["shape"] == [40, 48] and entries["X8val"]["source"] == "X9train"
     results = score_validation(

@@ -24,6 +24,7 @@ from test_ctf import numpy_scores
 from seisctf import cli, storage
 from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 from seisctf.scoring import leaderboard, referee, release
 from seisctf.scoring.ctf import validation_manifest
 from seisctf.scoring.submission import open_submission
@@ -396,8 +397,8 @@ def test_a_truth_that_fails_its_commitment_refuses_the_whole_batch(
     altered_url = str(tmp_path / "altered.zarr")
     storage.write_arrays(
         {name: da.from_array(array) for name, array in altered.items()},
-        altered_url,
-        storage.read_attrs(truth_url),
+        StoreLocation(altered_url),
+        storage.read_attrs(StoreLocation(truth_url)),
         quiet=True,
     )
     sources = {name: batch[name] for name in ("honest", "nan", "second")}
@@ -412,9 +413,11 @@ def test_a_validation_batch_scores_the_valid_and_reports_the_refused(
     bundle, tmp_path, capsys, dask_cluster
 ):
     public_url = str(Path(bundle[0]).with_name("public.zarr"))
-    manifest = validation_manifest(storage.read_attrs(public_url)[cv.ATTR_CTF])
+    manifest = validation_manifest(storage.read_attrs(StoreLocation(public_url))[cv.ATTR_CTF])
     names = [pair["test"] for pair in manifest["pairs"]]
-    targets = {name: storage.read_array(public_url, name).compute() for name in names}
+    targets = {
+        name: storage.read_array(StoreLocation(public_url), name).compute() for name in names
+    }
     predictions = {name: (array + 0.1).astype(np.float32) for name, array in targets.items()}
     honest = write_npz(predictions, tmp_path / "honest.npz")
     integers = write_npz({n: a.astype(np.int16) for n, a in targets.items()}, tmp_path / "int.npz")

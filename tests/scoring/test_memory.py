@@ -9,6 +9,7 @@ from conftest import synthetic_manifest
 from seisctf import commitment, storage
 from seisctf import conventions as cv
 from seisctf.cluster import compute, dask_client, peak_memory_bytes, reset_peak_memory
+from seisctf.location import StoreLocation
 from seisctf.scoring.ctf import score_ctf
 
 WORKER_LIMIT = 400 * 2**20
@@ -29,9 +30,11 @@ def test_bundle_four_times_worker_memory_scores_within_limits(tmp_path):
     truth_url, submission_url = str(tmp_path / "truth.zarr"), str(tmp_path / "sub.zarr")
     manifest = {**synthetic_manifest(ROWS, SENSORS, k=20, modes=64), "dataset": "memory-test"}
     with dask_client(n_workers=2, memory_limit=WORKER_LIMIT, quiet=True) as client:
-        storage.write_arrays(_random_arrays(1), truth_url, {}, quiet=True, finish=False)
+        storage.write_arrays(
+            _random_arrays(1), StoreLocation(truth_url), {}, quiet=True, finish=False
+        )
         rows = commitment.block_rows(SENSORS)
-        stored = {n: storage.read_array(truth_url, n) for n in cv.TEST_NAMES}
+        stored = {n: storage.read_array(StoreLocation(truth_url), n) for n in cv.TEST_NAMES}
         digests = compute(
             {n: commitment.block_digests(a, SALT, rows) for n, a in stored.items()}, quiet=True
         )[0]
@@ -39,8 +42,10 @@ def test_bundle_four_times_worker_memory_scores_within_limits(tmp_path):
             "block_rows": rows,
             **{n: commitment.block_root(d, SALT) for n, d in digests.items()},
         }
-        storage.finish_group(truth_url, {cv.ATTR_CTF: manifest, cv.ATTR_CTF_SALT: SALT}, None)
-        storage.write_arrays(_random_arrays(2), submission_url, {}, quiet=True)
+        storage.finish_group(
+            StoreLocation(truth_url), {cv.ATTR_CTF: manifest, cv.ATTR_CTF_SALT: SALT}
+        )
+        storage.write_arrays(_random_arrays(2), StoreLocation(submission_url), {}, quiet=True)
         total = sum(int(np.prod(a.shape)) * 4 for a in stored.values()) * 2
         assert total >= 4 * WORKER_LIMIT
 

@@ -9,6 +9,7 @@ from conftest import noisy_copy, write_tiny_truth
 
 from seisctf import storage
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 from seisctf.scoring import ladder, leaderboard, referee, release
 from seisctf.scoring.ctf import score_ctf
 
@@ -30,9 +31,9 @@ def test_truth_is_opened_once_and_its_commitment_recorded(ctf, tmp_path, monkeyp
     reads = []
     read_attrs = storage.read_attrs
 
-    def counting(url, *args, **kwargs):
-        reads.append(url)
-        return read_attrs(url, *args, **kwargs)
+    def counting(location, *args, **kwargs):
+        reads.append(location.url)
+        return read_attrs(location, *args, **kwargs)
 
     monkeypatch.setattr(storage, "read_attrs", counting)
     db = str(tmp_path / "board.sqlite")
@@ -44,7 +45,7 @@ def test_truth_is_opened_once_and_its_commitment_recorded(ctf, tmp_path, monkeyp
     monkeypatch.setattr(storage, "read_attrs", read_attrs)
     assert written == [results]
     assert results == score_ctf(truth_url, paths, quiet=True)
-    manifest = storage.read_attrs(truth_url)["ctf"]
+    manifest = storage.read_attrs(StoreLocation(truth_url))["ctf"]
     entries = leaderboard.entries(db)
     assert sorted(e["model"] for e in entries) == sorted(paths)
     assert {e["truth_commitment"] for e in entries} == {leaderboard.truth_commitment_of(manifest)}
@@ -64,7 +65,9 @@ def test_released_run_counts_and_a_failed_write_gives_the_slots_back(ctf, tmp_pa
     assert release.used(asked) == 0
     assert leaderboard.entries(judge.db) == []  # recorded only once written
     (full,) = score_ctf(truth_url, {"noisy1": paths["noisy1"]}, quiet=True)
-    commitment = leaderboard.truth_commitment_of(storage.read_attrs(truth_url)["ctf"])
+    commitment = leaderboard.truth_commitment_of(
+        storage.read_attrs(StoreLocation(truth_url))["ctf"]
+    )
     assert ladder.current_best(asked, commitment) is None  # the failed run's rung was deleted
     (result,) = referee.run_ctf(truth_url, {"noisy1": paths["noisy1"]}, judge, quiet=True)
     assert release.used(asked) == 1 and "raw_scores" not in result and "scores" not in result

@@ -20,6 +20,7 @@ from dask.array.core import normalize_chunks
 from seisctf import cli, storage
 from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 from seisctf.scoring.ctf import score_ctf
 from seisctf.scoring.submission import open_submission
 
@@ -31,7 +32,10 @@ SECRET = "test-secret-submission"
 
 def write_zarr(arrays: dict[str, np.ndarray], path: Path) -> Path:
     storage.write_arrays(
-        {name: da.from_array(a) for name, a in arrays.items()}, str(path), {}, quiet=True
+        {name: da.from_array(a) for name, a in arrays.items()},
+        StoreLocation(path),
+        {},
+        quiet=True,
     )
     return path
 

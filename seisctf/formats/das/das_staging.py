@@ -28,10 +28,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from seisctf import storage
 from seisctf.errors import InvalidInput
 from seisctf.formats.shared import input_cache
 from seisctf.formats.shared.input_listing import is_url
+from seisctf.location import StoreLocation
 
 PIECE_BYTES = 2**22  # read and hashed at a time
 
@@ -42,7 +42,7 @@ def _opened(path: str, storage_options: dict | None) -> Any:
         return open(path, "rb")
     import fsspec
 
-    return fsspec.open(path, "rb", **(storage.options_for(path, storage_options) or {})).open()
+    return fsspec.open(path, "rb", **(StoreLocation(path, storage_options).options or {})).open()
 
 
 def _size(handle: Any) -> int:

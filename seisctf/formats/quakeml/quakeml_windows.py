@@ -54,6 +54,7 @@ from seisctf.formats.obspy_archive.waveforms import ingest_waveforms
 from seisctf.formats.quakeml import catalog as catalogs
 from seisctf.formats.shared.resumable import ATTR_FINGERPRINT, fingerprint_of, iso_time
 from seisctf.formats.shared.source import INPUT_PATHS, STORE, opened_source
+from seisctf.location import StoreLocation
 from seisctf.plugins.context import BuildContext
 from seisctf.plugins.schema import POSITIVE, URL, parameters
 from seisctf.registry import INGESTS
@@ -99,7 +100,7 @@ def is_continuous_store(url: str, storage_options: dict | None) -> bool:
     import zarr
 
     try:
-        group = storage.open_group(url, storage_options)
+        group = storage.open_group(StoreLocation(url, storage_options))
     except InvalidInput:
         return False
     except (zarr.errors.ContainsArrayError, ValueError, OSError):
@@ -134,7 +135,7 @@ def store_grid(dataset, url: str, storage_options: dict | None = None) -> catalo
         start_ns = UTCDateTime(attrs[cv.ATTR_START_TIME]).ns
     coverage, block_samples = None, attrs.get("block_samples")
     if cv.COVERAGE_VAR in dataset and block_samples:
-        coverage = storage.open_group(url, storage_options)[cv.COVERAGE_VAR]
+        coverage = storage.open_group(StoreLocation(url, storage_options))[cv.COVERAGE_VAR]
     stations = tuple(str(s) for s in dataset[cv.STATION].values)
     for station in stations:
         split_station(station, url)
@@ -167,7 +168,9 @@ def cut_windows(
     """Windows (trace, component, sample) float32 from the store's `data`: trace i is
     data[station_rows[i], channel_rows[i, c], starts[i] : starts[i] + window_samples], NaN for
     channel row −1. Consecutive windows of one station are read in one slice."""
-    data = storage.group_array(storage.open_group(url, storage_options), cv.WAVEFORM_VAR, url)
+    data = storage.group_array(
+        storage.open_group(StoreLocation(url, storage_options)), cv.WAVEFORM_VAR, url
+    )
     n_trace, n_component = channel_rows.shape
     out = np.full((n_trace, n_component, window_samples), np.nan, dtype=np.float32)
     first = 0
@@ -383,7 +386,7 @@ def cut_and_write(
     quiet: bool,
 ) -> QuakemlReport:
     """Plan, cut and write the windows of the continuous store at `source_url`."""
-    continuous = storage.open_dataset(source_url, storage_options)
+    continuous = storage.open_dataset(StoreLocation(source_url, storage_options))
     grid = store_grid(continuous, source_url, storage_options)
     plan = catalogs.plan_windows(
         events,
@@ -469,9 +472,11 @@ def quakeml(
         quiet=context.quiet,
         **options,
     )
-    attrs = storage.read_attrs(url, context.storage_options)
+    attrs = storage.read_attrs(StoreLocation(url, context.storage_options))
     recorded = {key: attrs[key] for key in ("event_catalog", "waveform_source", "window_rule")}
     request = {"sha256": attrs["event_catalog"]["sha256"], **recorded, **options}
     fingerprint = fingerprint_of(request)
-    storage.finish_group(url, {ATTR_FINGERPRINT: fingerprint}, context.storage_options)
+    storage.finish_group(
+        StoreLocation(url, context.storage_options), {ATTR_FINGERPRINT: fingerprint}
+    )
     return opened_source(context, report.problems)

@@ -50,6 +50,7 @@ from seisctf.catalogs.trace_table import read_trace_table
 from seisctf.catalogs.window_components import gap_fractions, own_components
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 from seisctf.s3 import holds_credentials
 
 # Bytes of waveforms computed per round (whole store chunks): what the writer holds at once.
@@ -222,7 +223,9 @@ def export_seisbench(
 ) -> list[Path]:
     """Export the event-window store at `url` (the traces `query` selects, if given) to the
     SeisBench dataset folder `directory` (module doc); returns the files written."""
-    ds = cv.validate_event_window_store(storage.open_dataset(url, storage_options), url)
+    ds = cv.validate_event_window_store(
+        storage.open_dataset(StoreLocation(url, storage_options)), url
+    )
     table = read_trace_table(ds, quiet=quiet)
     if query is not None:
         selected = select_traces(table, query, url)

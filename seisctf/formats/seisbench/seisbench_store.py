@@ -50,6 +50,7 @@ from seisctf.catalogs import event_windows as ew
 from seisctf.catalogs.window_components import gaps_as_zeros, present_components
 from seisctf.catalogs.window_reader import DEFAULT_CACHE_BYTES, WindowReader
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 
 STORE_ROW = "trace_store_row"  # the window's position along the store's `trace`
 
@@ -75,7 +76,9 @@ class StoreWaveformDataset(sbd.WaveformDataset):
     ) -> None:
         # WaveformDataset.__init__ reads metadata CSV and HDF5 files from a folder: not called.
         # The attributes it sets are set here in its order, from the store.
-        group = storage.require_complete(storage.open_group(url, storage_options), str(url))
+        group = storage.require_complete(
+            storage.open_group(StoreLocation(url, storage_options)), str(url)
+        )
         attrs: dict[str, Any] = dict(group.attrs)
         self.url = str(url)
         self._reader = WindowReader(url, storage_options, cache_bytes, signed_urls)

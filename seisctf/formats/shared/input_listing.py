@@ -8,8 +8,8 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from seisctf import storage
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 
 SHOWN = 5  # inputs a message names before "and N more"
 EMPTY_FOLDER = "no file in this folder or below it (hidden files are skipped)"
@@ -48,7 +48,7 @@ def is_url(path: str) -> bool:
 def filesystem(url: str, storage_options: dict | None) -> tuple[Any, str]:
     import fsspec
 
-    fs, _ = fsspec.core.url_to_fs(url, **(storage.options_for(url, storage_options) or {}))
+    fs, _ = fsspec.core.url_to_fs(url, **(StoreLocation(url, storage_options).options or {}))
     return fs, fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
 
 
@@ -58,7 +58,7 @@ def read_input(path: str, storage_options: dict | None = None) -> bytes:
         import fsspec
 
         with fsspec.open(
-            path, "rb", **(storage.options_for(path, storage_options) or {})
+            path, "rb", **(StoreLocation(path, storage_options).options or {})
         ) as handle:
             return handle.read()
     with open(path, "rb") as handle:

@@ -45,7 +45,6 @@ from typing import Any
 
 import numpy as np
 
-from seisctf import storage
 from seisctf.cluster import release_free_memory
 from seisctf.errors import InvalidInput
 from seisctf.formats.obspy_archive.scan_table import SHA256_BYTES, TRACE_COLUMNS, ScanTable
@@ -57,6 +56,7 @@ from seisctf.formats.shared.resumable import (
     emptied_folders_ignored,
     open_store,
 )
+from seisctf.location import StoreLocation
 
 GROUP = "inputs"
 NEXT_GROUP = "inputs_next"  # where an append writes its table while the old one is in use
@@ -143,7 +143,7 @@ def _listing(folder: str, storage_options: dict | None, few: list[str] | None) -
     of the `few` objects of it wanted (one request each, not a listing of the whole folder)."""
     import fsspec
 
-    fs, _ = fsspec.core.url_to_fs(folder, **(storage.options_for(folder, storage_options) or {}))
+    fs, _ = fsspec.core.url_to_fs(folder, **(StoreLocation(folder, storage_options).options or {}))
     fs.invalidate_cache(folder)  # a listing cached earlier may predate a change
     entries = []
     try:

@@ -33,6 +33,7 @@ from seisctf import conventions as cv
 from seisctf import storage, urls
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 
 NS_PER_S = 1_000_000_000
 PROGRESS_VAR = "ingest_progress"
@@ -61,12 +62,12 @@ def open_store(url: str, storage_options: dict | None, mode: storage.AccessMode 
             return zarr.open_group(
                 str(url),
                 mode="r",
-                storage_options=storage.options_for(url, storage_options),
+                storage_options=StoreLocation(url, storage_options).options,
                 use_consolidated=False,
             )
         except (FileNotFoundError, zarr.errors.GroupNotFoundError) as error:
             raise InvalidInput(str(url), f"no zarr group found there ({error})") from None
-    group = storage.open_group(url, storage_options, mode=mode)
+    group = storage.open_group(StoreLocation(url, storage_options), mode=mode)
     if mode == "w":
         return group
     return zarr.open_group(group.store, mode=mode, zarr_format=3, use_consolidated=False)
@@ -398,7 +399,7 @@ def finish(
     if BASE_VAR in group:
         del group[BASE_VAR]
     with emptied_folders_ignored(PROGRESS_VAR, BASE_VAR):
-        storage.finish_group(url, dict(attrs), storage_options)
+        storage.finish_group(StoreLocation(url, storage_options), dict(attrs))
 
 
 @contextlib.contextmanager

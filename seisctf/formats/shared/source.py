@@ -19,6 +19,7 @@ import xarray as xr
 
 from seisctf import storage
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 from seisctf.plugins.context import BuildContext
 from seisctf.plugins.schema import POSITIVE_INT, URL
 from seisctf.registry import INGESTS
@@ -56,7 +57,9 @@ def opened_source(context: BuildContext, problems: Sequence[str] = ()) -> xr.Dat
     if not context.quiet:
         for problem in problems:
             print(f"problem: {problem}")
-    return storage.open_dataset(context.require_source_url(), context.storage_options)
+    return storage.open_dataset(
+        StoreLocation(context.require_source_url(), context.storage_options)
+    )
 
 
 def ingest_unless_done(
@@ -71,10 +74,10 @@ def ingest_unless_done(
     file) and asked for the same `request` (recorded in the attr `seisctf_recipe_NAME`)."""
     url, options = context.require_source_url(), context.storage_options
     try:
-        attrs = storage.read_attrs(url, options)
+        attrs = storage.read_attrs(StoreLocation(url, options))
     except InvalidInput:
         attrs = {}
     key = f"seisctf_recipe_{name}"
     if attrs.get("inputs") != list(inputs) or attrs.get(key) != dict(request):
         ingest()
-        storage.finish_group(url, {key: dict(request)}, options)
+        storage.finish_group(StoreLocation(url, options), {key: dict(request)})

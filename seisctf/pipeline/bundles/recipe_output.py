@@ -11,6 +11,7 @@ import xarray as xr
 from seisctf import conventions as cv
 from seisctf import keys, storage
 from seisctf.build.provenance import provenance, up_to_date
+from seisctf.location import StoreLocation
 from seisctf.pipeline.bundles.archive_wavefield import wavefield_for_tasks
 from seisctf.pipeline.bundles.public_truth import truth_stamp
 from seisctf.pipeline.bundles.segments import build_bundle, write_bundle
@@ -49,7 +50,11 @@ def ctf_bundle_output(
     )
     # The bundle reads the store just written (the chain runs once), else the lazy chain.
     store_url = context.store_output
-    source = storage.open_dataset(store_url, context.storage_options) if store_url else dataset()
+    source = (
+        storage.open_dataset(StoreLocation(store_url, context.storage_options))
+        if store_url
+        else dataset()
+    )
     what = store_url or recipe.where
     wavefield, public_attrs, truth_attrs = wavefield_for_tasks(
         source, layout, what=what, quiet=context.quiet

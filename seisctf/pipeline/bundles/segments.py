@@ -23,6 +23,7 @@ from seisctf import commitment, keys, storage
 from seisctf import conventions as cv
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 from seisctf.pipeline.transforms.noise import gaussian_noise
 from seisctf.plugins.layouts import (
     BURN_IN_ROLES,
@@ -279,7 +280,7 @@ def refuse_existing_bundle(
         return
     for parameter, url in (("public_url", public_url), ("truth_url", truth_url)):
         fs, path = fsspec.core.url_to_fs(
-            str(url), **(storage.options_for(url, storage_options) or {})
+            str(url), **(StoreLocation(url, storage_options).options or {})
         )
         if fs.exists(path):
             raise InvalidInput(
@@ -314,9 +315,17 @@ def write_bundle(
         )
     salt = keys.derive_salt(secret)
     storage.write_arrays(
-        bundle.truth, truth_url, {}, storage_options, label="truth", quiet=quiet, finish=False
+        bundle.truth,
+        StoreLocation(truth_url, storage_options),
+        {},
+        label="truth",
+        quiet=quiet,
+        finish=False,
     )
-    stored = {name: storage.read_array(truth_url, name, storage_options) for name in bundle.truth}
+    stored = {
+        name: storage.read_array(StoreLocation(truth_url, storage_options), name)
+        for name in bundle.truth
+    }
     rows = commitment.block_rows(bundle.manifest["pairs"][0]["shape"][1])
     digests = compute(
         {name: commitment.block_digests(array, salt, rows) for name, array in stored.items()},
@@ -336,9 +345,8 @@ def write_bundle(
     }
     storage.write_arrays(
         bundle.public,
-        public_url,
+        StoreLocation(public_url, storage_options),
         {**(attrs or {}), cv.ATTR_CTF: manifest},
-        storage_options,
         label="public bundle",
         quiet=quiet,
     )
@@ -350,5 +358,5 @@ def write_bundle(
     }
     if keep_secret:
         private[cv.ATTR_CTF_SECRET] = secret
-    storage.finish_group(truth_url, private, storage_options)
+    storage.finish_group(StoreLocation(truth_url, storage_options), private)
     return manifest
