@@ -34,6 +34,7 @@ DEFAULT_OUTPUT = "VEL"
 DEFAULT_WATER_LEVEL = 60.0
 AUTO = "auto"  # `pre_filt` from the store's sampling rate (see the module docstring)
 LOW_CORNERS_HZ = (0.005, 0.01)
+Corners = tuple[float, float, float, float]  # a pre-filter's four corners, Hz
 HIGH_CORNERS_OF_NYQUIST = (0.8, 0.9)
 METHOD = (
     "obspy Trace.remove_response per contiguous input trace (float64; zero_mean, 5 % cosine "
@@ -57,7 +58,7 @@ class ResponseRemoval:
     none) and water level (dB, or None for none); the rest is obspy's defaults."""
 
     output: str = DEFAULT_OUTPUT
-    pre_filt: tuple[float, float, float, float] | None = None
+    pre_filt: Corners | None = None
     water_level: float | None = DEFAULT_WATER_LEVEL
     zero_mean: bool = True
     taper: bool = True
@@ -77,13 +78,13 @@ class ResponseRemoval:
         }
 
 
-def default_pre_filt(sampling_rate_hz: float) -> tuple[float, float, float, float]:
+def default_pre_filt(sampling_rate_hz: float) -> Corners:
     nyquist = sampling_rate_hz / 2.0
-    high = tuple(round(fraction * nyquist, 9) for fraction in HIGH_CORNERS_OF_NYQUIST)
-    return (*LOW_CORNERS_HZ, *high)  # type: ignore[return-value]
+    high, higher = (round(fraction * nyquist, 9) for fraction in HIGH_CORNERS_OF_NYQUIST)
+    return (*LOW_CORNERS_HZ, high, higher)
 
 
-def parse_pre_filt(text: str | Sequence[float] | None) -> tuple[float, ...] | str | None:
+def parse_pre_filt(text: str | Sequence[float] | None) -> Corners | str | None:
     """`F1,F2,F3,F4` (Hz) or four numbers -> four floats; `none` or None -> None (no
     pre-filter); `auto` -> AUTO (the default band)."""
     if text is None or (isinstance(text, str) and text.strip().lower() == "none"):
@@ -120,7 +121,7 @@ def requested_removal(
     pre_filt: str | Sequence[float] | None,
     water_level: str | float | None,
     inventories: Sequence[str],
-) -> tuple[str, tuple[float, ...] | str | None, float | None] | None:
+) -> tuple[str, Corners | str | None, float | None] | None:
     """Check the response options before any work: (output, pre_filt or AUTO, water level), or
     None when no removal is asked. `pre_filt`/`water_level` other than their defaults without
     `output` are bad input, as is a removal without inventories."""
@@ -140,13 +141,14 @@ def requested_removal(
 
 
 def resolve_removal(
-    request: tuple[str, tuple[float, ...] | str | None, float | None], sampling_rate_hz: float
+    request: tuple[str, Corners | str | None, float | None], sampling_rate_hz: float
 ) -> tuple[ResponseRemoval, bool]:
     """The removal on a store of `sampling_rate_hz` and whether its pre_filt is the default."""
     output, pre_filt, water_level = request
     auto = pre_filt == AUTO
-    corners = default_pre_filt(sampling_rate_hz) if auto else pre_filt
-    return ResponseRemoval(output, corners, water_level), auto  # type: ignore[arg-type]
+    # AUTO is the one text `parse_pre_filt` gives.
+    corners = default_pre_filt(sampling_rate_hz) if isinstance(pre_filt, str) else pre_filt
+    return ResponseRemoval(output, corners, water_level), auto
 
 
 def response_problem(path: str, seed_id: str, start: Any, inventory: Any) -> str | None:
