@@ -221,12 +221,10 @@ def _local_arguments(
 def _start_local(*arguments: Any) -> tuple[Any, Any]:
     """The embedded cluster and its client."""
     from distributed import Client
-    from distributed.gc import disable_gc_diagnosis
 
+    # Its scheduler, in this process, hooks no logger into full garbage collections: a Ctrl-C
+    # landing in one was printed as "Exception ignored" and lost (`prepare_process`).
     cluster = _local_cluster(*arguments)
-    # Its scheduler, in this process, hooks a logger (silenced above) into every full garbage
-    # collection: a Ctrl-C landing in that hook is printed as "Exception ignored" and lost.
-    disable_gc_diagnosis(force=True)
     try:
         client = Client(cluster)
     except BaseException:

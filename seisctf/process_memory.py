@@ -61,29 +61,41 @@ def drop_debug_logs() -> None:
         dask.config.update_defaults(ours)
 
 
-_gc_diagnosis_held = False
+_gc_diagnosis_skipped = False
 
 
-def hold_gc_diagnosis() -> None:
-    """Turn distributed's garbage-collection timing on for the life of this process, from the
-    calling thread, before its schedulers and workers start.
+def skip_gc_diagnosis() -> None:
+    """Keep distributed's garbage-collection timing out of this process for good: its
+    `gc.callbacks` entry is removed if a scheduler or worker added it, and distributed counts it
+    as on, so none adds or removes it again.
 
-    Each scheduler and worker turns it on as it starts and off as it closes, by adding and
-    removing a `gc.callbacks` entry from its event loop's thread. A full collection running in
-    another thread runs finalizers that let that thread in: an entry added between the
-    collection's start and stop sees a stop without a start and prints "Exception ignored …
-    AssertionError" on stderr (seen on a command's embedded cluster). Held here, the entry is
-    added once and never removed, so starting and closing change no list."""
-    global _gc_diagnosis_held
-    from distributed.gc import enable_gc_diagnosis
+    Each scheduler and worker adds that entry as it starts and removes it as it closes, from its
+    event loop's thread. Two faults follow. An entry added while a full collection runs in
+    another thread (its finalizers let that thread in) sees a stop without a start and prints
+    "Exception ignored … AssertionError" on a command's stderr. And the entry, called inside a
+    collection, lets other threads in (psutil, logging): a collection inside
+    `sys._current_frames()` (a worker's profiler, every 10 ms) then waits for the GIL while
+    holding the interpreter's thread list, which a thread being started (zarr's, fsspec's)
+    waits for while holding the GIL, and the worker hangs (CPython 3.11). The timing only fed
+    log lines seisctf silences."""
+    global _gc_diagnosis_skipped
+    import gc
 
-    if not _gc_diagnosis_held:
-        enable_gc_diagnosis()
-        _gc_diagnosis_held = True
+    from distributed import gc as diagnosis
+
+    if _gc_diagnosis_skipped:
+        return
+    with diagnosis._gc_diagnosis_lock:
+        hook = diagnosis._gc_diagnosis
+        if hook._gc_callback in gc.callbacks:
+            gc.callbacks.remove(hook._gc_callback)
+        hook._enabled = True
+        diagnosis._gc_diagnosis_users += 1  # never 0 again: never added, never removed
+    _gc_diagnosis_skipped = True
 
 
 def prepare_process() -> None:
     """What this process needs before a distributed client, scheduler or worker starts in it:
-    `drop_debug_logs` and `hold_gc_diagnosis`."""
+    `drop_debug_logs` and `skip_gc_diagnosis`."""
     drop_debug_logs()
-    hold_gc_diagnosis()
+    skip_gc_diagnosis()
