@@ -263,20 +263,19 @@ def build(root: Path, n_sensors: int, steps: int, quiet: bool) -> tuple[str, str
 
     wavefield_url, truth_url = str(root / "wavefield.zarr"), str(root / "truth.zarr")
     public_url, submission_url = str(root / "public.zarr"), str(root / "noisy.zarr")
-    wavefield_store, target = StoreLocation(wavefield_url), StoreLocation(submission_url)
+    wavefield_store, truth_store, public_store, target = map(
+        StoreLocation, (wavefield_url, truth_url, public_url, submission_url)
+    )
     wavefield = synthesize_global(n_sensors=n_sensors, duration_s=float(steps), seed=2026)
     storage.write_dataset(wavefield, wavefield_store, label="synth global", quiet=quiet)
-    bundle = build_bundle(
-        storage.open_dataset(wavefield_store),
-        layout_for(steps, n_sensors),
-        SECRET,
-        what=wavefield_url,
-    )
-    manifest = write_bundle(bundle, public_url, truth_url, SECRET, quiet=quiet)
+    layout = layout_for(steps, n_sensors)
+    wavefield = storage.open_dataset(wavefield_store)
+    bundle = build_bundle(wavefield, layout, SECRET, what=wavefield_url)
+    manifest = write_bundle(bundle, public_store, truth_store, SECRET, quiet=quiet)
     rng = da.random.default_rng(7)
     noisy = {}
     for pair in manifest["pairs"]:
-        truth = storage.read_array(StoreLocation(truth_url), pair["test"]).astype(np.float64)
+        truth = storage.read_array(truth_store, pair["test"]).astype(np.float64)
         rms = da.sqrt((truth**2).mean())
         noise = rng.standard_normal(truth.shape, chunks=truth.chunks)
         noisy[pair["test"]] = (truth + 0.1 * rms * noise).astype(np.float32)
@@ -368,9 +367,11 @@ def trace_main(truth_url: str, submission_url: str) -> None:
 def threaded_main(truth_url: str, submission_url: str) -> None:
     """Child mode (diagnostic): the command's library call, `score_ctf`, with no Dask client, so
     on Dask's local threaded scheduler: what the command would cost without a LocalCluster."""
+    from seisctf.location import StoreLocation
     from seisctf.scoring.ctf import score_ctf
 
-    print(json.dumps(score_ctf(truth_url, {"noisy": submission_url}, quiet=True)[0]))
+    submission = {"noisy": StoreLocation(submission_url)}
+    print(json.dumps(score_ctf(StoreLocation(truth_url), submission, quiet=True)[0]))
 
 
 def command_pieces(run: ChildRun) -> dict[str, float]:

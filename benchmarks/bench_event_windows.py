@@ -42,6 +42,8 @@ from pathlib import Path
 import numpy as np
 from bench_ctf_scoring import load_average, machine_facts
 
+from seisctf.location import StoreLocation
+
 DEFAULT_LAYOUTS = "1/none/raw,1/none/lz4,1/256/raw,1/256/lz4,1/1024/lz4,4/256/lz4"
 
 
@@ -126,7 +128,7 @@ def main() -> None:
         for text, layout in layouts.items():
             url = root / f"store-{text.replace('/', '-')}.zarr"
             start = time.perf_counter()
-            ingest_seisbench(str(source), str(url), layout=layout, quiet=True)
+            ingest_seisbench(str(source), StoreLocation(url), layout=layout, quiet=True)
             ingest_s[text] = time.perf_counter() - start
             stores[text] = url
         sizes = {text: tree_size(url) for text, url in stores.items()}

@@ -37,6 +37,8 @@ from pathlib import Path
 import numpy as np
 from bench_ctf_scoring import load_average, machine_facts
 
+from seisctf.location import StoreLocation
+
 CHANNELS = ("HHE", "HHN", "HHZ")
 
 
@@ -219,7 +221,7 @@ def ingest_seconds(client, sources: list[str], store: Path) -> dict[str, float]:
     cluster.compute = resumable.compute = timed
     try:
         began = time.perf_counter()
-        waveforms.ingest_waveforms(sources, str(store), quiet=True)
+        waveforms.ingest_waveforms(sources, StoreLocation(store), quiet=True)
         total = time.perf_counter() - began
     finally:
         cluster.compute = resumable.compute = compute
@@ -266,7 +268,7 @@ def measure(files: list[Path], repeat: int, workdir: Path, scaling: bool = False
     kernel_floor(files, workdir / "floor")
     for n_workers in (1, 2):
         with dask_client(n_workers=n_workers, memory_limit="2GiB", quiet=True) as client:
-            ingest_waveforms(sources, str(workdir / "warmup.zarr"), quiet=True)  # imports
+            ingest_waveforms(sources, StoreLocation(workdir / "warmup.zarr"), quiet=True)  # imports
             shutil.rmtree(workdir / "warmup.zarr")
             for _ in range(repeat):
                 found.bare.append(bare_obspy(files))

@@ -38,6 +38,8 @@ from bench_ctf_scoring import load_average, machine_facts
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from pick_reference import reference_metrics, reference_score  # noqa: E402
 
+from seisctf.location import StoreLocation
+
 RATE_HZ = 100.0
 
 
@@ -111,7 +113,7 @@ def write_store(labels: pd.DataFrame, url: str) -> None:
     )
     assert isinstance(dataset, xr.Dataset) and cv.SPLIT_VAR in dataset
     layout = event_windows.WindowLayout(chunk_traces=n, shard_traces=None, compress=False)
-    event_windows.write_event_windows(dataset, url, layout=layout, quiet=True)
+    event_windows.write_event_windows(dataset, StoreLocation(url), layout=layout, quiet=True)
 
 
 def main() -> None:

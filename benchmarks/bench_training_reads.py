@@ -69,6 +69,7 @@ from seisctf.formats.seisbench.seisbench_training import (  # noqa: E402
     phasenet_generator,
     phasenet_loader,
 )
+from seisctf.location import StoreLocation  # noqa: E402
 
 MIB = 2**20
 BUCKET = "train"
@@ -187,7 +188,7 @@ def make_data(args: argparse.Namespace) -> None:
     if not (root / "sb.zarr" / "zarr.json").is_file():
         from seisctf.formats.seisbench.ingest import ingest_seisbench
 
-        ingest_seisbench(str(root / "sb"), str(root / "sb.zarr"), quiet=True)
+        ingest_seisbench(str(root / "sb"), StoreLocation(root / "sb.zarr"), quiet=True)
 
 
 def page_cache_only(root: Path, keep: set[str]) -> None:

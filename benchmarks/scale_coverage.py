@@ -150,7 +150,7 @@ def coverage_work(job: str, store, url: str, workdir: Path, shape: StoreShape) -
         plan = catalogs.plan_windows(
             events,
             picks,
-            store_grid(store, url),
+            store_grid(store, StoreLocation(url)),
             window_s=WINDOW_S,
             pre_arrival_s=PRE_ARRIVAL_S,
             noise_per_station=NOISE_WINDOWS,
@@ -183,7 +183,7 @@ def whole_job(job: str, url: str, workdir: Path, shape: StoreShape) -> dict:
     report = ingest_quakeml(
         str(catalogue(workdir, shape)),
         [url],
-        str(out),
+        StoreLocation(out),
         window_s=WINDOW_S,
         pre_arrival_s=PRE_ARRIVAL_S,
         noise_windows=NOISE_WINDOWS,

@@ -57,6 +57,8 @@ from scale_report import (  # noqa: E402
     verdict,
 )
 
+from seisctf.location import StoreLocation  # noqa: E402
+
 SAMPLES = 3000  # samples per window (3 × 3000 float32: the 300 k catalogue's windows)
 PICKING_SETS = {"STEAD/INSTANCE": 1_200_000, "CEED": 4_100_000, "SCEDC": 8_100_000}
 WINDOWS_PER_S_GOAL = 2000.0
@@ -266,7 +268,7 @@ def write_catalogue_store(frame: pd.DataFrame, url: Path) -> None:
         np.zeros((n, 3, 1), np.float32), frame, ["Z", "N", "E"], 100.0
     )
     layout = event_windows.WindowLayout(chunk_traces=n, shard_traces=None, compress=False)
-    event_windows.write_event_windows(dataset, str(url), layout=layout, quiet=True)
+    event_windows.write_event_windows(dataset, StoreLocation(url), layout=layout, quiet=True)
 
 
 def audit_passes(strategy: str, audit: dict) -> bool:

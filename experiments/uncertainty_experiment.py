@@ -41,6 +41,7 @@ import pandas as pd
 import xarray as xr
 
 from seisctf import conventions as cv
+from seisctf.location import StoreLocation
 
 RATE_HZ = 100.0
 WINDOW_S = 30.0
@@ -231,7 +232,7 @@ def build_data(workdir: Path, config: ExperimentConfig) -> Data:
     from seisctf.scoring.picks import read_truth
 
     url = str(workdir / "windows.zarr")
-    event_windows.write_event_windows(synthetic_windows(config), url, quiet=True)
+    event_windows.write_event_windows(synthetic_windows(config), StoreLocation(url), quiet=True)
     options = SplitOptions(
         "source-clusters",
         n_clusters=config.n_clusters,
@@ -240,12 +241,12 @@ def build_data(workdir: Path, config: ExperimentConfig) -> Data:
         draws=config.draws,
         seed=config.data_seed,
     )
-    audit = split_store(url, options, quiet=True).audit
+    audit = split_store(StoreLocation(url), options, quiet=True).audit
     (workdir / "audit.json").write_text(json.dumps(audit, indent=2, default=str))
     dataset = event_windows.open_event_windows(url)
     table = read_trace_table(dataset, None)
     windows = np.asarray(dataset[cv.EVENT_WINDOWS_VAR].values, dtype=np.float32)
-    return Data(url, windows, table, audit, read_truth(url))
+    return Data(url, windows, table, audit, read_truth(StoreLocation(url)))
 
 
 def _arrival_s(data: Data, positions: np.ndarray) -> np.ndarray:

@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import functools
-import inspect
 import os
 import ssl
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -149,22 +147,6 @@ def held_apart(storage_options: Mapping[str, Any] | None) -> CredentialedOptions
     if storage_options is None or isinstance(storage_options, CredentialedOptions):
         return storage_options
     return CredentialedOptions(storage_options)
-
-
-def holds_credentials(function: Callable[..., Any]) -> Callable[..., Any]:
-    """`function` (a public entry point whose work may run as Dask tasks) given its
-    `storage_options` argument, positional or by name, `held_apart`: a plain dict from a
-    caller has its credentials left out of every graph, as `--storage-option`'s are."""
-    signature = inspect.signature(function)
-
-    @functools.wraps(function)
-    def with_credentials_held(*args: Any, **kwargs: Any) -> Any:
-        bound = signature.bind_partial(*args, **kwargs)
-        if "storage_options" in bound.arguments:
-            bound.arguments["storage_options"] = held_apart(bound.arguments["storage_options"])
-        return function(*bound.args, **bound.kwargs)
-
-    return with_credentials_held
 
 
 def _dotted(options: Mapping[str, Any], path: str) -> Any:

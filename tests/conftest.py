@@ -20,6 +20,7 @@ sys.path.insert(1, str(Path(__file__).parents[1]))
 from servers import start_dask_cluster, start_s3, stop_dask_cluster, stop_s3  # noqa: E402
 
 from seisctf import conventions as cv  # noqa: E402
+from seisctf.location import StoreLocation
 from seisctf.plugins.layouts import Layout  # noqa: E402
 
 T = TypeVar("T")
@@ -131,8 +132,10 @@ def write_tiny_truth(root: Path, secret: str) -> tuple[str, dict, dict[str, np.n
 
     truth_url = str(root / "truth.zarr")
     built = build_bundle(smooth_wavefield(), TINY_LAYOUT, secret)
-    write_bundle(built, str(root / "public.zarr"), truth_url, secret, quiet=True)
-    manifest, _, truth = open_truth(truth_url)
+    write_bundle(
+        built, StoreLocation(root / "public.zarr"), StoreLocation(truth_url), secret, quiet=True
+    )
+    manifest, _, truth = open_truth(StoreLocation(truth_url))
     return truth_url, manifest, {name: array.compute() for name, array in truth.items()}
 
 

@@ -8,6 +8,7 @@ import pandas as pd
 import xarray as xr
 
 from seisctf import conventions as cv
+from seisctf.location import StoreLocation
 
 N_SAMPLE = 40
 RATE = 100.0
@@ -127,7 +128,9 @@ def write_event_windows(
 
     dataset = event_window_dataset(**options)
     layout = event_windows.WindowLayout(chunk_traces=chunk_traces, shard_traces=shard_traces)
-    written = event_windows.write_event_windows(dataset, url, layout=layout, quiet=True)
+    written = event_windows.write_event_windows(
+        dataset, StoreLocation(url), layout=layout, quiet=True
+    )
     return dataset.assign_coords({cv.TRACE_GAP_FRACTION: written[cv.TRACE_GAP_FRACTION]})
 
 
@@ -213,7 +216,7 @@ def write_picking_windows(url: str, shard_traces: int | None = 8, **options) -> 
 
     dataset = picking_window_dataset(**options)
     layout = event_windows.WindowLayout(chunk_traces=1, shard_traces=shard_traces)
-    event_windows.write_event_windows(dataset, url, layout=layout, quiet=True)
+    event_windows.write_event_windows(dataset, StoreLocation(url), layout=layout, quiet=True)
     return dataset
 
 

@@ -157,7 +157,7 @@ def in_process_ingest(guarded_s3, waveform_sources, tmp_path_factory) -> dict[st
         patch.setenv("HOME", str(tmp_path_factory.mktemp("no-aws-home")))  # no ~/.aws
         assert active_client() is None
         options = plain_credentials(guarded_s3)
-        ingest_waveforms(waveform_sources, url, storage_options=options, quiet=True)
+        ingest_waveforms(waveform_sources, StoreLocation(url, options), quiet=True)
     return data_objects(guarded_s3, url)
 
 
@@ -333,7 +333,7 @@ def test_the_python_api_keeps_a_plain_dicts_credentials_out_of_graphs(
     )
     with Client(address):
         ingest_waveforms(
-            waveform_sources, out, storage_options=plain_credentials(guarded_s3), quiet=True
+            waveform_sources, StoreLocation(out, plain_credentials(guarded_s3)), quiet=True
         )
         context = build_file(recipe, storage_options=plain_credentials(guarded_s3), quiet=True)
     assert data_objects(guarded_s3, out) == in_process_ingest
@@ -357,5 +357,5 @@ def test_picks_from_s3_on_the_embedded_cluster_send_no_credentials(guarded_s3, t
     assert result.returncode == 0, result.stderr
     assert_no_credentials_in(probe, least_tasks=2)
     expected = tmp_path / "expected.csv"
-    stalta_picks(local, str(expected), tune_split=None, quiet=True)
+    stalta_picks(StoreLocation(local), StoreLocation(expected), tune_split=None, quiet=True)
     pd.testing.assert_frame_equal(pd.read_csv(out), pd.read_csv(expected))

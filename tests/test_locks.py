@@ -94,7 +94,7 @@ def assert_store_holds(out: str, options: dict | None, source: Path) -> None:
     obspy reads them."""
     store = open_dataset(StoreLocation(out, options))
     assert list(store["station"].values) == [STATION_OF[source]]
-    assert [item["path"] for item in recorded_inputs(out, options)] == [str(source)]
+    assert [item["path"] for item in recorded_inputs(StoreLocation(out, options))] == [str(source)]
     expected = obspy.read(str(source))[0].data.astype(np.float32)
     np.testing.assert_array_equal(store["data"].values[0, 0], expected)
 

@@ -40,6 +40,7 @@ import numpy as np
 
 from benchmarks.red_team.baselines import pair_input_names
 from seisctf import conventions as cv
+from seisctf.location import StoreLocation
 from seisctf.scoring import ladder
 from seisctf.scoring.ctf import score_validation
 
@@ -228,7 +229,9 @@ def validation_release(public_url: str, manifest: dict) -> Release:
     best: list[float | None] = [None]
 
     def released(name: str, predictions: Predictions) -> dict:
-        (result,) = score_validation(public_url, {name: zeros | predictions}, quiet=True)
+        (result,) = score_validation(
+            StoreLocation(public_url), {name: zeros | predictions}, quiet=True
+        )
         shown = [
             value
             for score, value in result["scores"].items()

@@ -18,7 +18,6 @@ from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
-from seisctf.s3 import holds_credentials
 
 Predictor = Callable[[Mapping[str, Any], Mapping[str, da.Array]], da.Array]
 
@@ -51,40 +50,25 @@ def mean(pair: Mapping[str, Any], public: Mapping[str, da.Array]) -> da.Array:
 BASELINES: dict[str, Predictor] = {"zeros": zeros, "persistence": persistence, "mean": mean}
 
 
-@holds_credentials
-def predict(
-    model: str, public_url: str, storage_options: storage.StorageOptions | None = None
-) -> dict[str, da.Array]:
-    """Lazy submission arrays {X1test: …, …} of a baseline for the bundle at `public_url`."""
+def predict(model: str, public: StoreLocation) -> dict[str, da.Array]:
+    """Lazy submission arrays {X1test: …, …} of a baseline for the bundle at `public`."""
     if model not in BASELINES:
         raise InvalidInput(f"baseline {model!r}", f"unknown; choose from {sorted(BASELINES)}")
-    manifest = storage.read_attrs(StoreLocation(public_url, storage_options))[cv.ATTR_CTF]
+    manifest = storage.read_attrs(public)[cv.ATTR_CTF]
     inputs = {name for pair in manifest["pairs"] for name in pair["train"]}
     inputs |= {pair["burn_in"] for pair in manifest["pairs"] if pair.get("burn_in")}
-    public = {
-        name: storage.read_array(StoreLocation(public_url, storage_options), name)
-        for name in inputs
-    }
+    arrays = {name: storage.read_array(public, name) for name in inputs}
     return {
-        pair["test"]: BASELINES[model](pair, public).astype(np.float32)
+        pair["test"]: BASELINES[model](pair, arrays).astype(np.float32)
         for pair in manifest["pairs"]
     }
 
 
-@holds_credentials
 def write_baseline(
-    model: str,
-    public_url: str,
-    submission_url: str,
-    storage_options: storage.StorageOptions | None = None,
-    quiet: bool = False,
+    model: str, public: StoreLocation, submission: StoreLocation, quiet: bool = False
 ) -> None:
     """Write a baseline's submission as a zarr group (the contract's submission format)."""
-    arrays = predict(model, public_url, storage_options)
+    arrays = predict(model, public)
     storage.write_arrays(
-        arrays,
-        StoreLocation(submission_url, storage_options),
-        {"model": model},
-        label=f"baseline {model}",
-        quiet=quiet,
+        arrays, submission, {"model": model}, label=f"baseline {model}", quiet=quiet
     )

@@ -35,7 +35,6 @@ from seisctf.catalogs.trace_table import read_trace_table
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
-from seisctf.s3 import holds_credentials
 
 DEFAULT_TASK_TRACES = 256
 ALL_SPLITS = "all"
@@ -53,12 +52,11 @@ class Picker(Protocol):
 
 @dataclass(frozen=True)
 class StoreTraces:
-    """The traces of one split of an event-window store: `positions` (store order, ascending),
-    `names`, `npts` (valid samples), the store's `channels`, `sampling_rate_hz` and the
-    traces per task."""
+    """The traces of one split of the event-window store at `store`: `positions` (store order,
+    ascending), `names`, `npts` (valid samples), the store's `channels`, `sampling_rate_hz` and
+    the traces per task."""
 
-    url: str
-    storage_options: dict | None
+    store: StoreLocation
     split: str
     positions: np.ndarray
     names: np.ndarray
@@ -77,26 +75,19 @@ def split_counts(table: pd.DataFrame) -> str:
     return "its splits: " + (", ".join(found) or "none")
 
 
-def _task_traces(url: str, storage_options: dict | None) -> int:
+def _task_traces(store: StoreLocation) -> int:
     """The store's shard (windows per shard), else DEFAULT_TASK_TRACES."""
-    layout = storage.read_attrs(StoreLocation(url, storage_options)).get("layout") or {}
+    layout = storage.read_attrs(store).get("layout") or {}
     return int(layout.get("shard_traces") or DEFAULT_TASK_TRACES)
 
 
-@holds_credentials
 def select_traces(
-    url: str,
-    split: str,
-    storage_options: dict | None = None,
-    *,
-    quiet: bool = True,
-    empty_hint: str = "",
+    store: StoreLocation, split: str, *, quiet: bool = True, empty_hint: str = ""
 ) -> StoreTraces:
-    """The traces of `split` (`train`, `dev`, `test`, or `all`) of the store at `url`; none is
+    """The traces of `split` (`train`, `dev`, `test`, or `all`) of the store at `store`; none is
     bad input naming the splits the store has, then `empty_hint` (what to do instead)."""
-    ds = cv.validate_event_window_store(
-        storage.open_dataset(StoreLocation(url, storage_options)), str(url)
-    )
+    url = store.url
+    ds = cv.validate_event_window_store(storage.open_dataset(store), url)
     table = read_trace_table(ds, [cv.TRACE_NAME, cv.SPLIT_VAR, cv.TRACE_NPTS], quiet=quiet)
     n_sample = int(ds.sizes[cv.SAMPLE])
     if split == ALL_SPLITS:
@@ -104,12 +95,12 @@ def select_traces(
     elif split not in cv.SPLIT_VALUES:
         raise InvalidInput("split", f"expected one of {[*cv.SPLIT_VALUES, ALL_SPLITS]}")
     elif cv.SPLIT_VAR not in table:
-        raise InvalidInput(str(url), f"has no per-trace {cv.SPLIT_VAR!r}; run `seisctf split`")
+        raise InvalidInput(url, f"has no per-trace {cv.SPLIT_VAR!r}; run `seisctf split`")
     else:
         positions = np.flatnonzero(table[cv.SPLIT_VAR].to_numpy(dtype=object) == split)
     if positions.size == 0:
         raise InvalidInput(
-            str(url), f"has no trace in split {split!r} ({split_counts(table)}){empty_hint}"
+            url, f"has no trace in split {split!r} ({split_counts(table)}){empty_hint}"
         )
     npts = (
         table[cv.TRACE_NPTS].to_numpy(dtype=np.int64)
@@ -117,15 +108,14 @@ def select_traces(
         else np.full(len(table), n_sample, dtype=np.int64)
     )
     return StoreTraces(
-        url=str(url),
-        storage_options=storage_options,  # held apart: the pick tasks carry these
+        store=store,  # its credentials held apart: the pick tasks carry it
         split=split,
         positions=positions,
         names=table[cv.TRACE_NAME].to_numpy(dtype=object)[positions],
         npts=np.minimum(npts[positions], n_sample),
         channels=tuple(str(c) for c in ds[cv.CHANNEL].values.tolist()),
         sampling_rate_hz=float(ds.attrs[cv.ATTR_SAMPLING_RATE]),
-        task_traces=_task_traces(url, storage_options),
+        task_traces=_task_traces(store),
     )
 
 
@@ -138,8 +128,7 @@ def channel_order(channels: tuple[str, ...], wanted: str, what: str) -> list[int
 
 
 def _pick_task(
-    url: str,
-    storage_options: dict | None,
+    store: StoreLocation,
     positions: np.ndarray,
     npts: np.ndarray,
     order: list[int],
@@ -147,7 +136,7 @@ def _pick_task(
     picker: Picker,
 ) -> np.ndarray:
     """One task: read the windows at `positions` (channels in `order`) and pick them."""
-    dataset = open_event_windows(url, storage_options)
+    dataset = open_event_windows(store)
     windows = dataset[cv.EVENT_WINDOWS_VAR].isel(trace=positions).values
     windows = np.ascontiguousarray(windows[:, order, :], dtype=np.float32)
     return np.asarray(picker(windows, npts, sampling_rate_hz), dtype=np.float64)
@@ -160,14 +149,13 @@ def run_picker(
     windows; returns its rows for every trace, in `traces` order."""
     import dask
 
-    order = channel_order(traces.channels, picker.component_order, traces.url)
+    order = channel_order(traces.channels, picker.component_order, traces.store.url)
     blocks = traces.positions // traces.task_traces
     edges = np.flatnonzero(np.diff(blocks)) + 1
     tasks = []
     for index, chunk in enumerate(np.split(np.arange(len(traces.positions)), edges)):
         args = (
-            traces.url,
-            traces.storage_options,
+            traces.store,
             traces.positions[chunk],
             traces.npts[chunk],
             order,
@@ -185,27 +173,21 @@ def picks_frame(names: np.ndarray, rows: np.ndarray) -> pd.DataFrame:
     return pd.DataFrame({pick_table.TRACE_NAME: np.asarray(names, dtype=object), **columns})
 
 
-def write_picks(
-    frame: pd.DataFrame,
-    out: str,
-    description: dict[str, Any],
-    storage_options: dict | None = None,
-) -> str:
+def write_picks(frame: pd.DataFrame, out: StoreLocation, description: dict[str, Any]) -> str:
     """Write the pick table to `out` and its description to the sidecar `OUT.picker.json`
-    (sidecar first: the table, written last, marks a finished run). Returns `out`."""
+    (sidecar first: the table, written last, marks a finished run). Returns `out`'s URL."""
     import fsspec
 
-    options = StoreLocation(out, storage_options).options or {}
-    with fsspec.open(f"{out}{SIDECAR_SUFFIX}", "w", **options) as sidecar:
+    with fsspec.open(f"{out.url}{SIDECAR_SUFFIX}", "w", **(out.options or {})) as sidecar:
         json.dump(description, sidecar, indent=2)
-    return pick_table.write_pick_submission(frame, out, storage_options, metadata=description)
+    return pick_table.write_pick_submission(frame, out, metadata=description)
 
 
 def describe_job(traces: StoreTraces, picker: str, **details: Any) -> dict[str, Any]:
     """The common part of a sidecar: picker, store, split, trace count, seisctf version."""
     return {
         "picker": picker,
-        "store": traces.url,
+        "store": traces.store.url,
         "split": traces.split,
         "n_traces": int(len(traces.names)),
         "seisctf_version": seisctf_version(),

@@ -36,7 +36,7 @@ import numpy as np
 
 from seisctf.baselines import pickers
 from seisctf.errors import InvalidInput
-from seisctf.s3 import holds_credentials
+from seisctf.location import StoreLocation
 
 DEFAULT_BATCH_SIZE = 64
 DEFAULT_PICK_THRESHOLD = 0.3
@@ -217,10 +217,9 @@ def checked_picker(
     return SeisBenchPicker(spec, str(model.component_order), batch_size, pick_threshold)
 
 
-@holds_credentials
 def seisbench_picks(
-    url: str,
-    out: str,
+    store: StoreLocation,
+    out: StoreLocation,
     *,
     model: str,
     weights: str,
@@ -228,13 +227,12 @@ def seisbench_picks(
     split: str = "test",
     batch_size: int = DEFAULT_BATCH_SIZE,
     pick_threshold: float = DEFAULT_PICK_THRESHOLD,
-    storage_options: dict | None = None,
     quiet: bool = False,
 ) -> dict[str, Any]:
-    """Pick `split` of the store at `url` with a SeisBench model and write the table to `out`;
-    returns the sidecar's description."""
+    """Pick `split` of the store at `store` with a SeisBench model and write the table to
+    `out`; returns the sidecar's description."""
     spec = model_spec(model, weights, model_args)
-    traces = pickers.select_traces(url, split, storage_options, quiet=quiet)
+    traces = pickers.select_traces(store, split, quiet=quiet)
     picker = checked_picker(spec, traces.sampling_rate_hz, batch_size, pick_threshold)
     rows = pickers.run_picker(traces, picker, label=f"{model} on {split}", quiet=quiet)
     description = pickers.describe_job(
@@ -248,5 +246,5 @@ def seisbench_picks(
         batch_size=batch_size,
         pick_threshold=pick_threshold,
     )
-    pickers.write_picks(pickers.picks_frame(traces.names, rows), out, description, storage_options)
+    pickers.write_picks(pickers.picks_frame(traces.names, rows), out, description)
     return description

@@ -32,7 +32,7 @@ import numpy as np
 
 from seisctf.baselines import pickers
 from seisctf.errors import InvalidInput
-from seisctf.s3 import holds_credentials
+from seisctf.location import StoreLocation
 
 TUNING_GRID: dict[str, tuple[float, ...]] = {
     "sta_s": (0.2, 0.5, 1.0),
@@ -155,9 +155,7 @@ class StaLtaPicker:
         return out
 
 
-def tuning_traces(
-    url: str, split: str, storage_options: dict | None = None, *, quiet: bool = True
-) -> pickers.StoreTraces:
+def tuning_traces(store: StoreLocation, split: str, *, quiet: bool = True) -> pickers.StoreTraces:
     """The traces STA/LTA is tuned on: `split` of the store, never `test`; a split without
     traces (a store split with no dev part) is bad input saying which split to tune on."""
     if split == "test":
@@ -167,24 +165,22 @@ def tuning_traces(
         f": nothing to tune STA/LTA on; tune on the {other} split with `--tune-split {other}`, "
         "or keep the default parameters with `--tune-split none`"
     )
-    return pickers.select_traces(url, split, storage_options, quiet=quiet, empty_hint=hint)
+    return pickers.select_traces(store, split, quiet=quiet, empty_hint=hint)
 
 
-@holds_credentials
 def tune(
-    url: str,
+    store: StoreLocation,
     split: str,
     objective,
     *,
     candidates: tuple[StaLtaParameters, ...] | None = None,
-    storage_options: dict | None = None,
     quiet: bool = False,
 ) -> tuple[StaLtaParameters, list[dict[str, Any]]]:
     """The best of `candidates` (default: `grid_candidates()`) on `split` by
     `objective(names, detection, p_time_s, s_time_s) -> float` (higher is better), and every
     candidate's score. Filters are shared, so candidates must differ only in tuned values."""
     candidates = candidates or grid_candidates()
-    traces = tuning_traces(url, split, storage_options, quiet=quiet)
+    traces = tuning_traces(store, split, quiet=quiet)
     rows = pickers.run_picker(
         traces, StaLtaPicker(candidates), label=f"tune STA/LTA on {split}", quiet=quiet
     )
@@ -197,19 +193,17 @@ def tune(
     return candidates[best], table
 
 
-@holds_credentials
 def stalta_picks(
-    url: str,
-    out: str,
+    store: StoreLocation,
+    out: StoreLocation,
     *,
     split: str = "test",
     tune_split: str | None = "dev",
     objective=None,
     parameters: StaLtaParameters | None = None,
-    storage_options: dict | None = None,
     quiet: bool = False,
 ) -> dict[str, Any]:
-    """Pick `split` of the store at `url` with STA/LTA + AIC and write the table to `out`.
+    """Pick `split` of the store at `store` with STA/LTA + AIC and write the table to `out`.
     With `tune_split`, the parameters are tuned there first (`tune`, needs `objective`); else
     `parameters` (default StaLtaParameters()). Returns the sidecar's description."""
     if tune_split is not None and tune_split == split:
@@ -218,11 +212,9 @@ def stalta_picks(
     if tune_split is not None:
         if objective is None:
             raise InvalidInput("tune_split", "tuning needs an objective")
-        parameters, grid = tune(
-            url, tune_split, objective, storage_options=storage_options, quiet=quiet
-        )
+        parameters, grid = tune(store, tune_split, objective, quiet=quiet)
     parameters = parameters or StaLtaParameters()
-    traces = pickers.select_traces(url, split, storage_options, quiet=quiet)
+    traces = pickers.select_traces(store, split, quiet=quiet)
     rows = pickers.run_picker(
         traces, StaLtaPicker((parameters,)), label=f"STA/LTA on {split}", quiet=quiet
     )[:, 0, :]
@@ -235,5 +227,5 @@ def stalta_picks(
         tuning_objective="mean of detection, P and S F1" if grid is not None else None,
         tuning_scores=grid,
     )
-    pickers.write_picks(pickers.picks_frame(traces.names, rows), out, description, storage_options)
+    pickers.write_picks(pickers.picks_frame(traces.names, rows), out, description)
     return description

@@ -87,14 +87,13 @@ def _sums_chunks(values: da.Array, time_axis: int | None, window: tuple[int, int
 
 def write_checkpoint(
     dataset: xr.Dataset,
-    url: str,
-    storage_options: storage.StorageOptions | None,
+    store: StoreLocation,
     level_windows: Mapping[str, slice] | None = None,
     dtypes: Mapping[str, np.dtype] | None = None,
     label: str = "checkpoint",
     quiet: bool = False,
 ) -> tuple[xr.Dataset, dict[str, np.ndarray]]:
-    """(`dataset` written to `url` and reopened lazily, {name: per-trace RMS}) in one pass.
+    """(`dataset` written to `store` and reopened lazily, {name: per-trace RMS}) in one pass.
 
     `level_windows` maps variable names (with a time dim) to the samples of time (a slice) whose
     per-trace RMS is wanted: `trace_levels.rms_from_sums` of the `trace_levels.trace_sums` of
@@ -122,10 +121,8 @@ def write_checkpoint(
     for name in dataset.variables:
         dataset[name].encoding.pop("chunks", None)
     # Metadata (and numpy-backed variables) only: the lazy ones are written below.
-    storage.start_dataset(
-        dataset, StoreLocation(url, storage_options), {name: {"compressors": None} for name in lazy}
-    )
-    group = storage.open_group(StoreLocation(url, storage_options), mode="r+")
+    storage.start_dataset(dataset, store, {name: {"compressors": None} for name in lazy})
+    group = storage.open_group(store, mode="r+")
     sums = {}
     for name in lazy:
         values = dataset[name].data
@@ -134,29 +131,26 @@ def write_checkpoint(
         window = windows[name].indices(n_time)[:2] if name in windows else (0, 0)
         sums[name] = values.map_blocks(
             _write_chunk,
-            storage.group_array(group, name, url),
+            storage.group_array(group, name, store.url),
             time_axis,
             window,
             chunks=_sums_chunks(values, time_axis, window),
             new_axis=values.ndim,
             dtype=np.float64,
             meta=np.empty((0,) * (values.ndim + 1)),
-            name=f"write-checkpoint-{tokenize(url, name, values.name, window)}",
+            name=f"write-checkpoint-{tokenize(store.url, name, values.name, window)}",
         )
     computed = dict(zip(sums, compute(*sums.values(), label=label, quiet=quiet), strict=True))
-    storage.finish_group(StoreLocation(url, storage_options), attrs)
+    storage.finish_group(store, attrs)
     levels = {
         name: rms_from_sums(computed[name], dataset[name].get_axis_num(cv.TIME)) for name in windows
     }
-    return storage.open_dataset(StoreLocation(url, storage_options)), levels
+    return storage.open_dataset(store), levels
 
 
-def remove_checkpoints(urls: Sequence[str], storage_options: storage.StorageOptions | None) -> None:
-    """Delete the scratch stores or folders at `urls` (those that exist)."""
-    import fsspec
-
-    for url in urls:
-        options = StoreLocation(url, storage_options).options or {}
-        filesystem, path = fsspec.core.url_to_fs(url, **options)
+def remove_checkpoints(scratch: Sequence[StoreLocation]) -> None:
+    """Delete the scratch stores or folders at `scratch` (those that exist)."""
+    for location in scratch:
+        filesystem, path = location.filesystem()
         if filesystem.exists(path):
             filesystem.rm(path, recursive=True)

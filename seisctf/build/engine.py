@@ -28,7 +28,6 @@ from seisctf.build.provenance import provenance, up_to_date
 from seisctf.build.transform_chain import apply_transforms
 from seisctf.errors import InvalidInput
 from seisctf.formats.shared.source import source_store_url
-from seisctf.location import StoreLocation
 from seisctf.plugins.context import BuildContext
 from seisctf.plugins.layouts import Layout, load_layout
 from seisctf.plugins.schema import (
@@ -48,7 +47,7 @@ SHIPPED = Path(__file__).resolve().parent / "shipped"  # recipes shipped in the 
 
 def existing_store(context: BuildContext, *, url: str) -> xr.Dataset:
     """A complete seisctf store, opened lazily."""
-    return storage.open_dataset(StoreLocation(context.resolve(url), context.storage_options))
+    return storage.open_dataset(context.location(context.resolve(url)))
 
 
 STORE_SOURCE = Plugin("store", existing_store, parameters({"url": URL}, ("url",)))
@@ -185,10 +184,8 @@ def build(recipe: RecipeText, context: BuildContext) -> BuildContext:
     finally:
         # The scratch folder is this build's own (named after its private output); also removed
         # when this run made no checkpoint, since an interrupted earlier run may have left one.
-        remove_checkpoints(
-            [*context.checkpoints, *([context.scratch] if context.scratch else [])],
-            context.storage_options,
-        )
+        scratch = [*context.checkpoints, *([context.scratch] if context.scratch else [])]
+        remove_checkpoints([context.location(url) for url in scratch])
         context.checkpoints.clear()
     return context
 
@@ -207,10 +204,7 @@ def _write_outputs(recipe: RecipeText, context: BuildContext, dataset) -> None:
             result = rechunk_for_store(dataset(), spec.get("chunks"))
             result = result.assign_attrs({cv.ATTR_PROVENANCE: record})
             storage.write_dataset(
-                result,
-                StoreLocation(store_url, context.storage_options),
-                label="build store",
-                quiet=context.quiet,
+                result, context.location(store_url), label="build store", quiet=context.quiet
             )
             context.written.append(store_url)
         context.store_output = store_url
@@ -291,9 +285,7 @@ def _kept_secret(recipe: RecipeText, context: BuildContext) -> str | None:
         if name in outputs and OUTPUTS[name].withheld:
             url = context.resolve(outputs[name][OUTPUTS[name].private])
             try:
-                return storage.read_attrs(StoreLocation(url, context.storage_options)).get(
-                    cv.ATTR_CTF_SECRET
-                )
+                return storage.read_attrs(context.location(url)).get(cv.ATTR_CTF_SECRET)
             except InvalidInput:
                 return None
     return None

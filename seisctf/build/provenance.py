@@ -16,7 +16,6 @@ from seisctf import conventions as cv
 from seisctf import keys, storage
 from seisctf.errors import InvalidInput
 from seisctf.formats.shared.input_manifest import recorded_inputs
-from seisctf.location import StoreLocation
 from seisctf.plugins.context import BuildContext
 from seisctf.plugins.schema import RecipeText
 from seisctf.registry import SYNTHS
@@ -66,17 +65,16 @@ def input_hash(context: BuildContext, source: Mapping[str, Any]) -> str:
     digest = hashlib.sha256(name.encode())
     if name != "store" and context.source_url:
         # The ingest's own record of its inputs: path, size and sha256 of every file.
-        attrs = storage.read_attrs(StoreLocation(context.source_url, context.storage_options))
+        written = context.location(context.source_url)
+        attrs = storage.read_attrs(written)
         recorded = {
-            "inputs": recorded_inputs(context.source_url, context.storage_options),
+            "inputs": recorded_inputs(written),
             "ingest_fingerprint": attrs.get("ingest_fingerprint"),
         }
         digest.update(json.dumps(recorded, sort_keys=True).encode())
     elif name == "store":
-        url = context.resolve(values["url"])
-        mapper = fsspec.get_mapper(
-            url, **(StoreLocation(url, context.storage_options).options or {})
-        )
+        store = context.location(context.resolve(values["url"]))
+        mapper = fsspec.get_mapper(store.url, **(store.options or {}))
         listing = sorted(mapper.fs.find(mapper.root, detail=True).items())
         for path, info in listing:
             relative = path[len(mapper.root) :]
@@ -126,9 +124,7 @@ def source_truth(source: Mapping[str, Any], context: BuildContext) -> dict[str, 
         return truth_keys(truth, reason)
     if name == "store":
         try:
-            attrs = storage.read_attrs(
-                StoreLocation(context.resolve(values["url"]), context.storage_options)
-            )
+            attrs = storage.read_attrs(context.location(context.resolve(values["url"])))
         except InvalidInput:
             return {}
         recorded = attrs.get(cv.ATTR_PROVENANCE) or {}
@@ -157,7 +153,7 @@ def _keyed_seeds(secret: str | None, seeds_json: str) -> str:
 def up_to_date(url: str, fingerprint: str, context: BuildContext) -> bool:
     """Whether the complete store at `url` carries this provenance fingerprint."""
     try:
-        attrs = storage.read_attrs(StoreLocation(url, context.storage_options))
+        attrs = storage.read_attrs(context.location(url))
     except InvalidInput:
         return False
     return (attrs.get(cv.ATTR_PROVENANCE) or {}).get("fingerprint") == fingerprint

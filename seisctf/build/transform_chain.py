@@ -61,9 +61,7 @@ def _checkpoint(
     url = f"{context.scratch}/before-transforms-{index}.zarr"
     context.checkpoints.append(url)
     label = f"checkpoint before transforms[{index}]"
-    return write_checkpoint(
-        dataset, url, context.storage_options, windows, dtypes, label, context.quiet
-    )
+    return write_checkpoint(dataset, context.location(url), windows, dtypes, label, context.quiet)
 
 
 def apply_transforms(

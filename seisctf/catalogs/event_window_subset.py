@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import posixpath
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +37,7 @@ from seisctf.catalogs import event_windows as ew
 from seisctf.catalogs.trace_query import select_traces
 from seisctf.catalogs.trace_table import read_trace_table
 from seisctf.errors import InvalidInput
-from seisctf.location import StoreLocation
-from seisctf.s3 import holds_credentials
+from seisctf.location import LocationLike, StoreLocation
 
 PARENT_TRACE_INDEX = "parent_trace_index"
 ATTR_SUBSET = "subset"
@@ -72,15 +72,13 @@ def refuse_overlap(parent: str, out: str) -> None:
         raise InvalidInput(out, f"is (or holds, or lies inside) the parent store {parent}")
 
 
-def refuse_existing(out: str, storage_options, overwrite: bool) -> None:
+def refuse_existing(out: StoreLocation, overwrite: bool) -> None:
     """Anything at `out` is refused unless `overwrite`: a subset never replaces data silently."""
     if overwrite:
         return
-    import fsspec
-
-    fs, path = fsspec.core.url_to_fs(out, **(StoreLocation(out, storage_options).options or {}))
+    fs, path = out.filesystem()
     if fs.exists(path):
-        raise InvalidInput(out, "exists already; choose another --out or give --overwrite")
+        raise InvalidInput(out.url, "exists already; choose another --out or give --overwrite")
 
 
 def parent_layout(attrs: dict[str, Any], n_channel: int, n_sample: int) -> ew.WindowLayout:
@@ -96,32 +94,29 @@ def parent_layout(attrs: dict[str, Any], n_channel: int, n_sample: int) -> ew.Wi
     )
 
 
-def catalog_order(url: str, storage_options, names: list[str]) -> list[str]:
+def catalog_order(parent: StoreLocation, names: list[str]) -> list[str]:
     """`names` in the order of the parent catalogue's columns (the order its writer gave the
     metadata; zarr lists arrays by name), names it lacks after them."""
     try:
-        columns = [str(c) for c in ew.read_catalog(url, storage_options).columns]
+        columns = [str(c) for c in ew.read_catalog(parent).columns]
     except InvalidInput:  # no catalogue (a store of an earlier version): zarr's order
         columns = []
     return [c for c in columns if c in names] + [n for n in names if n not in columns]
 
 
-def read_selected(url: str, storage_options, indices: np.ndarray) -> np.ndarray:
+def read_selected(parent: StoreLocation, indices: np.ndarray) -> np.ndarray:
     """The parent's windows at `indices` (ascending), float32 (trace, channel, sample): zarr
     reads only their chunks (byte ranges of the parent's shards)."""
-    group = storage.open_group(StoreLocation(url, storage_options))
-    array = storage.group_array(group, cv.EVENT_WINDOWS_VAR, url)
+    group = storage.open_group(parent)
+    array = storage.group_array(group, cv.EVENT_WINDOWS_VAR, parent.url)
     return np.asarray(
         array.get_orthogonal_selection((indices, slice(None), slice(None))), dtype=np.float32
     )
 
 
-def catalog_sha256(url: str, storage_options) -> str | None:
+def catalog_sha256(parent: StoreLocation) -> str | None:
     """Hex SHA-256 of the parent's Parquet catalogue bytes, None if it has none."""
-    import fsspec
-
-    where = ew.find_catalog(url, storage_options)
-    fs, path = fsspec.core.url_to_fs(where, **(StoreLocation(where, storage_options).options or {}))
+    fs, path = ew.find_catalog(parent).filesystem()
     if not fs.exists(path):
         return None
     digest = hashlib.sha256()
@@ -132,77 +127,77 @@ def catalog_sha256(url: str, storage_options) -> str | None:
 
 
 def provenance(
-    url: str, query: str, parent: xr.Dataset, n_selected: int, storage_options
+    parent: StoreLocation, query: str, opened: xr.Dataset, n_selected: int
 ) -> dict[str, Any]:
     """The subset's attr `subset` (`SUBSET_KEYS`; None where the parent has no such record)."""
-    recorded = parent.attrs.get(cv.ATTR_PROVENANCE) or {}
+    recorded = opened.attrs.get(cv.ATTR_PROVENANCE) or {}
     return {
-        "parent": str(url),
+        "parent": parent.url,
         "query": str(query),
-        "parent_traces": int(parent.sizes[cv.TRACE]),
+        "parent_traces": int(opened.sizes[cv.TRACE]),
         "traces": int(n_selected),
-        "parent_seisctf_version": parent.attrs.get("seisctf_version"),
-        "parent_catalog_sha256": catalog_sha256(url, storage_options),
+        "parent_seisctf_version": opened.attrs.get("seisctf_version"),
+        "parent_catalog_sha256": catalog_sha256(parent),
         "parent_fingerprint": recorded.get("fingerprint") if isinstance(recorded, dict) else None,
-        "parent_inputs": parent.attrs.get("inputs"),
+        "parent_inputs": opened.attrs.get("inputs"),
     }
 
 
 def subset_dataset(
-    url: str, query: str, storage_options=None, *, quiet: bool = False
+    parent: StoreLocation, query: str, *, quiet: bool = False
 ) -> tuple[xr.Dataset, ew.WindowLayout]:
     """The subset as a lazy Dataset (waveforms: one Dask task per output block of whole
     shards) and its layout; the per-trace values in memory. Bad input raises here, before
     anything is written."""
-    parent = cv.validate_event_window_store(
-        storage.open_dataset(StoreLocation(url, storage_options)), url
-    )
-    table = read_trace_table(parent, quiet=quiet)
-    selected = select_traces(table, query, url)
-    _, n_channel, n_sample = parent[cv.EVENT_WINDOWS_VAR].shape
-    layout = parent_layout(parent.attrs, n_channel, n_sample)
+    opened = cv.validate_event_window_store(storage.open_dataset(parent), parent.url)
+    table = read_trace_table(opened, quiet=quiet)
+    selected = select_traces(table, query, parent.url)
+    _, n_channel, n_sample = opened[cv.EVENT_WINDOWS_VAR].shape
+    layout = parent_layout(opened.attrs, n_channel, n_sample)
     per_task = ew.task_traces(layout, n_channel, n_sample)
     waveforms = ew.lazy_windows(
         read_selected,
-        lambda start, stop: (str(url), storage_options, selected[start:stop]),
+        lambda start, stop: (parent, selected[start:stop]),
         (len(selected), n_channel, n_sample),
         per_task,
         "subset-windows",
     )
-    per_trace = parent.drop_vars(cv.EVENT_WINDOWS_VAR).isel({cv.TRACE: selected})
+    per_trace = opened.drop_vars(cv.EVENT_WINDOWS_VAR).isel({cv.TRACE: selected})
     per_trace = per_trace.compute(scheduler="sync")
-    order = catalog_order(url, storage_options, [str(name) for name in per_trace.variables])
+    order = catalog_order(parent, [str(name) for name in per_trace.variables])
     subset = xr.Dataset(
         {cv.EVENT_WINDOWS_VAR: (cv.EVENT_WINDOWS_DIMS, waveforms)}
         | {name: per_trace[name].variable for name in order if name in per_trace.data_vars},
         coords={name: per_trace[name].variable for name in order if name in per_trace.coords}
         | {PARENT_TRACE_INDEX: (cv.TRACE, selected)},
     )
-    attrs = {k: v for k, v in parent.attrs.items() if k not in REWRITTEN_ATTRS}
+    attrs = {k: v for k, v in opened.attrs.items() if k not in REWRITTEN_ATTRS}
     attrs["seisctf_version"] = ew.seisctf_version()
-    attrs[ATTR_SUBSET] = provenance(url, query, parent, len(selected), storage_options)
+    attrs[ATTR_SUBSET] = provenance(parent, query, opened, len(selected))
     subset.attrs = attrs
     return subset, layout
 
 
-@holds_credentials
 def subset_event_windows(
-    url: str,
+    url: LocationLike,
     query: str,
-    out: str,
-    storage_options=None,
+    out: LocationLike,
+    storage_options: Mapping[str, Any] | None = None,
     *,
     overwrite: bool = False,
     quiet: bool = False,
 ) -> xr.Dataset:
     """Write the traces of the event-window store at `url` that `query` selects (a pandas
     query on its metadata, `trace_query`) as a new event-window store at `out` (module doc);
-    returns the subset as written. Bad input (no store, a bad query, an empty selection, `out`
-    the parent or existing without `overwrite`) raises InvalidInput before anything is
-    written; an interrupted write is never marked complete."""
-    refuse_overlap(url, out)
-    subset, layout = subset_dataset(url, query, storage_options, quiet=quiet)
-    refuse_existing(out, storage_options, overwrite)
+    returns the subset as written. `url` and `out`: paths or fsspec URLs with
+    `storage_options`, or `StoreLocation`s. Bad input (no store, a bad query, an empty
+    selection, `out` the parent or existing without `overwrite`) raises InvalidInput before
+    anything is written; an interrupted write is never marked complete."""
+    parent = StoreLocation.from_url(url, storage_options)
+    target = StoreLocation.from_url(out, storage_options)
+    refuse_overlap(parent.url, target.url)
+    subset, layout = subset_dataset(parent, query, quiet=quiet)
+    refuse_existing(target, overwrite)
     return ew.write_event_windows(
-        subset, out, storage_options, layout=layout, label="subset windows", quiet=quiet
+        subset, target, layout=layout, label="subset windows", quiet=quiet
     )

@@ -60,8 +60,7 @@ from seisctf.catalogs import window_writes
 from seisctf.catalogs.window_components import gap_fractions
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
-from seisctf.location import StoreLocation, is_remote
-from seisctf.s3 import holds_credentials
+from seisctf.location import LocationLike, StoreLocation
 
 # Windows per shard: the largest power of two whose shard holds at most SHARD_BYTES of float32
 # (256 three-component 60 s windows at 100 Hz, 18 MiB). A function of the window shape only.
@@ -369,51 +368,45 @@ def catalog_url(store_url: str, relative: str = CATALOG_PATH) -> str:
     return f"{protocol}{sep}{resolved}" if sep else resolved
 
 
-def _filesystem(url: str, storage_options):
-    import fsspec
-
-    return fsspec.core.url_to_fs(url, **(StoreLocation(url, storage_options).options or {}))
-
-
-def write_catalog(frame: pd.DataFrame, store_url: str, storage_options=None) -> str:
-    """Write the catalogue of the store at `store_url` inside it (`CATALOG_PATH`); returns its
-    URL. The store's attr `catalog` must then say `CATALOG_PATH` (written with the attrs)."""
-    url = catalog_url(store_url)
-    fs, path = _filesystem(url, storage_options)
+def write_catalog(frame: pd.DataFrame, store: StoreLocation) -> StoreLocation:
+    """Write the catalogue of the store at `store` inside it (`CATALOG_PATH`); returns its
+    location. The store's attr `catalog` must then say `CATALOG_PATH` (written with the attrs)."""
+    catalog = store.with_url(catalog_url(store.url))
+    fs, path = catalog.filesystem()
     fs.makedirs(path.rpartition("/")[0], exist_ok=True)
     with fs.open(path, "wb") as file:
         frame.to_parquet(file, index=False, engine="pyarrow")
-    return url
+    return catalog
 
 
-def find_catalog(store_url: str, storage_options=None) -> str:
-    """The URL of the store's catalogue: where its attr `catalog` says (relative to the store),
-    else inside the store, else beside it as stores of earlier versions kept it."""
-    relative = storage.open_group(StoreLocation(store_url, storage_options)).attrs.get("catalog")
+def find_catalog(store: StoreLocation) -> StoreLocation:
+    """The location of the store's catalogue: where its attr `catalog` says (relative to the
+    store), else inside the store, else beside it as stores of earlier versions kept it."""
+    relative = storage.open_group(store).attrs.get("catalog")
     if relative:
-        return catalog_url(store_url, str(relative))
-    inside, legacy = catalog_url(store_url), _legacy_catalog_url(store_url)
-    return legacy if legacy is not None and not _exists(inside, storage_options) else inside
+        return store.with_url(catalog_url(store.url, str(relative)))
+    inside, legacy = store.with_url(catalog_url(store.url)), _legacy_catalog_url(store.url)
+    return store.with_url(legacy) if legacy is not None and not _exists(inside) else inside
 
 
-def _exists(url: str, storage_options) -> bool:
-    fs, path = _filesystem(url, storage_options)
+def _exists(location: StoreLocation) -> bool:
+    fs, path = location.filesystem()
     return bool(fs.exists(path))
 
 
-def read_catalog(store_url: str, storage_options=None) -> pd.DataFrame:
-    """The Parquet catalogue of the store at `store_url` (`find_catalog`)."""
-    url = find_catalog(store_url, storage_options)
-    if not _exists(url, storage_options):
-        raise InvalidInput(url, "no Parquet catalogue there")
+def read_catalog(store: StoreLocation) -> pd.DataFrame:
+    """The Parquet catalogue of the store at `store` (`find_catalog`)."""
+    catalog = find_catalog(store)
+    if not _exists(catalog):
+        raise InvalidInput(catalog.url, "no Parquet catalogue there")
     import pyarrow
 
-    fs, path = _filesystem(url, storage_options)
+    fs, path = catalog.filesystem()
     try:
         with fs.open(path, "rb") as file:
             return pd.read_parquet(file, engine="pyarrow")
     except pyarrow.ArrowException as error:
-        raise InvalidInput(url, f"not a readable Parquet catalogue ({error})") from None
+        raise InvalidInput(catalog.url, f"not a readable Parquet catalogue ({error})") from None
 
 
 # --- the writer ----------------------------------------------------------------------------------
@@ -421,15 +414,14 @@ def read_catalog(store_url: str, storage_options=None) -> pd.DataFrame:
 
 def write_event_windows(
     dataset: xr.Dataset,
-    url: str,
-    storage_options=None,
+    store: StoreLocation,
     *,
     layout: WindowLayout | None = None,
     label: str = "write event windows",
     quiet: bool = False,
 ) -> xr.Dataset:
     """Write an event-window Dataset (waveforms lazy or in memory, per-trace values in memory)
-    as a zarr v3 store at `url` with `layout` (default: `choose_layout`), then its Parquet
+    as a zarr v3 store at `store` with `layout` (default: `choose_layout`), then its Parquet
     catalogue, then attrs and the completion marker, last (attrs that are Dask collections,
     such as the inputs' sha256, are computed with the waveforms). The waveforms are (re)chunked to
     whole shards per write task, so the store's bytes never depend on the source's chunks or
@@ -439,9 +431,10 @@ def write_event_windows(
     import dask
     import dask.array as da
 
-    cv.validate_event_window_store(dataset, str(url))
+    url = store.url
+    cv.validate_event_window_store(dataset, url)
     if cv.TRACE_NPTS not in dataset.coords:
-        raise InvalidInput(str(url), f"event windows need the per-trace {cv.TRACE_NPTS!r}")
+        raise InvalidInput(url, f"event windows need the per-trace {cv.TRACE_NPTS!r}")
     _, n_channel, n_sample = dataset[cv.EVENT_WINDOWS_VAR].shape
     layout = layout or choose_layout(n_channel, n_sample)
     waveforms = dataset[cv.EVENT_WINDOWS_VAR].data
@@ -464,19 +457,19 @@ def write_event_windows(
     for name in out.variables:
         out[name].encoding = {}
     encoding = {cv.EVENT_WINDOWS_VAR: layout.encoding(n_channel, n_sample)}
-    delayed = storage.start_dataset(out, StoreLocation(url, storage_options), encoding)
-    if not is_remote(str(url)):  # the same shards, written by TensorStore
-        delayed = _tensorstore_writes(waveforms, str(url))
+    delayed = storage.start_dataset(out, store, encoding)
+    if not store.is_remote:  # the same shards, written by TensorStore
+        delayed = _tensorstore_writes(waveforms, url)
     lazy = {key: value for key, value in attrs.items() if dask.is_dask_collection(value)}
     _, computed, fractions = compute(delayed, lazy, gaps, label=label, quiet=quiet)
     attrs.update(computed)  # in place: the attrs keep their order
     if fractions is not None:
-        group = storage.open_group(StoreLocation(url, storage_options), mode="r+")
-        storage.group_array(group, cv.TRACE_GAP_FRACTION, url)[:] = fractions
+        group = storage.open_group(store, mode="r+")
+        storage.group_array(group, cv.TRACE_GAP_FRACTION, store.url)[:] = fractions
         out = out.assign_coords({cv.TRACE_GAP_FRACTION: (cv.TRACE, fractions)})
-    write_catalog(per_trace_frame(out), url, storage_options)
+    write_catalog(per_trace_frame(out), store)
     attrs["catalog"] = CATALOG_PATH
-    storage.finish_group(StoreLocation(url, storage_options), attrs)
+    storage.finish_group(store, attrs)
     return out
 
 
@@ -537,28 +530,27 @@ class TensorStoreWindows(BackendArray):
         return self._array.oindex[key].read().result()
 
 
-@holds_credentials
-def open_event_windows(url: str, storage_options=None) -> xr.Dataset:
-    """Open a complete event-window store for random access (training loops): as
-    `xr.open_zarr(url, chunks=None)` (lazily indexed NumPy, no Dask), with `waveforms` read
-    through TensorStore, so `open_event_windows(url).waveforms.isel(trace=idx).values` reads a
-    batch of random windows several times faster than zarr-python's orthogonal indexing does
-    (benchmarks/RESULTS.md). Local stores; any other URL opens with zarr-python alone (the same
-    values, slower batches)."""
-    storage.require_complete(storage.open_group(StoreLocation(url, storage_options)), str(url))
+def open_event_windows(
+    url: LocationLike, storage_options: Mapping[str, Any] | None = None
+) -> xr.Dataset:
+    """Open a complete event-window store (a path or fsspec URL with `storage_options`, or a
+    `StoreLocation`) for random access (training loops): as `xr.open_zarr(url, chunks=None)`
+    (lazily indexed NumPy, no Dask), with `waveforms` read through TensorStore, so
+    `open_event_windows(url).waveforms.isel(trace=idx).values` reads a batch of random windows
+    several times faster than zarr-python's orthogonal indexing does (benchmarks/RESULTS.md).
+    Local stores; any other URL opens with zarr-python alone (the same values, slower
+    batches)."""
+    store = StoreLocation.from_url(url, storage_options)
+    storage.require_complete(storage.open_group(store), store.url)
     dataset = xr.open_zarr(
-        str(url),
-        chunks=None,
-        consolidated=True,
-        zarr_format=3,
-        storage_options=StoreLocation(url, storage_options).options,
+        store.url, chunks=None, consolidated=True, zarr_format=3, storage_options=store.options
     )
-    cv.validate_event_window_store(dataset, str(url))
-    if is_remote(str(url)):
+    cv.validate_event_window_store(dataset, store.url)
+    if store.is_remote:
         return dataset
     import tensorstore
 
-    path = str(url).removeprefix("file://").rstrip("/")
+    path = store.url.removeprefix("file://").rstrip("/")
     spec = {
         "driver": "zarr3",
         "kvstore": {"driver": "file", "path": f"{path}/{cv.EVENT_WINDOWS_VAR}"},

@@ -23,7 +23,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from seisctf import storage
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
 
@@ -50,45 +49,36 @@ def describe_traces(names: np.ndarray | pd.Series | list, problem: str) -> str:
     return f"{len(names)} trace{'s' * (len(names) != 1)} {problem}: {shown}{more}"
 
 
-def _open_binary(source: str, storage_options: storage.StorageOptions | None):
+def _open_binary(source: StoreLocation):
     """(file object, size in bytes) of a local path or fsspec URL; missing: bad input."""
-    import fsspec
-
-    fs, path = fsspec.core.url_to_fs(
-        str(source), **(StoreLocation(source, storage_options).options or {})
-    )
+    fs, path = source.filesystem()
     if not fs.isfile(path):
-        raise InvalidInput(str(source), "submission file not found")
+        raise InvalidInput(source.url, "submission file not found")
     return fs.open(path, "rb"), int(fs.size(path))
 
 
-def read_table(
-    source: str,
-    storage_options: storage.StorageOptions | None = None,
-    *,
-    max_bytes: int = MAX_SUBMISSION_BYTES,
-) -> pd.DataFrame:
+def read_table(source: StoreLocation, *, max_bytes: int = MAX_SUBMISSION_BYTES) -> pd.DataFrame:
     """The raw table of a CSV (every field as text) or Parquet file, by its suffix."""
-    lowered = str(source).lower()
+    lowered = source.url.lower()
     if not lowered.endswith(CSV_SUFFIXES + PARQUET_SUFFIXES):
-        raise InvalidInput(str(source), "expected a pick table ending in .csv, .parquet or .pq")
-    file, size = _open_binary(source, storage_options)
+        raise InvalidInput(source.url, "expected a pick table ending in .csv, .parquet or .pq")
+    file, size = _open_binary(source)
     if size > max_bytes:
         file.close()
-        raise InvalidInput(str(source), f"{size} bytes, above the limit of {max_bytes}")
+        raise InvalidInput(source.url, f"{size} bytes, above the limit of {max_bytes}")
     with file:
         try:
             if lowered.endswith(CSV_SUFFIXES):
-                refuse_other_delimiter(pd.read_csv(file, nrows=0).columns, str(source))
+                refuse_other_delimiter(pd.read_csv(file, nrows=0).columns, source.url)
                 file.seek(0)
                 frame = pd.read_csv(file, dtype=str, keep_default_na=False, na_filter=False)
             else:
-                frame = _read_parquet(file, str(source), max_bytes)
+                frame = _read_parquet(file, source.url, max_bytes)
         except (ValueError, OSError, UnicodeDecodeError, pd.errors.ParserError) as error:
-            raise unreadable(str(source), error) from None
+            raise unreadable(source.url, error) from None
     if not isinstance(frame.index, pd.RangeIndex):  # pandas made the extra fields an index
         raise InvalidInput(
-            str(source), "rows hold more fields than the header names; expected one per column"
+            source.url, "rows hold more fields than the header names; expected one per column"
         )
     return frame
 
@@ -179,17 +169,13 @@ def _numeric_column(frame: pd.DataFrame, name: str, names: np.ndarray, what: str
 
 
 def read_pick_submission(
-    source: str,
-    storage_options: storage.StorageOptions | None = None,
-    *,
-    max_bytes: int = MAX_SUBMISSION_BYTES,
-    check_unique: bool = True,
+    source: StoreLocation, *, max_bytes: int = MAX_SUBMISSION_BYTES, check_unique: bool = True
 ) -> pd.DataFrame:
     """The submission as a DataFrame with exactly the four contract columns (`trace_name` str;
     `detection`, `p_time_s`, `s_time_s` float64, NaN where there is no pick), row order kept,
     every check of the module doc that needs no truth done."""
-    table = read_table(source, storage_options, max_bytes=max_bytes)
-    return validate_pick_table(table, source, check_unique=check_unique)
+    table = read_table(source, max_bytes=max_bytes)
+    return validate_pick_table(table, source.url, check_unique=check_unique)
 
 
 def refuse_duplicates(names: np.ndarray, what: str) -> None:
@@ -240,28 +226,21 @@ def validate_pick_table(
 
 
 def write_pick_submission(
-    frame: pd.DataFrame,
-    out: str,
-    storage_options: storage.StorageOptions | None = None,
-    *,
-    metadata: dict | None = None,
+    frame: pd.DataFrame, out: StoreLocation, *, metadata: dict | None = None
 ) -> str:
     """Write a pick table (the four contract columns) as CSV or Parquet by `out`'s suffix, whole
     or not at all: a temporary file beside `out`, renamed (moved) into place last. `metadata`
     (JSON-able) goes into Parquet's key-value metadata under `seisctf`. Returns `out`."""
     import json
 
-    import fsspec
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    frame = validate_pick_table(frame[list(PICK_COLUMNS)], str(out))
-    lowered = str(out).lower()
+    frame = validate_pick_table(frame[list(PICK_COLUMNS)], out.url)
+    lowered = out.url.lower()
     if not lowered.endswith(CSV_SUFFIXES + PARQUET_SUFFIXES):
-        raise InvalidInput(str(out), "expected an output ending in .csv, .parquet or .pq")
-    fs, path = fsspec.core.url_to_fs(
-        str(out), **(StoreLocation(out, storage_options).options or {})
-    )
+        raise InvalidInput(out.url, "expected an output ending in .csv, .parquet or .pq")
+    fs, path = out.filesystem()
     parent = path.rpartition("/")[0]
     if parent:
         fs.makedirs(parent, exist_ok=True)
@@ -277,4 +256,4 @@ def write_pick_submission(
                 )
             pq.write_table(table, file)
     fs.mv(partial, path)
-    return str(out)
+    return out.url

@@ -147,19 +147,18 @@ class ByteLRU:
 
 
 class WindowReader:
-    """Reads windows (rows along `trace`) of the event-window store at `url` (module doc)."""
+    """Reads windows (rows along `trace`) of the event-window store at `store` (module doc)."""
 
     def __init__(
         self,
-        url: str,
-        storage_options=None,
+        store: StoreLocation,
         cache_bytes: int = DEFAULT_CACHE_BYTES,
         signed_urls: bool = True,
     ) -> None:
         if cache_bytes < 0:
             raise InvalidInput("cache_bytes", f"must be ≥ 0 bytes, got {cache_bytes}")
-        self.url = str(url).rstrip("/")
-        self.storage_options = storage_options
+        self.store = store.with_url(store.url.rstrip("/"))
+        self.url = self.store.url
         self.cache_bytes = int(cache_bytes)
         self.signed_urls = signed_urls
         self._pid: int | None = None
@@ -196,7 +195,7 @@ class WindowReader:
         if self._pid != os.getpid():
             import fsspec
 
-            options = dict(StoreLocation(self.url, self.storage_options).options or {})
+            options = dict(self.store.options or {})
             options["skip_instance_cache"] = True
             self._fs, self._root = fsspec.core.url_to_fs(self.url, **options)
             self._root = self._root.rstrip("/")

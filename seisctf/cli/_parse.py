@@ -353,6 +353,8 @@ PARAMETER_DESTS = {
     "tolerance_s": "tolerance",
     "public_url": "public",
     "truth_url": "truth",
+    "public_store": "public",
+    "truth_store": "truth",
     "storage_options": "storage_option",
     "names": "submission",
 }

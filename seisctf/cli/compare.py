@@ -8,7 +8,7 @@ from pathlib import Path
 
 from seisctf.cli import _checks
 from seisctf.cli._numbers import COUNT, SEED, Number
-from seisctf.cli._parse import storage_options as _options
+from seisctf.cli._parse import store_location
 from seisctf.errors import InvalidInput
 
 
@@ -62,7 +62,7 @@ def _run_compare(args: argparse.Namespace) -> None:
     from seisctf.scoring.compare import compare_runs, summary_lines
     from seisctf.scoring.uncertainty import identical_draw_budgets, read_runs
 
-    runs = read_runs(args.runs, _options(args))
+    runs = read_runs(store_location(args, args.runs))
     identical = identical_draw_budgets(
         runs,
         n_clusters=args.clusters,

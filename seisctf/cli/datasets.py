@@ -15,12 +15,12 @@ from seisctf.cli._parse import (
     generator_seed_options,
     public_truth_option,
     secret_argument,
+    store_location,
     write_json,
 )
 from seisctf.cli._parse import storage_options as _options
 from seisctf.cli._recipe_checks import check_recipe
 from seisctf.cli.demo_plan import DEFAULT_LAYOUTS, demo_datasets, demo_source
-from seisctf.location import StoreLocation
 from seisctf.plugins.layouts import LAYOUTS, load_layout
 from seisctf.registry import SYNTHS  # its summaries are the `synth` kinds' help
 from seisctf.synth.output_sizes import das_size, global_size, source_size
@@ -394,10 +394,7 @@ def _run_synthesis(args: argparse.Namespace, kind: str, **options) -> None:
     if secret is not None and secret.drawn:
         dataset.attrs[cv.ATTR_CTF_SECRET] = secret.value
     storage.write_dataset(
-        dataset,
-        StoreLocation(args.out, context.storage_options),
-        label=f"synth {kind}",
-        quiet=args.quiet,
+        dataset, context.location(args.out), label=f"synth {kind}", quiet=args.quiet
     )
     print(f"wrote {args.out}")
 
@@ -451,7 +448,7 @@ def _run_split(args: argparse.Namespace) -> None:
         draws=args.draws,
         seed=args.seed,
     )
-    result = split_store(args.store, options, _options(args), quiet=args.quiet)
+    result = split_store(store_location(args, args.store), options, quiet=args.quiet)
     if args.audit:
         write_json(args.audit, result.audit)
     if args.map:
@@ -469,10 +466,9 @@ def _run_subset(args: argparse.Namespace) -> None:
     from seisctf.catalogs.event_window_subset import subset_event_windows
 
     written = subset_event_windows(
-        args.store,
+        store_location(args, args.store),
         args.query,
-        args.out,
-        _options(args),
+        store_location(args, args.out),
         overwrite=args.overwrite,
         quiet=args.quiet,
     )
@@ -483,11 +479,10 @@ def _run_export_seisbench(args: argparse.Namespace) -> None:
     from seisctf.formats.seisbench.seisbench_export import export_seisbench
 
     written = export_seisbench(
-        args.store,
+        store_location(args, args.store),
         args.directory,
         metadata_only=args.metadata_only,
         query=args.filter,
-        storage_options=_options(args),
         quiet=args.quiet,
     )
     print(f"wrote {', '.join(str(path) for path in written)}")
@@ -522,10 +517,10 @@ def _run_tasks(args: argparse.Namespace) -> None:
     )
     from seisctf.plugins import layouts
 
-    options = _options(args)
+    public, truth = store_location(args, args.public), store_location(args, args.truth)
     secret = keys.resolve_secret(args.secret)
-    refuse_existing_bundle(args.public, args.truth, options, overwrite=args.overwrite)
-    store = storage.open_dataset(StoreLocation(args.wavefield, options))
+    refuse_existing_bundle(public, truth, overwrite=args.overwrite)
+    store = storage.open_dataset(store_location(args, args.wavefield))
     stamp = truth_stamp(store.attrs, secret, allowed=args.public_truth, what=args.wavefield)
 
     def bundle_of(layout: layouts.Layout):
@@ -551,11 +546,10 @@ def _run_tasks(args: argparse.Namespace) -> None:
         bundle, attrs, truth_attrs = bundle_of(layouts.load_layout(args.layout))
     write_bundle(
         bundle,
-        args.public,
-        args.truth,
+        public,
+        truth,
         secret.value,
         keep_secret=secret.drawn,
-        storage_options=options,
         quiet=args.quiet,
         attrs=attrs,
         truth_attrs=truth_attrs,
@@ -567,5 +561,6 @@ def _run_tasks(args: argparse.Namespace) -> None:
 def _run_baseline(args: argparse.Namespace) -> None:
     from seisctf.baselines.ctf import write_baseline
 
-    write_baseline(args.model, args.public, args.out, _options(args), quiet=args.quiet)
+    public, submission = store_location(args, args.public), store_location(args, args.out)
+    write_baseline(args.model, public, submission, quiet=args.quiet)
     print(f"wrote {args.out}")

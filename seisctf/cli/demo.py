@@ -108,13 +108,14 @@ def run_demo(
             overrides=overrides,
             public_truth=resolved.public,
         )
-        manifest = storage.read_attrs(StoreLocation(paths["truth"]))[cv.ATTR_CTF]
+        truth = StoreLocation(paths["truth"])
+        manifest = storage.read_attrs(truth)[cv.ATTR_CTF]
         shutil.rmtree(paths["submissions"], ignore_errors=True)
         submissions = {}
         for model in BASELINE_MODELS:
-            submissions[model] = str(Path(paths["submissions"]) / f"{model}.zarr")
-            write_baseline(model, paths["public"], submissions[model], quiet=quiet)
-        results = score_ctf(paths["truth"], submissions, quiet=quiet)
+            submissions[model] = StoreLocation(str(Path(paths["submissions"]) / f"{model}.zarr"))
+            write_baseline(model, StoreLocation(paths["public"]), submissions[model], quiet=quiet)
+        results = score_ctf(truth, submissions, quiet=quiet)
         Path(paths["scores"]).write_text(json.dumps(results, indent=2))
         commitment = leaderboard.truth_commitment_of(manifest)
         for result in results:

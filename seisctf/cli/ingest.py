@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from seisctf.cli import _checks
 from seisctf.cli._numbers import COUNT_OR_ZERO, NON_NEGATIVE, POSITIVE
-from seisctf.cli._parse import Commands
+from seisctf.cli._parse import Commands, store_location
 from seisctf.cli._parse import storage_options as _options
 from seisctf.errors import InvalidInput
 from seisctf.plugins.schema import check_options
@@ -208,11 +208,10 @@ def _event_window_layout_options(parser: argparse.ArgumentParser) -> None:
 def _run_ingest_waveforms(args: argparse.Namespace) -> None:
     report = _registered(args.kind)(
         args.sources,
-        args.out,
+        store_location(args, args.out),
         inventories=args.inventory,
         rate=args.rate,
         strict=args.strict,
-        storage_options=_options(args),
         quiet=args.quiet,
         append=args.append,
         remove_response=args.remove_response,
@@ -233,9 +232,8 @@ def _run_ingest_waveforms(args: argparse.Namespace) -> None:
 def _run_ingest_das(args: argparse.Namespace) -> None:
     report = _registered(args.kind)(
         args.sources,
-        args.out,
+        store_location(args, args.out),
         strict=args.strict,
-        storage_options=_options(args),
         append=args.append,
         quiet=args.quiet,
     )
@@ -258,13 +256,12 @@ def _run_ingest_quakeml(args: argparse.Namespace) -> None:
     report = _registered(args.kind)(
         args.catalog,
         args.archive,
-        args.out,
+        store_location(args, args.out),
         window_s=args.window,
         pre_arrival_s=args.pre_arrival,
         noise_windows=args.noise_windows,
         inventories=args.inventory,
         scratch=args.scratch,
-        storage_options=_options(args),
         quiet=args.quiet,
     )
     for problem in report.problems:
@@ -279,11 +276,10 @@ def _run_ingest_quakeml(args: argparse.Namespace) -> None:
 def _run_ingest_seisbench(args: argparse.Namespace) -> None:
     report = _registered(args.kind)(
         args.folder,
-        args.out,
+        store_location(args, args.out),
         rate=args.rate,
         shard_traces=args.shard_traces,
         compress=not args.uncompressed,
-        storage_options=_options(args),
         quiet=args.quiet,
     )
     print(
@@ -299,10 +295,9 @@ def _run_ingest_stead(args: argparse.Namespace) -> None:
     report = _registered(args.kind)(
         args.hdf5,
         args.csv,
-        args.out,
+        store_location(args, args.out),
         shard_traces=args.shard_traces,
         compress=not args.uncompressed,
-        storage_options=_options(args),
         quiet=args.quiet,
     )
     windows = counted(report.n_traces, "window")

@@ -13,11 +13,11 @@ from seisctf.cli._numbers import COUNT, POSITIVE, PROBABILITY, Number
 from seisctf.cli._parse import (
     release_options,
     release_request,
+    store_location,
     submitter_metadata,
     submitter_options,
     write_json,
 )
-from seisctf.cli._parse import storage_options as _options
 from seisctf.errors import InvalidInput
 
 SPLITS = ("train", "dev", "test", "all")
@@ -148,8 +148,8 @@ def _run_score_picks(args: argparse.Namespace) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", PickTimeWarning)
         referee.run_picks(
-            args.truth,
-            args.submission,
+            store_location(args, args.truth),
+            store_location(args, args.submission),
             args.name or Path(str(args.submission).rstrip("/")).stem,
             referee.Referee(release, args.db, metadata),
             write,
@@ -157,7 +157,6 @@ def _run_score_picks(args: argparse.Namespace) -> None:
             threshold=args.threshold,
             split=args.split,
             group_by=tuple(dict.fromkeys(args.group_by)),
-            storage_options=_options(args),
             quiet=args.quiet,
         )
     for warning in caught:  # one line each, after the result
@@ -173,20 +172,19 @@ def _run_pick_stalta(args: argparse.Namespace) -> None:
     from seisctf.baselines.stalta import stalta_picks, tuning_traces
     from seisctf.scoring import picks
 
-    options = _options(args)
+    store = store_location(args, args.store)
     tune_split = None if args.tune_split == "none" else args.tune_split
     objective = None
     if tune_split is not None:
-        tuning_traces(args.store, tune_split, options)  # none there: say what to tune on
-        truth = picks.read_truth(args.store, storage_options=options, quiet=args.quiet)
+        tuning_traces(store, tune_split)  # none there: say what to tune on
+        truth = picks.read_truth(store, quiet=args.quiet)
         objective = picks.mean_f1_objective(truth, tune_split)
     description = stalta_picks(
-        args.store,
-        args.out,
+        store,
+        store_location(args, args.out),
         split=args.split,
         tune_split=tune_split,
         objective=objective,
-        storage_options=options,
         quiet=args.quiet,
     )
     print(json.dumps({key: description[key] for key in ("n_traces", "parameters", "tuned_on")}))
@@ -197,15 +195,14 @@ def _run_pick_seisbench(args: argparse.Namespace) -> None:
     from seisctf.baselines.seisbench_picker import seisbench_picks
 
     description = seisbench_picks(
-        args.store,
-        args.out,
+        store_location(args, args.store),
+        store_location(args, args.out),
         model=args.model,
         weights=args.weights,
         model_args=args.model_args,
         split=args.split,
         batch_size=args.batch_size,
         pick_threshold=args.pick_threshold,
-        storage_options=_options(args),
         quiet=args.quiet,
     )
     print(json.dumps({key: description[key] for key in ("n_traces", "model", "weights_sha256")}))

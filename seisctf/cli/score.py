@@ -12,11 +12,11 @@ from seisctf.cli._parse import (
     SCORING_WORKER_MODULES,
     release_options,
     release_request,
+    store_location,
     submitter_metadata,
     submitter_options,
     write_json,
 )
-from seisctf.cli._parse import storage_options as _options
 from seisctf.errors import InvalidInput
 
 
@@ -162,19 +162,20 @@ def _run_score_ctf(args: argparse.Namespace) -> None:
         elif not args.quiet:  # the JSON is in its file: a short table
             print_results(results)
 
-    submissions = dict(zip(names, args.submission, strict=True))
+    submissions = {
+        name: store_location(args, url) for name, url in zip(names, args.submission, strict=True)
+    }
     scoring = {
         "convention": args.convention,
-        "storage_options": _options(args),
         "limits": limits,
         "quiet": args.quiet,
         "metrics": tuple(args.metric),
     }
     if args.validation:
-        referee.run_validation(args.public, submissions, write, **scoring)
+        referee.run_validation(store_location(args, args.public), submissions, write, **scoring)
     else:
         judge = referee.Referee(release, args.db, metadata)
-        referee.run_ctf(args.truth, submissions, judge, write, **scoring)
+        referee.run_ctf(store_location(args, args.truth), submissions, judge, write, **scoring)
 
 
 def _check_leaderboard(args: argparse.Namespace) -> None:

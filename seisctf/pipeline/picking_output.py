@@ -74,25 +74,23 @@ def check_picking(recipe: RecipeText) -> None:
         raise recipe.error(("outputs", "picking", "split"), error.problem) from None
 
 
-def copy_store(source: str, target: str, context: BuildContext) -> None:
+def copy_store(source: StoreLocation, target: StoreLocation) -> None:
     """A byte copy of the store at `source` (any fsspec URL) to `target`, replacing it, with
     its Parquet catalogue (an event-window store's: inside it, or beside it for a store of an
     earlier version; the copy's is inside)."""
 
-    def mapper(url: str):
-        return fsspec.get_mapper(url, **(StoreLocation(url, context.storage_options).options or {}))
+    def mapper(location: StoreLocation):
+        return fsspec.get_mapper(location.url, **(location.options or {}))
 
     origin, destination = mapper(source), mapper(target)
     if destination.fs.exists(destination.root):
         destination.fs.rm(destination.root, recursive=True)
     for key in origin:
         destination[key] = origin[key]
-    if storage.read_attrs(StoreLocation(source, context.storage_options)).get("catalog"):
+    if storage.read_attrs(source).get("catalog"):
         # Copied with the bytes when inside the store; an earlier version's kept it beside.
-        catalog = event_windows.read_catalog(source, context.storage_options)
-        event_windows.write_catalog(catalog, target, context.storage_options)
-        attrs = {"catalog": event_windows.CATALOG_PATH}
-        storage.finish_group(StoreLocation(target, context.storage_options), attrs)
+        event_windows.write_catalog(event_windows.read_catalog(source), target)
+        storage.finish_group(target, {"catalog": event_windows.CATALOG_PATH})
 
 
 @OUTPUTS.register(
@@ -110,6 +108,7 @@ def picking_output(
     place with the recipe's options; the audit is also written as JSON to `picking.audit`."""
     spec = recipe.data["outputs"]["picking"]
     url = context.resolve(spec["url"])
+    store = context.location(url)
     record = provenance(recipe, context, ("source",), "picking")
     if up_to_date(url, record["fingerprint"], context):
         context.skipped.append(url)
@@ -117,19 +116,14 @@ def picking_output(
         try:
             source_url = context.require_source_url()
             if url.rstrip("/") != source_url.rstrip("/"):
-                copy_store(source_url, url, context)
-            split_store(
-                url, split_options(spec["split"]), context.storage_options, quiet=context.quiet
-            )
+                copy_store(context.location(source_url), store)
+            split_store(store, split_options(spec["split"]), quiet=context.quiet)
         except InvalidInput as error:
             raise recipe.error(("outputs", "picking"), str(error)) from None
-        storage.finish_group(
-            StoreLocation(url, context.storage_options), {cv.ATTR_PROVENANCE: record}
-        )
+        storage.finish_group(store, {cv.ATTR_PROVENANCE: record})
         context.written.append(url)
     if spec.get("audit"):
-        audit_url = context.resolve(spec["audit"])
-        audit = storage.read_attrs(StoreLocation(url, context.storage_options))[ATTR_SPLIT_AUDIT]
-        options = StoreLocation(audit_url, context.storage_options).options or {}
-        with fsspec.open(audit_url, "w", **options) as handle:
+        audit_file = context.location(context.resolve(spec["audit"]))
+        audit = storage.read_attrs(store)[ATTR_SPLIT_AUDIT]
+        with fsspec.open(audit_file.url, "w", **(audit_file.options or {})) as handle:
             handle.write(json.dumps(audit, indent=2))

@@ -57,7 +57,6 @@ from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
 from seisctf.pipeline.split_audit import leakage_audit
-from seisctf.s3 import holds_credentials
 from seisctf.wording import counted
 
 STRATEGIES = ("source-clusters", "station-disjoint", "event", "time")
@@ -425,13 +424,7 @@ def split_chunk(n_trace: int) -> int:
     return max(1, min(n_trace, 2**20))
 
 
-def write_split(
-    url: str,
-    split: Split,
-    attrs: dict[str, Any],
-    storage_options: dict | None,
-    quiet: bool,
-) -> None:
+def write_split(store: StoreLocation, split: Split, attrs: dict[str, Any], quiet: bool) -> None:
     """Write `split` and `split_cluster` into the store with Dask, and into its Parquet
     catalogue (when the store has one); then attrs and the consolidated metadata, last
     (storage.finish_group)."""
@@ -439,15 +432,11 @@ def write_split(
     import zarr
 
     group = zarr.open_group(
-        storage.open_group(StoreLocation(url, storage_options), mode="r+").store,
-        mode="r+",
-        use_consolidated=False,
+        storage.open_group(store, mode="r+").store, mode="r+", use_consolidated=False
     )
     # The catalogue is read before anything is written: a missing or unreadable one is refused
     # with the store as it was.
-    catalog = (
-        event_windows.read_catalog(url, storage_options) if group.attrs.get("catalog") else None
-    )
+    catalog = event_windows.read_catalog(store) if group.attrs.get("catalog") else None
     n_trace = len(split.split)
     chunk = split_chunk(n_trace)
     sources, targets = [], []
@@ -473,24 +462,16 @@ def write_split(
     if catalog is not None:
         catalog[cv.SPLIT_VAR] = pd.array(split.split.astype(str), dtype="str")
         catalog[CLUSTER_VAR] = split.cluster.astype(np.int32)
-        event_windows.write_catalog(catalog, url, storage_options)
+        event_windows.write_catalog(catalog, store)
         attrs = {**attrs, "catalog": event_windows.CATALOG_PATH}  # now inside the store
-    storage.finish_group(StoreLocation(url, storage_options), attrs)
+    storage.finish_group(store, attrs)
 
 
-@holds_credentials
-def split_store(
-    url: str,
-    options: SplitOptions,
-    storage_options: dict | None = None,
-    *,
-    quiet: bool = False,
-) -> SplitResult:
-    """Split the event-window store at `url` in place and audit the split (split_audit)."""
+def split_store(store: StoreLocation, options: SplitOptions, *, quiet: bool = False) -> SplitResult:
+    """Split the event-window store at `store` in place and audit the split (split_audit)."""
     options = options.checked()
-    ds = cv.validate_event_window_store(
-        storage.open_dataset(StoreLocation(url, storage_options)), url
-    )
+    url = store.url
+    ds = cv.validate_event_window_store(storage.open_dataset(store), url)
     table = read_trace_table(ds, SPLIT_COLUMNS, quiet=quiet)
     split = make_split(table, options, url)
     table = table.assign(**{cv.SPLIT_VAR: split.split, CLUSTER_VAR: split.cluster})
@@ -508,5 +489,5 @@ def split_store(
         },
         ATTR_SPLIT_AUDIT: audit,
     }
-    write_split(url, split, attrs, storage_options, quiet)
+    write_split(store, split, attrs, quiet)
     return SplitResult(table, audit, split)

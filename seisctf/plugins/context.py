@@ -8,7 +8,7 @@ from pathlib import Path
 
 from seisctf import keys, s3, storage
 from seisctf.errors import InvalidInput
-from seisctf.location import is_remote
+from seisctf.location import StoreLocation, is_remote
 from seisctf.plugins.layouts import Layout
 
 
@@ -40,6 +40,10 @@ class BuildContext:
         if is_remote(url) or Path(url).is_absolute():
             return url
         return str(self.workdir / url)
+
+    def location(self, url: str) -> StoreLocation:
+        """`url` (a resolved one: `resolve`) with the build's storage options."""
+        return StoreLocation(url, self.storage_options)
 
     def require_secret(self, what: str) -> str:
         """The secret's value (a build resolves one before any work; a bare context has none)."""

@@ -31,7 +31,6 @@ from seisctf.blocks import Stored, named, tiles, tree_sum
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
-from seisctf.s3 import holds_credentials
 from seisctf.scoring import metrics, parts
 from seisctf.scoring.ctf_conventions import Convention, convention_named
 from seisctf.scoring.gram import spectral_norm, spectral_norms
@@ -168,19 +167,17 @@ def validate_manifest(
 OpenedTruth = tuple[dict[str, Any], str | None, dict[str, da.Array]]
 
 
-def open_truth(
-    truth_url: str, storage_options: storage.StorageOptions | None = None
-) -> OpenedTruth:
+def open_truth(truth_store: StoreLocation) -> OpenedTruth:
     """(manifest, salt, {test name: Dask array as stored}) of a complete truth group."""
-    attrs = storage.read_attrs(StoreLocation(truth_url, storage_options))
+    attrs = storage.read_attrs(truth_store)
     if cv.ATTR_CTF not in attrs:
-        raise InvalidInput(truth_url, f"truth group has no {cv.ATTR_CTF!r} manifest attr")
+        raise InvalidInput(truth_store.url, f"truth group has no {cv.ATTR_CTF!r} manifest attr")
     manifest = attrs[cv.ATTR_CTF]
     truth = {
-        pair["test"]: storage.read_array(StoreLocation(truth_url, storage_options), pair["test"])
-        for pair in manifest["pairs"]
+        pair["test"]: storage.read_array(truth_store, pair["test"]) for pair in manifest["pairs"]
     }
-    validate_manifest(manifest, {name: array.shape for name, array in truth.items()}, truth_url)
+    shapes = {name: array.shape for name, array in truth.items()}
+    validate_manifest(manifest, shapes, truth_store.url)
     return manifest, attrs.get(cv.ATTR_CTF_SALT), truth
 
 
@@ -443,37 +440,33 @@ def averages(scores: Mapping[str, float | None]) -> dict[str, float | None]:
 
 
 def open_submissions(
-    submissions: Mapping[str, Any],
-    manifest: Mapping[str, Any],
-    storage_options: storage.StorageOptions | None,
-    limits: SubmissionLimits | None,
+    submissions: Mapping[str, Any], manifest: Mapping[str, Any], limits: SubmissionLimits | None
 ) -> dict[str, dict[str, da.Array]]:
     """Every named submission through the one intake, validated against `manifest`."""
     return {
-        name: open_submission(source, manifest, storage_options, limits=limits)
+        name: open_submission(source, manifest, limits=limits)
         for name, source in submissions.items()
     }
 
 
-@holds_credentials
 def score_ctf(
-    truth_url: str,
+    truth_store: StoreLocation,
     submissions: Mapping[str, Any],
     *,
     convention: str = "reference",
-    storage_options: storage.StorageOptions | None = None,
     limits: SubmissionLimits | None = None,
     quiet: bool = False,
     truth: OpenedTruth | None = None,
     metrics: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
-    """Score named submissions (paths/URLs of any accepted format, or mappings of arrays) against
-    one truth group, in one pass that reads each truth chunk once for all of them.
+    """Score named submissions (the `StoreLocation`s of any accepted format, or mappings of
+    arrays) against one truth group, in one pass that reads each truth chunk once for all of
+    them.
 
-    `truth`: the group at `truth_url` as `open_truth` returned it, when the caller opened it
+    `truth`: the group at `truth_store` as `open_truth` returned it, when the caller opened it
     already (it is then not opened again)."""
-    manifest, salt, truth_arrays = truth or open_truth(truth_url, storage_options)
-    opened = open_submissions(submissions, manifest, storage_options, limits)
+    manifest, salt, truth_arrays = truth or open_truth(truth_store)
+    opened = open_submissions(submissions, manifest, limits)
     return score_arrays(
         manifest,
         truth_arrays,
@@ -481,7 +474,7 @@ def score_ctf(
         convention=convention,
         salt=salt,
         quiet=quiet,
-        what=truth_url,
+        what=truth_store.url,
         metrics=metrics,
     )
 
@@ -491,7 +484,7 @@ def validation_manifest(public_manifest: Mapping[str, Any]) -> dict[str, Any]:
     entries = public_manifest.get("validation")
     if not entries:
         raise InvalidInput(
-            "public_url", "bundle has no validation targets (built before they existed)"
+            "public_store", "bundle has no validation targets (built before they existed)"
         )
     rows = min(entry["shape"][0] for entry in entries)
     return {
@@ -511,28 +504,23 @@ def validation_manifest(public_manifest: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-@holds_credentials
 def score_validation(
-    public_url: str,
+    public_store: StoreLocation,
     submissions: Mapping[str, Any],
     *,
     convention: str = "reference",
-    storage_options: storage.StorageOptions | None = None,
     limits: SubmissionLimits | None = None,
     quiet: bool = False,
     metrics: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """Score submissions of X1val…X9val against the public bundle's validation targets, locally,
     with the referee's own code (for tuning; never touches the truth)."""
-    manifest = validation_manifest(
-        storage.read_attrs(StoreLocation(public_url, storage_options))[cv.ATTR_CTF]
-    )
+    manifest = validation_manifest(storage.read_attrs(public_store)[cv.ATTR_CTF])
     targets = {
-        pair["test"]: storage.read_array(StoreLocation(public_url, storage_options), pair["test"])
-        for pair in manifest["pairs"]
+        pair["test"]: storage.read_array(public_store, pair["test"]) for pair in manifest["pairs"]
     }
-    validate_manifest(manifest, {name: a.shape for name, a in targets.items()}, public_url)
-    opened = open_submissions(submissions, manifest, storage_options, limits)
+    validate_manifest(manifest, {name: a.shape for name, a in targets.items()}, public_store.url)
+    opened = open_submissions(submissions, manifest, limits)
     results = score_arrays(
         manifest, targets, opened, convention=convention, verify=False, quiet=quiet, metrics=metrics
     )

@@ -33,7 +33,7 @@ from __future__ import annotations
 import hashlib
 import math
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,8 +47,7 @@ from seisctf.catalogs import pick_table
 from seisctf.catalogs.trace_keys import station_keys
 from seisctf.catalogs.trace_table import read_trace_table
 from seisctf.errors import InvalidInput
-from seisctf.location import StoreLocation
-from seisctf.s3 import holds_credentials
+from seisctf.location import LocationLike, StoreLocation
 from seisctf.scoring import pick_metrics
 from seisctf.scoring.pick_metrics import PHASES, Tally
 
@@ -126,17 +125,13 @@ def _arrival_seconds(table: pd.DataFrame, column: str, rate_hz: float, url: str)
 
 
 def read_truth(
-    url: str,
-    group_by: Sequence[str] = (),
-    storage_options: storage.StorageOptions | None = None,
-    *,
-    quiet: bool = True,
+    store: StoreLocation, group_by: Sequence[str] = (), *, quiet: bool = True
 ) -> PickTruth:
-    """The labels of the event-window store at `url` (module doc): its label columns only, read
-    with Dask chunk by chunk; duplicate trace names and missing label columns are bad input."""
-    ds = cv.validate_event_window_store(
-        storage.open_dataset(StoreLocation(url, storage_options)), str(url)
-    )
+    """The labels of the event-window store at `store` (module doc): its label columns only,
+    read with Dask chunk by chunk; duplicate trace names and missing label columns are bad
+    input."""
+    url = store.url
+    ds = cv.validate_event_window_store(storage.open_dataset(store), url)
     rate_hz = float(ds.attrs[cv.ATTR_SAMPLING_RATE])
     missing = [column for column in ARRIVAL_COLUMNS if column not in ds.variables]
     if missing:
@@ -364,29 +359,31 @@ def score_pick_table(
     }
 
 
-@holds_credentials
 def score_picks(
-    truth_url: str,
-    submission: str | pd.DataFrame,
+    truth_url: LocationLike,
+    submission: LocationLike | pd.DataFrame,
     *,
     name: str | None = None,
     tolerance_s: float = DEFAULT_TOLERANCE_S,
     threshold: float = DEFAULT_THRESHOLD,
     split: str = "test",
     group_by: Sequence[str] = (),
-    storage_options: storage.StorageOptions | None = None,
+    storage_options: Mapping[str, Any] | None = None,
     quiet: bool = True,
 ) -> dict[str, Any]:
     """Score a pick table (a CSV or Parquet path/URL, or a DataFrame of the contract's columns)
-    against the event-window store at `truth_url`; returns the results object. `name` defaults
-    to the file's stem. The table is checked before the store is read."""
+    against the event-window store at `truth_url`; returns the results object. Paths and URLs
+    take `storage_options`; a `StoreLocation` holds its own. `name` defaults to the file's
+    stem. The table is checked before the store is read."""
     if isinstance(submission, pd.DataFrame):
         what = "submission"
         table = pick_table.validate_pick_table(submission, what, check_unique=False)
     else:
-        what = str(submission)
-        table = pick_table.read_pick_submission(submission, storage_options, check_unique=False)
-    truth = read_truth(truth_url, group_by, storage_options, quiet=quiet)
+        source = StoreLocation.from_url(submission, storage_options)
+        what = source.url
+        table = pick_table.read_pick_submission(source, check_unique=False)
+    truth_store = StoreLocation.from_url(truth_url, storage_options)
+    truth = read_truth(truth_store, group_by, quiet=quiet)
     return score_pick_table(
         truth,
         table,

@@ -26,8 +26,7 @@ from typing import Any
 
 import pandas as pd
 
-from seisctf import storage
-from seisctf.s3 import holds_credentials
+from seisctf.location import StoreLocation
 from seisctf.scoring import leaderboard
 from seisctf.scoring.ctf import open_truth
 from seisctf.scoring.ladder import climbing
@@ -104,30 +103,27 @@ def run(
     return shown
 
 
-@holds_credentials
 def run_ctf(
-    truth_url: str,
+    truth_store: StoreLocation,
     submissions: Mapping[str, Any],
     referee: Referee = Referee(),
     write: Write = _nothing,
     *,
     convention: str = "reference",
-    storage_options: storage.StorageOptions | None = None,
     limits: SubmissionLimits | None = None,
     quiet: bool = False,
     metrics: Sequence[str] = (),
 ) -> list[Result]:
     """`seisctf score ctf --truth`: named submissions (`ctf.score_ctf`, one refused alone:
-    `submission_batch`) scored against the truth group at `truth_url`, opened once for the
+    `submission_batch`) scored against the truth group at `truth_store`, opened once for the
     scores and the commitment they record."""
 
     def score() -> tuple[list[Result], str, Refusals]:
-        truth = open_truth(truth_url, storage_options)
+        truth = open_truth(truth_store)
         results, refused = score_ctf_batch(
-            truth_url,
+            truth_store,
             submissions,
             convention=convention,
-            storage_options=storage_options,
             limits=limits,
             quiet=quiet,
             truth=truth,
@@ -138,14 +134,12 @@ def run_ctf(
     return run("ctf", list(submissions), score, referee, write)
 
 
-@holds_credentials
 def run_validation(
-    public_url: str,
+    public_store: StoreLocation,
     submissions: Mapping[str, Any],
     write: Write = _nothing,
     *,
     convention: str = "reference",
-    storage_options: storage.StorageOptions | None = None,
     limits: SubmissionLimits | None = None,
     quiet: bool = False,
     metrics: Sequence[str] = (),
@@ -155,10 +149,9 @@ def run_validation(
 
     def score() -> tuple[list[Result], None, Refusals]:
         results, refused = score_validation_batch(
-            public_url,
+            public_store,
             submissions,
             convention=convention,
-            storage_options=storage_options,
             limits=limits,
             quiet=quiet,
             metrics=metrics,
@@ -168,10 +161,9 @@ def run_validation(
     return run("ctf", list(submissions), score, Referee(), write)
 
 
-@holds_credentials
 def run_picks(
-    truth_url: str,
-    submission: str | pd.DataFrame,
+    truth_store: StoreLocation,
+    submission: StoreLocation | pd.DataFrame,
     name: str,
     referee: Referee = Referee(),
     write: Write = _nothing,
@@ -180,22 +172,20 @@ def run_picks(
     threshold: float = DEFAULT_THRESHOLD,
     split: str = "test",
     group_by: Sequence[str] = (),
-    storage_options: storage.StorageOptions | None = None,
     quiet: bool = True,
 ) -> Result:
     """`seisctf score picks`: one pick table (`picks.score_picks`) scored against the
-    event-window store at `truth_url`; its entry records the result's `truth_commitment`."""
+    event-window store at `truth_store`; its entry records the result's `truth_commitment`."""
 
     def score() -> tuple[list[Result], str, Refusals]:
         result = score_picks(
-            truth_url,
+            truth_store,
             submission,
             name=name,
             tolerance_s=tolerance_s,
             threshold=threshold,
             split=split,
             group_by=group_by,
-            storage_options=storage_options,
             quiet=quiet,
         )
         return [result], result["truth_commitment"], {}

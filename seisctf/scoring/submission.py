@@ -37,7 +37,7 @@ from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
-from seisctf.location import StoreLocation, is_remote
+from seisctf.location import StoreLocation
 from seisctf.scoring.submission_checks import (
     CODEC_SLACK_BYTES,
     DECODE_ERRORS,
@@ -325,35 +325,30 @@ def _local_arrays(
 
 
 def read_submission_arrays(
-    source: str | Mapping[str, Any],
-    storage_options: storage.StorageOptions | None = None,
+    source: StoreLocation | Mapping[str, Any],
     *,
     manifest: Mapping[str, Any] | None = None,
     limits: SubmissionLimits | None = None,
     scratch_dir: str | os.PathLike | None = None,
 ) -> dict:
-    """Array-likes by name (zarr, memory-mapped, Dask or numpy) from any submission format or a
-    mapping of arrays, checked from metadata only; names and shapes too when a manifest is given."""
+    """Array-likes by name (zarr, memory-mapped, Dask or numpy) from any submission format at a
+    location or a mapping of arrays, checked from metadata only; names and shapes too when a
+    manifest is given."""
     expected = expected_shapes(manifest) if manifest is not None else None
     limits = limits or DEFAULT_LIMITS
-    what = source if isinstance(source, str) else "submission"
+    what = source.url if isinstance(source, StoreLocation) else "submission"
     arrays: dict[str, Any]
-    if isinstance(source, Mapping):
+    if not isinstance(source, StoreLocation):
         arrays = {name: a if hasattr(a, "dtype") else np.asarray(a) for name, a in source.items()}
         refuse_names(what, arrays, expected)
         for name, array in arrays.items():
             check_array(f"{what}:{name}", name, array.shape, array.dtype, expected, limits)
-    elif is_remote(source):
-        if source.rstrip("/").endswith((".zip", ".npz")):
-            raise InvalidInput(source, "only zarr groups are read from URLs; give a local path")
-        arrays = group_arrays(
-            source,
-            lambda: storage.open_group(StoreLocation(source, storage_options)),
-            expected,
-            limits,
-        )
+    elif source.is_remote:
+        if what.rstrip("/").endswith((".zip", ".npz")):
+            raise InvalidInput(what, "only zarr groups are read from URLs; give a local path")
+        arrays = group_arrays(what, lambda: storage.open_group(source), expected, limits)
     else:
-        arrays = _local_arrays(source, expected, limits, scratch_dir)
+        arrays = _local_arrays(what, expected, limits, scratch_dir)
     total = sum(math.prod(a.shape) * np.dtype(a.dtype).itemsize for a in arrays.values())
     if total > limits.max_total_bytes:
         raise InvalidInput(
@@ -386,9 +381,8 @@ def as_float64(what: str, array: da.Array) -> da.Array:
 
 
 def open_submission(
-    source: str | Mapping[str, Any],
+    source: StoreLocation | Mapping[str, Any],
     manifest: Mapping[str, Any],
-    storage_options: storage.StorageOptions | None = None,
     limits: SubmissionLimits | None = None,
     *,
     scratch_dir: str | os.PathLike | None = None,
@@ -401,9 +395,9 @@ def open_submission(
     `scratch_dir` holds the temporary .npy files of compressed .npz members (default: $TMPDIR).
     """
     arrays = read_submission_arrays(
-        source, storage_options, manifest=manifest, limits=limits, scratch_dir=scratch_dir
+        source, manifest=manifest, limits=limits, scratch_dir=scratch_dir
     )
-    what = source if isinstance(source, str) else "submission"
+    what = source.url if isinstance(source, StoreLocation) else "submission"
     opened = {}
     for name, shape in expected_shapes(manifest).items():
         chunks = cv.time_space_chunks(*shape)

@@ -21,7 +21,6 @@ from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
-from seisctf.s3 import holds_credentials
 from seisctf.scoring import ctf
 from seisctf.scoring.submission import SubmissionLimits, open_submission
 
@@ -61,30 +60,27 @@ def score_each(
     return results, {name: refused[name] for name in submissions if name in refused}
 
 
-@holds_credentials
 def score_ctf_batch(
-    truth_url: str,
+    truth_store: StoreLocation,
     submissions: Mapping[str, Any],
     *,
     truth: ctf.OpenedTruth,
     convention: str = "reference",
-    storage_options: storage.StorageOptions | None = None,
     limits: SubmissionLimits | None = None,
     quiet: bool = False,
     metrics: Sequence[str] = (),
 ) -> tuple[list[Result], Refusals]:
-    """`ctf.score_ctf` of a batch against the opened `truth` (`ctf.open_truth` of `truth_url`),
-    each submission refused alone (module doc)."""
+    """`ctf.score_ctf` of a batch against the opened `truth` (`ctf.open_truth` of
+    `truth_store`), each submission refused alone (module doc)."""
 
     def open_one(source: Any) -> Any:
-        return open_submission(source, truth[0], storage_options, limits)
+        return open_submission(source, truth[0], limits)
 
     def score(opened: Mapping[str, Any]) -> list[Result]:
         return ctf.score_ctf(
-            truth_url,
+            truth_store,
             opened,
             convention=convention,
-            storage_options=storage_options,
             limits=limits,
             quiet=quiet,
             truth=truth,
@@ -94,30 +90,27 @@ def score_ctf_batch(
     return score_each(score, open_one, submissions)
 
 
-@holds_credentials
 def score_validation_batch(
-    public_url: str,
+    public_store: StoreLocation,
     submissions: Mapping[str, Any],
     *,
     convention: str = "reference",
-    storage_options: storage.StorageOptions | None = None,
     limits: SubmissionLimits | None = None,
     quiet: bool = False,
     metrics: Sequence[str] = (),
 ) -> tuple[list[Result], Refusals]:
     """`ctf.score_validation` of a batch, each submission refused alone (module doc)."""
-    public = storage.read_attrs(StoreLocation(public_url, storage_options))
+    public = storage.read_attrs(public_store)
     manifest = ctf.validation_manifest(public[cv.ATTR_CTF])
 
     def open_one(source: Any) -> Any:
-        return open_submission(source, manifest, storage_options, limits)
+        return open_submission(source, manifest, limits)
 
     def score(opened: Mapping[str, Any]) -> list[Result]:
         return ctf.score_validation(
-            public_url,
+            public_store,
             opened,
             convention=convention,
-            storage_options=storage_options,
             limits=limits,
             quiet=quiet,
             metrics=metrics,

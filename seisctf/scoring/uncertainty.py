@@ -23,6 +23,7 @@ import pandas as pd
 from scipy import stats
 
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 from seisctf.wording import counted
 
 __all__ = [
@@ -320,9 +321,9 @@ def validate_runs(table: pd.DataFrame, what: str = "runs table") -> pd.DataFrame
     return runs
 
 
-def read_runs(path: str, storage_options: dict | None = None) -> pd.DataFrame:
-    """Read and validate a runs table: Parquet (`.parquet`, `.pq`) or CSV."""
-    options = storage_options or None
+def read_runs(runs: StoreLocation) -> pd.DataFrame:
+    """Read and validate the runs table at `runs`: Parquet (`.parquet`, `.pq`) or CSV."""
+    path, options = runs.url, runs.options
     try:
         if path.lower().endswith((".parquet", ".pq")):
             table = pd.read_parquet(path, storage_options=options)

@@ -12,6 +12,7 @@ from conftest import TINY_LAYOUT, smooth_wavefield
 from benchmarks.red_team import attack_release as ar
 from benchmarks.red_team import harness
 from benchmarks.red_team.baselines import BASELINES
+from seisctf.location import StoreLocation
 from seisctf.pipeline.bundles.segments import build_bundle, write_bundle
 from seisctf.scoring import referee, release
 from seisctf.scoring.ctf import score_ctf
@@ -38,14 +39,19 @@ def bundle(tmp_path_factory):
     root = tmp_path_factory.mktemp("release-tuning")
     secret = "a secret of the release-tuning test"
     public, truth = str(root / "public.zarr"), str(root / "truth.zarr")
-    write_bundle(build_bundle(smooth_wavefield(), TINY_LAYOUT, secret), public, truth, secret,
-                 quiet=True)  # fmt: skip
+    write_bundle(
+        build_bundle(smooth_wavefield(), TINY_LAYOUT, secret),
+        StoreLocation(public),
+        StoreLocation(truth),
+        secret,
+        quiet=True,
+    )
     arrays, manifest = harness.load_public(public)
     return public, truth, arrays, manifest
 
 
 def _private(truth_url: str, submissions: dict) -> dict[str, float]:
-    results = score_ctf(truth_url, submissions, quiet=True)
+    results = score_ctf(StoreLocation(truth_url), submissions, quiet=True)
     return {r["name"]: r["parts"]["private"]["avg_score"] for r in results}
 
 
@@ -57,7 +63,7 @@ def test_the_old_policy_is_tuned_by_three_releases(bundle):
     start = ar.turn_knob("tails", persistence, arrays, manifest, np.sqrt(0.1))
 
     def old(name, predictions):
-        return ar.old_view(score_ctf(truth_url, {name: predictions}, quiet=True)[0])
+        return ar.old_view(score_ctf(StoreLocation(truth_url), {name: predictions}, quiet=True)[0])
 
     transcript = ar.per_pair_levels(start, arrays, manifest, old, "old")
     assert len(transcript.views) == 3
@@ -73,7 +79,7 @@ def test_a_ladder_search_gains_nothing_beyond_validation(bundle, knob, tmp_path)
 
     def released(name, predictions):
         judge = referee.Referee(release=asked)
-        return referee.run_ctf(truth_url, {name: predictions}, judge, quiet=True)[0]
+        return referee.run_ctf(StoreLocation(truth_url), {name: predictions}, judge, quiet=True)[0]
 
     transcript = ar.ladder_search(knob, start, arrays, manifest, released, "new")
     assert len(transcript.views) == 3 and release.used(asked) == 3

@@ -20,7 +20,7 @@ from event_window_fixtures import trace_frame, write_event_windows
 from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.catalogs import event_windows as ew
-from seisctf.catalogs.event_window_subset import PARENT_TRACE_INDEX
+from seisctf.catalogs.event_window_subset import PARENT_TRACE_INDEX, subset_event_windows
 from seisctf.cli import main
 from seisctf.location import StoreLocation
 from seisctf.pipeline.splits import SplitOptions, split_store
@@ -36,7 +36,7 @@ def parent(tmp_path_factory):
     """A split event-window store (shards of SHARD_TRACES) and the fixture Dataset it holds."""
     url = str(tmp_path_factory.mktemp("subset") / "parent.zarr")
     source = write_event_windows(url, shard_traces=SHARD_TRACES, n_events=80)
-    split_store(url, SplitOptions("event", seed=3), quiet=True)
+    split_store(StoreLocation(url), SplitOptions("event", seed=3), quiet=True)
     return url, source
 
 
@@ -82,8 +82,10 @@ def assert_subset_of(subset_url: str, parent_url: str, source, selected, options
         else:
             assert kept.values.tolist() == variable.values[selected].tolist(), name
     assert set(subset.attrs) >= set(parent.attrs) - {cv.ATTR_SPLIT_AUDIT}
-    catalog = ew.read_catalog(subset_url, options)
-    parent_catalog = ew.read_catalog(parent_url, options).iloc[selected].reset_index(drop=True)
+    catalog = ew.read_catalog(StoreLocation(subset_url, options))
+    parent_catalog = (
+        ew.read_catalog(StoreLocation(parent_url, options)).iloc[selected].reset_index(drop=True)
+    )
     pd.testing.assert_frame_equal(catalog.drop(columns=[PARENT_TRACE_INDEX]), parent_catalog)
     # engine="seisctf" gives the same Dataset
     xr.testing.assert_identical(
@@ -199,12 +201,16 @@ def test_subset_on_s3(parent, s3_server, s3_bucket, seisctf):
     shards = [p for p in fs.find(f"{out}/{cv.EVENT_WINDOWS_VAR}/c")]
     assert len(shards) == -(-len(selected) // SHARD_TRACES)
     assert storage.read_attrs(StoreLocation(out, options))["subset"]["parent"] == url
+    # The Python API given locations holding the options: the same subset.
+    again = f"{s3_bucket}/subsets/again.zarr"
+    parent_store, out_store = (StoreLocation.from_url(u, options) for u in (url, again))
+    subset_event_windows(parent_store, QUERY, out_store, quiet=True)
+    assert_subset_of(again, url, source, selected, options)
 
 
 def test_parent_without_shards_and_several_windows_per_chunk(tmp_path):
     """A parent of chunks of 4 windows and no shards: the subset has one window per chunk
     (one file each), the same values."""
-    from seisctf.catalogs.event_window_subset import subset_event_windows
 
     url, out = str(tmp_path / "parent.zarr"), str(tmp_path / "noise.zarr")
     source = write_event_windows(url, shard_traces=None, chunk_traces=4, n_events=30)
@@ -222,7 +228,6 @@ def test_parent_without_shards_and_several_windows_per_chunk(tmp_path):
 def test_a_failed_copy_is_never_marked_complete(tmp_path):
     """A parent shard that fails its checksum mid-copy: the error stands, and the output is
     refused as incomplete by every reader."""
-    from seisctf.catalogs.event_window_subset import subset_event_windows
     from seisctf.errors import InvalidInput
 
     url, out = str(tmp_path / "parent.zarr"), str(tmp_path / "subset.zarr")

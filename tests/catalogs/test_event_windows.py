@@ -90,7 +90,7 @@ def seisbench_store(seisbench_dir, tmp_path_factory) -> str:
     from seisctf.formats.seisbench.ingest import ingest_seisbench
 
     url = str(tmp_path_factory.mktemp("stores") / "sb.zarr")
-    ingest_seisbench(str(seisbench_dir), url, quiet=True)
+    ingest_seisbench(str(seisbench_dir), StoreLocation(url), quiet=True)
     return url
 
 
@@ -184,7 +184,7 @@ def test_seisbench_metadata_keeps_names_dtypes_and_values(seisbench_dir, seisben
 
 
 def test_catalogue_equals_the_store_coordinates(seisbench_store):
-    catalog = ew.read_catalog(seisbench_store)
+    catalog = ew.read_catalog(StoreLocation(seisbench_store))
     store = xr.open_zarr(seisbench_store, chunks=None)
     assert Path(seisbench_store).joinpath("catalog.parquet").is_file()  # inside the store
     assert store.attrs["catalog"] == "catalog.parquet"
@@ -233,7 +233,11 @@ def test_identical_bytes_for_one_and_two_workers_and_any_task_partition(
         url = str(tmp_path / f"run{run}" / "sb.zarr")
         with dask_client(clusters[workers], quiet=True):
             ingest_seisbench(
-                str(seisbench_dir), url, layout=layout, traces_per_task=per_task, quiet=True
+                str(seisbench_dir),
+                StoreLocation(url),
+                layout=layout,
+                traces_per_task=per_task,
+                quiet=True,
             )
         runs.append(tree_bytes(url))
     assert len(runs[0]) > 10  # chunk files, shards, metadata, the catalogue
@@ -254,7 +258,7 @@ def test_local_waveforms_are_the_bytes_zarr_python_writes(tmp_path, shard_traces
     dataset[cv.EVENT_WINDOWS_VAR] = (cv.EVENT_WINDOWS_DIMS, values)
     url = str(tmp_path / "ts.zarr")
     layout = ew.WindowLayout(chunk_traces=1, shard_traces=shard_traces, compress=True)
-    ew.write_event_windows(dataset, url, layout=layout, quiet=True)
+    ew.write_event_windows(dataset, StoreLocation(url), layout=layout, quiet=True)
     written = zarr_array(url)
     reference = zarr.create_array(
         str(tmp_path / "zarr-python.zarr"),
@@ -290,7 +294,7 @@ def test_other_layouts_and_source_buckets_give_the_same_values(
         (rebucketed, {}),
     ]:
         url = str(tmp_path / f"{folder.name}-{len(options)}.zarr")
-        ingest_seisbench(str(folder), url, quiet=True, **options)
+        ingest_seisbench(str(folder), StoreLocation(url), quiet=True, **options)
         other = xr.open_zarr(url, chunks=None)
         np.testing.assert_array_equal(
             other[cv.EVENT_WINDOWS_VAR].values, reference[cv.EVENT_WINDOWS_VAR].values
@@ -314,7 +318,7 @@ def test_chunked_seisbench_dataset(tmp_path):
     write_seisbench(folder, seed=1, chunk="_b")  # the same names: they repeat across chunks
     (folder / "chunks").write_text("_a\n_b\n")
     url = str(tmp_path / "chunked.zarr")
-    ingest_seisbench(str(folder), url, quiet=True)
+    ingest_seisbench(str(folder), StoreLocation(url), quiet=True)
     dataset = open_seisbench(folder)
     store = xr.open_zarr(url, chunks=None)
     assert store.sizes[cv.TRACE] == 2 * N_TRACES
@@ -384,7 +388,7 @@ def test_stead_round_trip_and_column_names(stead_files, tmp_path):
 
     hdf5, csv, raw = stead_files
     url = str(tmp_path / "stead.zarr")
-    report = ingest_stead(str(hdf5), str(csv), url, quiet=True)
+    report = ingest_stead(str(hdf5), str(csv), StoreLocation(url), quiet=True)
     assert (report.n_traces, report.n_samples) == (STEAD_ROWS, 6000)
     store = xr.open_zarr(url, chunks=None)
     assert store.attrs[cv.ATTR_SAMPLING_RATE] == 100.0
@@ -419,7 +423,7 @@ def test_stead_round_trip_and_column_names(stead_files, tmp_path):
         else:
             assert [str(v) for v in values] == ["" if pd.isna(v) else str(v) for v in expected]
     assert store[cv.SOURCE_ID].values.tolist()[:2] == ["", "1001"]  # identifiers stay text
-    catalog = ew.read_catalog(url)
+    catalog = ew.read_catalog(StoreLocation(url))
     assert catalog[cv.TRACE_NAME].tolist() == names
 
 
@@ -499,16 +503,16 @@ def test_stead_store_and_catalogue_on_object_storage(stead_files, s3_server, s3_
     hdf5, csv, raw = stead_files
     url = f"{s3_bucket}/windows/stead.zarr"
     options = s3_server.storage_options
-    ingest_stead(str(hdf5), str(csv), url, storage_options=options, quiet=True)
+    ingest_stead(str(hdf5), str(csv), StoreLocation(url, options), quiet=True)
     store = storage.open_dataset(StoreLocation(url, options))
     assert store.attrs[cv.ATTR_COMPLETE] is True
     name = store[cv.TRACE_NAME].values.tolist()[4]
     np.testing.assert_array_equal(
         store[cv.EVENT_WINDOWS_VAR][4, :, :5000].values, raw[name].T[::-1]
     )
-    assert ew.find_catalog(url, options) == f"{url}/catalog.parquet"
+    assert ew.find_catalog(StoreLocation(url, options)).url == f"{url}/catalog.parquet"
     assert s3_server.filesystem().exists(f"{url}/catalog.parquet")
-    catalog = ew.read_catalog(url, options)
+    catalog = ew.read_catalog(StoreLocation(url, options))
     assert catalog[cv.TRACE_NAME].tolist() == store[cv.TRACE_NAME].values.tolist()
     # a remote store opens for training too (zarr-python: the same values)
     batch = ew.open_event_windows(url, options)[cv.EVENT_WINDOWS_VAR].isel(trace=[4, 0]).values

@@ -24,6 +24,7 @@ from servers import LOOPBACK, S3_KEY, https_options, start_s3, stop_s3
 from seisctf.catalogs import seisbench_dataset
 from seisctf.catalogs.byte_ranges import SignedRanges
 from seisctf.formats.seisbench.ingest import ingest_seisbench
+from seisctf.location import StoreLocation
 
 logging.getLogger("seisbench").setLevel(logging.ERROR)
 
@@ -54,7 +55,7 @@ def training(https_endpoint, tmp_path_factory):
     folder = write_training_seisbench(tmp_path_factory.mktemp("training"))
     options = https_options_for(endpoint, verify=authority)
     fsspec.filesystem("s3", **options).mkdir("training")
-    ingest_seisbench(str(folder), STORE, shard_traces=8, storage_options=options, quiet=True)
+    ingest_seisbench(str(folder), StoreLocation(STORE, options), shard_traces=8, quiet=True)
     return folder
 
 

@@ -194,7 +194,9 @@ def as_written_before(url: str, copy: Path) -> str:
     coordinates = group[cv.EVENT_WINDOWS_VAR].attrs["coordinates"].split()
     coordinates.remove(cv.TRACE_GAP_FRACTION)
     group[cv.EVENT_WINDOWS_VAR].attrs["coordinates"] = " ".join(coordinates)
-    write_catalog(read_catalog(str(copy)).drop(columns=[cv.TRACE_GAP_FRACTION]), str(copy))
+    write_catalog(
+        read_catalog(StoreLocation(copy)).drop(columns=[cv.TRACE_GAP_FRACTION]), StoreLocation(copy)
+    )
     zarr.consolidate_metadata(str(copy))
     return str(copy)
 

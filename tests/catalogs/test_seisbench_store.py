@@ -47,7 +47,7 @@ def training_dir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def training_store(training_dir, tmp_path_factory) -> str:
     url = str(tmp_path_factory.mktemp("stores") / "training.zarr")
-    ingest_seisbench(str(training_dir), url, shard_traces=8, quiet=True)
+    ingest_seisbench(str(training_dir), StoreLocation(url), shard_traces=8, quiet=True)
     return url
 
 
@@ -179,11 +179,7 @@ def s3_training_store(training_dir, s3_server) -> str:
     fs.mkdir("training")
     url = "s3://training/training.zarr"
     ingest_seisbench(
-        str(training_dir),
-        url,
-        shard_traces=8,
-        storage_options=s3_server.storage_options,
-        quiet=True,
+        str(training_dir), StoreLocation(url, s3_server.storage_options), shard_traces=8, quiet=True
     )
     return url
 
@@ -341,7 +337,7 @@ def test_forked_workers_on_s3_give_the_samples_of_one_process(
 
 
 def test_readers_pickle_without_their_handles(training_store):
-    reader = WindowReader(training_store, cache_bytes=4096)
+    reader = WindowReader(StoreLocation(training_store), cache_bytes=4096)
     reader.read([1, 2])
     copy = pickle.loads(pickle.dumps(reader))
     assert copy._fs is None and copy.cached_bytes == 0
@@ -369,7 +365,7 @@ def test_layouts_seisctf_does_not_write_are_refused_by_name():
     with pytest.raises(InvalidInput, match="store.zarr/waveforms: unsupported chunk codecs"):
         chunk_layout(description, "store.zarr/waveforms")
     with pytest.raises(InvalidInput, match="cache_bytes"):
-        WindowReader("unused.zarr", cache_bytes=-1)
+        WindowReader(StoreLocation("unused.zarr"), cache_bytes=-1)
 
 
 def test_phasenet_trains_to_the_same_losses_from_the_store(training_dir, training_store):

@@ -26,7 +26,7 @@ def write_store(url: str, storage_options=None) -> xr.Dataset:
     in-memory Dataset they came from."""
     dataset = event_window_dataset(n_events=60)
     layout = ew.WindowLayout(chunk_traces=1, shard_traces=SHARD_TRACES)
-    ew.write_event_windows(dataset, url, storage_options, layout=layout, quiet=True)
+    ew.write_event_windows(dataset, StoreLocation(url, storage_options), layout=layout, quiet=True)
     return dataset
 
 

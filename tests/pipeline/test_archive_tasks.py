@@ -367,9 +367,12 @@ def synthetic(tmp_path_factory, dask_cluster):
     # The same archive in blocks of 1000 samples (the CLI default is 2**18: one block).
     rechunked = root / "synth-blocks.zarr"
     ingest_waveforms(
-        [str(root / "archive")], str(rechunked), inventories=[str(xml)], block_samples=1000,
+        [str(root / "archive")],
+        StoreLocation(rechunked),
+        inventories=[str(xml)],
+        block_samples=1000,
         quiet=True,
-    )  # fmt: skip
+    )
     bundles = {}
     for name, url in (("one-block", store), ("blocks", rechunked)):
         public, truth = root / f"{name}-public.zarr", root / f"{name}-truth.zarr"

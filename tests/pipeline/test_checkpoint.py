@@ -148,7 +148,11 @@ def test_checkpoint_writes_stored_dtype_and_sums_what_it_wrote(tmp_path, local_c
     dataset = _dataset(n_time, 5000)
     windows = {"u": slice(1000, 2 * LEVEL_BLOCK + 77), "v": slice(None)}
     reopened, levels = write_checkpoint(
-        dataset, str(tmp_path / "c.zarr"), None, windows, {"u": np.dtype(np.float32)}, quiet=True
+        dataset,
+        StoreLocation(tmp_path / "c.zarr"),
+        windows,
+        {"u": np.dtype(np.float32)},
+        quiet=True,
     )
     stored_u = reopened["u"].values
     assert stored_u.dtype == np.float32 and reopened["v"].dtype == np.float64
@@ -181,7 +185,7 @@ def test_checkpoint_levels_do_not_depend_on_the_input_chunks(time_chunk, start, 
     window = slice(start, min(n_time, start + length))
     with tempfile.TemporaryDirectory() as tmp:
         reopened, levels = write_checkpoint(
-            _dataset(n_time, time_chunk), f"{tmp}/c.zarr", None, {"u": window}, quiet=True
+            _dataset(n_time, time_chunk), StoreLocation(f"{tmp}/c.zarr"), {"u": window}, quiet=True
         )
         stored = reopened["u"].values
     np.testing.assert_array_equal(stored, _dataset(n_time, 4096)["u"].values)
@@ -201,6 +205,6 @@ def test_a_failed_checkpoint_is_never_marked_complete(tmp_path):
     )
     url = str(tmp_path / "c.zarr")
     with pytest.raises(InvalidInput, match="made to fail"):
-        write_checkpoint(dataset, url, None, {"u": slice(None)}, quiet=True)
+        write_checkpoint(dataset, StoreLocation(url), {"u": slice(None)}, quiet=True)
     with pytest.raises(InvalidInput, match="incomplete"):
         storage.open_dataset(StoreLocation(url))

@@ -189,7 +189,7 @@ def test_withheld_samples_never_reach_public_arrays(record, tmp_path):
     wavefield = das_wavefield(store, layout, quiet=True)
     bundle = build_bundle(wavefield, layout, SECRET)
     public, truth = tmp_path / "public.zarr", tmp_path / "truth.zarr"
-    write_bundle(bundle, str(public), str(truth), SECRET, quiet=True)
+    write_bundle(bundle, StoreLocation(public), StoreLocation(truth), SECRET, quiet=True)
     before, after = _arrays(record["public"]), _arrays(public)
     assert sorted(before) == sorted(after) and len(before) == 19
     for name in before:

@@ -15,6 +15,7 @@ from event_window_fixtures import write_picking_windows
 from seisctf.baselines import seisbench_picker, stalta
 from seisctf.catalogs import pick_table
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 from seisctf.scoring.picks import mean_f1_objective, read_truth, score_picks
 
 
@@ -46,18 +47,19 @@ def runs(store, phasenet_weights, tmp_path_factory) -> dict[int, dict]:
     the outputs, the STA/LTA description, the model loads per worker and the scores."""
     from seisctf.cluster import dask_client
 
-    objective = mean_f1_objective(read_truth(store), "dev")
+    objective = mean_f1_objective(read_truth(StoreLocation(store)), "dev")
     by_workers = {}
     for n_workers in (1, 2):
         out = tmp_path_factory.mktemp(f"workers{n_workers}")
         run = {"stalta": str(out / "stalta.parquet"), "phasenet": str(out / "phasenet.csv")}
         with dask_client(n_workers=n_workers, memory_limit="2GiB", quiet=True) as client:
             run["stalta_description"] = stalta.stalta_picks(
-                store, run["stalta"], tune_split="dev", objective=objective, quiet=True
-            )
+                StoreLocation(store), StoreLocation(run["stalta"]), tune_split="dev",
+                objective=objective, quiet=True,
+            )  # fmt: skip
             seisbench_picker.seisbench_picks(
-                store, run["phasenet"], model="PhaseNet", weights=phasenet_weights["state"],
-                quiet=True,
+                StoreLocation(store), StoreLocation(run["phasenet"]), model="PhaseNet",
+                weights=phasenet_weights["state"], quiet=True,
             )  # fmt: skip
             run["loads"] = client.run(lambda: dict(seisbench_picker.LOAD_COUNT))
         for picker in ("stalta", "phasenet"):
@@ -86,7 +88,7 @@ def test_stalta_scores_well_and_records_its_tuning(runs):
 
 def test_phasenet_with_random_weights_runs_on_workers_and_scores(runs):
     for run in runs.values():
-        table = pick_table.read_pick_submission(run["phasenet"])
+        table = pick_table.read_pick_submission(StoreLocation(run["phasenet"]))
         assert len(table) == 12 and table.detection.between(0, 1).all()
         result = run["phasenet_result"]
         assert result["p"]["tp"] + result["p"]["fn"] == 8  # every test arrival counted
@@ -97,7 +99,7 @@ def test_phasenet_with_random_weights_runs_on_workers_and_scores(runs):
 
 def test_picks_and_scores_identical_on_one_and_two_workers(runs):
     for picker in ("stalta", "phasenet"):
-        one, two = (pick_table.read_pick_submission(runs[n][picker]) for n in (1, 2))
+        one, two = (pick_table.read_pick_submission(StoreLocation(runs[n][picker])) for n in (1, 2))
         pd.testing.assert_frame_equal(one, two)
         first, second = runs[1][f"{picker}_result"], runs[2][f"{picker}_result"]
         assert {**first, "name": ""} == {**second, "name": ""}
@@ -108,8 +110,9 @@ def test_saved_model_folder_gives_the_state_dict_picks(store, phasenet_weights, 
     out = {name: str(tmp_path / f"{name}.csv") for name in phasenet_weights}
     for name, weights in phasenet_weights.items():
         seisbench_picker.seisbench_picks(
-            store, out[name], model="PhaseNet", weights=weights, split="dev", quiet=True
-        )
+            StoreLocation(store), StoreLocation(out[name]), model="PhaseNet", weights=weights,
+            split="dev", quiet=True,
+        )  # fmt: skip
     pd.testing.assert_frame_equal(pd.read_csv(out["state"]), pd.read_csv(out["saved"]))
 
 
@@ -120,13 +123,15 @@ def test_bad_model_and_tuning_requests_are_refused(store, phasenet_weights, tmp_
         seisbench_picker.model_spec("PhaseNet", str(tmp_path / "missing.pt"))
     with pytest.raises(InvalidInput, match="cannot load into EQTransformer"):
         seisbench_picker.seisbench_picks(
-            store, str(tmp_path / "x.csv"), model="EQTransformer",
+            StoreLocation(store), StoreLocation(tmp_path / "x.csv"), model="EQTransformer",
             weights=phasenet_weights["state"], quiet=True,
         )  # fmt: skip
     with pytest.raises(InvalidInput, match="tuning on the test split is not allowed"):
-        mean_f1_objective(read_truth(store), "test")
+        mean_f1_objective(read_truth(StoreLocation(store)), "test")
     with pytest.raises(InvalidInput, match="another split"):
-        stalta.stalta_picks(store, str(tmp_path / "y.csv"), split="dev", tune_split="dev")
+        stalta.stalta_picks(
+            StoreLocation(store), StoreLocation(tmp_path / "y.csv"), split="dev", tune_split="dev"
+        )
 
 
 def test_aic_onset_finds_a_step_in_variance():

@@ -17,6 +17,7 @@ from seisctf.build import engine as recipes
 from seisctf.cli import main
 from seisctf.cluster import dask_client
 from seisctf.formats.shared.input_manifest import recorded_inputs
+from seisctf.location import StoreLocation
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +79,7 @@ def test_waveform_archive_source_equals_ingest_waveforms_and_reruns_are_no_ops(t
     assert_same_data(source, reference, "data")
     assert_same_data(tmp_path / "work/out/waves.zarr", reference, "data")
     attrs = xr.open_zarr(str(tmp_path / "work/out/waves.zarr")).attrs
-    assert recorded_inputs(str(source)) == recorded_inputs(str(reference))
+    assert recorded_inputs(StoreLocation(source)) == recorded_inputs(StoreLocation(reference))
     assert attrs[cv.ATTR_PROVENANCE]["recipe"]["source"] == {
         "waveform_archive": {"sources": [f"{archive}/*.mseed"], "strict": True}
     }

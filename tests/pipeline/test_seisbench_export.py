@@ -21,7 +21,7 @@ from seisctf.pipeline.splits import SplitOptions, split_store
 def split_store_url(tmp_path_factory):
     url = str(tmp_path_factory.mktemp("export") / "windows.zarr")
     write_event_windows(url, shard_traces=50)
-    split_store(url, SplitOptions("source-clusters", seed=7), quiet=True)
+    split_store(StoreLocation(url), SplitOptions("source-clusters", seed=7), quiet=True)
     return url
 
 
@@ -161,7 +161,7 @@ def test_metadata_only_puts_the_store_split_into_an_existing_dataset(
     )
     err = capsys.readouterr().err
     assert unsplit in err and "split" in err
-    split_store(unsplit, SplitOptions("event"), quiet=True)
+    split_store(StoreLocation(unsplit), SplitOptions("event"), quiet=True)
     other = tmp_path / "other"
     other.mkdir()
     pd.DataFrame({"trace_name": ["x", "y"]}).to_csv(other / "metadata.csv", index=False)

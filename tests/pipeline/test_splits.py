@@ -96,7 +96,7 @@ def test_source_clusters_split_audit_matches_pandas_and_leaves_waveforms(store_d
     url, original = fresh_store(store_dir, "clusters.zarr")
     chunk_files = sorted(Path(url, cv.EVENT_WINDOWS_VAR).rglob("*"))
     before = {p: p.read_bytes() for p in chunk_files if p.is_file()}
-    result = split_store(url, SplitOptions("source-clusters", seed=3), quiet=True)
+    result = split_store(StoreLocation(url), SplitOptions("source-clusters", seed=3), quiet=True)
     audit = result.audit
     ds = storage.open_dataset(
         StoreLocation(url)
@@ -107,7 +107,7 @@ def test_source_clusters_split_audit_matches_pandas_and_leaves_waveforms(store_d
     xr.testing.assert_equal(ds[cv.EVENT_WINDOWS_VAR].load(), original[cv.EVENT_WINDOWS_VAR])
     frame = trace_frame(ds)
     check_audit(audit, frame)
-    catalogue = read_catalog(url)  # the Parquet copy has the split too
+    catalogue = read_catalog(StoreLocation(url))  # the Parquet copy has the split too
     assert list(catalogue[cv.SPLIT_VAR]) == list(frame[cv.SPLIT_VAR])
     assert (catalogue["split_cluster"].to_numpy() == frame["split_cluster"].to_numpy()).all()
     # The fixture is built so that stations record events of several clusters: leakage shows.
@@ -155,16 +155,16 @@ def test_source_clusters_split_audit_matches_pandas_and_leaves_waveforms(store_d
         ((split == "train") & np.isin(cluster, list(first_draw))).sum()
     )
     # Seeded: the same seed gives the same split and draws, another seed other draws.
-    again = split_store(url, SplitOptions("source-clusters", seed=3), quiet=True)
+    again = split_store(StoreLocation(url), SplitOptions("source-clusters", seed=3), quiet=True)
     assert again.audit["budgets"] == budgets
     np.testing.assert_array_equal(again.split.split, result.split.split)
-    other = split_store(url, SplitOptions("source-clusters", seed=4), quiet=True)
+    other = split_store(StoreLocation(url), SplitOptions("source-clusters", seed=4), quiet=True)
     assert other.audit["budgets"]["3"]["draws"] != budgets["3"]["draws"]
 
 
 def test_station_disjoint_has_no_shared_station_and_buffers_neighbours(store_dir):
     url, _ = fresh_store(store_dir, "disjoint.zarr")
-    result = split_store(url, SplitOptions("station-disjoint", seed=1), quiet=True)
+    result = split_store(StoreLocation(url), SplitOptions("station-disjoint", seed=1), quiet=True)
     frame = trace_frame(storage.open_dataset(StoreLocation(url)))
     check_audit(result.audit, frame) if result.audit["min_train_test_source_distance_km"] else None
     assert result.audit["shared_stations"] == 0
@@ -177,7 +177,7 @@ def test_station_disjoint_has_no_shared_station_and_buffers_neighbours(store_dir
     assert result.audit["events_in_several_splits"] > 0  # the price of disjoint stations
 
     buffered = split_store(
-        url, SplitOptions("station-disjoint", seed=1, buffer_km=600.0), quiet=True
+        StoreLocation(url), SplitOptions("station-disjoint", seed=1, buffer_km=600.0), quiet=True
     )
     frame = trace_frame(storage.open_dataset(StoreLocation(url)))
     stations = frame[cv.NETWORK_CODE] + "." + frame[cv.STATION_CODE]
@@ -204,11 +204,11 @@ def test_station_disjoint_has_no_shared_station_and_buffers_neighbours(store_dir
 
 def test_event_and_time_splits(store_dir):
     url, _ = fresh_store(store_dir, "event.zarr")
-    event = split_store(url, SplitOptions("event", seed=2), quiet=True)
+    event = split_store(StoreLocation(url), SplitOptions("event", seed=2), quiet=True)
     assert event.audit["events_in_several_splits"] == 0
     frame = trace_frame(storage.open_dataset(StoreLocation(url)))
     check_audit(event.audit, frame)
-    time = split_store(url, SplitOptions("time"), quiet=True)
+    time = split_store(StoreLocation(url), SplitOptions("time"), quiet=True)
     frame = trace_frame(storage.open_dataset(StoreLocation(url)))
     when = pd.to_datetime(
         frame["source_origin_time"].where(
@@ -337,7 +337,7 @@ def test_split_map_of_stations_without_positions_warns_of_nothing(tmp_path, dask
         {cv.STATION_LATITUDE: (cv.TRACE, unknown), cv.STATION_LONGITUDE: (cv.TRACE, unknown)}
     )
     url = str(tmp_path / "unplaced.zarr")
-    event_windows.write_event_windows(dataset, url, quiet=True)
+    event_windows.write_event_windows(dataset, StoreLocation(url), quiet=True)
     picture = tmp_path / "map.png"
     argv = ["split", url, "--strategy", "event", "--quiet", "--map", str(picture)]
     command = [sys.executable, "-m", "seisctf.cli", *argv, "--scheduler", dask_cluster.address]

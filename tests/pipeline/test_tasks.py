@@ -30,7 +30,7 @@ def _write(tmp_path: Path, wavefield=None, secret: str = SECRET, name: str = "b"
     bundle = build_bundle(
         wavefield if wavefield is not None else smooth_wavefield(), TINY_LAYOUT, secret
     )
-    manifest = write_bundle(bundle, public, truth, secret, quiet=True)
+    manifest = write_bundle(bundle, StoreLocation(public), StoreLocation(truth), secret, quiet=True)
     return public, truth, manifest
 
 
@@ -197,5 +197,5 @@ def test_layouts_the_wavefield_cannot_fill_are_refused(tmp_path):
         build_bundle(smooth_wavefield(), too_many_modes, SECRET)
     bundle = build_bundle(smooth_wavefield(), TINY_LAYOUT, SECRET)
     same = str(tmp_path / "same.zarr")
-    with pytest.raises(InvalidInput, match="truth_url: must differ from `public_url`"):
-        write_bundle(bundle, same, same, SECRET, quiet=True)
+    with pytest.raises(InvalidInput, match="truth: must differ from `public`"):
+        write_bundle(bundle, StoreLocation(same), StoreLocation(same), SECRET, quiet=True)

@@ -72,7 +72,7 @@ def ingested(root: Path, spacing: int) -> str:
     for i, trace in enumerate(recordings(spacing)):
         trace.write(str(archive / f"{trace.id}.{i}.mseed"), format="MSEED")
     url = str(root / "continuous.zarr")
-    ingest_waveforms([str(archive)], url, block_samples=BLOCK, quiet=True)
+    ingest_waveforms([str(archive)], StoreLocation(url), block_samples=BLOCK, quiet=True)
     return url
 
 

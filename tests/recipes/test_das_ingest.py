@@ -27,6 +27,7 @@ from seisctf.errors import InvalidInput
 from seisctf.formats.das import das_inputs
 from seisctf.formats.das.das_files import ingest_das
 from seisctf.formats.shared.input_manifest import recorded_inputs
+from seisctf.location import StoreLocation
 
 START = np.datetime64("2024-01-02T03:04:05", "ns")
 RATE = 50.0
@@ -100,7 +101,9 @@ def test_vendor_files_ingest_as_dascore_reads_them_with_gap_overlap_and_offset(t
     files = write_series(tmp_path / "files", fmt)
     assert all(dc.get_format(str(path))[0] == fmt for path in files)
     out = tmp_path / "store.zarr"
-    report = ingest_das([str(tmp_path / "files")], str(out), block_samples=BLOCK, quiet=True)
+    report = ingest_das(
+        [str(tmp_path / "files")], StoreLocation(out), block_samples=BLOCK, quiet=True
+    )
     assert report.problems == ()
     ds = _assert_store_equals_dascore(out, files)
     assert cv.das_variable(ds) == QUANTITY[fmt] == ds.attrs[cv.ATTR_QUANTITY]
@@ -118,17 +121,19 @@ def test_vendor_files_ingest_as_dascore_reads_them_with_gap_overlap_and_offset(t
     assert [(o["first_sample"], o["samples"], o["kept"]) for o in attrs["overlaps"]] == [
         (240, 30, str(files[2]))
     ]
-    placed = das_inputs.read_recorded(str(out), None).placed
+    placed = das_inputs.read_recorded(StoreLocation(out)).placed
     offsets = {found.patch.path: found.offset_s for found in placed}
     assert offsets == pytest.approx({str(files[0]): 0, str(files[1]): 0, str(files[2]): 0.006},
                                     abs=1e-6)  # fmt: skip
-    assert recorded_inputs(str(out)) == [
+    assert recorded_inputs(StoreLocation(out)) == [
         {"path": str(path), "size": path.stat().st_size,
          "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
         for path in files
     ]  # fmt: skip
     assert ds[QUANTITY[fmt]].encoding["chunks"] == (BLOCK, CHANNELS)
-    again = ingest_das([str(path) for path in files], str(out), block_samples=BLOCK, quiet=True)
+    again = ingest_das(
+        [str(path) for path in files], StoreLocation(out), block_samples=BLOCK, quiet=True
+    )
     assert again.up_to_date
 
 
@@ -143,7 +148,7 @@ def test_differing_rate_or_channels_are_problems_and_strict_is_fatal(tmp_path):
     slow = write_prodml(folder / "slow.h5", rng.standard_normal((50, CHANNELS)), late, 25.0)
     narrow = write_dasdae(folder / "narrow.h5", rng.standard_normal((50, 8)), late, RATE)
     out = tmp_path / "store.zarr"
-    report = ingest_das([str(folder)], str(out), block_samples=BLOCK, quiet=True)
+    report = ingest_das([str(folder)], StoreLocation(out), block_samples=BLOCK, quiet=True)
     assert len(report.problems) == 2
     assert f"{slow}: patch 0: time step 0.04 s (25 Hz) differs" in report.problems[1]
     assert f"{narrow}: patch 0: distance axis (8 channels" in report.problems[0]
@@ -152,7 +157,7 @@ def test_differing_rate_or_channels_are_problems_and_strict_is_fatal(tmp_path):
     assert ds.attrs["ingest_problems"] == list(report.problems)
 
     with pytest.raises(InvalidInput, match="2 input problem") as error:
-        ingest_das([str(folder)], str(tmp_path / "strict.zarr"), strict=True, quiet=True)
+        ingest_das([str(folder)], StoreLocation(tmp_path / "strict.zarr"), strict=True, quiet=True)
     assert str(slow) in error.value.problem and str(narrow) in error.value.problem
     assert not (tmp_path / "strict.zarr").exists()
 
@@ -190,7 +195,9 @@ def _bad_folder(root: Path) -> dict[str, Path]:
 def test_bad_files_are_problems_by_name_and_good_data_kept(tmp_path):
     files = _bad_folder(tmp_path / "bad")
     out = tmp_path / "store.zarr"
-    report = ingest_das([str(tmp_path / "bad")], str(out), block_samples=BLOCK, quiet=True)
+    report = ingest_das(
+        [str(tmp_path / "bad")], StoreLocation(out), block_samples=BLOCK, quiet=True
+    )
     text = "\n".join(report.problems)
     assert f"{files['junk']}: not a DAS file DASCore knows" in text
     assert f"{files['truncated']}: corrupt HDF5 file (h5py:" in text
@@ -209,8 +216,13 @@ def test_bad_files_are_problems_by_name_and_good_data_kept(tmp_path):
     # Damaged data shows only when read: fatal with --strict, the store never marked complete.
     strict = tmp_path / "strict.zarr"
     with pytest.raises(InvalidInput, match="2 input problem") as error:
-        ingest_das([str(files["good"]), str(files["damaged"])], str(strict), strict=True,
-                   block_samples=BLOCK, quiet=True)  # fmt: skip
+        ingest_das(
+            [str(files["good"]), str(files["damaged"])],
+            StoreLocation(strict),
+            strict=True,
+            block_samples=BLOCK,
+            quiet=True,
+        )
     assert str(files["damaged"]) in error.value.problem
     assert cv.ATTR_COMPLETE not in zarr.open_group(str(strict)).attrs
 
@@ -299,10 +311,10 @@ def test_interrupted_ingest_resumes_to_identical_bytes(tmp_path):
     folder = tmp_path / "files"
     files = write_series(folder, "PRODML")
     whole, out = tmp_path / "whole.zarr", tmp_path / "resumed.zarr"
-    ingest_das([str(folder)], str(whole), block_samples=BLOCK, quiet=True)
+    ingest_das([str(folder)], StoreLocation(whole), block_samples=BLOCK, quiet=True)
     with dask.config.set(scheduler="synchronous"), _MoveAwayAfter(2, folder, tmp_path / "moved"):
         with pytest.raises(InvalidInput, match="re-run to resume"):
-            ingest_das([str(folder)], str(out), block_samples=BLOCK, quiet=True)
+            ingest_das([str(folder)], StoreLocation(out), block_samples=BLOCK, quiet=True)
     group = zarr.open_group(str(out))
     assert cv.ATTR_COMPLETE not in group.attrs
     assert (group["ingest_progress"][:] != "").sum() == 2
@@ -310,7 +322,7 @@ def test_interrupted_ingest_resumes_to_identical_bytes(tmp_path):
     assert len(before) == 2
     (tmp_path / "moved").rename(folder)
     with _Started("scan_das_files") as scans:  # the inputs table has every unchanged file's
-        report = ingest_das([str(folder)], str(out), block_samples=BLOCK, quiet=True)
+        report = ingest_das([str(folder)], StoreLocation(out), block_samples=BLOCK, quiet=True)
     assert not report.up_to_date and scans.count == 0
     _assert_store_equals_dascore(out, files)
     after = _chunk_files(out)
@@ -324,22 +336,28 @@ def test_append_extends_time_and_keeps_old_chunks(tmp_path):
     second = write_series(tmp_path / "day2", "PRODML", seed=2,
                           layout=((280, 100, 0), (400, 90, 4_000_000)))  # fmt: skip
     appended, whole = tmp_path / "appended.zarr", tmp_path / "whole.zarr"
-    ingest_das([str(tmp_path / "day1")], str(appended), block_samples=BLOCK, quiet=True)
+    ingest_das([str(tmp_path / "day1")], StoreLocation(appended), block_samples=BLOCK, quiet=True)
     before = _chunk_files(appended)
     assert len(before) == 5  # 300 samples: blocks 0-3 and 44 samples of block 4
     # An append interrupted after one block leaves an unfinished store; appending again resumes.
     with dask.config.set(scheduler="synchronous"):
         with _MoveAwayAfter(1, tmp_path / "day2", tmp_path / "moved"):
             with pytest.raises(InvalidInput, match="re-run to resume"):
-                ingest_das([str(tmp_path / "day2")], str(appended), append=True, quiet=True)
+                ingest_das(
+                    [str(tmp_path / "day2")], StoreLocation(appended), append=True, quiet=True
+                )
     assert zarr.open_group(str(appended)).attrs[cv.ATTR_COMPLETE] is False
     (tmp_path / "moved").rename(tmp_path / "day2")
     with pytest.raises(InvalidInput, match="interrupted append of other files"):
-        ingest_das([str(second[0])], str(appended), append=True, quiet=True)
-    report = ingest_das([str(tmp_path / "day2")], str(appended), append=True, quiet=True)
+        ingest_das([str(second[0])], StoreLocation(appended), append=True, quiet=True)
+    report = ingest_das([str(tmp_path / "day2")], StoreLocation(appended), append=True, quiet=True)
     assert not report.up_to_date and report.plan.n_time == 490
-    ingest_das([str(tmp_path / "day1"), str(tmp_path / "day2")], str(whole),
-               block_samples=BLOCK, quiet=True)  # fmt: skip
+    ingest_das(
+        [str(tmp_path / "day1"), str(tmp_path / "day2")],
+        StoreLocation(whole),
+        block_samples=BLOCK,
+        quiet=True,
+    )
     ds = _assert_store_equals_dascore(appended, first + second)
     reference = _open(whole)
     # The same attrs (gaps, overlaps, fingerprint), and the append's table, written beside the
@@ -347,10 +365,10 @@ def test_append_extends_time_and_keeps_old_chunks(tmp_path):
     assert ds.attrs.pop("inputs_table") == "inputs_next"
     assert ds.attrs == reference.attrs
     assert len(ds.attrs["gaps"]) == 1 and len(ds.attrs["overlaps"]) == 1
-    assert das_inputs.read_recorded(str(appended), None) == das_inputs.read_recorded(
-        str(whole), None
+    assert das_inputs.read_recorded(StoreLocation(appended)) == das_inputs.read_recorded(
+        StoreLocation(whole)
     )
-    assert recorded_inputs(str(appended)) == recorded_inputs(str(whole))
+    assert recorded_inputs(StoreLocation(appended)) == recorded_inputs(StoreLocation(whole))
     assert not (appended / "inputs").exists()  # the first table, dropped when finished
     assert _digest(appended, (appended / "zarr.json",), tables=False) == _digest(
         whole, (whole / "zarr.json",), tables=False
@@ -359,20 +377,22 @@ def test_append_extends_time_and_keeps_old_chunks(tmp_path):
     rewritten = {name for name in before if after[name] != before[name]}
     assert rewritten == {"strain_rate/c/4/0"}  # the partial block the new files complete
 
-    assert ingest_das([str(second[0])], str(appended), append=True, quiet=True).up_to_date
+    assert ingest_das([str(second[0])], StoreLocation(appended), append=True, quiet=True).up_to_date
     early = write_prodml(tmp_path / "early.h5", np.ones((10, CHANNELS)),
                          START - np.timedelta64(1, "s"), RATE)  # fmt: skip
     with pytest.raises(InvalidInput, match="starts before the store") as error:
-        ingest_das([str(early)], str(appended), append=True, quiet=True)
+        ingest_das([str(early)], StoreLocation(appended), append=True, quiet=True)
     assert error.value.what == str(early)
     write_prodml(first[1], np.zeros((150, CHANNELS)), START + np.timedelta64(3, "s"), RATE)
     later = write_prodml(tmp_path / "later.h5", np.ones((10, CHANNELS)),
                          START + np.timedelta64(5, "s"), RATE)  # fmt: skip
     with pytest.raises(InvalidInput, match="changed since it was ingested") as error:
-        ingest_das([str(later)], str(whole), append=True, quiet=True)  # reads block 4 again
+        ingest_das(
+            [str(later)], StoreLocation(whole), append=True, quiet=True
+        )  # reads block 4 again
     assert error.value.what == str(first[1])
     with pytest.raises(InvalidInput, match="needs an existing store"):
-        ingest_das([str(later)], str(tmp_path / "none.zarr"), append=True, quiet=True)
+        ingest_das([str(later)], StoreLocation(tmp_path / "none.zarr"), append=True, quiet=True)
 
 
 def test_one_and_two_workers_write_identical_bytes(tmp_path):
@@ -380,7 +400,9 @@ def test_one_and_two_workers_write_identical_bytes(tmp_path):
 
     def digest(root: Path) -> str:
         out = root / "store.zarr"
-        ingest_das([str(path) for path in files], str(out), block_samples=BLOCK, quiet=True)
+        ingest_das(
+            [str(path) for path in files], StoreLocation(out), block_samples=BLOCK, quiet=True
+        )
         _assert_store_equals_dascore(out, files)
         return _digest(out, skip=(out / "zarr.json",))  # its attrs hold this run's tmp_path
 
@@ -402,17 +424,21 @@ def test_s3_inputs_and_store_give_the_bytes_of_local_ones(
     for path in files:
         fs.put_file(str(path), f"{bucket}/files/{path.name}")
     local = tmp_path / "local.zarr"
-    ingest_das([str(tmp_path / "files")], str(local), block_samples=BLOCK, quiet=True)
+    ingest_das([str(tmp_path / "files")], StoreLocation(local), block_samples=BLOCK, quiet=True)
     remote = f"{s3_bucket}/store.zarr"
     with Client(dask_cluster.address):
-        report = ingest_das([f"{s3_bucket}/files/"], remote, block_samples=BLOCK, quiet=True,
-                            storage_options=s3_server.storage_options)  # fmt: skip
+        report = ingest_das(
+            [f"{s3_bucket}/files/"],
+            StoreLocation(remote, s3_server.storage_options),
+            block_samples=BLOCK,
+            quiet=True,
+        )
     assert report.problems == ()
     ds = _open(remote, storage_options=s3_server.storage_options)
     assert ds.attrs["ingest_fingerprint"] == _open(local).attrs["ingest_fingerprint"]
-    assert [e["path"] for e in recorded_inputs(remote, s3_server.storage_options)] == [
-        f"{s3_bucket}/files/{path.name}" for path in files
-    ]
+    assert [
+        e["path"] for e in recorded_inputs(StoreLocation(remote, s3_server.storage_options))
+    ] == [f"{s3_bucket}/files/{path.name}" for path in files]
     objects = {
         name.removeprefix(f"{bucket}/store.zarr/"): fs.cat(name)
         for name in fs.find(f"{bucket}/store.zarr")

@@ -24,6 +24,7 @@ from test_das_ingest import RATE, START, STEP_NS, dascore_expected, write_series
 
 from seisctf.formats.das import das_inputs
 from seisctf.formats.shared.input_manifest import recorded_inputs
+from seisctf.location import StoreLocation
 
 SCAN_LINE = re.compile(r"^scan DAS files: (\d+) tasks?\b", re.MULTILINE)
 BUCKET = "das-reads"
@@ -90,7 +91,7 @@ def test_the_root_metadata_does_not_grow_with_the_files(tmp_path, dask_cluster):
         out = tmp_path / f"s{count}.zarr"
         _ingest(str(tmp_path / f"in{count}"), "--out", str(out), "--quiet",
                 scheduler=dask_cluster.address)  # fmt: skip
-        assert recorded_inputs(str(out)) == _manifest(files)
+        assert recorded_inputs(StoreLocation(out)) == _manifest(files)
         np.testing.assert_array_equal(
             zarr.open_group(str(out))["strain_rate"][:], dascore_expected(files)[1]
         )
@@ -153,20 +154,20 @@ def test_an_append_scans_only_its_new_files(tmp_path, dask_cluster):
     assert _scans(two) == [1]  # the one not in the store yet
     assert _data(appended) == _data(whole)
     assert (
-        recorded_inputs(str(appended))
-        == recorded_inputs(str(whole))
+        recorded_inputs(StoreLocation(appended))
+        == recorded_inputs(StoreLocation(whole))
         == _manifest(sorted(old + new))
     )
-    assert das_inputs.read_recorded(str(appended), None) == das_inputs.read_recorded(
-        str(whole), None
+    assert das_inputs.read_recorded(StoreLocation(appended)) == das_inputs.read_recorded(
+        StoreLocation(whole)
     )
 
 
 def _as_written_before_the_table(store: Path) -> list[dict]:
     """Turn a store into one as ingests wrote them before the inputs table: its inputs, patches
     and offsets in the root attrs, no table. Returns the attr `inputs`."""
-    recorded = das_inputs.read_recorded(str(store), None)
-    inputs = recorded_inputs(str(store))
+    recorded = das_inputs.read_recorded(StoreLocation(store))
+    inputs = recorded_inputs(StoreLocation(store))
     segments = [
         {**p.patch.to_json(), "first_index": p.first_index, "time_offset_s": p.offset_s}
         for p in recorded.placed
@@ -188,7 +189,7 @@ def test_a_store_written_before_the_table_reads_and_appends(tmp_path, dask_clust
     _ingest(str(folder), "--out", str(store), "--quiet", scheduler=address)
     inputs = _as_written_before_the_table(store)
     assert inputs == _manifest(old)
-    assert recorded_inputs(str(store)) == inputs  # read from the attr
+    assert recorded_inputs(StoreLocation(store)) == inputs  # read from the attr
     # A re-run of such a store reads its files (no table to take scans from): up to date.
     rerun = _ingest(str(folder), "--out", str(store), scheduler=address)
     assert "up to date" in rerun.stdout and _scans(rerun) == [2]
@@ -199,11 +200,13 @@ def test_a_store_written_before_the_table_reads_and_appends(tmp_path, dask_clust
     attrs = json.loads((store / "zarr.json").read_text())["attributes"]
     assert not {"inputs", "segments", "time_offsets_s"} & attrs.keys()
     assert (
-        recorded_inputs(str(store)) == recorded_inputs(str(whole)) == _manifest(sorted(old + new))
+        recorded_inputs(StoreLocation(store))
+        == recorded_inputs(StoreLocation(whole))
+        == _manifest(sorted(old + new))
     )
     assert (
-        das_inputs.read_recorded(str(store), None).placed
-        == das_inputs.read_recorded(str(whole), None).placed
+        das_inputs.read_recorded(StoreLocation(store)).placed
+        == das_inputs.read_recorded(StoreLocation(whole)).placed
     )
 
 
@@ -263,7 +266,7 @@ def test_a_waveform_ingest_onto_a_das_store_replaces_it(tmp_path, dask_cluster):
                "--out", str(store), "--scheduler", dask_cluster.address]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
-    assert [e["path"] for e in recorded_inputs(str(store))] == [str(I59_DATA)]
+    assert [e["path"] for e in recorded_inputs(StoreLocation(store))] == [str(I59_DATA)]
     assert "strain_rate" not in zarr.open_group(str(store)) and "data" in zarr.open_group(
         str(store)
     )

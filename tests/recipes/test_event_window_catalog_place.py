@@ -115,7 +115,7 @@ def test_seisbench_catalogue_is_inside_the_store_and_travels_with_it(
                 scheduler=dask_cluster.address)  # fmt: skip
     assert only_entry(moved.parent) == moved
     split = xr.open_zarr(str(moved), chunks=None)
-    catalogue = ew.read_catalog(str(moved))
+    catalogue = ew.read_catalog(StoreLocation(moved))
     assert catalogue[cv.SPLIT_VAR].tolist() == split[cv.SPLIT_VAR].values.tolist()
     assert set(catalogue[cv.SPLIT_VAR]) <= set(cv.SPLIT_VALUES) and len(catalogue) == N_TRACES
     windows = ew.open_event_windows(str(moved))[cv.EVENT_WINDOWS_VAR].isel(trace=[3, 0]).values
@@ -132,7 +132,8 @@ def test_stead_catalogue_is_inside_the_store(tmp_path, dask_cluster):
     assert f"catalogue: {out}/catalog.parquet" in run.stdout.splitlines()
     assert only_entry(parent) == out
     assert (
-        ew.read_catalog(str(out))[cv.TRACE_NAME].tolist() == pd.read_csv(csv)["trace_name"].tolist()
+        ew.read_catalog(StoreLocation(out))[cv.TRACE_NAME].tolist()
+        == pd.read_csv(csv)["trace_name"].tolist()
     )
 
 
@@ -154,8 +155,8 @@ def test_stores_of_earlier_versions_keep_their_catalogue_beside_them(
     shutil.copytree(source, out)
     legacy = make_earlier_version(out)
     assert not (out / "catalog.parquet").exists()
-    assert ew.find_catalog(str(out)) == str(legacy)
-    assert ew.read_catalog(str(out))["trace_name_original"].tolist() == names
+    assert ew.find_catalog(StoreLocation(out)).url == str(legacy)
+    assert ew.read_catalog(StoreLocation(out))["trace_name_original"].tolist() == names
     # `seisctf split` reads it there and writes the split catalogue inside the store
     seisctf_cli("split", str(out), "--strategy", "event", "--seed", "2",
                 scheduler=dask_cluster.address)  # fmt: skip

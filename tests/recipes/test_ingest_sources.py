@@ -52,7 +52,9 @@ def assert_same_store(built: Path, reference: Path) -> None:
         np.testing.assert_array_equal(ours[name].values, theirs[name].values)
     mine = {k: v for k, v in ours.attrs.items() if k not in RECIPE_ATTRS}
     assert mine == {k: v for k, v in theirs.attrs.items() if k not in RECIPE_ATTRS}
-    pd.testing.assert_frame_equal(read_catalog(str(built)), read_catalog(str(reference)))
+    pd.testing.assert_frame_equal(
+        read_catalog(StoreLocation(built)), read_catalog(StoreLocation(reference))
+    )
 
 
 def test_ingest_sources_are_registered_with_their_commands():

@@ -17,6 +17,7 @@ import zarr
 
 from seisctf.formats.obspy_archive.scan_table import TRACE_COLUMNS, ScanTable, scan_files
 from seisctf.formats.shared import input_manifest
+from seisctf.location import StoreLocation
 
 TSINDEX = Path(obspy.__file__).parent / "clients/filesystem/tests/data/tsindex_data"
 
@@ -53,7 +54,7 @@ def store_with_table(root: Path, files: list[str]) -> tuple[str, ScanTable]:
     url = str(root / "store.zarr")
     zarr.open_group(url, mode="w", zarr_format=3)
     scans = scan_files(files)
-    input_manifest.write_recorded(url, None, scans, input_manifest.file_stats(files))
+    input_manifest.write_recorded(StoreLocation(url), scans, input_manifest.file_stats(files))
     return url, scans
 
 
@@ -65,15 +66,17 @@ def touch(path: str) -> None:
 
 def test_table_reads_back_as_the_scan_and_the_attr_entries(files: list[str], tmp_path: Path):
     url, scans = store_with_table(tmp_path / "store", files)
-    recorded = input_manifest.read_recorded(url, None)
+    recorded = input_manifest.read_recorded(StoreLocation(url))
     assert_same_scan(recorded.scans, scans)
     assert scans.problems and scans.header_positions  # both kinds are in the table
     assert recorded.modified.tolist() == [str(os.stat(path).st_mtime_ns) for path in files]
-    assert input_manifest.recorded_inputs(url) == list(scans.manifest())
+    assert input_manifest.recorded_inputs(StoreLocation(url)) == list(scans.manifest())
     # samples_stored: false appears on the files said so, as the old attr had it.
     stored = np.array([not path.endswith("notes.txt") for path in files])
-    input_manifest.write_recorded(url, None, scans, input_manifest.file_stats(files), stored)
-    entries = input_manifest.recorded_inputs(url)
+    input_manifest.write_recorded(
+        StoreLocation(url), scans, input_manifest.file_stats(files), stored
+    )
+    entries = input_manifest.recorded_inputs(StoreLocation(url))
     assert [e["path"] for e in entries if e.get("samples_stored") is False] == [
         path for path in files if path.endswith("notes.txt")
     ]
@@ -100,14 +103,14 @@ def test_table_of_many_files_is_a_few_objects_per_array(tmp_path: Path):
     )
     url = tmp_path / "store.zarr"
     zarr.open_group(str(url), mode="w", zarr_format=3)
-    input_manifest.write_recorded(str(url), None, scans, stats)
+    input_manifest.write_recorded(StoreLocation(url), scans, stats)
     chunks = {
         folder.name: len([p for p in (folder / "c").rglob("*") if p.is_file()])
         for folder in (url / "inputs").iterdir()
         if (folder / "c").is_dir()
     }
     assert chunks and max(chunks.values()) == -(-count // input_manifest.ROWS_PER_CHUNK) <= 8
-    recorded = input_manifest.read_recorded(str(url), None)
+    recorded = input_manifest.read_recorded(StoreLocation(url))
     assert recorded.scans.paths == paths and recorded.scans.n_traces == count
 
 
@@ -129,7 +132,7 @@ def test_scan_from_the_table_equals_a_scan_of_every_file(
     files: list[str], tmp_path: Path, touched, dropped, rescanned
 ):
     url, _ = store_with_table(tmp_path / "store", files)
-    recorded = input_manifest.read_recorded(url, None)
+    recorded = input_manifest.read_recorded(StoreLocation(url))
     for path in files:
         if any(Path(path).name.startswith(name) for name in touched):
             touch(path)
@@ -154,8 +157,8 @@ def test_a_store_without_a_table_reads_its_attr_and_scans_every_file(
     url = str(tmp_path / "old.zarr")
     scans = scan_files(files)
     zarr.open_group(url, mode="w", zarr_format=3).attrs["inputs"] = list(scans.manifest())
-    assert input_manifest.recorded_inputs(url) == list(scans.manifest())
-    recorded = input_manifest.read_recorded(url, None)
+    assert input_manifest.recorded_inputs(StoreLocation(url)) == list(scans.manifest())
+    recorded = input_manifest.read_recorded(StoreLocation(url))
     stats = input_manifest.file_stats(files)
     scanned: list[str] = []
     found = input_manifest.scanned(
@@ -163,11 +166,11 @@ def test_a_store_without_a_table_reads_its_attr_and_scans_every_file(
     )
     assert scanned == files
     assert_same_scan(found, scans)
-    input_manifest.write_recorded(url, None, scans, stats)
+    input_manifest.write_recorded(StoreLocation(url), scans, stats)
     assert "inputs" not in zarr.open_group(url).attrs
     # Another kind of store's attr `inputs` (no sha256 of each file) is no record.
     zarr.open_group(str(tmp_path / "other.zarr"), mode="w").attrs["inputs"] = [{"path": "x"}]
-    assert input_manifest.read_recorded(str(tmp_path / "other.zarr"), None) is None
+    assert input_manifest.read_recorded(StoreLocation(tmp_path / "other.zarr")) is None
 
 
 def test_object_stats_are_s3s_own(tmp_path, s3_server, s3_bucket):

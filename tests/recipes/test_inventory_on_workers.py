@@ -24,6 +24,7 @@ from seisctf import conventions as cv
 from seisctf.cluster import dask_client
 from seisctf.formats.obspy_archive import inventory_checks
 from seisctf.formats.obspy_archive.waveforms import ingest_waveforms
+from seisctf.location import StoreLocation
 
 OBSPY = __import__("pathlib").Path(obspy.__file__).parent
 I59_DATA = OBSPY / "signal/tests/data/IM.I59H1..BDF_2020_10_31.mseed"
@@ -37,8 +38,8 @@ def _parsed_here() -> int:
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # `client.run` of `_parsed_here`
 
 
-def _not_here(path: str, storage_options=None) -> bytes:
-    raise AssertionError(f"the client read {path}")
+def _not_here(source: StoreLocation) -> bytes:
+    raise AssertionError(f"the client read {source.url}")
 
 
 def test_stationxml_is_parsed_on_the_workers_not_the_client(tmp_path, dask_cluster, monkeypatch):
@@ -48,9 +49,12 @@ def test_stationxml_is_parsed_on_the_workers_not_the_client(tmp_path, dask_clust
     with Client(dask_cluster.address) as client:
         client.run(inventory_checks._PARSED.clear)
         report = ingest_waveforms(
-            [str(I59_DATA)], str(out), inventories=[str(I59_XML)], remove_response="VEL",
+            [str(I59_DATA)],
+            StoreLocation(out),
+            inventories=[str(I59_XML)],
+            remove_response="VEL",
             quiet=True,
-        )  # fmt: skip
+        )
         on_workers = client.run(_parsed_here)
     assert _parsed_here() == 0  # the client read neither the bytes nor an Inventory
     assert sum(on_workers.values()) >= 1, on_workers
@@ -89,8 +93,12 @@ def test_stationxml_the_workers_cannot_see_is_sent_from_the_client(tmp_path):
     hidden.mkdir()
     inventory = hidden / I59_XML.name
     shutil.copyfile(I59_XML, inventory)
-    expected = ingest_waveforms([str(I59_DATA)], str(tmp_path / "local.zarr"),
-                                inventories=[str(inventory)], quiet=True)  # fmt: skip
+    expected = ingest_waveforms(
+        [str(I59_DATA)],
+        StoreLocation(tmp_path / "local.zarr"),
+        inventories=[str(inventory)],
+        quiet=True,
+    )
     file = tmp_path / "scheduler.json"
     processes = [_dask("scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
                        "--scheduler-file", str(file), log=tmp_path / "scheduler.log")]  # fmt: skip
@@ -103,8 +111,12 @@ def test_stationxml_the_workers_cannot_see_is_sent_from_the_client(tmp_path):
             assert not any(client.run(Path.exists, inventory).values())  # hidden there
             address = client.scheduler.address
         with dask_client(scheduler=address, quiet=True):
-            report = ingest_waveforms([str(I59_DATA)], str(tmp_path / "remote.zarr"),
-                                      inventories=[str(inventory)], quiet=True)  # fmt: skip
+            report = ingest_waveforms(
+                [str(I59_DATA)],
+                StoreLocation(tmp_path / "remote.zarr"),
+                inventories=[str(inventory)],
+                quiet=True,
+            )
     finally:
         for process in reversed(processes):
             process.terminate()

@@ -298,7 +298,9 @@ def test_an_append_leaves_the_coverage_of_a_one_shot_ingest(tmp_path, dask_clust
         trace.write(str(path), format="MSEED")
     later = files.pop(("BW.UH3", "SHZ"))
     appended, whole = str(tmp_path / "appended.zarr"), str(tmp_path / "whole.zarr")
-    ingest_waveforms([str(p) for p in files.values()], appended, block_samples=1024, quiet=True)
+    ingest_waveforms(
+        [str(p) for p in files.values()], StoreLocation(appended), block_samples=1024, quiet=True
+    )
     if before == "no_station_channels":
         as_ingested_before(appended)
         assert storage.open_dataset(StoreLocation(appended))[cv.COVERAGE_VAR].values[
@@ -306,7 +308,12 @@ def test_an_append_leaves_the_coverage_of_a_one_shot_ingest(tmp_path, dask_clust
         ] == pytest.approx(1 / 3)
     argv = ["ingest", "waveforms", str(later), "--out", appended, "--append", "--quiet"]
     assert main([*argv, "--scheduler", dask_cluster.address]) == 0
-    ingest_waveforms([*map(str, files.values()), str(later)], whole, block_samples=1024, quiet=True)
+    ingest_waveforms(
+        [*map(str, files.values()), str(later)],
+        StoreLocation(whole),
+        block_samples=1024,
+        quiet=True,
+    )
     got, want = (
         storage.open_dataset(StoreLocation(appended)),
         storage.open_dataset(StoreLocation(whole)),

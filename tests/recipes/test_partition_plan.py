@@ -23,6 +23,7 @@ from seisctf.errors import InvalidInput
 from seisctf.formats.obspy_archive.inventory_checks import findings, read_source
 from seisctf.formats.obspy_archive.partition_plan import accept, make_plan, plan_of_parts
 from seisctf.formats.obspy_archive.scan_table import ScanTable, scan_files
+from seisctf.location import StoreLocation
 
 FIELDS = ("stations", "channels", "sampling_rate", "start_ns", "n_time", "block_samples",
           "problems", "station_metadata", "own_channels", "offsets")  # fmt: skip
@@ -51,7 +52,7 @@ def archive(tmp_path_factory) -> dict:
     files.append(root / "h_odd_rate.mseed")
     paths = sorted(str(f) for f in files)
     far_pin1 = _inventory(root / "pin1.xml", 34.6, -116.45816, 0.0)  # 111 km off its header
-    source = read_source([str(I59_XML), str(far_pin1)])
+    source = read_source([StoreLocation(I59_XML), StoreLocation(far_pin1)])
     synthetic = [p for p in paths if "a_synthetic" in p or "not_data" in p]
     return {"paths": paths, "tables": [scan_files([p]) for p in paths], "source": source,
             "synthetic": synthetic}  # fmt: skip

@@ -22,6 +22,7 @@ from seisctf.formats.obspy_archive.scan_table import ScanTable
 from seisctf.formats.obspy_archive.waveforms import ingest_waveforms
 from seisctf.formats.shared import input_manifest, resumable
 from seisctf.formats.shared.input_manifest import recorded_inputs
+from seisctf.location import StoreLocation
 
 
 @pytest.fixture(scope="module")
@@ -39,8 +40,14 @@ def archive(tmp_path_factory) -> Path:
 
 def _ingest(archive: Path, out: Path, batches: int, monkeypatch) -> Path:
     monkeypatch.setattr(resumable, "SCAN_TASKS", batches)
-    report = ingest_waveforms([str(archive)], str(out), inventories=[str(I59_XML)], rate=1.0,
-                              block_samples=4096, quiet=True)  # fmt: skip
+    report = ingest_waveforms(
+        [str(archive)],
+        StoreLocation(out),
+        inventories=[str(I59_XML)],
+        rate=1.0,
+        block_samples=4096,
+        quiet=True,
+    )
     assert report.problems and len(report.plan.stations) >= 4  # not a trivial store
     return out
 
@@ -51,7 +58,7 @@ def _store(url: Path) -> tuple:
               for p in sorted((url / "data" / "c").rglob("*")) if p.is_file()}  # fmt: skip
     group = zarr.open_group(str(url), mode="r")
     return chunks, dict(group.attrs), np.asarray(group["coverage"][:]).tobytes(), (
-        recorded_inputs(str(url)))  # fmt: skip
+        recorded_inputs(StoreLocation(url)))  # fmt: skip
 
 
 class _Made:

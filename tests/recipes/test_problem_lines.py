@@ -18,6 +18,7 @@ from seisctf import conventions as cv
 from seisctf.formats.das.das_files import ingest_das
 from seisctf.formats.obspy_archive.waveforms import ingest_waveforms
 from seisctf.formats.shared.problem_lines import read_problems
+from seisctf.location import StoreLocation
 
 LIMIT = 3  # ATTR_PROBLEM_LINES in these tests (1,000 in use)
 START = obspy.UTCDateTime("2022-05-06T07:00:00")
@@ -59,7 +60,7 @@ def test_waveform_problems_beyond_the_attrs_go_to_their_group(tmp_path, small_li
     _good_file(archive, "GOOD", START)
     bad = _bad_files(archive, 7)
     store = tmp_path / "store.zarr"
-    report = ingest_waveforms([str(archive)], str(store), quiet=True)
+    report = ingest_waveforms([str(archive)], StoreLocation(store), quiet=True)
     problems = list(report.problems)
     assert len(problems) == 7 and all(any(str(p) in line for line in problems) for p in bad)
     attrs = _root_attrs(store)
@@ -69,14 +70,19 @@ def test_waveform_problems_beyond_the_attrs_go_to_their_group(tmp_path, small_li
     assert read_problems(zarr.open_group(store, mode="r")) == problems
 
     # The same inputs again: up to date, the same problems (read back from the group).
-    assert list(ingest_waveforms([str(archive)], str(store), quiet=True).problems) == problems
+    assert (
+        list(ingest_waveforms([str(archive)], StoreLocation(store), quiet=True).problems)
+        == problems
+    )
 
     # An append keeps the old problems and adds the new file's.
     later = tmp_path / "later"
     later.mkdir()
     _good_file(later, "GOOD", START + 3600)
     more_bad = _bad_files(later, 2)
-    appended = ingest_waveforms([str(archive), str(later)], str(store), append=True, quiet=True)
+    appended = ingest_waveforms(
+        [str(archive), str(later)], StoreLocation(store), append=True, quiet=True
+    )
     assert set(problems) < set(appended.problems)
     assert all(any(str(p) in line for line in appended.problems) for p in more_bad)
     assert _lines_in_group(store) == list(appended.problems)
@@ -87,7 +93,7 @@ def test_waveform_problems_beyond_the_attrs_go_to_their_group(tmp_path, small_li
     many.mkdir()
     _good_file(many, "GOOD", START)
     _bad_files(many, 20)
-    ingest_waveforms([str(many)], str(tmp_path / "many.zarr"), quiet=True)
+    ingest_waveforms([str(many)], StoreLocation(tmp_path / "many.zarr"), quiet=True)
     assert len(_root_attrs(tmp_path / "many.zarr")[cv.ATTR_PROBLEMS]) == LIMIT
 
 
@@ -97,7 +103,7 @@ def test_few_waveform_problems_stay_in_the_attrs_alone(tmp_path, small_limit):
     _good_file(archive, "GOOD", START)
     _bad_files(archive, LIMIT)
     store = tmp_path / "store.zarr"
-    report = ingest_waveforms([str(archive)], str(store), quiet=True)
+    report = ingest_waveforms([str(archive)], StoreLocation(store), quiet=True)
     attrs = _root_attrs(store)
     assert attrs[cv.ATTR_PROBLEMS] == list(report.problems) and len(report.problems) == LIMIT
     assert cv.ATTR_PROBLEM_COUNT not in attrs
@@ -112,12 +118,12 @@ def test_das_problems_beyond_the_attrs_go_to_their_group(tmp_path, small_limit):
     write_prodml(folder / "good.h5", data, np.datetime64("2024-01-02T03:04:05", "ns"), 50.0)
     _bad_files(folder, 5)
     store = tmp_path / "das.zarr"
-    report = ingest_das([str(folder)], str(store), block_samples=64, quiet=True)
+    report = ingest_das([str(folder)], StoreLocation(store), block_samples=64, quiet=True)
     problems = list(report.problems)
     assert len(problems) == 5
     attrs = _root_attrs(store)
     assert attrs[cv.ATTR_PROBLEMS] == problems[:LIMIT]
     assert attrs[cv.ATTR_PROBLEM_COUNT] == 5
     assert _lines_in_group(store) == problems
-    again = ingest_das([str(folder)], str(store), block_samples=64, quiet=True)
+    again = ingest_das([str(folder)], StoreLocation(store), block_samples=64, quiet=True)
     assert again.up_to_date and list(again.problems) == problems

@@ -136,7 +136,7 @@ def test_windows_are_slices_of_the_continuous_store_with_arrivals_from_picks(sou
     report = ingest_quakeml(
         str(root / "catalog.xml"),
         [str(root / "continuous.zarr")],
-        out,
+        StoreLocation(out),
         window_s=30.0,
         pre_arrival_s=5.0,
         noise_windows=2,
@@ -213,7 +213,7 @@ def test_windows_are_slices_of_the_continuous_store_with_arrivals_from_picks(sou
         assert np.isnan(ds[cv.SOURCE_LATITUDE].values[i])
     assert float(ds[cv.STATION_LATITUDE].values[noise[0]]) == 45.1
     assert ds.attrs["event_catalog"]["sha256"] and ds.attrs["window_s"] == 30.0
-    catalogue = read_catalog(out)
+    catalogue = read_catalog(StoreLocation(out))
     assert list(catalogue[cv.TRACE_NAME]) == names
 
 

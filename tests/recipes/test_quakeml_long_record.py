@@ -96,7 +96,7 @@ def ingested(root: Path, days: tuple[int, ...]) -> str:
     for i, trace in enumerate(recordings(days)):
         trace.write(str(archive / f"{trace.id}.{i}.mseed"), format="MSEED")
     url = str(root / "continuous.zarr")
-    ingest_waveforms([str(archive)], url, block_samples=BLOCK, quiet=True)
+    ingest_waveforms([str(archive)], StoreLocation(url), block_samples=BLOCK, quiet=True)
     return url
 
 

@@ -18,6 +18,7 @@ from seisctf.errors import InvalidInput
 from seisctf.formats.obspy_archive import waveform_blocks
 from seisctf.formats.obspy_archive.response import default_pre_filt
 from seisctf.formats.obspy_archive.waveforms import ingest_waveforms
+from seisctf.location import StoreLocation
 
 OBSPY = Path(obspy.__file__).parent
 TSINDEX = OBSPY / "clients/filesystem/tests/data/tsindex_data"  # IU.ANMO, IU.COLA, CU.TGUH
@@ -54,8 +55,14 @@ def test_vel_disp_and_pressure_match_obspy_remove_response_sample_for_sample(tmp
     # The whole tsindex folder: ANMO has a response in IU_ANMO_BH.xml; COLA and TGUH do not,
     # so their traces are problems, by name, and not ingested.
     out = tmp_path / "vel.zarr"
-    report = ingest_waveforms([str(TSINDEX)], str(out), inventories=[str(ANMO_XML)],
-                              remove_response="VEL", block_samples=1000, quiet=True)  # fmt: skip
+    report = ingest_waveforms(
+        [str(TSINDEX)],
+        StoreLocation(out),
+        inventories=[str(ANMO_XML)],
+        remove_response="VEL",
+        block_samples=1000,
+        quiet=True,
+    )
     ds = _open(out)
     assert list(ds["station"].values) == ["IU.ANMO.10"]
     missing = [p for p in report.problems if "has no instrument response" in p]
@@ -77,8 +84,15 @@ def test_vel_disp_and_pressure_match_obspy_remove_response_sample_for_sample(tmp
     _assert_close(ds["data"].values[0, 0], expected)
 
     out = tmp_path / "disp.zarr"
-    ingest_waveforms([str(ANMO)], str(out), inventories=[str(ANMO_XML)], remove_response="DISP",
-                     pre_filt="0.02,0.04,10,15", water_level="none", quiet=True)  # fmt: skip
+    ingest_waveforms(
+        [str(ANMO)],
+        StoreLocation(out),
+        inventories=[str(ANMO_XML)],
+        remove_response="DISP",
+        pre_filt="0.02,0.04,10,15",
+        water_level="none",
+        quiet=True,
+    )
     ds = _open(out)
     assert ds.attrs["response_removed"]["pre_filt"] == [0.02, 0.04, 10.0, 15.0]
     assert ds.attrs["response_removed"]["water_level"] is None
@@ -89,8 +103,13 @@ def test_vel_disp_and_pressure_match_obspy_remove_response_sample_for_sample(tmp
 
     # A pressure sensor: obspy applies the response as it is (output has no effect): Pa.
     out = tmp_path / "pa.zarr"
-    report = ingest_waveforms([str(I59)], str(out), inventories=[str(I59_XML)],
-                              remove_response="ACC", quiet=True)  # fmt: skip
+    report = ingest_waveforms(
+        [str(I59)],
+        StoreLocation(out),
+        inventories=[str(I59_XML)],
+        remove_response="ACC",
+        quiet=True,
+    )
     assert report.problems == ()
     ds = _open(out)
     assert ds.attrs["channel_metadata"]["IM.I59H1"]["BDF"]["units"] == "PA"
@@ -123,9 +142,9 @@ def test_overlapping_files_are_corrected_per_trace_whatever_the_block_size(tmp_p
     decoded: list[str] = []
     original = waveform_blocks.decode_file
 
-    def counted(path, *args, **kwargs):
-        decoded.append(path)
-        return original(path, *args, **kwargs)
+    def counted(input_file, *args, **kwargs):
+        decoded.append(input_file.url)
+        return original(input_file, *args, **kwargs)
 
     monkeypatch.setattr(waveform_blocks, "decode_file", counted)
     stored = {}
@@ -134,8 +153,14 @@ def test_overlapping_files_are_corrected_per_trace_whatever_the_block_size(tmp_p
         waveform_blocks._MERGED.items.clear()
         decoded.clear()
         out = tmp_path / f"b{size}.zarr"
-        ingest_waveforms([str(tmp_path / "split")], str(out), inventories=[str(I59_XML)],
-                         remove_response="VEL", block_samples=size, quiet=True)  # fmt: skip
+        ingest_waveforms(
+            [str(tmp_path / "split")],
+            StoreLocation(out),
+            inventories=[str(I59_XML)],
+            remove_response="VEL",
+            block_samples=size,
+            quiet=True,
+        )
         ds = _open(out)
         stored[size] = ds["data"].values
         _assert_close(stored[size][0, 0], expected)
@@ -148,35 +173,39 @@ def test_overlapping_files_are_corrected_per_trace_whatever_the_block_size(tmp_p
 def test_options_are_in_the_fingerprint_and_append_must_repeat_them(tmp_path):
     files = _split_i59(tmp_path / "split")
     out = tmp_path / "store.zarr"
+    store = StoreLocation(out)
     common = {"inventories": [str(I59_XML)], "quiet": True}
-    ingest_waveforms([str(files[0])], str(out), remove_response="VEL", **common)
-    assert ingest_waveforms([str(files[0])], str(out), remove_response="VEL", **common).up_to_date
+    ingest_waveforms([str(files[0])], store, remove_response="VEL", **common)
+    assert ingest_waveforms([str(files[0])], store, remove_response="VEL", **common).up_to_date
     # Another water level, output or no removal at all: not the same store, rewritten.
-    changed = ingest_waveforms([str(files[0])], str(out), remove_response="VEL", water_level=30,
-                               **common)  # fmt: skip
+    changed = ingest_waveforms(
+        [str(files[0])], store, remove_response="VEL", water_level=30, **common
+    )
     assert not changed.up_to_date
     assert _open(out).attrs["response_removed"]["water_level"] == 30.0
-    raw = ingest_waveforms([str(files[0])], str(out), **common)
+    raw = ingest_waveforms([str(files[0])], store, **common)
     assert not raw.up_to_date and _open(out).attrs["response_removed"] is None
     assert _open(out).attrs["channel_metadata"]["IM.I59H1"]["BDF"]["units"] == "COUNTS"
     # Appending with other response options than the store's is refused, naming the option.
     with pytest.raises(InvalidInput, match="ingested without `remove_response`") as error:
-        ingest_waveforms([str(files[1])], str(out), append=True, remove_response="VEL", **common)
+        ingest_waveforms([str(files[1])], store, append=True, remove_response="VEL", **common)
     assert error.value.what == "remove_response"
-    ingest_waveforms([str(files[0])], str(out), remove_response="VEL", **common)
+    ingest_waveforms([str(files[0])], store, remove_response="VEL", **common)
     with pytest.raises(InvalidInput, match="ingested with response removal"):
-        ingest_waveforms([str(files[1])], str(out), append=True, remove_response="DISP", **common)
-    appended = ingest_waveforms([str(files[1])], str(out), append=True, remove_response="VEL",
-                                **common)  # fmt: skip
+        ingest_waveforms([str(files[1])], store, append=True, remove_response="DISP", **common)
+    appended = ingest_waveforms(
+        [str(files[1])], store, append=True, remove_response="VEL", **common
+    )
     assert not appended.up_to_date
     whole = tmp_path / "whole.zarr"
-    ingest_waveforms([str(f) for f in files], str(whole), remove_response="VEL", **common)
+    ingest_waveforms([str(f) for f in files], StoreLocation(whole), remove_response="VEL", **common)
     np.testing.assert_array_equal(_open(out)["data"].values, _open(whole)["data"].values)
     with pytest.raises(InvalidInput, match="F1 < F2"):
-        ingest_waveforms([str(files[0])], str(out), remove_response="VEL", pre_filt="1,2,2,3",
-                         **common)  # fmt: skip
+        ingest_waveforms(
+            [str(files[0])], store, remove_response="VEL", pre_filt="1,2,2,3", **common
+        )
     with pytest.raises(InvalidInput, match="only apply with `remove_response`"):
-        ingest_waveforms([str(files[0])], str(out), water_level=10, **common)
+        ingest_waveforms([str(files[0])], store, water_level=10, **common)
 
 
 def test_cli_without_inventory_exits_3_and_missing_responses_are_problems(tmp_path, capsys):
@@ -207,8 +236,14 @@ def test_one_and_two_workers_store_the_same_corrected_bytes(tmp_path):
 
     def chunk_bytes(root: Path) -> bytes:
         out = root / "store.zarr"
-        ingest_waveforms([str(f) for f in files], str(out), inventories=[str(I59_XML)],
-                         remove_response="VEL", block_samples=1000, quiet=True)  # fmt: skip
+        ingest_waveforms(
+            [str(f) for f in files],
+            StoreLocation(out),
+            inventories=[str(I59_XML)],
+            remove_response="VEL",
+            block_samples=1000,
+            quiet=True,
+        )
         chunks = sorted(path for path in (out / "data").rglob("*") if path.is_file())
         assert len(chunks) > 1
         return b"".join(path.read_bytes() for path in chunks)

@@ -23,6 +23,7 @@ from test_waveforms import DAY, START, _cli, _MoveAwayAfter, _open, _trace, writ
 from seisctf.errors import InvalidInput
 from seisctf.formats.obspy_archive.waveforms import ingest_waveforms
 from seisctf.formats.shared.input_manifest import recorded_inputs
+from seisctf.location import StoreLocation
 
 
 def write_short_files(root: Path, count: int) -> list[Path]:
@@ -61,7 +62,7 @@ def assert_same_store(built: Path, reference: Path) -> None:
     assert ours.attrs == theirs.attrs  # same fingerprint, problems, grid
     for url, table in zip((built, reference), tables, strict=True):  # an append's: beside
         assert sorted(zarr.open_group(str(url)).group_keys()) == [table]
-    assert recorded_inputs(str(built)) == recorded_inputs(str(reference))
+    assert recorded_inputs(StoreLocation(built)) == recorded_inputs(StoreLocation(reference))
 
 
 def test_root_metadata_does_not_grow_with_the_file_count(tmp_path, dask_cluster):
@@ -73,7 +74,7 @@ def test_root_metadata_does_not_grow_with_the_file_count(tmp_path, dask_cluster)
                    scheduler=dask_cluster.address)  # fmt: skip
         assert run.returncode == 0, run.stderr
         sizes[count] = (out / "zarr.json").stat().st_size
-        assert [e["path"] for e in recorded_inputs(str(out))] == [str(f) for f in files]
+        assert [e["path"] for e in recorded_inputs(StoreLocation(out))] == [str(f) for f in files]
     # Only the digits of the arrays' shapes differ (200 files: 20,000 samples, 200 rows).
     assert abs(sizes[200] - sizes[10]) < 300, sizes
     assert "inputs" not in json.loads((out / "zarr.json").read_text())["attributes"]
@@ -151,10 +152,10 @@ def test_a_resumed_ingest_reads_no_file_of_the_blocks_it_had_written(tmp_path):
         write_day_files(archive, day, seed=day)
     whole, out = tmp_path / "whole.zarr", tmp_path / "resumed.zarr"
     with dask.config.set(scheduler="synchronous"):
-        ingest_waveforms([str(archive)], str(whole), block_samples=DAY, quiet=True)
+        ingest_waveforms([str(archive)], StoreLocation(whole), block_samples=DAY, quiet=True)
         with _MoveAwayAfter(2, archive, tmp_path / "moved"):
             with pytest.raises(InvalidInput, match="re-run to resume"):
-                ingest_waveforms([str(archive)], str(out), block_samples=DAY, quiet=True)
+                ingest_waveforms([str(archive)], StoreLocation(out), block_samples=DAY, quiet=True)
         (tmp_path / "moved").rename(archive)
         stations = [str(s) for s in zarr.open_group(str(out))["station"][:]]
         written = [p.relative_to(out / "data" / "c").parts for p in (out / "data" / "c").rglob("*")]
@@ -164,6 +165,6 @@ def test_a_resumed_ingest_reads_no_file_of_the_blocks_it_had_written(tmp_path):
             day = obspy.UTCDateTime(START.date) + block * DAY
             for path in archive.glob(f"{station}*.{day.year}.{day.julday:03d}.mseed"):
                 garble(path)
-        report = ingest_waveforms([str(archive)], str(out), block_samples=DAY, quiet=True)
+        report = ingest_waveforms([str(archive)], StoreLocation(out), block_samples=DAY, quiet=True)
     assert not report.up_to_date
     assert_same_store(out, whole)

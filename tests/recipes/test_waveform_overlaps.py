@@ -15,6 +15,7 @@ import obspy
 from test_waveforms import TSINDEX, _cli, _open
 
 from seisctf.formats.shared.input_manifest import recorded_inputs
+from seisctf.location import StoreLocation
 
 ANMO = TSINDEX / "IU/2018/001/IU.ANMO.10.BHZ.2018.001_first_minute.mseed"
 ANMO_ID = "IU.ANMO.10.BHZ"
@@ -48,7 +49,9 @@ def _line(dropped: Path, kept: Path, span: tuple[str, str, int], a, b) -> str:
 
 
 def _not_stored(url: Path) -> list[str]:
-    return [e["path"] for e in recorded_inputs(str(url)) if e.get("samples_stored") is False]
+    return [
+        e["path"] for e in recorded_inputs(StoreLocation(url)) if e.get("samples_stored") is False
+    ]
 
 
 def test_two_copies_of_a_day_the_first_path_is_stored_and_the_other_reported(
@@ -109,7 +112,7 @@ def test_an_append_of_a_changed_copy_is_reported_and_not_claimed(tmp_path, dask_
     assert _problems(run.stdout) == [expected]
     ds = _open(out)
     np.testing.assert_array_equal(ds["data"].values[0, 0], _counts(first).astype(np.float32))
-    assert [e["path"] for e in recorded_inputs(str(out))] == [str(first), str(changed)]
+    assert [e["path"] for e in recorded_inputs(StoreLocation(out))] == [str(first), str(changed)]
     assert _not_stored(out) == [str(changed)]  # listed, but as giving the store nothing
     assert ds.attrs["ingest_problems"] == [expected]
 

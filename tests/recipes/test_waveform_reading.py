@@ -16,6 +16,7 @@ import obspy
 from test_waveforms import I59_DATA, I59_XML, OBSPY, TSINDEX, _cli, _open
 
 from seisctf.formats.shared.input_manifest import recorded_inputs
+from seisctf.location import StoreLocation
 
 ANMO = TSINDEX / "IU/2018/001/IU.ANMO.10.BHZ.2018.001_first_minute.mseed"
 MSEED_DATA = OBSPY / "io/mseed/tests/data"
@@ -43,7 +44,9 @@ def test_gzip_and_bzip2_files_are_read_as_obspy_reads_them(tmp_path, dask_cluste
         ds = _open(out)
         assert ds.attrs["start_time_ns"] == expected.stats.starttime.ns
         np.testing.assert_array_equal(ds["data"].values[0, 0], expected.data.astype(np.float32))
-        assert recorded_inputs(str(out))[0]["size"] == len(raw)  # the file's own bytes are hashed
+        assert recorded_inputs(StoreLocation(out))[0]["size"] == len(
+            raw
+        )  # the file's own bytes are hashed
 
     # A gzip file cut short is unreadable, said so by name (the good file is ingested).
     folder = tmp_path / "cut"

@@ -12,6 +12,7 @@ from scipy.signal import resample_poly
 from test_waveforms import _cli, _open
 
 from seisctf.formats.obspy_archive.waveforms import ingest_waveforms
+from seisctf.location import StoreLocation
 
 START = obspy.UTCDateTime("2022-06-01T00:00:00")
 SOURCE_HZ, TARGET_HZ = 100.0, 40.0
@@ -90,6 +91,11 @@ def test_rate_resamples_each_segment_like_resample_poly_without_edge_spikes(tmp_
 
     # Block size and chunking do not change a value: each trace is resampled whole.
     small = tmp_path / "small_blocks.zarr"
-    ingest_waveforms([str(tmp_path / "archive")], str(small), rate=TARGET_HZ,
-                     block_samples=97, quiet=True)  # fmt: skip
+    ingest_waveforms(
+        [str(tmp_path / "archive")],
+        StoreLocation(small),
+        rate=TARGET_HZ,
+        block_samples=97,
+        quiet=True,
+    )
     np.testing.assert_array_equal(_open(small)["data"].values, ds["data"].values)

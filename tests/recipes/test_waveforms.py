@@ -23,8 +23,9 @@ from scipy.signal import resample_poly
 
 from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
-from seisctf.formats.obspy_archive.waveforms import ingest_waveforms
+from seisctf.formats.obspy_archive.waveforms import IngestReport, ingest_waveforms
 from seisctf.formats.shared.input_manifest import recorded_inputs
+from seisctf.location import StoreLocation
 
 OBSPY = Path(obspy.__file__).parent
 TSINDEX = OBSPY / "clients/filesystem/tests/data/tsindex_data"  # IU.ANMO, IU.COLA, CU.TGUH 2018-001
@@ -32,6 +33,11 @@ I59_DATA = OBSPY / "signal/tests/data/IM.I59H1..BDF_2020_10_31.mseed"
 I59_XML = OBSPY / "signal/tests/data/IM.I59H1..BDF_2020_10_31.xml"
 START = obspy.UTCDateTime("2021-03-04T05:06:07")
 RATE = 50.0
+
+
+def ingest(sources: list[str], out: str | Path, **options) -> IngestReport:
+    """`ingest_waveforms` of `sources` into the store at the path `out`, quietly."""
+    return ingest_waveforms(sources, StoreLocation(out), quiet=True, **options)
 
 
 def _open(url: str | Path) -> xr.Dataset:
@@ -94,7 +100,7 @@ def _assert_store_equals_obspy(url: Path, files: list[Path]) -> xr.Dataset:
 def test_obspy_archives_ingest_sample_for_sample_with_stationxml(tmp_path):
     archive = sorted(TSINDEX.rglob("*.mseed"))
     out = tmp_path / "tsindex.zarr"
-    report = ingest_waveforms([str(TSINDEX)], str(out), block_samples=1000, quiet=True)
+    report = ingest([str(TSINDEX)], out, block_samples=1000)
     ds = _assert_store_equals_obspy(out, archive)
     assert list(ds["station"].values) == ["CU.TGUH.00", "IU.ANMO.10", "IU.COLA.10"]
     assert list(ds["channel"].values) == ["BHZ"] and ds.sizes["block"] == 3
@@ -107,10 +113,12 @@ def test_obspy_archives_ingest_sample_for_sample_with_stationxml(tmp_path):
     # The folder's tsindex SQLite file is reported by name, not ingested.
     assert [p for p in report.problems if "timeseries.sqlite" in p]
     assert ds.attrs["ingest_problems"] == list(report.problems)
-    assert {entry["path"] for entry in recorded_inputs(str(out))} >= {str(p) for p in archive}
+    assert {entry["path"] for entry in recorded_inputs(StoreLocation(out))} >= {
+        str(p) for p in archive
+    }
 
     out = tmp_path / "i59.zarr"
-    ingest_waveforms([str(I59_DATA)], str(out), inventories=[str(I59_XML)], quiet=True)
+    ingest([str(I59_DATA)], out, inventories=[str(I59_XML)])
     ds = _assert_store_equals_obspy(out, [I59_DATA])
     station = ds.sel(station="IM.I59H1")
     assert float(station[cv.LATITUDE]) == pytest.approx(19.591532)
@@ -119,14 +127,12 @@ def test_obspy_archives_ingest_sample_for_sample_with_stationxml(tmp_path):
     assert meta["sensitivity"] == pytest.approx(33778.28834) and meta["input_units"] == "PA"
     assert ds.attrs["ingest_problems"] == []
     # A re-run over the same inputs leaves the finished store alone; a changed input rewrites it.
-    again = ingest_waveforms([str(I59_DATA)], str(out), inventories=[str(I59_XML)], quiet=True)
+    again = ingest([str(I59_DATA)], out, inventories=[str(I59_XML)])
     assert again.up_to_date and again.problems == ()
     copy = tmp_path / "I59H1.mseed"
     shutil.copy(I59_DATA, copy)
-    assert ingest_waveforms(
-        [str(copy)], str(out), inventories=[str(I59_XML)], quiet=True
-    ).up_to_date
-    assert not ingest_waveforms([str(copy)], str(out), rate=10.0, quiet=True).up_to_date
+    assert ingest([str(copy)], out, inventories=[str(I59_XML)]).up_to_date
+    assert not ingest([str(copy)], out, rate=10.0).up_to_date
     assert _open(out).attrs[cv.ATTR_SAMPLING_RATE] == 10.0
 
 
@@ -191,7 +197,7 @@ def synthetic_problems(files: list[Path], named=str) -> tuple[str, ...]:
 def test_synthetic_gaps_overlaps_encodings_and_sac_match_obspy_merge(tmp_path):
     files = write_synthetic_archive(tmp_path / "archive")
     out = tmp_path / "synthetic.zarr"
-    report = ingest_waveforms([str(tmp_path / "archive")], str(out), block_samples=512, quiet=True)
+    report = ingest([str(tmp_path / "archive")], out, block_samples=512)
     assert report.problems == synthetic_problems(files)
     ds = _assert_store_equals_obspy(out, files)
     assert list(ds["channel"].values) == ["HHE", "HHN", "HHZ"]
@@ -204,9 +210,9 @@ def test_synthetic_gaps_overlaps_encodings_and_sac_match_obspy_merge(tmp_path):
     np.testing.assert_array_equal(z[2700:2750], third[100:150])  # contained trace dropped
     assert ds["data"].encoding["chunks"] == (1, 3, 512)
     # The contained trace gave the store nothing: its input says so, the others do not.
-    assert [e["path"] for e in recorded_inputs(str(out)) if e.get("samples_stored") is False] == [
-        str(files[3])
-    ]
+    assert [
+        e["path"] for e in recorded_inputs(StoreLocation(out)) if e.get("samples_stored") is False
+    ] == [str(files[3])]
 
 
 def test_mixed_rates_need_rate_and_are_resampled_like_resample_poly(tmp_path):
@@ -218,9 +224,9 @@ def test_mixed_rates_need_rate_and_are_resampled_like_resample_poly(tmp_path):
     fast.write(str(folder / "fast.mseed"), format="MSEED", encoding="FLOAT64")
     slow.write(str(folder / "slow.sac"), format="SAC")
     with pytest.raises(InvalidInput, match="give `rate`"):
-        ingest_waveforms([str(folder)], str(tmp_path / "refused.zarr"), quiet=True)
+        ingest([str(folder)], tmp_path / "refused.zarr")
     out = tmp_path / "mixed.zarr"
-    ingest_waveforms([str(folder)], str(out), rate=50.0, quiet=True)
+    ingest([str(folder)], out, rate=50.0)
     ds = _open(out)
     assert ds.attrs[cv.ATTR_SAMPLING_RATE] == 50.0 and ds.sizes["time"] == 1000
     fast = obspy.read(str(folder / "fast.mseed"))[0].data.astype(np.float64)
@@ -262,12 +268,12 @@ class _MoveAwayAfter(Callback):
 def test_interrupted_ingest_resumes_block_by_block_with_identical_bytes(tmp_path):
     files = write_synthetic_archive(tmp_path / "archive")
     whole = tmp_path / "whole.zarr"
-    ingest_waveforms([str(tmp_path / "archive")], str(whole), block_samples=512, quiet=True)
+    ingest([str(tmp_path / "archive")], whole, block_samples=512)
 
     out = tmp_path / "resumed.zarr"
     with _MoveAwayAfter(3, tmp_path / "archive", tmp_path / "moved"):
         with pytest.raises(InvalidInput, match="re-run to resume"):
-            ingest_waveforms([str(tmp_path / "archive")], str(out), block_samples=512, quiet=True)
+            ingest([str(tmp_path / "archive")], out, block_samples=512)
     group = zarr.open_group(str(out))
     assert cv.ATTR_COMPLETE not in group.attrs
     done = group["ingest_progress"][:] != ""
@@ -276,10 +282,10 @@ def test_interrupted_ingest_resumes_block_by_block_with_identical_bytes(tmp_path
     assert before  # some chunks were written before the failure
     (tmp_path / "moved").rename(tmp_path / "archive")
 
-    report = ingest_waveforms([str(tmp_path / "archive")], str(out), block_samples=512, quiet=True)
+    report = ingest([str(tmp_path / "archive")], out, block_samples=512)
     assert not report.up_to_date and report.problems == synthetic_problems(files)
     # The blocks written before the failure kept their problems and lost files (progress).
-    assert recorded_inputs(str(out)) == recorded_inputs(str(whole))
+    assert recorded_inputs(StoreLocation(out)) == recorded_inputs(StoreLocation(whole))
     _assert_store_equals_obspy(out, files)
     after = _chunk_files(out)
     assert {k: v[0] for k, v in after.items()} == {k: v[0] for k, v in _chunk_files(whole).items()}
@@ -301,7 +307,7 @@ def test_ingest_in_waves_writes_the_bytes_of_one_wave(tmp_path, monkeypatch, lim
 
     files = write_synthetic_archive(tmp_path / "archive")
     whole = tmp_path / "whole.zarr"
-    ingest_waveforms([str(f) for f in files], str(whole), block_samples=512, quiet=True)
+    ingest([str(f) for f in files], whole, block_samples=512)
     if limit == "tasks":
         monkeypatch.setattr(seisctf.cluster, "MAX_TASKS_PER_WAVE", 4)  # 13 runs: 4 waves
     else:  # each run reads 1 to 3 traces: at most 3 a wave makes a wave of 1 to 3 runs
@@ -314,7 +320,7 @@ def test_ingest_in_waves_writes_the_bytes_of_one_wave(tmp_path, monkeypatch, lim
         waves.extend([blocks] * bool(blocks))
 
     with Callback(start_state=count):
-        ingest_waveforms([str(f) for f in files], str(waved), block_samples=512, quiet=True)
+        ingest([str(f) for f in files], waved, block_samples=512)
     if limit == "tasks":
         assert waves == [4, 4, 4, 1], waves  # 14 blocks, one without data: no task
     else:
@@ -351,22 +357,19 @@ def test_append_day_files_extends_time_and_keeps_old_chunks(tmp_path):
     day2 = write_day_files(tmp_path / "day2", 1, seed=2)
     block = 5000  # day 1 fills blocks 0-16 and 1400 samples of block 17
     appended, whole = tmp_path / "appended.zarr", tmp_path / "whole.zarr"
-    ingest_waveforms([str(tmp_path / "day1")], str(appended), block_samples=block, quiet=True)
+    ingest([str(tmp_path / "day1")], appended, block_samples=block)
     before = _chunk_files(appended)
     # An append interrupted after two blocks leaves an unfinished store; appending again resumes.
     with _MoveAwayAfter(2, tmp_path / "day2", tmp_path / "moved"):
         with pytest.raises(InvalidInput, match="re-run to resume"):
-            ingest_waveforms([str(tmp_path / "day2")], str(appended), append=True, quiet=True)
+            ingest([str(tmp_path / "day2")], appended, append=True)
     assert zarr.open_group(str(appended)).attrs[cv.ATTR_COMPLETE] is False
     (tmp_path / "moved").rename(tmp_path / "day2")
     with pytest.raises(InvalidInput, match="interrupted append of other files"):
-        ingest_waveforms([str(day2[0])], str(appended), append=True, quiet=True)
-    report = ingest_waveforms(
-        [str(tmp_path / "day2")], str(appended), append=True, block_samples=99, quiet=True
-    )
+        ingest([str(day2[0])], appended, append=True)
+    report = ingest([str(tmp_path / "day2")], appended, append=True, block_samples=99)
     assert not report.up_to_date and report.plan.n_time == 2 * DAY
-    ingest_waveforms([str(tmp_path / "day1"), str(tmp_path / "day2")], str(whole),
-                     block_samples=block, quiet=True)  # fmt: skip
+    ingest([str(tmp_path / "day1"), str(tmp_path / "day2")], whole, block_samples=block)
     ds = _assert_store_equals_obspy(appended, day1 + day2)
     assert ds.sizes["time"] == 2 * DAY and ds.attrs["block_samples"] == block
     reference = _open(whole)
@@ -375,7 +378,7 @@ def test_append_day_files_extends_time_and_keeps_old_chunks(tmp_path):
     # Same inputs, fingerprint, problems; the appended table is in the group the attr names.
     assert ds.attrs.pop("inputs_table") == "inputs_next" and ds.attrs == reference.attrs
     assert sorted(zarr.open_group(str(appended)).group_keys()) == ["inputs_next"]
-    assert recorded_inputs(str(appended)) == recorded_inputs(str(whole))
+    assert recorded_inputs(StoreLocation(appended)) == recorded_inputs(StoreLocation(whole))
     after = _chunk_files(appended)
     assert {k: v[0] for k, v in after.items()} == {k: v[0] for k, v in _chunk_files(whole).items()}
     # Day-1 chunks stay as written, except each station's partial block 17, which day 2 completes.
@@ -383,22 +386,22 @@ def test_append_day_files_extends_time_and_keeps_old_chunks(tmp_path):
     assert rewritten == {"data/c/0/0/17", "data/c/1/0/17"}
     assert "ingest_progress" not in zarr.open_group(str(appended))
 
-    again = ingest_waveforms([str(day2[0])], str(appended), append=True, quiet=True)
+    again = ingest([str(day2[0])], appended, append=True)
     assert again.up_to_date
     other = _trace("XX.NEW.", "HHZ", obspy.UTCDateTime(START.date) + 3 * DAY, np.ones(9, "i4"), 1.0)
     other.write(str(tmp_path / "new.mseed"), format="MSEED")
     with pytest.raises(InvalidInput, match="station XX.NEW is not in"):
-        ingest_waveforms([str(tmp_path / "new.mseed")], str(whole), append=True, quiet=True)
+        ingest([str(tmp_path / "new.mseed")], whole, append=True)
     changed = day1[1]
     trace = obspy.read(str(changed))[0]
     trace.data[:10] += 1
     trace.write(str(changed), format="MSEED", encoding="STEIM2", reclen=4096)
     day3 = write_day_files(tmp_path / "day3", 2, seed=3)
     with pytest.raises(InvalidInput, match="changed since it was ingested") as error:
-        ingest_waveforms([str(day3[0])], str(appended), append=True, quiet=True)
+        ingest([str(day3[0])], appended, append=True)
     assert error.value.what == str(changed)
     with pytest.raises(InvalidInput, match="needs an existing store"):
-        ingest_waveforms([str(day3[0])], str(tmp_path / "none.zarr"), append=True, quiet=True)
+        ingest([str(day3[0])], tmp_path / "none.zarr", append=True)
 
 
 def test_an_append_killed_writing_its_inputs_table_resumes(tmp_path, monkeypatch):
@@ -410,9 +413,8 @@ def test_an_append_killed_writing_its_inputs_table_resumes(tmp_path, monkeypatch
     day1 = write_day_files(tmp_path / "day1", 0, seed=1)
     day2 = write_day_files(tmp_path / "day2", 1, seed=2)
     appended, whole = tmp_path / "appended.zarr", tmp_path / "whole.zarr"
-    ingest_waveforms([str(tmp_path / "day1")], str(appended), block_samples=5000, quiet=True)
-    ingest_waveforms([str(tmp_path / "day1"), str(tmp_path / "day2")], str(whole),
-                     block_samples=5000, quiet=True)  # fmt: skip
+    ingest([str(tmp_path / "day1")], appended, block_samples=5000)
+    ingest([str(tmp_path / "day1"), str(tmp_path / "day2")], whole, block_samples=5000)
     write_column = input_manifest.write_column
     written: list[str] = []
 
@@ -424,13 +426,15 @@ def test_an_append_killed_writing_its_inputs_table_resumes(tmp_path, monkeypatch
 
     monkeypatch.setattr(input_manifest, "write_column", stop_after_three)
     with pytest.raises(KeyboardInterrupt):
-        ingest_waveforms([str(tmp_path / "day2")], str(appended), append=True, quiet=True)
+        ingest([str(tmp_path / "day2")], appended, append=True)
     monkeypatch.setattr(input_manifest, "write_column", write_column)
     assert zarr.open_group(str(appended)).attrs[cv.ATTR_COMPLETE] is False
-    assert [e["path"] for e in recorded_inputs(str(appended))] == [str(p) for p in sorted(day1)]
-    report = ingest_waveforms([str(tmp_path / "day2")], str(appended), append=True, quiet=True)
+    assert [e["path"] for e in recorded_inputs(StoreLocation(appended))] == [
+        str(p) for p in sorted(day1)
+    ]
+    report = ingest([str(tmp_path / "day2")], appended, append=True)
     assert not report.up_to_date
-    assert recorded_inputs(str(appended)) == recorded_inputs(str(whole))
+    assert recorded_inputs(StoreLocation(appended)) == recorded_inputs(StoreLocation(whole))
     ds = _assert_store_equals_obspy(appended, day1 + day2)
     np.testing.assert_array_equal(ds["data"].values, _open(whole)["data"].values)
     assert sorted(zarr.open_group(str(appended)).group_keys()) == ["inputs_next"]
@@ -443,10 +447,10 @@ def test_an_append_keeps_the_last_blocks_it_does_not_touch_and_grows_their_cover
     day2 = [path for path in write_day_files(tmp_path / "day2", 1, seed=2) if "AAA" in path.name]
     block = 5000  # day 1 fills blocks 0-16 and 1400 samples of block 17
     appended, whole = tmp_path / "appended.zarr", tmp_path / "whole.zarr"
-    ingest_waveforms([str(tmp_path / "day1")], str(appended), block_samples=block, quiet=True)
+    ingest([str(tmp_path / "day1")], appended, block_samples=block)
     before = _chunk_files(appended)
-    ingest_waveforms([str(p) for p in day2], str(appended), append=True, quiet=True)
-    ingest_waveforms([str(p) for p in day1 + day2], str(whole), block_samples=block, quiet=True)
+    ingest([str(p) for p in day2], appended, append=True)
+    ingest([str(p) for p in day1 + day2], whole, block_samples=block)
     ds, reference = _open(appended), _open(whole)
     np.testing.assert_array_equal(ds["coverage"].values, reference["coverage"].values)
     station = list(ds["station"].values).index("XX.BBB")
@@ -465,17 +469,12 @@ def test_s3_inputs_ingest_to_the_same_bytes_as_local_files(
         fs.put_file(str(path), f"{s3_bucket}/archive/{path.name}".removeprefix("s3://"))
     fs.put_file(str(files[0]), f"{s3_bucket}/archive/.hidden".removeprefix("s3://"))
     local, remote = tmp_path / "local.zarr", tmp_path / "remote.zarr"
-    ingest_waveforms([str(tmp_path / "archive")], str(local), block_samples=512, quiet=True)
-    report = ingest_waveforms(
-        [f"{s3_bucket}/archive"],
-        str(remote),
-        storage_options=s3_server.storage_options,
-        block_samples=512,
-        quiet=True,
-    )
+    ingest([str(tmp_path / "archive")], local, block_samples=512)
+    remote_store = StoreLocation.from_url(remote, s3_server.storage_options)
+    report = ingest_waveforms([f"{s3_bucket}/archive"], remote_store, block_samples=512, quiet=True)
     assert report.problems == synthetic_problems(files, lambda p: f"{s3_bucket}/archive/{p.name}")
     ds = _assert_store_equals_obspy(remote, files)
-    assert sorted(e["path"] for e in recorded_inputs(str(remote))) == sorted(
+    assert sorted(e["path"] for e in recorded_inputs(StoreLocation(remote))) == sorted(
         f"{s3_bucket}/archive/{path.name}" for path in files
     )
     assert ds.attrs["ingest_fingerprint"] == _open(local).attrs["ingest_fingerprint"]
@@ -489,8 +488,9 @@ def test_s3_inputs_ingest_to_the_same_bytes_as_local_files(
     assert cli.returncode == 0, cli.stderr
     _assert_store_equals_obspy(tmp_path / "cli.zarr", files)
     with pytest.raises(InvalidInput, match="no such object") as error:
-        ingest_waveforms([f"{s3_bucket}/nothing/*.mseed"], str(tmp_path / "x.zarr"),
-                         storage_options=s3_server.storage_options, quiet=True)  # fmt: skip
+        ingest_waveforms(
+            [f"{s3_bucket}/nothing/*.mseed"], remote_store.with_url(tmp_path / "x.zarr")
+        )
     assert error.value.what == f"{s3_bucket}/nothing/*.mseed"
 
 
@@ -506,7 +506,7 @@ def test_one_and_two_workers_write_identical_bytes(tmp_path):
 
     def digest(root: Path) -> str:
         out = root / "store.zarr"
-        ingest_waveforms([str(f) for f in files], str(out), block_samples=512, quiet=True)
+        ingest([str(f) for f in files], out, block_samples=512)
         _assert_store_equals_obspy(out, files)
         # Every array's bytes; the group's attrs hold this run's tmp_path in `inputs`.
         return _store_digest(out, skip=out / "zarr.json")
@@ -542,9 +542,7 @@ def _bad_archive(root: Path) -> dict[str, Path]:
 def test_bad_inputs_are_reported_by_name_and_good_data_kept(tmp_path):
     files = _bad_archive(tmp_path / "bad")
     out = tmp_path / "bad.zarr"
-    report = ingest_waveforms(
-        [str(tmp_path / "bad")], str(out), inventories=[str(I59_XML)], quiet=True
-    )
+    report = ingest([str(tmp_path / "bad")], out, inventories=[str(I59_XML)])
     text = "\n".join(report.problems)
     for name in ("truncated", "corrupt", "contradicting"):
         assert str(files[name]) in text, name

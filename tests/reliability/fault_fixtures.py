@@ -119,6 +119,7 @@ def job_inputs(tmp_path_factory, miniseed_archive) -> Inputs:
 
     from seisctf.baselines.ctf import write_baseline
     from seisctf.build import engine as recipes
+    from seisctf.location import StoreLocation
 
     root = tmp_path_factory.mktemp("inputs")
     layout = root / "tiny.yaml"
@@ -131,7 +132,8 @@ def job_inputs(tmp_path_factory, miniseed_archive) -> Inputs:
         recipes.build_file(recipe, workdir=bundle, secret=SECRET, quiet=True)
         for model in BASELINES:
             path = bundle / f"{model}.zarr"
-            write_baseline(model, str(bundle / "public.zarr"), str(path), quiet=True)
+            public = StoreLocation(bundle / "public.zarr")
+            write_baseline(model, public, StoreLocation(path), quiet=True)
             submissions.append(path)
     return Inputs(
         archive=miniseed_archive,

@@ -27,6 +27,7 @@ from hypothesis.internal.conjecture import optimiser  # noqa: F401
 
 from seisctf.build import engine as recipe
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 from seisctf.scoring.submission import open_submission
 from seisctf.scoring.values import value_report
 
@@ -124,7 +125,7 @@ def damage(path: Path, edits: list[tuple[int, int]], cut: int | None) -> None:
 def read_everything(source: Path) -> dict[str, np.ndarray]:
     """The intake, then every value read (as the scoring pass reads them); each array's
     `value_report` checked against numpy on the values read."""
-    opened = open_submission(str(source), MANIFEST)
+    opened = open_submission(StoreLocation(source), MANIFEST)
     names = list(opened)
     reports = dask.compute(*(value_report(opened[n]) for n in names), scheduler="synchronous")
     values = dask.compute(*(opened[n] for n in names), scheduler="synchronous")

@@ -295,4 +295,6 @@ def test_altered_truth_is_refused_by_the_referee(demos, tmp_path, dask_cluster):
             attrs |= change
         storage.finish_group(StoreLocation(copy), attrs)
         with pytest.raises(InvalidInput, match=message):
-            score_ctf(str(copy), {"baseline": str(paths["baseline"])}, quiet=True)
+            score_ctf(
+                StoreLocation(copy), {"baseline": StoreLocation(paths["baseline"])}, quiet=True
+            )

@@ -29,6 +29,7 @@ from servers import CLUSTER_CREDENTIALS, start_s3, stop_s3
 
 from seisctf.cli import main
 from seisctf.formats.shared.input_manifest import recorded_inputs
+from seisctf.location import StoreLocation
 
 SMALL = ["--sensors", "64", "--duration", "300"]
 SECRET = "multi-host-test-secret-long-enough"
@@ -240,7 +241,9 @@ def test_ingest_from_s3_equals_the_embedded_local_ingest(remote_cluster, bridge_
     for key, content in remote.items():
         (tmp_path / "remote.zarr" / key).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / "remote.zarr" / key).write_bytes(content)
-    manifests = [recorded_inputs(str(root)) for root in (local_out, tmp_path / "remote.zarr")]
+    manifests = [
+        recorded_inputs(StoreLocation(root)) for root in (local_out, tmp_path / "remote.zarr")
+    ]
     assert [(e["size"], e["sha256"]) for e in manifests[0]] == [
         (e["size"], e["sha256"]) for e in manifests[1]
     ]

@@ -13,6 +13,7 @@ from scipy import stats
 
 from seisctf.cli import main
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 from seisctf.scoring.compare import compare_metric, compare_runs
 from seisctf.scoring.uncertainty import (
     identical_draw_budgets,
@@ -226,7 +227,7 @@ def test_bad_runs_tables_are_refused(tmp_path, capsys, change, message):
     path = tmp_path / "runs.csv"
     change(simulate_runs(CELLS, n_draws=3, n_seeds=2)).to_csv(path, index=False)
     with pytest.raises(InvalidInput, match=None) as error:
-        read_runs(str(path))
+        read_runs(StoreLocation(path))
     assert message in str(error.value) and str(path) in str(error.value)
     assert main(["compare", str(path), "--out", str(tmp_path / "out")]) == 3
     assert message in capsys.readouterr().err

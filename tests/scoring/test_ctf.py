@@ -78,12 +78,18 @@ def synthetic_truth(rows: int, n_space: int, seed: int) -> dict[str, np.ndarray]
 def truth_url(tmp_path_factory):
     root = tmp_path_factory.mktemp("bundle")
     bundle = build_bundle(smooth_wavefield(), TINY_LAYOUT, SECRET)
-    write_bundle(bundle, str(root / "public.zarr"), str(root / "truth.zarr"), SECRET, quiet=True)
+    write_bundle(
+        bundle,
+        StoreLocation(root / "public.zarr"),
+        StoreLocation(root / "truth.zarr"),
+        SECRET,
+        quiet=True,
+    )
     return str(root / "truth.zarr")
 
 
 def _truth_numpy(truth_url: str) -> tuple[dict, dict]:
-    manifest, _, truth = open_truth(truth_url)
+    manifest, _, truth = open_truth(StoreLocation(truth_url))
     return manifest, {name: array.compute() for name, array in truth.items()}
 
 
@@ -99,7 +105,10 @@ def test_truth_scores_100_and_zeros_score_0(truth_url, convention):
     manifest, truth = _truth_numpy(truth_url)
     zeros = {name: np.zeros_like(array) for name, array in truth.items()}
     results = score_ctf(
-        truth_url, {"truth": truth, "zeros": zeros}, convention=convention, quiet=True
+        StoreLocation(truth_url),
+        {"truth": truth, "zeros": zeros},
+        convention=convention,
+        quiet=True,
     )
     by_name = {r["name"]: r for r in results}
     assert by_name["truth"]["scores"] == {name: 100.0 for name in cv.SCORE_NAMES}
@@ -112,7 +121,7 @@ def test_truth_scores_100_and_zeros_score_0(truth_url, convention):
 def test_clipping_and_raw_scores(truth_url):
     manifest, truth = _truth_numpy(truth_url)
     wild = {name: -1e3 * array for name, array in truth.items()}
-    result = score_ctf(truth_url, {"wild": wild}, quiet=True)[0]
+    result = score_ctf(StoreLocation(truth_url), {"wild": wild}, quiet=True)[0]
     assert all(value == -100.0 for value in result["scores"].values())
     assert all(value < -100.0 for value in result["raw_scores"].values())
 
@@ -139,7 +148,7 @@ def test_scores_match_numpy_for_any_chunking_and_worker_count(
         name: da.from_array(array, chunks=(time_chunk, space_chunk))
         for name, array in submission.items()
     }
-    result = score_ctf(truth_url, {"noisy": chunked}, quiet=True)[0]
+    result = score_ctf(StoreLocation(truth_url), {"noisy": chunked}, quiet=True)[0]
     _assert_close(result["scores"], expected)
     assert result["avg_score"] == pytest.approx(
         np.mean(list(expected.values())), rel=1e-9, abs=1e-9
@@ -160,8 +169,8 @@ def test_results_are_byte_identical_for_random_submission_chunkings(truth_url, d
         name: da.from_array(array, chunks=tuple(chunk_sizes(draw.draw, n) for n in array.shape))
         for name, array in submission.items()
     }
-    whole = score_ctf(truth_url, {"s": submission}, quiet=True)[0]
-    result = score_ctf(truth_url, {"s": chunked}, quiet=True)[0]
+    whole = score_ctf(StoreLocation(truth_url), {"s": submission}, quiet=True)[0]
+    result = score_ctf(StoreLocation(truth_url), {"s": chunked}, quiet=True)[0]
     assert json.dumps(result, sort_keys=True) == json.dumps(whole, sort_keys=True)
 
 
@@ -177,8 +186,8 @@ def test_truth_chunking_does_not_change_scores(tmp_path, truth_url):
         quiet=True,
     )
     submission = {name: 0.5 * array for name, array in truth.items()}
-    first = score_ctf(truth_url, {"half": submission}, quiet=True)[0]
-    second = score_ctf(rechunked_url, {"half": submission}, quiet=True)[0]
+    first = score_ctf(StoreLocation(truth_url), {"half": submission}, quiet=True)[0]
+    second = score_ctf(StoreLocation(rechunked_url), {"half": submission}, quiet=True)[0]
     assert second["truth_sha256_verified"]
     assert json.dumps(second, sort_keys=True) == json.dumps(first, sort_keys=True)
 
@@ -195,7 +204,7 @@ def test_tampered_truth_is_refused(tmp_path, truth_url):
     )
     zeros = {n: np.zeros_like(a) for n, a in truth.items()}
     with pytest.raises(InvalidInput, match=r"tampered.zarr: X3test: does not hash to the publ"):
-        score_ctf(tampered_url, {"zeros": zeros}, quiet=True)
+        score_ctf(StoreLocation(tampered_url), {"zeros": zeros}, quiet=True)
 
 
 def test_scoring_path_does_not_import_heavy_libraries():
@@ -324,7 +333,11 @@ def test_manifests_with_impossible_windows_are_refused():
 def test_validation_targets_score_locally(tmp_path):
     public, truth = str(tmp_path / "public.zarr"), str(tmp_path / "truth.zarr")
     write_bundle(
-        build_bundle(smooth_wavefield(), TINY_LAYOUT, SECRET), public, truth, SECRET, quiet=True
+        build_bundle(smooth_wavefield(), TINY_LAYOUT, SECRET),
+        StoreLocation(public),
+        StoreLocation(truth),
+        SECRET,
+        quiet=True,
     )
     manifest = storage.read_attrs(StoreLocation(public))[cv.ATTR_CTF]
     entries = {e["target"]: e for e in manifest["validation"]}
@@ -335,7 +348,7 @@ def test_validation_targets_score_locally(tmp_path):
         assert np.array_equal(targets[name], source[entry["start_index"] :])
     assert entries["X1val"]["shape"] == [40, 48] and entries["X8val"]["source"] == "X9train"
     results = score_validation(
-        public,
+        StoreLocation(public),
         {"oracle": targets, "zeros": {n: np.zeros_like(a) for n, a in targets.items()}},
         quiet=True,
     )

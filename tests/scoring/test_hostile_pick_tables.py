@@ -21,6 +21,7 @@ from seisctf import cli
 from seisctf import conventions as cv
 from seisctf.catalogs import pick_table
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 
 
 @pytest.fixture(scope="module")
@@ -155,9 +156,9 @@ def test_a_parquet_footer_declaring_too_much_data_is_refused_before_reading(wind
     with pytest.raises(
         InvalidInput, match=f"declares {declared} bytes uncompressed, above the limit of {limit}"
     ):
-        pick_table.read_pick_submission(str(path), max_bytes=limit)
+        pick_table.read_pick_submission(StoreLocation(path), max_bytes=limit)
     assert len(
-        pick_table.read_pick_submission(str(path), max_bytes=declared, check_unique=False)
+        pick_table.read_pick_submission(StoreLocation(path), max_bytes=declared, check_unique=False)
     ) == len(many)
 
 
@@ -192,7 +193,7 @@ def test_damaged_tables_are_read_or_refused(suffix, windows, tmp_path):
     def read_or_refuse(edits):
         path.write_bytes(_damaged(valid, edits))
         try:
-            frame = pick_table.read_pick_submission(str(path))
+            frame = pick_table.read_pick_submission(StoreLocation(path))
         except InvalidInput as error:
             assert error.what == str(path) and "\n" not in error.problem
         else:

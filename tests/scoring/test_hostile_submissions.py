@@ -373,16 +373,18 @@ def test_refused_submissions_give_their_release_slots_back(bundle, batch, tmp_pa
     asked = release.Release("team-h", str(tmp_path / "quota.sqlite"), quota=4)
     judge = referee.Referee(release=asked, db=str(tmp_path / "board.sqlite"))
     written = []
-    sources = {name: str(path) for name, path in batch.items() if name != "second"}
+    sources = {name: StoreLocation(path) for name, path in batch.items() if name != "second"}
     with pytest.raises(InvalidInput) as caught:
-        referee.run_ctf(truth_url, sources, judge, written.append, quiet=True)
+        referee.run_ctf(StoreLocation(truth_url), sources, judge, written.append, quiet=True)
     assert caught.value.what == "submissions"
     assert [[r["name"] for r in results] for results in written] == [["honest"]]
     assert "raw_scores" not in written[0][0]  # released: the participant's view
     assert release.used(asked) == 1
     assert [e["model"] for e in leaderboard.entries(judge.db)] == ["honest"]
     with pytest.raises(InvalidInput, match="X5test: 1 non-finite value"):  # a lone refusal
-        referee.run_ctf(truth_url, {"nan": str(batch["nan"])}, judge, quiet=True)
+        referee.run_ctf(
+            StoreLocation(truth_url), {"nan": StoreLocation(batch["nan"])}, judge, quiet=True
+        )
     assert release.used(asked) == 1
 
 

@@ -16,6 +16,7 @@ import pytest
 from conftest import noisy_copy, write_tiny_truth
 
 from seisctf.cli import main
+from seisctf.location import StoreLocation
 from seisctf.scoring import ladder, leaderboard, release
 from seisctf.scoring.ctf import score_ctf
 
@@ -119,7 +120,11 @@ def test_cli_releases_follow_the_public_part(tmp_path, capsys, dask_cluster):
     for name, level in (("rough", 1.5), ("close", 0.05), ("closer", 0.04)):
         paths[name] = tmp_path / f"{name}.npz"
         np.savez(paths[name], **noisy_copy(truth, seed=3, level=level))
-    full = score_ctf(truth_url, {name: str(path) for name, path in paths.items()}, quiet=True)
+    full = score_ctf(
+        StoreLocation(truth_url),
+        {name: StoreLocation(path) for name, path in paths.items()},
+        quiet=True,
+    )
     public = {result["name"]: release.public_score(result) for result in full}
     db = tmp_path / "board.sqlite"
     best, released = None, []

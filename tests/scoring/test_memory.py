@@ -52,7 +52,9 @@ def test_bundle_four_times_worker_memory_scores_within_limits(tmp_path):
         client.restart()  # fresh workers: their peak RSS now measures the scoring pass only
         client.run(reset_peak_memory)  # forked workers start with the fork server's peak
         pids_before = client.run(lambda: __import__("os").getpid())
-        result = score_ctf(truth_url, {"random": submission_url}, quiet=True)[0]
+        result = score_ctf(
+            StoreLocation(truth_url), {"random": StoreLocation(submission_url)}, quiet=True
+        )[0]
         peaks = client.run(peak_memory_bytes)
         assert client.run(lambda: __import__("os").getpid()) == pids_before  # no worker died
     assert result["truth_sha256_verified"] is True

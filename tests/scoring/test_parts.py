@@ -14,6 +14,7 @@ from conftest import synthetic_manifest, write_tiny_truth
 from test_ctf import numpy_scores, synthetic_truth
 
 from seisctf import conventions as cv
+from seisctf.location import StoreLocation
 from seisctf.scoring import parts
 from seisctf.scoring.ctf import open_truth, score_arrays, score_ctf
 
@@ -151,10 +152,10 @@ def test_a_truth_without_salt_has_no_parts():
 
 def test_the_referee_splits_a_bundle_by_its_salt(tmp_path):
     truth_url, manifest, truth = write_tiny_truth(tmp_path, "a secret of the parts test, 32 chars")
-    _, salt, _ = open_truth(truth_url)
+    _, salt, _ = open_truth(StoreLocation(truth_url))
     rng = np.random.default_rng(11)
     submission = {name: a + 0.3 * rng.standard_normal(a.shape) for name, a in truth.items()}
-    (result,) = score_ctf(truth_url, {"noisy": submission}, quiet=True)
+    (result,) = score_ctf(StoreLocation(truth_url), {"noisy": submission}, quiet=True)
     n_space = next(iter(truth.values())).shape[1]
     for part in parts.PARTS:
         keep = parts.part_mask(salt, n_space, part)

@@ -19,6 +19,7 @@ from seisctf import conventions as cv
 from seisctf.catalogs import pick_table
 from seisctf.cli import main
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 from seisctf.scoring import leaderboard, pick_metrics
 from seisctf.scoring.picks import (
     PickTruth,
@@ -158,7 +159,7 @@ def test_exactly_half_a_second_is_a_hit_a_microsecond_more_is_fp_and_fn(tmp_path
     )
     result = score_pick_table(
         PickTruth("memory", "memory", RATE, labels),
-        pick_table.read_pick_submission(str(path)),
+        pick_table.read_pick_submission(StoreLocation(path)),
         name="boundary",
     )
     assert result["p"]["tp"] == 2 and result["p"]["fp"] == 2 and result["p"]["fn"] == 2
@@ -219,7 +220,7 @@ def test_store_scores_equal_the_loop_from_tables_in_csv_and_parquet(store, tmp_p
 
 def test_truth_commitment_is_the_documented_hash_and_ignores_store_order(store):
     url, dataset = store
-    truth = read_truth(url)
+    truth = read_truth(StoreLocation(url))
     test = truth.scored("test")
     names = truth.labels[cv.TRACE_NAME].to_numpy()[test]
     p = dataset[cv.P_ARRIVAL_SAMPLE].values[test]
@@ -267,9 +268,9 @@ def test_truth_store_with_repeated_trace_names_is_refused(tmp_path):
     names[3] = names[0]
     dataset = dataset.assign_coords({cv.TRACE_NAME: (cv.TRACE, names)})
     url = str(tmp_path / "dup.zarr")
-    event_windows.write_event_windows(dataset, url, quiet=True)
+    event_windows.write_event_windows(dataset, StoreLocation(url), quiet=True)
     with pytest.raises(InvalidInput, match=f"1 trace appear more than once.*'{names[0]}'"):
-        read_truth(url)
+        read_truth(StoreLocation(url))
 
 
 def test_store_without_split_needs_split_all(tmp_path):
@@ -277,7 +278,7 @@ def test_store_without_split_needs_split_all(tmp_path):
 
     dataset = picking_window_dataset(n_earthquake=3, n_noise=1).drop_vars(cv.SPLIT_VAR)
     url = str(tmp_path / "nosplit.zarr")
-    event_windows.write_event_windows(dataset, url, quiet=True)
+    event_windows.write_event_windows(dataset, StoreLocation(url), quiet=True)
     table = _perfect_table(dataset, split=None)
     with pytest.raises(InvalidInput, match="run `seisctf split` first"):
         score_picks(url, table)

@@ -40,6 +40,7 @@ from conftest import TINY_LAYOUT, smooth_wavefield
 
 from seisctf import conventions as cv
 from seisctf.cli import main
+from seisctf.location import StoreLocation
 from seisctf.pipeline.bundles.segments import build_bundle, write_bundle
 from seisctf.scoring import ladder, parts, release
 
@@ -83,7 +84,11 @@ def scored(tmp_path_factory, dask_cluster):
     secret = secrets.token_urlsafe(32)
     public, truth_url = str(root / "public.zarr"), str(root / "truth.zarr")
     write_bundle(
-        build_bundle(slow_wavefield(), TINY_LAYOUT, secret), public, truth_url, secret, quiet=True
+        build_bundle(slow_wavefield(), TINY_LAYOUT, secret),
+        StoreLocation(public),
+        StoreLocation(truth_url),
+        secret,
+        quiet=True,
     )
     scheduler = ["--scheduler", dask_cluster.address, "--quiet"]
     persistence = root / "persistence.zarr"

@@ -10,6 +10,7 @@ import numpy as np
 import zarr
 from conftest import TINY_LAYOUT, smooth_wavefield
 
+from seisctf.location import StoreLocation
 from seisctf.pipeline.bundles.segments import build_bundle, write_bundle
 from seisctf.scoring.ctf import open_truth, score_arrays
 
@@ -31,8 +32,14 @@ class CountingStore(zarr.storage.WrapperStore):
 def test_one_fused_pass_reads_each_truth_chunk_once(tmp_path):
     truth_url = str(tmp_path / "truth.zarr")
     bundle = build_bundle(smooth_wavefield(), TINY_LAYOUT, SECRET)
-    write_bundle(bundle, str(tmp_path / "public.zarr"), truth_url, SECRET, quiet=True)
-    manifest, salt, _ = open_truth(truth_url)
+    write_bundle(
+        bundle,
+        StoreLocation(tmp_path / "public.zarr"),
+        StoreLocation(truth_url),
+        SECRET,
+        quiet=True,
+    )
+    manifest, salt, _ = open_truth(StoreLocation(truth_url))
     store = CountingStore(zarr.storage.LocalStore(truth_url, read_only=True))
     group = zarr.open_group(store, mode="r")
     truth = {pair["test"]: da.from_zarr(group[pair["test"]]) for pair in manifest["pairs"]}

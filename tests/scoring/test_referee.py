@@ -16,13 +16,13 @@ from seisctf.scoring.ctf import score_ctf
 
 @pytest.fixture(scope="module")
 def ctf(tmp_path_factory):
-    """(truth URL, {name: noisy .npz submission path})."""
+    """(truth URL, {name: the location of a noisy .npz submission})."""
     root = tmp_path_factory.mktemp("referee")
     truth_url, _, truth = write_tiny_truth(root, "referee-secret")
     paths = {}
     for seed in (1, 2):
-        paths[f"noisy{seed}"] = str(root / f"noisy{seed}.npz")
-        np.savez(paths[f"noisy{seed}"], **noisy_copy(truth, seed=seed, level=0.3))
+        paths[f"noisy{seed}"] = StoreLocation(root / f"noisy{seed}.npz")
+        np.savez(paths[f"noisy{seed}"].url, **noisy_copy(truth, seed=seed, level=0.3))
     return truth_url, paths
 
 
@@ -39,12 +39,16 @@ def test_truth_is_opened_once_and_its_commitment_recorded(ctf, tmp_path, monkeyp
     db = str(tmp_path / "board.sqlite")
     written = []
     results = referee.run_ctf(
-        truth_url, paths, referee.Referee(db=db, metadata={"run": "1"}), written.append, quiet=True
+        StoreLocation(truth_url),
+        paths,
+        referee.Referee(db=db, metadata={"run": "1"}),
+        written.append,
+        quiet=True,
     )
     assert reads.count(truth_url) == 1
     monkeypatch.setattr(storage, "read_attrs", read_attrs)
     assert written == [results]
-    assert results == score_ctf(truth_url, paths, quiet=True)
+    assert results == score_ctf(StoreLocation(truth_url), paths, quiet=True)
     manifest = storage.read_attrs(StoreLocation(truth_url))["ctf"]
     entries = leaderboard.entries(db)
     assert sorted(e["model"] for e in entries) == sorted(paths)
@@ -61,15 +65,19 @@ def test_released_run_counts_and_a_failed_write_gives_the_slots_back(ctf, tmp_pa
         raise OSError("disk full")
 
     with pytest.raises(OSError, match="disk full"):
-        referee.run_ctf(truth_url, {"noisy1": paths["noisy1"]}, judge, failing, quiet=True)
+        referee.run_ctf(
+            StoreLocation(truth_url), {"noisy1": paths["noisy1"]}, judge, failing, quiet=True
+        )
     assert release.used(asked) == 0
     assert leaderboard.entries(judge.db) == []  # recorded only once written
-    (full,) = score_ctf(truth_url, {"noisy1": paths["noisy1"]}, quiet=True)
+    (full,) = score_ctf(StoreLocation(truth_url), {"noisy1": paths["noisy1"]}, quiet=True)
     commitment = leaderboard.truth_commitment_of(
         storage.read_attrs(StoreLocation(truth_url))["ctf"]
     )
     assert ladder.current_best(asked, commitment) is None  # the failed run's rung was deleted
-    (result,) = referee.run_ctf(truth_url, {"noisy1": paths["noisy1"]}, judge, quiet=True)
+    (result,) = referee.run_ctf(
+        StoreLocation(truth_url), {"noisy1": paths["noisy1"]}, judge, quiet=True
+    )
     assert release.used(asked) == 1 and "raw_scores" not in result and "scores" not in result
     assert result["improved"] is True
     assert result["public_score"] == ladder.to_step(release.public_score(full))
@@ -78,7 +86,7 @@ def test_released_run_counts_and_a_failed_write_gives_the_slots_back(ctf, tmp_pa
     recorded = [e["result"] for e in leaderboard.entries(judge.db)]
     assert any(r["released"] == result and r["parts"] == full["parts"] for r in recorded)
     with pytest.raises(InvalidInput, match="1 of 2 releases used"):
-        referee.run_ctf(truth_url, paths, referee.Referee(release=asked), quiet=True)
+        referee.run_ctf(StoreLocation(truth_url), paths, referee.Referee(release=asked), quiet=True)
     assert release.used(asked) == 1
 
 
@@ -92,5 +100,7 @@ def test_a_database_that_is_not_one_is_refused_before_scoring(ctf, tmp_path):
         raise AssertionError("nothing may be written")
 
     with pytest.raises(InvalidInput, match="not a seisctf leaderboard database"):
-        referee.run_ctf(truth_url, paths, referee.Referee(asked, str(junk)), never, quiet=True)
+        referee.run_ctf(
+            StoreLocation(truth_url), paths, referee.Referee(asked, str(junk)), never, quiet=True
+        )
     assert release.used(asked) == 0

@@ -19,6 +19,7 @@ from event_window_fixtures import write_picking_windows
 from seisctf import conventions as cv
 from seisctf.cli import main
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 from seisctf.scoring import ladder, leaderboard, release
 from seisctf.scoring.ctf import score_ctf
 from seisctf.scoring.picks import score_picks
@@ -66,7 +67,7 @@ def _decimals_at_most(value: float | None, digits: int) -> bool:
 
 def test_released_ctf_result_is_one_ladder_number_and_no_score(ctf, tmp_path):
     truth_url, path = ctf
-    full = score_ctf(truth_url, {"noisy": str(path)}, quiet=True)[0]
+    full = score_ctf(StoreLocation(truth_url), {"noisy": StoreLocation(path)}, quiet=True)[0]
     asked = release.Release("team-a", str(tmp_path / "quota.sqlite"))
     with ladder.climbing(asked) as climb:
         released = release.released_view("ctf", full, "commitment", climb)
@@ -234,8 +235,11 @@ def test_organiser_output_is_unchanged(ctf, tmp_path, capsys, dask_cluster):
     argv = _score_ctf(truth_url, path, dask_cluster.address, "--json", str(out))
     assert main(argv) == 0
     full = json.loads(out.read_text())
-    assert full == json.loads(json.dumps(score_ctf(truth_url, {"noisy": str(path)},
-                                                   quiet=True)[0]))  # fmt: skip
+    assert full == json.loads(
+        json.dumps(
+            score_ctf(StoreLocation(truth_url), {"noisy": StoreLocation(path)}, quiet=True)[0]
+        )
+    )
     assert "raw_scores" in full and "release" not in full
 
 

@@ -119,7 +119,7 @@ def formats(bundle, submission, tmp_path_factory):
 def test_every_format_reads_the_same_arrays(bundle, submission, formats):
     _, manifest, _ = bundle
     for label, path in formats.items():
-        opened = open_submission(str(path), manifest)
+        opened = open_submission(StoreLocation(path), manifest)
         assert sorted(opened) == sorted(cv.TEST_NAMES), label
         for name, array in opened.items():
             # The submitted float dtype, in native byte order (kernels convert to float64).
@@ -134,7 +134,9 @@ def test_every_format_reads_the_same_arrays(bundle, submission, formats):
 def test_every_format_scores_identically(bundle, submission, formats):
     truth_url, manifest, truth = bundle
     results = score_ctf(
-        truth_url, {label: str(path) for label, path in formats.items()}, quiet=True
+        StoreLocation(truth_url),
+        {label: StoreLocation(path) for label, path in formats.items()},
+        quiet=True,
     )
     assert [r["name"] for r in results] == list(formats)
     reference = results[0]
@@ -265,7 +267,7 @@ def test_bad_submissions_are_refused_naming_the_culprit(case, bundle, submission
     writer, fragments = REFUSALS[case]
     path = writer(submission, tmp_path)
     with pytest.raises(InvalidInput) as caught:
-        open_submission(str(path), manifest)
+        open_submission(StoreLocation(path), manifest)
     message = str(caught.value)
     for fragment in fragments:
         assert fragment.format(path=path) in message, (case, message)
@@ -274,7 +276,7 @@ def test_bad_submissions_are_refused_naming_the_culprit(case, bundle, submission
 def test_object_array_in_npz_is_named(bundle, submission, tmp_path):
     _, manifest, _ = bundle
     with pytest.raises(InvalidInput, match="X4test"):
-        open_submission(str(_object_npz(submission, tmp_path)), manifest)
+        open_submission(StoreLocation(_object_npz(submission, tmp_path)), manifest)
 
 
 def test_npy_file_named_npz_is_refused(bundle, submission, tmp_path):
@@ -283,7 +285,7 @@ def test_npy_file_named_npz_is_refused(bundle, submission, tmp_path):
     with path.open("wb") as file:
         np.save(file, submission["X1test"])
     with pytest.raises(InvalidInput, match="submission.npz"):
-        open_submission(str(path), manifest)
+        open_submission(StoreLocation(path), manifest)
 
 
 def test_npz_members_are_checked_before_they_are_decompressed(bundle, submission, tmp_path):
@@ -304,7 +306,7 @@ def test_npz_members_are_checked_before_they_are_decompressed(bundle, submission
     tracemalloc.start()
     try:
         with pytest.raises(InvalidInput, match="junk"):
-            open_submission(str(path), manifest)
+            open_submission(StoreLocation(path), manifest)
         peak_bytes = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -331,9 +333,11 @@ def test_non_finite_values_are_refused_at_scoring(label, name, value, bundle, su
         (tmp_path / "folder").mkdir()
         write_zarr(bad, tmp_path / "folder" / "s.zarr")
         path = zip_directory(tmp_path / "folder", tmp_path / "s.zip")
-    open_submission(str(path), manifest)  # finiteness is checked lazily, in the scoring pass
+    open_submission(
+        StoreLocation(path), manifest
+    )  # finiteness is checked lazily, in the scoring pass
     with pytest.raises(InvalidInput) as caught:
-        score_ctf(truth_url, {"bad": str(path)}, quiet=True)
+        score_ctf(StoreLocation(truth_url), {"bad": StoreLocation(path)}, quiet=True)
     message = str(caught.value)
     assert name in message and "non-finite" in message and "'bad'" in message, message
     others = [n for n in cv.TEST_NAMES if n != name]
@@ -344,7 +348,7 @@ def test_non_finite_values_are_refused_at_scoring(label, name, value, bundle, su
 def test_huge_finite_values_score_minus_100(bundle, submission):
     truth_url, _, _ = bundle
     huge = {name: array.astype(np.float64) * 1e160 for name, array in submission.items()}
-    result = score_ctf(truth_url, {"huge": huge}, quiet=True)[0]
+    result = score_ctf(StoreLocation(truth_url), {"huge": huge}, quiet=True)[0]
     assert result["scores"] == {name: -100.0 for name in cv.SCORE_NAMES}
 
 
@@ -443,7 +447,9 @@ def test_cli_scores_valid_submission_writes_json_and_db(
     assert printed["truth_sha256_verified"] is True
     assert set(printed["scores"]) == set(cv.SCORE_NAMES)
     assert printed["avg_score"] == pytest.approx(np.mean(list(printed["scores"].values())))
-    library = score_ctf(truth_url, {"root": str(formats["npz"])}, quiet=True)[0]
+    library = score_ctf(
+        StoreLocation(truth_url), {"root": StoreLocation(formats["npz"])}, quiet=True
+    )[0]
     assert printed == json.loads(json.dumps(library))
     with contextlib.closing(sqlite3.connect(db)) as connection:
         rows = connection.execute("SELECT model, avg_score, dataset FROM submissions").fetchall()

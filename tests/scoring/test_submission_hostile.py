@@ -29,6 +29,7 @@ from submission_writers import (
 
 from seisctf import cli
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 from seisctf.scoring.submission import DEFAULT_LIMITS, SubmissionLimits, open_submission
 
 SECRET = "test-secret-hostile"
@@ -385,7 +386,7 @@ def test_library_refuses(case, bundle, submission, tmp_path):
     tracemalloc.start()
     try:
         with pytest.raises(InvalidInput) as caught:
-            open_submission(str(path), manifest)
+            open_submission(StoreLocation(path), manifest)
         peak_bytes = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -423,9 +424,9 @@ def test_cli_refuses_with_exit_3(case, bundle, submission, tmp_path, capsys, das
 def test_npz_limits_are_configurable(limits, fragments, submission, bundle, tmp_path):
     _, manifest, _ = bundle
     path = write_npz(submission, tmp_path / "s.npz")
-    open_submission(str(path), manifest)  # valid under the default limits
+    open_submission(StoreLocation(path), manifest)  # valid under the default limits
     with pytest.raises(InvalidInput) as caught:
-        open_submission(str(path), manifest, limits=limits)
+        open_submission(StoreLocation(path), manifest, limits=limits)
     _assert_names(str(caught.value), ["{path}", *fragments], path, str(limits))
 
 
@@ -440,9 +441,9 @@ def test_npz_limits_are_configurable(limits, fragments, submission, bundle, tmp_
 def test_zarr_limits_are_configurable(limits, fragments, submission, bundle, tmp_path):
     _, manifest, _ = bundle
     path = write_zarr(submission, tmp_path / "g.zarr")
-    open_submission(str(path), manifest)
+    open_submission(StoreLocation(path), manifest)
     with pytest.raises(InvalidInput) as caught:
-        open_submission(str(path), manifest, limits=limits)
+        open_submission(StoreLocation(path), manifest, limits=limits)
     _assert_names(str(caught.value), fragments, path, str(limits))
 
 
@@ -456,10 +457,12 @@ def test_compression_ratio_limit_applies_to_members_larger_than_any_array(
     zeros = {name: np.zeros_like(array) for name, array in submission.items()}
     path = tmp_path / "zeros.npz"
     np.savez_compressed(path, **zeros)
-    assert open_submission(str(path), manifest)["X1test"].sum().compute() == 0
+    assert open_submission(StoreLocation(path), manifest)["X1test"].sum().compute() == 0
     group = write_zarr(submission, tmp_path / "g.zarr")
     archive = zip_files(group, tmp_path / "s.zip", {"padding": bytes(2**22)})
     assert DEFAULT_LIMITS.max_compression_ratio == 1000
     with pytest.raises(InvalidInput, match=r"padding: member declares 4194304 bytes .*ratio 10"):
-        open_submission(str(archive), manifest)
-    open_submission(str(archive), manifest, limits=SubmissionLimits(max_compression_ratio=2000))
+        open_submission(StoreLocation(archive), manifest)
+    open_submission(
+        StoreLocation(archive), manifest, limits=SubmissionLimits(max_compression_ratio=2000)
+    )

@@ -21,6 +21,7 @@ from submission_writers import score_ctf_argv, write_npy_folder, write_npz, writ
 from seisctf import cli
 from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
 from seisctf.scoring.ctf import score_ctf
 from seisctf.scoring.submission import open_submission
 from seisctf.scoring.values import describe_nonfinite, raise_if_nonfinite, value_report
@@ -112,7 +113,7 @@ def test_non_finite_values_are_counted_and_located_at_scoring(bundle, submission
     truth_url, _, _ = bundle
     path = write_npz(_non_finite(submission), tmp_path / "nan.npz")
     with pytest.raises(InvalidInput) as caught:
-        score_ctf(truth_url, {"nan": str(path)}, quiet=True)
+        score_ctf(StoreLocation(truth_url), {"nan": StoreLocation(path)}, quiet=True)
     assert caught.value.what == "submission 'nan'"
     for fragment in NON_FINITE_MESSAGES:
         assert fragment in caught.value.problem
@@ -138,16 +139,16 @@ def test_valid_variants_score_like_the_zarr_group(bundle, submission, tmp_path, 
     fortran = {n: np.asfortranarray(a).astype(">f4") for n, a in submission.items()}
     np.savez_compressed(tmp_path / "compressed-fortran.npz", **fortran)
     sources = {
-        "zarr": str(write_zarr(submission, tmp_path / "g.zarr")),
-        "npz": str(write_npz(submission, tmp_path / "s.npz")),
-        "npz-fortran": str(write_npz(fortran, tmp_path / "fortran.npz")),
-        "npz-compressed-fortran": str(tmp_path / "compressed-fortran.npz"),
-        "npy-fortran": str(write_npy_folder(fortran, tmp_path / "npy")),
+        "zarr": StoreLocation(write_zarr(submission, tmp_path / "g.zarr")),
+        "npz": StoreLocation(write_npz(submission, tmp_path / "s.npz")),
+        "npz-fortran": StoreLocation(write_npz(fortran, tmp_path / "fortran.npz")),
+        "npz-compressed-fortran": StoreLocation(tmp_path / "compressed-fortran.npz"),
+        "npy-fortran": StoreLocation(write_npy_folder(fortran, tmp_path / "npy")),
     }
     from distributed import Client
 
     with Client(dask_cluster.address):  # workers map the files and read the scratch stores
-        results = score_ctf(truth_url, sources, quiet=True)
+        results = score_ctf(StoreLocation(truth_url), sources, quiet=True)
     for result in results[1:]:
         assert result["raw_scores"] == results[0]["raw_scores"], result["name"]
     assert 0 < results[0]["avg_score"] < 100
@@ -159,7 +160,7 @@ def test_compressed_npz_scratch_store_is_removed_with_the_arrays(bundle, submiss
     np.savez_compressed(path, **submission)
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    opened = open_submission(str(path), manifest, scratch_dir=scratch)
+    opened = open_submission(StoreLocation(path), manifest, scratch_dir=scratch)
     assert len(os.listdir(scratch)) == len(submission)
     np.testing.assert_array_equal(opened["X4test"].compute(), submission["X4test"])
     del opened
@@ -203,7 +204,7 @@ def test_large_submission_is_never_copied_whole(label, open_mib, large, tmp_path
     manifest, paths, sums, base = large
     tracemalloc.start()
     try:
-        opened = open_submission(str(paths[label]), manifest, scratch_dir=tmp_path)
+        opened = open_submission(StoreLocation(paths[label]), manifest, scratch_dir=tmp_path)
         open_peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.reset_peak()
         totals = da.compute(*(array.sum() for array in opened.values()), scheduler="synchronous")
@@ -223,6 +224,6 @@ def test_relative_paths_are_resolved_for_workers(submission, bundle, tmp_path, m
     _, manifest, _ = bundle
     write_npy_folder(submission, tmp_path / "npy")
     monkeypatch.chdir(tmp_path)
-    opened = open_submission("npy", manifest)
+    opened = open_submission(StoreLocation("npy"), manifest)
     monkeypatch.chdir("/")
     np.testing.assert_array_equal(opened["X1test"].compute(), submission["X1test"])

@@ -18,6 +18,7 @@ from seisctf.formats.das.das_staging import staged
 from seisctf.formats.shared import input_cache, resumable
 from seisctf.formats.shared.chunk_writes import ChunkWriter, write_chunks
 from seisctf.formats.shared.resumable import PROGRESS_VAR, open_store
+from seisctf.location import StoreLocation
 
 
 @dataclass(frozen=True)
@@ -74,12 +75,13 @@ def read_piece(local: str, patch: DasPatch, k0: int, k1: int) -> tuple[np.ndarra
     return values, None
 
 
-def block_values(task: DasBlockTask, storage_options: dict | None) -> tuple[np.ndarray, list]:
-    """The block (time × distance, float32, NaN where no patch has data) and its problems."""
+def block_values(task: DasBlockTask, store: StoreLocation) -> tuple[np.ndarray, list]:
+    """The block (time × distance, float32, NaN where no patch has data) and its problems; the
+    files are read with the storage options of the `store` being written."""
     values = np.full((task.stop - task.first, task.n_distance), np.nan, dtype=np.float32)
     problems = []
     for patch, k0, k1, row, sha256, size in task.pieces:
-        with staged(patch.path, storage_options, sha256, size, task.cache_run) as local:
+        with staged(store.with_url(patch.path), sha256, size, task.cache_run) as local:
             try:
                 piece, problem = read_piece(local, patch, k0, k1)
             except Exception as error:  # noqa: BLE001 - DASCore and h5py raise many types
@@ -99,14 +101,12 @@ def block_values(task: DasBlockTask, storage_options: dict | None) -> tuple[np.n
     return values, problems
 
 
-def ingest_block(
-    task: DasBlockTask, url: str, storage_options: dict | None, variable: str
-) -> dict[str, list]:
+def ingest_block(task: DasBlockTask, store: StoreLocation, variable: str) -> dict[str, list]:
     """Read, paint and write one time block's chunks, then its progress record, which it
     returns (`resumable.run_record` of one block)."""
-    values, problems = block_values(task, storage_options)
+    values, problems = block_values(task, store)
     fraction = resumable.coverage_of(values)
-    group = open_store(url, storage_options, mode="r+")
+    group = open_store(store, mode="r+")
     if fraction > 0:  # a block without any sample is not written (its chunks stay absent)
         data = group[variable].with_config({"write_empty_chunks": True})
         data[task.first : task.stop, :] = values

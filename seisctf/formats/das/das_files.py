@@ -21,8 +21,8 @@ Store layout (zarr v3 group; `xarray.open_zarr` opens it lazily; names in `conve
   and start offset, what stores written before it listed in the attrs `inputs`, `segments`
   and `time_offsets_s`).
 
-Every run takes from the `inputs` table of a store already at `url` the scans of the files whose
-size and modification (mtime, ETag) are as recorded, and scans only the others
+Every run takes from the `inputs` table of a store already at its location the scans of the files
+whose size and modification (mtime, ETag) are as recorded, and scans only the others
 (`das_inputs.scanned`): a re-run of a complete or unfinished store reads no unchanged file.
 
 Work: a header scan with sha256 (Dask tasks of a few files each: `das_scan.scan_das_file`),
@@ -83,6 +83,7 @@ from seisctf.formats.shared.resumable import (
     open_store,
 )
 from seisctf.formats.shared.source import INGEST_STORE, INPUT_PATHS, opened_source
+from seisctf.location import StoreLocation
 from seisctf.plugins.context import BuildContext
 from seisctf.plugins.schema import parameters
 from seisctf.registry import INGESTS
@@ -122,15 +123,14 @@ def _variable(plan: DasPlan) -> str:
 
 def create_store(
     plan: DasPlan,
-    url: str,
-    storage_options: dict | None,
+    store: StoreLocation,
     fingerprint: str,
     records: int,
     inputs: tuple[Sequence[DasFileScan], Sequence[str]],
 ) -> None:
     """The empty store: the variable, `distance`, the table of the `inputs` (scans and their
     `modified`), and last the progress array of `records` blocks (no attrs, no marker)."""
-    group = open_store(url, storage_options, mode="w")
+    group = open_store(store, mode="w")
     axis = plan.axis
     group.create_array(
         _variable(plan),
@@ -149,7 +149,7 @@ def create_store(
         attributes={cv.ATTR_UNITS: "m"},
     )
     distance[:] = axis.distance_start_m + axis.distance_step_m * np.arange(axis.n_distance)
-    das_inputs.write_table(url, storage_options, *inputs, plan.placed)  # a resume's
+    das_inputs.write_table(store, *inputs, plan.placed)  # a resume's
     resumable.create_progress(group, records, fingerprint)
 
 
@@ -220,31 +220,32 @@ def _timed(span: dict, plan: DasPlan) -> dict:
 @input_cache.cache_run  # files kept between the scan and the block tasks, cleared at the end
 def ingest_das(
     sources: Sequence[str],
-    url: str,
+    store: StoreLocation,
     *,
     strict: bool = False,
-    storage_options: dict | None = None,
     block_samples: int | None = None,
     append: bool = False,
     quiet: bool = False,
 ) -> DasIngestReport:
-    """Ingest DAS files (paths, globs, folders, fsspec URLs) into the DAS store at `url`.
+    """Ingest DAS files (paths, globs, folders, fsspec URLs, read with the storage options of
+    `store`) into the DAS store at `store`.
 
     Bad inputs (no format DASCore knows, corrupt HDF5, a patch on another time step, distance
     axis, quantity, units or gauge length than most) are reported by name in the report and the
     store's `ingest_problems` and not ingested; with `strict` any of them is InvalidInput (and no
     store is marked complete); no readable input at all is InvalidInput. A complete store of
     the same inputs (by hash) and block size is left as it is; an interrupted one is resumed.
-    Files whose size and modification are as the inputs table of a store at `url` records are
-    not read again (`das_inputs.scanned`).
+    Files whose size and modification are as the inputs table of a store at `store` records
+    are not read again (`das_inputs.scanned`).
 
-    `append`: add `sources` to the complete store at `url` (see the module docstring).
+    `append`: add `sources` to the complete store at `store` (see the module docstring).
     `block_samples`: time samples per chunk and per task (default: about 4 MiB per chunk).
     """
+    storage_options = store.storage_options  # the inputs' too
     paths = expand_sources(sources, storage_options)
     if append:
-        return _append(paths, url, strict, storage_options, quiet)
-    recorded = das_inputs.read_recorded(url, storage_options)  # of any store there
+        return _append(paths, store, strict, quiet)
+    recorded = das_inputs.read_recorded(store)  # of any store there
     stats = file_stats(paths, storage_options)  # one listing per folder
     scans = das_inputs.scanned(
         paths, stats, recorded, lambda todo: scan_all(todo, storage_options, quiet)
@@ -252,20 +253,20 @@ def ingest_das(
     plan = make_das_plan(scans, block_samples)
     fail_if_strict(strict, plan.problems)
     fingerprint = das_fingerprint([scan.entry for scan in scans], plan.block_samples)
-    existing = resumable.up_to_date_attrs(url, storage_options, fingerprint)
+    existing = resumable.up_to_date_attrs(store, fingerprint)
     if existing:
-        return _up_to_date(plan, existing, url, storage_options)
+        return _up_to_date(plan, existing, store)
     tasks = block_tasks(plan, scans)
-    progress = resumable.unfinished_progress(url, storage_options, fingerprint)
+    progress = resumable.unfinished_progress(store, fingerprint)
     if progress is None or progress.records != len(tasks):
         inputs = (scans, das_inputs.modified_of(scans, stats))
-        create_store(plan, url, storage_options, fingerprint, len(tasks), inputs)
+        create_store(plan, store, fingerprint, len(tasks), inputs)
         progress = resumable.Progress()
-    return _write(plan, tasks, progress, url, storage_options, fingerprint, strict, quiet)
+    return _write(plan, tasks, progress, store, fingerprint, strict, quiet)
 
 
-def _up_to_date(plan: DasPlan, attrs: dict, url: str, storage_options: dict | None):
-    group = open_store(url, storage_options)
+def _up_to_date(plan: DasPlan, attrs: dict, store: StoreLocation):
+    group = open_store(store)
     coverage = np.asarray(group[cv.DAS_COVERAGE_VAR][:])
     return DasIngestReport(
         plan,
@@ -291,8 +292,7 @@ def _write(
     plan: DasPlan,
     tasks: Sequence[DasBlockTask],
     progress: resumable.Progress,
-    url: str,
-    storage_options: dict | None,
+    store: StoreLocation,
     fingerprint: str,
     strict: bool,
     quiet: bool,
@@ -305,12 +305,12 @@ def _write(
     import dask
 
     pending = [task for task in tasks if task.number not in progress.done]
-    token = dask.base.tokenize(url, fingerprint)
+    token = dask.base.tokenize(store.url, fingerprint)
     variable = _variable(plan)
 
     def task(index: int) -> Any:
         return dask.delayed(ingest_block)(
-            pending[index], url, storage_options, variable,
+            pending[index], store, variable,
             dask_key_name=f"ingest_das_block-{token}-{pending[index].block}",
         )  # fmt: skip
 
@@ -327,16 +327,15 @@ def _write(
     gaps, overlaps = plan.gaps_and_overlaps()
     problems = sorted({*plan.problems, *carried, *decode_problems})
     attrs = store_attrs(plan, problems, gaps, overlaps, fingerprint)
-    write_problems(url, storage_options, problems)
+    write_problems(store, problems)
     if appended is not None:  # beside the old table, named with the completion marker
-        table = input_manifest.beside(open_store(url, storage_options))
-        das_inputs.write_table(url, storage_options, appended.scans, appended.modified,
-                               plan.placed, table)  # fmt: skip
+        table = input_manifest.beside(open_store(store))
+        das_inputs.write_table(store, appended.scans, appended.modified, plan.placed, table)
         attrs[input_manifest.ATTR_TABLE] = table
-    resumable.finish(url, storage_options, coverage, cv.DAS_COVERAGE_VAR, COVERAGE_DIMS, attrs)
+    resumable.finish(store, coverage, cv.DAS_COVERAGE_VAR, COVERAGE_DIMS, attrs)
     if appended is not None:
-        input_manifest.drop_table(url, storage_options, appended.old_table)
-        das_inputs.forget_attrs(url, storage_options)
+        input_manifest.drop_table(store, appended.old_table)
+        das_inputs.forget_attrs(store)
     return DasIngestReport(
         plan,
         coverage,
@@ -363,14 +362,15 @@ def _store_axis(attrs: dict[str, Any], n_distance: int, distance: np.ndarray) ->
 
 
 def _append(
-    paths: Sequence[str], url: str, strict: bool, storage_options: dict | None, quiet: bool
+    paths: Sequence[str], store: StoreLocation, strict: bool, quiet: bool
 ) -> DasIngestReport:
-    group, previous = resumable.appendable_attrs(url, storage_options, "start_time_ns")
+    group, previous = resumable.appendable_attrs(store, "start_time_ns")
     recorded = das_inputs.recorded_in(group)
     if recorded is None:
         raise InvalidInput(
-            url, "records no DAS inputs (no `inputs` table); ingest without `append`"
+            store.url, "records no DAS inputs (no `inputs` table); ingest without `append`"
         )
+    storage_options = store.storage_options  # the inputs' too
     complete = bool(previous.get(cv.ATTR_COMPLETE))
     distance = np.asarray(group[cv.DISTANCE][:])
     axis = _store_axis(previous, len(distance), distance)
@@ -385,47 +385,44 @@ def _append(
     kept = recorded.placed
     old_plan = make_das_plan([], block_samples, axis=axis, start_ns=start_ns, kept=kept)
     if complete and fingerprint == previous.get(ATTR_FINGERPRINT):
-        return _up_to_date(old_plan, previous, url, storage_options)
+        return _up_to_date(old_plan, previous, store)
     plan = make_das_plan(scans, block_samples, axis=axis, start_ns=start_ns, kept=kept)
     fail_if_strict(strict, plan.problems)
     touched = {b for p in plan.placed if p.patch.path not in old_paths for b in plan.blocks_of(p)}
     if old_plan.n_time % block_samples:
         touched.add(old_plan.n_time // block_samples)  # the old last, partial block grows
     tasks = block_tasks(plan, every, touched)
-    progress = resumable.unfinished_progress(url, storage_options, fingerprint)
+    progress = resumable.unfinished_progress(store, fingerprint)
     if progress is not None and progress.records != len(tasks):
         progress = None  # not this plan's (cannot happen for the same fingerprint)
     if progress is None and not complete:
-        raise resumable.pending_append(url)
+        raise resumable.pending_append(store.url)
     reread = {p.patch.path for p in kept if touched.intersection(old_plan.blocks_of(p))}
-    verified = check_unchanged(reread, recorded, stats, storage_options, quiet, url)
+    verified = check_unchanged(reread, recorded, stats, store, quiet)
     if progress is None:
-        progress = prepare_append(plan, len(tasks), url, storage_options, fingerprint)
+        progress = prepare_append(plan, len(tasks), store, fingerprint)
     carried = [p for p in read_problems(group) if p not in plan.problems]
     appended = AppendedInputs(
         every, _modified_after(every, recorded, stats, verified), input_manifest.table_name(group)
     )
-    return _write(plan, tasks, progress, url, storage_options, fingerprint, strict, quiet,
-                  carried, appended)  # fmt: skip
+    return _write(plan, tasks, progress, store, fingerprint, strict, quiet, carried, appended)
 
 
 def check_unchanged(
-    paths: set[str],
-    recorded: RecordedDas,
-    stats: InputStats,
-    storage_options: dict | None,
-    quiet: bool,
-    url: str,
+    paths: set[str], recorded: RecordedDas, stats: InputStats, store: StoreLocation, quiet: bool
 ) -> set[str]:
-    """The old files an append reads again (`paths`) whose size or modification differ from
-    the record (or are unknown: an older store's) must hash as recorded (else bad input naming
-    one): those are scanned (their copies kept for the block tasks) and returned."""
+    """The old files an append to `store` reads again (`paths`, read with its storage options)
+    whose size or modification differ from the record (or are unknown: an older store's) must
+    hash as recorded (else bad input naming one): those are scanned (their copies kept for the
+    block tasks) and returned."""
     same = recorded.unchanged(stats)
     stale = sorted(path for path in paths if path not in same)
     hashes = {scan.path: scan.entry["sha256"] for scan in recorded.scans}
-    for scan in scan_all(stale, storage_options, quiet) if stale else []:
+    for scan in scan_all(stale, store.storage_options, quiet) if stale else []:
         if scan.entry["sha256"] != hashes[scan.path]:
-            raise resumable.changed_input(scan.path, url, hashes[scan.path], scan.entry["sha256"])
+            raise resumable.changed_input(
+                scan.path, store.url, hashes[scan.path], scan.entry["sha256"]
+            )
     return set(stale)
 
 
@@ -446,14 +443,12 @@ def _modified_after(
 
 
 def prepare_append(
-    plan: DasPlan, records: int, url: str, storage_options: dict | None, fingerprint: str
+    plan: DasPlan, records: int, store: StoreLocation, fingerprint: str
 ) -> resumable.Progress:
     """Turn the complete store into an unfinished one of the grown plan, with progress of
     `records` blocks: marker off, the old coverage kept (grown with zeros), the variable
     resized. The blocks not rewritten keep their chunks and coverage."""
-    group, base = resumable.reopen_for_append(
-        url, storage_options, cv.DAS_COVERAGE_VAR, (plan.n_blocks,)
-    )
+    group, base = resumable.reopen_for_append(store, cv.DAS_COVERAGE_VAR, (plan.n_blocks,))
     group[plan.axis.quantity].resize((plan.n_time, plan.axis.n_distance))
     resumable.create_progress(group, records, fingerprint, base=base)
     return resumable.Progress(base=base, records=records)
@@ -476,8 +471,7 @@ def das_files(context: BuildContext, *, sources: list[str], **options: Any) -> x
     """`seisctf ingest das` of `sources` into the DAS store at `context.source_url`, opened."""
     report = ingest_das(
         [context.resolve(item) for item in sources],
-        context.require_source_url(),
-        storage_options=context.storage_options,
+        context.location(context.require_source_url()),
         quiet=context.quiet,
         **options,
     )

@@ -39,6 +39,7 @@ from seisctf.formats.das.das_plan import DasFileScan, DasPatch, PlacedPatch
 from seisctf.formats.shared import input_manifest
 from seisctf.formats.shared.input_manifest import ATTR_FILES, TEXT, InputStats, table_name
 from seisctf.formats.shared.resumable import open_store
+from seisctf.location import StoreLocation
 
 FILE, PATCH, PROBLEM = "file", "patch", "problem"
 # The root attrs of stores written before the table: inputs, ingested patches, offsets per file.
@@ -106,17 +107,16 @@ def modified_of(scans: Sequence[DasFileScan], stats: InputStats) -> list[str]:
 
 
 def write_table(
-    url: str,
-    storage_options: dict | None,
+    store: StoreLocation,
     scans: Sequence[DasFileScan],
     modified: Sequence[str],
     placed: Sequence[PlacedPatch],
     name: str | None = None,
 ) -> None:
-    """Write (replacing any) the inputs table of the store at `url` in the group `name`
+    """Write (replacing any) the inputs table of the store at `store` in the group `name`
     (default: `input_manifest.table_name`): `scans` (in path order), their `modified`, and
     where the store holds each patch (`placed`: the plan's)."""
-    group = open_store(url, storage_options, mode="r+")
+    group = open_store(store, mode="r+")
     name = name or table_name(group)
     if name in group:
         del group[name]
@@ -157,12 +157,12 @@ def _columns(
     }
 
 
-def forget_attrs(url: str, storage_options: dict | None) -> None:
+def forget_attrs(store: StoreLocation) -> None:
     """Remove the per-file attrs of an older store (OLD_ATTRS: its table now holds them) and
     consolidate its metadata again; nothing if it has none."""
     import zarr
 
-    group = open_store(url, storage_options, mode="r+")
+    group = open_store(store, mode="r+")
     old = [name for name in OLD_ATTRS if name in group.attrs]
     for name in old:
         del group.attrs[name]
@@ -173,11 +173,11 @@ def forget_attrs(url: str, storage_options: dict | None) -> None:
 # --- reading ----------------------------------------------------------------------------------
 
 
-def read_recorded(url: str, storage_options: dict | None) -> RecordedDas | None:
-    """The record of the inputs of the DAS store at `url` (module doc), or None: no store
+def read_recorded(store: StoreLocation) -> RecordedDas | None:
+    """The record of the inputs of the DAS store at `store` (module doc), or None: no store
     there, none recorded (or its table unfinished), or another kind of store's."""
     try:
-        group = open_store(url, storage_options)
+        group = open_store(store)
     except InvalidInput:
         return None
     return recorded_in(group)

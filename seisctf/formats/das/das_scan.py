@@ -17,6 +17,7 @@ from typing import Any
 from seisctf import conventions as cv
 from seisctf.formats.das.das_plan import DasFileScan, DasPatch
 from seisctf.formats.das.das_staging import fetched, named_like
+from seisctf.location import StoreLocation
 
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 
@@ -90,16 +91,15 @@ def _describe(path: str, index: int, attrs: Any, fmt: str, version: str) -> DasP
     )
 
 
-def scan_das_file(
-    path: str, storage_options: dict | None = None, cache_run: str = ""
-) -> DasFileScan:
+def scan_das_file(input_file: StoreLocation, cache_run: str = "") -> DasFileScan:
     """Hash one input and scan its headers with DASCore (module doc); with a `cache_run`, its
     copy is kept on this host for the block tasks that read it."""
     import dascore as dc
     from dascore.exceptions import UnknownFiberFormatError
     from dascore.io.core import FiberIO
 
-    with fetched(path, storage_options, cache_run) as (copy, sha256, size):
+    path = input_file.url
+    with fetched(input_file, cache_run) as (copy, sha256, size):
         entry = {"path": path, "size": size, "sha256": sha256}
         local = named_like(copy, path)
         try:
@@ -129,4 +129,4 @@ def scan_das_files(
     paths: Sequence[str], storage_options: dict | None, cache_run: str = ""
 ) -> list[DasFileScan]:
     """`scan_das_file` of each path (one scan task's batch)."""
-    return [scan_das_file(path, storage_options, cache_run) for path in paths]
+    return [scan_das_file(StoreLocation(path, storage_options), cache_run) for path in paths]

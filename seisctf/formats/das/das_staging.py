@@ -36,13 +36,13 @@ from seisctf.location import StoreLocation
 PIECE_BYTES = 2**22  # read and hashed at a time
 
 
-def _opened(path: str, storage_options: dict | None) -> Any:
-    """The input `path` opened for reading bytes (a local file, or fsspec's file of a URL)."""
-    if not is_url(path):
-        return open(path, "rb")
+def _opened(source: StoreLocation) -> Any:
+    """The input `source` opened for reading bytes (a local file, or fsspec's file of a URL)."""
+    if not is_url(source.url):
+        return open(source.url, "rb")
     import fsspec
 
-    return fsspec.open(path, "rb", **(StoreLocation(path, storage_options).options or {})).open()
+    return fsspec.open(source.url, "rb", **(source.options or {})).open()
 
 
 def _size(handle: Any) -> int:
@@ -63,12 +63,12 @@ def _copy(source: BinaryIO, out: BinaryIO | None) -> tuple[str, int]:
     return digest.hexdigest(), size
 
 
-def _kept_copy(path: str, storage_options: dict | None, run: str) -> tuple[str, str, int] | None:
-    """(kept path, hex sha256, size) of `path` copied into this host's input cache for `run`,
-    or None where the cache keeps nothing of it (nothing read then). OSError if it cannot be
-    read."""
-    with _opened(path, storage_options) as source:
-        temporary = input_cache.spool(run, _size(source), source=path)
+def _kept_copy(input_file: StoreLocation, run: str) -> tuple[str, str, int] | None:
+    """(kept path, hex sha256, size) of `input_file` copied into this host's input cache for
+    `run`, or None where the cache keeps nothing of it (nothing read then). OSError if it
+    cannot be read."""
+    with _opened(input_file) as source:
+        temporary = input_cache.spool(run, _size(source), source=input_file.url)
         if temporary is None:
             return None
         try:
@@ -123,9 +123,10 @@ class _RemoteCache:
         self.in_use: collections.Counter = collections.Counter()
         self.lock = threading.Lock()
 
-    def acquire(self, url: str, storage_options: dict | None) -> tuple[str, str]:
-        """The key (url, sha256) of a fresh or cached copy of `url`, marked in use; OSError if
-        it cannot be fetched."""
+    def acquire(self, input_file: StoreLocation) -> tuple[str, str]:
+        """The key (url, sha256) of a fresh or cached copy of `input_file`, marked in use;
+        OSError if it cannot be fetched."""
+        url = input_file.url
         with self.lock:
             key = next((k for k in self.items if k[0] == url), None)
             if key is not None:
@@ -133,7 +134,7 @@ class _RemoteCache:
                 self.in_use[key] += 1
                 return key
         handle, local = tempfile.mkstemp(dir=_process_folder(), suffix=os.path.splitext(url)[1])
-        with os.fdopen(handle, "wb") as out, _opened(url, storage_options) as source:
+        with os.fdopen(handle, "wb") as out, _opened(input_file) as source:
             sha256, size = _copy(source, out)
         key = (url, sha256)
         with self.lock:
@@ -167,10 +168,11 @@ _REMOTE = _RemoteCache(max_bytes=int(os.environ.get("SEISCTF_DAS_CACHE_BYTES", 4
 
 
 @contextlib.contextmanager
-def _remote_copy(url: str, storage_options: dict | None) -> Iterator[tuple[str, str, int]]:
-    """(local path, hex sha256, size) of this process's copy of `url`, in use meanwhile; a copy
-    whose sha256 the caller refuses (InvalidInput) is dropped. OSError if it cannot be fetched."""
-    key = _REMOTE.acquire(url, storage_options)
+def _remote_copy(input_file: StoreLocation) -> Iterator[tuple[str, str, int]]:
+    """(local path, hex sha256, size) of this process's copy of `input_file`, in use meanwhile;
+    a copy whose sha256 the caller refuses (InvalidInput) is dropped. OSError if it cannot be
+    fetched."""
+    key = _REMOTE.acquire(input_file)
     drop = False
     try:
         yield _REMOTE.path(key), key[1], _REMOTE.size(key)
@@ -182,32 +184,30 @@ def _remote_copy(url: str, storage_options: dict | None) -> Iterator[tuple[str, 
 
 
 @contextlib.contextmanager
-def fetched(
-    path: str, storage_options: dict | None, cache_run: str = ""
-) -> Iterator[tuple[str, str, int]]:
-    """(local path, hex sha256, size) of input `path`, read once (module doc): the host's kept
+def fetched(input_file: StoreLocation, cache_run: str = "") -> Iterator[tuple[str, str, int]]:
+    """(local path, hex sha256, size) of `input_file`, read once (module doc): the host's kept
     copy for `cache_run` where it fits, else the local file itself (hashed) or this process's
     copy of a URL. A file that cannot be read is InvalidInput naming it."""
+    path = input_file.url
     with contextlib.ExitStack() as stack:
         try:
-            found = _kept_copy(path, storage_options, cache_run)
+            found = _kept_copy(input_file, cache_run)
             if found is None and not is_url(path):
                 with open(path, "rb") as source:
                     found = (path, *_copy(source, None))
             if found is None:
-                found = stack.enter_context(_remote_copy(path, storage_options))
+                found = stack.enter_context(_remote_copy(input_file))
         except OSError as error:
             raise InvalidInput(path, f"cannot read the file ({error})") from None
         yield found
 
 
 @contextlib.contextmanager
-def staged(
-    path: str, storage_options: dict | None, sha256: str, size: int, cache_run: str = ""
-) -> Iterator[str]:
-    """A local path DASCore can open for input `path`, whose scan found `sha256` and `size`
+def staged(input_file: StoreLocation, sha256: str, size: int, cache_run: str = "") -> Iterator[str]:
+    """A local path DASCore can open for `input_file`, whose scan found `sha256` and `size`
     (module doc): the host's kept copy, the local file, or a fresh copy of a URL. An input
     gone, unreachable or changed since the scan is InvalidInput: a re-run resumes."""
+    path = input_file.url
     kept = input_cache.kept_path(sha256, size, cache_run)
     if kept is not None:
         yield str(kept)
@@ -219,8 +219,8 @@ def staged(
         return
     with contextlib.ExitStack() as stack:
         try:
-            fresh = _kept_copy(path, storage_options, cache_run)
-            found = fresh or stack.enter_context(_remote_copy(path, storage_options))
+            fresh = _kept_copy(input_file, cache_run)
+            found = fresh or stack.enter_context(_remote_copy(input_file))
         except OSError as error:
             raise InvalidInput(path, f"cannot fetch it ({error}); re-run to resume") from None
         if found[1] != sha256:

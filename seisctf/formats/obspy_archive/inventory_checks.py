@@ -33,6 +33,7 @@ from seisctf.formats.obspy_archive.waveform_plan import (
     unknown_station,
 )
 from seisctf.formats.shared.input_listing import is_url, read_input
+from seisctf.location import StoreLocation
 
 if TYPE_CHECKING:
     from seisctf.formats.obspy_archive.scan_table import ScanTable
@@ -53,24 +54,24 @@ class InventorySource:
     sha256: tuple[str, ...]
 
 
-def read_source(paths: Sequence[str], storage_options: dict | None = None) -> InventorySource:
+def read_source(inventories: Sequence[StoreLocation]) -> InventorySource:
     """The bytes and sha256 of each inventory file (local path or fsspec URL), unparsed."""
     contents = []
-    for path in paths:
+    for inventory in inventories:
         try:
-            contents.append(read_input(path, storage_options))
+            contents.append(read_input(inventory))
         except OSError as error:
-            raise InvalidInput(path, f"cannot read the inventory ({error}); {EXPECTED}") from None
+            raise InvalidInput(
+                inventory.url, f"cannot read the inventory ({error}); {EXPECTED}"
+            ) from None
     return InventorySource(
-        tuple(paths),
+        tuple(inventory.url for inventory in inventories),
         tuple(contents),
         tuple(hashlib.sha256(content).hexdigest() for content in contents),
     )
 
 
-def located_source(
-    paths: Sequence[str], storage_options: dict | None = None
-) -> tuple[Any, list[str]]:
+def located_source(inventories: Sequence[StoreLocation]) -> tuple[Any, list[str]]:
     """(the inventory files as an argument of tasks to come, their sha256 (hex)). On a cluster
     a worker reads them and keeps them (the client holds a key: StationXML of 1,100 stations is
     8 MB, and sending it from here pickled a second copy); a file no worker can read is read
@@ -78,15 +79,18 @@ def located_source(
     paths are made absolute first (workers need not share this process's working folder)."""
     import dask
 
-    paths = [path if is_url(path) else os.path.abspath(path) for path in paths]
+    inventories = [
+        inventory if is_url(inventory.url) else inventory.with_url(os.path.abspath(inventory.url))
+        for inventory in inventories
+    ]
     if active_client() is None:
-        source = read_source(paths, storage_options)
+        source = read_source(inventories)
         return source, list(source.sha256)
     try:
-        source = kept([dask.delayed(read_source)(paths, storage_options)], quiet=True)[0]
+        source = kept([dask.delayed(read_source)(inventories)], quiet=True)[0]
         return source, list(compute(dask.delayed(_sha256)(source), quiet=True)[0])
     except InvalidInput:  # not where the workers are: from here
-        read_here = read_source(paths, storage_options)
+        read_here = read_source(inventories)
         return shared(read_here), list(read_here.sha256)
 
 

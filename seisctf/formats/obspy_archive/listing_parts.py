@@ -36,6 +36,7 @@ from seisctf.formats.shared.input_listing import (
     urls_below,
 )
 from seisctf.formats.shared.input_manifest import InputStats
+from seisctf.location import StoreLocation
 
 # Tasks listing the units, each of consecutive units: an SDS tree has a unit per channel and
 # year, thousands of them, and a task each would cost the client and scheduler a key each.
@@ -54,10 +55,12 @@ def _hidden(name: str) -> bool:
     return name.rsplit("/", 1)[-1].startswith(".")
 
 
-def _children(folder: str, storage_options: dict | None) -> tuple[list[str], bool]:
-    """The subfolders of `folder` (not hidden) and whether it holds a file itself."""
+def _children(location: StoreLocation) -> tuple[list[str], bool]:
+    """The subfolders of the folder at `location` (not hidden) and whether it holds a file
+    itself."""
+    folder = location.url
     if is_url(folder):
-        fs, protocol = _filesystem(folder, storage_options)
+        fs, protocol = _filesystem(location)
         try:
             entries = fs.ls(folder, detail=True)
         except OSError as error:
@@ -80,17 +83,18 @@ def _children(folder: str, storage_options: dict | None) -> tuple[list[str], boo
     return folders, has_file
 
 
-def _filesystem(url: str, storage_options: dict | None) -> tuple[Any, str]:
-    fs, protocol = filesystem(url, storage_options)
+def _filesystem(location: StoreLocation) -> tuple[Any, str]:
+    fs, protocol = filesystem(location)
     fs.invalidate_cache()  # a listing cached earlier may predate a change
     return fs, protocol
 
 
-def _is_folder(source: str, storage_options: dict | None) -> bool:
+def _is_folder(location: StoreLocation) -> bool:
+    source = location.url
     if glob.has_magic(source):
         return False
     if is_url(source):
-        fs, _ = _filesystem(source, storage_options)
+        fs, _ = _filesystem(location)
         try:
             return bool(fs.isdir(source))
         except OSError:
@@ -106,7 +110,7 @@ def _key(unit: str) -> str:
 def units_of(sources: Sequence[str], storage_options: dict | None) -> list[str] | None:
     """The units (module doc) of `sources`, in path order; None when a source is not a folder
     or two sources overlap (the client lists them)."""
-    if not sources or not all(_is_folder(s, storage_options) for s in sources):
+    if not sources or not all(_is_folder(StoreLocation(s, storage_options)) for s in sources):
         return None
     units = []
     for source in sources:
@@ -114,7 +118,7 @@ def units_of(sources: Sequence[str], storage_options: dict | None) -> list[str] 
         pending = [root]
         while pending:
             folder = pending.pop()
-            subfolders, has_file = _children(folder, storage_options)
+            subfolders, has_file = _children(StoreLocation(folder, storage_options))
             if has_file:
                 units.append(folder)
             else:
@@ -129,8 +133,12 @@ def units_of(sources: Sequence[str], storage_options: dict | None) -> list[str] 
 def list_units(units: Sequence[str], storage_options: dict | None) -> tuple[InputStats, list[int]]:
     """The files below each of `units` (hidden ones skipped), each unit's sorted, with their
     stats, and how many each unit holds (a task)."""
-    found = [sorted(urls_below(unit, storage_options) if is_url(unit) else files_below(unit))
-             for unit in units]  # fmt: skip
+    found = [
+        sorted(
+            urls_below(StoreLocation(unit, storage_options)) if is_url(unit) else files_below(unit)
+        )
+        for unit in units
+    ]
     paths = [path for unit in found for path in unit]
     return input_manifest.file_stats(paths, storage_options), [len(unit) for unit in found]
 

@@ -25,6 +25,7 @@ from seisctf.formats.obspy_archive.trace_header import TraceHeader
 from seisctf.formats.obspy_archive.waveform_files import FileScan, scan_file
 from seisctf.formats.shared import input_cache
 from seisctf.formats.shared.input_listing import read_input
+from seisctf.location import StoreLocation
 
 SHA256_BYTES = 32
 # Per-trace columns and their types.
@@ -203,7 +204,7 @@ def scan_files(
     scans, raws = [], []
     for path in paths:
         try:
-            raw = read_input(path, storage_options)
+            raw = read_input(StoreLocation(path, storage_options))
         except OSError as error:
             raise InvalidInput(path, f"cannot read the file ({error})") from None
         digest = hashlib.sha256(raw).digest()

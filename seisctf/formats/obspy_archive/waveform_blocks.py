@@ -40,6 +40,7 @@ from seisctf.formats.obspy_archive.waveform_plan import (
 )
 from seisctf.formats.shared import input_cache
 from seisctf.formats.shared.input_listing import read_input
+from seisctf.location import StoreLocation
 
 
 @dataclass(frozen=True)
@@ -118,23 +119,23 @@ def _stored_type(samples: np.ndarray) -> np.ndarray:
 
 
 def decode_file(
-    path: str,
+    input_file: StoreLocation,
     channels: Sequence[str],
     task: BlockTask,
-    storage_options: dict | None,
     inventory: Any = None,
     digest: str = "",
 ) -> tuple[tuple[tuple[str, int, np.ndarray], ...], tuple[str, ...]]:
-    """The station's traces of one file (only `channels`), cut at non-finite samples
+    """The station's traces of one file (`input_file`; only `channels`), cut at non-finite samples
     (`non_finite`), response removed if the task says so, resampled if needed and on the grid:
     ((channel, first grid index, float32 samples), …) in file order, and the file's problems
     (undecodable, non-finite samples in any of the station's traces, no response, warnings of
     the reader or of the correction: `read_warnings`). The file's bytes come from this host's
     copy of the scan's read where one is kept (`input_cache`, by the scan's hex sha256
     `digest`), else from storage."""
+    path = input_file.url
     raw = input_cache.read(digest) if digest else None
     try:
-        raw = read_input(path, storage_options) if raw is None else raw
+        raw = read_input(input_file) if raw is None else raw
     except OSError as error:  # gone or unreadable since the scan: fatal, a re-run resumes
         raise InvalidInput(path, f"cannot read the file ({error}); re-run to resume") from None
     try:
@@ -282,18 +283,19 @@ _MERGED = _Cache(entries=3, max_bytes=2**28)
 
 
 def station_rows(
-    task: BlockTask, url: str, storage_options: dict | None, inventory: Any = None
+    task: BlockTask, store: StoreLocation, inventory: Any = None
 ) -> tuple[list, list[str], list[tuple[str, str]]]:
-    """Merged rows of the task's files (from the per-process caches if read before), problems
-    (the files', then overlaps with other values: `overlap_conflicts`), and the (path,
-    channel) of the files' channels none of whose samples are stored. Cached per output store
-    `url` too: another ingest reads its files itself."""
-    context = (url, task.station, task.start_ns, task.sampling_rate, task.resample,
+    """Merged rows of the task's files (read with the storage options of the output `store`;
+    from the per-process caches if read before), problems (the files', then overlaps with
+    other values: `overlap_conflicts`), and the (path, channel) of the files' channels none of
+    whose samples are stored. Cached per output store too: another ingest reads its files
+    itself."""
+    context = (store.url, task.station, task.start_ns, task.sampling_rate, task.resample,
                task.removal, task.inventory_sha256)  # fmt: skip
     cacheable = bool(task.digests) and all(task.digests)
 
     def decoded(path: str, channels: tuple[str, ...], digest: str) -> tuple:
-        make = lambda: decode_file(path, channels, task, storage_options, inventory, digest)  # noqa: E731
+        make = lambda: decode_file(store.with_url(path), channels, task, inventory, digest)  # noqa: E731
         return _DECODED.get((context, path, digest, channels), make) if cacheable else make()
 
     def merge() -> tuple[list, list[str], list[tuple[str, str]]]:

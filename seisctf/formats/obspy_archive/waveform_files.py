@@ -31,6 +31,7 @@ from seisctf.catalogs.seed_ids import stats_station_id
 from seisctf.formats.obspy_archive.read_warnings import collected_warnings, warning_problems
 from seisctf.formats.obspy_archive.trace_header import TraceHeader
 from seisctf.formats.shared.input_listing import read_input
+from seisctf.location import StoreLocation
 
 # A compressed file that would hold more than this is refused (a compression bomb would take a
 # worker's memory): 2 GiB, 8 days of three 100 Hz channels of float32.
@@ -217,7 +218,7 @@ def scan_file(path: str, raw: bytes | None = None) -> FileScan:
     from obspy.io.mseed.core import _is_mseed
 
     if raw is None:
-        raw = read_input(path)
+        raw = read_input(StoreLocation(path))
     try:
         stream, data, caught = read_file(path, raw, headonly=True)
     except Exception as error:  # noqa: BLE001 - obspy raises many types for bad files

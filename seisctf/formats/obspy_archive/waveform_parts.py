@@ -34,6 +34,7 @@ from seisctf.formats.shared import input_cache, input_locality, input_manifest, 
 from seisctf.formats.shared.input_listing import expand_sources
 from seisctf.formats.shared.input_manifest import InputStats, RecordedInputs
 from seisctf.formats.shared.partition_tasks import Each
+from seisctf.location import StoreLocation
 
 
 def joined(tables: Sequence[ScanTable], paths: Sequence[str]) -> ScanTable:
@@ -53,17 +54,18 @@ class Scanned:
 
 def scan_inputs(
     sources: Sequence[str],
-    url: str,
+    store: StoreLocation,
     recorded: RecordedInputs | None,
     append: bool,
-    storage_options: dict | None,
     quiet: bool,
 ) -> Scanned:
-    """The scan of the files below `sources` in partitions of consecutive files, kept on the
-    workers: listed there too where the sources are folders (`listing_parts`) and nothing of
-    the store at `url` is `recorded`; else listed here (with the `recorded` inputs of the store
-    an `append` adds to, which must still be there) and joined here when the record gives some
-    files' scans (`input_manifest.scanned`) or for an append (it checks them)."""
+    """The scan of the files below `sources` (read with the storage options of `store`) in
+    partitions of consecutive files, kept on the workers: listed there too where the sources
+    are folders (`listing_parts`) and nothing of the store at `store` is `recorded`; else listed
+    here (with the `recorded` inputs of the store an `append` adds to, which must still be
+    there) and joined here when the record gives some files' scans (`input_manifest.scanned`)
+    or for an append (it checks them)."""
+    storage_options = store.storage_options
     scan = input_cache.keeping(scan_files)  # each file read from storage once
     units = listing_parts.units_of(sources, storage_options) if recorded is None else None
     if units is not None:
@@ -80,7 +82,7 @@ def scan_inputs(
         paths = sorted(set(paths) | set(recorded.scans.paths))
     stats = input_manifest.file_stats(paths, storage_options)  # one listing per folder
     if append and recorded is not None:
-        input_manifest.check_present(recorded, stats, url)
+        input_manifest.check_present(recorded, stats, store.url)
     if not (append or input_manifest.reusable(recorded, stats)):
         tasks = resumable.scan_tasks(scan, paths, storage_options, input_locality.in_path_order)
         return Scanned(kept(tasks, "scan", quiet), [shared(stats)])
@@ -197,8 +199,7 @@ def inputs_digests(parts: list[Any]) -> Any:
 
 
 def write_table(
-    url: str,
-    storage_options: dict | None,
+    store: StoreLocation,
     scanned: Scanned,
     placed: list[Any] | None = None,
     stored_args: tuple[Sequence[str], set, set] | None = None,
@@ -209,13 +210,12 @@ def write_table(
     partition's `placed` traces and `stored_args` (stations, lost, paths not stored before:
     `waveform_attrs.samples_stored`), all true without."""
     counts = (len(scanned.stats), len(scanned.parts))
-    return dask.delayed(_write_table)(url, storage_options, name, stored_args, counts,
+    return dask.delayed(_write_table)(store, name, stored_args, counts,
                                       *scanned.stats, *scanned.parts, *(placed or []))  # fmt: skip
 
 
 def _write_table(
-    url: str,
-    storage_options: dict | None,
+    store: StoreLocation,
     name: str | None,
     stored_args: tuple | None,
     counts: tuple[int, int],
@@ -234,4 +234,4 @@ def _write_table(
     if stored_args is not None:
         stored = np.concatenate([samples_stored(part, traces, *stored_args)
                                  for part, traces in zip(parts, placed, strict=True)])  # fmt: skip
-    input_manifest.write_recorded(url, storage_options, scans, stats, stored, name)
+    input_manifest.write_recorded(store, scans, stats, stored, name)

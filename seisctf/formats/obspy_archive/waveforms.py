@@ -24,8 +24,8 @@ Store layout (zarr v3 group; `xarray.open_zarr` opens it lazily):
 - group `inputs`: the table of the inputs (`input_manifest`: path, size, modified, sha256 and
   header scan of every file, `samples_stored` false on those the store holds nothing of).
 
-Every run takes from the `inputs` table of a store already at `url` the scans of the files whose
-size and modification (mtime, ETag) are as recorded, and scans only the others
+Every run takes from the `inputs` table of a store already at the output the scans of the files
+whose size and modification (mtime, ETag) are as recorded, and scans only the others
 (`input_manifest.scanned`): a re-run of a complete or unfinished store reads no unchanged file.
 
 Work: a header scan with sha256 (Dask tasks of batches of files, `scan_table.scan_files`: one
@@ -54,8 +54,9 @@ size), stations and channels must stay. The store is marked incomplete first, `d
 along `time`, and only the blocks new files touch plus each station's last partial block are
 (re)written; the result equals a one-shot ingest of all files.
 
-Inputs may be fsspec URLs (`s3://bucket/archive/`, with `storage_options`): every file is read
-whole into memory (hashed, scanned and decoded from its bytes), local or remote alike. The scan
+Inputs may be fsspec URLs (`s3://bucket/archive/`, read with the storage options of the output's
+location): every file is read whole into memory (hashed, scanned and decoded from its bytes),
+local or remote alike. The scan
 keeps the bytes it read in its host's cache (`input_cache`; consecutive scan batches on one
 host, `input_locality`), and the decode reads them there: each byte is read from storage once
 where the hosts' disks hold the archive, and again (correct, only slower) where they do not.
@@ -134,6 +135,7 @@ from seisctf.formats.shared.resumable import (
     open_store,
 )
 from seisctf.formats.shared.source import INGEST_STORE, INPUT_PATHS, opened_source
+from seisctf.location import StoreLocation
 from seisctf.plugins.context import BuildContext
 from seisctf.plugins.schema import POSITIVE, URL, parameters
 from seisctf.registry import INGESTS
@@ -168,21 +170,19 @@ class IngestReport:
     up_to_date: bool = False
 
 
-def ingest_blocks(
-    run: BlockRun, url: str, storage_options: dict | None, inventory: Any = None
-) -> dict[str, list]:
+def ingest_blocks(run: BlockRun, store: StoreLocation, inventory: Any = None) -> dict[str, list]:
     """Read, merge and write consecutive (station, time block) chunks of one station, one after
     the other, then the run's progress record (`resumable.run_record`), which it returns: per
     block its coverage fraction, problems, and the [path, channel] of the files' channels none
     of whose samples are stored (`lost`).
     `inventory`: the station's part of the StationXML (needed with response removal)."""
-    group = open_store(url, storage_options, mode="r+")
+    group = open_store(store, mode="r+")
     # Whole chunks, written without zarr's selection machinery (`chunk_writes`); empty blocks
     # are not written (left to the fill value NaN).
     data = ChunkWriter(group[DATA_VAR])
     coverage, problems, lost = [], [], []
     for task in run.tasks():
-        rows, found, gone = station_rows(task, url, storage_options, inventory)
+        rows, found, gone = station_rows(task, store, inventory)
         values = merged_block(rows, task)
         coverage.append(resumable.coverage_of(task.own(values)))
         problems.append(found)
@@ -202,14 +202,12 @@ def _coordinate(plan: WaveformPlan, name: str) -> np.ndarray:
     )
 
 
-def create_store(
-    plan: WaveformPlan, url: str, storage_options: dict | None, fingerprint: str, records: int
-) -> None:
+def create_store(plan: WaveformPlan, store: StoreLocation, fingerprint: str, records: int) -> None:
     """The empty store (arrays, coordinates and the progress array of `records` runs; no
     attrs, no marker)."""
     from zarr.codecs import BloscCodec
 
-    group = open_store(url, storage_options, mode="w")
+    group = open_store(store, mode="w")
     n_station, n_channel = len(plan.stations), len(plan.channels)
     group.create_array(
         DATA_VAR,
@@ -263,12 +261,11 @@ def ingest_fingerprint(
 @input_cache.cache_run  # files kept between the scan and the decode, cleared at the end
 def ingest_waveforms(
     sources: Sequence[str],
-    url: str,
+    store: StoreLocation,
     *,
     inventories: Sequence[str] = (),
     rate: float | None = None,
     strict: bool = False,
-    storage_options: dict | None = None,
     block_samples: int = DEFAULT_BLOCK_SAMPLES,
     quiet: bool = False,
     append: bool = False,
@@ -276,14 +273,15 @@ def ingest_waveforms(
     pre_filt: str | Sequence[float] | None = "auto",
     water_level: str | float | None = 60.0,
 ) -> IngestReport:
-    """Ingest waveform files (paths, globs, folders) into the continuous store at `url`.
+    """Ingest waveform files (paths, globs, folders, fsspec URLs) and `inventories` (read with
+    the storage options of `store`) into the continuous store at `store`.
 
     Bad inputs are reported by name in the report and the store's `ingest_problems`; with
     `strict` any of them is InvalidInput (and no store is marked complete). A complete store
     made from the same inputs (by hash), inventories, rate and block size is left as it is;
     an interrupted one is resumed: blocks already written (per `ingest_progress`) are skipped.
 
-    `append`: add `sources` to the complete store at `url` (its inputs must be there and
+    `append`: add `sources` to the complete store at `store` (its inputs must be there and
     unchanged: only those whose size or modification differ are re-scanned; its grid, stations
     and channels stay): the time axis grows, and only the blocks
     the new files touch (and each station's last, partial block) are written. The result equals
@@ -296,17 +294,20 @@ def ingest_waveforms(
     `water_level` (dB, None for none). A trace without a response is a problem, not ingested.
     """
     request = requested_removal(remove_response, pre_filt, water_level, inventories)
-    previous = appendable_attrs(url, storage_options) if append else None
-    recorded = input_manifest.read_recorded(url, storage_options)  # of any store there
+    url = store.url
+    previous = appendable_attrs(store) if append else None
+    recorded = input_manifest.read_recorded(store)  # of any store there
     appended = None  # the record of the store an append adds to
     if previous is not None:
         block_samples = int(previous["block_samples"])
         rate = append_rate(previous, rate)
         recorded = appended = input_manifest.appended_to(recorded, url)
     source, inventory_sha256 = (
-        located_source(inventories, storage_options) if inventories else (None, [])
+        located_source([store.with_url(path) for path in inventories])
+        if inventories
+        else (None, [])
     )
-    scanned = scan_inputs(sources, url, recorded, previous is not None, storage_options, quiet)
+    scanned = scan_inputs(sources, store, recorded, previous is not None, quiet)
     parts = scanned.parts
     if appended is not None:
         assert scanned.whole is not None  # an append's scan is joined here (`scan_inputs`)
@@ -324,18 +325,18 @@ def ingest_waveforms(
     removed = removal.attrs(pre_filt_default) if removal else None
     known = shared(set(appended.scans.paths)) if appended is not None else None
     if previous is not None:
-        check_same_grid(previous, store_axes(url, storage_options), known, plan, placed, each, url)
+        check_same_grid(previous, store_axes(store), known, plan, placed, each, url)
         check_same_removal(previous, removed)
     fail_if_strict(strict, plan.problems)
     fingerprint = compute(dask.delayed(ingest_fingerprint)(
         inputs_digests(parts), inventory_sha256, rate, block_samples, removed
     ), quiet=True)[0]  # fmt: skip
-    existing = resumable.up_to_date_attrs(url, storage_options, fingerprint)
+    existing = resumable.up_to_date_attrs(store, fingerprint)
     if existing:
-        group = open_store(url, storage_options)
+        group = open_store(store)
         coverage = np.asarray(group[COVERAGE_VAR][:])
         return IngestReport(plan, coverage, tuple(read_problems(group)), up_to_date=True)
-    progress = resumable.unfinished_progress(url, storage_options, fingerprint)
+    progress = resumable.unfinished_progress(store, fingerprint)
     rewrite = (  # an append: the blocks its files touch (others keep their chunks)
         None if previous is None
         else plan.blocks_to_rewrite(new_trace_spans(plan, known, placed, each),
@@ -350,13 +351,13 @@ def ingest_waveforms(
     if progress is None and previous is not None:
         if not previous.get(cv.ATTR_COMPLETE):
             raise resumable.pending_append(url)
-        progress = prepare_append(plan, previous, len(layout), url, storage_options, fingerprint)
+        progress = prepare_append(plan, previous, len(layout), store, fingerprint)
     elif progress is None:
-        create_store(plan, url, storage_options, fingerprint, len(layout))
-        compute(write_table(url, storage_options, scanned), quiet=True)  # a resume's
+        create_store(plan, store, fingerprint, len(layout))
+        compute(write_table(store, scanned), quiet=True)  # a resume's
         progress = resumable.Progress()
     coverage, decode_problems, lost = _run_blocks(
-        layout, plan, settings, source, url, storage_options, fingerprint, progress, quiet
+        layout, plan, settings, source, store, fingerprint, progress, quiet
     )
     del layout
     problems = (*plan.problems, *(p for p in decode_problems if p not in plan.problems))
@@ -365,28 +366,26 @@ def ingest_waveforms(
     not_stored = appended.not_stored() if appended is not None else set()
     attrs = store_attrs(plan, problems, rate is not None, removed)
     attrs[ATTR_FINGERPRINT] = fingerprint
-    group = open_store(url, storage_options, mode="r+")
+    group = open_store(store, mode="r+")
     group[DATA_VAR].attrs.update(data_attrs(plan, removed))
-    write_problems(url, storage_options, problems)  # beyond what the root attrs hold
+    write_problems(store, problems)  # beyond what the root attrs hold
     # An append's table goes beside the old one, named with the completion marker (one write):
     # killed before, it resumes with the old inputs as the old ones.
     old_table = input_manifest.table_name(group)
     table = input_manifest.beside(group) if previous is not None else old_table
-    compute(write_table(url, storage_options, scanned, placed,
-                        (plan.stations, lost, not_stored), table), quiet=True)  # fmt: skip
+    compute(write_table(store, scanned, placed, (plan.stations, lost, not_stored), table),
+            quiet=True)  # fmt: skip
     if table != input_manifest.GROUP or input_manifest.ATTR_TABLE in group.attrs:
         attrs[input_manifest.ATTR_TABLE] = table
-    resumable.finish(
-        url, storage_options, coverage, COVERAGE_VAR, COVERAGE_DIMS, attrs, COORDINATES
-    )
-    input_manifest.drop_table(url, storage_options, old_table)
+    resumable.finish(store, coverage, COVERAGE_VAR, COVERAGE_DIMS, attrs, COORDINATES)
+    input_manifest.drop_table(store, old_table)
     return IngestReport(plan, coverage, problems)
 
 
-def store_axes(url: str, storage_options: dict | None) -> tuple[list[str], list[str]]:
+def store_axes(store: StoreLocation) -> tuple[list[str], list[str]]:
     """The stations (ids of older stores, `NET.STA.` for an empty location code, normalised by
-    `seed_ids.normalised`) and channels of the store at `url`."""
-    group = open_store(url, storage_options)
+    `seed_ids.normalised`) and channels of the store at `store`."""
+    group = open_store(store)
     return [normalised(str(s)) for s in group[STATION][:]], [str(c) for c in group[CHANNEL][:]]
 
 
@@ -395,8 +394,7 @@ def _run_blocks(
     plan: WaveformPlan,
     settings: RunSettings,
     source: Any,
-    url: str,
-    storage_options: dict | None,
+    store: StoreLocation,
     fingerprint: str,
     progress: resumable.Progress,
     quiet: bool,
@@ -408,7 +406,7 @@ def _run_blocks(
     finished block, with those an append carries over, and ((station index, block), path,
     channel) of the files' channels of which no sample is stored (`overlap_conflicts`)."""
     table = layout.table
-    token = dask.base.tokenize(url, fingerprint)
+    token = dask.base.tokenize(store.url, fingerprint)
     pending = [number for number in range(len(table)) if number not in progress.done]
     costs = layout.traces()[pending].tolist()
     waves = wave_bounds(len(pending), MAX_TASKS_PER_WAVE, costs, MAX_TRACES_PER_WAVE)
@@ -423,7 +421,7 @@ def _run_blocks(
                 inventories, run.station, dask_key_name=f"inventory-{token}-{run.station}"
             )
         return dask.delayed(ingest_blocks)(
-            run, url, storage_options, parts.get(run.station),
+            run, store, parts.get(run.station),
             dask_key_name=f"ingest_block-{token}-{run.key}",
         )  # fmt: skip
 
@@ -443,9 +441,9 @@ def _run_blocks(
     return collected.coverage, sorted(collected.problems), collected.lost
 
 
-def appendable_attrs(url: str, storage_options: dict | None) -> dict[str, Any]:
+def appendable_attrs(store: StoreLocation) -> dict[str, Any]:
     """The attrs of the store to append to: complete, or an interrupted append (resumable)."""
-    return resumable.appendable_attrs(url, storage_options, "start_time_ns")[1]
+    return resumable.appendable_attrs(store, "start_time_ns")[1]
 
 
 def append_rate(previous: dict[str, Any], rate: float | None) -> float | None:
@@ -488,8 +486,7 @@ def prepare_append(
     plan: WaveformPlan,
     previous: dict[str, Any],
     records: int,
-    url: str,
-    storage_options: dict | None,
+    store: StoreLocation,
     fingerprint: str,
 ) -> resumable.Progress:
     """Turn the complete store into an unfinished one of the grown plan, with progress of
@@ -497,7 +494,7 @@ def prepare_append(
     blocks over their grown length), `data` resized. The blocks not rewritten keep their
     chunks and coverage."""
     shape = _blocks(plan)
-    group, base = resumable.reopen_for_append(url, storage_options, COVERAGE_VAR, shape)
+    group, base = resumable.reopen_for_append(store, COVERAGE_VAR, shape)
     grow_last_blocks(base, plan, group[DATA_VAR].shape[-1])
     group[DATA_VAR].resize((len(plan.stations), len(plan.channels), plan.n_time))
     write_station_ids(group, plan.stations, COORDINATES)
@@ -544,9 +541,8 @@ def waveform_archive(
     continuous waveform store at `context.source_url`, opened lazily."""
     report = ingest_waveforms(
         [context.resolve(item) for item in sources],
-        context.require_source_url(),
+        context.location(context.require_source_url()),
         inventories=[context.resolve(item) for item in inventory],
-        storage_options=context.storage_options,
         quiet=context.quiet,
         **options,
     )

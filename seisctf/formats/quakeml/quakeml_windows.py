@@ -58,7 +58,6 @@ from seisctf.location import StoreLocation
 from seisctf.plugins.context import BuildContext
 from seisctf.plugins.schema import POSITIVE, URL, parameters
 from seisctf.registry import INGESTS
-from seisctf.s3 import holds_credentials
 
 DEFAULT_WINDOW_S = 60.0
 DEFAULT_PRE_ARRIVAL_S = 10.0
@@ -95,12 +94,12 @@ def traces_per_task(n_channel: int, window_samples: int) -> int:
     return task_traces(choose_layout(n_channel, window_samples), n_channel, window_samples)
 
 
-def is_continuous_store(url: str, storage_options: dict | None) -> bool:
-    """True when `url` is a zarr group holding a continuous waveform store."""
+def is_continuous_store(location: StoreLocation) -> bool:
+    """True when `location` is a zarr group holding a continuous waveform store."""
     import zarr
 
     try:
-        group = storage.open_group(StoreLocation(url, storage_options))
+        group = storage.open_group(location)
     except InvalidInput:
         return False
     except (zarr.errors.ContainsArrayError, ValueError, OSError):
@@ -109,23 +108,18 @@ def is_continuous_store(url: str, storage_options: dict | None) -> bool:
 
 
 def ingest_archive(
-    archive: Sequence[str],
-    scratch: str,
-    storage_options: dict | None,
-    inventories: Sequence[str],
-    quiet: bool,
+    archive: Sequence[str], scratch: StoreLocation, inventories: Sequence[str], quiet: bool
 ) -> list[str]:
     """Ingest raw waveform files into the continuous store `scratch`; returns its problems."""
-    report = ingest_waveforms(
-        archive, scratch, inventories=inventories, storage_options=storage_options, quiet=quiet
-    )
+    report = ingest_waveforms(archive, scratch, inventories=inventories, quiet=quiet)
     return list(report.problems)
 
 
-def store_grid(dataset, url: str, storage_options: dict | None = None) -> catalogs.StoreGrid:
+def store_grid(dataset, source: StoreLocation) -> catalogs.StoreGrid:
     """The grid of a continuous store (opened with `storage.open_dataset`). Its coverage stays
     in the store, a zarr array whose slices planning reads as it needs them (the whole array is
     4 bytes a station-block: 660 MB for 552 stations × 25 years at 100 Hz)."""
+    url = source.url
     cv.validate_waveform_store(dataset, url)
     attrs = dataset.attrs
     start_ns = attrs.get("start_time_ns")
@@ -135,7 +129,7 @@ def store_grid(dataset, url: str, storage_options: dict | None = None) -> catalo
         start_ns = UTCDateTime(attrs[cv.ATTR_START_TIME]).ns
     coverage, block_samples = None, attrs.get("block_samples")
     if cv.COVERAGE_VAR in dataset and block_samples:
-        coverage = storage.open_group(StoreLocation(url, storage_options))[cv.COVERAGE_VAR]
+        coverage = storage.open_group(source)[cv.COVERAGE_VAR]
     stations = tuple(str(s) for s in dataset[cv.STATION].values)
     for station in stations:
         split_station(station, url)
@@ -158,8 +152,7 @@ def store_grid(dataset, url: str, storage_options: dict | None = None) -> catalo
 
 
 def cut_windows(
-    url: str,
-    storage_options: dict | None,
+    source: StoreLocation,
     station_rows: np.ndarray,
     starts: np.ndarray,
     channel_rows: np.ndarray,
@@ -168,9 +161,7 @@ def cut_windows(
     """Windows (trace, component, sample) float32 from the store's `data`: trace i is
     data[station_rows[i], channel_rows[i, c], starts[i] : starts[i] + window_samples], NaN for
     channel row −1. Consecutive windows of one station are read in one slice."""
-    data = storage.group_array(
-        storage.open_group(StoreLocation(url, storage_options)), cv.WAVEFORM_VAR, url
-    )
+    data = storage.group_array(storage.open_group(source), cv.WAVEFORM_VAR, source.url)
     n_trace, n_component = channel_rows.shape
     out = np.full((n_trace, n_component, window_samples), np.nan, dtype=np.float32)
     first = 0
@@ -200,8 +191,7 @@ def cut_windows(
 
 
 def windows_array(
-    url: str,
-    storage_options: dict | None,
+    source: StoreLocation,
     station_rows: np.ndarray,
     starts: np.ndarray,
     channel_rows: np.ndarray,
@@ -213,13 +203,12 @@ def windows_array(
 
     n_trace, n_component = channel_rows.shape
     chunk = traces_per_task(n_component, window_samples)
-    token = dask.base.tokenize(url, station_rows, starts, channel_rows, window_samples)
+    token = dask.base.tokenize(source.url, station_rows, starts, channel_rows, window_samples)
     blocks = []
     for first in range(0, n_trace, chunk):
         part = slice(first, min(first + chunk, n_trace))
         task = dask.delayed(cut_windows, pure=True)(
-            url,
-            storage_options,
+            source,
             station_rows[part],
             starts[part],
             channel_rows[part],
@@ -294,10 +283,10 @@ def event_window_dataset(
     events: pd.DataFrame,
     grid: catalogs.StoreGrid,
     continuous,
-    url: str,
-    storage_options: dict | None,
+    source: StoreLocation,
 ):
-    """The event-window store as a lazy Dataset (seisctf.catalogs.event_windows' layout)."""
+    """The event-window store as a lazy Dataset (seisctf.catalogs.event_windows' layout) cut
+    from the continuous store at `source`."""
     components = catalogs.component_order(grid.channels)
     channel_map = catalogs.station_channel_rows(grid, components)
     windows = plan.windows
@@ -306,9 +295,7 @@ def event_window_dataset(
     starts = windows["start_index"].to_numpy(dtype=np.int64)
     channel_rows = np.array([channel_map[s][1] for s in windows["station"]], dtype=np.int64)
     channel_rows = channel_rows.reshape(len(windows), len(components))
-    waveforms = windows_array(
-        url, storage_options, station_rows, starts, channel_rows, plan.window_samples
-    )
+    waveforms = windows_array(source, station_rows, starts, channel_rows, plan.window_samples)
     station_coords = {
         name: np.asarray(continuous[name].values, dtype=np.float64)
         if name in continuous.coords
@@ -320,23 +307,22 @@ def event_window_dataset(
     return windows_dataset(waveforms, metadata, list(components), grid.sampling_rate)
 
 
-@holds_credentials
 def ingest_quakeml(
     catalog_path: str,
     archive: Sequence[str],
-    url: str,
+    store: StoreLocation,
     *,
     window_s: float = DEFAULT_WINDOW_S,
     pre_arrival_s: float = DEFAULT_PRE_ARRIVAL_S,
     noise_windows: int = DEFAULT_NOISE_WINDOWS,
     inventories: Sequence[str] = (),
     scratch: str | None = None,
-    storage_options: dict | None = None,
     quiet: bool = False,
 ) -> QuakemlReport:
     """Cut the event windows of the catalogue at `catalog_path` from `archive` (a continuous
     waveform store URL, or raw waveform files / folders / globs ingested first into `scratch`,
-    default a temporary folder) and write the event-window store at `url`."""
+    default a temporary folder; read with the storage options of `store`) and write the
+    event-window store at `store`."""
     if noise_windows < 0:
         raise InvalidInput("noise_windows", f"must be ≥ 0, got {noise_windows}")
     catalogs.check_window(window_s, pre_arrival_s)
@@ -346,26 +332,25 @@ def ingest_quakeml(
     if picks.empty:
         raise InvalidInput(catalog_path, "the catalogue holds no P or S pick")
     with contextlib.ExitStack() as stack:
-        if len(archive) == 1 and is_continuous_store(archive[0], storage_options):
-            source_url, ingest_problems = archive[0], []
+        if len(archive) == 1 and is_continuous_store(store.with_url(archive[0])):
+            source, ingest_problems = store.with_url(archive[0]), []
         else:
             if scratch is None:
                 folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="seisctf-"))
                 scratch = f"{folder}/continuous.zarr"
-            source_url = scratch
-            ingest_problems = ingest_archive(archive, scratch, storage_options, inventories, quiet)
+            source = store.with_url(scratch)
+            ingest_problems = ingest_archive(archive, source, inventories, quiet)
         return cut_and_write(
             catalog_path,
             archive,
-            url,
+            store,
             events,
             picks,
-            source_url,
+            source,
             ingest_problems,
             window_s=window_s,
             pre_arrival_s=pre_arrival_s,
             noise_windows=noise_windows,
-            storage_options=storage_options,
             quiet=quiet,
         )
 
@@ -373,21 +358,20 @@ def ingest_quakeml(
 def cut_and_write(
     catalog_path: str,
     archive: Sequence[str],
-    url: str,
+    store: StoreLocation,
     events: pd.DataFrame,
     picks: pd.DataFrame,
-    source_url: str,
+    source: StoreLocation,
     ingest_problems: Sequence[str],
     *,
     window_s: float,
     pre_arrival_s: float,
     noise_windows: int,
-    storage_options: dict | None,
     quiet: bool,
 ) -> QuakemlReport:
-    """Plan, cut and write the windows of the continuous store at `source_url`."""
-    continuous = storage.open_dataset(StoreLocation(source_url, storage_options))
-    grid = store_grid(continuous, source_url, storage_options)
+    """Plan, cut and write the windows of the continuous store at `source` into `store`."""
+    continuous = storage.open_dataset(source)
+    grid = store_grid(continuous, source)
     plan = catalogs.plan_windows(
         events,
         picks,
@@ -401,7 +385,7 @@ def cut_and_write(
             catalog_path,
             "no window could be cut: " + "; ".join(plan.problems[:5] or ("no picked station",)),
         )
-    dataset = event_window_dataset(plan, events, grid, continuous, source_url, storage_options)
+    dataset = event_window_dataset(plan, events, grid, continuous, source)
     problems = (*ingest_problems, *plan.problems)
     n_earthquake = int((plan.windows["category"] == catalogs.EARTHQUAKE).sum())
     dataset.attrs.update(
@@ -420,9 +404,9 @@ def cut_and_write(
             "ingest_problems": list(problems),
         }
     )
-    write_event_windows(dataset, url, storage_options, label="ingest quakeml", quiet=quiet)
+    write_event_windows(dataset, store, label="ingest quakeml", quiet=quiet)
     n_noise = len(plan.windows) - n_earthquake
-    return QuakemlReport(n_earthquake, n_noise, problems, catalog_url(url))
+    return QuakemlReport(n_earthquake, n_noise, problems, catalog_url(store.url))
 
 
 # --- the recipe source ----------------------------------------------------------------------
@@ -461,22 +445,19 @@ def quakeml(
     a no-op when they are unchanged) into the event-window store at `context.source_url`,
     opened. The windows are cut again on every build; the store's `ingest_fingerprint` (what the
     outputs' provenance hashes) is that of the catalogue, the waveform store and the options."""
-    url = context.require_source_url()
+    store = context.location(context.require_source_url())
     report = ingest_quakeml(
         context.resolve(catalog),
         [context.resolve(item) for item in archive],
-        url,
+        store,
         inventories=[context.resolve(item) for item in inventory],
-        scratch=url.rstrip("/") + ".archive.zarr",
-        storage_options=context.storage_options,
+        scratch=store.url.rstrip("/") + ".archive.zarr",
         quiet=context.quiet,
         **options,
     )
-    attrs = storage.read_attrs(StoreLocation(url, context.storage_options))
+    attrs = storage.read_attrs(store)
     recorded = {key: attrs[key] for key in ("event_catalog", "waveform_source", "window_rule")}
     request = {"sha256": attrs["event_catalog"]["sha256"], **recorded, **options}
     fingerprint = fingerprint_of(request)
-    storage.finish_group(
-        StoreLocation(url, context.storage_options), {ATTR_FINGERPRINT: fingerprint}
-    )
+    storage.finish_group(store, {ATTR_FINGERPRINT: fingerprint})
     return opened_source(context, report.problems)

@@ -21,10 +21,10 @@ from seisctf.errors import InvalidInput
 from seisctf.formats.seisbench import seisbench_blocks as sbb
 from seisctf.formats.seisbench import seisbench_format as sbf
 from seisctf.formats.shared.source import ingest_unless_done, opened_source
+from seisctf.location import StoreLocation
 from seisctf.options import Location, spec
 from seisctf.plugins.context import BuildContext
 from seisctf.registry import INGESTS
-from seisctf.s3 import holds_credentials
 
 
 @dataclass(frozen=True)
@@ -65,20 +65,18 @@ def _store_metadata(
     return frame, rescaled
 
 
-@holds_credentials
 def ingest_seisbench(
     path: str,
-    url: str,
+    store: StoreLocation,
     *,
     rate: float | None = None,
     shard_traces: int | None = None,
     compress: bool = True,
     layout: ew.WindowLayout | None = None,
     traces_per_task: int | None = None,
-    storage_options: dict | None = None,
     quiet: bool = False,
 ) -> SeisbenchReport:
-    """Ingest the SeisBench dataset in folder `path` into an event-window store at `url`."""
+    """Ingest the SeisBench dataset in folder `path` into an event-window store at `store`."""
     sbf.quiet_seisbench()
     folder = Path(path)
     chunks, metadata_paths, waveform_paths = sbf.dataset_files(folder)
@@ -177,11 +175,9 @@ def ingest_seisbench(
         "seisctf_version": ew.seisctf_version(),
     }
     dataset_out = ew.event_window_dataset(waveforms, frame, tuple(component_order), rate_hz, attrs)
-    ew.write_event_windows(
-        dataset_out, url, storage_options, layout=layout, label="ingest seisbench", quiet=quiet
-    )
+    ew.write_event_windows(dataset_out, store, layout=layout, label="ingest seisbench", quiet=quiet)
     return SeisbenchReport(
-        n_trace, int(resampled.sum()), n_channel, n_sample, rate_hz, ew.catalog_url(url)
+        n_trace, int(resampled.sum()), n_channel, n_sample, rate_hz, ew.catalog_url(store.url)
     )
 
 
@@ -237,21 +233,18 @@ def seisbench_dataset(
     `context.source_url`, opened. Skipped when that store is complete, was made from the same
     files (sha256) and asked for the same rate."""
     folder = Path(context.resolve(path))
-    url = context.require_source_url()
+    store = context.location(context.require_source_url())
     _, metadata_paths, waveform_paths = sbf.dataset_files(folder)
     inputs = [
         ew.input_entry(file)
         for file in (*metadata_paths, *waveform_paths, folder / "chunks")
         if file.is_file()
     ]
-    options = context.storage_options
     ingest_unless_done(
         context,
         "seisbench",
         inputs,
         {"rate": rate},
-        lambda: ingest_seisbench(
-            str(folder), url, rate=rate, storage_options=options, quiet=context.quiet
-        ),
+        lambda: ingest_seisbench(str(folder), store, rate=rate, quiet=context.quiet),
     )
     return opened_source(context)

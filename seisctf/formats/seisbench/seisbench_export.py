@@ -51,7 +51,6 @@ from seisctf.catalogs.window_components import gap_fractions, own_components
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
-from seisctf.s3 import holds_credentials
 
 # Bytes of waveforms computed per round (whole store chunks): what the writer holds at once.
 ROUND_BYTES = 64 * 2**20
@@ -211,21 +210,18 @@ def export_metadata_only(table: pd.DataFrame, directory: Path, url: str) -> list
     return existing
 
 
-@holds_credentials
 def export_seisbench(
-    url: str,
+    store: StoreLocation,
     directory: str,
     *,
     metadata_only: bool = False,
     query: str | None = None,
-    storage_options: dict | None = None,
     quiet: bool = False,
 ) -> list[Path]:
-    """Export the event-window store at `url` (the traces `query` selects, if given) to the
+    """Export the event-window store at `store` (the traces `query` selects, if given) to the
     SeisBench dataset folder `directory` (module doc); returns the files written."""
-    ds = cv.validate_event_window_store(
-        storage.open_dataset(StoreLocation(url, storage_options)), url
-    )
+    url = store.url
+    ds = cv.validate_event_window_store(storage.open_dataset(store), url)
     table = read_trace_table(ds, quiet=quiet)
     if query is not None:
         selected = select_traces(table, query, url)

@@ -37,6 +37,7 @@ from __future__ import annotations
 import copy
 import logging
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import numpy as np
@@ -50,19 +51,19 @@ from seisctf.catalogs import event_windows as ew
 from seisctf.catalogs.window_components import gaps_as_zeros, present_components
 from seisctf.catalogs.window_reader import DEFAULT_CACHE_BYTES, WindowReader
 from seisctf.errors import InvalidInput
-from seisctf.location import StoreLocation
+from seisctf.location import LocationLike, StoreLocation
 
 STORE_ROW = "trace_store_row"  # the window's position along the store's `trace`
 
 
 class StoreWaveformDataset(sbd.WaveformDataset):
     """A SeisBench `WaveformDataset` reading an event-window store (module doc). Build it with
-    `seisctf.catalogs.seisbench_dataset`; the constructor's arguments are that function's."""
+    `seisctf.catalogs.seisbench_dataset`; the constructor takes the store's location and that
+    function's options."""
 
     def __init__(
         self,
-        url: str,
-        storage_options=None,
+        store: StoreLocation,
         *,
         name: str | None = None,
         component_order: str | None = None,
@@ -76,12 +77,11 @@ class StoreWaveformDataset(sbd.WaveformDataset):
     ) -> None:
         # WaveformDataset.__init__ reads metadata CSV and HDF5 files from a folder: not called.
         # The attributes it sets are set here in its order, from the store.
-        group = storage.require_complete(
-            storage.open_group(StoreLocation(url, storage_options)), str(url)
-        )
+        url = store.url
+        group = storage.require_complete(storage.open_group(store), url)
         attrs: dict[str, Any] = dict(group.attrs)
-        self.url = str(url)
-        self._reader = WindowReader(url, storage_options, cache_bytes, signed_urls)
+        self.url = url
+        self._reader = WindowReader(store, cache_bytes, signed_urls)
         if cv.ATTR_SAMPLING_RATE not in attrs:
             raise InvalidInput(str(url), f"no attr {cv.ATTR_SAMPLING_RATE!r}: not event windows")
         channels = str(attrs.get(cv.ATTR_COMPONENT_ORDER) or "")
@@ -103,7 +103,7 @@ class StoreWaveformDataset(sbd.WaveformDataset):
         self._metadata_lookup: MetadataRows | None = None
         self._chunks_with_paths_cache = None
         self.sampling_rate = sampling_rate
-        catalog = ew.read_catalog(url, storage_options)
+        catalog = ew.read_catalog(store)
         self._metadata = seisbench_metadata(catalog, channels, float(attrs[cv.ATTR_SAMPLING_RATE]))
         self._npts = self._metadata[cv.TRACE_NPTS].to_numpy(dtype=np.int64).copy()
         self._data_format = {
@@ -305,12 +305,15 @@ def seisbench_metadata(catalog: pd.DataFrame, channels: str, rate_hz: float) -> 
     return frame
 
 
-def seisbench_dataset(url: str, storage_options=None, **options) -> StoreWaveformDataset:
-    """The event-window store at `url` (any fsspec URL) as a `seisbench.data.WaveformDataset`
+def seisbench_dataset(
+    url: LocationLike, storage_options: Mapping[str, Any] | None = None, **options: Any
+) -> StoreWaveformDataset:
+    """The event-window store at `url` (any fsspec URL with `storage_options`, or a
+    `StoreLocation`) as a `seisbench.data.WaveformDataset`
     that SeisBench's generators, augmentations and DataLoader workers use unchanged (module
     doc). `options`: `component_order` (default: the store's), `dimension_order`,
     `sampling_rate`, `missing_components`, `metadata_cache` (default True), `resample_zerophase`
     as SeisBench's; `name`; `cache_bytes`, the most bytes of shard indexes and compressed
     windows each process keeps (default `window_reader.DEFAULT_CACHE_BYTES`, 256 MiB);
     `signed_urls` (S3: single windows over presigned URLs, default True; `window_reader`)."""
-    return StoreWaveformDataset(url, storage_options, **options)
+    return StoreWaveformDataset(StoreLocation.from_url(url, storage_options), **options)

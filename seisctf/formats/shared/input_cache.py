@@ -52,7 +52,6 @@ from typing import Any
 
 from seisctf.cluster import active_client
 from seisctf.errors import InvalidInput
-from seisctf.s3 import holds_credentials
 
 DIR_ENV = "SEISCTF_INPUT_CACHE_DIR"
 BYTES_ENV = "SEISCTF_INPUT_CACHE_BYTES"
@@ -115,9 +114,7 @@ def _existing(path: Path) -> Path:
 def cache_run(function: Callable[..., Any]) -> Callable[..., Any]:
     """`function` (an ingest's entry point) run with an input-cache run of its own (`keeping`
     and `current_run` within it), whose files are cleared from every worker when it returns or
-    raises, and with its `storage_options` held apart (`s3.holds_credentials`: a plain dict's
-    credentials stay out of the run's graphs). A bad `$SEISCTF_INPUT_CACHE_BYTES` here is
-    refused before any work."""
+    raises. A bad `$SEISCTF_INPUT_CACHE_BYTES` here is refused before any work."""
 
     @functools.wraps(function)
     def with_cache_run(*args: Any, **kwargs: Any) -> Any:
@@ -130,7 +127,7 @@ def cache_run(function: Callable[..., Any]) -> Callable[..., Any]:
             _RUN.reset(token)
             clear_everywhere(run)
 
-    return holds_credentials(with_cache_run)
+    return with_cache_run
 
 
 def current_run() -> str:

@@ -45,23 +45,20 @@ def is_url(path: str) -> bool:
     return "://" in str(path) and not str(path).startswith("file://")
 
 
-def filesystem(url: str, storage_options: dict | None) -> tuple[Any, str]:
-    import fsspec
-
-    fs, _ = fsspec.core.url_to_fs(url, **(StoreLocation(url, storage_options).options or {}))
+def filesystem(location: StoreLocation) -> tuple[Any, str]:
+    """(the fsspec filesystem of `location`, its protocol: `s3`, `file`, ...)."""
+    fs, _ = location.filesystem()
     return fs, fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
 
 
-def read_input(path: str, storage_options: dict | None = None) -> bytes:
-    """All bytes of one input file (local path or fsspec URL with `storage_options`)."""
-    if is_url(path):
+def read_input(source: StoreLocation) -> bytes:
+    """All bytes of one input file (a local path, or an fsspec URL with its storage options)."""
+    if is_url(source.url):
         import fsspec
 
-        with fsspec.open(
-            path, "rb", **(StoreLocation(path, storage_options).options or {})
-        ) as handle:
+        with fsspec.open(source.url, "rb", **(source.options or {})) as handle:
             return handle.read()
-    with open(path, "rb") as handle:
+    with open(source.url, "rb") as handle:
         return handle.read()
 
 
@@ -72,7 +69,7 @@ def expand_sources(sources: Sequence[str], storage_options: dict | None = None) 
     found: set[str] = set()
     for source in sources:
         if is_url(source):
-            found.update(urls_below(source, storage_options))
+            found.update(urls_below(StoreLocation(source, storage_options)))
             continue
         matches = sorted(glob.glob(source, recursive=True)) if glob.has_magic(source) else [source]
         matches = [m for m in matches if os.path.exists(m)]
@@ -85,9 +82,10 @@ def expand_sources(sources: Sequence[str], storage_options: dict | None = None) 
     return sorted(found)
 
 
-def urls_below(source: str, storage_options: dict | None) -> list[str]:
+def urls_below(location: StoreLocation) -> list[str]:
     """Object URLs of one fsspec source: an object, a prefix (all objects below) or a glob."""
-    fs, protocol = filesystem(source, storage_options)
+    fs, protocol = filesystem(location)
+    source = location.url
     try:
         if glob.has_magic(source):
             names = [n for n in fs.glob(source) if not fs.isdir(n)]

@@ -130,7 +130,7 @@ def file_stats(paths: Sequence[str], storage_options: dict | None = None) -> Inp
         sizes[index], modified[index] = stat.st_size, str(stat.st_mtime_ns)
     for folder, indices in folders.items():
         few = [paths[index] for index in indices] if len(indices) <= FEW_OBJECTS else None
-        listed = _listing(folder, storage_options, few)
+        listed = _listing(StoreLocation(folder, storage_options), few)
         for index in indices:
             entry = listed.get(paths[index].split("://", 1)[-1])
             if entry is not None and entry.get("type", "file") == "file":
@@ -138,17 +138,15 @@ def file_stats(paths: Sequence[str], storage_options: dict | None = None) -> Inp
     return InputStats(tuple(paths), sizes, modified)
 
 
-def _listing(folder: str, storage_options: dict | None, few: list[str] | None) -> dict[str, dict]:
+def _listing(folder: StoreLocation, few: list[str] | None) -> dict[str, dict]:
     """{name without protocol: listing entry} of the objects of one folder, listed afresh, or
     of the `few` objects of it wanted (one request each, not a listing of the whole folder)."""
-    import fsspec
-
-    fs, _ = fsspec.core.url_to_fs(folder, **(StoreLocation(folder, storage_options).options or {}))
-    fs.invalidate_cache(folder)  # a listing cached earlier may predate a change
+    fs, _ = folder.filesystem()
+    fs.invalidate_cache(folder.url)  # a listing cached earlier may predate a change
     entries = []
     try:
         if few is None:
-            entries = fs.ls(folder, detail=True)
+            entries = fs.ls(folder.url, detail=True)
         for url in few or ():
             try:
                 entries.append(fs.info(url))
@@ -157,7 +155,7 @@ def _listing(folder: str, storage_options: dict | None, few: list[str] | None) -
     except FileNotFoundError:
         return {}
     except OSError as error:
-        raise InvalidInput(folder, f"cannot list it ({error})") from None
+        raise InvalidInput(folder.url, f"cannot list it ({error})") from None
     return {entry["name"].split("://", 1)[-1]: entry for entry in entries}
 
 
@@ -320,20 +318,19 @@ def beside(group: Any) -> str:
 
 
 def write_recorded(
-    url: str,
-    storage_options: dict | None,
+    store: StoreLocation,
     scans: ScanTable,
     stats: InputStats,
     samples_stored: np.ndarray | None = None,
     name: str | None = None,
 ) -> None:
-    """Write (replacing any) the inputs table of the store at `url` in the group `name`
+    """Write (replacing any) the inputs table of the store at `store` in the group `name`
     (default: `table_name`): `scans`, `modified` from `stats` (of the same paths),
     `samples_stored` (bool per file; None: all true); the attr `inputs` of an older store goes."""
     if stats.paths != scans.paths:
         raise ValueError("stats and scans of different files")
     stored = np.ones(len(scans.paths), dtype=bool) if samples_stored is None else samples_stored
-    group = open_store(url, storage_options, mode="r+")
+    group = open_store(store, mode="r+")
     name = name or table_name(group)
     if name in group:
         del group[name]
@@ -406,11 +403,11 @@ def _columns(
     }
 
 
-def read_recorded(url: str, storage_options: dict | None) -> RecordedInputs | None:
-    """The record of the inputs of the store at `url` (its `inputs` table, or the attr of an
+def read_recorded(store: StoreLocation) -> RecordedInputs | None:
+    """The record of the inputs of the store at `store` (its `inputs` table, or the attr of an
     older store), or None: no store there, or none recorded (or its table unfinished)."""
     try:
-        group = open_store(url, storage_options)
+        group = open_store(store)
     except InvalidInput:
         return None
     return recorded_in(group)
@@ -425,14 +422,14 @@ def recorded_in(group: Any) -> RecordedInputs | None:
     return _from_entries(group.attrs.get(OLD_ATTR))
 
 
-def recorded_inputs(url_or_group: Any, storage_options: dict | None = None) -> list | None:
+def recorded_inputs(store_or_group: StoreLocation | Any) -> list | None:
     """[{"path", "size", "sha256"}, with `"samples_stored": false` on the files the store holds
-    no sample of] of a store (URL or zarr group): its `inputs` table, or the attr `inputs`
-    (stores written before the table, and event-window stores), or None."""
-    if isinstance(url_or_group, str | os.PathLike):
-        group = open_store(str(url_or_group), storage_options)
+    no sample of] of a store (its location or zarr group): its `inputs` table, or the attr
+    `inputs` (stores written before the table, and event-window stores), or None."""
+    if isinstance(store_or_group, StoreLocation):
+        group = open_store(store_or_group)
     else:
-        group = url_or_group
+        group = store_or_group
     table = _table(group)
     if table is None:
         return group.attrs.get(OLD_ATTR)
@@ -450,13 +447,13 @@ def recorded_inputs(url_or_group: Any, storage_options: dict | None = None) -> l
     ]
 
 
-def drop_table(url: str, storage_options: dict | None, name: str) -> None:
-    """Delete the table group `name` of the finished store at `url` if it is not the one in
+def drop_table(store: StoreLocation, name: str) -> None:
+    """Delete the table group `name` of the finished store at `store` if it is not the one in
     use, and the attr `inputs` of a store written before the table, then consolidate the
     store's metadata again (one write of its root `zarr.json`), so that it lists neither."""
     import zarr
 
-    group = open_store(url, storage_options, mode="r+")
+    group = open_store(store, mode="r+")
     old_group = name != table_name(group) and name in group
     if old_group:
         del group[name]

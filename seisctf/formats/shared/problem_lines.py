@@ -19,6 +19,7 @@ from seisctf import conventions as cv
 from seisctf.cluster import compute
 from seisctf.formats.shared.input_manifest import TEXT, write_column
 from seisctf.formats.shared.resumable import open_store
+from seisctf.location import StoreLocation
 
 
 def problem_attrs(problems: Sequence[str]) -> dict[str, Any]:
@@ -30,19 +31,19 @@ def problem_attrs(problems: Sequence[str]) -> dict[str, Any]:
     return attrs
 
 
-def write_problems(url: str, storage_options: dict | None, problems: Sequence[str]) -> None:
-    """The group of `problems` in the store at `url` when the root attrs cannot hold them all,
+def write_problems(store: StoreLocation, problems: Sequence[str]) -> None:
+    """The group of `problems` in the store at `store` when the root attrs cannot hold them all,
     replacing any; none (an older one deleted) when they can. Before the store is marked
     complete (its consolidated metadata then lists the group). Written by a task: zarr's
     encoding of text takes several times its size for a moment (3.7 MiB of the client's peak
     for 4,000 lines)."""
     import dask
 
-    compute(dask.delayed(_write)(url, storage_options, list(problems)), quiet=True)
+    compute(dask.delayed(_write)(store, list(problems)), quiet=True)
 
 
-def _write(url: str, storage_options: dict | None, problems: list[str]) -> None:
-    group = open_store(url, storage_options, mode="r+")
+def _write(store: StoreLocation, problems: list[str]) -> None:
+    group = open_store(store, mode="r+")
     if cv.PROBLEMS_GROUP in group:
         del group[cv.PROBLEMS_GROUP]
     if len(problems) > cv.ATTR_PROBLEM_LINES:

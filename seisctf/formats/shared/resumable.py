@@ -51,23 +51,20 @@ SCAN_TASKS = 16
 SCAN_BATCH_MAX = 1000
 
 
-def open_store(url: str, storage_options: dict | None, mode: storage.AccessMode = "r") -> Any:
+def open_store(store: StoreLocation, mode: storage.AccessMode = "r") -> Any:
     """The store's group, ignoring consolidated metadata (stale while an append runs, and
     absent before the store is finished)."""
     import zarr
 
     if mode == "r":
-        urls.checked(url)
+        url = urls.checked(store.url)
         try:
             return zarr.open_group(
-                str(url),
-                mode="r",
-                storage_options=StoreLocation(url, storage_options).options,
-                use_consolidated=False,
+                url, mode="r", storage_options=store.options, use_consolidated=False
             )
         except (FileNotFoundError, zarr.errors.GroupNotFoundError) as error:
-            raise InvalidInput(str(url), f"no zarr group found there ({error})") from None
-    group = storage.open_group(StoreLocation(url, storage_options), mode=mode)
+            raise InvalidInput(url, f"no zarr group found there ({error})") from None
+    group = storage.open_group(store, mode=mode)
     if mode == "w":
         return group
     return zarr.open_group(group.store, mode=mode, zarr_format=3, use_consolidated=False)
@@ -174,21 +171,19 @@ def scan_all(
     return [found for batch in scanned for found in batch]
 
 
-def finished_store_attrs(url: str, storage_options: dict | None) -> dict[str, Any] | None:
-    """The attrs of a complete store at `url`, or None (absent or unfinished)."""
+def finished_store_attrs(store: StoreLocation) -> dict[str, Any] | None:
+    """The attrs of a complete store at `store`, or None (absent or unfinished)."""
     try:
-        group = open_store(url, storage_options)
+        group = open_store(store)
     except InvalidInput:
         return None
     attrs = dict(group.attrs)
     return attrs if attrs.get(cv.ATTR_COMPLETE) else None
 
 
-def up_to_date_attrs(
-    url: str, storage_options: dict | None, fingerprint: str
-) -> dict[str, Any] | None:
-    """The attrs of the complete store at `url` if the same ingest made it, else None."""
-    existing = finished_store_attrs(url, storage_options)
+def up_to_date_attrs(store: StoreLocation, fingerprint: str) -> dict[str, Any] | None:
+    """The attrs of the complete store at `store` if the same ingest made it, else None."""
+    existing = finished_store_attrs(store)
     return existing if existing and existing.get(ATTR_FINGERPRINT) == fingerprint else None
 
 
@@ -205,14 +200,12 @@ class Progress:
     attributes: dict[str, Any] = field(default_factory=dict)
 
 
-def unfinished_progress(
-    url: str, storage_options: dict | None, fingerprint: str
-) -> Progress | None:
-    """The progress of an interrupted ingest of the same inputs and settings at `url`, or None
-    (no store, a complete one, or another ingest's). Reads the records written (one listing,
-    then those chunks alone)."""
+def unfinished_progress(store: StoreLocation, fingerprint: str) -> Progress | None:
+    """The progress of an interrupted ingest of the same inputs and settings at `store`, or
+    None (no store, a complete one, or another ingest's). Reads the records written (one
+    listing, then those chunks alone)."""
     try:
-        group = open_store(url, storage_options)
+        group = open_store(store)
     except InvalidInput:
         return None
     if group.attrs.get(cv.ATTR_COMPLETE) or PROGRESS_VAR not in group:
@@ -332,11 +325,11 @@ class Collected:
 
 
 def reopen_for_append(
-    url: str, storage_options: dict | None, coverage_var: str, shape: tuple[int, ...]
+    store: StoreLocation, coverage_var: str, shape: tuple[int, ...]
 ) -> tuple[Any, np.ndarray]:
     """(group, the old coverage grown to `shape` with zeros) of a complete store an append
     changes: its completion marker goes off first (from here on the store is being changed)."""
-    group = open_store(url, storage_options, mode="r+")
+    group = open_store(store, mode="r+")
     group.attrs[cv.ATTR_COMPLETE] = False
     old = np.asarray(group[coverage_var][:])
     base = np.zeros(shape, dtype=np.float32)
@@ -344,16 +337,18 @@ def reopen_for_append(
     return group, base
 
 
-def appendable_attrs(url: str, storage_options: dict | None, record: str) -> tuple[Any, dict]:
+def appendable_attrs(store: StoreLocation, record: str) -> tuple[Any, dict]:
     """(group, attrs) of the store to append to: complete, or an interrupted append (its
     progress array and its old `record` attr still there: resumable)."""
     try:
-        group = open_store(url, storage_options)
+        group = open_store(store)
     except InvalidInput:
-        raise InvalidInput(url, "`append` needs an existing store; ingest without it") from None
+        raise InvalidInput(
+            store.url, "`append` needs an existing store; ingest without it"
+        ) from None
     attrs = dict(group.attrs)
     if not attrs.get(cv.ATTR_COMPLETE) and not (PROGRESS_VAR in group and record in attrs):
-        raise InvalidInput(url, "`append` needs a complete store (this one is unfinished)")
+        raise InvalidInput(store.url, "`append` needs a complete store (this one is unfinished)")
     return group, attrs
 
 
@@ -376,8 +371,7 @@ def changed_input(path: str, url: str, recorded: str, now: str) -> InvalidInput:
 
 
 def finish(
-    url: str,
-    storage_options: dict | None,
+    store: StoreLocation,
     coverage: np.ndarray,
     coverage_var: str,
     dims: tuple[str, ...],
@@ -386,7 +380,7 @@ def finish(
 ) -> None:
     """Write the coverage (replacing an append's old one), delete the progress array, then the
     attrs and the completion marker."""
-    group = open_store(url, storage_options, mode="r+")
+    group = open_store(store, mode="r+")
     if coverage_var in group:
         del group[coverage_var]
     array = group.create_array(
@@ -399,7 +393,7 @@ def finish(
     if BASE_VAR in group:
         del group[BASE_VAR]
     with emptied_folders_ignored(PROGRESS_VAR, BASE_VAR):
-        storage.finish_group(StoreLocation(url, storage_options), dict(attrs))
+        storage.finish_group(store, dict(attrs))
 
 
 @contextlib.contextmanager

@@ -19,7 +19,6 @@ import xarray as xr
 
 from seisctf import storage
 from seisctf.errors import InvalidInput
-from seisctf.location import StoreLocation
 from seisctf.plugins.context import BuildContext
 from seisctf.plugins.schema import POSITIVE_INT, URL
 from seisctf.registry import INGESTS
@@ -57,9 +56,7 @@ def opened_source(context: BuildContext, problems: Sequence[str] = ()) -> xr.Dat
     if not context.quiet:
         for problem in problems:
             print(f"problem: {problem}")
-    return storage.open_dataset(
-        StoreLocation(context.require_source_url(), context.storage_options)
-    )
+    return storage.open_dataset(context.location(context.require_source_url()))
 
 
 def ingest_unless_done(
@@ -72,12 +69,12 @@ def ingest_unless_done(
     """Run `ingest` (which writes the store at `context.source_url`) unless that store is
     complete, was made from the same `inputs` (its `inputs` attr: path, size, sha256 of each
     file) and asked for the same `request` (recorded in the attr `seisctf_recipe_NAME`)."""
-    url, options = context.require_source_url(), context.storage_options
+    store = context.location(context.require_source_url())
     try:
-        attrs = storage.read_attrs(StoreLocation(url, options))
+        attrs = storage.read_attrs(store)
     except InvalidInput:
         attrs = {}
     key = f"seisctf_recipe_{name}"
     if attrs.get("inputs") != list(inputs) or attrs.get(key) != dict(request):
         ingest()
-        storage.finish_group(StoreLocation(url, options), {key: dict(request)})
+        storage.finish_group(store, {key: dict(request)})

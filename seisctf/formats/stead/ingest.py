@@ -29,10 +29,10 @@ from seisctf import conventions as cv
 from seisctf.catalogs import event_windows as ew
 from seisctf.errors import InvalidInput
 from seisctf.formats.shared.source import ingest_unless_done, opened_source
+from seisctf.location import StoreLocation
 from seisctf.options import Location, spec
 from seisctf.plugins.context import BuildContext
 from seisctf.registry import INGESTS
-from seisctf.s3 import holds_credentials
 
 STEAD_SAMPLING_RATE_HZ = 100.0
 STEAD_CHANNELS = "ZNE"  # the stored order; STEAD's arrays hold E, N, Z along their last axis
@@ -140,20 +140,18 @@ def read_block(hdf5_path: str, names: np.ndarray, n_sample: int) -> np.ndarray:
     return out
 
 
-@holds_credentials
 def ingest_stead(
     hdf5: str,
     csv: str,
-    url: str,
+    store: StoreLocation,
     *,
     shard_traces: int | None = None,
     compress: bool = True,
     layout: ew.WindowLayout | None = None,
     traces_per_task: int | None = None,
-    storage_options: dict | None = None,
     quiet: bool = False,
 ) -> SteadReport:
-    """Ingest STEAD's HDF5 + CSV into an event-window store at `url`."""
+    """Ingest STEAD's HDF5 + CSV into an event-window store at `store`."""
     import h5py
 
     hdf5_path, csv_path = Path(hdf5), Path(csv)
@@ -193,10 +191,8 @@ def ingest_stead(
     dataset = ew.event_window_dataset(
         waveforms, frame, tuple(STEAD_CHANNELS), STEAD_SAMPLING_RATE_HZ, attrs
     )
-    ew.write_event_windows(
-        dataset, url, storage_options, layout=layout, label="ingest stead", quiet=quiet
-    )
-    return SteadReport(n_trace, n_sample, ew.catalog_url(url))
+    ew.write_event_windows(dataset, store, layout=layout, label="ingest stead", quiet=quiet)
+    return SteadReport(n_trace, n_sample, ew.catalog_url(store.url))
 
 
 # --- the recipe source ----------------------------------------------------------------------
@@ -230,10 +226,9 @@ def stead(
         lambda: ingest_stead(
             hdf5_path,
             csv_path,
-            context.require_source_url(),
+            context.location(context.require_source_url()),
             shard_traces=shard_traces,
             compress=compress,
-            storage_options=context.storage_options,
             quiet=context.quiet,
         ),
     )

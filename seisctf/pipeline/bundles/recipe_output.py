@@ -11,7 +11,6 @@ import xarray as xr
 from seisctf import conventions as cv
 from seisctf import keys, storage
 from seisctf.build.provenance import provenance, up_to_date
-from seisctf.location import StoreLocation
 from seisctf.pipeline.bundles.archive_wavefield import wavefield_for_tasks
 from seisctf.pipeline.bundles.public_truth import truth_stamp
 from seisctf.pipeline.bundles.segments import build_bundle, write_bundle
@@ -50,11 +49,7 @@ def ctf_bundle_output(
     )
     # The bundle reads the store just written (the chain runs once), else the lazy chain.
     store_url = context.store_output
-    source = (
-        storage.open_dataset(StoreLocation(store_url, context.storage_options))
-        if store_url
-        else dataset()
-    )
+    source = storage.open_dataset(context.location(store_url)) if store_url else dataset()
     what = store_url or recipe.where
     wavefield, public_attrs, truth_attrs = wavefield_for_tasks(
         source, layout, what=what, quiet=context.quiet
@@ -62,11 +57,10 @@ def ctf_bundle_output(
     bundle = build_bundle(wavefield, layout, secret.value, what=what)
     write_bundle(
         bundle,
-        public,
-        truth,
+        context.location(public),
+        context.location(truth),
         secret.value,
         keep_secret=secret.drawn or secret.origin == "kept",
-        storage_options=context.storage_options,
         quiet=context.quiet,
         attrs={cv.ATTR_PROVENANCE: record, **public_attrs},
         truth_attrs=truth_attrs,

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import dask.array as da
-import fsspec
 import numpy as np
 import xarray as xr
 
@@ -33,7 +32,6 @@ from seisctf.plugins.layouts import (
     check_layout,
     normalisation_group,
 )
-from seisctf.s3 import holds_credentials
 
 # Roles whose realisations are taken in the order of their parameter values.
 SORTED_BY_PARAMETER = ("param_train", "sweep_train")
@@ -267,38 +265,30 @@ def _manifest(
 
 
 def refuse_existing_bundle(
-    public_url: str,
-    truth_url: str,
-    storage_options: storage.StorageOptions | None = None,
-    *,
-    overwrite: bool = False,
+    public: StoreLocation, truth: StoreLocation, *, overwrite: bool = False
 ) -> None:
     """A bundle is never replaced by accident: unless `overwrite`, refuse when anything exists at
-    `public_url` or `truth_url` (a bundle written again gets new noise and, without a given
-    secret, a new one). Called before any work, so nothing there changes."""
+    `public` or `truth` (a bundle written again gets new noise and, without a given secret, a
+    new one). Called before any work, so nothing there changes."""
     if overwrite:
         return
-    for parameter, url in (("public_url", public_url), ("truth_url", truth_url)):
-        fs, path = fsspec.core.url_to_fs(
-            str(url), **(StoreLocation(url, storage_options).options or {})
-        )
+    for parameter, location in (("public", public), ("truth", truth)):
+        fs, path = location.filesystem()
         if fs.exists(path):
             raise InvalidInput(
-                f"`{parameter}` {url}",
+                f"`{parameter}` {location.url}",
                 "already exists; nothing was written (a new bundle would have new noise and "
                 "commitments); give `overwrite` to replace it",
             )
 
 
-@holds_credentials
 def write_bundle(
     bundle: Bundle,
-    public_url: str,
-    truth_url: str,
+    public: StoreLocation,
+    truth: StoreLocation,
     secret: str,
     *,
     keep_secret: bool = False,
-    storage_options: storage.StorageOptions | None = None,
     quiet: bool = False,
     attrs: Mapping[str, Any] | None = None,
     truth_attrs: Mapping[str, Any] | None = None,
@@ -309,23 +299,13 @@ def write_bundle(
     `attrs`: more attrs for both groups (e.g. a recipe's provenance; nothing secret);
     `truth_attrs`: more for the truth group only (organiser-side provenance); `manifest_stamp`:
     more manifest keys (`public_truth.truth_stamp`'s)."""
-    if storage.join(public_url, "") == storage.join(truth_url, ""):
+    if storage.join(public.url, "") == storage.join(truth.url, ""):
         raise InvalidInput(
-            "truth_url", "must differ from `public_url`: truth is written only to its own URL"
+            "truth", "must differ from `public`: truth is written only to its own URL"
         )
     salt = keys.derive_salt(secret)
-    storage.write_arrays(
-        bundle.truth,
-        StoreLocation(truth_url, storage_options),
-        {},
-        label="truth",
-        quiet=quiet,
-        finish=False,
-    )
-    stored = {
-        name: storage.read_array(StoreLocation(truth_url, storage_options), name)
-        for name in bundle.truth
-    }
+    storage.write_arrays(bundle.truth, truth, {}, label="truth", quiet=quiet, finish=False)
+    stored = {name: storage.read_array(truth, name) for name in bundle.truth}
     rows = commitment.block_rows(bundle.manifest["pairs"][0]["shape"][1])
     digests = compute(
         {name: commitment.block_digests(array, salt, rows) for name, array in stored.items()},
@@ -345,7 +325,7 @@ def write_bundle(
     }
     storage.write_arrays(
         bundle.public,
-        StoreLocation(public_url, storage_options),
+        public,
         {**(attrs or {}), cv.ATTR_CTF: manifest},
         label="public bundle",
         quiet=quiet,
@@ -358,5 +338,5 @@ def write_bundle(
     }
     if keep_secret:
         private[cv.ATTR_CTF_SECRET] = secret
-    storage.finish_group(StoreLocation(truth_url, storage_options), private)
+    storage.finish_group(truth, private)
     return manifest

@@ -15,7 +15,6 @@ import xarray as xr
 from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.errors import InvalidInput
-from seisctf.location import StoreLocation
 from seisctf.options import Location, option
 from seisctf.pipeline.transforms.noise import (
     RmsFraction,
@@ -152,7 +151,7 @@ def open_noise_windows(context: BuildContext, arguments: dict[str, Any]) -> dict
     with a `trace_category` coord), and `channel` for data without a channel dim → the `noise`
     windows `add_real_noise` takes."""
     url = context.resolve(arguments.pop("noise_store"))
-    store = storage.open_dataset(StoreLocation(url, context.storage_options))
+    store = storage.open_dataset(context.location(url))
     if "waveforms" not in store:
         raise InvalidInput(url, "is not an event-window store (no `waveforms` variable)")
     windows = store["waveforms"]
