@@ -118,12 +118,13 @@ def test_arrays_round_trip_chunk_aligned(tmp_path):
 def test_reading_a_group_as_an_array_is_bad_input(tmp_path):
     """A name that holds a group (a bundle's manifest may name anything) is bad input naming
     it, not an AttributeError from deep in the read."""
-    url = str(tmp_path / "g.zarr")
-    storage.write_arrays({"a": da.zeros((4, 2), chunks=(4, 2))}, url, {}, quiet=True, finish=False)
-    storage.open_group(url, mode="r+").create_group("inner")
-    storage.finish_group(url, {}, None)
+    location = StoreLocation(str(tmp_path / "g.zarr"))
+    arrays = {"a": da.zeros((4, 2), chunks=(4, 2))}
+    storage.write_arrays(arrays, location, {}, quiet=True, finish=False)
+    storage.open_group(location, mode="r+").create_group("inner")
+    storage.finish_group(location, {})
     with pytest.raises(InvalidInput, match="inner.*is a group, not an array"):
-        storage.read_array(url, "inner")
+        storage.read_array(location, "inner")
 
 
 def test_store_on_s3_opens_lazily_with_xarray_through_s3fs(s3_server, s3_bucket):

@@ -36,11 +36,10 @@ def ingest_csv_readings(
             "sensor": np.arange(readings.shape[1]),
         },
     )
-    dataset.to_zarr(context.source_url, mode="w")
-    storage.finish_group(
-        context.source_url, {"sampling_rate_hz": sampling_rate_hz}, context.storage_options
-    )
-    return storage.open_dataset(context.source_url, context.storage_options)
+    store = context.location(context.require_source_url())
+    dataset.to_zarr(store.url, mode="w", storage_options=store.options)
+    storage.finish_group(store, {"sampling_rate_hz": sampling_rate_hz})
+    return storage.open_dataset(store)
 
 
 @dataclass(frozen=True)
