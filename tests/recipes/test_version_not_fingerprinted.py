@@ -18,6 +18,7 @@ from seisctf.formats.das import das_files
 from seisctf.formats.das.das_files import ingest_das
 from seisctf.formats.obspy_archive import waveforms
 from seisctf.formats.obspy_archive.waveforms import ingest_waveforms
+from seisctf.location import StoreLocation
 
 ANOTHER_VERSION = "99.0.0"
 
@@ -61,23 +62,25 @@ def write_waveform_archive(root: Path) -> None:
 
 def test_a_waveform_store_stays_up_to_date_under_another_version(tmp_path, monkeypatch):
     archive, url = tmp_path / "archive", tmp_path / "store.zarr"
+    store = StoreLocation(str(url))
     write_waveform_archive(archive)
-    assert not ingest_waveforms([str(archive)], str(url), quiet=True).up_to_date
+    assert not ingest_waveforms([str(archive)], store, quiet=True).up_to_date
     before = store_files(url)
     report_another_version(monkeypatch)
-    assert ingest_waveforms([str(archive)], str(url), quiet=True).up_to_date
-    assert ingest_waveforms([str(archive)], str(url), append=True, quiet=True).up_to_date
+    assert ingest_waveforms([str(archive)], store, quiet=True).up_to_date
+    assert ingest_waveforms([str(archive)], store, append=True, quiet=True).up_to_date
     assert store_files(url) == before
 
 
 def test_a_das_store_stays_up_to_date_under_another_version(tmp_path, monkeypatch):
     archive, url = tmp_path / "archive", tmp_path / "store.zarr"
+    store = StoreLocation(str(url))
     archive.mkdir()
     data = np.random.default_rng(0).standard_normal((200, 8))
     write_prodml(archive / "day.h5", data, np.datetime64("2024-01-02T03:04:05", "ns"), 50.0)
-    assert not ingest_das([str(archive)], str(url), block_samples=64, quiet=True).up_to_date
+    assert not ingest_das([str(archive)], store, block_samples=64, quiet=True).up_to_date
     before = store_files(url)
     report_another_version(monkeypatch)
-    assert ingest_das([str(archive)], str(url), block_samples=64, quiet=True).up_to_date
-    assert ingest_das([str(archive)], str(url), append=True, quiet=True).up_to_date
+    assert ingest_das([str(archive)], store, block_samples=64, quiet=True).up_to_date
+    assert ingest_das([str(archive)], store, append=True, quiet=True).up_to_date
     assert store_files(url) == before
