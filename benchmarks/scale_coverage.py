@@ -166,7 +166,7 @@ def coverage_work(job: str, store, url: str, workdir: Path, shape: StoreShape) -
     layout = workdir / "layout.yaml"
     layout.write_text(LAYOUT_YAML)
     _, _, truth = wavefield_for_tasks(
-        store, load_layout(str(layout)), channel="HHZ", rate_hz=CTF_RATE_HZ, quiet=True
+        store, load_layout(str(layout)), channel="HHZ", sampling_rate_hz=CTF_RATE_HZ, quiet=True
     )
     return {"stations": sorted(truth["archive"]["stations"])}
 

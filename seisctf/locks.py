@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
-from seisctf.errors import InvalidInput
+from seisctf.errors import InvalidInput, Message
 from seisctf.location import StoreLocation
 from seisctf.lock_objects import (
     LOCK_SUFFIX,
@@ -51,7 +51,7 @@ from seisctf.lock_objects import (
 
 LEASE_S = 120.0  # a lease's life; a crashed holder's lease is free this long after its last renewal
 LEASE_FORMAT = 1
-Notify = Callable[[str], None]
+Notify = Callable[[Message], None]  # a take-over, its parameters written `{name}`
 
 
 @dataclass(frozen=True)
@@ -191,6 +191,7 @@ class Held:
     made_folders: list[str]
 
 
+FORCE = ("force_unlock",)  # the parameter a refusal or a take-over names
 UNREADABLE = "a writer whose lock object does not read as a lease"
 
 
@@ -200,7 +201,8 @@ def _refusal(output: str, lock: str, holder: Lease | None) -> InvalidInput:
     return InvalidInput(
         output,
         f"another command is writing it: {who} (lock {lock}); wait for it to finish, or, if it "
-        f"is no longer running, re-run with `force_unlock`{expiry}",
+        f"is no longer running, re-run with {{force_unlock}}{expiry}",
+        parameters=FORCE,
     )
 
 
@@ -254,11 +256,13 @@ def _create(objects: Objects, path: str, lease: Lease, output: str) -> str | Non
         ) from None
 
 
-def _taken_over(output: str, holder: Lease | None, force: bool) -> str:
+def _taken_over(output: str, holder: Lease | None, force: bool) -> Message:
     who = holder.describe() if holder else UNREADABLE
     if force:
-        return f"removed the writer lock of {output} held by {who} (`force_unlock`)"
-    return f"took over the stale writer lock of {output} from {who}"
+        return Message(
+            f"removed the writer lock of {output} held by {who} ({{force_unlock}})", FORCE
+        )
+    return Message(f"took over the stale writer lock of {output} from {who}")
 
 
 def _clear_shares(held: Held, force: bool, notify: Notify) -> None:
@@ -361,7 +365,7 @@ def _lost(held: Held) -> InvalidInput:
     )
 
 
-def _notify_stderr(message: str) -> None:
+def _notify_stderr(message: Message) -> None:
     print(f"seisctf: {message}", file=sys.stderr, flush=True)
 
 

@@ -4,12 +4,13 @@ they typed (`--fractions`, `--truth`) and exits 3."""
 from __future__ import annotations
 
 import argparse
+import pickle
 
 import pytest
 from conftest import TINY_LAYOUT_YAML, smooth_wavefield
 
 from seisctf import storage
-from seisctf.cli import EXIT_INVALID_INPUT, main
+from seisctf.cli import EXIT_INVALID_INPUT, _parse, build_parser, main
 from seisctf.cli._parse import attach_option_flags, flag_error, option_flags
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
@@ -38,29 +39,68 @@ def test_option_flags_are_attached_to_every_verb():
 
 
 @pytest.mark.parametrize(
-    ("what", "problem", "shown"),
+    ("what", "problem", "parameters", "shown"),
     [
-        ("rate", "must be > 0", "--rate: must be > 0"),
-        ("rate_hz", "must be > 0", "--rate: must be > 0"),  # PARAMETER_DESTS
-        ("truth_url", "must differ from `public_url`", "--truth: must differ from --public"),
-        ("truth/public", "both missing", "--truth/--public: both missing"),
+        ("rate", "must be > 0", (), "--rate: must be > 0"),
+        # An option's dest is the library parameter it sets: no rename table.
+        ("sampling_rate_hz", "must be > 0", (), "--rate: must be > 0"),
+        (
+            "{truth}",
+            "must differ from {public}",
+            ("truth", "public"),
+            "--truth: must differ from --public",
+        ),
+        ("{truth}/{public}", "both missing", ("truth", "public"), "--truth/--public: both missing"),
         (
             "`storage_options` 'x'",
             "expected KEY=VALUE",
+            (),
             "`storage_options` 'x': expected KEY=VALUE",
         ),
-        ("submitter_code_url", "expected http(s)", "--code-url: expected http(s)"),
+        ("submitter_code_url", "expected http(s)", (), "--code-url: expected http(s)"),
         # Names the verb has no option for stay as the library wrote them.
-        ("layout", "unknown", "layout: unknown"),
-        ("rate/layout", "x", "rate/layout: x"),
-        ("in.zarr", "needs `seed`", "in.zarr: needs `seed`"),
+        ("layout", "unknown", (), "layout: unknown"),
+        ("{rate}/{layout}", "x", ("rate", "layout"), "--rate/layout: x"),
+        ("in.zarr", "needs {seed}", ("seed",), "in.zarr: needs `seed`"),
+        # Only the parameters an error declares are spelt: other braces and backticks are text.
+        (
+            "in.zarr",
+            "{rate} is not `rate` in {'rate': 1}",
+            (),
+            "in.zarr: {rate} is not `rate` in {'rate': 1}",
+        ),
     ],
 )
-def test_flag_error_names_the_verbs_flags(what, problem, shown):
+def test_flag_error_names_the_verbs_flags(what, problem, parameters, shown):
     flags = {"rate": "--rate", "truth": "--truth", "public": "--public"}
     flags["submitter_code_url"] = "--code-url"
-    error = flag_error(InvalidInput(what, problem), flags)
+    flags["sampling_rate_hz"] = "--rate"
+    error = flag_error(InvalidInput(what, problem, parameters=parameters), flags)
     assert isinstance(error, InvalidInput) and str(error) == shown
+
+
+def test_errors_spell_their_parameters_as_the_library_names_them():
+    error = InvalidInput("{truth}", "must differ from {public}", parameters=("truth", "public"))
+    assert str(error) == "truth: must differ from `public`"
+    assert (error.what, error.problem) == ("truth", "must differ from `public`")
+    copied = pickle.loads(pickle.dumps(error))  # raised on a worker, shown by the command
+    assert str(flag_error(copied, {"public": "--public"})) == "truth: must differ from --public"
+
+
+def test_every_option_is_named_as_its_parameter():
+    """An option whose flag differs from the library's name of what it sets carries that name
+    as its dest, which is how an error naming it reaches the user as the flag."""
+    synth_das = build_parser().parse_args(["synth", "das", "--out", "x.zarr"]).option_flags
+    assert synth_das["sampling_rate_hz"] == "--rate" and synth_das["ctf_rate_hz"] == "--ctf-rate"
+    assert synth_das["channel_spacing_m"] == "--spacing"
+    assert synth_das["gauge_length_m"] == "--gauge-length"
+    tasks = build_parser().parse_args(["tasks", "w.zarr", "--public", "p", "--truth", "t"])
+    assert tasks.option_flags["sampling_rate_hz"] == "--rate"
+    quakeml = build_parser().parse_args(
+        ["ingest", "quakeml", "c.xml", "--archive", "a", "--out", "o"]
+    )
+    assert quakeml.option_flags["window_s"] == "--window"
+    assert not hasattr(_parse, "PARAMETER_DESTS") and not hasattr(_parse, "BACKTICKED")
 
 
 def test_library_errors_name_parameters():

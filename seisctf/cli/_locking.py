@@ -13,8 +13,8 @@ import sys
 from collections.abc import Callable, Iterator
 
 from seisctf.cli._locations import OUTPUTS
-from seisctf.cli._parse import flag_error, store_location
-from seisctf.errors import InvalidInput
+from seisctf.cli._parse import store_location
+from seisctf.errors import Message
 from seisctf.location import StoreLocation, is_remote
 from seisctf.locks import Output, holding
 
@@ -73,9 +73,9 @@ def holding_outputs(args: argparse.Namespace) -> Iterator[None]:
         yield
         return
 
-    def notify(message: str) -> None:  # a lock taken over, in the verb's flags
-        flagged = flag_error(InvalidInput("", message), getattr(args, "option_flags", {}))
-        print(f"seisctf: {flagged.problem}", file=sys.stderr, flush=True)
+    def notify(message: Message) -> None:  # a lock taken over, in the verb's flags
+        shown = message.spelt(getattr(args, "option_flags", {}).get)
+        print(f"seisctf: {shown}", file=sys.stderr, flush=True)
 
     with holding(
         outputs,

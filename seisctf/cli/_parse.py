@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -337,29 +336,8 @@ def write_json(path: str, value: object) -> None:
 
 # --- library parameters back to flags ------------------------------------------------------------
 
-# Library parameters set by an option whose dest has another name: parameter -> dest. A
-# parameter named as its option's dest (`fractions`, `shard_traces`) needs no entry.
-PARAMETER_DESTS = {
-    "rate_hz": "rate",
-    "sampling_rate_hz": "rate",
-    "ctf_rate_hz": "ctf_rate",
-    "channel_spacing_m": "spacing",
-    "gauge_length_m": "gauge_length",
-    "duration_s": "duration",
-    "n_sensors": "sensors",
-    "n_clusters": "clusters",
-    "window_s": "window",
-    "pre_arrival_s": "pre_arrival",
-    "tolerance_s": "tolerance",
-    "public_url": "public",
-    "truth_url": "truth",
-    "public_store": "public",
-    "truth_store": "truth",
-    "storage_options": "storage_option",
-    "names": "submission",
-}
-# A parameter named in backticks inside a message: `rate_hz`.
-BACKTICKED = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*)`")
+# An option's dest is the name of the library parameter it sets (`--rate` sets
+# `sampling_rate_hz`), so a library error naming a parameter is shown with the verb's flag.
 
 
 def _leaf_parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
@@ -388,22 +366,8 @@ def attach_option_flags(parser: argparse.ArgumentParser) -> None:
         leaf.set_defaults(option_flags=option_flags(leaf))
 
 
-def flag_of(name: str, flags: Mapping[str, str]) -> str | None:
-    """The flag of the running verb that sets the library parameter `name`, if any."""
-    return flags.get(name) or flags.get(PARAMETER_DESTS.get(name, ""))
-
-
 def flag_error(error: InvalidInput, flags: Mapping[str, str]) -> InvalidInput:
-    """`error` as the user of the verb should read it: its `what` when it is a library
-    parameter (or `a/b`, several), and every parameter named in backticks, replaced by the
-    running verb's flag; names the verb has no option for are left as they are."""
-
-    def flag(match: re.Match[str]) -> str:
-        return flag_of(match[1], flags) or match[0]
-
-    flagged = [flag_of(part, flags) or "" for part in error.what.split("/")]
-    what = "/".join(flagged) if all(flagged) else BACKTICKED.sub(flag, error.what)
-    problem = BACKTICKED.sub(flag, error.problem)
-    if (what, problem) == (error.what, error.problem):
-        return error
-    return InvalidInput(what, problem)
+    """`error` as the user of the verb should read it: the parameters it names (its `what`, or
+    those written `{name}`) given as the running verb's flags; names the verb has no option for
+    are left as the library wrote them."""
+    return error.spelt(flags.get)

@@ -34,6 +34,7 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     )
     compare.add_argument(
         "--clusters",
+        dest="n_clusters",
         type=COUNT,
         help="training clusters the budgets draw from: a budget equal to it has identical draws",
     )
@@ -65,7 +66,7 @@ def _run_compare(args: argparse.Namespace) -> None:
     runs = read_runs(store_location(args, args.runs))
     identical = identical_draw_budgets(
         runs,
-        n_clusters=args.clusters,
+        n_clusters=args.n_clusters,
         audit=_load_audit(args.audit) if args.audit else None,
         what=args.runs,
     )

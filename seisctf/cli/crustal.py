@@ -26,10 +26,22 @@ def _add_crustal(kinds, common: argparse.ArgumentParser) -> None:
     crustal.add_argument(
         "--sensor-spacing", type=POSITIVE, default=100.0, help="sensor spacing, m (100)"
     )
-    crustal.add_argument("--rate", type=POSITIVE, default=100.0, help="output sampling rate, Hz")
-    crustal.add_argument("--duration", type=POSITIVE, default=6.0, help="record length, s (6)")
     crustal.add_argument(
-        "--spacing", type=POSITIVE, default=200.0, help="finite-difference grid spacing, m (200)"
+        "--rate",
+        dest="sampling_rate_hz",
+        type=POSITIVE,
+        default=100.0,
+        help="output sampling rate, Hz",
+    )
+    crustal.add_argument(
+        "--duration", dest="duration_s", type=POSITIVE, default=6.0, help="record length, s (6)"
+    )
+    crustal.add_argument(
+        "--spacing",
+        dest="spacing_m",
+        type=POSITIVE,
+        default=200.0,
+        help="finite-difference grid spacing, m (200)",
     )
     crustal.add_argument("--depth", type=POSITIVE, default=6000.0, help="modelled depth, m (6000)")
     crustal.add_argument(
@@ -86,9 +98,9 @@ def _crustal_options(args: argparse.Namespace) -> dict:
     return {
         "sensors": args.grid * args.grid,
         "sensor_spacing_m": args.sensor_spacing,
-        "sampling_rate_hz": args.rate,
-        "duration_s": args.duration,
-        "spacing_m": args.spacing,
+        "sampling_rate_hz": args.sampling_rate_hz,
+        "duration_s": args.duration_s,
+        "spacing_m": args.spacing_m,
         "depth_m": args.depth,
         "time_step_s": args.time_step,
         "parametric": args.parametric,

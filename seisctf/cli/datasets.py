@@ -49,12 +49,17 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     )
     demo.add_argument(
         "--sensors",
+        dest="n_sensors",
         type=COUNT,
         help="number of sensors (default: 2048 for global, 256 DAS channels for das, "
         "94 × 94 = 8836 for crustal, which needs a square number)",
     )
     demo.add_argument(
-        "--duration", type=POSITIVE, default=3000.0, help="seconds of wavefield (global only)"
+        "--duration",
+        dest="duration_s",
+        type=POSITIVE,
+        default=3000.0,
+        help="seconds of wavefield (global only)",
     )
     demo.add_argument(
         "--layout",
@@ -110,7 +115,10 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
         "default: the store's only channel",
     )
     tasks.add_argument(
-        "--rate", type=POSITIVE, help="waveform store only: CTF sampling rate, Hz (default 1)"
+        "--rate",
+        dest="sampling_rate_hz",
+        type=POSITIVE,
+        help="waveform store only: CTF sampling rate, Hz (default 1)",
     )
     tasks.add_argument(
         "--overwrite",
@@ -144,7 +152,13 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
         "for test; station-disjoint: each station in one split; event: whole events; time: "
         "earliest events to train, latest to test",
     )
-    split.add_argument("--clusters", type=COUNT, default=20, help="k-means clusters (default 20)")
+    split.add_argument(
+        "--clusters",
+        dest="n_clusters",
+        type=COUNT,
+        default=20,
+        help="k-means clusters (default 20)",
+    )
     split.add_argument(
         "--test-clusters",
         type=COUNT,
@@ -238,12 +252,22 @@ def _add_synth_kinds(synth_kinds: Commands, common: argparse.ArgumentParser) -> 
     synth_global = synth_kinds.add_parser("global", parents=[common], help=None)
     synth_global.add_argument("--out", required=True, help="store URL or path")
     synth_global.add_argument(
-        "--sensors", type=COUNT, default=2048, help="number of sensors on the globe"
+        "--sensors",
+        dest="n_sensors",
+        type=COUNT,
+        default=2048,
+        help="number of sensors on the globe",
     )
     synth_global.add_argument(
-        "--duration", type=POSITIVE, default=3000.0, help="seconds of wavefield per realisation"
+        "--duration",
+        dest="duration_s",
+        type=POSITIVE,
+        default=3000.0,
+        help="seconds of wavefield per realisation",
     )
-    synth_global.add_argument("--rate", type=POSITIVE, default=1.0, help="sampling rate, Hz")
+    synth_global.add_argument(
+        "--rate", dest="sampling_rate_hz", type=POSITIVE, default=1.0, help="sampling rate, Hz"
+    )
     generator_seed_options(synth_global)
     override_option(synth_global)
     synth_global.set_defaults(run=_run_synth_global, check=_check_synth_global)
@@ -252,16 +276,28 @@ def _add_synth_kinds(synth_kinds: Commands, common: argparse.ArgumentParser) -> 
     synth_das.add_argument(
         "--channels", type=Number(int, at_least=2), default=3000, help="channels along the fibre"
     )
-    synth_das.add_argument("--spacing", type=POSITIVE, default=10.0, help="channel spacing, m")
-    synth_das.add_argument("--gauge-length", type=POSITIVE, default=20.0, help="gauge length, m")
-    synth_das.add_argument("--rate", type=POSITIVE, default=5.0, help="sampling rate, Hz")
+    synth_das.add_argument(
+        "--spacing",
+        dest="channel_spacing_m",
+        type=POSITIVE,
+        default=10.0,
+        help="channel spacing, m",
+    )
+    synth_das.add_argument(
+        "--gauge-length", dest="gauge_length_m", type=POSITIVE, default=20.0, help="gauge length, m"
+    )
+    synth_das.add_argument(
+        "--rate", dest="sampling_rate_hz", type=POSITIVE, default=5.0, help="sampling rate, Hz"
+    )
     synth_das.add_argument(
         "--layout",
         default="das",
         help=f"CTF layout whose guarded slots the ten realisations fill: a shipped one "
         f"({LAYOUT_NAMES}) or a YAML file",
     )
-    synth_das.add_argument("--ctf-rate", type=POSITIVE, default=1.0, help="the CTF's rate, Hz")
+    synth_das.add_argument(
+        "--ctf-rate", dest="ctf_rate_hz", type=POSITIVE, default=1.0, help="the CTF's rate, Hz"
+    )
     synth_das.add_argument("--no-earthquakes", action="store_true", help="swell and noise only")
     synth_das.add_argument(
         "--noise-rms", type=NON_NEGATIVE, default=3e-9, help="instrument noise, strain rate 1/s"
@@ -335,7 +371,7 @@ def _check_demo(args: argparse.Namespace) -> None:
     sizes = [
         source_size(source, options, load_layout(args.layout or DEFAULT_LAYOUTS[dataset]))
         for dataset in demo_datasets(args.dataset)
-        for source, options in demo_source(dataset, args.sensors, args.duration).items()
+        for source, options in demo_source(dataset, args.n_sensors, args.duration_s).items()
     ]
     refuse_oversize(sizes, args.workdir, args, what="demo (its wavefield stores alone)")
 
@@ -360,8 +396,8 @@ def _run_demo(args: argparse.Namespace) -> None:
         args.workdir,
         dataset=args.dataset,
         secret=args.secret,
-        n_sensors=args.sensors,
-        duration_s=args.duration,
+        n_sensors=args.n_sensors,
+        duration_s=args.duration_s,
         layout=args.layout,
         quiet=args.quiet,
     )
@@ -400,7 +436,11 @@ def _run_synthesis(args: argparse.Namespace, kind: str, **options) -> None:
 
 
 def _synth_global_options(args: argparse.Namespace) -> dict:
-    return {"sensors": args.sensors, "duration_s": args.duration, "sampling_rate_hz": args.rate}
+    return {
+        "sensors": args.n_sensors,
+        "duration_s": args.duration_s,
+        "sampling_rate_hz": args.sampling_rate_hz,
+    }
 
 
 def _check_synth_global(args: argparse.Namespace) -> None:
@@ -414,10 +454,10 @@ def _run_synth_global(args: argparse.Namespace) -> None:
 def _synth_das_options(args: argparse.Namespace) -> dict:
     return {
         "channels": args.channels,
-        "channel_spacing_m": args.spacing,
-        "gauge_length_m": args.gauge_length,
-        "sampling_rate_hz": args.rate,
-        "ctf_rate_hz": args.ctf_rate,
+        "channel_spacing_m": args.channel_spacing_m,
+        "gauge_length_m": args.gauge_length_m,
+        "sampling_rate_hz": args.sampling_rate_hz,
+        "ctf_rate_hz": args.ctf_rate_hz,
         "earthquakes": not args.no_earthquakes,
         "noise_rms": args.noise_rms,
     }
@@ -439,7 +479,7 @@ def _run_split(args: argparse.Namespace) -> None:
 
     options = SplitOptions.from_text(
         args.strategy,
-        n_clusters=args.clusters,
+        n_clusters=args.n_clusters,
         test_clusters=args.test_clusters,
         dev_fraction=args.dev_fraction,
         fractions=args.fractions,
@@ -529,7 +569,7 @@ def _run_tasks(args: argparse.Namespace) -> None:
             store,
             layout,
             channel=args.channel,
-            rate_hz=args.rate,
+            sampling_rate_hz=args.sampling_rate_hz,
             what=args.wavefield,
             quiet=args.quiet,
         )

@@ -149,9 +149,12 @@ def _quakeml_arguments(parser: argparse.ArgumentParser) -> None:
         "globs ingested first",
     )
     parser.add_argument("--out", required=True, help="event-window store URL or path")
-    parser.add_argument("--window", type=POSITIVE, default=60.0, help="window length, s")
+    parser.add_argument(
+        "--window", dest="window_s", type=POSITIVE, default=60.0, help="window length, s"
+    )
     parser.add_argument(
         "--pre-arrival",
+        dest="pre_arrival_s",
         type=NON_NEGATIVE,
         default=10.0,
         help="window start before the first pick, s",
@@ -257,8 +260,8 @@ def _run_ingest_quakeml(args: argparse.Namespace) -> None:
         args.catalog,
         args.archive,
         store_location(args, args.out),
-        window_s=args.window,
-        pre_arrival_s=args.pre_arrival,
+        window_s=args.window_s,
+        pre_arrival_s=args.pre_arrival_s,
         noise_windows=args.noise_windows,
         inventories=args.inventory,
         scratch=args.scratch,

@@ -35,6 +35,7 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     score.add_argument("--name", help="model name (default: the file's stem)")
     score.add_argument(
         "--tolerance",
+        dest="tolerance_s",
         type=POSITIVE,
         default=0.5,
         help="a P or S pick within this many seconds of the labelled arrival is a hit",
@@ -153,7 +154,7 @@ def _run_score_picks(args: argparse.Namespace) -> None:
             args.name or Path(str(args.submission).rstrip("/")).stem,
             referee.Referee(release, args.db, metadata),
             write,
-            tolerance_s=args.tolerance,
+            tolerance_s=args.tolerance_s,
             threshold=args.threshold,
             split=args.split,
             group_by=tuple(dict.fromkeys(args.group_by)),

@@ -167,10 +167,21 @@ def fill_in_order(units: pd.Series, order: Sequence[str], fractions: Sequence[fl
     return units.map(dict(zip(order, chosen, strict=True))).to_numpy(dtype=object)
 
 
-def require(table: pd.DataFrame, columns: Sequence[str], what: str, purpose: str) -> None:
+def require(
+    table: pd.DataFrame,
+    columns: Sequence[str],
+    what: str,
+    purpose: str,
+    parameters: Sequence[str] = (),
+) -> None:
+    """InvalidInput unless `table` has `columns`; `purpose` may name `parameters` as `{name}`."""
     missing = [c for c in columns if c not in table]
     if missing:
-        raise InvalidInput(what, f"{purpose} needs the per-trace column(s) {', '.join(missing)}")
+        raise InvalidInput(
+            what,
+            f"{purpose} needs the per-trace column(s) {', '.join(missing)}",
+            parameters=parameters,
+        )
 
 
 def buffered_groups(coordinates: pd.DataFrame, buffer_km: float) -> dict[str, str]:
@@ -331,7 +342,9 @@ def station_disjoint(table: pd.DataFrame, options: SplitOptions, what: str) -> S
     stations = station_keys(table)
     notes = []
     if options.buffer_km > 0:
-        require(table, (cv.STATION_LATITUDE, cv.STATION_LONGITUDE), what, "`buffer_km`")
+        require(
+            table, (cv.STATION_LATITUDE, cv.STATION_LONGITUDE), what, "{buffer_km}", ["buffer_km"]
+        )
         coordinates = (
             table[[cv.STATION_LATITUDE, cv.STATION_LONGITUDE]]
             .astype(np.float64)

@@ -325,7 +325,8 @@ def compare_metric(
             raise InvalidInput(
                 label,
                 "one data draw: the data-sampling variance needs at least 2 (or mark the budget's "
-                "draws as one training set: `n_clusters`, `audit` or column n_clusters_total)",
+                "draws as one training set: {n_clusters}, {audit} or column n_clusters_total)",
+                parameters=("n_clusters", "audit"),
             )
         entry, variances = _cell(
             rows,

@@ -295,7 +295,7 @@ def reserve(
     now_s = time.time() if now_s is None else now_s
     if len(names) > release.quota:
         raise InvalidInput(
-            "names", f"{counted(len(names), 'submission')}, above the quota of {release.quota}"
+            "release", f"{counted(len(names), 'submission')}, above the quota of {release.quota}"
         )
     connection = _connect(release.quota_db)
     try:
@@ -312,10 +312,11 @@ def reserve(
             connection.execute("ROLLBACK")
             free_at = times[len(times) + len(names) - release.quota - 1] + QUOTA_WINDOW_S
             raise InvalidInput(
-                f"`participant` {release.participant}",
+                f"{{participant}} {release.participant}",
                 f"{len(times)} of {counted(release.quota, 'release')} used in the last 24 h, "
                 f"{len(names)} asked for; nothing was scored. Next possible at "
                 f"{_utc(free_at)} UTC",
+                parameters=["participant"],
             )
         ids = []
         for name in names:

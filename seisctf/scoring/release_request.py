@@ -23,8 +23,9 @@ class Release:
         name = self.participant
         if not name.strip() or len(name) > MAX_PARTICIPANT_CHARS or not name.isprintable():
             raise InvalidInput(
-                f"`participant` {name!r}",
+                f"{{participant}} {name!r}",
                 f"expected 1 to {MAX_PARTICIPANT_CHARS} printable characters",
+                parameters=["participant"],
             )
         if self.quota < 1:
             raise InvalidInput("quota", f"expected at least 1 release per 24 h, got {self.quota}")

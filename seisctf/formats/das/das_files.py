@@ -368,7 +368,9 @@ def _append(
     recorded = das_inputs.recorded_in(group)
     if recorded is None:
         raise InvalidInput(
-            store.url, "records no DAS inputs (no `inputs` table); ingest without `append`"
+            store.url,
+            "records no DAS inputs (no `inputs` table); ingest without {append}",
+            parameters=["append"],
         )
     storage_options = store.storage_options  # the inputs' too
     complete = bool(previous.get(cv.ATTR_COMPLETE))

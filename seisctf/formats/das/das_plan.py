@@ -313,7 +313,11 @@ def make_das_plan(
     placed = [place(patch, grid_start, axis.step_ns) for patch in accepted]
     early = [p for p in placed if p.first_index < 0]
     if early:
-        raise InvalidInput(early[0].patch.path, "starts before the store; ingest without `append`")
+        raise InvalidInput(
+            early[0].patch.path,
+            "starts before the store; ingest without {append}",
+            parameters=["append"],
+        )
     placed = sorted([*kept, *placed], key=painting_order)
     if block_samples is None:
         block_samples = chunk_rows(axis.n_distance)

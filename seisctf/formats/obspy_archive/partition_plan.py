@@ -191,7 +191,8 @@ def check_rates(off: Sequence[Sequence[TraceHeader]], chosen: float) -> None:
         listed = "; ".join(f"{h.path} ({h.sampling_rate} Hz)" for h in first)
         raise InvalidInput(
             first[0].path,
-            f"sampling rates differ from {chosen} Hz: {listed}; give `rate` HZ to resample",
+            f"sampling rates differ from {chosen} Hz: {listed}; give {{rate}} HZ to resample",
+            parameters=["rate"],
         )
 
 

@@ -128,14 +128,19 @@ def requested_removal(
     corners, level = parse_pre_filt(pre_filt), parse_water_level(water_level)
     if output is None:
         if corners != AUTO or level != DEFAULT_WATER_LEVEL:
-            raise InvalidInput("pre_filt/water_level", "only apply with `remove_response`")
+            raise InvalidInput(
+                "{pre_filt}/{water_level}",
+                "only apply with {remove_response}",
+                parameters=("pre_filt", "water_level", "remove_response"),
+            )
         return None
     if str(output).upper() not in OUTPUTS:
         raise InvalidInput("remove_response", f"output must be one of {OUTPUTS}, got {output}")
     if not inventories:
         raise InvalidInput(
             "remove_response",
-            "needs the instrument responses: give `inventory` STATIONXML (none was given)",
+            "needs the instrument responses: give {inventory} STATIONXML (none was given)",
+            parameters=["inventory"],
         )
     return str(output).upper(), corners, level
 

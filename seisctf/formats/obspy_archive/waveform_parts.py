@@ -176,13 +176,19 @@ def check_same_grid(
     firsts = [first for _, first, _ in found if first is not None]
     if plan.start_ns != int(previous["start_time_ns"]):
         first = min(starts, key=lambda pair: pair[0])[1] if starts else url
-        raise InvalidInput(first, f"starts before the store {url}; ingest without `append`")
+        raise InvalidInput(
+            first,
+            f"starts before the store {url}; ingest without {{append}}",
+            parameters=["append"],
+        )
     if plan.sampling_rate != float(previous[cv.ATTR_SAMPLING_RATE]):
         raise InvalidInput(firsts[0] if firsts else url, f"sampling rate differs from {url}")
     outside = next((item for _, _, item in found if item is not None), None)
     if outside is not None:
         path, kind, name = outside
-        raise InvalidInput(path, f"{kind} {name} is not in {url}; ingest without `append`")
+        raise InvalidInput(
+            path, f"{kind} {name} is not in {url}; ingest without {{append}}", parameters=["append"]
+        )
 
 
 # --- the inputs' fingerprint and table ------------------------------------------------------

@@ -450,7 +450,9 @@ def append_rate(previous: dict[str, Any], rate: float | None) -> float | None:
     """The `rate` the store was ingested with (None: no resampling); `rate` must agree."""
     used = float(previous[cv.ATTR_SAMPLING_RATE]) if previous.get("resampling") else None
     if rate is not None and rate != used:
-        raise InvalidInput("rate", f"the store was ingested with `rate` {used}, not {rate}")
+        raise InvalidInput(
+            "rate", f"the store was ingested with {{rate}} {used}, not {rate}", parameters=["rate"]
+        )
     return used
 
 
@@ -458,10 +460,11 @@ def check_same_removal(previous: dict[str, Any], removed: dict[str, Any] | None)
     """An append removes the response as the store's ingest did (or not at all, as it)."""
     used = previous.get("response_removed")
     if used != removed:
-        said = "without `remove_response`" if used is None else f"with response removal {used}"
+        said = "without {remove_response}" if used is None else f"with response removal {used}"
         raise InvalidInput(
             "remove_response",
-            f"the store was ingested {said}; append with the same options (and `inventory`)",
+            f"the store was ingested {said}; append with the same options (and {{inventory}})",
+            parameters=("remove_response", "inventory"),
         )
 
 

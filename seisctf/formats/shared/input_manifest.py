@@ -547,7 +547,11 @@ def _from_entries(entries: Any) -> RecordedInputs | None:
 def appended_to(recorded: RecordedInputs | None, url: str) -> RecordedInputs:
     """The record of the inputs of the store an append adds to (it must have one)."""
     if recorded is None:
-        raise InvalidInput(url, "records no inputs (no `inputs` table); ingest without `append`")
+        raise InvalidInput(
+            url,
+            "records no inputs (no `inputs` table); ingest without {append}",
+            parameters=["append"],
+        )
     return recorded
 
 

@@ -344,11 +344,15 @@ def appendable_attrs(store: StoreLocation, record: str) -> tuple[Any, dict]:
         group = open_store(store)
     except InvalidInput:
         raise InvalidInput(
-            store.url, "`append` needs an existing store; ingest without it"
+            store.url, "{append} needs an existing store; ingest without it", parameters=["append"]
         ) from None
     attrs = dict(group.attrs)
     if not attrs.get(cv.ATTR_COMPLETE) and not (PROGRESS_VAR in group and record in attrs):
-        raise InvalidInput(store.url, "`append` needs a complete store (this one is unfinished)")
+        raise InvalidInput(
+            store.url,
+            "{append} needs a complete store (this one is unfinished)",
+            parameters=["append"],
+        )
     return group, attrs
 
 
@@ -357,7 +361,8 @@ def pending_append(url: str) -> InvalidInput:
     return InvalidInput(
         url,
         "an interrupted append of other files is pending: re-run that append, "
-        "or ingest all files without `append`",
+        "or ingest all files without {append}",
+        parameters=["append"],
     )
 
 
@@ -366,7 +371,8 @@ def changed_input(path: str, url: str, recorded: str, now: str) -> InvalidInput:
     return InvalidInput(
         path,
         f"changed since it was ingested into {url} (sha256 {recorded[:12]}… "
-        f"now {now[:12]}…); ingest without `append` to rebuild",
+        f"now {now[:12]}…); ingest without {{append}} to rebuild",
+        parameters=["append"],
     )
 
 

@@ -1,6 +1,6 @@
 """A CTF wavefield cut from a continuous waveform store, so real archives feed the same referee.
 
-`archive_wavefield(store, layout, channel=…, rate_hz=…)` returns a wavefield dataset that
+`archive_wavefield(store, layout, channel=…, sampling_rate_hz=…)` returns a wavefield dataset that
 `tasks.build_bundle` accepts: `u(realisation, time, sensor)` float64 with the bundle's ten roles.
 Everything is lazy (Dask) except one small pass that finds where the data are gap-free.
 
@@ -89,7 +89,7 @@ def select_channel(store: xr.Dataset, channel: str | None, what: str) -> tuple[s
     codes = [str(code) for code in store[cv.CHANNEL].values]
     if channel is None:
         matches = codes if len(codes) == 1 else []
-        problem = f"has channels {codes}; choose one with `channel`"
+        problem = f"has channels {codes}; choose one with {{channel}}"
     elif channel in codes:
         matches = [channel]
     else:
@@ -99,7 +99,7 @@ def select_channel(store: xr.Dataset, channel: str | None, what: str) -> tuple[s
         if len(matches) > 1:
             problem = f"component {channel!r} matches channels {matches}; give the full code"
     if len(matches) != 1:
-        raise InvalidInput(what, problem)
+        raise InvalidInput(what, problem, parameters=["channel"])
     data = channel_of(store[cv.WAVEFORM_VAR], codes.index(matches[0]))
     data = data.assign_attrs({cv.ATTR_SAMPLING_RATE: float(store.attrs[cv.ATTR_SAMPLING_RATE])})
     return matches[0], recorded(data, data, "select_channel", {"channel": matches[0]})
@@ -143,14 +143,14 @@ def archive_wavefield(
     layout: Layout,
     *,
     channel: str | None = None,
-    rate_hz: float = DEFAULT_RATE_HZ,
+    sampling_rate_hz: float = DEFAULT_RATE_HZ,
     time_chunk_samples: int = TIME_CHUNK_SAMPLES,
     what: str = "waveform store",
     quiet: bool = False,
 ) -> xr.Dataset:
     """The wavefield `build_bundle` takes, cut from a continuous waveform store (see the module
     docstring): `u(realisation, time, sensor)` float64, 10 realisations of
-    `layout.required_steps` samples at `rate_hz` (Hz), one per role in `SEGMENT_ROLES`.
+    `layout.required_steps` samples at `sampling_rate_hz` (Hz), one per role in `SEGMENT_ROLES`.
 
     Computes one small thing, the gap check (bool per station and slot); `u` stays lazy.
     """
@@ -163,7 +163,7 @@ def archive_wavefield(
         data,
         cv.STATION,
         layout,
-        rate_hz=rate_hz,
+        sampling_rate_hz=sampling_rate_hz,
         order=sensor_order(ids, latitude, longitude),
         time_chunk_samples=time_chunk_samples,
         source=f"channel {code}",
@@ -175,7 +175,7 @@ def archive_wavefield(
     kept, complete, steps, starts, u = cut.kept, cut.complete, cut.steps, cut.starts, cut.u
 
     start_time = str(store.attrs[cv.ATTR_START_TIME])
-    start_h = segment_start_hours(starts, rate_hz)
+    start_h = segment_start_hours(starts, sampling_rate_hz)
     is_parametric = [role.startswith("param_") for role in SEGMENT_ROLES]
     archive = {
         "source": what,
@@ -183,13 +183,13 @@ def archive_wavefield(
         "source_start_time": start_time,
         "source_sampling_rate_hz": source_rate_hz,
         "channel": code,
-        "sampling_rate_hz": float(rate_hz),
+        "sampling_rate_hz": float(sampling_rate_hz),
         "transforms": cut.transforms,
         "time_chunk_samples": int(time_chunk_samples),
         "segment_steps": steps,
         "guard_steps": cut.guard,
         "segment_roles": list(SEGMENT_ROLES),
-        "segment_start_times": [iso_time(start_time, start / rate_hz) for start in starts],
+        "segment_start_times": [iso_time(start_time, start / sampling_rate_hz) for start in starts],
         "n_stations": len(kept),
         "n_stations_dropped": len(ids) - len(kept),
         "stations": [ids[i] for i in kept],
@@ -201,7 +201,7 @@ def archive_wavefield(
         {cv.WAVEFIELD_VAR: ((cv.REALISATION, cv.TIME, cv.SENSOR), u)},
         coords={
             cv.REALISATION: np.arange(N_SEGMENTS),
-            cv.TIME: np.arange(steps) / rate_hz,
+            cv.TIME: np.arange(steps) / sampling_rate_hz,
             cv.SENSOR: np.array(archive["stations"], dtype=object),
             cv.LATITUDE: (cv.SENSOR, latitude[kept]),
             cv.LONGITUDE: (cv.SENSOR, longitude[kept]),
@@ -219,7 +219,7 @@ def archive_wavefield(
         attrs={
             cv.ATTR_DATASET: cv.ARCHIVE_DATASET,
             cv.ATTR_START_TIME: start_time,
-            cv.ATTR_SAMPLING_RATE: float(rate_hz),
+            cv.ATTR_SAMPLING_RATE: float(sampling_rate_hz),
             cv.ATTR_SENSOR_ORDER: SENSOR_ORDER,
             cv.ATTR_PARAMETER_NAME: cv.SEGMENT_PARAMETER,
             cv.ATTR_ARCHIVE: archive,
@@ -240,7 +240,7 @@ def wavefield_for_tasks(
     layout: Layout,
     *,
     channel: str | None = None,
-    rate_hz: float | None = None,
+    sampling_rate_hz: float | None = None,
     what: str = "store",
     quiet: bool = False,
 ) -> tuple[xr.Dataset, dict[str, Any], dict[str, Any]]:
@@ -248,14 +248,16 @@ def wavefield_for_tasks(
 
     A continuous waveform store goes through `archive_wavefield`, a DAS store through
     `das_wavefield.das_wavefield` (no `channel`); a wavefield store is used as it is, and then
-    `channel` and `rate_hz` must not be given."""
+    `channel` and `sampling_rate_hz` must not be given."""
     if cv.WAVEFIELD_VAR not in store.data_vars and cv.das_variable(store) is not None:
         if channel is not None:
-            raise InvalidInput(what, "`channel` is only for a continuous waveform store")
+            raise InvalidInput(
+                what, "{channel} is only for a continuous waveform store", parameters=["channel"]
+            )
         wavefield = das_wavefield(
             store,
             layout,
-            rate_hz=DEFAULT_RATE_HZ if rate_hz is None else rate_hz,
+            sampling_rate_hz=DEFAULT_RATE_HZ if sampling_rate_hz is None else sampling_rate_hz,
             what=what,
             quiet=quiet,
         )
@@ -265,21 +267,23 @@ def wavefield_for_tasks(
             store,
             layout,
             channel=channel,
-            rate_hz=DEFAULT_RATE_HZ if rate_hz is None else rate_hz,
+            sampling_rate_hz=DEFAULT_RATE_HZ if sampling_rate_hz is None else sampling_rate_hz,
             what=what,
             quiet=quiet,
         )
         return wavefield, *archive_attrs(wavefield)
     given = [
         option
-        for option, value in (("`channel`", channel), ("`rate_hz`", rate_hz))
+        for option, value in (("channel", channel), ("sampling_rate_hz", sampling_rate_hz))
         if value is not None
     ]
     if given:
         raise InvalidInput(
             what,
-            f"{' and '.join(given)} {'are' if len(given) > 1 else 'is'} only for a continuous "
+            f"{' and '.join('{' + name + '}' for name in given)} "
+            f"{'are' if len(given) > 1 else 'is'} only for a continuous "
             f"waveform store (variable {cv.WAVEFORM_VAR!r} with dims {cv.WAVEFORM_DIMS}) or a "
             "DAS store; this store is neither",
+            parameters=given,
         )
     return store, {}, {}

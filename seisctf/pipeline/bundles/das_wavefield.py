@@ -1,6 +1,6 @@
 """A CTF wavefield cut from a DAS store, and the synthetic DAS record sized for it.
 
-`das_wavefield(store, layout, rate_hz=1)` is the documented adapter from a DAS store
+`das_wavefield(store, layout, sampling_rate_hz=1)` is the documented adapter from a DAS store
 (`strain_rate(time, distance)` or another quantity, conventions.py) to what
 `tasks.build_bundle` takes: `u(realisation, time, sensor)` float64, ten realisations with the
 bundle's roles. It is the archive path's cut (`guarded_segments.py`), with the fibre's
@@ -78,7 +78,7 @@ PUBLIC_DAS_KEYS = (
 )
 
 
-def _segments_attr(store: xr.Dataset, rate_hz: float, what: str) -> dict[str, Any] | None:
+def _segments_attr(store: xr.Dataset, sampling_rate_hz: float, what: str) -> dict[str, Any] | None:
     segments = store.attrs.get(cv.ATTR_CTF_SEGMENTS)
     if not segments:
         return None
@@ -90,12 +90,12 @@ def _segments_attr(store: xr.Dataset, rate_hz: float, what: str) -> dict[str, An
             f"attr {cv.ATTR_CTF_SEGMENTS!r} must list roles {list(cv.SEGMENT_ROLES)} and a "
             "parameter value per slot",
         )
-    slot_steps = float(segments["slot_duration_s"]) * rate_hz
+    slot_steps = float(segments["slot_duration_s"]) * sampling_rate_hz
     if abs(slot_steps - round(slot_steps)) > 1e-6:
         raise InvalidInput(
             what,
             f"its slots of {segments['slot_duration_s']} s are not a whole number of samples "
-            f"at {rate_hz} Hz",
+            f"at {sampling_rate_hz} Hz",
         )
     return {**segments, "slot_steps": round(slot_steps)}
 
@@ -104,22 +104,23 @@ def das_wavefield(
     store: xr.Dataset,
     layout: Layout,
     *,
-    rate_hz: float = DEFAULT_RATE_HZ,
+    sampling_rate_hz: float = DEFAULT_RATE_HZ,
     what: str = "DAS store",
     quiet: bool = False,
 ) -> xr.Dataset:
     """The wavefield `build_bundle` takes, cut from a DAS store (module docstring):
     `u(realisation, time, sensor)` float64, 10 realisations of `layout.required_steps` samples
-    at `rate_hz` (Hz), one per role in `conventions.SEGMENT_ROLES`. Lazy, but for the gap check."""
+    at `sampling_rate_hz` (Hz), one per role in `conventions.SEGMENT_ROLES`. Lazy, but for the
+    gap check."""
     variable = cv.validate_das_store(store, what)
     source_rate_hz = float(store.attrs[cv.ATTR_SAMPLING_RATE])
     data = store[variable].assign_attrs({cv.ATTR_SAMPLING_RATE: source_rate_hz})
-    segments = _segments_attr(store, rate_hz, what)
+    segments = _segments_attr(store, sampling_rate_hz, what)
     cut = guarded_segments(
         data,
         cv.DISTANCE,
         layout,
-        rate_hz=rate_hz,
+        sampling_rate_hz=sampling_rate_hz,
         trace_chunks={cv.DISTANCE: CHANNEL_CHUNK},
         time_chunk_samples=TIME_CHUNK_SAMPLES,
         slot_steps=segments["slot_steps"] if segments else None,
@@ -139,7 +140,7 @@ def das_wavefield(
         parameter = values[:N_SEGMENTS]
     else:
         parameter_name = cv.SEGMENT_PARAMETER
-        parameter = segment_start_hours(cut.starts, rate_hz)
+        parameter = segment_start_hours(cut.starts, sampling_rate_hz)
     is_parametric = [role.startswith("param_") for role in cv.SEGMENT_ROLES]
     start_time = str(store.attrs[cv.ATTR_START_TIME])
     distance = np.asarray(store[cv.DISTANCE].values, dtype=np.float64)
@@ -154,14 +155,14 @@ def das_wavefield(
         "interrogator": store.attrs.get(cv.ATTR_INTERROGATOR),
         "gauge_length_m": store.attrs.get(cv.ATTR_GAUGE_LENGTH),
         "channel_spacing_m": store.attrs.get(cv.ATTR_CHANNEL_SPACING),
-        "sampling_rate_hz": float(rate_hz),
+        "sampling_rate_hz": float(sampling_rate_hz),
         "transforms": cut.transforms,
         "time_chunk_samples": TIME_CHUNK_SAMPLES,
         "channel_chunk": CHANNEL_CHUNK,
         "segment_steps": cut.steps,
         "guard_steps": cut.guard,
         "segment_roles": list(cv.SEGMENT_ROLES),
-        "segment_start_times": [iso_time(start_time, s / rate_hz) for s in cut.starts],
+        "segment_start_times": [iso_time(start_time, s / sampling_rate_hz) for s in cut.starts],
         "n_channels": len(cut.kept),
         "n_channels_dropped": n_channels - len(cut.kept),
         "channels_dropped": [i for i in range(n_channels) if not cut.complete[i]],
@@ -172,7 +173,7 @@ def das_wavefield(
         {cv.WAVEFIELD_VAR: ((cv.REALISATION, cv.TIME, cv.SENSOR), cut.u)},
         coords={
             cv.REALISATION: np.arange(N_SEGMENTS),
-            cv.TIME: np.arange(cut.steps) / rate_hz,
+            cv.TIME: np.arange(cut.steps) / sampling_rate_hz,
             cv.SENSOR: np.asarray(cut.kept, dtype=np.int64),
             cv.DISTANCE: (cv.SENSOR, distance[cut.kept]),
             cv.ROLE: (cv.REALISATION, np.array(cv.SEGMENT_ROLES, dtype=object)),
@@ -185,7 +186,7 @@ def das_wavefield(
         attrs={
             cv.ATTR_DATASET: cv.DAS_DATASET,
             cv.ATTR_START_TIME: start_time,
-            cv.ATTR_SAMPLING_RATE: float(rate_hz),
+            cv.ATTR_SAMPLING_RATE: float(sampling_rate_hz),
             cv.ATTR_SENSOR_ORDER: SENSOR_ORDER,
             cv.ATTR_PARAMETER_NAME: parameter_name,
             cv.ATTR_DAS: provenance,

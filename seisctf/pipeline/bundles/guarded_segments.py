@@ -1,7 +1,7 @@
 """Ten guarded segments cut from a continuous record, the one cut behind `archive_wavefield`
 (a waveform store's stations) and `das_wavefield` (a DAS fibre's channels).
 
-`guarded_segments(data, trace_dim, layout, rate_hz=…)` takes `data(trace, time)` (attr
+`guarded_segments(data, trace_dim, layout, sampling_rate_hz=…)` takes `data(trace, time)` (attr
 `sampling_rate`, Hz) and returns `GuardedSegments`: `u(segment, time, trace)` float64, lazy,
 one segment of `layout.required_steps` CTF samples per role of `SEGMENT_ROLES`, and the slot
 geometry. Only the gap check is computed.
@@ -18,8 +18,8 @@ X3train. The rules that give this:
 
 - Causal processing only: the anti-alias low-pass runs forward (`zero_phase=False` in
   `filters.decimate` / `filters.resample`; resample's FIR is delayed so it is causal too), so
-  CTF row k depends on raw samples at or before k / rate_hz only. Truth may depend on public
-  samples, never the reverse.
+  CTF row k depends on raw samples at or before k / sampling_rate_hz only. Truth may depend on
+  public samples, never the reverse.
 - One slot per segment, processed alone: the raw record is cut into slots (below) and each of
   the ten slots used is filtered as a separate array, starting in the steady state of its
   first raw sample. No state, halo or statistic crosses from one slot to the next, so nothing of
@@ -64,11 +64,12 @@ here is any trace of the record, e.g. a DAS fibre's channel):
    of the data's shape only, so the bundle's bytes never depend on how the store was chunked,
    and each station is filtered alone whatever its neighbours in a chunk), then to the CTF rate
    with the causal filters (`to_ctf_rate`):
-   `filters.decimate` when the store's rate is an integer multiple of `rate_hz` (Butterworth
-   anti-alias filter of order 8 at 0.8 × the new Nyquist frequency, then every factor-th
-   sample), else `filters.resample` (the same filter, then the delayed polyphase FIR); nothing
-   when the rates are equal. The first `guard` CTF samples are dropped; the L that follow are
-   the segment, whose sample k sits at its slot's start + (guard + k) / rate_hz.
+   `filters.decimate` when the store's rate is an integer multiple of `sampling_rate_hz`
+   (Butterworth anti-alias filter of order 8 at 0.8 × the new Nyquist frequency, then every
+   factor-th sample), else `filters.resample` (the same filter, then the delayed polyphase
+   FIR); nothing when the rates are equal. The first `guard` CTF samples are dropped; the L
+   that follow are the segment, whose sample k sits at its slot's start + (guard + k) /
+   sampling_rate_hz.
 5. The offset removal above.
 """
 
@@ -122,26 +123,28 @@ OFFSET_POLICY = (
 
 def to_ctf_rate(
     data: xr.DataArray,
-    rate_hz: float,
+    sampling_rate_hz: float,
     time_chunk_samples: int,
     what: str,
     trace_chunks: Mapping[str, int] | None = None,
 ) -> xr.DataArray:
-    """`data(station, time)` (attr `sampling_rate`) brought to `rate_hz` with the causal
+    """`data(station, time)` (attr `sampling_rate`) brought to `sampling_rate_hz` with the causal
     filters (module docstring), float64, in chunks of `stations_per_chunk` stations ×
     `time_chunk_samples` from its first sample (`trace_chunks`: other chunks along the trace
     dims, e.g. {"distance": 128}):
-    sample k depends on input samples at or before k / rate_hz s only. NaN where a gap is
+    sample k depends on input samples at or before k / sampling_rate_hz s only. NaN where a gap is
     within the filters' reach before the sample (`filters.py`'s causal NaN policy)."""
     source_rate_hz = float(data.attrs[cv.ATTR_SAMPLING_RATE])
-    up, down = ctf_ratio(source_rate_hz, rate_hz, what)
+    up, down = ctf_ratio(source_rate_hz, sampling_rate_hz, what)
     stations = stations_per_chunk(data.sizes[cv.TIME], time_chunk_samples)
     data = data.chunk({**(trace_chunks or {cv.STATION: stations}), cv.TIME: time_chunk_samples})
     tolerance = FILTER_TOLERANCE
     if up == 1 and down > 1:
         return filters.decimate(data, factor=down, tolerance=tolerance, zero_phase=False)
     if down > 1:
-        return filters.resample(data, sampling_rate=rate_hz, tolerance=tolerance, zero_phase=False)
+        return filters.resample(
+            data, sampling_rate=sampling_rate_hz, tolerance=tolerance, zero_phase=False
+        )
     return data.astype(np.float64)
 
 
@@ -220,7 +223,7 @@ def guarded_segments(
     trace_dim: str,
     layout: Layout,
     *,
-    rate_hz: float,
+    sampling_rate_hz: float,
     order: list[int] | None = None,
     trace_chunks: Mapping[str, int] | None = None,
     time_chunk_samples: int = TIME_CHUNK_SAMPLES,
@@ -234,22 +237,23 @@ def guarded_segments(
     """Steps 2–5 of the module docstring on `data(trace_dim, time)` (attr `sampling_rate`; any
     dim order): slots of guard + `layout.required_steps` CTF samples (`slot_steps`: a longer
     slot, whose extra samples lengthen the guard), the gap check, each of the ten slots used
-    processed alone (causal filters to `rate_hz`, guard dropped, offset from public rows removed).
+    processed alone (causal filters to `sampling_rate_hz`, guard dropped, offset from public rows
+    removed).
     `order`: the traces' order in the result (default: as stored). `source` and `trace_noun`
     name the record and its traces in error messages; `coverage`: the store's, which spares the
     gap check reading the slots it shows empty (`gap_check.store_coverage`). Computes only the
     gap check."""
     check_trace_count(layout, data.sizes[trace_dim], trace_noun, what)
     source_rate_hz = float(data.attrs[cv.ATTR_SAMPLING_RATE])
-    up, down = ctf_ratio(source_rate_hz, rate_hz, what)
+    up, down = ctf_ratio(source_rate_hz, sampling_rate_hz, what)
     steps = layout.required_steps
-    guard = guard_steps(source_rate_hz, rate_hz, steps)
+    guard = guard_steps(source_rate_hz, sampling_rate_hz, steps)
     if slot_steps is not None:
         if slot_steps < guard + steps or (slot_steps * down) % up:
             raise InvalidInput(
                 what,
-                f"slots of {slot_steps} samples at {rate_hz} Hz cannot hold a guard of {guard} "
-                f"and a segment of {steps} (layout {layout.name!r}) on whole raw samples",
+                f"slots of {slot_steps} samples at {sampling_rate_hz} Hz cannot hold a guard of "
+                f"{guard} and a segment of {steps} (layout {layout.name!r}) on whole raw samples",
             )
         guard = slot_steps - steps
     slot_steps = guard + steps
@@ -260,10 +264,11 @@ def guarded_segments(
         raise InvalidInput(
             what,
             f"too short for layout {layout.name!r}: {source} gives {n_out} samples at "
-            f"{rate_hz} Hz ({n_out / rate_hz:g} s); {N_SEGMENTS} segments of {steps} samples, "
-            f"each after a guard of {guard} samples while the causal anti-alias filter "
-            f"settles, need {N_SEGMENTS * slot_steps} ({N_SEGMENTS * slot_steps / rate_hz:g} s)"
-            + length_note(n_out, source_rate_hz, rate_hz),
+            f"{sampling_rate_hz} Hz ({n_out / sampling_rate_hz:g} s); {N_SEGMENTS} segments of "
+            f"{steps} samples, each after a guard of {guard} samples while the causal anti-alias "
+            f"filter settles, need {N_SEGMENTS * slot_steps} "
+            f"({N_SEGMENTS * slot_steps / sampling_rate_hz:g} s)"
+            + length_note(n_out, source_rate_hz, sampling_rate_hz),
         )
     max_lead = lead_limit(up, down, guard)
     run = usable_run(data, slot_samples, max_lead, trace_dim, N_SEGMENTS, coverage, quiet=quiet)
@@ -273,10 +278,10 @@ def guarded_segments(
         raise InvalidInput(
             what,
             f"only {int(complete.sum())} {trace_noun}(s) have gap-free {source} data over "
-            f"{N_SEGMENTS} consecutive slots of {slot_steps} samples at {rate_hz} Hz "
+            f"{N_SEGMENTS} consecutive slots of {slot_steps} samples at {sampling_rate_hz} Hz "
             f"({guard} of guard + a segment of {steps}); layout {layout.name!r} "
             f"(modes={layout.modes}) needs at least {needed}"
-            + stations_note(layout, source_rate_hz, rate_hz)
+            + stations_note(layout, source_rate_hz, sampling_rate_hz)
             + small_network_note(int(complete.sum()), trace_noun),
         )
     order = list(range(data.sizes[trace_dim])) if order is None else order
@@ -291,7 +296,7 @@ def guarded_segments(
             )
         )
         raw = hold_leads(raw, run.leads[kept, slot - first_slot], trace_dim)
-        ctf = to_ctf_rate(raw, rate_hz, time_chunk_samples, what, trace_chunks)
+        ctf = to_ctf_rate(raw, sampling_rate_hz, time_chunk_samples, what, trace_chunks)
         segment = ctf.isel({cv.TIME: slice(guard, slot_steps)})
         segments.append(remove_offset(segment, min(layout.forecast_start, steps)))
     u = da.stack([segment.transpose(cv.TIME, trace_dim).data for segment in segments])
@@ -309,7 +314,7 @@ def guarded_segments(
     )
 
 
-def segment_start_hours(starts: list[int], rate_hz: float) -> list[float]:
+def segment_start_hours(starts: list[int], sampling_rate_hz: float) -> list[float]:
     """Segment starts (CTF samples from the record's start) in hours: the parameter of the
     parametric pairs for a real record."""
-    return [start / rate_hz / 3600.0 for start in starts]
+    return [start / sampling_rate_hz / 3600.0 for start in starts]

@@ -276,9 +276,10 @@ def refuse_existing_bundle(
         fs, path = location.filesystem()
         if fs.exists(path):
             raise InvalidInput(
-                f"`{parameter}` {location.url}",
+                f"{{{parameter}}} {location.url}",
                 "already exists; nothing was written (a new bundle would have new noise and "
-                "commitments); give `overwrite` to replace it",
+                "commitments); give {overwrite} to replace it",
+                parameters=(parameter, "overwrite"),
             )
 
 
@@ -301,7 +302,9 @@ def write_bundle(
     more manifest keys (`public_truth.truth_stamp`'s)."""
     if storage.join(public.url, "") == storage.join(truth.url, ""):
         raise InvalidInput(
-            "truth", "must differ from `public`: truth is written only to its own URL"
+            "{truth}",
+            "must differ from {public}: truth is written only to its own URL",
+            parameters=("truth", "public"),
         )
     salt = keys.derive_salt(secret)
     storage.write_arrays(bundle.truth, truth, {}, label="truth", quiet=quiet, finish=False)
