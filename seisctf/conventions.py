@@ -7,6 +7,7 @@ docs/contract.md; this module is its executable form.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TypedDict
@@ -228,13 +229,25 @@ def time_space_chunks(n_time: int, n_space: int, itemsize: int = 4) -> tuple[int
     return min(n_time, rows), space
 
 
+def sampling_rate_hz(attrs: Mapping[str, object], what: str) -> float:
+    """The `sampling_rate` attr of a store, array or record (`what` names it), Hz: the one
+    reader of it, InvalidInput unless a positive finite number."""
+    rate = attrs.get(ATTR_SAMPLING_RATE)
+    if (
+        isinstance(rate, bool)
+        or not isinstance(rate, numbers.Real)  # numpy's numbers too
+        or not math.isfinite(rate)
+        or rate <= 0
+    ):
+        raise InvalidInput(
+            what, f"attr {ATTR_SAMPLING_RATE!r} must be a positive number, got {rate!r}"
+        )
+    return float(rate)
+
+
 def _check_timing(ds: xr.Dataset, name: str, *, start_time: bool = True) -> None:
     """A positive finite `sampling_rate` attr (Hz), and a `start_time` attr unless told not."""
-    rate = ds.attrs.get(ATTR_SAMPLING_RATE)
-    if not isinstance(rate, int | float) or not math.isfinite(rate) or rate <= 0:
-        raise InvalidInput(
-            name, f"attr {ATTR_SAMPLING_RATE!r} must be a positive number, got {rate!r}"
-        )
+    sampling_rate_hz(ds.attrs, name)
     if start_time and ATTR_START_TIME not in ds.attrs:
         raise InvalidInput(name, f"has no attr {ATTR_START_TIME!r} (ISO 8601)")
 

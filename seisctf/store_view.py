@@ -474,9 +474,7 @@ def time_axis(ds: xr.Dataset, where: str = "store") -> RegularTime | None:
         return None
     if cv.ATTR_SAMPLING_RATE not in attrs or cv.ATTR_START_TIME not in attrs:
         return None
-    rate = attrs[cv.ATTR_SAMPLING_RATE]
-    if not isinstance(rate, int | float) or not math.isfinite(rate) or rate <= 0:
-        raise InvalidInput(where, f"attr {cv.ATTR_SAMPLING_RATE!r} must be > 0, got {rate!r}")
+    rate = cv.sampling_rate_hz(attrs, where)
     step = attrs.get("time_step_ns")
     return RegularTime(
         ds.sizes[cv.TIME], start_ns_of(attrs, where), rate, int(step) if step else None

@@ -114,7 +114,7 @@ def select_traces(
         names=table[cv.TRACE_NAME].to_numpy(dtype=object)[positions],
         npts=np.minimum(npts[positions], n_sample),
         channels=tuple(str(c) for c in ds[cv.CHANNEL].values.tolist()),
-        sampling_rate_hz=float(ds.attrs[cv.ATTR_SAMPLING_RATE]),
+        sampling_rate_hz=cv.sampling_rate_hz(ds.attrs, store.url),
         task_traces=_task_traces(store),
     )
 

@@ -132,7 +132,7 @@ def read_truth(
     input."""
     url = store.url
     ds = cv.validate_event_window_store(storage.open_dataset(store), url)
-    rate_hz = float(ds.attrs[cv.ATTR_SAMPLING_RATE])
+    rate_hz = cv.sampling_rate_hz(ds.attrs, url)
     missing = [column for column in ARRIVAL_COLUMNS if column not in ds.variables]
     if missing:
         raise InvalidInput(str(url), f"has no per-trace {missing} (the pick labels)")

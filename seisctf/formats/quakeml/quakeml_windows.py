@@ -140,7 +140,7 @@ def store_grid(dataset, source: StoreLocation) -> catalogs.StoreGrid:
         stations=stations,
         channels=tuple(str(c) for c in dataset[cv.CHANNEL].values),
         start_ns=int(start_ns),
-        sampling_rate=float(attrs[cv.ATTR_SAMPLING_RATE]),
+        sampling_rate=cv.sampling_rate_hz(attrs, url),
         n_time=int(dataset.sizes[cv.TIME]),
         coverage=coverage,
         block_samples=int(block_samples) if block_samples else None,

@@ -69,7 +69,7 @@ def component_order(ds) -> str:
 def data_format(ds, whole: bool = True) -> dict[str, Any]:
     """The writer's `data_format`; `component_order` only when every trace is `whole` (has
     every component): SeisBench warns when it differs from a row's `trace_component_order`."""
-    found = {"dimension_order": "CW", "sampling_rate": float(ds.attrs[cv.ATTR_SAMPLING_RATE])}
+    found = {"dimension_order": "CW", "sampling_rate": cv.sampling_rate_hz(ds.attrs, "store")}
     if whole:
         found["component_order"] = component_order(ds)
     for key in ("measurement", "unit", "instrument_response"):

@@ -84,6 +84,7 @@ class StoreWaveformDataset(sbd.WaveformDataset):
         self._reader = WindowReader(store, cache_bytes, signed_urls)
         if cv.ATTR_SAMPLING_RATE not in attrs:
             raise InvalidInput(str(url), f"no attr {cv.ATTR_SAMPLING_RATE!r}: not event windows")
+        sampling_rate_hz = cv.sampling_rate_hz(attrs, str(url))
         channels = str(attrs.get(cv.ATTR_COMPONENT_ORDER) or "")
         if len(channels) != self._reader.layout.shape[1]:
             raise InvalidInput(
@@ -104,13 +105,13 @@ class StoreWaveformDataset(sbd.WaveformDataset):
         self._chunks_with_paths_cache = None
         self.sampling_rate = sampling_rate
         catalog = ew.read_catalog(store)
-        self._metadata = seisbench_metadata(catalog, channels, float(attrs[cv.ATTR_SAMPLING_RATE]))
+        self._metadata = seisbench_metadata(catalog, channels, sampling_rate_hz)
         self._npts = self._metadata[cv.TRACE_NPTS].to_numpy(dtype=np.int64).copy()
         self._data_format = {
             **dict(attrs.get("seisbench_data_format") or {}),
             "dimension_order": "CW",
             "component_order": channels,
-            "sampling_rate": float(attrs[cv.ATTR_SAMPLING_RATE]),
+            "sampling_rate": sampling_rate_hz,
         }
         self._build_trace_name_to_idx_dict()
         self.dimension_order = dimension_order

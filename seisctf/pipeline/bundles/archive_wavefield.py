@@ -101,7 +101,7 @@ def select_channel(store: xr.Dataset, channel: str | None, what: str) -> tuple[s
     if len(matches) != 1:
         raise InvalidInput(what, problem, parameters=["channel"])
     data = channel_of(store[cv.WAVEFORM_VAR], codes.index(matches[0]))
-    data = data.assign_attrs({cv.ATTR_SAMPLING_RATE: float(store.attrs[cv.ATTR_SAMPLING_RATE])})
+    data = data.assign_attrs({cv.ATTR_SAMPLING_RATE: cv.sampling_rate_hz(store.attrs, what)})
     return matches[0], recorded(data, data, "select_channel", {"channel": matches[0]})
 
 
@@ -156,7 +156,7 @@ def archive_wavefield(
     """
     cv.validate_waveform_store(store, what)
     code, data = select_channel(store, channel, what)
-    source_rate_hz = float(store.attrs[cv.ATTR_SAMPLING_RATE])
+    source_rate_hz = cv.sampling_rate_hz(store.attrs, what)
     ids = [str(station) for station in store[cv.STATION].values]
     latitude, longitude = _coordinate(store, cv.LATITUDE), _coordinate(store, cv.LONGITUDE)
     cut = guarded_segments(

@@ -113,7 +113,7 @@ def das_wavefield(
     at `sampling_rate_hz` (Hz), one per role in `conventions.SEGMENT_ROLES`. Lazy, but for the
     gap check."""
     variable = cv.validate_das_store(store, what)
-    source_rate_hz = float(store.attrs[cv.ATTR_SAMPLING_RATE])
+    source_rate_hz = cv.sampling_rate_hz(store.attrs, what)
     data = store[variable].assign_attrs({cv.ATTR_SAMPLING_RATE: source_rate_hz})
     segments = _segments_attr(store, sampling_rate_hz, what)
     cut = guarded_segments(

@@ -134,7 +134,7 @@ def to_ctf_rate(
     dims, e.g. {"distance": 128}):
     sample k depends on input samples at or before k / sampling_rate_hz s only. NaN where a gap is
     within the filters' reach before the sample (`filters.py`'s causal NaN policy)."""
-    source_rate_hz = float(data.attrs[cv.ATTR_SAMPLING_RATE])
+    source_rate_hz = cv.sampling_rate_hz(data.attrs, what)
     up, down = ctf_ratio(source_rate_hz, sampling_rate_hz, what)
     stations = stations_per_chunk(data.sizes[cv.TIME], time_chunk_samples)
     data = data.chunk({**(trace_chunks or {cv.STATION: stations}), cv.TIME: time_chunk_samples})
@@ -244,7 +244,7 @@ def guarded_segments(
     gap check reading the slots it shows empty (`gap_check.store_coverage`). Computes only the
     gap check."""
     check_trace_count(layout, data.sizes[trace_dim], trace_noun, what)
-    source_rate_hz = float(data.attrs[cv.ATTR_SAMPLING_RATE])
+    source_rate_hz = cv.sampling_rate_hz(data.attrs, what)
     up, down = ctf_ratio(source_rate_hz, sampling_rate_hz, what)
     steps = layout.required_steps
     guard = guard_steps(source_rate_hz, sampling_rate_hz, steps)

@@ -246,7 +246,7 @@ def _manifest(
     return {
         "dataset": str(wavefield.attrs.get(cv.ATTR_DATASET, "unknown")),
         "layout": layout.name,
-        "delta_t": 1.0 / float(wavefield.attrs[cv.ATTR_SAMPLING_RATE]),
+        "delta_t": 1.0 / cv.sampling_rate_hz(wavefield.attrs, "wavefield"),
         "k_short": layout.k_short,
         "k_long": layout.k_long,
         "modes": layout.modes,

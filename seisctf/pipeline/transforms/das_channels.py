@@ -33,7 +33,6 @@ Each returns a float64 DataArray (selection keeps the dtype) with the step appen
 
 from __future__ import annotations
 
-import math
 from typing import Annotated
 
 import dask.array as da
@@ -184,23 +183,25 @@ def _gradient_block(block: np.ndarray, *, spacing: float) -> np.ndarray:
     return derivative
 
 
-def _differentiate(data: xr.DataArray, rate_hz: float, what: str) -> xr.DataArray:
+def _differentiate(data: xr.DataArray, sampling_rate_hz: float, what: str) -> xr.DataArray:
     axis = data.get_axis_num(cv.TIME)
     if data.sizes[cv.TIME] < 2:
         raise InvalidInput(f"{what} input", f"has {data.sizes[cv.TIME]} sample; needs 2+")
     values = data.data if isinstance(data.data, da.Array) else da.from_array(data.values, -1)
     depth = 1 if len(values.chunks[axis]) > 1 else 0
-    derivative = map_halo(_gradient_block, values, axis, (depth, depth), spacing=1.0 / rate_hz)
+    derivative = map_halo(
+        _gradient_block, values, axis, (depth, depth), spacing=1.0 / sampling_rate_hz
+    )
     return data.copy(data=derivative)
 
 
-def _integrate(data: xr.DataArray, rate_hz: float) -> xr.DataArray:
+def _integrate(data: xr.DataArray, sampling_rate_hz: float) -> xr.DataArray:
     values = data.astype(np.float64)
     if not isinstance(values.data, da.Array):
         values = values.chunk({dim: -1 for dim in values.dims})
     first = values.isel({cv.TIME: 0})
     total = values.cumsum(cv.TIME, skipna=False)  # NaN propagates to every later sample
-    return (total - 0.5 * (values + first)) * (1.0 / rate_hz)
+    return (total - 0.5 * (values + first)) * (1.0 / sampling_rate_hz)
 
 
 @TRANSFORMS.register("convert_quantity", cheap=True)
@@ -215,19 +216,15 @@ def convert_quantity(
     if to not in (STRAIN, STRAIN_RATE):
         raise InvalidInput(f"{what} to={to!r}", f"expected {STRAIN!r} or {STRAIN_RATE!r}")
     quantity = _quantity(data, what)
-    rate_hz = float(data.attrs.get(cv.ATTR_SAMPLING_RATE) or 0)
-    if not (math.isfinite(rate_hz) and rate_hz > 0):
-        raise InvalidInput(
-            f"{what} input attrs[{cv.ATTR_SAMPLING_RATE!r}]", "expected a positive rate in Hz"
-        )
+    sampling_rate_hz = cv.sampling_rate_hz(data.attrs, f"{what} input")
     if quantity == to:
         result = data.astype(np.float64)
         method = "none"
     elif to == STRAIN_RATE:
-        result = _differentiate(data, rate_hz, what)
+        result = _differentiate(data, sampling_rate_hz, what)
         method = "central differences (numpy.gradient), one-sided at the ends"
     else:
-        result = _integrate(data, rate_hz).transpose(*data.dims)
+        result = _integrate(data, sampling_rate_hz).transpose(*data.dims)
         method = "trapezoid rule from the first sample (strain 0 there)"
     result = result.rename(to).assign_attrs({cv.ATTR_QUANTITY: to, cv.ATTR_UNITS: UNITS[to]})
     return recorded(result, data, what, {"from": quantity, "to": to, "method": method})

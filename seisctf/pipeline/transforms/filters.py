@@ -86,18 +86,7 @@ def _time_axis(data: xr.DataArray, what: str) -> int:
 
 
 def _sampling_rate_hz(data: xr.DataArray, what: str) -> float:
-    value = data.attrs.get(cv.ATTR_SAMPLING_RATE)
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float | np.integer | np.floating)
-        or not math.isfinite(value)
-        or value <= 0
-    ):
-        raise InvalidInput(
-            f"{what} input attrs[{cv.ATTR_SAMPLING_RATE!r}]={value!r}",
-            "expected a positive sampling rate in Hz",
-        )
-    return float(value)
+    return cv.sampling_rate_hz(data.attrs, f"{what} input")
 
 
 def _dask_values(data: xr.DataArray) -> da.Array:

@@ -79,16 +79,7 @@ def checked_time_axis(data: xr.DataArray) -> int:
 
 def sampling_rate_of(data: xr.DataArray) -> float:
     """Sampling rate in Hz from `data.attrs`."""
-    what = f"data.attrs[{cv.ATTR_SAMPLING_RATE!r}]"
-    if cv.ATTR_SAMPLING_RATE not in data.attrs:
-        raise InvalidInput(what, "missing: the sampling rate in Hz is needed")
-    try:
-        rate = float(data.attrs[cv.ATTR_SAMPLING_RATE])
-    except (TypeError, ValueError):
-        raise InvalidInput(what, "must be a number of Hz") from None
-    if not (math.isfinite(rate) and rate > 0):
-        raise InvalidInput(what, f"must be positive and finite, got {rate}")
-    return rate
+    return cv.sampling_rate_hz(data.attrs, "data")
 
 
 def _real_number(name: str, value, minimum: float | None = None) -> float:
