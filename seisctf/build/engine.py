@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ from seisctf.build.provenance import provenance, up_to_date
 from seisctf.build.transform_chain import apply_transforms
 from seisctf.errors import InvalidInput
 from seisctf.formats.shared.source import source_store_url
-from seisctf.plugins.context import BuildContext
+from seisctf.plugins.context import BuildContext, BuildReport
 from seisctf.plugins.layouts import Layout, load_layout
 from seisctf.plugins.schema import (
     POSITIVE_INT,
@@ -141,11 +142,12 @@ def _private_url(outputs: Mapping[str, Any]) -> str:
     return outputs[first]["url" if first == "store" else OUTPUTS[first].private]
 
 
-def build(recipe: RecipeText, context: BuildContext) -> BuildContext:
-    """Run a validated recipe: source → transforms → outputs (skipping up-to-date outputs)."""
+def build(recipe: RecipeText, context: BuildContext) -> BuildReport:
+    """Run a validated recipe: source → transforms → outputs (skipping up-to-date outputs).
+    Returns `context.report`, filled in."""
     data = recipe.data
     if context.layout is None and layout_name(data):
-        context.layout = load_layout(layout_name(data))
+        context = replace(context, layout=load_layout(layout_name(data)))
     ((source_name, source_options),) = data["source"].items()
     source = SOURCES[source_name]
     opened: dict[str, xr.Dataset] = {}
@@ -173,21 +175,23 @@ def build(recipe: RecipeText, context: BuildContext) -> BuildContext:
 
     if isinstance(source, Ingest):
         # Ingest first (a no-op when up to date): the outputs' provenance hashes its inputs.
-        context.source_url = source_store_url(data, context)
+        context = replace(context, source_url=source_store_url(data, context))
         open_source()
     elif source_name == "store":
-        context.source_url = context.resolve(source_options["url"])
+        context = replace(context, source_url=context.resolve(source_options["url"]))
     # Checkpoints hold data before noise: private, so next to the truth when there is one.
-    context.scratch = context.resolve(_private_url(data["outputs"])).rstrip("/") + ".checkpoints"
+    scratch_url = context.resolve(_private_url(data["outputs"])).rstrip("/") + ".checkpoints"
+    context = replace(context, scratch=scratch_url)
+    report = context.report
     try:
         _write_outputs(recipe, context, dataset)
     finally:
         # The scratch folder is this build's own (named after its private output); also removed
         # when this run made no checkpoint, since an interrupted earlier run may have left one.
-        scratch = [*context.checkpoints, *([context.scratch] if context.scratch else [])]
+        scratch = [*report.checkpoints, scratch_url]
         remove_checkpoints([context.location(url) for url in scratch])
-        context.checkpoints.clear()
-    return context
+        report.checkpoints.clear()
+    return report
 
 
 def _write_outputs(recipe: RecipeText, context: BuildContext, dataset) -> None:
@@ -199,15 +203,15 @@ def _write_outputs(recipe: RecipeText, context: BuildContext, dataset) -> None:
         store_url = context.resolve(spec["url"])
         record = provenance(recipe, context, ("source", "transforms"), "store")
         if up_to_date(store_url, record["fingerprint"], context):
-            context.skipped.append(store_url)
+            context.report.skipped.append(store_url)
         else:
             result = rechunk_for_store(dataset(), spec.get("chunks"))
             result = result.assign_attrs({cv.ATTR_PROVENANCE: record})
             storage.write_dataset(
                 result, context.location(store_url), label="build store", quiet=context.quiet
             )
-            context.written.append(store_url)
-        context.store_output = store_url
+            context.report.written.append(store_url)
+        context.report.store_output = store_url
     for name in OUTPUTS:
         if name in outputs:
             OUTPUTS[name].function(recipe, context, dataset)
@@ -242,8 +246,10 @@ def build_file(
         public_truth=public_truth,
     )
     if secret or keys.secret_from_env() or needs_secret(recipe.data):
-        context.secret = keys.resolve_secret(secret, kept=_kept_secret(recipe, context))
-    return build(recipe, context)
+        resolved = keys.resolve_secret(secret, kept=_kept_secret(recipe, context))
+        context = replace(context, secret=resolved)
+    build(recipe, context)
+    return context
 
 
 def output_urls(recipe: RecipeText, workdir: str | Path = ".") -> list[str]:

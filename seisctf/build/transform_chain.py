@@ -59,7 +59,7 @@ def _checkpoint(
         if variable in dataset.data_vars and stored.kind == "f"
     }
     url = f"{context.scratch}/before-transforms-{index}.zarr"
-    context.checkpoints.append(url)
+    context.report.checkpoints.append(url)
     label = f"checkpoint before transforms[{index}]"
     return write_checkpoint(dataset, context.location(url), windows, dtypes, label, context.quiet)
 

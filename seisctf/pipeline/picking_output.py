@@ -111,7 +111,7 @@ def picking_output(
     store = context.location(url)
     record = provenance(recipe, context, ("source",), "picking")
     if up_to_date(url, record["fingerprint"], context):
-        context.skipped.append(url)
+        context.report.skipped.append(url)
     else:
         try:
             source_url = context.require_source_url()
@@ -121,7 +121,7 @@ def picking_output(
         except InvalidInput as error:
             raise recipe.error(("outputs", "picking"), str(error)) from None
         storage.finish_group(store, {cv.ATTR_PROVENANCE: record})
-        context.written.append(url)
+        context.report.written.append(url)
     if spec.get("audit"):
         audit_file = context.location(context.resolve(spec["audit"]))
         audit = storage.read_attrs(store)[ATTR_SPLIT_AUDIT]

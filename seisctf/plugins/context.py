@@ -1,5 +1,7 @@
-"""What a recipe build carries besides the recipe: `BuildContext`. Recipe sources (ingests and
-synthetic generators, `seisctf.registry`) are `function(context, **options) -> xr.Dataset`."""
+"""What a recipe build carries besides the recipe: `BuildContext`, its inputs (frozen), and the
+`BuildReport` the engine fills in and returns. Recipe sources (ingests and synthetic
+generators, `seisctf.registry`) are `function(context, **options) -> xr.Dataset`; outputs
+record what they wrote or skipped in `context.report`."""
 
 from __future__ import annotations
 
@@ -13,28 +15,49 @@ from seisctf.plugins.layouts import Layout
 
 
 @dataclass
+class BuildReport:
+    """What a build did: the outputs' URLs it wrote and those it skipped as up to date, the
+    checkpoint stores it made (removed when it ends), and where its `store` output is (the
+    other outputs read it rather than recompute the chain)."""
+
+    written: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    checkpoints: list[str] = field(default_factory=list)
+    store_output: str | None = None
+
+
+@dataclass(frozen=True)
 class BuildContext:
     """What a build needs besides the recipe: where relative URLs live, storage options, the
     organiser's secret (`keys.resolve_secret`), whether the organiser accepts a truth anyone can
-    regenerate (`public_truth`: `--public-truth`) and output verbosity."""
+    regenerate (`public_truth`: `--public-truth`) and output verbosity; then what the engine
+    derives from the recipe before it runs a plugin (`dataclasses.replace`): the layout, the
+    store an ingest source writes, the checkpoints' folder. `report`: filled in as it runs."""
 
     workdir: Path = Path(".")
     storage_options: storage.StorageOptions | None = None
     secret: keys.Secret | None = None
     quiet: bool = False
     public_truth: bool = False
-    written: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
-    scratch: str | None = None  # where checkpoints go (private: next to the outputs)
-    checkpoints: list[str] = field(default_factory=list)
     # The recipe's `splits.ctf.layout`, parsed once (sizes synthetic sources and the bundle).
     layout: Layout | None = None
     source_url: str | None = None  # the store an ingest source writes (`source_store_url`)
-    store_output: str | None = None  # where the `store` output was written (outputs read it)
+    scratch: str | None = None  # where checkpoints go (private: next to the outputs)
+    report: BuildReport = field(default_factory=BuildReport)
 
     def __post_init__(self) -> None:
         # A caller's plain dict too: its credentials stay out of every graph the build runs.
-        self.storage_options = s3.held_apart(self.storage_options)
+        object.__setattr__(self, "storage_options", s3.held_apart(self.storage_options))
+
+    @property
+    def written(self) -> list[str]:
+        """`report.written`."""
+        return self.report.written
+
+    @property
+    def skipped(self) -> list[str]:
+        """`report.skipped`."""
+        return self.report.skipped
 
     def resolve(self, url: str) -> str:
         if is_remote(url) or Path(url).is_absolute():

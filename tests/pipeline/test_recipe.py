@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import subprocess
@@ -190,7 +191,7 @@ def test_two_runs_give_byte_identical_stores_and_a_rerun_is_a_no_op(
     path, out, context = first_build
     assert len(context.written) == 3 and not context.skipped
     # The noise's input was checkpointed next to the truth, and the checkpoint removed.
-    assert not context.checkpoints and not list(out.glob("*.checkpoints"))
+    assert not context.report.checkpoints and not list(out.glob("*.checkpoints"))
     again = build(path, tmp_path)  # another workdir, on a 1- or 2-worker LocalCluster
     assert file_digests(out) == file_digests(tmp_path)
     before = file_digests(out)
@@ -402,3 +403,19 @@ def test_checkpointed_chain_equals_the_functions_applied_directly(first_build):
     stored = storage.open_dataset(StoreLocation(out / "wavefield.zarr"))[cv.WAVEFIELD_VAR].values
     assert stored.dtype == noisy.dtype == np.float32
     np.testing.assert_array_equal(stored, noisy.values)
+
+
+def test_the_context_is_frozen_and_the_build_returns_its_report(first_build):
+    """A plugin cannot change what the build was given; what the build did is its report."""
+    path, out, context = first_build
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        context.quiet = False  # type: ignore[misc]
+    assert context.written is context.report.written
+    assert context.report.store_output == str(out / "wavefield.zarr")
+    recipe = recipes.read_recipe(path)
+    recipes.validate(recipe)
+    secret = recipes.keys.resolve_secret(SECRET)
+    given = recipes.BuildContext(workdir=out, quiet=True, secret=secret)
+    report = recipes.build(recipe, given)
+    assert report is given.report and report.written == [] and len(report.skipped) == 3
+    assert given.source_url is None and given.scratch is None  # derived on a copy

@@ -41,14 +41,14 @@ def ctf_bundle_output(
     # The layout's values, not only its name: a layout file may change under the same name.
     record = provenance(recipe, context, parts, "ctf_bundle", {"layout": layout.as_dict()})
     if all(up_to_date(url, record["fingerprint"], context) for url in (public, truth)):
-        context.skipped.extend([public, truth])
+        context.report.skipped.extend([public, truth])
         return
     secret = context.secret or keys.resolve_secret(None)
     stamp = truth_stamp(
         {cv.ATTR_PROVENANCE: record}, secret, allowed=context.public_truth, what=recipe.where
     )
     # The bundle reads the store just written (the chain runs once), else the lazy chain.
-    store_url = context.store_output
+    store_url = context.report.store_output
     source = storage.open_dataset(context.location(store_url)) if store_url else dataset()
     what = store_url or recipe.where
     wavefield, public_attrs, truth_attrs = wavefield_for_tasks(
@@ -66,4 +66,4 @@ def ctf_bundle_output(
         truth_attrs=truth_attrs,
         manifest_stamp=stamp,
     )
-    context.written.extend([public, truth])
+    context.report.written.extend([public, truth])
