@@ -81,7 +81,7 @@ class Referee:
         lazy = {name: da.from_array(x) for name, x in arrays.items()}
         predictions = {
             f"board-{model}": {
-                pair["test"]: np.asarray(package_baselines.BASELINES[model](pair, lazy))
+                pair["test"]: np.asarray(package_baselines.BASELINES[model].function(pair, lazy))
                 for pair in manifest["pairs"]
             }
             for model in ORGANISER_BASELINES

@@ -1,5 +1,6 @@
-"""One registry per extension point: ingests, synthetic sources, transforms, recipe outputs and
-metrics; each plugin a typed object (`Ingest`, `Synth`, `Transform`, `Output`, `Metric`).
+"""One registry per extension point: ingests, synthetic sources, transforms, recipe outputs,
+metrics and baselines; each plugin a typed object (`Ingest`, `Synth`, `Transform`, `Output`,
+`Metric`, `Baseline`).
 
 A function joins an extension point where it is defined, with a decorator that names it and
 declares its options (by default the dataclass of its keyword-only parameters; else an options
@@ -15,7 +16,8 @@ A property the plugin's class does not declare is a TypeError where it is regist
 
 Discovery is by entry points, as xarray finds its backends: each installed distribution names
 its plugins in an entry-point group (`ENTRY_POINT_GROUPS`: `seisctf.ingests`,
-`seisctf.synths`, `seisctf.transforms`, `seisctf.outputs`, `seisctf.metrics`), one entry point
+`seisctf.synths`, `seisctf.transforms`, `seisctf.outputs`, `seisctf.metrics`,
+`seisctf.baselines`), one entry point
 per plugin, its name the plugin's and its value the module that registers it (or `module:attr`,
 an object of the plugin's class). seisctf's own plugins are listed the same way in its
 pyproject.toml. Looking a name up imports only that plugin's module; listing every plugin
@@ -111,6 +113,22 @@ class Metric(Plugin):
     finite: unscorable), in the organiser's result only."""
 
 
+@dataclass(frozen=True)
+class Baseline(Plugin):
+    """A CTF baseline (`seisctf baseline NAME`): `function(pair, public, **options) ->
+    dask.array` predicts one pair's test array (float32, the manifest's `shape`) from the
+    public arrays (`{name: dask array}`) its pair names. `family`: the model family ("linear
+    autoregression"); `library`: the distribution that implements it (its version is recorded
+    with the scores); `extra`: the optional dependencies it needs (`pip install
+    seisctf[EXTRA]`), said when they are missing; `seeded`: it draws random numbers (given
+    `seed`)."""
+
+    family: str = "reference"
+    library: str = "seisctf"
+    extra: str | None = None
+    seeded: bool = False
+
+
 P = TypeVar("P", bound=Plugin)
 
 # The entry-point group of each extension point.
@@ -120,6 +138,7 @@ ENTRY_POINT_GROUPS = {
     "transform": "seisctf.transforms",
     "recipe output": "seisctf.outputs",
     "metric": "seisctf.metrics",
+    "baseline": "seisctf.baselines",
 }
 
 
@@ -286,4 +305,7 @@ TRANSFORMS: Registry[Transform] = Registry(
 )
 OUTPUTS: Registry[Output] = Registry("recipe output", Output)
 METRICS: Registry[Metric] = Registry("metric", Metric)
-REGISTRIES: tuple[Registry[Any], ...] = (INGESTS, SYNTHS, TRANSFORMS, OUTPUTS, METRICS)
+BASELINES: Registry[Baseline] = Registry(
+    "baseline", Baseline, injected=("pair", "public"), optional=("seed",)
+)
+REGISTRIES: tuple[Registry[Any], ...] = (INGESTS, SYNTHS, TRANSFORMS, OUTPUTS, METRICS, BASELINES)

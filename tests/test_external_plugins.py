@@ -1,9 +1,9 @@
-"""A package outside seisctf adds an ingest, a transform and a metric through entry points only
-(`tests/data/plugin_package`, installed here with `pip install -e` and uninstalled at the end):
-`seisctf --help` lists them, `seisctf ingest csv_readings` takes flags made from its options
-dataclass, a recipe uses the ingest and the transform, `score ctf --metric` reports the metric,
-and once uninstalled they are gone. The commands run in their own processes, as users run
-them."""
+"""A package outside seisctf adds an ingest, a transform, a metric and a baseline through entry
+points only (`tests/data/plugin_package`, installed here with `pip install -e` and uninstalled
+at the end): `seisctf --help` lists them, `seisctf ingest csv_readings` takes flags made from
+its options dataclass, a recipe uses the ingest and the transform, `score ctf --metric` reports
+the metric, `seisctf baseline` writes the baseline's submission, and once uninstalled they are
+gone. The commands run in their own processes, as users run them."""
 
 from __future__ import annotations
 
@@ -69,6 +69,7 @@ def test_the_help_lists_the_installed_plugins(installed):
     lines = {line.split(":")[0].strip(): line for line in plugins.splitlines() if ":" in line}
     assert "csv_readings" in lines["ingests"] and "waveform_archive" in lines["ingests"]
     assert "gain" in lines["transforms"] and "peak_error" in lines["metrics"]
+    assert "damped_persistence" in lines["baselines"] and "persistence" in lines["baselines"]
     flags = seisctf("ingest", "csv_readings", "--help")
     assert flags.returncode == 0, flags.stderr
     assert "--sampling-rate-hz" in flags.stdout and "samples a second, Hz" in flags.stdout
@@ -141,6 +142,23 @@ def test_score_ctf_reports_the_metric_beside_the_e_scores(installed, tmp_path):
     assert unknown.returncode == 3 and "no_such_metric" in unknown.stderr
 
 
+def test_the_baseline_writes_a_submission(installed, tmp_path):
+    """`seisctf baseline NAME` of the package's baseline: its last input row, damped, on every
+    pair; scored like any submission."""
+    truth_url, manifest, _ = write_tiny_truth(tmp_path, SECRET)
+    public_url, submission = str(tmp_path / "public.zarr"), str(tmp_path / "damped.zarr")
+    done = seisctf("baseline", "damped_persistence", "--public", public_url, "--out", submission)
+    assert done.returncode == 0, done.stderr
+    public, written = xr.open_zarr(public_url), xr.open_zarr(submission)
+    for pair in manifest["pairs"]:
+        inputs = [*pair["train"], *([pair["burn_in"]] if pair.get("burn_in") else [])]
+        last_row = public[inputs[-1]].values[-1].astype(np.float32) * np.float32(0.5)
+        expected = np.broadcast_to(last_row, tuple(pair["shape"]))
+        np.testing.assert_array_equal(written[pair["test"]].values, expected)
+    scored = seisctf("score", "ctf", "--truth", truth_url, "--submission", submission, "--quiet")
+    assert scored.returncode == 0, scored.stderr
+
+
 def test_uninstalled_plugins_are_gone(installed, readings, tmp_path):
     path, _ = readings
     pip("uninstall", "-y", DISTRIBUTION)
@@ -150,6 +168,9 @@ def test_uninstalled_plugins_are_gone(installed, readings, tmp_path):
         plugins = shown.stdout.split("installed plugins")[1]
         assert "waveform_archive" in plugins and "csv_readings" not in plugins
         assert "gain" not in plugins and "peak_error" not in plugins
+        assert "damped_persistence" not in plugins
+        gone_baseline = seisctf("baseline", "damped_persistence", "--public", "p", "--out", "o")
+        assert gone_baseline.returncode == 2 and "damped_persistence" in gone_baseline.stderr
         gone = seisctf("ingest", "csv_readings", "--path", str(path), "--out", "x.zarr")
         assert gone.returncode == 2 and "csv_readings" in gone.stderr
     finally:

@@ -1,4 +1,6 @@
-"""Baseline predictors of a CTF bundle, each a lazy submission in the contract format.
+"""Baseline predictors of a CTF bundle, each a lazy submission in the contract format, each
+registered in `seisctf.registry.BASELINES` (other packages add theirs through the
+`seisctf.baselines` entry points).
 
 - `zeros`: all zeros (scores exactly 0 on every task).
 - `persistence`: the most recent input row repeated (burn-in if the pair has one, else the last
@@ -8,7 +10,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import dask.array as da
@@ -18,8 +20,7 @@ from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
-
-Predictor = Callable[[Mapping[str, Any], Mapping[str, da.Array]], da.Array]
+from seisctf.registry import BASELINES
 
 
 def _inputs(pair: Mapping[str, Any], public: Mapping[str, da.Array]) -> list[da.Array]:
@@ -31,37 +32,35 @@ def _repeat_row(row: da.Array, shape: tuple[int, int]) -> da.Array:
     return da.broadcast_to(row.reshape(1, -1), shape).rechunk(cv.time_space_chunks(*shape))
 
 
+@BASELINES.register("zeros")
 def zeros(pair: Mapping[str, Any], public: Mapping[str, da.Array]) -> da.Array:
     shape = tuple(pair["shape"])
     return da.zeros(shape, dtype=np.float32, chunks=cv.time_space_chunks(*shape))
 
 
+@BASELINES.register("persistence")
 def persistence(pair: Mapping[str, Any], public: Mapping[str, da.Array]) -> da.Array:
     if cv.METRIC_RECON in pair["metrics"]:
         return public[pair["train"][0]]
     return _repeat_row(_inputs(pair, public)[-1][-1], tuple(pair["shape"]))
 
 
+@BASELINES.register("mean")
 def mean(pair: Mapping[str, Any], public: Mapping[str, da.Array]) -> da.Array:
     stacked = da.concatenate(_inputs(pair, public), axis=0)
     return _repeat_row(stacked.mean(axis=0).astype(np.float32), tuple(pair["shape"]))
 
 
-BASELINES: dict[str, Predictor] = {"zeros": zeros, "persistence": persistence, "mean": mean}
-
-
 def predict(model: str, public: StoreLocation) -> dict[str, da.Array]:
     """Lazy submission arrays {X1test: …, …} of a baseline for the bundle at `public`."""
     if model not in BASELINES:
-        raise InvalidInput(f"baseline {model!r}", f"unknown; choose from {sorted(BASELINES)}")
+        raise InvalidInput(f"baseline {model!r}", f"unknown; choose from {BASELINES.names()}")
+    predictor = BASELINES[model].function
     manifest = storage.read_attrs(public)[cv.ATTR_CTF]
     inputs = {name for pair in manifest["pairs"] for name in pair["train"]}
     inputs |= {pair["burn_in"] for pair in manifest["pairs"] if pair.get("burn_in")}
     arrays = {name: storage.read_array(public, name) for name in inputs}
-    return {
-        pair["test"]: BASELINES[model](pair, arrays).astype(np.float32)
-        for pair in manifest["pairs"]
-    }
+    return {pair["test"]: predictor(pair, arrays).astype(np.float32) for pair in manifest["pairs"]}
 
 
 def write_baseline(

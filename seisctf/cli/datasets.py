@@ -22,7 +22,7 @@ from seisctf.cli._parse import storage_options as _options
 from seisctf.cli._recipe_checks import check_recipe
 from seisctf.cli.demo_plan import DEFAULT_LAYOUTS, demo_datasets, demo_source
 from seisctf.plugins.layouts import LAYOUTS, load_layout
-from seisctf.registry import SYNTHS  # its summaries are the `synth` kinds' help
+from seisctf.registry import BASELINES, SYNTHS  # SYNTHS: its summaries are the `synth` kinds' help
 from seisctf.synth.output_sizes import das_size, global_size, source_size
 from seisctf.wording import counted
 
@@ -130,9 +130,10 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     baseline = verbs.add_parser("baseline", parents=[common], help="write a baseline submission")
     baseline.add_argument(
         "model",
-        choices=["zeros", "persistence", "mean"],
-        help="zeros; persistence: the most recent input row repeated; mean: each sensor's "
-        "time mean of the inputs",
+        choices=BASELINES.names(),
+        help="a registered baseline (seisctf's: zeros; persistence: the most recent input row "
+        "repeated; mean: each sensor's time mean of the inputs; others from installed "
+        "packages' `seisctf.baselines` entry points)",
     )
     baseline.add_argument("--public", required=True, help="URL of the public bundle")
     baseline.add_argument("--out", required=True, help="URL of the submission zarr group")

@@ -1,6 +1,6 @@
 """Plugins of seisctf from another package, found through its entry points: CSV readings of
-sensors into a store (an ingest), a constant gain (a transform) and the peak error of a CTF
-task relative to the truth's peak (a metric)."""
+sensors into a store (an ingest), a constant gain (a transform), the peak error of a CTF
+task relative to the truth's peak (a metric) and damped persistence (a baseline)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import xarray as xr
 from seisctf import storage
 from seisctf.options import Location, option, options_schema
 from seisctf.plugins.context import BuildContext
-from seisctf.registry import INGESTS, TRANSFORMS, Metric
+from seisctf.registry import BASELINES, INGESTS, TRANSFORMS, Metric
 
 
 @dataclass(frozen=True)
@@ -65,3 +65,11 @@ class NoOptions:
 
 # An entry point may name a plugin object instead of a module that registers one.
 PEAK_ERROR = Metric("peak_error", peak_error, options_schema(NoOptions), options_type=NoOptions)
+
+
+@BASELINES.register("damped_persistence", family="persistence", library="seisctf-csv-readings")
+def damped_persistence(pair, public, *, damping: float = 0.5):
+    """The pair's last input row times `damping`, repeated over the test's rows."""
+    names = [*pair["train"], *([pair["burn_in"]] if pair.get("burn_in") else [])]
+    last_row = public[names[-1]][-1] * damping
+    return da.broadcast_to(last_row.reshape(1, -1), tuple(pair["shape"]))
