@@ -168,24 +168,30 @@ class RegularGrid(CoordinateTransform):
 
 class RegularTime(RegularGrid):
     """Sample times (datetime64[ns]): grid index k at `start_ns` + k × `step_ns` when the store
-    records an exact step (DAS), else `start_ns` + round(k × 1e9 / `rate_hz`) (the waveform
+    records an exact step (DAS), else `start_ns` + round(k × 1e9 / `sampling_rate_hz`) (the waveform
     ingest's `grid_time_ns`, the same float operations)."""
 
-    def __init__(self, size: int, start_ns: int, rate_hz: float, step_ns: int | None = None):
+    def __init__(
+        self, size: int, start_ns: int, sampling_rate_hz: float, step_ns: int | None = None
+    ):
         super().__init__(cv.TIME, size, NANOSECONDS)
-        self.start_ns, self.rate_hz, self.step_ns = int(start_ns), float(rate_hz), step_ns
+        self.start_ns, self.sampling_rate_hz, self.step_ns = (
+            int(start_ns),
+            float(sampling_rate_hz),
+            step_ns,
+        )
 
     def values(self, grid_index: np.ndarray) -> np.ndarray:
         if self.step_ns is not None:
             return self.start_ns + grid_index * np.int64(self.step_ns)
-        offsets = np.rint(grid_index.astype(np.float64) * NS_PER_S / self.rate_hz)
+        offsets = np.rint(grid_index.astype(np.float64) * NS_PER_S / self.sampling_rate_hz)
         return self.start_ns + offsets.astype(np.int64)
 
     def grid_index(self, numbers: np.ndarray) -> np.ndarray:
         elapsed = (numbers - self.start_ns).astype(np.float64)
         if self.step_ns is not None:
             return elapsed / self.step_ns
-        return elapsed * self.rate_hz / NS_PER_S
+        return elapsed * self.sampling_rate_hz / NS_PER_S
 
     def numbers(self, labels: Any) -> np.ndarray:
         return time_ns(labels)
@@ -194,17 +200,21 @@ class RegularTime(RegularGrid):
         return np.asarray(numbers, dtype=np.int64).view(NANOSECONDS)
 
     def same_grid(self, other: RegularGrid) -> bool:
-        return isinstance(other, RegularTime) and (self.start_ns, self.rate_hz, self.step_ns) == (
+        return isinstance(other, RegularTime) and (
+            self.start_ns,
+            self.sampling_rate_hz,
+            self.step_ns,
+        ) == (
             other.start_ns,
-            other.rate_hz,
+            other.sampling_rate_hz,
             other.step_ns,
         )
 
     def __repr__(self) -> str:
         return (
             f"RegularTime(start={np.int64(self.start_ns).view(NANOSECONDS)}, "
-            f"rate_hz={self.rate_hz:g}, first={self.first}, stride={self.stride}, "
-            f"size={self.size})"
+            f"sampling_rate_hz={self.sampling_rate_hz:g}, first={self.first}, "
+            f"stride={self.stride}, size={self.size})"
         )
 
 

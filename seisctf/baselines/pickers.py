@@ -47,7 +47,9 @@ class Picker(Protocol):
     @property
     def component_order(self) -> str: ...
 
-    def __call__(self, windows: np.ndarray, npts: np.ndarray, rate_hz: float, /) -> np.ndarray: ...
+    def __call__(
+        self, windows: np.ndarray, npts: np.ndarray, sampling_rate_hz: float, /
+    ) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)

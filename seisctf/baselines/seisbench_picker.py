@@ -142,7 +142,9 @@ class SeisBenchPicker:
     batch_size: int = DEFAULT_BATCH_SIZE
     pick_threshold: float = DEFAULT_PICK_THRESHOLD
 
-    def __call__(self, windows: np.ndarray, npts: np.ndarray, rate_hz: float) -> np.ndarray:
+    def __call__(
+        self, windows: np.ndarray, npts: np.ndarray, sampling_rate_hz: float
+    ) -> np.ndarray:
         import torch
 
         model = load_model(self.spec)
@@ -170,9 +172,11 @@ class SeisBenchPicker:
                 owner, start = owners[fragment], offsets[fragment]
                 target = probability[owner][start : start + size]
                 np.maximum(target, out[row, : len(target)], out=target)
-        return np.array([self._pick(p, labels, rate_hz) for p in probability])
+        return np.array([self._pick(p, labels, sampling_rate_hz) for p in probability])
 
-    def _pick(self, probability: np.ndarray, labels: list[str], rate_hz: float) -> list[float]:
+    def _pick(
+        self, probability: np.ndarray, labels: list[str], sampling_rate_hz: float
+    ) -> list[float]:
         """[detection, p_time_s, s_time_s] of one window's (samples, labels) probabilities."""
         if len(probability) == 0:
             return [0.0, np.nan, np.nan]
@@ -181,7 +185,9 @@ class SeisBenchPicker:
         for phase in ("P", "S"):
             column = labels.index(phase)
             best = int(np.argmax(probability[:, column]))
-            times.append(best / rate_hz if peaks[column] >= self.pick_threshold else np.nan)
+            times.append(
+                best / sampling_rate_hz if peaks[column] >= self.pick_threshold else np.nan
+            )
         detection_label = next((label for label in DETECTION_LABELS if label in labels), None)
         detection = (
             peaks[labels.index(detection_label)]
@@ -192,7 +198,7 @@ class SeisBenchPicker:
 
 
 def checked_picker(
-    spec: ModelSpec, rate_hz: float, batch_size: int, pick_threshold: float
+    spec: ModelSpec, sampling_rate_hz: float, batch_size: int, pick_threshold: float
 ) -> SeisBenchPicker:
     """Load the model here once, check it fits the store (labels P and S, sampling rate,
     per-sample output) and return the picker the workers run."""
@@ -202,10 +208,10 @@ def checked_picker(
     labels = list(model.labels)
     if "P" not in labels or "S" not in labels:
         raise InvalidInput("model", f"{spec.name} has labels {labels}, not P and S")
-    if not np.isclose(float(model.sampling_rate), rate_hz):
+    if not np.isclose(float(model.sampling_rate), sampling_rate_hz):
         raise InvalidInput(
             "model",
-            f"{spec.name} runs at {model.sampling_rate} Hz, the store at {rate_hz} Hz",
+            f"{spec.name} runs at {model.sampling_rate} Hz, the store at {sampling_rate_hz} Hz",
         )
     if batch_size < 1 or not 0 < pick_threshold <= 1:
         raise InvalidInput("batch_size/pick_threshold", "need ≥ 1 and a probability")

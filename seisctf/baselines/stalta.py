@@ -89,22 +89,24 @@ def _first_at_least(values: np.ndarray, level: float) -> int | None:
 class _Trace:
     """One window's filtered components and the characteristic functions already computed."""
 
-    def __init__(self, window: np.ndarray, rate_hz: float, params: StaLtaParameters) -> None:
+    def __init__(
+        self, window: np.ndarray, sampling_rate_hz: float, params: StaLtaParameters
+    ) -> None:
         from obspy.signal.filter import bandpass
 
         data = np.nan_to_num(window.astype(np.float64))
         data -= data.mean(axis=1, keepdims=True)
-        freqmax = min(params.freqmax_hz, 0.45 * rate_hz)
+        freqmax = min(params.freqmax_hz, 0.45 * sampling_rate_hz)
         self.z, self.n, self.e = (
-            bandpass(c, params.freqmin_hz, freqmax, rate_hz, corners=4, zerophase=False)
+            bandpass(c, params.freqmin_hz, freqmax, sampling_rate_hz, corners=4, zerophase=False)
             for c in data
         )
         self.horizontal = np.hypot(self.n, self.e)
-        self.rate_hz = rate_hz
+        self.sampling_rate_hz = sampling_rate_hz
         self._cft: dict[tuple, np.ndarray | None] = {}  # None: too short for the LTA
 
     def samples(self, seconds: float) -> int:
-        return max(1, int(round(seconds * self.rate_hz)))
+        return max(1, int(round(seconds * self.sampling_rate_hz)))
 
     def cft(self, which: str, start: int, params: StaLtaParameters) -> np.ndarray | None:
         """classic_sta_lta of Z or the horizontal amplitude from `start` (None if too short)."""
@@ -135,7 +137,7 @@ class _Trace:
         if trigger is not None:
             trigger += start
             s_index = _aic_onset([self.n, self.e], max(start, trigger - before), trigger + after)
-        seconds = [np.nan if i is None else i / self.rate_hz for i in (p_index, s_index)]
+        seconds = [np.nan if i is None else i / self.sampling_rate_hz for i in (p_index, s_index)]
         return detection, seconds[0], seconds[1]
 
 
@@ -147,10 +149,12 @@ class StaLtaPicker:
     candidates: tuple[StaLtaParameters, ...]
     component_order: str = "ZNE"
 
-    def __call__(self, windows: np.ndarray, npts: np.ndarray, rate_hz: float) -> np.ndarray:
+    def __call__(
+        self, windows: np.ndarray, npts: np.ndarray, sampling_rate_hz: float
+    ) -> np.ndarray:
         out = np.empty((len(windows), len(self.candidates), 3))
         for i, (window, valid) in enumerate(zip(windows, npts, strict=True)):
-            trace = _Trace(window[:, : int(valid)], rate_hz, self.candidates[0])
+            trace = _Trace(window[:, : int(valid)], sampling_rate_hz, self.candidates[0])
             out[i] = [trace.pick(params) for params in self.candidates]
         return out
 

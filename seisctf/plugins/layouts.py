@@ -267,10 +267,11 @@ class Needs:
         return len(SEGMENT_ROLES) * (self.guard + self.steps)
 
 
-def needs(layout: Layout, source_rate_hz: float, rate_hz: float = 1.0) -> Needs:
-    """What `layout` needs of a record sampled at `source_rate_hz`, made into a CTF at `rate_hz`."""
+def needs(layout: Layout, source_rate_hz: float, sampling_rate_hz: float = 1.0) -> Needs:
+    """What `layout` needs of a record sampled at `source_rate_hz`, made into a CTF at
+    `sampling_rate_hz`."""
     steps = layout.required_steps
-    guard = guard_steps(source_rate_hz, rate_hz, steps)
+    guard = guard_steps(source_rate_hz, sampling_rate_hz, steps)
     return Needs(layout, traces_needed(layout), steps, guard)
 
 
@@ -314,33 +315,34 @@ def shipped_by_size() -> list[Layout]:
     return sorted(LAYOUTS.values(), key=lambda layout: (-layout.required_steps, layout.name))
 
 
-def describe_needs(need: Needs, rate_hz: float) -> str:
+def describe_needs(need: Needs, sampling_rate_hz: float) -> str:
     """'seismo: 199 gap-free stations, 10 x (39 + 3000) = 30390 samples at 1 Hz (8.44 h)'."""
-    hours = need.samples / rate_hz / 3600
+    hours = need.samples / sampling_rate_hz / 3600
     return (
         f"{need.layout.name}: {need.traces} gap-free stations, {len(SEGMENT_ROLES)} x "
-        f"({need.guard} + {need.steps}) = {need.samples} samples at {rate_hz:g} Hz ({hours:.3g} h)"
+        f"({need.guard} + {need.steps}) = {need.samples} samples at {sampling_rate_hz:g} Hz "
+        f"({hours:.3g} h)"
     )
 
 
-def length_note(n_samples: int, source_rate_hz: float, rate_hz: float) -> str:
+def length_note(n_samples: int, source_rate_hz: float, sampling_rate_hz: float) -> str:
     """For a record too short: the largest shipped layout `n_samples` CTF samples hold, or what
     the smallest needs."""
     fitting = [
         need
         for layout in shipped_by_size()
-        if (need := needs(layout, source_rate_hz, rate_hz)).samples <= n_samples
+        if (need := needs(layout, source_rate_hz, sampling_rate_hz)).samples <= n_samples
     ]
     if fitting:
         return (
             f"; the largest shipped layout it is long enough for is {fitting[0].layout.name!r} "
             f"(--layout {fitting[0].layout.name}, or --layout auto)"
         )
-    smallest = needs(shipped_by_size()[-1], source_rate_hz, rate_hz)
-    return f"; no shipped layout fits: the smallest, {describe_needs(smallest, rate_hz)}"
+    smallest = needs(shipped_by_size()[-1], source_rate_hz, sampling_rate_hz)
+    return f"; no shipped layout fits: the smallest, {describe_needs(smallest, sampling_rate_hz)}"
 
 
-def stations_note(layout: Layout, source_rate_hz: float, rate_hz: float) -> str:
+def stations_note(layout: Layout, source_rate_hz: float, sampling_rate_hz: float) -> str:
     """For a record with too few gap-free traces: the shipped layouts with shorter slots (where
     more traces may be gap-free throughout), or that none is shorter."""
     shorter = [

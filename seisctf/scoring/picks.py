@@ -110,7 +110,9 @@ def _group_source_columns(group_by: Sequence[str]) -> list[str]:
     return [column for name in group_by for column in columns[name]]
 
 
-def _arrival_seconds(table: pd.DataFrame, column: str, rate_hz: float, url: str) -> np.ndarray:
+def _arrival_seconds(
+    table: pd.DataFrame, column: str, sampling_rate_hz: float, url: str
+) -> np.ndarray:
     """Arrival samples / rate (s); text that is not a number, and infinities, are bad input."""
     values = pd.to_numeric(table[column], errors="coerce").to_numpy(dtype=np.float64)
     unreadable = np.zeros(len(values), dtype=bool)
@@ -121,7 +123,7 @@ def _arrival_seconds(table: pd.DataFrame, column: str, rate_hz: float, url: str)
     if unreadable.any() or infinite.any():
         names = table[cv.TRACE_NAME].to_numpy()[unreadable | infinite]
         raise InvalidInput(url, pick_table.describe_traces(names, f"with {column} not a number"))
-    return values / rate_hz
+    return values / sampling_rate_hz
 
 
 def read_truth(
@@ -132,7 +134,7 @@ def read_truth(
     input."""
     url = store.url
     ds = cv.validate_event_window_store(storage.open_dataset(store), url)
-    rate_hz = cv.sampling_rate_hz(ds.attrs, url)
+    sampling_rate_hz = cv.sampling_rate_hz(ds.attrs, url)
     missing = [column for column in ARRIVAL_COLUMNS if column not in ds.variables]
     if missing:
         raise InvalidInput(str(url), f"has no per-trace {missing} (the pick labels)")
@@ -154,15 +156,15 @@ def read_truth(
     labels = pd.DataFrame(
         {
             cv.TRACE_NAME: names.to_numpy(dtype=object),
-            "p_arrival_s": _arrival_seconds(table, cv.P_ARRIVAL_SAMPLE, rate_hz, str(url)),
-            "s_arrival_s": _arrival_seconds(table, cv.S_ARRIVAL_SAMPLE, rate_hz, str(url)),
+            "p_arrival_s": _arrival_seconds(table, cv.P_ARRIVAL_SAMPLE, sampling_rate_hz, str(url)),
+            "s_arrival_s": _arrival_seconds(table, cv.S_ARRIVAL_SAMPLE, sampling_rate_hz, str(url)),
             cv.SPLIT_VAR: split,
             **{column: table[column] for column in group_columns},
         }
     )
     dataset = str(ds.attrs.get(cv.ATTR_DATASET) or Path(str(url).rstrip("/")).name)
-    window_s = ds.sizes[cv.SAMPLE] / rate_hz
-    return PickTruth(str(url), dataset.removesuffix(".zarr"), rate_hz, labels, window_s)
+    window_s = ds.sizes[cv.SAMPLE] / sampling_rate_hz
+    return PickTruth(str(url), dataset.removesuffix(".zarr"), sampling_rate_hz, labels, window_s)
 
 
 # --- alignment -------------------------------------------------------------------------------
@@ -265,14 +267,17 @@ def group_cells(labels: pd.DataFrame, by: str) -> tuple[np.ndarray, list[str]]:
 
 
 def truth_commitment(
-    names: np.ndarray, p_arrival_sample: np.ndarray, s_arrival_sample: np.ndarray, rate_hz: float
+    names: np.ndarray,
+    p_arrival_sample: np.ndarray,
+    s_arrival_sample: np.ndarray,
+    sampling_rate_hz: float,
 ) -> str:
     """Hex SHA-256 of the scored labels (module doc, "Truth commitment")."""
     text = np.asarray(names).astype(np.dtypes.StringDType())
     in_order = len(text) < 2 or bool(np.all(text[:-1] <= text[1:]))
     order = np.arange(len(text)) if in_order else np.argsort(text, kind="stable")
     digest = hashlib.sha256(COMMITMENT_HEADER)
-    digest.update(f"sampling_rate_hz={float(rate_hz)!r}\n".encode())
+    digest.update(f"sampling_rate_hz={float(sampling_rate_hz)!r}\n".encode())
     digest.update("\n".join(np.asarray(names, dtype=object)[order].tolist()).encode())
     digest.update(b"\n")
     for samples in (p_arrival_sample, s_arrival_sample):

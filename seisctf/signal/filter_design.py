@@ -165,25 +165,27 @@ DEFAULT_RATE_HZ = 1.0
 FILTER_TOLERANCE = 1e-8
 
 
-def ctf_ratio(source_rate_hz: float, rate_hz: float, what: str) -> tuple[int, int]:
-    """(up, down) with rate_hz / source_rate_hz = up / down; InvalidInput for a rate above the
-    store's or one `filters.resample` cannot reach."""
-    if not (math.isfinite(rate_hz) and 0 < rate_hz <= source_rate_hz):
+def ctf_ratio(source_rate_hz: float, sampling_rate_hz: float, what: str) -> tuple[int, int]:
+    """(up, down) with sampling_rate_hz / source_rate_hz = up / down; InvalidInput for a rate
+    above the store's or one `filters.resample` cannot reach."""
+    if not (math.isfinite(sampling_rate_hz) and 0 < sampling_rate_hz <= source_rate_hz):
         raise InvalidInput(
-            what, f"rate_hz {rate_hz} Hz: expected 0 < rate <= the store's {source_rate_hz} Hz"
+            what,
+            f"sampling_rate_hz {sampling_rate_hz} Hz: expected 0 < rate <= the store's "
+            f"{source_rate_hz} Hz",
         )
-    if rate_hz == source_rate_hz:
+    if sampling_rate_hz == source_rate_hz:
         return 1, 1
     try:
-        return resampling_ratio(rate_hz, source_rate_hz)
+        return resampling_ratio(sampling_rate_hz, source_rate_hz)
     except InvalidInput as error:
         raise InvalidInput(what, f"{error.what}: {error.problem}") from None
 
 
-def guard_steps(source_rate_hz: float, rate_hz: float, steps: int) -> int:
+def guard_steps(source_rate_hz: float, sampling_rate_hz: float, steps: int) -> int:
     """CTF samples of guard before each segment: the causal filters' warm-up
     (`causal_warmup`), rounded up so that a slot, guard + `steps` CTF samples, is a whole
     number of raw samples (a multiple of up)."""
-    up, _ = ctf_ratio(source_rate_hz, rate_hz, "guard_steps")
-    warmup = causal_warmup(source_rate_hz, rate_hz, tolerance=FILTER_TOLERANCE)
+    up, _ = ctf_ratio(source_rate_hz, sampling_rate_hz, "guard_steps")
+    warmup = causal_warmup(source_rate_hz, sampling_rate_hz, tolerance=FILTER_TOLERANCE)
     return warmup + (-(warmup + steps)) % up

@@ -233,10 +233,12 @@ def body_waves(tau_s, event, table, paths, earth, stations) -> np.ndarray:
     return field
 
 
-def ambient_field(sample_index, sensor_index, lat_deg, lon_deg, ambient, rate_hz) -> np.ndarray:
+def ambient_field(
+    sample_index, sensor_index, lat_deg, lon_deg, ambient, sampling_rate_hz
+) -> np.ndarray:
     """m_s(t_n) of the module docstring at integer samples `sample_index`, (time, sensor)."""
-    length = int(round(AMBIENT_LENGTH_S * rate_hz))
-    band = butter(3, AMBIENT_BAND_HZ, "bandpass", fs=rate_hz, output="sos")
+    length = int(round(AMBIENT_LENGTH_S * sampling_rate_hz))
+    band = butter(3, AMBIENT_BAND_HZ, "bandpass", fs=sampling_rate_hz, output="sos")
     kernel = sosfilt(band, np.eye(1, length)[0])
     kernel /= math.sqrt(float((kernel**2).sum()))
     samples = np.arange(sample_index[0] - length + 1, sample_index[-1] + 1)

@@ -42,7 +42,7 @@ def _store_metadata(
     csv_columns: Sequence[str],
     chunked: bool,
     channels: str,
-    rate_hz: float,
+    sampling_rate_hz: float,
     source_rates: np.ndarray,
     npts: np.ndarray,
 ) -> tuple[pd.DataFrame, list[str]]:
@@ -51,14 +51,18 @@ def _store_metadata(
     if chunked:
         columns.append(sbf.TRACE_CHUNK)
     frame = metadata[columns].reset_index(drop=True).copy()
-    resampled = np.abs(source_rates - rate_hz) > 1e-9 * rate_hz
+    resampled = np.abs(source_rates - sampling_rate_hz) > 1e-9 * sampling_rate_hz
     rescaled: list[str] = []
     if resampled.any():
-        rescaled = ew.rescale_sample_columns(frame, rate_hz / source_rates)
+        rescaled = ew.rescale_sample_columns(frame, sampling_rate_hz / source_rates)
         frame[sbf.TRACE_SOURCE_SAMPLING_RATE] = source_rates.astype(np.float64)
         if sbf.TRACE_DT in frame.columns:
-            frame[sbf.TRACE_DT] = np.where(resampled, 1.0 / rate_hz, frame[sbf.TRACE_DT].to_numpy())
-    frame[sbf.TRACE_SAMPLING_RATE] = np.where(resampled, rate_hz, source_rates).astype(np.float64)
+            frame[sbf.TRACE_DT] = np.where(
+                resampled, 1.0 / sampling_rate_hz, frame[sbf.TRACE_DT].to_numpy()
+            )
+    frame[sbf.TRACE_SAMPLING_RATE] = np.where(resampled, sampling_rate_hz, source_rates).astype(
+        np.float64
+    )
     frame[cv.TRACE_NPTS] = npts.astype(np.int64)
     if sbf.TRACE_COMPONENT_ORDER in frame.columns:
         frame[sbf.TRACE_COMPONENT_ORDER] = pd.array([channels] * len(frame), dtype="str")
@@ -114,16 +118,18 @@ def ingest_seisbench(
     lengths, blocked = sbf.native_lengths(
         metadata, chunks, waveform_paths, dimension_order.index("W")
     )
-    rate_hz = ew.store_rate(source_rates, rate)
-    npts = _resampled_lengths(lengths, source_rates, rate_hz, str(folder))
+    sampling_rate_hz = ew.store_rate(source_rates, rate)
+    npts = _resampled_lengths(lengths, source_rates, sampling_rate_hz, str(folder))
     n_sample = int(npts.max())
     orders = metadata[sbf.TRACE_COMPONENT_ORDER] if sbf.TRACE_COMPONENT_ORDER in metadata else None
     has_component = sbf.component_masks(orders, component_order, len(metadata))
-    direct = blocked.parsed & (source_rates == rate_hz)  # read with h5py (seisbench_blocks)
+    direct = blocked.parsed & (
+        source_rates == sampling_rate_hz
+    )  # read with h5py (seisbench_blocks)
     if orders is not None:
         direct &= (orders.astype(str) == component_order).to_numpy()
     frame, rescaled = _store_metadata(
-        metadata, csv_columns, chunks != [""], component_order, rate_hz, source_rates, npts
+        metadata, csv_columns, chunks != [""], component_order, sampling_rate_hz, source_rates, npts
     )
     n_trace, n_channel = len(frame), len(component_order)
     layout = layout or ew.choose_layout(
@@ -141,12 +147,12 @@ def ingest_seisbench(
             sbb.runs(blocked, direct, start, stop),
             dimension_order == "WC",
         )
-        return source, plan, rate_hz, n_sample
+        return source, plan, sampling_rate_hz, n_sample
 
     waveforms = ew.lazy_windows(
         sbf.read_block, block_args, (n_trace, n_channel, n_sample), per_task, "read-seisbench"
     )
-    resampled = np.abs(source_rates - rate_hz) > 1e-9 * rate_hz
+    resampled = np.abs(source_rates - sampling_rate_hz) > 1e-9 * sampling_rate_hz
     chunks_file = folder / "chunks"
     inputs = ew.lazy_inputs(
         file for file in (*metadata_paths, *waveform_paths, chunks_file) if file.is_file()
@@ -165,7 +171,7 @@ def ingest_seisbench(
             "method": ew.RESAMPLING_METHOD,
             "parameters": "up/down = store rate / trace rate; window=('kaiser', 5.0); "
             "padtype='constant'; computed in float64",
-            "target_rate_hz": rate_hz,
+            "target_rate_hz": sampling_rate_hz,
             "resampled_traces": int(resampled.sum()),
             "source_rates_hz": {
                 f"{r:g}": int((source_rates == r).sum()) for r in sorted(set(source_rates))
@@ -174,20 +180,29 @@ def ingest_seisbench(
         },
         "seisctf_version": ew.seisctf_version(),
     }
-    dataset_out = ew.event_window_dataset(waveforms, frame, tuple(component_order), rate_hz, attrs)
+    dataset_out = ew.event_window_dataset(
+        waveforms, frame, tuple(component_order), sampling_rate_hz, attrs
+    )
     ew.write_event_windows(dataset_out, store, layout=layout, label="ingest seisbench", quiet=quiet)
     return SeisbenchReport(
-        n_trace, int(resampled.sum()), n_channel, n_sample, rate_hz, ew.catalog_url(store.url)
+        n_trace,
+        int(resampled.sum()),
+        n_channel,
+        n_sample,
+        sampling_rate_hz,
+        ew.catalog_url(store.url),
     )
 
 
 def _resampled_lengths(
-    lengths: np.ndarray, source_rates: np.ndarray, rate_hz: float, what: str
+    lengths: np.ndarray, source_rates: np.ndarray, sampling_rate_hz: float, what: str
 ) -> np.ndarray:
     """Each trace's length at the store's rate (`event_windows.resampled_length`)."""
     npts = lengths.astype(np.int64).copy()
     for source_rate in np.unique(source_rates):
-        up, down = ew.rate_ratio(float(source_rate), rate_hz, f"{what}: {source_rate} Hz traces")
+        up, down = ew.rate_ratio(
+            float(source_rate), sampling_rate_hz, f"{what}: {source_rate} Hz traces"
+        )
         rows = source_rates == source_rate
         npts[rows] = ew.resampled_length(lengths[rows], up, down)
     return npts

@@ -279,7 +279,9 @@ class Row(dict):
 IMMUTABLE = (int, float, str, bool, type(None), pd.Timestamp, np.generic)
 
 
-def seisbench_metadata(catalog: pd.DataFrame, channels: str, rate_hz: float) -> pd.DataFrame:
+def seisbench_metadata(
+    catalog: pd.DataFrame, channels: str, sampling_rate_hz: float
+) -> pd.DataFrame:
     """The store's catalogue as SeisBench's metadata table: SeisBench's columns
     (`trace_chunk`, `trace_component_order`, `trace_sampling_rate_hz`) where the catalogue has
     none, text as pandas' `str` with missing values NaN (as SeisBench reads its CSV files),
@@ -298,7 +300,7 @@ def seisbench_metadata(catalog: pd.DataFrame, channels: str, rate_hz: float) -> 
     if cv.TRACE_COMPONENT_ORDER not in frame.columns:
         frame[cv.TRACE_COMPONENT_ORDER] = pd.array([channels] * n, dtype="str")
     if cv.TRACE_SAMPLING_RATE not in frame.columns:
-        frame[cv.TRACE_SAMPLING_RATE] = rate_hz
+        frame[cv.TRACE_SAMPLING_RATE] = sampling_rate_hz
     frame[cv.TRACE_SAMPLING_RATE] = frame[cv.TRACE_SAMPLING_RATE].astype(np.float64)
     if "source_origin_time" in frame.columns:  # the store's naive datetimes are UTC
         frame["source_origin_time"] = pd.to_datetime(frame["source_origin_time"], utc=True)
