@@ -45,6 +45,7 @@ LAZY_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
         "the contract's first names of `seisctf.formats.seisbench`'s exports, forwarded on "
         "first use (SeisBench and torch load only then)"
     ),
+    ("seisctf.cli.baseline", "_run_"): VERB_RUNNER,
     ("seisctf.cli.compare", "_run_"): VERB_RUNNER,
     ("seisctf.cli.datasets", "_run_"): VERB_RUNNER,
     ("seisctf.cli.ingest", "_run_"): VERB_RUNNER,

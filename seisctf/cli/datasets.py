@@ -1,4 +1,5 @@
-"""Verbs that make datasets: demo, synth, build, tasks, baseline, split, subset, export."""
+"""Verbs that make datasets: demo, synth, build, tasks, split, subset, export (and `baseline`,
+added from `cli.baseline` in its place)."""
 
 from __future__ import annotations
 
@@ -20,9 +21,10 @@ from seisctf.cli._parse import (
 )
 from seisctf.cli._parse import storage_options as _options
 from seisctf.cli._recipe_checks import check_recipe
+from seisctf.cli.baseline import add_baseline
 from seisctf.cli.demo_plan import DEFAULT_LAYOUTS, demo_datasets, demo_source
 from seisctf.plugins.layouts import LAYOUTS, load_layout
-from seisctf.registry import BASELINES, SYNTHS  # SYNTHS: its summaries are the `synth` kinds' help
+from seisctf.registry import SYNTHS  # its summaries are the `synth` kinds' help
 from seisctf.synth.output_sizes import das_size, global_size, source_size
 from seisctf.wording import counted
 
@@ -127,17 +129,7 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     )
     tasks.set_defaults(run=_run_tasks, check=_check_tasks)
 
-    baseline = verbs.add_parser("baseline", parents=[common], help="write a baseline submission")
-    baseline.add_argument(
-        "model",
-        choices=BASELINES.names(),
-        help="a registered baseline (seisctf's: zeros; persistence: the most recent input row "
-        "repeated; mean: each sensor's time mean of the inputs; others from installed "
-        "packages' `seisctf.baselines` entry points)",
-    )
-    baseline.add_argument("--public", required=True, help="URL of the public bundle")
-    baseline.add_argument("--out", required=True, help="URL of the submission zarr group")
-    baseline.set_defaults(run=_run_baseline, check=_check_public)
+    add_baseline(verbs, common)
 
     split = verbs.add_parser(
         "split",
@@ -382,10 +374,6 @@ def _check_tasks(args: argparse.Namespace) -> None:
     _check_layout_option(args)
 
 
-def _check_public(args: argparse.Namespace) -> None:
-    _checks.zarr_group(args.public)
-
-
 def _check_export(args: argparse.Namespace) -> None:
     _checks.zarr_group(args.store)
 
@@ -597,11 +585,3 @@ def _run_tasks(args: argparse.Namespace) -> None:
         manifest_stamp=stamp,
     )
     print(f"wrote public bundle {args.public} and truth {args.truth}")
-
-
-def _run_baseline(args: argparse.Namespace) -> None:
-    from seisctf.baselines.ctf import write_baseline
-
-    public, submission = store_location(args, args.public), store_location(args, args.out)
-    write_baseline(args.model, public, submission, quiet=args.quiet)
-    print(f"wrote {args.out}")
