@@ -240,7 +240,7 @@ def sampling_rate_hz(attrs: Mapping[str, object], what: str) -> float:
         or rate <= 0
     ):
         raise InvalidInput(
-            what, f"attr {ATTR_SAMPLING_RATE!r} must be a positive number, got {rate!r}"
+            f"{what} attr {ATTR_SAMPLING_RATE!r}", f"expected a positive number of Hz, got {rate!r}"
         )
     return float(rate)
 

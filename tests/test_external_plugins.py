@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import xarray as xr
+import zarr
 from conftest import noisy_copy, write_tiny_truth
 from submission_writers import write_npz
 
@@ -149,12 +150,12 @@ def test_the_baseline_writes_a_submission(installed, tmp_path):
     public_url, submission = str(tmp_path / "public.zarr"), str(tmp_path / "damped.zarr")
     done = seisctf("baseline", "damped_persistence", "--public", public_url, "--out", submission)
     assert done.returncode == 0, done.stderr
-    public, written = xr.open_zarr(public_url), xr.open_zarr(submission)
+    public, written = zarr.open_group(public_url, mode="r"), zarr.open_group(submission, mode="r")
     for pair in manifest["pairs"]:
         inputs = [*pair["train"], *([pair["burn_in"]] if pair.get("burn_in") else [])]
-        last_row = public[inputs[-1]].values[-1].astype(np.float32) * np.float32(0.5)
+        last_row = public[inputs[-1]][-1].astype(np.float32) * np.float32(0.5)
         expected = np.broadcast_to(last_row, tuple(pair["shape"]))
-        np.testing.assert_array_equal(written[pair["test"]].values, expected)
+        np.testing.assert_array_equal(written[pair["test"]][:], expected)
     scored = seisctf("score", "ctf", "--truth", truth_url, "--submission", submission, "--quiet")
     assert scored.returncode == 0, scored.stderr
 

@@ -30,7 +30,7 @@ def test_a_positive_number_of_any_kind_is_read_as_float_hz(rate):
 @pytest.mark.parametrize("rate", [None, 0, -1.0, math.nan, math.inf, True, "100", [100.0]])
 def test_anything_else_is_refused_naming_the_store(rate):
     attrs = {} if rate is None else {cv.ATTR_SAMPLING_RATE: rate}
-    with pytest.raises(InvalidInput, match="store.zarr: attr 'sampling_rate' must be a positive"):
+    with pytest.raises(InvalidInput, match="store.zarr attr 'sampling_rate': expected a positive"):
         cv.sampling_rate_hz(attrs, "store.zarr")
 
 
@@ -48,7 +48,7 @@ def test_the_transforms_refuse_a_bad_rate_alike(rate):
         lambda data: convert_quantity(data, to="strain"),
         sampling_rate_of,
     ):
-        with pytest.raises(InvalidInput, match="attr 'sampling_rate' must be a positive number"):
+        with pytest.raises(InvalidInput, match="attr 'sampling_rate': expected a positive number"):
             read(data_at(rate))
 
 

@@ -545,5 +545,7 @@ def test_channel_choice_and_options_on_a_wavefield_store():
         select_channel(codes, None, "s")
     wavefield = xr.Dataset({cv.WAVEFIELD_VAR: ((cv.TIME, cv.SENSOR), np.zeros((4, 2)))})
     assert wavefield_for_tasks(wavefield, Layout())[0] is wavefield
-    with pytest.raises(InvalidInput, match="`sampling_rate_hz` is only for a continuous waveform store"):
+    with pytest.raises(
+        InvalidInput, match="`sampling_rate_hz` is only for a continuous waveform store"
+    ):
         wavefield_for_tasks(wavefield, Layout(), sampling_rate_hz=1.0, what="w")
