@@ -20,7 +20,7 @@ sys.path.insert(1, str(Path(__file__).parents[1]))
 from servers import start_dask_cluster, start_s3, stop_dask_cluster, stop_s3  # noqa: E402
 
 from seisctf import conventions as cv  # noqa: E402
-from seisctf.ctf_manifest import CtfManifest, CtfPair  # noqa: E402
+from seisctf.ctf_json import CtfManifest, CtfPair  # noqa: E402
 from seisctf.location import StoreLocation
 from seisctf.plugins.layouts import Layout  # noqa: E402
 

@@ -52,7 +52,7 @@ from benchmarks.red_team import tails
 from benchmarks.red_team.tails import long_time_tail as long_time_tail
 from benchmarks.red_team.tails import rows_with_power_spectrum as rows_with_power_spectrum
 from seisctf.baselines import ctf as package_baselines
-from seisctf.ctf_manifest import CtfPair
+from seisctf.ctf_json import CtfPair
 from seisctf.scoring.metrics import reference_spectrum
 
 Predictor = Callable[[dict[str, np.ndarray], dict], dict[str, np.ndarray]]

@@ -15,7 +15,7 @@ import numpy as np
 
 from seisctf import conventions as cv
 from seisctf import storage
-from seisctf.ctf_manifest import CtfManifest, CtfPair
+from seisctf.ctf_json import CtfManifest, CtfPair
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from seisctf import conventions as cv
-from seisctf.ctf_manifest import CtfManifest
+from seisctf.ctf_json import CtfManifest
 from seisctf.errors import InvalidInput
 from seisctf.scoring.submission_names import MAX_MEMBERS, refuse_names
 

@@ -43,7 +43,7 @@ from seisctf.cli.demo_plan import (
     demo_datasets,
     demo_source,
 )
-from seisctf.ctf_manifest import CtfManifest
+from seisctf.ctf_json import CtfManifest, CtfResult
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
 from seisctf.scoring import leaderboard
@@ -119,11 +119,12 @@ def run_demo(
         Path(paths["scores"]).write_text(json.dumps(results, indent=2))
         commitment = leaderboard.truth_commitment_of(manifest)
         for result in results:
+            baseline = CtfResult.from_json(result, paths["scores"])
             leaderboard.record(
                 paths["db"],
                 result,
                 truth_commitment=commitment,
-                metadata={"description": f"built-in {result['name']} baseline"},
+                metadata={"description": f"built-in {baseline.name} baseline"},
             )
     rows = leaderboard.entries(paths["db"])
     # The demo is no challenge (its truth is regenerable): its leaderboard is the final view.

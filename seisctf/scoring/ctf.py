@@ -29,7 +29,7 @@ from seisctf import commitment, keys, storage
 from seisctf import conventions as cv
 from seisctf.blocks import Stored, named, tiles, tree_sum
 from seisctf.cluster import compute
-from seisctf.ctf_manifest import CtfManifest, CtfPair
+from seisctf.ctf_json import CtfManifest, CtfPair
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
 from seisctf.scoring import metrics, parts

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from seisctf.ctf_manifest import CtfManifest
+from seisctf.ctf_json import CtfManifest
 from seisctf.errors import InvalidInput
 from seisctf.scoring import sqlite_wal
 from seisctf.scoring.release import public_entries

@@ -14,7 +14,7 @@ import dask
 import dask.array as da
 
 from seisctf import conventions as cv
-from seisctf.ctf_manifest import CtfManifest
+from seisctf.ctf_json import CtfManifest
 from seisctf.errors import InvalidInput
 from seisctf.registry import METRICS, Metric
 

@@ -36,7 +36,7 @@ import zarr
 from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.cluster import compute
-from seisctf.ctf_manifest import CtfManifest
+from seisctf.ctf_json import CtfManifest
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
 from seisctf.scoring.submission_checks import (

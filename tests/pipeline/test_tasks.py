@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from seisctf import conventions as cv
 from seisctf import keys, storage
-from seisctf.ctf_manifest import CtfManifest
+from seisctf.ctf_json import CtfManifest
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
 from seisctf.pipeline.bundles.segments import build_bundle, write_bundle

@@ -23,7 +23,7 @@ from test_ctf import numpy_scores
 
 from seisctf import cli, storage
 from seisctf import conventions as cv
-from seisctf.ctf_manifest import CtfManifest
+from seisctf.ctf_json import CtfManifest
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
 from seisctf.scoring import leaderboard, referee, release

@@ -8,7 +8,7 @@ import pytest
 from conftest import noisy_copy, write_tiny_truth
 
 from seisctf import storage
-from seisctf.ctf_manifest import CtfManifest
+from seisctf.ctf_json import CtfManifest
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
 from seisctf.scoring import ladder, leaderboard, referee, release

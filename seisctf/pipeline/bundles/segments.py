@@ -21,7 +21,7 @@ import xarray as xr
 from seisctf import commitment, keys, storage
 from seisctf import conventions as cv
 from seisctf.cluster import compute
-from seisctf.ctf_manifest import CtfPair, PairParameters, ValidationTarget
+from seisctf.ctf_json import CtfPair, PairParameters, ValidationTarget
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
 from seisctf.pipeline.transforms.noise import gaussian_noise

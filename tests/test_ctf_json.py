@@ -1,6 +1,7 @@
-"""The CTF manifest read as typed objects (`seisctf.ctf_manifest`): a real bundle's manifest reads
-and gives back the same JSON, and a malformed one is InvalidInput naming the file and the field,
-from the library and from the command line's checks."""
+"""The CTF manifest and score results read as typed objects (`seisctf.ctf_json`): a real
+bundle's manifest and real results read and give back the same JSON, and a malformed one is
+InvalidInput naming the file and the field, from the library and from the command line's
+checks."""
 
 from __future__ import annotations
 
@@ -16,11 +17,12 @@ from conftest import TINY_LAYOUT, noisy_copy, smooth_wavefield, write_tiny_truth
 
 from seisctf import cli, keys, storage
 from seisctf import conventions as cv
-from seisctf.ctf_manifest import CtfManifest, CtfPair
+from seisctf.ctf_json import CtfManifest, CtfPair, CtfResult
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
 from seisctf.pipeline.bundles.segments import build_bundle, write_bundle
-from seisctf.scoring.ctf import open_truth
+from seisctf.scoring import release
+from seisctf.scoring.ctf import open_truth, score_ctf, score_validation
 
 SECRET = "manifest-reading-secret"
 
@@ -221,3 +223,89 @@ def test_a_stored_malformed_manifest_is_refused_by_the_referee_and_the_command_l
     assert cli.main(argv) == 3
     err = capsys.readouterr().err
     assert str(truth) in err and "manifest field 'pairs[5].shape' is missing" in err
+
+
+# --- results ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def results(bundles) -> dict[str, dict]:
+    """{kind: a real result's JSON object}: scored against the tiny and the extended truth, and
+    against the tiny bundle's validation targets."""
+    found = {}
+    for kind in ("tiny", "extended"):
+        truth = StoreLocation(bundles[kind] / "truth.zarr")
+        _, _, values = open_truth(truth)
+        submission = noisy_copy({n: a.compute() for n, a in values.items()}, 2, 0.3)
+        (found[kind],) = score_ctf(truth, {f"noisy-{kind}": submission}, quiet=True)
+    public = str(bundles["tiny"] / "public.zarr")
+    targets = CtfManifest.from_attrs(storage.read_attrs(StoreLocation(public)), public)
+    zeros = {
+        name: np.zeros(shape)
+        for name, shape in targets.validation_manifest(public).test_shapes().items()
+    }
+    (found["validation"],) = score_validation(StoreLocation(public), {"zeros": zeros}, quiet=True)
+    # As a results file holds them.
+    return {kind: json.loads(json.dumps(result)) for kind, result in found.items()}
+
+
+@pytest.mark.parametrize("kind", ["tiny", "extended", "validation"])
+def test_a_real_result_reads_and_gives_back_the_same_json(results, kind):
+    written = results[kind]
+    scored = CtfResult.from_json(written, "scores.json")
+    assert scored.to_json() == written
+    assert json.dumps(scored.to_json()) == json.dumps(written)
+    assert scored.extra == {} and scored.scores == written["scores"]
+
+
+def test_the_typed_result_holds_what_the_readers_use(results):
+    tiny, extended = (CtfResult.from_json(results[k], "scores.json") for k in ("tiny", "extended"))
+    assert tiny.truth_sha256_verified is True and tiny.convention == "reference"
+    assert tiny.metrics is not None and tiny.metrics["E3"] == cv.METRIC_RECON
+    public = tiny.public_part()
+    assert public is not None and set(public.scores) == set(cv.SCORE_NAMES)
+    assert tiny.split and tiny.parts is not None and set(tiny.parts) == {"public", "private"}
+    assert tiny.extended_avg_score is None and tiny.truth is None
+    assert extended.extended_avg_score is not None and "E16" in extended.scores
+    assert extended.truth == keys.TRUTH_PUBLIC and extended.truth_note == cv.PUBLIC_TRUTH_NOTE
+    validation = CtfResult.from_json(results["validation"], "scores.json")
+    assert validation.validation is True and validation.truth_sha256_verified is None
+
+
+MALFORMED_RESULTS = {
+    "a score as text": (
+        lambda r: r["scores"].update(E3="12.5"),
+        "field 'scores.E3' must be a number, got '12.5'",
+    ),
+    "no name": (lambda r: r.pop("name"), "field 'name' is missing"),
+    "a part without scores": (
+        lambda r: r["parts"]["public"].pop("scores"),
+        "field 'parts.public.scores' is missing",
+    ),
+    "an unknown metric": (
+        lambda r: r["metrics"].update(E1="short"),
+        "field 'metrics' must be an object of short_time",
+    ),
+    "verified as text": (
+        lambda r: r.update(truth_sha256_verified="yes"),
+        "field 'truth_sha256_verified' must be true, false or null",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED_RESULTS))
+def test_a_malformed_result_names_the_field(results, case):
+    change, problem = MALFORMED_RESULTS[case]
+    with pytest.raises(InvalidInput) as raised:
+        CtfResult.from_json(_broken(results["tiny"], change), "scores.json")
+    assert raised.value.what == "scores.json" and problem in raised.value.problem
+
+
+def test_the_public_score_reads_the_result_through_its_type(results):
+    public = CtfResult.from_json(results["tiny"], "scores.json").public_part()
+    assert public is not None
+    kept = [public.scores[f"E{i}"] for i in (1, 3, 5, 7, 9, 11, 12)]  # short-time, reconstruction
+    assert release.public_score(results["tiny"]) == pytest.approx(np.mean(kept))
+    broken = _broken(results["tiny"], lambda r: r["parts"]["public"]["scores"].update(E1=[1]))
+    with pytest.raises(InvalidInput, match=r"'parts\.public\.scores\.E1' must be a number"):
+        release.public_score(broken)

@@ -1,11 +1,13 @@
-"""The CTF manifest (a bundle's `ctf` attr) as typed, validated objects.
+"""The JSON documents of CTF scoring as typed, validated objects: a bundle's manifest (its `ctf`
+attr, `CtfManifest`) and the result of scoring one submission (`CtfResult`).
 
-Readers never index the manifest's JSON: `CtfManifest.from_attrs` (a bundle group's attrs) or
-`CtfManifest.from_json` (the manifest itself) checks every field the readers use and raises
+Readers never index these documents: `CtfManifest.from_attrs` (a bundle group's attrs),
+`CtfManifest.from_json` and `CtfResult.from_json` check every field the readers use and raise
 InvalidInput naming the file and the field (`pairs[2].shape`) when one is missing or of the
-wrong type. `to_json` gives the manifest back as it was read (keys this module does not know
-are kept in `extra`), so a manifest read and written again is unchanged. The layout of the JSON
-is docs/contract.md's ("CTF task bundle", "CTF bundle manifest").
+wrong type. `to_json` gives the document back as it was read (keys this module does not know
+are kept in `extra`), so a document read and written again is unchanged. Their layout is
+docs/contract.md's ("CTF task bundle", "CTF bundle manifest", "Scoring conventions and
+results", "Scores").
 
 Standard library only: the command line checks submissions against a manifest before it loads
 Dask, xarray or zarr.
@@ -68,6 +70,20 @@ class JsonFields:
         if not isinstance(value, str):
             raise self.wrong(key, "a string")
         return value
+
+    def optional(self, key: str, read: Callable[[str], Any]) -> Any:
+        """`read(key)`, or None when the field is absent."""
+        return read(key) if key in self.document else None
+
+    def score(self, key: str) -> float | None:
+        """A score: a number, or None (unscorable)."""
+        return None if self.get(key) is None else self.number(key)
+
+    def scores(self, key: str) -> dict[str, float | None]:
+        """An object of scores by name (`{"E1": 12.5, "E2": null}`)."""
+        value = self.mapping(key)
+        named = JsonFields(value, self.what, self.name(key))
+        return {name: named.score(name) for name in value}
 
     def texts(self, key: str) -> tuple[str, ...]:
         value = self.get(key)
@@ -307,9 +323,7 @@ class CtfManifest:
         naming `what` and the field when a field readers use is missing or of the wrong type."""
         fields = JsonFields(document, what)
 
-        def optional(key: str, read: Callable[[str], Any]) -> Any:
-            return read(key) if key in fields else None
-
+        optional = fields.optional
         truth_sha256 = optional("truth_sha256", fields.mapping)
         if truth_sha256 is not None and not all(isinstance(v, str) for v in truth_sha256.values()):
             raise fields.wrong("truth_sha256", "an object of hex strings")
@@ -414,3 +428,154 @@ class CtfManifest:
 def _json_value(value: Any) -> Any:
     """A field's JSON: mappings as plain dicts."""
     return dict(value) if isinstance(value, Mapping) else value
+
+
+PART_FIELDS = ("scores", "avg_score", "extended_avg_score", "raw_scores", "unscorable")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScoredView:
+    """The scores of one view of a truth (its public or private part): E scores clipped to
+    [-100, 100] (None: unscorable), their mean, the mean of E13+ where they exist, the unclipped
+    scores and the names of the unscorable ones."""
+
+    scores: Mapping[str, float | None]
+    avg_score: float | None
+    extended_avg_score: float | None = None
+    raw_scores: Mapping[str, float | None] | None = None
+    unscorable: tuple[str, ...] | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, document: object, what: str, path: str = "") -> ScoredView:
+        """The part `document` at `path` (`parts.public`) of the result in `what`."""
+        fields = JsonFields(document, what, path)
+        return cls(
+            scores=fields.scores("scores"),
+            avg_score=fields.score("avg_score"),
+            extended_avg_score=fields.optional("extended_avg_score", fields.score),
+            raw_scores=fields.optional("raw_scores", fields.scores),
+            unscorable=fields.optional("unscorable", fields.texts),
+            extra=fields.extra(PART_FIELDS),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The part's JSON, keys in the order results are written with."""
+        return self.view_json() | dict(self.extra)
+
+    def view_json(self) -> dict[str, Any]:
+        """The fields of the view (without `extra`): `extended_avg_score` where E13+ exist."""
+        document: dict[str, Any] = {"scores": dict(self.scores), "avg_score": self.avg_score}
+        extended = any(name not in cv.SCORE_NAMES for name in self.scores)
+        if extended or self.extended_avg_score is not None:
+            document["extended_avg_score"] = self.extended_avg_score
+        if self.raw_scores is not None:
+            document["raw_scores"] = dict(self.raw_scores)
+        if self.unscorable is not None:
+            document["unscorable"] = list(self.unscorable)
+        return document
+
+
+RESULT_FIELDS = (
+    "name", "dataset", "convention", "scores", "avg_score", "extended_avg_score", "raw_scores",
+    "truth_sha256_verified", "unscorable", "metrics", cv.PROVENANCE_TRUTH, "truth_note",
+    "parts", "split", "plugin_scores", "validation",
+)  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class CtfResult(ScoredView):
+    """The result of scoring one submission (`seisctf score ctf`), as the organiser's JSON holds
+    it: the whole truth's scores (the `ScoredView` fields) and what was scored (`name`, the
+    bundle's `dataset`, the `convention`), whether the truth matched its commitment (None for a
+    validation score), each score's metric, the public and private `parts` with the rule that
+    `split` them, metric plugins' scores, and the public-truth stamp. Fields older results
+    lack are None."""
+
+    name: str
+    dataset: str
+    convention: str | None = None
+    truth_sha256_verified: bool | None  # None: a validation score (the truth is not read)
+    metrics: Mapping[str, str] | None = None  # score name -> metric (`short_time`, ...)
+    parts: Mapping[str, ScoredView] | None = None  # "public", "private"
+    split: str | None = None
+    plugin_scores: Mapping[str, Mapping[str, float | None]] | None = None
+    validation: bool | None = None
+    truth: str | None = None
+    truth_note: str | None = None
+
+    @classmethod
+    def from_json(cls, document: object, what: str, path: str = "") -> CtfResult:
+        """The result `document` (one object of a results JSON) read from `what`."""
+        fields = JsonFields(document, what, path)
+        view = ScoredView.from_json(document, what, path)
+        verified = fields.get("truth_sha256_verified")
+        if verified is not None and not isinstance(verified, bool):
+            raise fields.wrong("truth_sha256_verified", "true, false or null")
+        validation = fields.optional("validation", fields.get)
+        if validation is not None and not isinstance(validation, bool):
+            raise fields.wrong("validation", "true or false")
+        metrics = fields.optional("metrics", fields.mapping)
+        if metrics is not None and not all(m in cv.METRIC_NAMES for m in metrics.values()):
+            raise fields.wrong("metrics", f"an object of {', '.join(cv.METRIC_NAMES)}")
+        parts = fields.optional("parts", fields.mapping)
+        if parts is not None:
+            at = fields.name("parts")
+            parts = {
+                key: ScoredView.from_json(part, what, f"{at}.{key}") for key, part in parts.items()
+            }
+        plugins = fields.optional("plugin_scores", fields.mapping)
+        if plugins is not None:
+            named = JsonFields(plugins, what, fields.name("plugin_scores"))
+            plugins = {metric: named.scores(metric) for metric in plugins}
+        return cls(
+            scores=view.scores,
+            avg_score=view.avg_score,
+            extended_avg_score=view.extended_avg_score,
+            raw_scores=view.raw_scores,
+            unscorable=view.unscorable,
+            name=fields.text("name"),
+            dataset=fields.text("dataset"),
+            convention=fields.optional("convention", fields.text),
+            truth_sha256_verified=verified,
+            metrics=metrics,
+            parts=parts,
+            split=fields.optional("split", fields.text),
+            plugin_scores=plugins,
+            validation=validation,
+            truth=fields.optional(cv.PROVENANCE_TRUTH, fields.text),
+            truth_note=fields.optional("truth_note", fields.text),
+            extra=fields.extra(RESULT_FIELDS),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The result's JSON as it was read, keys in the order the referee writes them."""
+        view = self.view_json()
+        document: dict[str, Any] = {"name": self.name, "dataset": self.dataset}
+        if self.convention is not None:
+            document["convention"] = self.convention
+        document |= {key: view.pop(key) for key in ("scores", "avg_score", "extended_avg_score",
+                                                    "raw_scores") if key in view}  # fmt: skip
+        document["truth_sha256_verified"] = self.truth_sha256_verified
+        parts = None
+        if self.parts is not None:
+            parts = {key: part.to_json() for key, part in self.parts.items()}
+        plugins = None
+        if self.plugin_scores is not None:
+            plugins = {metric: dict(values) for metric, values in self.plugin_scores.items()}
+        optional = {
+            **view,  # unscorable
+            "metrics": None if self.metrics is None else dict(self.metrics),
+            cv.PROVENANCE_TRUTH: self.truth,
+            "truth_note": self.truth_note,
+            "parts": parts,
+            "split": self.split,
+            "plugin_scores": plugins,
+            "validation": self.validation,
+        }
+        document |= {key: value for key, value in optional.items() if value is not None}
+        return document | dict(self.extra)
+
+    def public_part(self) -> ScoredView | None:
+        """The scores of the truth's public part; None for a result of a truth not split."""
+        return None if self.parts is None else self.parts.get("public")
