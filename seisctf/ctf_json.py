@@ -27,13 +27,14 @@ Shape = tuple[int, int]  # (time steps, sensors) of one array
 
 class JsonFields:
     """Typed reads of one JSON object; a missing field or one of the wrong type is InvalidInput
-    naming `what` (the file) and the field's path in the manifest (`pairs[2].test`)."""
+    naming `what` (the file) and the field's path in the `kind` of document (`manifest field
+    'pairs[2].test'`)."""
 
-    def __init__(self, document: object, what: str, path: str = "") -> None:
+    def __init__(self, document: object, what: str, path: str = "", kind: str = "manifest") -> None:
         if not isinstance(document, Mapping):
-            where = f"field {path!r}" if path else "manifest"
+            where = f"{kind} field {path!r}" if path else kind
             raise InvalidInput(what, f"{where} must be a JSON object, got {document!r:.80}")
-        self.document, self.what, self.path = document, what, path
+        self.document, self.what, self.path, self.kind = document, what, path, kind
 
     def __contains__(self, key: str) -> bool:
         return key in self.document
@@ -45,12 +46,12 @@ class JsonFields:
     def wrong(self, key: str, expected: str) -> InvalidInput:
         value = self.document[key]
         return InvalidInput(
-            self.what, f"manifest field {self.name(key)!r} must be {expected}, got {value!r:.80}"
+            self.what, f"{self.kind} field {self.name(key)!r} must be {expected}, got {value!r:.80}"
         )
 
     def get(self, key: str) -> Any:
         if key not in self.document:
-            raise InvalidInput(self.what, f"manifest field {self.name(key)!r} is missing")
+            raise InvalidInput(self.what, f"{self.kind} field {self.name(key)!r} is missing")
         return self.document[key]
 
     def integer(self, key: str) -> int:
@@ -82,7 +83,7 @@ class JsonFields:
     def scores(self, key: str) -> dict[str, float | None]:
         """An object of scores by name (`{"E1": 12.5, "E2": null}`)."""
         value = self.mapping(key)
-        named = JsonFields(value, self.what, self.name(key))
+        named = JsonFields(value, self.what, self.name(key), self.kind)
         return {name: named.score(name) for name in value}
 
     def texts(self, key: str) -> tuple[str, ...]:
@@ -449,7 +450,7 @@ class ScoredView:
     @classmethod
     def from_json(cls, document: object, what: str, path: str = "") -> ScoredView:
         """The part `document` at `path` (`parts.public`) of the result in `what`."""
-        fields = JsonFields(document, what, path)
+        fields = JsonFields(document, what, path, "result")
         return cls(
             scores=fields.scores("scores"),
             avg_score=fields.score("avg_score"),
@@ -507,7 +508,7 @@ class CtfResult(ScoredView):
     @classmethod
     def from_json(cls, document: object, what: str, path: str = "") -> CtfResult:
         """The result `document` (one object of a results JSON) read from `what`."""
-        fields = JsonFields(document, what, path)
+        fields = JsonFields(document, what, path, "result")
         view = ScoredView.from_json(document, what, path)
         verified = fields.get("truth_sha256_verified")
         if verified is not None and not isinstance(verified, bool):
@@ -526,7 +527,7 @@ class CtfResult(ScoredView):
             }
         plugins = fields.optional("plugin_scores", fields.mapping)
         if plugins is not None:
-            named = JsonFields(plugins, what, fields.name("plugin_scores"))
+            named = JsonFields(plugins, what, fields.name("plugin_scores"), "result")
             plugins = {metric: named.scores(metric) for metric in plugins}
         return cls(
             scores=view.scores,

@@ -275,20 +275,20 @@ def test_the_typed_result_holds_what_the_readers_use(results):
 MALFORMED_RESULTS = {
     "a score as text": (
         lambda r: r["scores"].update(E3="12.5"),
-        "field 'scores.E3' must be a number, got '12.5'",
+        "result field 'scores.E3' must be a number, got '12.5'",
     ),
-    "no name": (lambda r: r.pop("name"), "field 'name' is missing"),
+    "no name": (lambda r: r.pop("name"), "result field 'name' is missing"),
     "a part without scores": (
         lambda r: r["parts"]["public"].pop("scores"),
-        "field 'parts.public.scores' is missing",
+        "result field 'parts.public.scores' is missing",
     ),
     "an unknown metric": (
         lambda r: r["metrics"].update(E1="short"),
-        "field 'metrics' must be an object of short_time",
+        "result field 'metrics' must be an object of short_time",
     ),
     "verified as text": (
         lambda r: r.update(truth_sha256_verified="yes"),
-        "field 'truth_sha256_verified' must be true, false or null",
+        "result field 'truth_sha256_verified' must be true, false or null",
     ),
 }
 
