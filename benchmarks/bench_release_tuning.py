@@ -52,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.bench_truth_inversion import DEFAULT_SYNTH_ARGS, attack_module  # noqa: E402
 from benchmarks.red_team import attack_release as ar  # noqa: E402
 from benchmarks.red_team import harness  # noqa: E402
-from benchmarks.red_team.baselines import BASELINES  # noqa: E402
+from benchmarks.red_team.baselines import BASELINES, package_pair  # noqa: E402
 from seisctf.baselines import ctf as package_baselines  # noqa: E402
 from seisctf.scoring import ladder  # noqa: E402
 
@@ -81,7 +81,9 @@ class Referee:
         lazy = {name: da.from_array(x) for name, x in arrays.items()}
         predictions = {
             f"board-{model}": {
-                pair["test"]: np.asarray(package_baselines.BASELINES[model].function(pair, lazy))
+                pair["test"]: np.asarray(
+                    package_baselines.BASELINES[model].function(package_pair(pair), lazy)
+                )
                 for pair in manifest["pairs"]
             }
             for model in ORGANISER_BASELINES

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, TypedDict
+from typing import TYPE_CHECKING, Literal, Protocol, TypedDict, TypeVar
 
 from seisctf.errors import InvalidInput
 
@@ -193,6 +193,7 @@ SCORE_NAMES = tuple(f"E{i}" for i in range(1, 13))
 METRIC_SHORT = "short_time"
 METRIC_LONG = "long_time"
 METRIC_RECON = "reconstruction"
+METRIC_NAMES = (METRIC_SHORT, METRIC_LONG, METRIC_RECON)
 CONVENTIONS = ("reference", "paper")
 
 # Chunking depends on the data's shape only (never on the cluster), so bytes are reproducible.
@@ -405,18 +406,32 @@ def extended_pairs(n_sweep: int, n_initial: int) -> tuple[PairSpec, ...]:
     )
 
 
-def window_rows(metric: str, manifest: Mapping) -> slice:
+class ScoredWindows(Protocol):
+    """What says which rows a metric scores (a `CtfManifest`): the first `k_short` and the last
+    `k_long` time steps of a test array."""
+
+    @property
+    def k_short(self) -> int: ...
+
+    @property
+    def k_long(self) -> int: ...
+
+
+def window_rows(metric: str, windows: ScoredWindows) -> slice:
     """The rows of a test array a metric scores: the first k_short, the last k_long, or all."""
     if metric == METRIC_SHORT:
-        return slice(0, manifest["k_short"])
+        return slice(0, windows.k_short)
     if metric == METRIC_LONG:
-        return slice(-manifest["k_long"], None)
+        return slice(-windows.k_long, None)
     return slice(None)
 
 
-def scored_metrics(pairs: list[Mapping]) -> list[tuple[str, Mapping, str]]:
+Pair = TypeVar("Pair", bound=PairSpec)
+
+
+def scored_metrics(pairs: Sequence[Pair]) -> list[tuple[str, Pair, str]]:
     """(score name, pair, metric) in score order: E1, E2, ... follow the pairs' metrics in order."""
-    ordered = [(pair, metric) for pair in pairs for metric in pair["metrics"]]
+    ordered = [(pair, metric) for pair in pairs for metric in pair.metrics]
     return [(f"E{i}", pair, metric) for i, (pair, metric) in enumerate(ordered, start=1)]
 
 

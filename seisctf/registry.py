@@ -116,8 +116,9 @@ class Metric(Plugin):
 @dataclass(frozen=True)
 class Baseline(Plugin):
     """A CTF baseline (`seisctf baseline NAME`): `function(pair, public, **options) ->
-    dask.array` predicts one pair's test array (float32, the manifest's `shape`) from the
-    public arrays (`{name: dask array}`) its pair names. `family`: the model family ("linear
+    dask.array` predicts one pair's test array (float32, `pair.shape`) from the public arrays
+    (`{name: dask array}`) the pair names (`pair`: a `ctf_json.CtfPair`, its `inputs` the
+    training matrices and burn-in). `family`: the model family ("linear
     autoregression"); `library`: the distribution that implements it (its version is recorded
     with the scores); `extra`: the optional dependencies it needs (`pip install
     seisctf[EXTRA]`), said when they are missing; `seeded`: it draws random numbers (given

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TypeVar
 
@@ -20,6 +20,7 @@ sys.path.insert(1, str(Path(__file__).parents[1]))
 from servers import start_dask_cluster, start_s3, stop_dask_cluster, stop_s3  # noqa: E402
 
 from seisctf import conventions as cv  # noqa: E402
+from seisctf.ctf_json import CtfManifest, CtfPair  # noqa: E402
 from seisctf.location import StoreLocation
 from seisctf.plugins.layouts import Layout  # noqa: E402
 
@@ -102,10 +103,12 @@ def smooth_wavefield(
     )
 
 
-def synthetic_manifest(rows: int, n_space: int, k: int, modes: int) -> dict:
+def synthetic_manifest(rows: int, n_space: int, k: int, modes: int) -> CtfManifest:
+    """The nine pairs, every test array (rows, n_space), read from JSON as a bundle's is."""
     pairs = [
         {
             "id": spec.id,
+            "train": list(spec.train),
             "test": spec.test,
             "metrics": list(spec.metrics),
             "shape": [rows, n_space],
@@ -113,7 +116,18 @@ def synthetic_manifest(rows: int, n_space: int, k: int, modes: int) -> dict:
         }
         for spec in cv.CTF_PAIRS
     ]
-    return {"dataset": "synthetic", "k_short": k, "k_long": k, "modes": modes, "pairs": pairs}
+    document = {"dataset": "synthetic", "k_short": k, "k_long": k, "modes": modes, "pairs": pairs}
+    return CtfManifest.from_json(document, "synthetic manifest")
+
+
+def shapes_manifest(shapes: Mapping[str, tuple[int, int]]) -> CtfManifest:
+    """A manifest of test arrays with these (time steps, sensors) shapes and nothing else the
+    submission intake reads."""
+    pairs = tuple(
+        CtfPair(id=i, train=(), test=name, metrics=(), start_index=0, shape=shape)
+        for i, (name, shape) in enumerate(shapes.items(), start=1)
+    )
+    return CtfManifest(dataset="shapes", k_short=1, k_long=1, modes=1, pairs=pairs)
 
 
 def noisy_copy(truth: dict[str, np.ndarray], seed: int, level: float) -> dict[str, np.ndarray]:

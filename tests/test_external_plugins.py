@@ -123,10 +123,10 @@ def test_score_ctf_reports_the_metric_beside_the_e_scores(installed, tmp_path):
     assert done.returncode == 0, done.stderr
     result = json.loads(scores.read_text())
     expected = {}
-    for score, pair, metric in cv.scored_metrics(manifest["pairs"]):
+    for score, pair, metric in cv.scored_metrics(manifest.pairs):
         rows = cv.window_rows(metric, manifest)
-        window_truth = truth[pair["test"]][rows].astype(np.float64)
-        window_prediction = prediction[pair["test"]][rows].astype(np.float64)
+        window_truth = truth[pair.test][rows].astype(np.float64)
+        window_prediction = prediction[pair.test][rows].astype(np.float64)
         error = np.abs(window_truth - window_prediction).max() / np.abs(window_truth).max()
         expected[score] = error
     assert set(result["plugin_scores"]["peak_error"]) == set(cv.SCORE_NAMES)

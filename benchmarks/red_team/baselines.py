@@ -52,6 +52,7 @@ from benchmarks.red_team import tails
 from benchmarks.red_team.tails import long_time_tail as long_time_tail
 from benchmarks.red_team.tails import rows_with_power_spectrum as rows_with_power_spectrum
 from seisctf.baselines import ctf as package_baselines
+from seisctf.ctf_json import CtfPair
 from seisctf.scoring.metrics import reference_spectrum
 
 Predictor = Callable[[dict[str, np.ndarray], dict], dict[str, np.ndarray]]
@@ -428,11 +429,27 @@ def holdout_best(arrays: dict[str, np.ndarray], manifest: dict) -> dict[str, np.
     return chosen_reconstructions(arrays, manifest) | choose_per_pair(arrays, manifest, candidates)
 
 
+def package_pair(pair: dict) -> CtfPair:
+    """A pair of a manifest as the red team reads it (a dict, perhaps without the fields the
+    package's baselines do not use) as the package's baselines take it."""
+    return CtfPair(
+        id=pair["id"],
+        train=tuple(pair["train"]),
+        test=pair["test"],
+        metrics=tuple(pair["metrics"]),
+        burn_in=pair.get("burn_in"),
+        start_index=pair.get("start_index", 0),
+        shape=(int(pair["shape"][0]), int(pair["shape"][1])),
+    )
+
+
 def persistence(arrays: dict[str, np.ndarray], manifest: dict) -> dict[str, np.ndarray]:
     """The package's persistence baseline, evaluated eagerly."""
     lazy = {name: da.from_array(x) for name, x in arrays.items()}
     return {
-        pair["test"]: np.asarray(package_baselines.persistence(pair, lazy), dtype=np.float64)
+        pair["test"]: np.asarray(
+            package_baselines.persistence(package_pair(pair), lazy), dtype=np.float64
+        )
         for pair in manifest["pairs"]
     }
 

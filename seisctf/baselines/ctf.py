@@ -11,21 +11,20 @@ registered in `seisctf.registry.BASELINES` (other packages add theirs through th
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import dask.array as da
 import numpy as np
 
 from seisctf import conventions as cv
 from seisctf import storage
+from seisctf.ctf_json import CtfManifest, CtfPair
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
 from seisctf.registry import BASELINES
 
 
-def _inputs(pair: Mapping[str, Any], public: Mapping[str, da.Array]) -> list[da.Array]:
-    names = list(pair["train"]) + ([pair["burn_in"]] if pair.get("burn_in") else [])
-    return [public[name] for name in names]
+def _inputs(pair: CtfPair, public: Mapping[str, da.Array]) -> list[da.Array]:
+    return [public[name] for name in pair.inputs]
 
 
 def _repeat_row(row: da.Array, shape: tuple[int, int]) -> da.Array:
@@ -33,34 +32,33 @@ def _repeat_row(row: da.Array, shape: tuple[int, int]) -> da.Array:
 
 
 @BASELINES.register("zeros")
-def zeros(pair: Mapping[str, Any], public: Mapping[str, da.Array]) -> da.Array:
-    shape = tuple(pair["shape"])
-    return da.zeros(shape, dtype=np.float32, chunks=cv.time_space_chunks(*shape))
+def zeros(pair: CtfPair, public: Mapping[str, da.Array]) -> da.Array:
+    return da.zeros(pair.shape, dtype=np.float32, chunks=cv.time_space_chunks(*pair.shape))
 
 
 @BASELINES.register("persistence")
-def persistence(pair: Mapping[str, Any], public: Mapping[str, da.Array]) -> da.Array:
-    if cv.METRIC_RECON in pair["metrics"]:
-        return public[pair["train"][0]]
-    return _repeat_row(_inputs(pair, public)[-1][-1], tuple(pair["shape"]))
+def persistence(pair: CtfPair, public: Mapping[str, da.Array]) -> da.Array:
+    if cv.METRIC_RECON in pair.metrics:
+        return public[pair.train[0]]
+    return _repeat_row(_inputs(pair, public)[-1][-1], pair.shape)
 
 
 @BASELINES.register("mean")
-def mean(pair: Mapping[str, Any], public: Mapping[str, da.Array]) -> da.Array:
+def mean(pair: CtfPair, public: Mapping[str, da.Array]) -> da.Array:
     stacked = da.concatenate(_inputs(pair, public), axis=0)
-    return _repeat_row(stacked.mean(axis=0).astype(np.float32), tuple(pair["shape"]))
+    return _repeat_row(stacked.mean(axis=0).astype(np.float32), pair.shape)
 
 
 def predict(model: str, public: StoreLocation) -> dict[str, da.Array]:
-    """Lazy submission arrays {X1test: …, …} of a baseline for the bundle at `public`."""
+    """Lazy submission arrays {X1test: …, …} (float32, (time, sensors)) of a baseline for the
+    bundle at `public`."""
     if model not in BASELINES:
         raise InvalidInput(f"baseline {model!r}", f"unknown; choose from {BASELINES.names()}")
     predictor = BASELINES[model].function
-    manifest = storage.read_attrs(public)[cv.ATTR_CTF]
-    inputs = {name for pair in manifest["pairs"] for name in pair["train"]}
-    inputs |= {pair["burn_in"] for pair in manifest["pairs"] if pair.get("burn_in")}
+    manifest = CtfManifest.from_attrs(storage.read_attrs(public), public.url)
+    inputs = {name for pair in manifest.pairs for name in pair.inputs}
     arrays = {name: storage.read_array(public, name) for name in inputs}
-    return {pair["test"]: predictor(pair, arrays).astype(np.float32) for pair in manifest["pairs"]}
+    return {pair.test: predictor(pair, arrays).astype(np.float32) for pair in manifest.pairs}
 
 
 def write_baseline(

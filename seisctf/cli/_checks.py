@@ -11,10 +11,12 @@ import json
 import os
 import struct
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from seisctf import conventions as cv
+from seisctf.ctf_json import CtfManifest
 from seisctf.errors import InvalidInput
 from seisctf.scoring.submission_names import MAX_MEMBERS, refuse_names
 
@@ -82,30 +84,28 @@ def sources(urls: Iterable[str]) -> None:
             existing(url)
 
 
-def ctf_manifest(url: str | None) -> dict[str, Any] | None:
+def ctf_manifest(url: str | None) -> CtfManifest | None:
     """The CTF manifest of a complete local bundle group (truth or public), read from its
-    `zarr.json`, else None."""
+    `zarr.json`, else None; InvalidInput naming the field when the manifest is malformed."""
     attrs = group_attrs(url) or {}
-    manifest = attrs.get("ctf")
-    if attrs.get("seisctf_complete") is not True or not isinstance(manifest, dict):
+    if attrs.get(cv.ATTR_COMPLETE) is not True or cv.ATTR_CTF not in attrs:
         return None
-    return manifest
+    return CtfManifest.from_attrs(attrs, str(url))
 
 
 def expected_shapes(
-    manifest: dict[str, Any], *, validation: bool = False
-) -> dict[str, tuple[int, ...]] | None:
-    """Array name -> shape a submission holds: the pairs' test arrays, or with `validation` the
-    public validation targets; None if the manifest does not read as one."""
-    try:
-        if validation:
-            return {v["target"]: tuple(int(n) for n in v["shape"]) for v in manifest["validation"]}
-        return {pair["test"]: tuple(int(n) for n in pair["shape"]) for pair in manifest["pairs"]}
-    except (KeyError, TypeError, ValueError):
+    manifest: CtfManifest, *, validation: bool = False
+) -> dict[str, tuple[int, int]] | None:
+    """Array name -> (time steps, sensors) a submission holds: the pairs' test arrays, or with
+    `validation` the public validation targets (None for a bundle without them)."""
+    if not validation:
+        return manifest.test_shapes()
+    if manifest.validation is None:
         return None
+    return {target.target: target.shape for target in manifest.validation}
 
 
-def submission_arrays(source: str, expected: dict[str, tuple[int, ...]]) -> None:
+def submission_arrays(source: str, expected: Mapping[str, tuple[int, ...]]) -> None:
     """A local submission names exactly the expected arrays (.npz members, .npy files of a
     folder, arrays of a zarr folder), and a zarr folder's arrays declare the expected shapes.
     Read from names and JSON metadata only: nothing is decompressed or loaded; what cannot be

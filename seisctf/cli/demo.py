@@ -34,7 +34,6 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from seisctf import conventions as cv
 from seisctf import keys, storage
 from seisctf.baselines.ctf import write_baseline
 from seisctf.build.engine import build_file, shipped
@@ -44,6 +43,7 @@ from seisctf.cli.demo_plan import (
     demo_datasets,
     demo_source,
 )
+from seisctf.ctf_json import CtfManifest, CtfResult
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
 from seisctf.scoring import leaderboard
@@ -109,7 +109,7 @@ def run_demo(
             public_truth=resolved.public,
         )
         truth = StoreLocation(paths["truth"])
-        manifest = storage.read_attrs(truth)[cv.ATTR_CTF]
+        manifest = CtfManifest.from_attrs(storage.read_attrs(truth), truth.url)
         shutil.rmtree(paths["submissions"], ignore_errors=True)
         submissions = {}
         for model in BASELINE_MODELS:
@@ -119,11 +119,12 @@ def run_demo(
         Path(paths["scores"]).write_text(json.dumps(results, indent=2))
         commitment = leaderboard.truth_commitment_of(manifest)
         for result in results:
+            baseline = CtfResult.from_json(result, paths["scores"])
             leaderboard.record(
                 paths["db"],
                 result,
                 truth_commitment=commitment,
-                metadata={"description": f"built-in {result['name']} baseline"},
+                metadata={"description": f"built-in {baseline.name} baseline"},
             )
     rows = leaderboard.entries(paths["db"])
     # The demo is no challenge (its truth is regenerable): its leaderboard is the final view.

@@ -17,6 +17,7 @@ from seisctf.cli._parse import (
     submitter_options,
     write_json,
 )
+from seisctf.ctf_json import CtfResult
 from seisctf.errors import InvalidInput
 
 
@@ -156,7 +157,8 @@ def _run_score_ctf(args: argparse.Namespace) -> None:
         if args.json:
             write_json(args.json, output)
         if args.plot:
-            radar_profile({r["name"]: r["scores"] for r in results}, args.plot)
+            scored = [CtfResult.from_json(result, "score result") for result in results]
+            radar_profile({result.name: result.scores for result in scored}, args.plot)
         if not args.json:
             print(json.dumps(output, indent=2))
         elif not args.quiet:  # the JSON is in its file: a short table

@@ -29,6 +29,7 @@ from seisctf import commitment, keys, storage
 from seisctf import conventions as cv
 from seisctf.blocks import Stored, named, tiles, tree_sum
 from seisctf.cluster import compute
+from seisctf.ctf_json import CtfManifest, CtfPair
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
 from seisctf.scoring import metrics, parts
@@ -140,42 +141,38 @@ def metric_error(
 
 
 def validate_manifest(
-    manifest: Mapping[str, Any], shapes: Mapping[str, tuple[int, ...]], what: str
+    manifest: CtfManifest, shapes: Mapping[str, tuple[int, ...]], what: str
 ) -> None:
     """Refuse a manifest whose windows the arrays cannot fill (k or modes too large)."""
-    for pair in manifest["pairs"]:
-        name, shape = pair["test"], tuple(shapes[pair["test"]])
-        if tuple(pair["shape"]) != shape or len(shape) != 2:
+    for pair in manifest.pairs:
+        name, shape = pair.test, tuple(shapes[pair.test])
+        if pair.shape != shape or len(shape) != 2:
             raise InvalidInput(
-                f"{what}:{name}", f"shape {shape} differs from manifest {pair['shape']}"
+                f"{what}:{name}", f"shape {shape} differs from manifest {list(pair.shape)}"
             )
         rows, n_space = shape
-        for metric, key in ((cv.METRIC_SHORT, "k_short"), (cv.METRIC_LONG, "k_long")):
-            if metric in pair["metrics"] and not 0 < manifest[key] <= rows:
-                raise InvalidInput(what, f"{key}={manifest[key]} but {name} has {rows} rows")
-        if (
-            cv.METRIC_LONG in pair["metrics"]
-            and not 0 < manifest["modes"] <= n_space - n_space // 2
+        for metric, key, k in (
+            (cv.METRIC_SHORT, "k_short", manifest.k_short),
+            (cv.METRIC_LONG, "k_long", manifest.k_long),
         ):
+            if metric in pair.metrics and not 0 < k <= rows:
+                raise InvalidInput(what, f"{key}={k} but {name} has {rows} rows")
+        if cv.METRIC_LONG in pair.metrics and not 0 < manifest.modes <= n_space - n_space // 2:
             raise InvalidInput(
                 what,
-                f"modes={manifest['modes']} but {name} has {n_space} "
+                f"modes={manifest.modes} but {name} has {n_space} "
                 f"sensors ({n_space - n_space // 2} bins from zero frequency)",
             )
 
 
-OpenedTruth = tuple[dict[str, Any], str | None, dict[str, da.Array]]
+OpenedTruth = tuple[CtfManifest, str | None, dict[str, da.Array]]
 
 
 def open_truth(truth_store: StoreLocation) -> OpenedTruth:
     """(manifest, salt, {test name: Dask array as stored}) of a complete truth group."""
     attrs = storage.read_attrs(truth_store)
-    if cv.ATTR_CTF not in attrs:
-        raise InvalidInput(truth_store.url, f"truth group has no {cv.ATTR_CTF!r} manifest attr")
-    manifest = attrs[cv.ATTR_CTF]
-    truth = {
-        pair["test"]: storage.read_array(truth_store, pair["test"]) for pair in manifest["pairs"]
-    }
+    manifest = CtfManifest.from_attrs(attrs, truth_store.url)
+    truth = {pair.test: storage.read_array(truth_store, pair.test) for pair in manifest.pairs}
     shapes = {name: array.shape for name, array in truth.items()}
     validate_manifest(manifest, shapes, truth_store.url)
     return manifest, attrs.get(cv.ATTR_CTF_SALT), truth
@@ -184,10 +181,12 @@ def open_truth(truth_store: StoreLocation) -> OpenedTruth:
 Keeps = Mapping[str, np.ndarray | None]  # per test name, the columns of a part (None: all)
 
 
-def _window(convention, pair, metric, truth, submission, manifest, scales) -> Difference:
+def _window(
+    convention, pair: CtfPair, metric, truth, submission, manifest: CtfManifest, scales
+) -> Difference:
     """The window a task's statistic reduces: truth − submission, the submission (spectra), or
     with `submission` None the truth itself; `truth`, `submission`: {test name: Stored}."""
-    name = pair["test"]
+    name = pair.test
     scale = scales.get(name, 1.0)
     if submission is None:
         window = Difference(truth[name])
@@ -207,7 +206,7 @@ def view_statistics(
     parts costs little more than the whole."""
     statistics: dict[str, list] = {view: [] for view in views}
     for _, pair, metric in tasks:
-        name = pair["test"]
+        name = pair.test
         window = _window(convention, pair, metric, truth, submission, manifest, scales)
         shared = None
         if (
@@ -223,7 +222,7 @@ def view_statistics(
             shared = spectral_norms(window, columns)
         for view, keeps in views.items():
             statistics[view].append(
-                statistic(convention, metric, window, manifest["modes"], gram_max_side, keeps[name])
+                statistic(convention, metric, window, manifest.modes, gram_max_side, keeps[name])
                 if shared is None
                 else named(operator.getitem, "spectral_norm", shared, view)
             )
@@ -231,11 +230,11 @@ def view_statistics(
 
 
 def part_keeps(
-    manifest: Mapping[str, Any], shapes: Mapping[str, tuple[int, ...]], salt: str | None
+    manifest: CtfManifest, shapes: Mapping[str, tuple[int, ...]], salt: str | None
 ) -> dict[str, Keeps]:
     """The columns each view scores, per test name: "whole" (all), and with a salt "public" and
     "private" (`parts.part_mask`)."""
-    names = [pair["test"] for pair in manifest["pairs"]]
+    names = [pair.test for pair in manifest.pairs]
     views: dict[str, Keeps] = {"whole": dict.fromkeys(names)}
     if salt:
         for part in parts.PARTS:
@@ -252,7 +251,7 @@ def _scored(
         tasks, truth_values, stats, strict=True
     ):
         error = metric_error(
-            convention, metric, truth_value, error_value, scales.get(pair["test"], 1.0)
+            convention, metric, truth_value, error_value, scales.get(pair.test, 1.0)
         )
         raw_scores[score_name], scores[score_name] = metrics.score_from_error(error)
     return {
@@ -283,7 +282,7 @@ def _overflow_scales(maxabs: Mapping[str, float]) -> dict[str, float]:
 
 
 def _verify_truth(
-    manifest: Mapping[str, Any],
+    manifest: CtfManifest,
     truth_stored: Mapping[str, da.Array],
     salt: str | None,
     digest_values: Mapping[str, Any],
@@ -292,13 +291,13 @@ def _verify_truth(
     """True when every truth array hashes to its published commitment (the block commitment's
     root from `digest_values`, else a stream over the array); InvalidInput naming the arrays
     otherwise: no score of an unverified truth leaves the referee."""
-    blocks = manifest.get("truth_sha256_blocks")
-    published = manifest.get("truth_sha256") or {}
+    blocks = manifest.truth_sha256_blocks
+    published = manifest.truth_sha256 or {}
     if blocks:
         altered = [
             name
             for name in truth_stored
-            if commitment.block_root(digest_values[name], salt) != blocks.get(name)
+            if commitment.block_root(digest_values[name], salt) != blocks.roots.get(name)
         ]
     elif published:
         altered = [
@@ -318,7 +317,7 @@ def _verify_truth(
 
 
 def score_arrays(
-    manifest: Mapping[str, Any],
+    manifest: CtfManifest,
     truth_stored: Mapping[str, da.Array],
     submissions: Mapping[str, Mapping[str, da.Array]],
     *,
@@ -338,12 +337,12 @@ def score_arrays(
     matrix (whose memory grows as that side squared). `metrics`: metric plugins whose scores the
     results add (`plugin_metrics`)."""
     rules = convention_named(convention)
-    tasks = cv.scored_metrics(manifest["pairs"])
+    tasks = cv.scored_metrics(manifest.pairs)
     plugins = metric_plugins(metrics)
-    blocks = manifest.get("truth_sha256_blocks") if verify else None
+    blocks = manifest.truth_sha256_blocks if verify else None
     digests = (
         {
-            name: commitment.block_digests(array, salt, blocks["block_rows"])
+            name: commitment.block_digests(array, salt, blocks.block_rows)
             for name, array in truth_stored.items()
         }
         if blocks
@@ -397,7 +396,7 @@ def score_arrays(
         whole = scored.pop("whole")
         result = {
             "name": name,
-            "dataset": manifest["dataset"],
+            "dataset": manifest.dataset,
             "convention": convention,
             "scores": whole["scores"],
             **{key: whole[key] for key in whole if key.endswith("avg_score")},
@@ -415,10 +414,10 @@ def score_arrays(
     return results
 
 
-def public_truth_keys(manifest: Mapping[str, Any]) -> dict[str, str]:
+def public_truth_keys(manifest: CtfManifest) -> dict[str, str]:
     """The manifest's stamp of a truth anyone can regenerate (`truth`, `truth_note`), which every
     result, release and leaderboard page of its scores carries; nothing for a hidden truth."""
-    if manifest.get(cv.PROVENANCE_TRUTH) != keys.TRUTH_PUBLIC:
+    if manifest.truth != keys.TRUTH_PUBLIC:
         return {}
     return {cv.PROVENANCE_TRUTH: keys.TRUTH_PUBLIC, "truth_note": cv.PUBLIC_TRUTH_NOTE}
 
@@ -440,7 +439,7 @@ def averages(scores: Mapping[str, float | None]) -> dict[str, float | None]:
 
 
 def open_submissions(
-    submissions: Mapping[str, Any], manifest: Mapping[str, Any], limits: SubmissionLimits | None
+    submissions: Mapping[str, Any], manifest: CtfManifest, limits: SubmissionLimits | None
 ) -> dict[str, dict[str, da.Array]]:
     """Every named submission through the one intake, validated against `manifest`."""
     return {
@@ -479,31 +478,6 @@ def score_ctf(
     )
 
 
-def validation_manifest(public_manifest: Mapping[str, Any]) -> dict[str, Any]:
-    """The manifest of the public validation targets, shaped like a truth manifest."""
-    entries = public_manifest.get("validation")
-    if not entries:
-        raise InvalidInput(
-            "public_store", "bundle has no validation targets (built before they existed)"
-        )
-    rows = min(entry["shape"][0] for entry in entries)
-    return {
-        **public_manifest,
-        "k_short": min(public_manifest["k_short"], rows),
-        "k_long": min(public_manifest["k_long"], rows),
-        "pairs": [
-            {
-                "id": e["id"],
-                "test": e["target"],
-                "metrics": e["metrics"],
-                "shape": e["shape"],
-                "start_index": e["start_index"],
-            }
-            for e in entries
-        ],
-    }
-
-
 def score_validation(
     public_store: StoreLocation,
     submissions: Mapping[str, Any],
@@ -515,10 +489,9 @@ def score_validation(
 ) -> list[dict[str, Any]]:
     """Score submissions of X1val…X9val against the public bundle's validation targets, locally,
     with the referee's own code (for tuning; never touches the truth)."""
-    manifest = validation_manifest(storage.read_attrs(public_store)[cv.ATTR_CTF])
-    targets = {
-        pair["test"]: storage.read_array(public_store, pair["test"]) for pair in manifest["pairs"]
-    }
+    public = CtfManifest.from_attrs(storage.read_attrs(public_store), public_store.url)
+    manifest = public.validation_manifest(public_store.url)
+    targets = {pair.test: storage.read_array(public_store, pair.test) for pair in manifest.pairs}
     validate_manifest(manifest, {name: a.shape for name, a in targets.items()}, public_store.url)
     opened = open_submissions(submissions, manifest, limits)
     results = score_arrays(

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from seisctf.ctf_json import CtfManifest
 from seisctf.errors import InvalidInput
 from seisctf.scoring import sqlite_wal
 from seisctf.scoring.release import public_entries
@@ -84,9 +85,9 @@ def _migrate(connection: sqlite3.Connection) -> None:
     connection.execute(_KEY_INDEX)
 
 
-def truth_commitment_of(manifest: Mapping[str, Any]) -> str:
+def truth_commitment_of(manifest: CtfManifest) -> str:
     """One string naming the truth a score refers to: the hash over the per-array commitments."""
-    hashes = manifest.get("truth_sha256") or {}
+    hashes = dict(manifest.truth_sha256 or {})
     return hashlib.sha256(json.dumps(hashes, sort_keys=True).encode()).hexdigest()
 
 

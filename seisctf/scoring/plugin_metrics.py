@@ -14,6 +14,7 @@ import dask
 import dask.array as da
 
 from seisctf import conventions as cv
+from seisctf.ctf_json import CtfManifest
 from seisctf.errors import InvalidInput
 from seisctf.registry import METRICS, Metric
 
@@ -25,7 +26,7 @@ def metric_plugins(names: Sequence[str]) -> list[Metric]:
 
 def plugin_scores(
     metrics: Sequence[Metric],
-    manifest: Mapping[str, Any],
+    manifest: CtfManifest,
     truth: Mapping[str, da.Array],
     submission: Mapping[str, da.Array],
 ) -> dict[str, dict[str, float | None]]:
@@ -36,10 +37,10 @@ def plugin_scores(
     lazy = {
         metric.name: {
             score: metric.function(
-                truth[pair["test"]][cv.window_rows(kind, manifest)].astype("float64"),
-                submission[pair["test"]][cv.window_rows(kind, manifest)].astype("float64"),
+                truth[pair.test][cv.window_rows(kind, manifest)].astype("float64"),
+                submission[pair.test][cv.window_rows(kind, manifest)].astype("float64"),
             )
-            for score, pair, kind in cv.scored_metrics(manifest["pairs"])
+            for score, pair, kind in cv.scored_metrics(manifest.pairs)
         }
         for metric in metrics
     }

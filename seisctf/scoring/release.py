@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from seisctf import conventions as cv
+from seisctf.ctf_json import CtfResult
 from seisctf.errors import InvalidInput
 from seisctf.scoring import sqlite_wal
 from seisctf.scoring.ladder import STEP, Climb, Rung, to_step
@@ -79,20 +80,22 @@ def _policy(**steps: Any) -> dict[str, Any]:
 
 
 def public_score(result: Mapping[str, Any]) -> float | None:
-    """The public score of a `score ctf` result: the mean of its public part's scorable E1..E12
-    whose metric is not `long_time` (None when none is scorable); InvalidInput when it has no
-    parts (a truth group without a commitment salt cannot be split: nothing can be released)."""
-    parts = result.get("parts")
-    if not isinstance(parts, Mapping) or "metrics" not in result:
+    """The public score of a `score ctf` result (its JSON object): the mean of its public part's
+    scorable E1..E12 whose metric is not `long_time` (None when none is scorable); InvalidInput
+    when it has no parts (a truth group without a commitment salt cannot be split: nothing can
+    be released) or a field is malformed."""
+    what = f"result {result.get('name')!r}"
+    scored = CtfResult.from_json(result, what)
+    public, metrics = scored.public_part(), scored.metrics
+    if public is None or metrics is None:
         raise InvalidInput(
-            f"result {result.get('name')!r}",
+            what,
             "has no public part (the truth group has no ctf_salt to split its sensors by): "
             "nothing can be released; rebuild the bundle with this seisctf",
         )
-    scores, metrics = parts["public"]["scores"], result["metrics"]
     shown = [
         value
-        for name, value in scores.items()
+        for name, value in public.scores.items()
         if name in cv.SCORE_NAMES and metrics.get(name) in SEASON_METRICS and value is not None
     ]
     return sum(shown) / len(shown) if shown else None

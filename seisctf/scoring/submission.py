@@ -36,6 +36,7 @@ import zarr
 from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.cluster import compute
+from seisctf.ctf_json import CtfManifest
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
 from seisctf.scoring.submission_checks import (
@@ -53,7 +54,6 @@ from seisctf.scoring.submission_checks import (
     SubmissionLimits,
     check_array,
     chunk_bytes,
-    expected_shapes,
     group_arrays,
     mapped_npy,
     quoted,
@@ -327,14 +327,14 @@ def _local_arrays(
 def read_submission_arrays(
     source: StoreLocation | Mapping[str, Any],
     *,
-    manifest: Mapping[str, Any] | None = None,
+    manifest: CtfManifest | None = None,
     limits: SubmissionLimits | None = None,
     scratch_dir: str | os.PathLike | None = None,
 ) -> dict:
     """Array-likes by name (zarr, memory-mapped, Dask or numpy) from any submission format at a
     location or a mapping of arrays, checked from metadata only; names and shapes too when a
     manifest is given."""
-    expected = expected_shapes(manifest) if manifest is not None else None
+    expected = manifest.test_shapes() if manifest is not None else None
     limits = limits or DEFAULT_LIMITS
     what = source.url if isinstance(source, StoreLocation) else "submission"
     arrays: dict[str, Any]
@@ -382,7 +382,7 @@ def as_float64(what: str, array: da.Array) -> da.Array:
 
 def open_submission(
     source: StoreLocation | Mapping[str, Any],
-    manifest: Mapping[str, Any],
+    manifest: CtfManifest,
     limits: SubmissionLimits | None = None,
     *,
     scratch_dir: str | os.PathLike | None = None,
@@ -399,7 +399,7 @@ def open_submission(
     )
     what = source.url if isinstance(source, StoreLocation) else "submission"
     opened = {}
-    for name, shape in expected_shapes(manifest).items():
+    for name, shape in manifest.test_shapes().items():
         chunks = cv.time_space_chunks(*shape)
         array = arrays[name]
         if isinstance(array, zarr.Array):

@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from seisctf import conventions as cv
 from seisctf import storage
+from seisctf.ctf_json import CtfManifest
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
 from seisctf.scoring import ctf
@@ -100,8 +100,8 @@ def score_validation_batch(
     metrics: Sequence[str] = (),
 ) -> tuple[list[Result], Refusals]:
     """`ctf.score_validation` of a batch, each submission refused alone (module doc)."""
-    public = storage.read_attrs(public_store)
-    manifest = ctf.validation_manifest(public[cv.ATTR_CTF])
+    public = CtfManifest.from_attrs(storage.read_attrs(public_store), public_store.url)
+    manifest = public.validation_manifest(public_store.url)
 
     def open_one(source: Any) -> Any:
         return open_submission(source, manifest, limits)

@@ -56,10 +56,6 @@ class SubmissionLimits:
 DEFAULT_LIMITS = SubmissionLimits()
 
 
-def expected_shapes(manifest: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
-    return {pair["test"]: tuple(pair["shape"]) for pair in manifest["pairs"]}
-
-
 ERROR_TEXT_CHARS = 300  # of a parser's message quoted in a refusal
 
 

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from seisctf import conventions as cv
 from seisctf import keys, storage
+from seisctf.ctf_json import CtfManifest
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
 from seisctf.pipeline.bundles.segments import build_bundle, write_bundle
@@ -75,7 +76,8 @@ def test_manifest_follows_the_contract(bundle):
         "test": 40.0,
     }
     assert manifest["pairs"][8]["parameters"]["test"] == 70.0
-    assert [name for name, _, _ in cv.scored_metrics(manifest["pairs"])] == list(cv.SCORE_NAMES)
+    pairs = CtfManifest.from_json(manifest, truth_url).pairs
+    assert [name for name, _, _ in cv.scored_metrics(pairs)] == list(cv.SCORE_NAMES)
     blocks = manifest["truth_sha256_blocks"]
     assert blocks["block_rows"] > 0 and set(blocks) == {"block_rows", *cv.TEST_NAMES}
     assert all(array.dtype == np.float32 for array in public.values())

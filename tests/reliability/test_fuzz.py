@@ -34,10 +34,11 @@ from seisctf.scoring.values import value_report
 sys.path.insert(0, str(Path(__file__).parents[1] / "data"))
 
 from bad_writers import npy_bytes, write_npz, zip_folder  # noqa: E402
+from conftest import shapes_manifest  # noqa: E402
 
 NAMES = tuple(f"X{i}test" for i in range(1, 10))
 SHAPES = {name: (6 + (i % 3), 4) for i, name in enumerate(NAMES)}
-MANIFEST = {"pairs": [{"test": name, "shape": list(shape)} for name, shape in SHAPES.items()]}
+MANIFEST = shapes_manifest(SHAPES)
 DTYPES = ("<f4", ">f8", "<f2", "<i4", "|u1", "|b1", "<c8", "|O", "<U3", "|S2", "|V8",
           "<M8[s]", [("a", "<f4"), ("b", "<f4")])  # fmt: skip
 FLOAT_DTYPES = ("<f4", ">f8", "<f2")

@@ -98,7 +98,7 @@ def corpus_run(tmp_path_factory, dask_cluster):
     against the shared cluster, and its worker processes before the run."""
     root = tmp_path_factory.mktemp("hostile")
     truth, manifest, _ = write_tiny_truth(root / "bundle", "hostile-corpus")
-    assert {pair["test"]: tuple(pair["shape"]) for pair in manifest["pairs"]} == corpus.CTF_SHAPES
+    assert manifest.test_shapes() == corpus.CTF_SHAPES
     picks = str(root / "picks.zarr")
     write_picking_windows(picks)
     commands = _commands(root, truth, picks, dask_cluster.address)

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from seisctf import conventions as cv
 from seisctf import storage
+from seisctf.ctf_json import CtfManifest
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
 from seisctf.pipeline.bundles.segments import build_bundle, write_bundle
@@ -37,20 +38,20 @@ def numpy_long_time_spectrum(x: np.ndarray, k: int, modes: int, convention: str)
     return np.where(window > 0, np.log(np.where(window > 0, window, 1)), 0.0)
 
 
-def numpy_scores(truth: dict, submission: dict, manifest: dict, convention: str) -> dict:
+def numpy_scores(truth: dict, submission: dict, manifest: CtfManifest, convention: str) -> dict:
     """The contract's formulas, eagerly: SVD 2-norms, numpy Frobenius norms, plain FFTs."""
     scores = {}
-    ordered = [(pair, metric) for pair in manifest["pairs"] for metric in pair["metrics"]]
+    ordered = [(pair, metric) for pair in manifest.pairs for metric in pair.metrics]
     for index, (pair, metric) in enumerate(ordered, start=1):
-        t = np.asarray(truth[pair["test"]], dtype=np.float64)
-        s = np.asarray(submission[pair["test"]], dtype=np.float64)
+        t = np.asarray(truth[pair.test], dtype=np.float64)
+        s = np.asarray(submission[pair.test], dtype=np.float64)
         if metric == "long_time":
-            k, modes = manifest["k_long"], manifest["modes"]
+            k, modes = manifest.k_long, manifest.modes
             truth_p = numpy_long_time_spectrum(t, k, modes, convention)
             numerator = np.linalg.norm(truth_p - numpy_long_time_spectrum(s, k, modes, convention))
             denominator = np.linalg.norm(truth_p)
         else:
-            rows = slice(0, manifest["k_short"]) if metric == "short_time" else slice(None)
+            rows = slice(0, manifest.k_short) if metric == "short_time" else slice(None)
             order = 2 if convention == "reference" else "fro"
             numerator = np.linalg.norm(t[rows] - s[rows], order)
             denominator = np.linalg.norm(t[rows], order)

@@ -14,7 +14,7 @@ from pathlib import Path
 import dask.array as da
 import numpy as np
 import pytest
-from conftest import write_tiny_truth
+from conftest import shapes_manifest, write_tiny_truth
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -23,10 +23,10 @@ from test_ctf import numpy_scores
 
 from seisctf import cli, storage
 from seisctf import conventions as cv
+from seisctf.ctf_json import CtfManifest
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
 from seisctf.scoring import leaderboard, referee, release
-from seisctf.scoring.ctf import validation_manifest
 from seisctf.scoring.submission import open_submission
 from seisctf.scoring.submission_checks import DEFAULT_LIMITS, check_array
 
@@ -114,7 +114,7 @@ def _score_ctf(truth_url: str, sources: dict, root: Path, scheduler: str, capsys
     return code, captured.err.splitlines(), written, models
 
 
-def _assert_numpy_scores(result: dict, truth: dict, values: dict, manifest: dict) -> None:
+def _assert_numpy_scores(result: dict, truth: dict, values: dict, manifest: CtfManifest) -> None:
     expected = numpy_scores(truth, values, manifest, "reference")
     for score in cv.SCORE_NAMES:
         tolerance = 1e-9 * max(1.0, abs(expected[score]))
@@ -276,7 +276,7 @@ def test_longdouble_values_are_refused_exactly_when_float64_cannot_hold_them(cel
         dtype=np.longdouble,
     ).reshape(6, 4)
     bad = ~np.isfinite(values) | (np.abs(values) >= LONGDOUBLE_HALF_ULP_ABOVE_MAX)
-    manifest = {"pairs": [{"test": "X1test", "shape": [6, 4]}]}
+    manifest = shapes_manifest({"X1test": (6, 4)})
     if not bad.any():
         opened = open_submission({"X1test": values}, manifest)["X1test"]
         assert opened.dtype == np.float64
@@ -292,7 +292,7 @@ def test_longdouble_values_are_refused_exactly_when_float64_cannot_hold_them(cel
 
 @needs_wide_longdouble
 def test_longdouble_just_below_the_rounding_midpoint_is_float64_max():
-    manifest = {"pairs": [{"test": "X1test", "shape": [1, 2]}]}
+    manifest = shapes_manifest({"X1test": (1, 2)})
     below = np.nextafter(LONGDOUBLE_HALF_ULP_ABOVE_MAX, np.longdouble(0))
     values = np.array([[below, -below]], dtype=np.longdouble)
     opened = open_submission({"X1test": values}, manifest)["X1test"].compute()
@@ -415,8 +415,9 @@ def test_a_validation_batch_scores_the_valid_and_reports_the_refused(
     bundle, tmp_path, capsys, dask_cluster
 ):
     public_url = str(Path(bundle[0]).with_name("public.zarr"))
-    manifest = validation_manifest(storage.read_attrs(StoreLocation(public_url))[cv.ATTR_CTF])
-    names = [pair["test"] for pair in manifest["pairs"]]
+    public = CtfManifest.from_attrs(storage.read_attrs(StoreLocation(public_url)), public_url)
+    manifest = public.validation_manifest(public_url)
+    names = [pair.test for pair in manifest.pairs]
     targets = {
         name: storage.read_array(StoreLocation(public_url), name).compute() for name in names
     }

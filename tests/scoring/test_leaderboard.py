@@ -12,11 +12,12 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import noisy_copy, write_tiny_truth
+from conftest import noisy_copy, synthetic_manifest, write_tiny_truth
 
 from seisctf import cli
 from seisctf import conventions as cv
@@ -115,11 +116,14 @@ def test_entries_filter_by_family(db):
 
 
 def test_truth_commitment_of_depends_only_on_the_hashes():
-    first = leaderboard.truth_commitment_of({"truth_sha256": {"X1test": "aa", "X2test": "bb"}})
-    same = leaderboard.truth_commitment_of(
-        {"truth_sha256": {"X2test": "bb", "X1test": "aa"}, "dataset": "other"}
-    )
-    other = leaderboard.truth_commitment_of({"truth_sha256": {"X1test": "ab", "X2test": "bb"}})
+    manifest = synthetic_manifest(4, 2, 1, 1)
+
+    def commitment(hashes: dict[str, str], **changes) -> str:
+        return leaderboard.truth_commitment_of(replace(manifest, truth_sha256=hashes, **changes))
+
+    first = commitment({"X1test": "aa", "X2test": "bb"})
+    same = commitment({"X2test": "bb", "X1test": "aa"}, dataset="other")
+    other = commitment({"X1test": "ab", "X2test": "bb"})
     assert first == same != other
     assert re.fullmatch("[0-9a-f]{64}", first)
 

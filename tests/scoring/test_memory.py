@@ -28,7 +28,10 @@ def _random_arrays(seed: int) -> dict[str, da.Array]:
 
 def test_bundle_four_times_worker_memory_scores_within_limits(tmp_path):
     truth_url, submission_url = str(tmp_path / "truth.zarr"), str(tmp_path / "sub.zarr")
-    manifest = {**synthetic_manifest(ROWS, SENSORS, k=20, modes=64), "dataset": "memory-test"}
+    manifest = {
+        **synthetic_manifest(ROWS, SENSORS, k=20, modes=64).to_json(),
+        "dataset": "memory-test",
+    }
     with dask_client(n_workers=2, memory_limit=WORKER_LIMIT, quiet=True) as client:
         storage.write_arrays(
             _random_arrays(1), StoreLocation(truth_url), {}, quiet=True, finish=False

@@ -42,7 +42,7 @@ def test_one_fused_pass_reads_each_truth_chunk_once(tmp_path):
     manifest, salt, _ = open_truth(StoreLocation(truth_url))
     store = CountingStore(zarr.storage.LocalStore(truth_url, read_only=True))
     group = zarr.open_group(store, mode="r")
-    truth = {pair["test"]: da.from_zarr(group[pair["test"]]) for pair in manifest["pairs"]}
+    truth = {pair.test: da.from_zarr(group[pair.test]) for pair in manifest.pairs}
     store.reads.clear()
     values = {n: np.asarray(a) for n, a in truth.items()}
     store.reads.clear()

@@ -8,6 +8,7 @@ import pytest
 from conftest import noisy_copy, write_tiny_truth
 
 from seisctf import storage
+from seisctf.ctf_json import CtfManifest
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
 from seisctf.scoring import ladder, leaderboard, referee, release
@@ -49,7 +50,7 @@ def test_truth_is_opened_once_and_its_commitment_recorded(ctf, tmp_path, monkeyp
     monkeypatch.setattr(storage, "read_attrs", read_attrs)
     assert written == [results]
     assert results == score_ctf(StoreLocation(truth_url), paths, quiet=True)
-    manifest = storage.read_attrs(StoreLocation(truth_url))["ctf"]
+    manifest = CtfManifest.from_attrs(storage.read_attrs(StoreLocation(truth_url)), truth_url)
     entries = leaderboard.entries(db)
     assert sorted(e["model"] for e in entries) == sorted(paths)
     assert {e["truth_commitment"] for e in entries} == {leaderboard.truth_commitment_of(manifest)}
@@ -72,7 +73,7 @@ def test_released_run_counts_and_a_failed_write_gives_the_slots_back(ctf, tmp_pa
     assert leaderboard.entries(judge.db) == []  # recorded only once written
     (full,) = score_ctf(StoreLocation(truth_url), {"noisy1": paths["noisy1"]}, quiet=True)
     commitment = leaderboard.truth_commitment_of(
-        storage.read_attrs(StoreLocation(truth_url))["ctf"]
+        CtfManifest.from_attrs(storage.read_attrs(StoreLocation(truth_url)), truth_url)
     )
     assert ladder.current_best(asked, commitment) is None  # the failed run's rung was deleted
     (result,) = referee.run_ctf(

@@ -148,7 +148,7 @@ def test_every_format_scores_identically(bundle, submission, formats):
     # An independent check of two scores: SVD 2-norm of the first k_short rows (E1) and of the
     # whole reconstruction (E3).
     t1, s1 = truth["X1test"].astype(np.float64), submission["X1test"].astype(np.float64)
-    k = manifest["k_short"]
+    k = manifest.k_short
     e1 = 100 * (1 - np.linalg.norm(t1[:k] - s1[:k], 2) / np.linalg.norm(t1[:k], 2))
     t2, s2 = truth["X2test"].astype(np.float64), submission["X2test"].astype(np.float64)
     e3 = 100 * (1 - np.linalg.norm(t2 - s2, 2) / np.linalg.norm(t2, 2))

@@ -13,7 +13,7 @@ import dask
 import dask.array as da
 import numpy as np
 import pytest
-from conftest import noisy_copy, write_tiny_truth
+from conftest import noisy_copy, shapes_manifest, write_tiny_truth
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from submission_writers import score_ctf_argv, write_npy_folder, write_npz, write_zarr
@@ -176,7 +176,7 @@ def large(tmp_path_factory):
     """(manifest, {label: path}, sums) of one 206 MB submission as .npy folder, stored and
     compressed .npz, written array by array."""
     root = tmp_path_factory.mktemp("large")
-    manifest = {"pairs": [{"test": name, "shape": list(LARGE_SHAPE)} for name in cv.TEST_NAMES]}
+    manifest = shapes_manifest(dict.fromkeys(cv.TEST_NAMES, LARGE_SHAPE))
     # Rows repeat a 7-value pattern (quick to deflate), offset by the row index and the array's.
     base = np.add.outer(np.arange(LARGE_SHAPE[0]) * 1e-3, np.arange(LARGE_SHAPE[1]) % 7)
     folder = root / "npy"

@@ -10,7 +10,7 @@ parameters beyond the published parameter values of the parametric pairs).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +21,7 @@ import xarray as xr
 from seisctf import commitment, keys, storage
 from seisctf import conventions as cv
 from seisctf.cluster import compute
+from seisctf.ctf_json import CtfPair, PairParameters, ValidationTarget
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
 from seisctf.pipeline.transforms.noise import gaussian_noise
@@ -130,39 +131,38 @@ def build_bundle(
 
     public = {name: normalise(name, array) for name, array in public_raw.items()}
     truth = {name: normalise(name, array) for name, array in truth_raw.items()}
-    manifest = _manifest(wavefield, layout, windows, cv.extended_pairs(n_sweep, n_initial))
-    validation = validation_targets(manifest["pairs"], layout)
-    public.update({entry["target"]: _cut(public[entry["source"]], entry) for entry in validation})
-    manifest["validation"] = validation
+    pairs = _pairs(wavefield, windows, cv.extended_pairs(n_sweep, n_initial))
+    validation = validation_targets(pairs, layout)
+    public.update(
+        {target.target: public[target.source][target.start_index :] for target in validation}
+    )
+    manifest = _manifest(wavefield, layout, pairs)
+    manifest["validation"] = [target.to_json() for target in validation]
     return Bundle(public=public, truth=truth, manifest=manifest)
 
 
-def validation_targets(pairs: list[dict[str, Any]], layout: Layout) -> list[dict[str, Any]]:
+def validation_targets(pairs: Sequence[CtfPair], layout: Layout) -> list[ValidationTarget]:
     """Per pair, a target cut from the end of its own most recent input (the burn-in where there
     is one, else its last training matrix): participants fit on the rows before `start_index` and
     predict the held-out end, then score themselves with `seisctf score ctf --validation`."""
-    training = {pair["id"]: len(pair["train"]) for pair in pairs}
+    training = {pair.id: len(pair.train) for pair in pairs}
     windows = array_windows(layout, training.get(10, 0), training.get(11, 0))
     entries = []
     for pair in pairs:
-        source = pair.get("burn_in") or pair["train"][-1]
+        source = pair.inputs[-1]
         rows = windows[source].steps
         held_out = max(layout.k_short, layout.k_long, round(layout.validation_fraction * rows))
         entries.append(
-            {
-                "id": pair["id"],
-                "target": f"X{pair['id']}val",
-                "source": source,
-                "start_index": rows - held_out,
-                "shape": [held_out, pair["shape"][1]],
-                "metrics": list(pair["metrics"]),
-            }
+            ValidationTarget(
+                id=pair.id,
+                target=f"X{pair.id}val",
+                source=source,
+                start_index=rows - held_out,
+                shape=(held_out, pair.shape[1]),
+                metrics=pair.metrics,
+            )
         )
     return entries
-
-
-def _cut(source: da.Array, entry: Mapping[str, Any]) -> da.Array:
-    return source[entry["start_index"] :]
 
 
 def extended_counts(wavefield: xr.Dataset, what: str) -> tuple[int, int]:
@@ -206,43 +206,44 @@ def _parameters(wavefield: xr.Dataset) -> dict[str, Any] | None:
     }
 
 
-def _manifest(
-    wavefield: xr.Dataset,
-    layout: Layout,
-    windows: dict[str, Window],
-    extended: tuple[cv.PairSpec, ...] = (),
-) -> dict[str, Any]:
+def _pairs(
+    wavefield: xr.Dataset, windows: dict[str, Window], extended: tuple[cv.PairSpec, ...] = ()
+) -> list[CtfPair]:
+    """The manifest's pairs: each spec with its test array's window and (time, sensors) shape."""
     n_space = wavefield.sizes[cv.SENSOR]
     parameters = _parameters(wavefield)
-    sensor_grid = wavefield.attrs.get(cv.ATTR_SENSOR_GRID)
-    grid = {cv.ATTR_SENSOR_GRID: dict(sensor_grid)} if sensor_grid else {}
     pairs = []
     for spec in cv.CTF_PAIRS + extended:
         window = windows[spec.test]
-        pair: dict[str, Any] = {
-            "id": spec.id,
-            "train": list(spec.train),
-            "test": spec.test,
-            "metrics": list(spec.metrics),
-            "start_index": window.start,
-            "shape": [window.steps, n_space],
-        }
-        if spec.burn_in:
-            pair["burn_in"] = spec.burn_in
-        if spec.id in cv.EXTENDED_TASKS:
-            pair["task"] = cv.EXTENDED_TASKS[spec.id]
+        published = None
         if parameters and spec.id in (8, 9, 10):
             train, test = {
                 8: ("train", "interpolation"),
                 9: ("train", "extrapolation"),
                 10: ("sweep_train", "sweep_test"),
             }[spec.id]
-            pair["parameters"] = {
-                "name": parameters["name"],
-                "train": parameters[train],
-                "test": parameters[test],
-            }
-        pairs.append(pair)
+            published = PairParameters(
+                parameters["name"], tuple(parameters[train]), parameters[test]
+            )
+        pairs.append(
+            CtfPair(
+                id=spec.id,
+                train=spec.train,
+                test=spec.test,
+                metrics=spec.metrics,
+                burn_in=spec.burn_in,
+                start_index=window.start,
+                shape=(window.steps, n_space),
+                task=cv.EXTENDED_TASKS.get(spec.id),
+                parameters=published,
+            )
+        )
+    return pairs
+
+
+def _manifest(wavefield: xr.Dataset, layout: Layout, pairs: Sequence[CtfPair]) -> dict[str, Any]:
+    sensor_grid = wavefield.attrs.get(cv.ATTR_SENSOR_GRID)
+    grid = {cv.ATTR_SENSOR_GRID: dict(sensor_grid)} if sensor_grid else {}
     return {
         "dataset": str(wavefield.attrs.get(cv.ATTR_DATASET, "unknown")),
         "layout": layout.name,
@@ -260,7 +261,7 @@ def _manifest(
         },
         "sensor_order": str(wavefield.attrs.get(cv.ATTR_SENSOR_ORDER, "")),
         **grid,
-        "pairs": pairs,
+        "pairs": [pair.to_json() for pair in pairs],
     }
 
 
@@ -309,7 +310,7 @@ def write_bundle(
     salt = keys.derive_salt(secret)
     storage.write_arrays(bundle.truth, truth, {}, label="truth", quiet=quiet, finish=False)
     stored = {name: storage.read_array(truth, name) for name in bundle.truth}
-    rows = commitment.block_rows(bundle.manifest["pairs"][0]["shape"][1])
+    rows = commitment.block_rows(next(iter(bundle.truth.values())).shape[1])
     digests = compute(
         {name: commitment.block_digests(array, salt, rows) for name, array in stored.items()},
         label="commitments",

@@ -69,7 +69,7 @@ PEAK_ERROR = Metric("peak_error", peak_error, options_schema(NoOptions), options
 
 @BASELINES.register("damped_persistence", family="persistence", library="seisctf-csv-readings")
 def damped_persistence(pair, public, *, damping: float = 0.5):
-    """The pair's last input row times `damping`, repeated over the test's rows."""
-    names = [*pair["train"], *([pair["burn_in"]] if pair.get("burn_in") else [])]
-    last_row = public[names[-1]][-1] * damping
-    return da.broadcast_to(last_row.reshape(1, -1), tuple(pair["shape"]))
+    """The pair's last input row times `damping`, repeated over the test's rows (`pair`: a
+    `seisctf.ctf_json.CtfPair`)."""
+    last_row = public[pair.inputs[-1]][-1] * damping
+    return da.broadcast_to(last_row.reshape(1, -1), pair.shape)
