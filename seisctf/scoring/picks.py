@@ -93,7 +93,8 @@ class PickTruth:
             raise InvalidInput(
                 self.url,
                 f"has no per-trace {cv.SPLIT_VAR!r} (run `seisctf split` first, or score "
-                f"`split` {ALL_SPLITS})",
+                f"{{split}} {ALL_SPLITS})",
+                parameters=["split"],
             )
         positions = np.flatnonzero(values == split)
         if positions.size == 0:
