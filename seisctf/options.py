@@ -13,9 +13,11 @@ dataclass is made from its signature (`options_from_signature`), bounds and help
     def taper(data, *, max_percentage: Annotated[float, spec(minimum=0, maximum=0.5)] = 0.05)
 
 Types map to JSON schema as `int` → integer, `float` → number, `str` → string, `bool` →
-boolean, `list[X]`/`tuple[X, ...]` → array of X, `Literal[...]` → enum, `X | None` → X or
-null, `Location` → a store or file URL. A field without a default is required. `option()`
-adds a help text and JSON-schema bounds; `schema=` replaces what the type gives.
+boolean, `list[X]`/`tuple[X, ...]` → array of X, `tuple[X, X]` → array of exactly two X,
+`Literal[...]` → enum, `X | None` → X or null, `Location` → a store or file URL, an options
+dataclass → its object (nested options). A field without a default is required. `option()`
+adds a help text and JSON-schema bounds; `schema=` replaces what the type gives (a union of
+shapes, say).
 """
 
 from __future__ import annotations
@@ -94,10 +96,7 @@ def options_from_signature(
     for parameter in inspect.signature(function).parameters.values():
         if parameter.kind is not inspect.Parameter.KEYWORD_ONLY or parameter.name in injected:
             continue
-        annotation, declared = hints[parameter.name], Spec()
-        if typing.get_origin(annotation) is Annotated:
-            annotation, *extras = typing.get_args(annotation)
-            declared = next((extra for extra in extras if isinstance(extra, Spec)), declared)
+        annotation, declared = _declared(hints[parameter.name], Spec())
         default = parameter.default
         if default is inspect.Parameter.empty:
             default = None if parameter.name in optional else dataclasses.MISSING
@@ -105,6 +104,22 @@ def options_from_signature(
         fields.append((parameter.name, annotation, field))
     name = "".join(part.title() for part in function.__name__.split("_")) + "Options"
     return dataclasses.make_dataclass(name, fields, frozen=True, kw_only=True)
+
+
+def _declared(annotation: Any, declared: Spec) -> tuple[Any, Spec]:
+    """The type under an `Annotated` one, and `declared` filled with what its `Spec`s say (an
+    alias of an alias: the outer `Spec` first)."""
+    if typing.get_origin(annotation) is not Annotated:
+        return annotation, declared
+    annotation, *extras = typing.get_args(annotation)
+    for extra in reversed(extras):
+        if isinstance(extra, Spec):
+            declared = Spec(
+                declared.help or extra.help,
+                declared.schema or extra.schema,
+                {**extra.bounds, **declared.bounds},
+            )
+    return annotation, declared
 
 
 def type_schema(annotation: Any) -> dict[str, Any]:
@@ -120,8 +135,20 @@ def type_schema(annotation: Any) -> dict[str, Any]:
         if len(kept) < len(arguments):
             schemas.append({"type": "null"})
         return schemas[0] if len(schemas) == 1 else {"anyOf": schemas}
+    if origin is tuple and arguments and arguments[-1] is not Ellipsis:
+        if len(set(arguments)) > 1:
+            raise TypeError(f"no JSON schema for a tuple of mixed types {annotation!r}")
+        items = type_schema(arguments[0])
+        return {
+            "type": "array",
+            "items": items,
+            "minItems": len(arguments),
+            "maxItems": len(arguments),
+        }
     if origin in (list, tuple) and arguments:
         return {"type": "array", "items": type_schema(arguments[0])}
+    if isinstance(annotation, type) and dataclasses.is_dataclass(annotation):
+        return options_schema(annotation)
     if origin in (dict, Mapping) or annotation in (dict, Mapping):
         return {"type": "object"}
     raise TypeError(f"no JSON schema for the option type {annotation!r}")
@@ -130,16 +157,7 @@ def type_schema(annotation: Any) -> dict[str, Any]:
 def field_schema(field: dataclasses.Field, annotation: Any) -> dict[str, Any]:
     """One field's schema: from its type, bounds and help, or its explicit `schema` (a `Spec`
     in an `Annotated` type, then the field's own, each filling what the other leaves out)."""
-    declared = field.metadata.get(_METADATA_KEY, Spec())
-    if typing.get_origin(annotation) is Annotated:
-        annotation, *extras = typing.get_args(annotation)
-        for extra in extras:
-            if isinstance(extra, Spec):
-                declared = Spec(
-                    declared.help or extra.help,
-                    declared.schema or extra.schema,
-                    {**extra.bounds, **declared.bounds},
-                )
+    annotation, declared = _declared(annotation, field.metadata.get(_METADATA_KEY, Spec()))
     schema = copy.deepcopy(dict(declared.schema or type_schema(annotation)))
     target = schema.get("items", schema)  # bounds of a value: of each item of an array
     for name, value in declared.bounds.items():
@@ -164,6 +182,11 @@ def options_schema(options_type: type) -> dict[str, Any]:
         "required": required,
         "additionalProperties": False,
     }
+
+
+def is_location(schema: Mapping[str, Any]) -> bool:
+    """Whether an option's JSON schema is that of a `Location` (a store or file URL)."""
+    return schema.get("format") == LOCATION_FORMAT
 
 
 def option_help(options_type: type | None, name: str) -> str:

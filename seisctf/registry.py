@@ -3,8 +3,8 @@ metrics and baselines; each plugin a typed object (`Ingest`, `Synth`, `Transform
 `Metric`, `Baseline`).
 
 A function joins an extension point where it is defined, with a decorator that names it and
-declares its options (by default the dataclass of its keyword-only parameters; else an options
-dataclass or a JSON-schema object: `seisctf.options`; checked before any work) and its typed
+declares its options (by default the dataclass of its keyword-only parameters, else an options
+dataclass: `seisctf.options`; their JSON schema is checked before any work) and its typed
 properties::
 
     @TRANSFORMS.register("taper", cheap=True)
@@ -170,27 +170,23 @@ class Registry(Generic[P]):
         self._points: dict[str, importlib.metadata.EntryPoint] | None = None
 
     def register(
-        self, name: str, *, options: Mapping[str, Any] | type | None = None, **properties: Any
+        self, name: str, *, options: type | None = None, **properties: Any
     ) -> Callable[[F], F]:
-        """Decorator: register the function under `name` with its options (a dataclass, a
-        JSON schema, or by default the dataclass of its keyword-only parameters) and its
-        properties (fields of `plugin_class`); returns it unchanged."""
+        """Decorator: register the function under `name` with its options (a dataclass, by
+        default that of its keyword-only parameters; its JSON schema is made from it,
+        `seisctf.options`) and its properties (fields of `plugin_class`); returns it unchanged."""
         declared = {item.name for item in fields(self.plugin_class)}
         unknown = sorted(set(properties) - declared)
         if unknown:
             raise TypeError(f"{self.kind} {name!r}: no such property {', '.join(unknown)}")
 
         def decorate(function: F) -> F:
-            declared = options
-            if declared is None:
-                declared = options_from_signature(function, self.injected, self.optional)
-            options_type = declared if isinstance(declared, type) else None
-            if options_type is not None and is_dataclass(options_type):
-                schema: Mapping[str, Any] = options_schema(options_type)
-            elif isinstance(declared, Mapping):
-                schema = declared
-            else:
-                raise TypeError(f"{self.kind} {name!r}: options are a dataclass or a schema")
+            options_type = options
+            if options_type is None:
+                options_type = options_from_signature(function, self.injected, self.optional)
+            if not (isinstance(options_type, type) and is_dataclass(options_type)):
+                raise TypeError(f"{self.kind} {name!r}: options are a dataclass")
+            schema = options_schema(options_type)
             accepted = {**self.common, **schema.get("properties", {})}
             schema = {**schema, "properties": accepted}
             self.add(

@@ -3,13 +3,23 @@ against what jsonschema accepts and refuses, and the help its fields carry."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Literal
+from dataclasses import asdict, dataclass, fields
+from typing import Annotated, Literal
 
 import pytest
 from jsonschema import Draft202012Validator
 
-from seisctf.options import LOCATION_SCHEMA, Location, option, option_help, options_schema
+from seisctf.options import (
+    LOCATION_SCHEMA,
+    Location,
+    is_location,
+    option,
+    option_help,
+    options_from_signature,
+    options_schema,
+    spec,
+    type_schema,
+)
 
 
 @dataclass(frozen=True)
@@ -68,3 +78,66 @@ def test_defaults_are_not_shared_and_help_is_read_back():
     assert option_help(Example, "rate_hz") == "Hz" and option_help(Example, "kind") == ""
     with pytest.raises(TypeError, match="no such bound minimun"):
         option(1, minimun=0)
+
+
+@dataclass(frozen=True)
+class Inner:
+    kind: Literal["a", "b"]
+    count: int = option(1, minimum=1)
+
+
+Positive = Annotated[float, spec("inner help", exclusive_minimum=0)]
+
+
+@dataclass(frozen=True)
+class Outer:
+    inner: Inner = option(help="nested options")
+    window: tuple[float, float] = option((0.0, 1.0), "start, stop, s")
+    rate: Annotated[Positive, spec("rate, Hz")] = 1.0
+
+
+def test_fixed_tuples_nested_options_and_aliases_of_aliases():
+    schema = options_schema(Outer)
+    properties = schema["properties"]
+    assert properties["window"] == {
+        "type": "array",
+        "items": {"type": "number"},
+        "minItems": 2,
+        "maxItems": 2,
+        "description": "start, stop, s",
+    }
+    assert properties["inner"]["required"] == ["kind"] and properties["inner"]["description"]
+    assert properties["rate"] == {
+        "type": "number",
+        "exclusiveMinimum": 0,
+        "description": "rate, Hz",
+    }
+    validator = Draft202012Validator(schema)
+    good = {"inner": {"kind": "a"}, "window": [0, 2.5], "rate": 2.0}
+    assert validator.is_valid(good)
+    for bad in (
+        {"window": [0, 1, 2]},
+        {"inner": {"kind": "c"}},
+        {"inner": {"kind": "a", "count": 0}},
+        {"inner": {"kind": "a", "other": 1}},
+        {"rate": 0},
+    ):
+        assert not validator.is_valid({**good, **bad}), bad
+    with pytest.raises(TypeError, match="mixed types"):
+        type_schema(tuple[int, str])
+
+
+def test_a_signature_keeps_every_spec_of_an_alias_of_an_alias():
+    def scale(data: list[float], *, rate: Annotated[Positive, spec("rate, Hz")] = 1.0) -> None:
+        """A function whose option's type is an alias with bounds, given its own help."""
+
+    (field,) = fields(options_from_signature(scale))
+    rate = options_schema(options_from_signature(scale))["properties"]["rate"]
+    assert rate == {"type": "number", "exclusiveMinimum": 0, "description": "rate, Hz"}
+    assert field.default == 1.0
+
+
+def test_a_location_option_is_known_by_its_format_whatever_its_help():
+    assert is_location(options_schema(Example)["properties"]["path"])
+    assert is_location(LOCATION_SCHEMA)
+    assert not is_location(options_schema(Example)["properties"]["label"])

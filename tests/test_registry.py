@@ -4,12 +4,14 @@ function registered on a throwaway registry is callable through it."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
 from jsonschema import Draft202012Validator
 
 from seisctf.build import engine
 from seisctf.errors import InvalidInput
-from seisctf.plugins.schema import POSITIVE, parameters
+from seisctf.options import option
 from seisctf.registry import INGESTS, OUTPUTS, SYNTHS, TRANSFORMS, Registry, Transform
 
 REGISTRIES = {"transform": TRANSFORMS, "synthetic source": SYNTHS, "recipe output": OUTPUTS}
@@ -61,10 +63,15 @@ def test_an_unknown_name_names_the_kind_and_the_known_names(kind):
         engine.SOURCES["no_such_source"]
 
 
+@dataclass(frozen=True)
+class ScaleOptions:
+    factor: float = option(help="the factor", exclusive_minimum=0)
+
+
 def test_a_function_registered_on_a_throwaway_registry_is_callable_through_it():
     registry = Registry("transform", Transform, group="seisctf.tests.no_such_group")
 
-    @registry.register("scale", options=parameters({"factor": POSITIVE}, ("factor",)), cheap=True)
+    @registry.register("scale", options=ScaleOptions, cheap=True)
     def scale(values: list[float], *, factor: float) -> list[float]:
         """Multiply every value by `factor`."""
         return [value * factor for value in values]
@@ -74,12 +81,23 @@ def test_a_function_registered_on_a_throwaway_registry_is_callable_through_it():
     assert entry.summary == "Multiply every value by `factor`."
     assert entry.function([1.0, 2.0], factor=3.0) == [3.0, 6.0]
     assert list(registry) == ["scale"] and len(registry) == 1
-    registry.register("scale", options=entry.options)(scale)  # the same function: no error
+    assert entry.options_type is ScaleOptions and entry.options["required"] == ["factor"]
+    registry.register("scale", options=ScaleOptions)(scale)  # the same function: no error
     with pytest.raises(ValueError, match="registered twice"):
-        registry.register("scale", options=entry.options)(lambda values: values)
+        registry.register("scale", options=ScaleOptions)(lambda values: values)
+
+
+def test_options_are_a_dataclass_not_a_json_schema():
+    """A hand-written JSON schema is no longer taken: options are declared once, as a
+    dataclass (or the function's keyword-only parameters), and the schema made from it."""
+    registry = Registry("transform", Transform, group="seisctf.tests.no_such_group")
+    schema = {"type": "object", "properties": {"factor": {"type": "number"}}}
+    with pytest.raises(TypeError, match="'scale': options are a dataclass"):
+        registry.register("scale", options=schema)(lambda values, *, factor: values)
+    assert "scale" not in registry
 
 
 def test_a_property_the_plugin_class_does_not_declare_is_refused_where_it_is_registered():
     registry = Registry("transform", Transform, group="seisctf.tests.no_such_group")
     with pytest.raises(TypeError, match="no such property chaep"):
-        registry.register("scale", options=parameters({}), chaep=True)
+        registry.register("scale", options=ScaleOptions, chaep=True)

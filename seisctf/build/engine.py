@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import xarray as xr
 
@@ -29,32 +29,50 @@ from seisctf.build.provenance import provenance, up_to_date
 from seisctf.build.transform_chain import apply_transforms
 from seisctf.errors import InvalidInput
 from seisctf.formats.shared.source import source_store_url
+from seisctf.options import (
+    Location,
+    is_location,
+    option,
+    options_from_signature,
+    options_schema,
+    spec,
+)
 from seisctf.plugins.context import BuildContext, BuildReport
 from seisctf.plugins.layouts import Layout, load_layout
-from seisctf.plugins.schema import (
-    POSITIVE_INT,
-    URL,
-    RecipeText,
-    describe,
-    document_schema,
-    parameters,
-    read_recipe,
-)
+from seisctf.plugins.schema import RecipeText, describe, document_schema, read_recipe
 from seisctf.registry import INGESTS, OUTPUTS, SYNTHS, TRANSFORMS, Ingest, Plugin
 from seisctf.signal.rechunk import rechunk_for_store
 
 SHIPPED = Path(__file__).resolve().parent / "shipped"  # recipes shipped in the package
 
 
-def existing_store(context: BuildContext, *, url: str) -> xr.Dataset:
+def existing_store(
+    context: BuildContext, *, url: Annotated[Location, spec("a complete seisctf store")]
+) -> xr.Dataset:
     """A complete seisctf store, opened lazily."""
     return storage.open_dataset(context.location(context.resolve(url)))
 
 
-STORE_SOURCE = Plugin("store", existing_store, parameters({"url": URL}, ("url",)))
-STORE_OUTPUT = parameters(
-    {"url": URL, "chunks": {"type": "object", "additionalProperties": POSITIVE_INT}}, ("url",)
+@dataclass(frozen=True, kw_only=True)
+class StoreOutputOptions:
+    """A recipe's options of the `store` output."""
+
+    url: Location = option(help="the store written")
+    chunks: dict[str, int] = option(
+        None,
+        "chunk length a dim, samples",
+        schema={"type": "object", "additionalProperties": {"type": "integer", "minimum": 1}},
+    )
+
+
+_STORE_SOURCE_OPTIONS = options_from_signature(existing_store)
+STORE_SOURCE = Plugin(
+    "store",
+    existing_store,
+    options_schema(_STORE_SOURCE_OPTIONS),
+    options_type=_STORE_SOURCE_OPTIONS,
 )
+STORE_OUTPUT = options_schema(StoreOutputOptions)
 
 
 class Sources(Mapping[str, Plugin]):
@@ -260,9 +278,9 @@ def output_urls(recipe: RecipeText, workdir: str | Path = ".") -> list[str]:
     written = []
     for name, values in data["outputs"].items():
         schema = STORE_OUTPUT if name == "store" else OUTPUTS[name].options
-        for option, option_schema in schema.get("properties", {}).items():
-            if option_schema == URL and (values or {}).get(option):
-                written.append(context.resolve(values[option]))
+        for key, option_schema in schema.get("properties", {}).items():
+            if is_location(option_schema) and (values or {}).get(key):
+                written.append(context.resolve(values[key]))
     ((source_name, _),) = data["source"].items()
     if isinstance(SOURCES[source_name], Ingest):
         written.append(source_store_url(data, context))

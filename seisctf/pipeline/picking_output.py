@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import fsspec
@@ -17,25 +18,11 @@ from seisctf.build.provenance import provenance, up_to_date
 from seisctf.catalogs import event_windows
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
+from seisctf.options import Location, option
 from seisctf.pipeline.splits import ATTR_SPLIT_AUDIT, SplitOptions, split_store
 from seisctf.plugins.context import BuildContext
-from seisctf.plugins.schema import NUMBER, POSITIVE_INT, URL, RecipeText, parameters
+from seisctf.plugins.schema import RecipeText
 from seisctf.registry import INGESTS, OUTPUTS
-
-SPLIT = parameters(
-    {
-        "strategy": {"enum": ["source-clusters", "station-disjoint", "event", "time"]},
-        "seed": {"type": "integer", "minimum": 0},
-        "fractions": {"type": "array", "items": NUMBER, "minItems": 3, "maxItems": 3},
-        "buffer_km": {"type": "number", "minimum": 0},
-        "n_clusters": POSITIVE_INT,
-        "test_clusters": POSITIVE_INT,
-        "dev_fraction": NUMBER,
-        "budgets": {"type": "array", "items": POSITIVE_INT},
-        "draws": POSITIVE_INT,
-    },
-    ("strategy",),
-)
 
 
 def event_window_sources() -> tuple[str, ...]:
@@ -93,9 +80,18 @@ def copy_store(source: StoreLocation, target: StoreLocation) -> None:
         storage.finish_group(target, {"catalog": event_windows.CATALOG_PATH})
 
 
+@dataclass(frozen=True, kw_only=True)
+class PickingOptions:
+    """A recipe's options of the `picking` output."""
+
+    url: Location = option(help="the event-window store split for picking (private)")
+    split: SplitOptions = option(help="the split's options (`seisctf split`'s)")
+    audit: Location = option(None, "the leakage audit, also written as JSON here")
+
+
 @OUTPUTS.register(
     "picking",
-    options=parameters({"url": URL, "split": SPLIT, "audit": URL}, ("url", "split")),
+    options=PickingOptions,
     private="url",
     check=check_picking,
 )

@@ -56,6 +56,7 @@ from seisctf.catalogs.trace_table import read_trace_table
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
+from seisctf.options import option
 from seisctf.pipeline.split_audit import leakage_audit
 from seisctf.wording import counted
 
@@ -84,15 +85,21 @@ SPLIT_COLUMNS = (
 
 @dataclass(frozen=True)
 class SplitOptions:
-    strategy: str
-    n_clusters: int = 20
-    test_clusters: int = 4
-    dev_fraction: float = 0.1
-    fractions: tuple[float, ...] = (0.7, 0.1, 0.2)  # train, dev, test (`checked`)
-    buffer_km: float = 0.0
-    budgets: tuple[int, ...] = (1, 3, 6, 9, 12)
-    draws: int = 12
-    seed: int = 0
+    """A split's options (`seisctf split`'s, a `picking` output's `split`: the JSON schema of
+    the recipe's keys is made from these fields, `seisctf.options`); `checked` checks them
+    together."""
+
+    strategy: str = option(help="how traces are split", schema={"enum": list(STRATEGIES)})
+    n_clusters: int = option(20, "source-clusters: k-means clusters", minimum=1)
+    test_clusters: int = option(4, "source-clusters: test clusters at each end", minimum=1)
+    dev_fraction: float = option(0.1, "source-clusters: share of training events in dev")
+    fractions: tuple[float, ...] = option(
+        (0.7, 0.1, 0.2), "shares of train, dev, test", min_items=3, max_items=3
+    )
+    buffer_km: float = option(0.0, "station-disjoint: stations closer are one unit, km", minimum=0)
+    budgets: tuple[int, ...] = option((1, 3, 6, 9, 12), "training clusters a draw", minimum=1)
+    draws: int = option(12, "draws a budget", minimum=1)
+    seed: int = option(0, "seed of every seeded choice", minimum=0)
 
     @classmethod
     def from_text(cls, strategy: str, *, fractions: str, budgets: str, **options) -> SplitOptions:

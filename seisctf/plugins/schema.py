@@ -11,25 +11,25 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
 
 from seisctf import urls
 from seisctf.cluster_config import CLUSTER_SCHEMA
 from seisctf.errors import InvalidInput
-from seisctf.options import LOCATION_FORMAT, LOCATION_SCHEMA
+from seisctf.options import LOCATION_FORMAT, spec
 
 Location = tuple[Any, ...]  # keys and indices from the document's root
 
-NUMBER = {"type": "number"}
-POSITIVE = {"type": "number", "exclusiveMinimum": 0}
-POSITIVE_INT = {"type": "integer", "minimum": 1}
-# A path or URL, spelt as one (`seisctf.urls.checked`, through `LOCATION_FORMAT`).
-URL = LOCATION_SCHEMA
-SECONDS_WINDOW = {"type": "array", "items": NUMBER, "minItems": 2, "maxItems": 2}
-# A seeded step's own seed (else derived from the secret).
-SEED = {"seed": {"type": "integer", "minimum": 0}}
+# A (start, stop) window, s (transforms' options whose type does not say its length).
+SECONDS_WINDOW = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
+# A synthetic source's own seed: a recipe gives an integer ≥ 0 or leaves it out (None: derived
+# from the build's secret; a recipe's null is refused, as it always was).
+SynthSeed = Annotated[
+    int | None,
+    spec("seed (default: derived from the secret)", schema={"type": "integer", "minimum": 0}),
+]
 # Bounds of a recipe document (the shipped ones have under 30 values and 6 levels).
 MAX_RECIPE_BYTES = 2**20
 MAX_NODES = 10_000  # values once aliases are expanded

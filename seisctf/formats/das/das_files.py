@@ -82,10 +82,10 @@ from seisctf.formats.shared.resumable import (
     iso_time,
     open_store,
 )
-from seisctf.formats.shared.source import INGEST_STORE, INPUT_PATHS, opened_source
+from seisctf.formats.shared.source import BlockSamples, InputPaths, Strict, opened_source
 from seisctf.location import StoreLocation
+from seisctf.options import option
 from seisctf.plugins.context import BuildContext
-from seisctf.plugins.schema import parameters
 from seisctf.registry import INGESTS
 
 MERGE_RULE = (
@@ -459,11 +459,19 @@ def prepare_append(
 # --- the recipe source ----------------------------------------------------------------------
 
 
+@dataclass(frozen=True, kw_only=True)
+class DasFilesOptions:
+    """A recipe's options of `das_files`, passed on to `ingest_das` as given (one left out,
+    None here, takes its default there)."""
+
+    sources: InputPaths
+    strict: Strict = option(None)
+    block_samples: BlockSamples = option(None, "time samples a chunk and a task (default: ~4 MiB)")
+
+
 @INGESTS.register(
     "das_files",
-    options=parameters(
-        {"sources": INPUT_PATHS, "strict": {"type": "boolean"}, **INGEST_STORE}, ("sources",)
-    ),
+    options=DasFilesOptions,
     command="das",
     cli=ingest_das,
     help="DAS files (any format DASCore reads: PRODML, Silixa, Febus, OptoDAS, Terra15, "

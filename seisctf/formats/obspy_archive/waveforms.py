@@ -78,7 +78,7 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import dask
 import numpy as np
@@ -100,6 +100,7 @@ from seisctf.formats.obspy_archive.inventory_checks import (
     station_inventory,
 )
 from seisctf.formats.obspy_archive.partition_plan import plan_rounds
+from seisctf.formats.obspy_archive.response import OUTPUTS as RESPONSE_OUTPUTS
 from seisctf.formats.obspy_archive.response import requested_removal, resolve_removal
 from seisctf.formats.obspy_archive.station_arrays import write_array, write_station_ids
 from seisctf.formats.obspy_archive.waveform_attrs import RESAMPLING, data_attrs, store_attrs
@@ -134,10 +135,16 @@ from seisctf.formats.shared.resumable import (
     fingerprint_of,
     open_store,
 )
-from seisctf.formats.shared.source import INGEST_STORE, INPUT_PATHS, opened_source
+from seisctf.formats.shared.source import (
+    BlockSamples,
+    InputPaths,
+    Inventories,
+    Strict,
+    opened_source,
+)
 from seisctf.location import StoreLocation
+from seisctf.options import option
 from seisctf.plugins.context import BuildContext
-from seisctf.plugins.schema import POSITIVE, URL, parameters
 from seisctf.registry import INGESTS
 
 DATA_VAR = "data"
@@ -512,27 +519,47 @@ def prepare_append(
 # --- the recipe source ----------------------------------------------------------------------
 
 
+# `pre_filt` of a recipe: "auto", null or four positive corners, Hz (`response.requested_removal`).
+PRE_FILT_SCHEMA = {
+    "anyOf": [
+        {"const": "auto"},
+        {"type": "null"},
+        {
+            "type": "array",
+            "items": {"type": "number", "exclusiveMinimum": 0},
+            "minItems": 4,
+            "maxItems": 4,
+        },
+    ]
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class WaveformArchiveOptions:
+    """A recipe's options of `waveform_archive`, passed on to `ingest_waveforms` as given (one
+    left out, None here, takes its default there)."""
+
+    sources: InputPaths
+    inventory: Inventories = option(None)
+    rate: float = option(None, "resample every trace to this rate, Hz", exclusive_minimum=0)
+    strict: Strict = option(None)
+    remove_response: str = option(
+        None,
+        "remove the instrument response, to this output (needs `inventory`)",
+        schema={"enum": list(RESPONSE_OUTPUTS)},
+    )
+    pre_filt: Literal["auto"] | tuple[float, float, float, float] | None = option(
+        None,
+        'corners of the response removal\'s filter, Hz ("auto": from the rate; null: none)',
+        schema=PRE_FILT_SCHEMA,
+    )
+    water_level: float | None = option(None, "of the response removal, dB (null: none)")
+    block_samples: BlockSamples = option(None)
+
+
 @INGESTS.register(
     "waveform_archive",
-    options=parameters(
-        {
-            "sources": INPUT_PATHS,
-            "inventory": {"type": "array", "items": URL},
-            "rate": POSITIVE,
-            "strict": {"type": "boolean"},
-            "remove_response": {"enum": ["VEL", "DISP", "ACC"]},
-            "pre_filt": {
-                "anyOf": [
-                    {"const": "auto"},
-                    {"type": "null"},
-                    {"type": "array", "items": POSITIVE, "minItems": 4, "maxItems": 4},
-                ]
-            },
-            "water_level": {"type": ["number", "null"]},
-            **INGEST_STORE,
-        },
-        ("sources",),
-    ),
+    options=WaveformArchiveOptions,
     command="waveforms",
     cli=ingest_waveforms,
     help="seismogram files (any obspy format) -> continuous store",

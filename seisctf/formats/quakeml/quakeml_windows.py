@@ -53,10 +53,10 @@ from seisctf.errors import InvalidInput
 from seisctf.formats.obspy_archive.waveforms import ingest_waveforms
 from seisctf.formats.quakeml import catalog as catalogs
 from seisctf.formats.shared.resumable import ATTR_FINGERPRINT, fingerprint_of, iso_time
-from seisctf.formats.shared.source import INPUT_PATHS, STORE, opened_source
+from seisctf.formats.shared.source import InputPaths, Inventories, opened_source
 from seisctf.location import StoreLocation
+from seisctf.options import Location, option
 from seisctf.plugins.context import BuildContext
-from seisctf.plugins.schema import POSITIVE, URL, parameters
 from seisctf.registry import INGESTS
 
 DEFAULT_WINDOW_S = 60.0
@@ -412,20 +412,22 @@ def cut_and_write(
 # --- the recipe source ----------------------------------------------------------------------
 
 
+@dataclass(frozen=True, kw_only=True)
+class QuakemlOptions:
+    """A recipe's options of `quakeml`, passed on to `ingest_quakeml` as given (one left out,
+    None here, takes its default there)."""
+
+    catalog: Location = option(help="event catalogue with picks (QuakeML or any obspy format)")
+    archive: InputPaths = option(help="a continuous store, or raw waveform files")
+    window_s: float = option(None, "window length, s", exclusive_minimum=0)
+    pre_arrival_s: float = option(None, "window start before the first arrival, s", minimum=0)
+    noise_windows: int = option(None, "noise windows a station", minimum=0)
+    inventory: Inventories = option(None)
+
+
 @INGESTS.register(
     "quakeml",
-    options=parameters(
-        {
-            "catalog": URL,
-            "archive": INPUT_PATHS,
-            "window_s": POSITIVE,
-            "pre_arrival_s": {"type": "number", "minimum": 0},
-            "noise_windows": {"type": "integer", "minimum": 0},
-            "inventory": {"type": "array", "items": URL},
-            **STORE,
-        },
-        ("catalog", "archive"),
-    ),
+    options=QuakemlOptions,
     command="quakeml",
     cli=ingest_quakeml,
     help="event catalogue with picks (QuakeML or any obspy format) + continuous store or "

@@ -1,5 +1,5 @@
 """What the ingest recipe sources share: where an ingest writes (`source_store_url`), their
-common options' schemas, and opening the store once it is written.
+common options' types, and opening the store once it is written.
 
 An ingest source (a `seisctf.registry.Ingest`, registered in `INGESTS`) is
 `function(context: BuildContext, **options) -> xr.Dataset`: it ingests into
@@ -13,22 +13,28 @@ a waveform store's re-run hashes only the files whose size or modification diffe
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import xarray as xr
 
 from seisctf import storage
 from seisctf.errors import InvalidInput
+from seisctf.options import Location, spec
 from seisctf.plugins.context import BuildContext
-from seisctf.plugins.schema import POSITIVE_INT, URL
 from seisctf.registry import INGESTS
 
-# Inputs of an ingest: paths, globs, folders or fsspec URLs.
-INPUT_PATHS = {"type": "array", "items": URL, "minItems": 1}
-# Options every ingest source takes: the store it writes (`source_store_url`) and, for the
-# resumable ingests, the block size.
-STORE = {"store": URL}
-INGEST_STORE = {**STORE, "block_samples": POSITIVE_INT}
+# Options the ingests' options dataclasses share (every ingest also takes `store`, where it
+# writes: `registry.INGESTS`' common option, `source_store_url`).
+# Inputs of an ingest: paths, globs, folders or fsspec URLs, at least one.
+InputPaths = Annotated[
+    list[Location], spec("input files: paths, globs, folders or fsspec URLs", min_items=1)
+]
+# Station inventories (StationXML or any format obspy reads): paths or URLs.
+Inventories = Annotated[list[Location], spec("station inventories (any obspy format)")]
+# A resumable ingest's block: time samples a chunk and a task.
+BlockSamples = Annotated[int, spec("time samples a chunk and a task", minimum=1)]
+# A bad input is an error, not a problem reported.
+Strict = Annotated[bool, spec("any bad input is an error (else a problem, skipped)")]
 
 
 def source_store_url(data: Mapping[str, Any], context: BuildContext) -> str:

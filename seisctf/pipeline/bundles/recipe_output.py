@@ -5,24 +5,34 @@ public and truth written with their provenance."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import xarray as xr
 
 from seisctf import conventions as cv
 from seisctf import keys, storage
 from seisctf.build.provenance import provenance, up_to_date
+from seisctf.options import Location, option
 from seisctf.pipeline.bundles.archive_wavefield import wavefield_for_tasks
 from seisctf.pipeline.bundles.public_truth import truth_stamp
 from seisctf.pipeline.bundles.segments import build_bundle, write_bundle
 from seisctf.plugins.context import BuildContext
 from seisctf.plugins.layouts import load_layout
-from seisctf.plugins.schema import URL, RecipeText, parameters
+from seisctf.plugins.schema import RecipeText
 from seisctf.registry import OUTPUTS
+
+
+@dataclass(frozen=True, kw_only=True)
+class CtfBundleOptions:
+    """A recipe's options of the `ctf_bundle` output."""
+
+    public: Location = option(help="the bundle's public group")
+    truth: Location = option(help="the bundle's withheld truth (private)")
 
 
 @OUTPUTS.register(
     "ctf_bundle",
-    options=parameters({"public": URL, "truth": URL}, ("public", "truth")),
+    options=CtfBundleOptions,
     private="truth",
     withheld=True,
 )
