@@ -151,11 +151,11 @@ def test_the_baseline_writes_a_submission(installed, tmp_path):
     done = seisctf("baseline", "damped_persistence", "--public", public_url, "--out", submission)
     assert done.returncode == 0, done.stderr
     public, written = zarr.open_group(public_url, mode="r"), zarr.open_group(submission, mode="r")
-    for pair in manifest["pairs"]:
-        inputs = [*pair["train"], *([pair["burn_in"]] if pair.get("burn_in") else [])]
+    for pair in manifest.pairs:
+        inputs = [*pair.train, *([pair.burn_in] if pair.burn_in else [])]
         last_row = public[inputs[-1]][-1].astype(np.float32) * np.float32(0.5)
-        expected = np.broadcast_to(last_row, tuple(pair["shape"]))
-        np.testing.assert_array_equal(written[pair["test"]][:], expected)
+        expected = np.broadcast_to(last_row, pair.shape)
+        np.testing.assert_array_equal(written[pair.test][:], expected)
     scored = seisctf("score", "ctf", "--truth", truth_url, "--submission", submission, "--quiet")
     assert scored.returncode == 0, scored.stderr
 
