@@ -121,7 +121,12 @@ from seisctf.formats.obspy_archive.waveform_plan import (
     DEFAULT_BLOCK_SAMPLES,
     WaveformPlan,
 )
-from seisctf.formats.obspy_archive.waveform_runs import RunLayout, run_layout, runs_by_wave
+from seisctf.formats.obspy_archive.waveform_runs import (
+    RunLayout,
+    file_digests,
+    run_layout,
+    runs_by_wave,
+)
 from seisctf.formats.shared import input_cache, input_locality, input_manifest, resumable
 from seisctf.formats.shared.chunk_writes import ChunkWriter, write_chunks
 from seisctf.formats.shared.partition_tasks import on_cluster
@@ -428,7 +433,9 @@ def _run_blocks(
     collected = resumable.Collected(progress, (len(plan.stations), plan.n_blocks), table.blocks_of)
     compute_in_waves(  # waves of bounded graphs (10^5 files: several)
         input_locality.near_partitions(  # each run on the host keeping its files (several hosts)
-            task, lambda index: layout.parts_of(pending[index]), layout.placed
+            task,
+            lambda index: layout.parts_of(pending[index]),
+            lambda: compute(*[dask.delayed(file_digests)(p) for p in layout.placed], quiet=True),
         ),
         len(pending),
         label="ingest waveforms",
