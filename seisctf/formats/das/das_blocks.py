@@ -1,7 +1,9 @@
 """A DAS ingest's block tasks: each reads the patch pieces of one time block with DASCore
 (`dascore.read(path, time=(…))`: only the block's samples) from the host's copy of each file
 (`das_staging.staged`), paints them in order (a later-starting patch overwrites an earlier
-one), writes the block's chunks and then its progress record."""
+one), writes the block's chunks and then its progress record. On a cluster of several hosts,
+the pieces of files kept on another host than the block's are read there (`read_pieces`) and
+handed to the block task."""
 
 from __future__ import annotations
 
@@ -112,7 +114,7 @@ def block_values(
     rest read here."""
     found = {index: (piece, problems) for part in read for index, piece, problems in part}
     rest = [index for index in range(len(task.pieces)) if index not in found]
-    found.update({index: rest for index, *rest in read_pieces(task, store, rest)})
+    found.update({index: (piece, said) for index, piece, said in read_pieces(task, store, rest)})
     values = np.full((task.stop - task.first, task.n_distance), np.nan, dtype=np.float32)
     problems: list[str] = []
     for index, (_, k0, k1, row, _, _) in enumerate(task.pieces):

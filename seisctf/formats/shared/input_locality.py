@@ -3,18 +3,18 @@
 A scan task keeps the files it read on its own host (`input_cache`); a block task that runs on
 another host reads them from storage again. `in_path_order` sends consecutive scan batches to
 one host, so that the files one block run reads (a station's channels) are kept together.
-`near_inputs` asks every worker once which of the current run's files its host keeps, and
-builds each task under a Dask annotation naming the workers of the host that keeps most of its
-input bytes (`Placement`).
+`run_placement` asks every host once which of the current run's files it keeps; `near_inputs`
+and `near_partitions` (by the files of a task's scan partitions) build each task under a Dask
+annotation naming the workers of the host that keeps most of its input bytes (`Placement`).
 
-Those workers only (`allow_other_workers=False`): with other workers allowed, the scheduler's
-work stealing moves queued tasks to an idle worker of another host, which reads storage again
-(1.1-1.8x the input bytes across two hosts). A host whose workers all leave must not hold its
-tasks back: `LooseWhenGone`, a scheduler plugin registered for the ingest, lets a task of
-ours that has no running worker left (state `no-worker`) run on any worker (it reads storage, as
-without a cache). Where the plugin cannot be registered (a scheduler without seisctf), tasks
-are placed with other workers allowed, as a preference. With one host (every worker shares one
-cache), no run or no distributed client, tasks are built as they are.
+Those workers only (`allow_other_workers=False`): with other workers allowed, distributed's
+work stealing may move a queued task to an idle worker of another host, which reads storage
+again. A host whose workers all leave must not hold its tasks back: `LooseWhenGone`, a
+scheduler plugin registered once on the scheduler (`add_loose_when_gone`), lets a task placed
+here that has no running worker left (state `no-worker`) run on any worker (it reads storage,
+as without a cache). Where the plugin cannot be registered (a scheduler without seisctf),
+tasks are placed with other workers allowed, as a preference. With one host (every worker
+shares one cache), no run or no distributed client, tasks are built as they are.
 """
 
 from __future__ import annotations
