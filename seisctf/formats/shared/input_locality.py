@@ -125,28 +125,16 @@ def near_partitions(
 
 
 def in_path_order(make_task: Callable[[int], Task], count: int) -> Callable[[int], Task]:
-    """`make_task` for `count` scan tasks of consecutive path batches: task i built under an
-    annotation naming the workers of host i x hosts // count (other workers allowed: a scan
-    reads storage wherever it runs), so that neighbouring paths (a station's channels and days,
-    in an SDS tree) are kept on one host, where the block runs that read them together then go
-    (`near_inputs`). With one host, no run or no distributed client, tasks are built as they
-    are."""
-    run, client = input_cache.current_run(), active_client()
-    if not run or client is None:
+    """`make_task` for `count` scan tasks of consecutive path batches: task i built for the
+    workers of host i x hosts // count (`Placement`: not stolen by another host), so that
+    neighbouring paths (a station's channels and days, in an SDS tree) are kept on one host,
+    where the block runs that read them together then go (`near_partitions`). With one host,
+    no run or no distributed client, tasks are built as they are."""
+    placement = run_placement()
+    if placement is None:
         return make_task
-    workers_of = _workers_by_host(client)
-    if len(workers_of) < 2:
-        return make_task
-    hosts = sorted(workers_of)
-
-    def placed(index: int) -> Task:
-        import dask
-
-        host = hosts[index * len(hosts) // count]
-        with dask.annotate(workers=workers_of[host], allow_other_workers=True):
-            return make_task(index)
-
-    return placed
+    hosts = sorted(placement.hosts)
+    return lambda index: placement.built(make_task, index, hosts[index * len(hosts) // count])
 
 
 def _registered(client: Any) -> bool:
