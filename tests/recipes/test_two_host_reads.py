@@ -31,13 +31,14 @@ from seisctf.formats.shared import input_cache, input_locality
 
 BUCKET = "twohosts"
 GOAL = 1.05
-STATIONS, SEGMENTS, RATE_HZ, SEGMENT_S = 4, 3, 50.0, 3600
+STATIONS, SEGMENTS, RATE_HZ, SEGMENT_S = 3, 3, 50.0, 3600
 DAS_FILES, DAS_CHANNELS, DAS_SAMPLES, DAS_RATE_HZ = 4, 256, 4000, 50.0
 
 
 def _waveform_files(folder: Path) -> list[Path]:
     """STATIONS stations of one channel, each SEGMENTS consecutive hour files of int32 counts
-    (Steim-2): the first stations' files scanned on one host, the last ones' on the other."""
+    (Steim-2), scanned a file a task: 5 files on one host, 4 on the other, so the middle
+    station's files are kept on both (its runs ask the other host for its file there)."""
     rng = np.random.default_rng(38)
     start = obspy.UTCDateTime(2024, 1, 2)
     files = []

@@ -100,17 +100,18 @@ def near_inputs(
 
 
 def near_partitions(
-    make_task: Callable[[int], Task],
+    make_task: Callable[..., Task],
     weights_of: Callable[[int], Iterable[tuple[int, int]]],
     digests_of_parts: Callable[[], Sequence[Iterable[str]]],
 ) -> Callable[[int], Task]:
-    """`make_task` (as `near_inputs` takes it) whose task `index` reads the partitions
+    """`make_task` (index, peers -> a Dask collection) whose task `index` reads the partitions
     `weights_of(index)` gives as (partition, weight): built for the host keeping most files of
     the partitions of most weight (`digests_of_parts()`: each partition's files' hex sha256,
-    asked only on a cluster of several hosts)."""
+    asked only on a cluster of several hosts), `peers` a worker of each other host keeping
+    some (`input_cache.from_peers`: the task asks them for those files, not storage)."""
     placement = run_placement()
     if placement is None:
-        return make_task
+        return lambda index: make_task(index, ())
     part_host = [placement.host_of(digests) for digests in digests_of_parts()]
 
     def placed(index: int) -> Task:
@@ -119,7 +120,8 @@ def near_partitions(
             if part_host[part] is not None:
                 held[part_host[part]] += weight
         host = max(held, key=lambda name: (held[name], name)) if held else None
-        return placement.built(make_task, index, host)
+        peers = tuple(placement.hosts[other][0] for other in sorted(held) if other != host)
+        return placement.built(lambda i: make_task(i, peers), index, host)
 
     return placed
 
