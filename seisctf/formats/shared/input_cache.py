@@ -6,9 +6,10 @@ the scan task (`scan_table.scan_files`: sha256 and header parse) and by the bloc
 decode it (`waveform_blocks.decode_file`). The scan task holds the whole file anyway; it keeps
 a copy here (`keep`), named by its sha256, and the decode reads that copy (`read`) instead of
 storage. A copy is served only if its bytes hash to its name, so a file of any run on the host
-serves, and a damaged copy never does. A file that was not kept (over the budget, too little
-free disk, another host's, removed meanwhile) is read from storage again: the same bytes (the
-scan's hash), only slower.
+serves, and a damaged copy never does. A file kept on another host is asked of that host where
+the task names it (`from_peers`: a waveform run whose files the scan kept on two hosts). A file
+that was not kept (over the budget, too little free disk, removed meanwhile) is read from
+storage again: the same bytes (the scan's hash), only slower.
 
 A DAS recording (GBs) is not held in memory: its scan streams it into a file of the cache
 (`spool`, then `commit` under its sha256) and the block tasks open that copy by path

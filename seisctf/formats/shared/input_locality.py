@@ -5,7 +5,9 @@ another host reads them from storage again. `in_path_order` sends consecutive sc
 one host, so that the files one block run reads (a station's channels) are kept together.
 `run_placement` asks every host once which of the current run's files it keeps; `near_inputs`
 and `near_partitions` (by the files of a task's scan partitions) build each task under a Dask
-annotation naming the workers of the host that keeps most of its input bytes (`Placement`).
+annotation naming the workers of the host that keeps most of its input bytes (`Placement`); a
+waveform run also names a worker of each other host keeping some of its files, which it asks
+for them (`input_cache.from_peers`), and a DAS block reads another host's pieces there.
 
 Those workers only (`allow_other_workers=False`): with other workers allowed, distributed's
 work stealing may move a queued task to an idle worker of another host, which reads storage
