@@ -17,7 +17,8 @@ their environment), the command as a user types it:
   workers of one machine do;
 - cache on, two hosts: each worker has a cache folder of its own, as workers on two machines
   have: a block task reads storage again unless it runs where its files were scanned
-  (`input_locality`).
+  (`input_locality` sends it there; a DAS block's pieces of files kept on the other host are
+  read on that host).
 
 Per row: the input bytes (the objects' sizes), the bytes the S3 gateway sent from the bucket (its
 counter `SeaweedFS_s3_bucket_traffic_sent_bytes_total` before and after the run: an independent

@@ -258,10 +258,12 @@ def start_dask_cluster(
     timeout_s: float = 60.0,
     environment: Mapping[str, str] | None = None,
     scheduler_options: Sequence[str] = (),
+    worker_environments: Sequence[Mapping[str, str]] = (),
 ) -> DaskCluster:
     """A real `dask scheduler` and `n_workers` `dask worker` processes on loopback, with
     `environment` (default `CLUSTER_CREDENTIALS`) over this process's environment, the
-    scheduler with `scheduler_options` added to its command line (e.g. a `--preload`).
+    scheduler with `scheduler_options` added to its command line (e.g. a `--preload`), worker
+    i with `worker_environments[i]` over that (e.g. a cache folder each, standing for hosts).
 
     The scheduler binds a port of its own choosing and writes its address to a scheduler file
     the workers read: a port probed free here could be taken by another connection's local end
@@ -283,7 +285,10 @@ def start_dask_cluster(
     worker_options += ["--nworkers", "1", "--no-dashboard", "--memory-limit", "4GiB"]
     workers = [
         _dask_process(
-            directory, f"worker-{index}", [*worker_options, "--local-directory", "."], environment
+            directory,
+            f"worker-{index}",
+            [*worker_options, "--local-directory", "."],
+            {**environment, **(worker_environments[index] if worker_environments else {})},
         )
         for index in range(n_workers)
     ]

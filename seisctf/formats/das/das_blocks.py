@@ -1,7 +1,9 @@
 """A DAS ingest's block tasks: each reads the patch pieces of one time block with DASCore
 (`dascore.read(path, time=(…))`: only the block's samples) from the host's copy of each file
 (`das_staging.staged`), paints them in order (a later-starting patch overwrites an earlier
-one), writes the block's chunks and then its progress record."""
+one), writes the block's chunks and then its progress record. On a cluster of several hosts,
+the pieces of files kept on another host than the block's are read there (`read_pieces`) and
+handed to the block task."""
 
 from __future__ import annotations
 
@@ -75,12 +77,17 @@ def read_piece(local: str, patch: DasPatch, k0: int, k1: int) -> tuple[np.ndarra
     return values, None
 
 
-def block_values(task: DasBlockTask, store: StoreLocation) -> tuple[np.ndarray, list]:
-    """The block (time × distance, float32, NaN where no patch has data) and its problems; the
-    files are read with the storage options of the `store` being written."""
-    values = np.full((task.stop - task.first, task.n_distance), np.nan, dtype=np.float32)
-    problems = []
-    for patch, k0, k1, row, sha256, size in task.pieces:
+# A piece read: (its index in the task's pieces, samples or None: unreadable, problems).
+PieceRead = tuple[int, np.ndarray | None, tuple[str, ...]]
+
+
+def read_pieces(task: DasBlockTask, store: StoreLocation, which: Sequence[int]) -> list[PieceRead]:
+    """Read the pieces `which` (indices into `task.pieces`) of a block, each file with the
+    storage options of the `store` being written: on the host that keeps their files, for a
+    block whose files are kept on several (`input_locality`)."""
+    found: list[PieceRead] = []
+    for index in which:
+        patch, k0, k1, _, sha256, size = task.pieces[index]
         with staged(store.with_url(patch.path), sha256, size, task.cache_run) as local:
             try:
                 piece, problem = read_piece(local, patch, k0, k1)
@@ -90,21 +97,44 @@ def block_values(task: DasBlockTask, store: StoreLocation) -> tuple[np.ndarray, 
                         patch.path, "gone while being read; re-run to resume"
                     ) from None
                 message = str(error).splitlines()[0] if str(error) else type(error).__name__
-                problems.append(
+                found.append((index, None, (
                     f"{patch.path}: DASCore cannot read samples {k0}-{k1} of patch "
-                    f"{patch.index} ({message}); NaN there"
-                )
+                    f"{patch.index} ({message}); NaN there",
+                )))  # fmt: skip
                 continue
-        if problem:
-            problems.append(problem)
-        values[row : row + k1 - k0] = piece
+        found.append((index, piece, (problem,) if problem else ()))
+    return found
+
+
+def block_values(
+    task: DasBlockTask, store: StoreLocation, read: Sequence[Sequence[PieceRead]] = ()
+) -> tuple[np.ndarray, list]:
+    """The block (time × distance, float32, NaN where no patch has data) and its problems:
+    its pieces painted in order, those in `read` (`read_pieces` elsewhere) as read there, the
+    rest read here."""
+    found = {index: (piece, problems) for part in read for index, piece, problems in part}
+    rest = [index for index in range(len(task.pieces)) if index not in found]
+    found.update({index: (piece, said) for index, piece, said in read_pieces(task, store, rest)})
+    values = np.full((task.stop - task.first, task.n_distance), np.nan, dtype=np.float32)
+    problems: list[str] = []
+    for index, (_, k0, k1, row, _, _) in enumerate(task.pieces):
+        piece, said = found[index]
+        problems.extend(said)
+        if piece is not None:
+            values[row : row + k1 - k0] = piece
     return values, problems
 
 
-def ingest_block(task: DasBlockTask, store: StoreLocation, variable: str) -> dict[str, list]:
-    """Read, paint and write one time block's chunks, then its progress record, which it
-    returns (`resumable.run_record` of one block)."""
-    values, problems = block_values(task, store)
+def ingest_block(
+    task: DasBlockTask,
+    store: StoreLocation,
+    variable: str,
+    read: Sequence[Sequence[PieceRead]] = (),
+) -> dict[str, list]:
+    """Read (but the pieces in `read`, read elsewhere: `block_values`), paint and write one
+    time block's chunks, then its progress record, which it returns (`resumable.run_record` of
+    one block)."""
+    values, problems = block_values(task, store, read)
     fraction = resumable.coverage_of(values)
     group = open_store(store, mode="r+")
     if fraction > 0:  # a block without any sample is not written (its chunks stay absent)

@@ -29,12 +29,13 @@ Work: a header scan with sha256 (Dask tasks of a few files each: `das_scan.scan_
 which reads each file once and keeps its copy on the host for the block tasks (`das_staging`,
 `input_cache`; consecutive scan batches on one host, `input_locality`), the plan
 (`das_plan.make_das_plan`), then one Dask task per time block (`das_blocks`, on the host keeping
-its files) that reads, with DASCore (`dascore.read(path, time=(…))`: only the block's samples),
-every patch piece of the block in painting order (a later-starting patch overwrites an earlier
-one), writes the block's chunks and then its record in `ingest_progress(record)`. The
-completion marker and consolidated metadata are written last (`storage.finish_group`). Resume:
-a re-run of the same ingest (same fingerprint) on an unfinished store runs only the blocks
-without a record, so an interrupted ingest finishes with the bytes of an uninterrupted one.
+most of its files; the pieces of files another host keeps are read there) that reads, with
+DASCore (`dascore.read(path, time=(…))`: only the block's samples), every patch piece of the
+block in painting order (a later-starting patch overwrites an earlier one), writes the block's
+chunks and then its record in `ingest_progress(record)`. The completion marker and consolidated
+metadata are written last (`storage.finish_group`). Resume: a re-run of the same ingest (same
+fingerprint) on an unfinished store runs only the blocks without a record, so an interrupted
+ingest finishes with the bytes of an uninterrupted one.
 
 Append (`append=True`): new files join the complete store's grid (start, time step, distance
 axis, quantity, units, gauge length stay; a file starting before the store is refused). Only
@@ -59,7 +60,7 @@ from seisctf import conventions as cv
 from seisctf.cluster import compute_in_waves
 from seisctf.errors import InvalidInput
 from seisctf.formats.das import das_inputs
-from seisctf.formats.das.das_blocks import DasBlockTask, block_tasks, ingest_block
+from seisctf.formats.das.das_blocks import DasBlockTask, block_tasks, ingest_block, read_pieces
 from seisctf.formats.das.das_inputs import RecordedDas
 from seisctf.formats.das.das_plan import (
     CHANNEL_GROUP,
@@ -265,6 +266,38 @@ def ingest_das(
     return _write(plan, tasks, progress, store, fingerprint, strict, quiet)
 
 
+def _block_task(
+    block: DasBlockTask,
+    store: StoreLocation,
+    variable: str,
+    name: str,
+    placement: input_locality.Placement | None,
+) -> Any:
+    """The Dask task of one block (key suffix `name`), on the host keeping most bytes of its
+    files (`placement`, several hosts); a block whose files are kept on several hosts reads
+    the pieces of each other host's files there (`read_pieces`), so that no file is read from
+    storage twice."""
+    import dask
+
+    if placement is None:
+        return dask.delayed(ingest_block)(block, store, variable,
+                                          dask_key_name=f"ingest_das_block-{name}")  # fmt: skip
+    main = placement.host_of(piece[4] for piece in block.pieces)
+    by_host: dict[str, list[int]] = {}
+    for index, piece in enumerate(block.pieces):
+        host = placement.host_of([piece[4]])
+        if host is not None and host != main:
+            by_host.setdefault(host, []).append(index)
+    read = []
+    for number, (host, which) in enumerate(sorted(by_host.items())):
+        key = f"read_das_pieces-{name}-{number}"
+        with dask.annotate(**placement.annotations(host)):
+            read.append(dask.delayed(read_pieces)(block, store, which, dask_key_name=key))
+    with dask.annotate(**placement.annotations(main)):
+        return dask.delayed(ingest_block)(block, store, variable, read,
+                                          dask_key_name=f"ingest_das_block-{name}")  # fmt: skip
+
+
 def _up_to_date(plan: DasPlan, attrs: dict, store: StoreLocation):
     group = open_store(store)
     coverage = np.asarray(group[cv.DAS_COVERAGE_VAR][:])
@@ -299,8 +332,8 @@ def _write(
     carried: Sequence[str] = (),
     appended: AppendedInputs | None = None,
 ) -> DasIngestReport:
-    """Run the block `tasks` `progress` has no record of (each on the host keeping its files,
-    `input_locality.near_inputs`), then coverage, attrs, an append's inputs table and the
+    """Run the block `tasks` `progress` has no record of (each on the host keeping its files:
+    `_block_task`), then coverage, attrs, an append's inputs table and the
     completion marker."""
     import dask
 
@@ -308,15 +341,15 @@ def _write(
     token = dask.base.tokenize(store.url, fingerprint)
     variable = _variable(plan)
 
+    placement = input_locality.run_placement()
+
     def task(index: int) -> Any:
-        return dask.delayed(ingest_block)(
-            pending[index], store, variable,
-            dask_key_name=f"ingest_das_block-{token}-{pending[index].block}",
-        )  # fmt: skip
+        return _block_task(pending[index], store, variable, f"{token}-{pending[index].block}",
+                           placement)  # fmt: skip
 
     collected = resumable.Collected(progress, (plan.n_blocks,), lambda n: [tasks[n].block])
     compute_in_waves(
-        input_locality.near_inputs(task, lambda index: (p[4] for p in pending[index].pieces)),
+        task,
         len(pending),
         label="ingest DAS",
         quiet=quiet,

@@ -172,3 +172,9 @@ def runs_by_wave(
         return made[index]
 
     return run_at
+
+
+def file_digests(placed: PlacedTraces) -> list[str]:
+    """The hex sha256 of each file of a partition's scan (where its runs' files are kept:
+    `input_locality.near_partitions`)."""
+    return [digest.tobytes().hex() for digest in placed.scans.digests]

@@ -122,7 +122,12 @@ from seisctf.formats.obspy_archive.waveform_plan import (
     DEFAULT_BLOCK_SAMPLES,
     WaveformPlan,
 )
-from seisctf.formats.obspy_archive.waveform_runs import RunLayout, run_layout, runs_by_wave
+from seisctf.formats.obspy_archive.waveform_runs import (
+    RunLayout,
+    file_digests,
+    run_layout,
+    runs_by_wave,
+)
 from seisctf.formats.shared import input_cache, input_locality, input_manifest, resumable
 from seisctf.formats.shared.chunk_writes import ChunkWriter, write_chunks
 from seisctf.formats.shared.partition_tasks import on_cluster
@@ -177,12 +182,21 @@ class IngestReport:
     up_to_date: bool = False
 
 
-def ingest_blocks(run: BlockRun, store: StoreLocation, inventory: Any = None) -> dict[str, list]:
+def ingest_blocks(
+    run: BlockRun, store: StoreLocation, inventory: Any = None, peers: Sequence[str] = ()
+) -> dict[str, list]:
     """Read, merge and write consecutive (station, time block) chunks of one station, one after
     the other, then the run's progress record (`resumable.run_record`), which it returns: per
     block its coverage fraction, problems, and the [path, channel] of the files' channels none
     of whose samples are stored (`lost`).
-    `inventory`: the station's part of the StationXML (needed with response removal)."""
+    `inventory`: the station's part of the StationXML (needed with response removal); `peers`:
+    workers of other hosts keeping some of the run's files (`input_cache.from_peers`)."""
+    with input_cache.from_peers(peers):
+        return _ingest_blocks(run, store, inventory)
+
+
+def _ingest_blocks(run: BlockRun, store: StoreLocation, inventory: Any) -> dict[str, list]:
+    """`ingest_blocks` of one run, its peers set."""
     group = open_store(store, mode="r+")
     # Whole chunks, written without zarr's selection machinery (`chunk_writes`); empty blocks
     # are not written (left to the fill value NaN).
@@ -421,21 +435,23 @@ def _run_blocks(
     parts: dict[str, Any] = {}  # one graph key per station: sent once to each worker using it
     inventories = source  # on the workers (`located_source`), parsed there
 
-    def task(index: int) -> Any:
+    def task(index: int, peers: tuple[str, ...]) -> Any:
         run = run_at(index)
         if inventories is not None and run.station not in parts:
             parts[run.station] = dask.delayed(station_inventory)(
                 inventories, run.station, dask_key_name=f"inventory-{token}-{run.station}"
             )
         return dask.delayed(ingest_blocks)(
-            run, store, parts.get(run.station),
+            run, store, parts.get(run.station), peers,
             dask_key_name=f"ingest_block-{token}-{run.key}",
         )  # fmt: skip
 
     collected = resumable.Collected(progress, (len(plan.stations), plan.n_blocks), table.blocks_of)
     compute_in_waves(  # waves of bounded graphs (10^5 files: several)
         input_locality.near_partitions(  # each run on the host keeping its files (several hosts)
-            task, lambda index: layout.parts_of(pending[index]), layout.placed
+            task,
+            lambda index: layout.parts_of(pending[index]),
+            lambda: compute(*[dask.delayed(file_digests)(p) for p in layout.placed], quiet=True),
         ),
         len(pending),
         label="ingest waveforms",

@@ -6,9 +6,10 @@ the scan task (`scan_table.scan_files`: sha256 and header parse) and by the bloc
 decode it (`waveform_blocks.decode_file`). The scan task holds the whole file anyway; it keeps
 a copy here (`keep`), named by its sha256, and the decode reads that copy (`read`) instead of
 storage. A copy is served only if its bytes hash to its name, so a file of any run on the host
-serves, and a damaged copy never does. A file that was not kept (over the budget, too little
-free disk, another host's, removed meanwhile) is read from storage again: the same bytes (the
-scan's hash), only slower.
+serves, and a damaged copy never does. A file kept on another host is asked of that host where
+the task names it (`from_peers`: a waveform run whose files the scan kept on two hosts). A file
+that was not kept (over the budget, too little free disk, removed meanwhile) is read from
+storage again: the same bytes (the scan's hash), only slower.
 
 A DAS recording (GBs) is not held in memory: its scan streams it into a file of the cache
 (`spool`, then `commit` under its sha256) and the block tasks open that copy by path
@@ -46,7 +47,7 @@ import shutil
 import socket
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,10 @@ CLEAR_TIMEOUT_S = 30
 
 # The cache run of the ingest going on in this (client) process (`cache_run`).
 _RUN: contextvars.ContextVar[str] = contextvars.ContextVar("input_cache_run", default="")
+# Workers of other hosts that `read` may ask for a file (`from_peers`), in a task.
+_PEERS: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("peers", default=())
+# Seconds to wait for a peer's answer; without it, the file is read from storage.
+PEER_TIMEOUT_S = 60
 
 
 def cache_root() -> Path:
@@ -225,6 +230,39 @@ def kept_path(digest: str, size: int, run: str = "") -> Path | None:
 
 
 def read(digest: str) -> bytes | None:
+    """The bytes of the file of hex sha256 `digest` kept on this host by any run, else by the
+    hosts of the workers `from_peers` names (sent by them, not read from storage), checked
+    against the digest; None if none keeps it."""
+    raw = read_here(digest)
+    return raw if raw is not None or not _PEERS.get() else _read_from_peers(digest)
+
+
+@contextlib.contextmanager
+def from_peers(workers: Sequence[str]) -> Iterator[None]:
+    """Within: `read` asks `workers` (a worker of each other host keeping files of the task
+    running here: `input_locality.near_partitions`) for a file this host does not keep."""
+    token = _PEERS.set(tuple(workers))
+    try:
+        yield
+    finally:
+        _PEERS.reset(token)
+
+
+def _read_from_peers(digest: str) -> bytes | None:
+    """The file's bytes as the first of the `from_peers` workers keeping it sends them (through
+    the scheduler, `Client.run`); None if none does or answers."""
+    from distributed import get_client
+
+    try:
+        answers = get_client().run(read_here, digest, workers=list(_PEERS.get()),
+                                   on_error="return", callback_timeout=PEER_TIMEOUT_S)  # fmt: skip
+    except Exception:  # noqa: BLE001 - a peer gone or slow: the caller reads storage
+        return None
+    found = [raw for raw in answers.values() if isinstance(raw, bytes)]
+    return next((raw for raw in found if hashlib.sha256(raw).hexdigest() == digest), None)
+
+
+def read_here(digest: str) -> bytes | None:
     """The bytes of the file of hex sha256 `digest` kept on this host by any run, checked
     against the digest; None if none is kept (or a copy does not match: it is removed)."""
     root = cache_root()
