@@ -194,7 +194,28 @@ def open_dataset(location: StoreLocation) -> xr.Dataset:
     if not location.is_remote:
         with contextlib.suppress(OSError):
             modified = os.path.getmtime(url.removeprefix("file://"))
-    return chunk_grid.with_dask_variables(lazy, tokenize(url, modified))
+    opened = chunk_grid.with_dask_variables(lazy, tokenize(url, modified))
+    if conventions.STATION_ATTRS_GROUP in group:  # where older stores had them
+        opened.attrs.update(station_attrs(group))
+    return opened
+
+
+def station_attrs(
+    group: zarr.Group, names: Sequence[str] = conventions.STATION_ATTRS
+) -> dict[str, dict[str, Any]]:
+    """{name: {station: entry}} of the per-station attrs `names` (`conventions.STATION_ATTRS`)
+    of the waveform store `group` (open): from its group `conventions.STATION_ATTRS_GROUP`
+    (JSON text a station), else from its root attrs (a store ingested before that group). A
+    name the store has neither way is left out."""
+    if conventions.STATION_ATTRS_GROUP not in group:
+        return {name: group.attrs[name] for name in names if name in group.attrs}
+    held = group[conventions.STATION_ATTRS_GROUP]
+    stations = [str(station) for station in group[conventions.STATION][:]]
+    return {
+        name: dict(zip(stations, map(json.loads, held[name][:].tolist()), strict=True))
+        for name in names
+        if name in held
+    }
 
 
 def write_arrays(

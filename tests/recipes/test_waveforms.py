@@ -22,6 +22,7 @@ from dask.callbacks import Callback
 from scipy.signal import resample_poly
 
 from seisctf import conventions as cv
+from seisctf import storage
 from seisctf.errors import InvalidInput
 from seisctf.formats.obspy_archive.waveforms import IngestReport, ingest_waveforms
 from seisctf.formats.shared.input_manifest import recorded_inputs
@@ -41,7 +42,8 @@ def ingest(sources: list[str], out: str | Path, **options) -> IngestReport:
 
 
 def _open(url: str | Path) -> xr.Dataset:
-    ds = xr.open_zarr(str(url), consolidated=True)
+    """The complete store at `url`, its per-station attrs among its attrs, either layout."""
+    ds = storage.open_dataset(StoreLocation(str(url)))
     assert ds.attrs[cv.ATTR_COMPLETE] is True
     return ds
 
