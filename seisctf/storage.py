@@ -14,9 +14,10 @@ import math
 import os
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import dask.array as da
+import numpy as np
 import xarray as xr
 import zarr
 from dask.base import tokenize
@@ -208,14 +209,19 @@ def station_attrs(
     (JSON text a station), else from its root attrs (a store ingested before that group). A
     name the store has neither way is left out."""
     if conventions.STATION_ATTRS_GROUP not in group:
-        return {name: group.attrs[name] for name in names if name in group.attrs}
+        root = cast(Mapping[str, dict[str, Any]], group.attrs)  # objects keyed by station
+        return {name: root[name] for name in names if name in root}
     held = group[conventions.STATION_ATTRS_GROUP]
-    stations = [str(station) for station in group[conventions.STATION][:]]
+    if not isinstance(held, zarr.Group):
+        raise InvalidInput(conventions.STATION_ATTRS_GROUP, "is an array, not a group")
+    ids = np.asarray(group_array(group, conventions.STATION, conventions.STATION)[:])
+    stations = [str(station) for station in ids.tolist()]
     return {
-        name: dict(zip(stations, map(json.loads, held[name][:].tolist()), strict=True))
+        name: dict(zip(stations, map(json.loads, np.asarray(group_array(held, name, name)[:])
+                                     .tolist()), strict=True))
         for name in names
         if name in held
-    }
+    }  # fmt: skip
 
 
 def write_arrays(

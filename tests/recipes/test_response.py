@@ -12,9 +12,8 @@ import pytest
 import xarray as xr
 from conftest import on_one_and_two_workers
 
-from seisctf import cli
+from seisctf import cli, storage
 from seisctf import conventions as cv
-from seisctf import storage
 from seisctf.errors import InvalidInput
 from seisctf.formats.obspy_archive import waveform_blocks
 from seisctf.formats.obspy_archive.response import default_pre_filt

@@ -47,7 +47,8 @@ def _archive(folder: Path) -> list[str]:
         for channel in channels:
             data = np.random.default_rng(index).standard_normal(2000).astype(np.float32)
             header = {"network": network, "station": station, "location": location,
-                      "channel": channel, "sampling_rate": RATE, "starttime": START + shift}  # fmt: skip
+                      "channel": channel, "sampling_rate": RATE,
+                      "starttime": START + shift}  # fmt: skip
             path = folder / f"{network}.{station}.{channel}.mseed"
             obspy.Trace(data, header).write(str(path), format="MSEED")
             paths.append(str(path))

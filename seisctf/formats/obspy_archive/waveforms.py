@@ -13,10 +13,9 @@ Store layout (zarr v3 group; `xarray.open_zarr` opens it lazily):
   in its own channels (`station_channels`), one block per time chunk;
 - attrs `start_time` (ISO 8601, the first grid sample), `start_time_ns`, `sampling_rate` (Hz):
   sample i is at start_time + i / sampling_rate (no time coordinate is stored: it would be as
-  large as the data); `ingest_problems` (every bad input, by name; beyond 1,000 lines, the first 1,000,
-  the rest in the group `problems`: `problem_lines`); `merge_rule`,
-  `resampling`, `response_removed` (null, or output, pre_filt, water_level, … of
-  `--remove-response`);
+  large as the data); `ingest_problems` (every bad input, by name; beyond 1,000 lines, the
+  first 1,000, the rest in the group `problems`: `problem_lines`); `merge_rule`, `resampling`,
+  `response_removed` (null, or output, pre_filt, water_level, … of `--remove-response`);
 - group `station_attrs` (`station_attrs`; in the root attrs of stores ingested before it), per
   station as JSON text: `time_offsets_s` (the offsets of its traces' starts from their grid
   sample, trace minus grid, in seconds), `station_channels` (the channel codes its traces
