@@ -164,7 +164,9 @@ MAX_TRACES_PER_WAVE = 5_000
 
 @dataclass(frozen=True)
 class IngestReport:
-    """What an ingest wrote: the plan, coverage (station, block) and every problem found."""
+    """What an ingest wrote: the plan, coverage (station, block) and every problem found.
+    The plan of a one-shot ingest (or its resume) has no `station_metadata`: the store's
+    `station_attrs` group holds it (`storage.station_attrs`)."""
 
     plan: WaveformPlan
     coverage: np.ndarray
@@ -358,6 +360,10 @@ def ingest_waveforms(
         create_store(plan, store, fingerprint, len(layout))
         compute(write_table(store, scanned), quiet=True)  # a resume's
         progress = resumable.Progress()
+    units = data_attrs(plan, removed)
+    if previous is None:  # now, so that the client holds no station's metadata from here on
+        write_station_attrs(store, plan, removed)
+        plan = dataclasses.replace(plan, station_metadata={})
     coverage, decode_problems, lost = _run_blocks(
         layout, plan, settings, source, store, fingerprint, progress, quiet
     )
@@ -369,9 +375,10 @@ def ingest_waveforms(
     attrs = store_attrs(plan, problems, rate is not None, removed)
     attrs[ATTR_FINGERPRINT] = fingerprint
     group = open_store(store, mode="r+")
-    group[DATA_VAR].attrs.update(data_attrs(plan, removed))
+    group[DATA_VAR].attrs.update(units)
     write_problems(store, problems)  # beyond what the root attrs hold
-    write_station_attrs(store, plan, removed)  # by tasks, beside the data
+    if previous is not None:  # an append's last: until then a resume counts the old channels
+        write_station_attrs(store, plan, removed)
     # An append's table goes beside the old one, named with the completion marker (one write):
     # killed before, it resumes with the old inputs as the old ones.
     old_table = input_manifest.table_name(group)
