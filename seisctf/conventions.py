@@ -170,6 +170,12 @@ ATTR_PROBLEMS = "ingest_problems"
 ATTR_PROBLEM_COUNT = "ingest_problem_count"
 ATTR_PROBLEM_LINES = 1_000
 PROBLEMS_GROUP, PROBLEM_LINES, PROBLEM_DIM = "problems", "line", "problem"
+# Per-station attrs of a continuous waveform store (`ingest waveforms`): older stores keep them
+# in the root attrs (an object keyed by station); newer ones in the group STATION_ATTRS_GROUP,
+# one array of each name along `station` (in the order of the store's `station`), each element
+# the station's entry as JSON text, so the root `zarr.json` stays small however many stations.
+STATION_ATTRS_GROUP = "station_attrs"
+STATION_ATTRS = ("time_offsets_s", "station_channels", "channel_metadata")
 # Attr set last on every store seisctf writes: a store without it is partial, never used as whole.
 ATTR_COMPLETE = "seisctf_complete"
 # Transforms applied to a variable, in order: a JSON list of {"transform": name, **parameters}

@@ -14,9 +14,10 @@ import math
 import os
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import dask.array as da
+import numpy as np
 import xarray as xr
 import zarr
 from dask.base import tokenize
@@ -194,7 +195,33 @@ def open_dataset(location: StoreLocation) -> xr.Dataset:
     if not location.is_remote:
         with contextlib.suppress(OSError):
             modified = os.path.getmtime(url.removeprefix("file://"))
-    return chunk_grid.with_dask_variables(lazy, tokenize(url, modified))
+    opened = chunk_grid.with_dask_variables(lazy, tokenize(url, modified))
+    if conventions.STATION_ATTRS_GROUP in group:  # where older stores had them
+        opened.attrs.update(station_attrs(group))
+    return opened
+
+
+def station_attrs(
+    group: zarr.Group, names: Sequence[str] = conventions.STATION_ATTRS
+) -> dict[str, dict[str, Any]]:
+    """{name: {station: entry}} of the per-station attrs `names` (`conventions.STATION_ATTRS`)
+    of the waveform store `group` (open): from its group `conventions.STATION_ATTRS_GROUP`
+    (JSON text a station), else from its root attrs (a store ingested before that group). A
+    name the store has neither way is left out."""
+    if conventions.STATION_ATTRS_GROUP not in group:
+        root = cast(Mapping[str, dict[str, Any]], group.attrs)  # objects keyed by station
+        return {name: root[name] for name in names if name in root}
+    held = group[conventions.STATION_ATTRS_GROUP]
+    if not isinstance(held, zarr.Group):
+        raise InvalidInput(conventions.STATION_ATTRS_GROUP, "is an array, not a group")
+    ids = np.asarray(group_array(group, conventions.STATION, conventions.STATION)[:])
+    stations = [str(station) for station in ids.tolist()]
+    return {
+        name: dict(zip(stations, map(json.loads, np.asarray(group_array(held, name, name)[:])
+                                     .tolist()), strict=True))
+        for name in names
+        if name in held
+    }  # fmt: skip
 
 
 def write_arrays(

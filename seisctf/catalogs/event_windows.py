@@ -419,6 +419,7 @@ def write_event_windows(
     layout: WindowLayout | None = None,
     label: str = "write event windows",
     quiet: bool = False,
+    before_finish: Callable[[StoreLocation], None] | None = None,
 ) -> xr.Dataset:
     """Write an event-window Dataset (waveforms lazy or in memory, per-trace values in memory)
     as a zarr v3 store at `store` with `layout` (default: `choose_layout`), then its Parquet
@@ -427,7 +428,8 @@ def write_event_windows(
     whole shards per write task, so the store's bytes never depend on the source's chunks or
     the number of workers. The per-trace `trace_gap_fraction` is measured from the windows as
     they are written, unless the dataset has one. Returns the dataset as written (per-trace
-    values as stored)."""
+    values as stored). `before_finish(store)` writes what else the store holds (e.g. a group
+    of an ingest's problem lines) after the catalogue, before the attrs and the marker."""
     import dask
     import dask.array as da
 
@@ -469,6 +471,8 @@ def write_event_windows(
         out = out.assign_coords({cv.TRACE_GAP_FRACTION: (cv.TRACE, fractions)})
     write_catalog(per_trace_frame(out), store)
     attrs["catalog"] = CATALOG_PATH
+    if before_finish is not None:
+        before_finish(store)
     storage.finish_group(store, attrs)
     return out
 

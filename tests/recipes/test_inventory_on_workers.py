@@ -21,6 +21,7 @@ from distributed import Client
 from mounts import namespace_requirement
 
 from seisctf import conventions as cv
+from seisctf import storage
 from seisctf.cluster import dask_client
 from seisctf.formats.obspy_archive import inventory_checks
 from seisctf.formats.obspy_archive.waveforms import ingest_waveforms
@@ -61,7 +62,7 @@ def test_stationxml_is_parsed_on_the_workers_not_the_client(tmp_path, dask_clust
     assert report.problems == ()
     # The metadata and the removal are the inventory's (obspy's own reading of it).
     channel = obspy.read_inventory(str(I59_XML))[0][0][0]
-    ds = xr.open_zarr(str(out))
+    ds = storage.open_dataset(StoreLocation(str(out)))
     station = ds.sel(station="IM.I59H1")
     assert float(station[cv.LATITUDE]) == channel.latitude
     assert float(station["elevation"]) == channel.elevation
@@ -122,6 +123,7 @@ def test_stationxml_the_workers_cannot_see_is_sent_from_the_client(tmp_path):
             process.terminate()
             process.wait(timeout=30)
     assert report.problems == expected.problems == ()
-    local, remote = (xr.open_zarr(str(tmp_path / f"{name}.zarr")) for name in ("local", "remote"))
+    local, remote = (storage.open_dataset(StoreLocation(str(tmp_path / f"{name}.zarr")))
+                     for name in ("local", "remote"))  # fmt: skip
     assert remote.attrs["channel_metadata"] == local.attrs["channel_metadata"]
     xr.testing.assert_identical(remote.load(), local.load())

@@ -20,6 +20,7 @@ import seisbench.data as sbd
 import zarr
 from obspy.core.event import Catalog, Event, Magnitude, Origin, Pick, WaveformStreamID
 from phasenet_steps import phasenet_losses
+from test_station_attrs import as_root_attrs
 
 from seisctf import conventions as cv
 from seisctf import storage
@@ -277,6 +278,7 @@ def test_pick_stalta_without_a_dev_split_says_to_tune_on_train(
 def as_ingested_before(url: str) -> None:
     """Turn a store into what the ingest wrote before `station_channels`: no such attr, each
     station's coverage a fraction of every channel of the store."""
+    as_root_attrs(url)  # where its per-station attrs were then
     group = zarr.open_group(url, mode="r+")
     own = group.attrs["station_channels"]
     counted = [len(own[str(s)]) / group[cv.CHANNEL].shape[0] for s in group[cv.STATION][:]]

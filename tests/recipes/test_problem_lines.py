@@ -1,7 +1,8 @@
 """An ingest's problem lines beyond what the root attrs hold (`problem_lines`): the root attr
 `ingest_problems` keeps the first `ATTR_PROBLEM_LINES`, `ingest_problem_count` says how many
 there are, the group `problems` holds them all; a store with few keeps them all in the attr, as
-before. Waveforms and DAS, through a re-run (up to date) and an append."""
+before. Waveforms and DAS, through a re-run (up to date) and an append; `ingest quakeml`'s
+event-window store likewise, every line in its store and its command's summary."""
 
 from __future__ import annotations
 
@@ -13,8 +14,13 @@ import obspy
 import pytest
 import zarr
 from das_vendor_files import write_prodml
+from obspy.core.event import Catalog, Event, Origin, Pick, WaveformStreamID
+from test_quakeml import START as CONTINUOUS_START
+from test_quakeml import continuous_dataset
 
 from seisctf import conventions as cv
+from seisctf import storage
+from seisctf.cli import main
 from seisctf.formats.das.das_files import ingest_das
 from seisctf.formats.obspy_archive.waveforms import ingest_waveforms
 from seisctf.formats.shared.problem_lines import read_problems
@@ -127,3 +133,37 @@ def test_das_problems_beyond_the_attrs_go_to_their_group(tmp_path, small_limit):
     assert _lines_in_group(store) == problems
     again = ingest_das([str(folder)], StoreLocation(store), block_samples=64, quiet=True)
     assert again.up_to_date and list(again.problems) == problems
+
+
+def test_quakeml_problems_beyond_the_old_cap_are_all_in_the_store_and_the_summary(
+    tmp_path, capsys, dask_cluster
+):
+    """More unmatched stations than the root attrs hold (ATTR_PROBLEM_LINES, 1,000, as in
+    use): each is a problem line in the store's record (`read_problems`) and in the summary."""
+    continuous = tmp_path / "continuous.zarr"
+    storage.write_dataset(continuous_dataset(), StoreLocation(continuous), quiet=True)
+    origin = CONTINUOUS_START + 200
+    event = Event(origins=[Origin(time=origin, latitude=45.0, longitude=7.0, depth=8e3)])
+    unknown = [f"S{index:04d}" for index in range(cv.ATTR_PROBLEM_LINES + 5)]
+    for network, station in [("XX", "A01"), *(("ZZ", code) for code in unknown)]:
+        wid = WaveformStreamID(network, station, None, "HHZ")
+        event.picks.append(Pick(time=origin + 3, waveform_id=wid, phase_hint="P"))
+    catalog = tmp_path / "catalog.xml"
+    Catalog(events=[event]).write(str(catalog), format="QUAKEML")
+    out = tmp_path / "windows.zarr"
+    code = main(["ingest", "quakeml", str(catalog), "--archive", str(continuous), "--out",
+                 str(out), "--window", "20", "--pre-arrival", "5", "--noise-windows", "0",
+                 "--quiet", "--scheduler", dask_cluster.address])  # fmt: skip
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    expected = [f"picks at ZZ.{code}: station not in the waveform store" for code in unknown]
+    stored = read_problems(zarr.open_group(out, mode="r"))
+    assert stored == expected
+    assert _lines_in_group(out) == expected
+    attrs = _root_attrs(out)
+    assert attrs[cv.ATTR_PROBLEMS] == expected[: cv.ATTR_PROBLEM_LINES]
+    assert attrs[cv.ATTR_PROBLEM_COUNT] == len(expected)
+    summary = [line.removeprefix("problem: ") for line in printed.splitlines()
+               if line.startswith("problem: ")]  # fmt: skip
+    assert summary == expected
+    assert f"1 earthquake and 0 noise windows, {len(expected)} problem(s)" in printed

@@ -12,7 +12,7 @@ import pytest
 import xarray as xr
 from conftest import on_one_and_two_workers
 
-from seisctf import cli
+from seisctf import cli, storage
 from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
 from seisctf.formats.obspy_archive import waveform_blocks
@@ -29,7 +29,7 @@ I59_XML = OBSPY / "signal/tests/data/IM.I59H1..BDF_2020_10_31.xml"  # input unit
 
 
 def _open(url: Path) -> xr.Dataset:
-    ds = xr.open_zarr(str(url), consolidated=True)
+    ds = storage.open_dataset(StoreLocation(str(url)))
     assert ds.attrs[cv.ATTR_COMPLETE] is True
     return ds
 

@@ -16,6 +16,7 @@ import pytest
 import xarray as xr
 import zarr
 from obspy.core.event import Catalog, Event, Origin, Pick, WaveformStreamID
+from test_station_attrs import as_root_attrs
 
 from seisctf import conventions as cv
 from seisctf import storage
@@ -55,7 +56,7 @@ def _assert_ids_follow_obspy(store: Path, files: list[Path]) -> xr.Dataset:
     for path in files:
         trace = obspy.read(str(path), headonly=True)[0]
         stats[_expected_id(trace.stats)] = trace.stats
-    ds = xr.open_zarr(str(store))
+    ds = storage.open_dataset(StoreLocation(str(store)))
     ids = [str(s) for s in ds[cv.STATION].values]
     assert ids == sorted(stats) and not any(i.endswith(".") for i in ids)
     assert _codes(ds) == [(stats[i].network, stats[i].station, stats[i].location) for i in ids]
@@ -161,7 +162,8 @@ def test_location_codes_are_kept_and_picks_match_exactly(tmp_path, capsys, dask_
 
 def _as_written_before(store: Path) -> None:
     """Turn a store into what the ingest wrote before the current rule: `NET.STA.` ids (also as
-    the keys of its per-station attrs), no code arrays."""
+    the keys of its per-station attrs, in the root attrs), no code arrays."""
+    as_root_attrs(str(store))  # the per-station attrs where they were
     group = zarr.open_group(str(store), mode="r+")
     old = [f"{s}." if s.count(".") == 1 else s for s in group[cv.STATION][:]]
     group[cv.STATION][:] = np.array(old, dtype=object)
@@ -210,8 +212,9 @@ def test_a_store_written_before_keeps_matching_picks_and_takes_appends(
                      str(whole), scheduler=dask_cluster.address)  # fmt: skip
     assert code == 0, out
     appended = _assert_ids_follow_obspy(old, halves[:1])
-    one_shot = xr.open_zarr(str(whole))
+    one_shot = storage.open_dataset(StoreLocation(str(whole)))
     assert appended.attrs["channel_metadata"] == one_shot.attrs["channel_metadata"]
+    assert not set(cv.STATION_ATTRS) & set(zarr.open_group(str(old), mode="r").attrs)
     np.testing.assert_array_equal(appended["data"].values, one_shot["data"].values)
     assert np.isfinite(appended["data"].values).all()
 

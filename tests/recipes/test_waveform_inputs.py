@@ -20,6 +20,7 @@ import pytest
 import zarr
 from test_waveforms import DAY, START, _cli, _MoveAwayAfter, _open, _trace, write_day_files
 
+from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
 from seisctf.formats.obspy_archive.waveforms import ingest_waveforms
 from seisctf.formats.shared.input_manifest import recorded_inputs
@@ -61,7 +62,7 @@ def assert_same_store(built: Path, reference: Path) -> None:
     tables = [store.attrs.pop("inputs_table", "inputs") for store in (ours, theirs)]
     assert ours.attrs == theirs.attrs  # same fingerprint, problems, grid
     for url, table in zip((built, reference), tables, strict=True):  # an append's: beside
-        assert sorted(zarr.open_group(str(url)).group_keys()) == [table]
+        assert sorted(zarr.open_group(str(url)).group_keys()) == [table, cv.STATION_ATTRS_GROUP]
     assert recorded_inputs(StoreLocation(built)) == recorded_inputs(StoreLocation(reference))
 
 

@@ -22,6 +22,7 @@ from dask.callbacks import Callback
 from scipy.signal import resample_poly
 
 from seisctf import conventions as cv
+from seisctf import storage
 from seisctf.errors import InvalidInput
 from seisctf.formats.obspy_archive.waveforms import IngestReport, ingest_waveforms
 from seisctf.formats.shared.input_manifest import recorded_inputs
@@ -33,6 +34,7 @@ I59_DATA = OBSPY / "signal/tests/data/IM.I59H1..BDF_2020_10_31.mseed"
 I59_XML = OBSPY / "signal/tests/data/IM.I59H1..BDF_2020_10_31.xml"
 START = obspy.UTCDateTime("2021-03-04T05:06:07")
 RATE = 50.0
+STATION_ATTRS = cv.STATION_ATTRS_GROUP  # a waveform store's group beside `data`
 
 
 def ingest(sources: list[str], out: str | Path, **options) -> IngestReport:
@@ -41,7 +43,8 @@ def ingest(sources: list[str], out: str | Path, **options) -> IngestReport:
 
 
 def _open(url: str | Path) -> xr.Dataset:
-    ds = xr.open_zarr(str(url), consolidated=True)
+    """The complete store at `url`, its per-station attrs among its attrs, either layout."""
+    ds = storage.open_dataset(StoreLocation(str(url)))
     assert ds.attrs[cv.ATTR_COMPLETE] is True
     return ds
 
@@ -377,7 +380,7 @@ def test_append_day_files_extends_time_and_keeps_old_chunks(tmp_path):
     np.testing.assert_array_equal(ds["coverage"].values, reference["coverage"].values)
     # Same inputs, fingerprint, problems; the appended table is in the group the attr names.
     assert ds.attrs.pop("inputs_table") == "inputs_next" and ds.attrs == reference.attrs
-    assert sorted(zarr.open_group(str(appended)).group_keys()) == ["inputs_next"]
+    assert sorted(zarr.open_group(str(appended)).group_keys()) == ["inputs_next", STATION_ATTRS]
     assert recorded_inputs(StoreLocation(appended)) == recorded_inputs(StoreLocation(whole))
     after = _chunk_files(appended)
     assert {k: v[0] for k, v in after.items()} == {k: v[0] for k, v in _chunk_files(whole).items()}
@@ -437,7 +440,7 @@ def test_an_append_killed_writing_its_inputs_table_resumes(tmp_path, monkeypatch
     assert recorded_inputs(StoreLocation(appended)) == recorded_inputs(StoreLocation(whole))
     ds = _assert_store_equals_obspy(appended, day1 + day2)
     np.testing.assert_array_equal(ds["data"].values, _open(whole)["data"].values)
-    assert sorted(zarr.open_group(str(appended)).group_keys()) == ["inputs_next"]
+    assert sorted(zarr.open_group(str(appended)).group_keys()) == ["inputs_next", STATION_ATTRS]
 
 
 def test_an_append_keeps_the_last_blocks_it_does_not_touch_and_grows_their_coverage(tmp_path):

@@ -54,41 +54,40 @@ def _json_float(value: float) -> float | None:
     return None if value is None or not math.isfinite(value) else float(value)
 
 
-def _json_clean(value: Any) -> Any:
+def json_clean(value: Any) -> Any:
     """NaN -> None, recursively, so attrs are strict JSON."""
     if isinstance(value, dict):
-        return {key: _json_clean(item) for key, item in value.items()}
+        return {key: json_clean(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return [_json_clean(item) for item in value]
+        return [json_clean(item) for item in value]
     if isinstance(value, float):
         return _json_float(value)
     return value
 
 
 def channel_metadata(
-    plan: WaveformPlan, response_removed: dict[str, Any] | None
-) -> dict[str, dict[str, dict[str, Any]]]:
-    """Per station and channel the inventory's metadata with `units` of the stored samples:
-    the sensitivity's output unit (counts) or, with response removal, the corrected unit."""
-    found: dict[str, dict[str, dict[str, Any]]] = {}
-    for station, meta in plan.station_metadata.items():
-        found[station] = {}
-        for channel, entry in meta.get("channels", {}).items():
-            units = entry.get("output_units")
-            if response_removed is not None:
-                units = corrected_units(response_removed["output"], entry.get("input_units"))
-            found[station][channel] = {**entry, "units": units}
+    station_metadata: dict[str, Any], response_removed: dict[str, Any] | None
+) -> dict[str, dict[str, Any]]:
+    """One station's `channel_metadata` entry: per channel the inventory's metadata (of the
+    plan's `station_metadata[station]`) with `units` of the stored samples: the sensitivity's
+    output unit (counts) or, with response removal, the corrected unit."""
+    found: dict[str, dict[str, Any]] = {}
+    for channel, entry in station_metadata.get("channels", {}).items():
+        units = entry.get("output_units")
+        if response_removed is not None:
+            units = corrected_units(response_removed["output"], entry.get("input_units"))
+        found[channel] = {**entry, "units": units}
     return found
 
 
 def data_attrs(plan: WaveformPlan, response_removed: dict[str, Any] | None) -> dict[str, str]:
     """CF attrs of `data`: `units` of the stored samples (module doc), or a `comment` where
-    the channels' units differ."""
-    metadata = channel_metadata(plan, response_removed)
+    the channels' units differ (one station's metadata at a time)."""
     units: set[str | None] = set()
     for station, channels in plan.station_channels().items():
+        metadata = channel_metadata(plan.station_metadata.get(station, {}), response_removed)
         for channel in channels:
-            given = metadata.get(station, {}).get(channel, {}).get("units")
+            given = metadata.get(channel, {}).get("units")
             if given is None and response_removed is None:
                 given = COUNTS  # no inventory: the files' samples, digitizer counts
             units.add(CF_UNITS.get(str(given).upper(), given))
@@ -130,17 +129,14 @@ def store_attrs(
     resample: bool,
     response_removed: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The store's attrs (`channel_metadata`: see `channel_metadata`); its inputs are a table
-    beside the data (`input_manifest`), not attrs."""
-    return _json_clean(
+    """The store's root attrs; its inputs are a table beside the data (`input_manifest`), and
+    its per-station attrs arrays of the group `station_attrs` (`station_attrs`), not attrs."""
+    return json_clean(
         {
             cv.ATTR_START_TIME: iso_time(plan.start_ns),
             "start_time_ns": plan.start_ns,
             cv.ATTR_SAMPLING_RATE: plan.sampling_rate,
             "block_samples": plan.block_samples,
-            "time_offsets_s": plan.offsets,
-            "station_channels": plan.station_channels(),
-            "channel_metadata": channel_metadata(plan, response_removed),
             **problem_attrs(problems),
             "merge_rule": MERGE_RULE,
             "resampling": RESAMPLING if resample else None,

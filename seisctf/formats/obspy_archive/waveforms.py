@@ -10,17 +10,17 @@ Store layout (zarr v3 group; `xarray.open_zarr` opens it lazily):
   `network`, `station_code`, `location` (the SEED codes), `latitude`, `longitude` (degrees),
   `elevation` (m) from StationXML (NaN without it); `channel` (channel codes, e.g. `BHZ`);
 - `coverage(station, block)` float32: fraction of valid (non-NaN) samples of the station's block
-  in its own channels (attr `station_channels`), one block per time chunk;
+  in its own channels (`station_channels`), one block per time chunk;
 - attrs `start_time` (ISO 8601, the first grid sample), `start_time_ns`, `sampling_rate` (Hz):
   sample i is at start_time + i / sampling_rate (no time coordinate is stored: it would be as
-  large as the data); `time_offsets_s` (per station: the offsets of its traces' starts from their
-  grid sample, trace minus grid, in seconds); `station_channels` (per station: the channel
-  codes its traces have); `channel_metadata` (per station and channel:
-  azimuth, dip (degrees), sensitivity, its frequency and units, and `units` of the stored
-  samples); `ingest_problems` (every bad input, by name; beyond 1,000 lines, the first 1,000,
-  the rest in the group `problems`: `problem_lines`); `merge_rule`,
-  `resampling`, `response_removed` (null, or output, pre_filt, water_level, … of
-  `--remove-response`);
+  large as the data); `ingest_problems` (every bad input, by name; beyond 1,000 lines, the
+  first 1,000, the rest in the group `problems`: `problem_lines`); `merge_rule`, `resampling`,
+  `response_removed` (null, or output, pre_filt, water_level, … of `--remove-response`);
+- group `station_attrs` (`station_attrs`; in the root attrs of stores ingested before it), per
+  station as JSON text: `time_offsets_s` (the offsets of its traces' starts from their grid
+  sample, trace minus grid, in seconds), `station_channels` (the channel codes its traces
+  have), `channel_metadata` (per channel: azimuth, dip (degrees), sensitivity, its frequency
+  and units, and `units` of the stored samples); `storage.station_attrs` reads either layout;
 - group `inputs`: the table of the inputs (`input_manifest`: path, size, modified, sha256 and
   header scan of every file, `samples_stored` false on those the store holds nothing of).
 
@@ -85,6 +85,7 @@ import numpy as np
 import xarray as xr
 
 from seisctf import conventions as cv
+from seisctf import storage
 from seisctf.catalogs.seed_ids import CODE_ARRAYS, normalised
 from seisctf.cluster import (
     MAX_TASKS_PER_WAVE,
@@ -103,6 +104,7 @@ from seisctf.formats.obspy_archive.partition_plan import plan_rounds
 from seisctf.formats.obspy_archive.response import OUTPUTS as RESPONSE_OUTPUTS
 from seisctf.formats.obspy_archive.response import requested_removal, resolve_removal
 from seisctf.formats.obspy_archive.station_arrays import write_array, write_station_ids
+from seisctf.formats.obspy_archive.station_attrs import write_station_attrs
 from seisctf.formats.obspy_archive.waveform_attrs import RESAMPLING, data_attrs, store_attrs
 from seisctf.formats.obspy_archive.waveform_blocks import (
     BlockRun,
@@ -174,7 +176,9 @@ MAX_TRACES_PER_WAVE = 5_000
 
 @dataclass(frozen=True)
 class IngestReport:
-    """What an ingest wrote: the plan, coverage (station, block) and every problem found."""
+    """What an ingest wrote: the plan, coverage (station, block) and every problem found.
+    The plan of a one-shot ingest (or its resume) has no `station_metadata`: the store's
+    `station_attrs` group holds it (`storage.station_attrs`)."""
 
     plan: WaveformPlan
     coverage: np.ndarray
@@ -361,7 +365,7 @@ def ingest_waveforms(
     rewrite = (  # an append: the blocks its files touch (others keep their chunks)
         None if previous is None
         else plan.blocks_to_rewrite(new_trace_spans(plan, known, placed, each),
-                                    previous.get("station_channels"))
+                                    counted_channels(store))
     )  # fmt: skip
     settings = RunSettings(plan.channels, plan.start_ns, plan.sampling_rate, rate is not None,
                            plan.block_samples, plan.n_time, removal,
@@ -377,19 +381,25 @@ def ingest_waveforms(
         create_store(plan, store, fingerprint, len(layout))
         compute(write_table(store, scanned), quiet=True)  # a resume's
         progress = resumable.Progress()
+    units = data_attrs(plan, removed)
+    if previous is None:  # now, so that the client holds no station's metadata from here on
+        write_station_attrs(store, plan, removed)
+        plan = dataclasses.replace(plan, station_metadata={})
     coverage, decode_problems, lost = _run_blocks(
         layout, plan, settings, source, store, fingerprint, progress, quiet
     )
     del layout
     problems = (*plan.problems, *(p for p in decode_problems if p not in plan.problems))
     fail_if_strict(strict, decode_problems)
-    release_free_memory()  # of the inventory and the tasks, before the attrs' large JSON
+    release_free_memory()  # of the inventory and the tasks
     not_stored = appended.not_stored() if appended is not None else set()
     attrs = store_attrs(plan, problems, rate is not None, removed)
     attrs[ATTR_FINGERPRINT] = fingerprint
     group = open_store(store, mode="r+")
-    group[DATA_VAR].attrs.update(data_attrs(plan, removed))
+    group[DATA_VAR].attrs.update(units)
     write_problems(store, problems)  # beyond what the root attrs hold
+    if previous is not None:  # an append's last: until then a resume counts the old channels
+        write_station_attrs(store, plan, removed)
     # An append's table goes beside the old one, named with the completion marker (one write):
     # killed before, it resumes with the old inputs as the old ones.
     old_table = input_manifest.table_name(group)
@@ -401,6 +411,13 @@ def ingest_waveforms(
     resumable.finish(store, coverage, COVERAGE_VAR, COVERAGE_DIMS, attrs, COORDINATES)
     input_manifest.drop_table(store, old_table)
     return IngestReport(plan, coverage, problems)
+
+
+def counted_channels(store: StoreLocation) -> dict[str, list[str]] | None:
+    """{station: the channel codes its stored coverage counts} of the store at `store` (its
+    `station_channels`), or None for a store ingested before them (every channel)."""
+    held = storage.station_attrs(open_store(store), ("station_channels",))
+    return held.get("station_channels")
 
 
 def store_axes(store: StoreLocation) -> tuple[list[str], list[str]]:

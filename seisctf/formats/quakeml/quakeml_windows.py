@@ -8,7 +8,8 @@ windows at every picked station, noise windows from pick-free periods); cut them
 task per run of whole shards of the output (`seisctf.catalogs.event_windows`' task size), reading
 the store's `data` array directly (a window's values are the store's samples, never resampled or
 filtered); write with the event-window writer (`write_event_windows`: store, Parquet catalogue,
-attrs and completion marker last).
+the problem lines beyond the root attrs' (`problem_lines`, by a task), attrs and completion
+marker last).
 
 The event-window store (docs/contract.md, "Event-window store"): `waveforms(trace, channel, sample)`
 float32, `channel` = component letters in `component_order` (`Z`, `N`, `E`; from the channel
@@ -28,6 +29,7 @@ evaluation mode), `trace_channel`, `station_network_code`, `station_code`,
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import tempfile
 from collections.abc import Sequence
@@ -52,6 +54,7 @@ from seisctf.catalogs.seed_ids import split_station
 from seisctf.errors import InvalidInput
 from seisctf.formats.obspy_archive.waveforms import ingest_waveforms
 from seisctf.formats.quakeml import catalog as catalogs
+from seisctf.formats.shared.problem_lines import problem_attrs, write_problems
 from seisctf.formats.shared.resumable import ATTR_FINGERPRINT, fingerprint_of, iso_time
 from seisctf.formats.shared.source import InputPaths, Inventories, opened_source
 from seisctf.location import StoreLocation
@@ -401,10 +404,12 @@ def cut_and_write(
                 "store_fingerprint": continuous.attrs.get("ingest_fingerprint"),
                 "start_time": continuous.attrs.get(cv.ATTR_START_TIME),
             },
-            "ingest_problems": list(problems),
+            **problem_attrs(problems),  # every line beyond them in the group `problems`
         }
     )
-    write_event_windows(dataset, store, label="ingest quakeml", quiet=quiet)
+    every_line = functools.partial(write_problems, problems=problems)  # beyond the attrs'
+    write_event_windows(dataset, store, label="ingest quakeml", quiet=quiet,
+                        before_finish=every_line)  # fmt: skip
     n_noise = len(plan.windows) - n_earthquake
     return QuakemlReport(n_earthquake, n_noise, problems, catalog_url(store.url))
 
