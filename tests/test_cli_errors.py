@@ -4,7 +4,10 @@ they typed (`--fractions`, `--truth`) and exits 3."""
 from __future__ import annotations
 
 import argparse
+import ast
 import pickle
+import re
+from pathlib import Path
 
 import pytest
 from conftest import TINY_LAYOUT_YAML, smooth_wavefield
@@ -136,3 +139,41 @@ def test_cli_shows_the_flags_and_exits_3(tmp_path, dask_cluster, capsys):
     err = capsys.readouterr().err
     assert code == EXIT_INVALID_INPUT
     assert "--rate is only for a continuous waveform store" in err
+
+
+def _every_dest() -> set[str]:
+    """The dest of every option of every verb (the commands added on demand too)."""
+    dests: set[str] = set()
+
+    def walk(parser: argparse.ArgumentParser) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                if hasattr(action, "run_added"):
+                    action.run_added(on_demand=False)
+                    action.run_added(on_demand=True)
+                for child in set(action.choices.values()):
+                    walk(child)
+            elif action.option_strings:
+                dests.add(action.dest)
+
+    walk(build_parser())
+    return dests
+
+
+def test_no_error_names_an_option_in_backticks():
+    """An error naming an option writes it `{name}` with `parameters=`, so the command line
+    shows the flag: one written in backticks would reach the user as the library's name."""
+    dests, found = _every_dest(), []
+    package = Path(_parse.__file__).parents[1]
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.Call) and getattr(node.func, "id", "") == "InvalidInput"):
+                continue
+            for argument in node.args:
+                for text in ast.walk(argument):
+                    if isinstance(text, ast.Constant) and isinstance(text.value, str):
+                        named = set(re.findall(r"`(\w+)`", text.value)) & dests
+                        found += [
+                            f"{path.relative_to(package)}:{node.lineno} `{name}`" for name in named
+                        ]
+    assert found == []

@@ -4,7 +4,7 @@ A partition is any run of consecutive files of the scan (`scan_table.ScanTable`,
 Each round is a function of one partition and of what the merges before it agreed; each merge
 takes the partitions' results in path order and keeps from them only what is small (rates,
 counts, stations, problem lines, tallies), so the plan of any split of the scan is the plan of
-the whole (`tests/recipes/test_partition_plan.py`):
+the whole (`tests/formats/test_partition_plan.py`):
 
 1. `accept`: the traces the inventory accepts (`inventory_checks.findings` of the partition;
    all without one); merge `grid_rate`: the given rate, else the highest of the accepted;
