@@ -139,8 +139,9 @@ def participant_view(demos, tmp_path_factory, dask_cluster) -> dict[str, dict]:
 def shipped_docs() -> list[str]:
     """What seisctf ships besides code: README, docs, recipes."""
     files = [REPOSITORY / "README.md", *sorted((REPOSITORY / "docs").glob("*.md"))]
-    files += sorted((REPOSITORY / "seisctf" / "recipes").glob("*.yaml"))
-    return [file.read_text() for file in files]
+    recipes = sorted((REPOSITORY / "seisctf" / "build" / "shipped").glob("*.yaml"))
+    assert len(recipes) == 3, "the shipped recipes moved: point this at them"
+    return [file.read_text() for file in [*files, *recipes]]
 
 
 # --- the detectors ------------------------------------------------------------------------------
