@@ -51,7 +51,7 @@ ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 README_SECTION = "## The commands, step by step"
 RECIPES_DOC = ROOT / "docs" / "recipes.md"
-SHIPPED_RECIPES = ROOT / "seisctf" / "recipes" / "shipped"
+SHIPPED_RECIPES = ROOT / "seisctf" / "build" / "shipped"
 GOAL_REGENERATED_MAX = 20.0
 INVALID_INPUT_EXIT = 3
 SECRET_ENV = "SEISCTF_SECRET"
@@ -159,7 +159,10 @@ def recipe_paths(small: bool) -> list[DocumentedPath]:
     line = recipes_doc_build_line(RECIPES_DOC.read_text())
     workdir = line[line.index("--workdir") + 1]
     paths = []
-    for recipe in sorted(SHIPPED_RECIPES.glob("*.yaml")):
+    shipped = sorted(SHIPPED_RECIPES.glob("*.yaml"))
+    if not shipped:  # a move of the folder must not drop these paths from the attack silently
+        raise FileNotFoundError(f"no shipped recipe in {SHIPPED_RECIPES}")
+    for recipe in shipped:
         text = recipe.read_text()
         outputs = yaml.safe_load(text)["outputs"]["ctf_bundle"]
         command = tuple("recipe.yaml" if word.endswith(".yaml") else word for word in line)

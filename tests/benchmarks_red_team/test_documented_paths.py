@@ -71,3 +71,9 @@ def test_tasks_refuses_a_store_made_from_an_explicit_seed(tmp_path: Path) -> Non
     assert "u" in store  # the synthesis ran; tasks refused it
     assert not (tmp_path / seeded_path.public).exists()
     assert not (tmp_path / seeded_path.truth).exists()
+
+
+def test_every_shipped_recipe_is_a_documented_path() -> None:
+    """The attack runs each recipe seisctf ships: a moved folder must not drop them."""
+    names = {path.name for path in paths.recipe_paths(small=True)}
+    assert names == {"recipe demo-crustal", "recipe demo-das", "recipe demo-global"}
