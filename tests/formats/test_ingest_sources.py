@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import xarray as xr
 from catalogs.test_event_windows import write_stead
-from recipes.test_quakeml import continuous_dataset, write_catalog
+from test_quakeml import continuous_dataset, write_catalog
 
 from seisctf import conventions as cv
 from seisctf import storage
