@@ -69,10 +69,12 @@ def build(root: Path, rows: int, n_sensors: int, quiet: bool) -> tuple[str, str,
     pairs = [
         {
             "id": spec.id,
+            "train": list(spec.train),
             "test": spec.test,
             "metrics": list(spec.metrics),
             "shape": [rows, n_sensors],
             "start_index": 0,
+            **({"burn_in": spec.burn_in} if spec.burn_in else {}),
         }
         for spec in cv.CTF_PAIRS
     ]

@@ -400,14 +400,17 @@ def watch_s3_urls() -> None:
 
 
 # --- S3 mistakes as bad input -------------------------------------------------------------------
+# The help names the storage options as a parameter (`{storage_options}`), which the command
+# line spells as its flag, `--storage-option`.
+STORAGE_OPTIONS = ("storage_options",)
 CREDENTIALS_HELP = (
-    "give `storage_options` key=KEY and `storage_options` secret=SECRET, or set "
-    "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or an AWS profile), or `storage_options` "
+    "give {storage_options} key=KEY and {storage_options} secret=SECRET, or set "
+    "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or an AWS profile), or {storage_options} "
     "anon=true for a public bucket"
 )
 TLS_HELP = (
     "name the bundle (PEM) of the certificate authority that issued it in AWS_CA_BUNDLE, or in "
-    "`storage_options` client_kwargs.verify=PATH (client_kwargs.verify=false skips the check)"
+    "{storage_options} client_kwargs.verify=PATH (client_kwargs.verify=false skips the check)"
 )
 _REFUSED_CREDENTIALS = {"InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken"}
 
@@ -487,13 +490,18 @@ def storage_mistake(
     endpoint = _endpoint_name(storage_options)
     causes = list(_causes(error))
     if any(isinstance(cause, NoCredentialsError | PartialCredentialsError) for cause in causes):
-        return InvalidInput(s3_urls[0], f"no S3 credentials for {endpoint}: {CREDENTIALS_HELP}")
+        return InvalidInput(
+            s3_urls[0],
+            f"no S3 credentials for {endpoint}: {CREDENTIALS_HELP}",
+            parameters=STORAGE_OPTIONS,
+        )
     refused_certificate = untrusted_certificate(error)
     if refused_certificate is not None:
         return InvalidInput(
             s3_urls[0],
             f"{endpoint} presents a TLS certificate this machine does not trust "
             f"({refused_certificate}): {TLS_HELP}",
+            parameters=STORAGE_OPTIONS,
         )
     refusals = [cause for cause in causes if isinstance(cause, ClientError)]
     detail = refusals[0].response.get("Error", {}) if refusals else {}
@@ -508,12 +516,17 @@ def storage_mistake(
     if code == "NoSuchBucket" or bucket_exists(bucket, storage_options) is False:
         return InvalidInput(url, no_bucket(bucket, storage_options))
     if code in _REFUSED_CREDENTIALS:
-        return InvalidInput(url, f"{endpoint} refuses the credentials ({code}): {CREDENTIALS_HELP}")
+        return InvalidInput(
+            url,
+            f"{endpoint} refuses the credentials ({code}): {CREDENTIALS_HELP}",
+            parameters=STORAGE_OPTIONS,
+        )
     if code == "AccessDenied" or (from_s3 and isinstance(error, PermissionError)):
         operation = getattr(refusals[0], "operation_name", "") if refusals else ""
         return InvalidInput(
             url,
             f"access denied by {endpoint}{f' to {operation}' if operation else ''}: check that "
             f"the credentials may use bucket {bucket} ({CREDENTIALS_HELP})",
+            parameters=STORAGE_OPTIONS,
         )
     return None

@@ -47,7 +47,11 @@ def parse_storage_options(pairs: Sequence[str] | None) -> s3.CredentialedOptions
     for pair in pairs or ():
         key, sep, text = pair.partition("=")
         if not sep or not key:
-            raise InvalidInput(f"`storage_options` {pair!r}", "expected KEY=VALUE")
+            raise InvalidInput(
+                f"{{storage_options}} {pair!r}",
+                "expected KEY=VALUE",
+                parameters=["storage_options"],
+            )
         try:
             value = json.loads(text)
         except json.JSONDecodeError:

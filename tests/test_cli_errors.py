@@ -60,6 +60,12 @@ def test_option_flags_are_attached_to_every_verb():
             (),
             "`storage_options` 'x': expected KEY=VALUE",
         ),
+        (
+            "{storage_options} 'x'",
+            "expected KEY=VALUE",
+            ("storage_options",),
+            "--storage-option 'x': expected KEY=VALUE",
+        ),
         ("submitter_code_url", "expected http(s)", (), "--code-url: expected http(s)"),
         # Names the verb has no option for stay as the library wrote them.
         ("layout", "unknown", (), "layout: unknown"),
@@ -78,6 +84,7 @@ def test_flag_error_names_the_verbs_flags(what, problem, parameters, shown):
     flags = {"rate": "--rate", "truth": "--truth", "public": "--public"}
     flags["submitter_code_url"] = "--code-url"
     flags["sampling_rate_hz"] = "--rate"
+    flags["storage_options"] = "--storage-option"
     error = flag_error(InvalidInput(what, problem, parameters=parameters), flags)
     assert isinstance(error, InvalidInput) and str(error) == shown
 

@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
                     quiet=args.quiet,
                     preload=getattr(args, "worker_modules", ()),
                     background=True,
-                    storage_option=getattr(args, "storage_option", None),
+                    storage_option=getattr(args, "storage_options", None),
                 ):
                     _check_worker_paths(args)
                     args.run(args)
@@ -204,7 +204,7 @@ def _check_buckets(args: argparse.Namespace) -> None:
         from seisctf.s3 import check_buckets
         from seisctf.storage import parse_storage_options
 
-        check_buckets(urls, parse_storage_options(getattr(args, "storage_option", None)))
+        check_buckets(urls, parse_storage_options(getattr(args, "storage_options", None)))
 
 
 # The options naming data that a command's Dask workers read (stores, raw input files) and write
@@ -263,7 +263,7 @@ def _storage_failure(error: Exception, args: argparse.Namespace) -> int | None:
     from seisctf.storage import parse_storage_options
 
     urls = _command_urls(args)
-    options = parse_storage_options(getattr(args, "storage_option", None))
+    options = parse_storage_options(getattr(args, "storage_options", None))
     mistake = storage_mistake(error, urls, options)
     if mistake is not None:
         mistake = flag_error(mistake, getattr(args, "option_flags", {}))

@@ -138,6 +138,7 @@ def common_options() -> argparse.ArgumentParser:
     )
     common.add_argument(
         "--storage-option",
+        dest="storage_options",
         action="append",
         default=[],
         metavar="KEY=VALUE",
@@ -174,7 +175,7 @@ def storage_options(args: argparse.Namespace) -> dict:
     storage module loads zarr and Dask)."""
     from seisctf.storage import parse_storage_options
 
-    return parse_storage_options(args.storage_option)
+    return parse_storage_options(args.storage_options)
 
 
 def store_location(args: argparse.Namespace, url: str) -> StoreLocation:
