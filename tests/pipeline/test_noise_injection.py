@@ -428,7 +428,7 @@ DATA = recorded_data((2, 500), 1)
                 snr_db=3,
                 rms_window=(0, 1),
             ),
-            "data.attrs['sampling_rate']",
+            "data attr 'sampling_rate'",
         ),
         (
             lambda: add_coloured_noise(

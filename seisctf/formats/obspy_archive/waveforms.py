@@ -78,11 +78,10 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import dask
 import numpy as np
-import xarray as xr
 
 from seisctf import conventions as cv
 from seisctf import storage
@@ -101,7 +100,6 @@ from seisctf.formats.obspy_archive.inventory_checks import (
     station_inventory,
 )
 from seisctf.formats.obspy_archive.partition_plan import plan_rounds
-from seisctf.formats.obspy_archive.response import OUTPUTS as RESPONSE_OUTPUTS
 from seisctf.formats.obspy_archive.response import requested_removal, resolve_removal
 from seisctf.formats.obspy_archive.station_arrays import write_array, write_station_ids
 from seisctf.formats.obspy_archive.station_attrs import write_station_attrs
@@ -142,17 +140,7 @@ from seisctf.formats.shared.resumable import (
     fingerprint_of,
     open_store,
 )
-from seisctf.formats.shared.source import (
-    BlockSamples,
-    InputPaths,
-    Inventories,
-    Strict,
-    opened_source,
-)
 from seisctf.location import StoreLocation
-from seisctf.options import option
-from seisctf.plugins.context import BuildContext
-from seisctf.registry import INGESTS
 
 DATA_VAR = "data"
 COVERAGE_VAR = "coverage"
@@ -547,66 +535,3 @@ def prepare_append(
     # The progress array last (an append killed before it is not resumable: re-ingest).
     resumable.create_progress(group, records, fingerprint, attributes, base)
     return resumable.Progress(base=base, records=records, attributes=attributes)
-
-
-# --- the recipe source ----------------------------------------------------------------------
-
-
-# `pre_filt` of a recipe: "auto", null or four positive corners, Hz (`response.requested_removal`).
-PRE_FILT_SCHEMA = {
-    "anyOf": [
-        {"const": "auto"},
-        {"type": "null"},
-        {
-            "type": "array",
-            "items": {"type": "number", "exclusiveMinimum": 0},
-            "minItems": 4,
-            "maxItems": 4,
-        },
-    ]
-}
-
-
-@dataclass(frozen=True, kw_only=True)
-class WaveformArchiveOptions:
-    """A recipe's options of `waveform_archive`, passed on to `ingest_waveforms` as given (one
-    left out, None here, takes its default there)."""
-
-    sources: InputPaths
-    inventory: Inventories = option(None)
-    rate: float = option(None, "resample every trace to this rate, Hz", exclusive_minimum=0)
-    strict: Strict = option(None)
-    remove_response: str = option(
-        None,
-        "remove the instrument response, to this output (needs `inventory`)",
-        schema={"enum": list(RESPONSE_OUTPUTS)},
-    )
-    pre_filt: Literal["auto"] | tuple[float, float, float, float] | None = option(
-        None,
-        'corners of the response removal\'s filter, Hz ("auto": from the rate; null: none)',
-        schema=PRE_FILT_SCHEMA,
-    )
-    water_level: float | None = option(None, "of the response removal, dB (null: none)")
-    block_samples: BlockSamples = option(None)
-
-
-@INGESTS.register(
-    "waveform_archive",
-    options=WaveformArchiveOptions,
-    command="waveforms",
-    cli=ingest_waveforms,
-    help="seismogram files (any obspy format) -> continuous store",
-)
-def waveform_archive(
-    context: BuildContext, *, sources: list[str], inventory: Sequence[str] = (), **options: Any
-) -> xr.Dataset:
-    """`seisctf ingest waveforms` of `sources` (paths, globs, folders, fsspec URLs) into the
-    continuous waveform store at `context.source_url`, opened lazily."""
-    report = ingest_waveforms(
-        [context.resolve(item) for item in sources],
-        context.location(context.require_source_url()),
-        inventories=[context.resolve(item) for item in inventory],
-        quiet=context.quiet,
-        **options,
-    )
-    return opened_source(context, report.problems)
