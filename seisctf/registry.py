@@ -118,11 +118,10 @@ class Baseline(Plugin):
     """A CTF baseline (`seisctf baseline NAME`): `function(pair, public, **options) ->
     dask.array` predicts one pair's test array (float32, `pair.shape`) from the public arrays
     (`{name: dask array}`) the pair names (`pair`: a `ctf_json.CtfPair`, its `inputs` the
-    training matrices and burn-in). `family`: the model family ("linear
-    autoregression"); `library`: the distribution that implements it (its version is recorded
-    with the scores); `extra`: the optional dependencies it needs (`pip install
-    seisctf[EXTRA]`), said when they are missing; `seeded`: it draws random numbers (given
-    `seed`)."""
+    training matrices and burn-in). Declared, not yet read by the command: `family`, the model
+    family ("linear autoregression"); `library`, the distribution that implements it; `extra`,
+    the optional dependencies it needs (`pip install seisctf[EXTRA]`); `seeded`, it draws
+    random numbers (given `seed`)."""
 
     family: str = "reference"
     library: str = "seisctf"
