@@ -81,7 +81,8 @@ def _outcome(run):
     except InvalidInput as error:
         return ("bad input", error.what, str(error))
     traces = [trace for part in placed for trace in part]
-    return tuple(getattr(plan, name) for name in FIELDS), traces
+    coordinates = plan.coordinates.tobytes()  # (NaN where unknown, equal bit for bit)
+    return (*(getattr(plan, name) for name in FIELDS), coordinates), traces
 
 
 @settings(
@@ -112,4 +113,11 @@ def test_the_mixed_archive_exercises_every_merge(archive):
         assert expected in text, expected
     with pytest.raises(InvalidInput, match="sampling rates differ"):
         make_plan(part.scans, None)
-    assert len(plan.stations) >= 5 and plan.station_metadata["IM.I59H1"]["channels"]
+    assert len(plan.stations) >= 5
+    (piece,) = plan.station_metadata  # the stations' metadata in one piece (STATIONS_PER_PIECE)
+    assert list(piece.metadata) == list(plan.stations) and piece.metadata["IM.I59H1"]["channels"]
+    i59 = plan.stations.index("IM.I59H1")
+    assert plan.coordinates.shape == (len(plan.stations), 3)
+    assert plan.coordinates[i59].tolist() == [
+        piece.metadata["IM.I59H1"][name] for name in ("latitude", "longitude", "elevation")
+    ]

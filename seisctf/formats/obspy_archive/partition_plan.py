@@ -12,7 +12,8 @@ the whole (`tests/formats/test_partition_plan.py`):
    each other); without, the traces off the grid's rate (bad input); merge: the grid's first
    sample, the earliest start of the traces kept;
 3. `place`: the kept traces on the grid (`PlacedTraces`); merge `layout`: stations, channels,
-   the time axis, the moves onto the grid (`grid_shifts`) and the station metadata.
+   the time axis and the moves onto the grid (`grid_shifts`); the station metadata is merged in
+   pieces of stations, kept where they are made (`station_pieces`).
 
 `plan_rounds` runs the rounds with a given `each` (`partition_tasks`): in this process
 (`plan_of_parts`, `make_plan`: one partition, the whole scan) or as Dask tasks on partitions kept
@@ -37,11 +38,11 @@ from seisctf.formats.obspy_archive.grid_shifts import (
     tallies,
 )
 from seisctf.formats.obspy_archive.placed_traces import PlacedTraces
-from seisctf.formats.obspy_archive.scan_table import ScanTable, first_of_each, positions_by_station
-from seisctf.formats.obspy_archive.station_positions import (
-    Position,
-    header_metadata,
-    inventory_disagreements,
+from seisctf.formats.obspy_archive.scan_table import ScanTable
+from seisctf.formats.obspy_archive.station_pieces import (
+    holding_of,
+    positions_of,
+    station_pieces,
 )
 from seisctf.formats.obspy_archive.trace_header import TraceHeader
 from seisctf.formats.obspy_archive.waveform_plan import (
@@ -90,9 +91,8 @@ class Accepted:
             top_rate=self.top_rate(),
             contradictions=self.contradictions,
             unknown=self.unknown or {},
-            metadata=self.metadata or {},
-            known=self.known,
             header_positions=scans.header_positions,
+            station_span=holding_of(self).span(),
         )
 
 
@@ -100,7 +100,9 @@ class Accepted:
 class PartSummary:
     """Round 1's partition as the merges see it: its scan problems, whether a file of it is
     readable with traces, its first SHOWN + 1 paths and its file count, how many traces were
-    accepted and their highest rate (Hz), and the inventory's findings (`Accepted`)."""
+    accepted and their highest rate (Hz), the inventory's findings but its station metadata
+    (`Accepted`), its files' header positions and the first and last station it holds metadata
+    of (`station_pieces.Holding.span`)."""
 
     problems: tuple[str, ...]
     readable: bool
@@ -110,9 +112,8 @@ class PartSummary:
     top_rate: float
     contradictions: tuple[str, ...]
     unknown: dict[str, str]
-    metadata: dict[str, dict[str, Any]]
-    known: frozenset[str]
     header_positions: tuple[tuple[str, str, float, float, float], ...]
+    station_span: tuple[str, str] | None
 
 
 def summary_of(part: Accepted) -> PartSummary:
@@ -125,13 +126,6 @@ def accept(scans: ScanTable, findings: InventoryFindings | None) -> Accepted:
         return Accepted(scans, np.arange(scans.n_traces))
     return Accepted(scans, findings.rows, findings.problems, findings.unknown,
                     findings.metadata, findings.known)  # fmt: skip
-
-
-def _positions(parts: Sequence[PartSummary]) -> dict[str, list[Position]]:
-    """{station: header positions, each at its first file} of all partitions, in path order."""
-    return positions_by_station(first_of_each(
-        position for part in parts for position in part.header_positions
-    ))  # fmt: skip
 
 
 def _paths_head(parts: Sequence[PartSummary]) -> tuple[list[str], int]:
@@ -153,7 +147,7 @@ def grid_rate(parts: Sequence[PartSummary], rate: float | None) -> tuple[float, 
         raise InvalidInput(_paths_head(parts)[0][0],
                            "no trace agrees with the inventory: " + problems[0])  # fmt: skip
     unknown = {station: start for part in parts for station, start in part.unknown.items()}
-    positions = _positions(parts)
+    positions = positions_of(parts)
     for station in sorted(unknown):  # coordinates from the first header that gives them
         header_path = positions[station][0][0] if positions.get(station) else None
         problems.append(unknown[station] + coordinates_source(header_path))
@@ -269,35 +263,6 @@ def station_offsets(
             for station in stations}  # fmt: skip
 
 
-def station_metadata_of(
-    parts: Sequence[PartSummary], stations: Sequence[str], channels: Sequence[str]
-) -> tuple[dict[str, dict[str, Any]], list[str]]:
-    """Merge 3's station metadata: the inventory's where it knows the station, else the
-    coordinates of its files' headers, and the problem lines of positions that disagree."""
-    positions = _positions(parts)
-    known = frozenset().union(*(part.known for part in parts))
-    inventory: dict[str, dict[str, Any]] = {}
-    for part in parts:
-        for station, meta in part.metadata.items():
-            entry = inventory.setdefault(station, {**meta, "channels": {}})
-            entry["channels"].update(meta["channels"])
-    metadata, problems = {}, []
-    for station in stations:
-        found = positions.get(station, [])
-        held = inventory.get(station)
-        of_channels = {} if held is None else {
-            **held, "channels": {c: held["channels"][c] for c in channels if c in held["channels"]}
-        }  # fmt: skip
-        if station in known:
-            metadata[station] = of_channels
-            problems += inventory_disagreements(station, of_channels, found)
-            continue
-        coordinates, disagreements = header_metadata(station, found)
-        metadata[station] = {**of_channels, **coordinates}
-        problems += disagreements
-    return metadata, problems
-
-
 def plan_rounds(
     accepted: list[Any],
     each: Each,
@@ -328,7 +293,10 @@ def plan_rounds(
     problems += shift_lines(merged_tallies([s.shifts for s in summaries]), chosen)
     stations = tuple(sorted(frozenset().union(*(s.stations for s in summaries))))
     channels = tuple(sorted(frozenset().union(*(s.channels for s in summaries))))
-    metadata, disagreements = station_metadata_of(parts, stations, channels)
+    holdings = each(holding_of, accepted, keep=True)
+    pieces, coordinates, disagreements = station_pieces(
+        each, holdings, [part.station_span for part in parts], stations, channels
+    )
     plan = WaveformPlan(
         stations=stations,
         channels=channels,
@@ -337,7 +305,8 @@ def plan_rounds(
         n_time=max(s.end for s in summaries),
         block_samples=block_samples,
         problems=tuple(problems + disagreements),
-        station_metadata=metadata,
+        station_metadata=tuple(pieces),
+        coordinates=coordinates,
         own_channels=own_channels(summaries, stations),
         offsets=station_offsets(summaries, stations),
     )

@@ -4,9 +4,10 @@
 The group `station_attrs` holds one array of each name along `station` (text, in the order of
 the store's `station`; chunks of ROWS_PER_CHUNK stations), each element the station's entry as
 compact JSON (NaN as null). Each chunk is written by a task of its own from its stations'
-entries alone, so the client never encodes, and zarr never reads or rewrites, every station's
-entries at once: the root `zarr.json` stays the same size however many stations (in the root
-attrs they were the part of the client's peak that grew with the stations).
+entries alone, made there from the plan's pieces of station metadata (kept on the workers:
+`station_pieces`), so the client never holds or encodes, and zarr never reads or rewrites, every
+station's entries at once: the root `zarr.json` stays the same size however many stations (in
+the root attrs they were the part of the client's peak that grew with the stations).
 `storage.station_attrs` reads them from a store of either layout; `storage.open_dataset` puts
 them back in the opened dataset's attrs, where older stores have them.
 """
@@ -21,30 +22,33 @@ import numpy as np
 
 from seisctf import conventions as cv
 from seisctf.cluster import compute_in_waves
+from seisctf.formats.obspy_archive.station_pieces import StationPiece, metadata_at, pieces_of
 from seisctf.formats.obspy_archive.waveform_attrs import channel_metadata, json_clean
-from seisctf.formats.obspy_archive.waveform_plan import WaveformPlan
+from seisctf.formats.obspy_archive.waveform_plan import STATIONS_PER_PIECE, WaveformPlan
 from seisctf.formats.shared.input_manifest import TEXT
 from seisctf.formats.shared.resumable import open_store
 from seisctf.location import StoreLocation
 
-ROWS_PER_CHUNK = 2**10  # stations a chunk, and a write task
-WAVE_TASKS = 2  # write tasks whose entries the client holds at once
+ROWS_PER_CHUNK = STATIONS_PER_PIECE  # stations a chunk, and a write task
+WAVE_TASKS = 2  # write tasks in the graph at once
 
 
 def station_entries(
-    plan: WaveformPlan, response_removed: dict[str, Any] | None, first: int, stop: int
+    stations: tuple[str, ...],
+    offsets: list[list[float]],
+    own: list[tuple[str, ...]],
+    pieces: list[StationPiece],
+    response_removed: dict[str, Any] | None,
 ) -> dict[str, list[Any]]:
-    """{name: [entry of each station of `plan.stations[first:stop]`]} (`conventions.
-    STATION_ATTRS`): offsets (s), own channel codes, channel metadata (`waveform_attrs.
-    channel_metadata`)."""
-    stations = plan.stations[first:stop]
+    """{name: [entry of each of `stations`]} (`conventions.STATION_ATTRS`): their `offsets`
+    (s), `own` channel codes and channel metadata (`waveform_attrs.channel_metadata` of their
+    metadata in `pieces`: `station_pieces`)."""
     return {
-        "time_offsets_s": [plan.offsets.get(station, []) for station in stations],
-        "station_channels": [list(plan.own_channels.get(station, ())) for station in stations],
+        "time_offsets_s": offsets,
+        "station_channels": [list(codes) for codes in own],
         "channel_metadata": [
-            channel_metadata(plan.station_metadata.get(station, {}), response_removed)
-            for station in stations
-        ],
+            channel_metadata(meta, response_removed) for meta in metadata_at(pieces, stations)
+        ],  # fmt: skip
     }
 
 
@@ -75,14 +79,21 @@ def write_station_attrs(
             dtype=str,
             dimension_names=(cv.STATION,),
         )
-    pieces = list(_pieces(n_station))
+    chunks = list(_pieces(n_station))
 
-    def task(index: int) -> Any:  # made when its wave is: a wave's entries at a time
-        first, stop = pieces[index]
-        return dask.delayed(_write)(store, first, station_entries(plan, response_removed,
-                                                                  first, stop))  # fmt: skip
+    def task(index: int) -> Any:  # made when its wave is
+        first, stop = chunks[index]
+        stations = plan.stations[first:stop]
+        entries = dask.delayed(station_entries)(
+            stations,
+            [plan.offsets.get(station, []) for station in stations],
+            [plan.own_channels.get(station, ()) for station in stations],
+            pieces_of(plan.station_metadata, first, stop),
+            response_removed,
+        )
+        return dask.delayed(_write)(store, first, entries)
 
-    compute_in_waves(task, len(pieces), quiet=True, wave_tasks=WAVE_TASKS)
+    compute_in_waves(task, len(chunks), quiet=True, wave_tasks=WAVE_TASKS)
 
 
 def _write(store: StoreLocation, first: int, entries: dict[str, list[Any]]) -> None:

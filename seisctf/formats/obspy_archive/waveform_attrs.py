@@ -14,13 +14,21 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import dask
 import numpy as np
 
 from seisctf import conventions as cv
+from seisctf.cluster import compute
 from seisctf.formats.obspy_archive import resampling
 from seisctf.formats.obspy_archive.overlap_conflicts import files_not_stored
 from seisctf.formats.obspy_archive.response import corrected_units
 from seisctf.formats.obspy_archive.scan_table import ScanTable
+from seisctf.formats.obspy_archive.station_pieces import (
+    StationPiece,
+    metadata_at,
+    piece_bounds,
+    pieces_of,
+)
 from seisctf.formats.obspy_archive.waveform_plan import WaveformPlan
 from seisctf.formats.shared.problem_lines import problem_attrs
 from seisctf.formats.shared.resumable import iso_time
@@ -80,17 +88,38 @@ def channel_metadata(
     return found
 
 
-def data_attrs(plan: WaveformPlan, response_removed: dict[str, Any] | None) -> dict[str, str]:
-    """CF attrs of `data`: `units` of the stored samples (module doc), or a `comment` where
-    the channels' units differ (one station's metadata at a time)."""
+def stored_units(
+    pieces: Sequence[StationPiece],
+    stations: Sequence[str],
+    own: Sequence[tuple[str, ...]],
+    response_removed: dict[str, Any] | None,
+) -> set[str | None]:
+    """The units (CF spelling) of the stored samples of `stations`' `own` channels, from their
+    metadata in `pieces` (`station_pieces`; a task where the pieces are kept)."""
     units: set[str | None] = set()
-    for station, channels in plan.station_channels().items():
-        metadata = channel_metadata(plan.station_metadata.get(station, {}), response_removed)
+    for meta, channels in zip(metadata_at(pieces, stations), own, strict=True):
+        metadata = channel_metadata(meta, response_removed)
         for channel in channels:
             given = metadata.get(channel, {}).get("units")
             if given is None and response_removed is None:
                 given = COUNTS  # no inventory: the files' samples, digitizer counts
             units.add(CF_UNITS.get(str(given).upper(), given))
+    return units
+
+
+def data_attrs(plan: WaveformPlan, response_removed: dict[str, Any] | None) -> dict[str, str]:
+    """CF attrs of `data`: `units` of the stored samples (module doc), or a `comment` where
+    the channels' units differ (`stored_units` of each piece of the stations' metadata, a task
+    where it is kept)."""
+    own = plan.station_channels()
+    tasks = []
+    for first, stop in piece_bounds(len(plan.stations)):
+        stations = plan.stations[first:stop]
+        tasks.append(dask.delayed(stored_units)(
+            pieces_of(plan.station_metadata, first, stop), stations,
+            [own[station] for station in stations], response_removed,
+        ))  # fmt: skip
+    units: set[str | None] = set().union(*compute(*tasks, quiet=True))
     if len(units) == 1:
         (unit,) = units
         if unit is not None:

@@ -32,6 +32,9 @@ from seisctf.formats.obspy_archive.trace_header import TraceHeader
 from seisctf.formats.shared.block_grid import BlockGrid
 
 DEFAULT_BLOCK_SAMPLES = 2**18
+# Stations of a piece of the plan's station metadata (kept on a worker; `partition_plan`) and of
+# a chunk of the store's group `station_attrs` (`station_attrs.ROWS_PER_CHUNK`).
+STATIONS_PER_PIECE = 2**10
 NS_PER_S = 1_000_000_000
 # Relative difference of two sampling rates taken as equal (beyond it the drift test decides).
 RATE_RTOL = 1e-9
@@ -40,8 +43,12 @@ RATE_RTOL = 1e-9
 @dataclass(frozen=True)
 class WaveformPlan(BlockGrid):
     """The store's layout (time blocks of `block_samples`: `BlockGrid`), the problems found,
-    and per station its metadata, its own channel codes and its traces' offsets from their grid
-    samples. The traces themselves stay with their partitions (`partition_plan`)."""
+    and per station its coordinates (`coordinates`: (station, 3) float64, latitude, longitude
+    (degrees), elevation (m), NaN where unknown), its own channel codes and its traces' offsets
+    from their grid samples. The stations' metadata (`station_metadata`) is in pieces of
+    STATIONS_PER_PIECE stations, in station order: each a `StationPiece` here, or on a cluster
+    a handle of one kept on a worker (the client holds no station's metadata). The traces stay
+    with their partitions (`partition_plan`)."""
 
     stations: tuple[str, ...]
     channels: tuple[str, ...]
@@ -50,7 +57,8 @@ class WaveformPlan(BlockGrid):
     n_time: int
     block_samples: int
     problems: tuple[str, ...]
-    station_metadata: dict[str, dict[str, Any]] = field(default_factory=dict)
+    station_metadata: tuple[Any, ...] = ()
+    coordinates: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)), compare=False)
     own_channels: dict[str, tuple[str, ...]] = field(default_factory=dict)
     offsets: dict[str, list[float]] = field(default_factory=dict)
 

@@ -75,7 +75,6 @@ resampling and merging)."""
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -165,8 +164,9 @@ MAX_TRACES_PER_WAVE = 5_000
 @dataclass(frozen=True)
 class IngestReport:
     """What an ingest wrote: the plan, coverage (station, block) and every problem found.
-    The plan of a one-shot ingest (or its resume) has no `station_metadata`: the store's
-    `station_attrs` group holds it (`storage.station_attrs`)."""
+    The plan of a one-shot ingest (or its resume) has no `station_metadata` (its pieces, kept on
+    the workers, are dropped once written): the store's `station_attrs` group holds it
+    (`storage.station_attrs`)."""
 
     plan: WaveformPlan
     coverage: np.ndarray
@@ -208,13 +208,6 @@ def _ingest_blocks(run: BlockRun, store: StoreLocation, inventory: Any) -> dict[
     return record
 
 
-def _coordinate(plan: WaveformPlan, name: str) -> np.ndarray:
-    return np.array(
-        [plan.station_metadata.get(s, {}).get(name, math.nan) for s in plan.stations],
-        dtype=np.float64,
-    )
-
-
 def create_store(plan: WaveformPlan, store: StoreLocation, fingerprint: str, records: int) -> None:
     """The empty store (arrays, coordinates and the progress array of `records` runs; no
     attrs, no marker)."""
@@ -234,9 +227,9 @@ def create_store(plan: WaveformPlan, store: StoreLocation, fingerprint: str, rec
     write_station_ids(group, plan.stations, COORDINATES)
     for name, values, dim in (
         (CHANNEL, np.array(plan.channels, dtype=object), CHANNEL),
-        (cv.LATITUDE, _coordinate(plan, "latitude"), STATION),
-        (cv.LONGITUDE, _coordinate(plan, "longitude"), STATION),
-        (ELEVATION, _coordinate(plan, "elevation"), STATION),
+        (cv.LATITUDE, plan.coordinates[:, 0], STATION),
+        (cv.LONGITUDE, plan.coordinates[:, 1], STATION),
+        (ELEVATION, plan.coordinates[:, 2], STATION),
     ):
         write_array(group, name, values, dim)
     resumable.create_progress(group, records, fingerprint)
@@ -372,7 +365,7 @@ def ingest_waveforms(
     units = data_attrs(plan, removed)
     if previous is None:  # now, so that the client holds no station's metadata from here on
         write_station_attrs(store, plan, removed)
-        plan = dataclasses.replace(plan, station_metadata={})
+        plan = dataclasses.replace(plan, station_metadata=())
     coverage, decode_problems, lost = _run_blocks(
         layout, plan, settings, source, store, fingerprint, progress, quiet
     )
