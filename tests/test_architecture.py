@@ -51,6 +51,7 @@ LAZY_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
     ("seisctf.cli.ingest", "_run_"): VERB_RUNNER,
     ("seisctf.cli.picks", "_run_"): VERB_RUNNER,
     ("seisctf.cli.score", "_run_"): VERB_RUNNER,
+    ("seisctf.cli.serve", "_run_"): VERB_RUNNER,
     ("seisctf.cli", "dask_client"): LIGHT_COMMAND_LINE,
     ("seisctf.cli", "_storage_failure"): LIGHT_COMMAND_LINE,
     ("seisctf.cli", "_check_buckets"): LIGHT_COMMAND_LINE,

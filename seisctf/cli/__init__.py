@@ -21,7 +21,7 @@ import sys
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from seisctf.cli import compare, crustal, datasets, ingest, picks, score
+from seisctf.cli import compare, crustal, datasets, ingest, picks, score, serve
 from seisctf.cli._checks import GLOB_CHARACTERS, local_path
 from seisctf.cli._locations import check_locations, check_outputs, local_outputs
 from seisctf.cli._locking import holding_outputs
@@ -46,7 +46,7 @@ EXIT_STORAGE_UNAVAILABLE = 1
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
 # Each module adds its verbs; `groups` holds the kinds of `synth`, `ingest`, `score`, `export`
 # so a later module can add a kind (e.g. `score picks`) to an earlier verb.
-VERB_MODULES = (datasets, crustal, ingest, score, compare, picks)
+VERB_MODULES = (datasets, crustal, ingest, score, compare, picks, serve)
 __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_INVALID_INPUT",

@@ -48,11 +48,14 @@ Write = Callable[[list[Result]], None]
 class Referee:
     """What a run does besides scoring: `release` the participant's view, counted against a
     quota (None: the organisers' full results, nothing counted); record into the SQLite
-    leaderboard `db` (None: not recorded) with the submitter's `metadata`."""
+    leaderboard `db` (None: not recorded) with the submitter's `metadata`; `submission_key`
+    names the entry of a single submission (`leaderboard.record`: recorded again, it adds no
+    row; None: the entry's own `entry_key`)."""
 
     release: Release | None = None
     db: str | None = None
     metadata: Mapping[str, str] = field(default_factory=dict)
+    submission_key: str | None = None
 
 
 def _nothing(results: list[Result]) -> None:
@@ -98,6 +101,7 @@ def run(
                     family=family,
                     truth_commitment=commitment,
                     metadata=referee.metadata,
+                    submission_key=referee.submission_key if len(results) == 1 else None,
                 )
     raise_refusals(refused, len(shown))
     return shown

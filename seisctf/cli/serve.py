@@ -1,0 +1,154 @@
+"""`seisctf serve` (the referee service) and `seisctf referee create|add-team|verify`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from seisctf.errors import InvalidInput
+
+
+def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
+    """Add `serve` and `referee` to `verbs`."""
+    serve = verbs.add_parser("serve", parents=[common], help="run the referee service")
+    serve.add_argument(
+        "--competition",
+        required=True,
+        metavar="DIR",
+        help="the competition's folder (`seisctf referee create`)",
+    )
+    _database(serve)
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    serve.add_argument("--port", type=int, default=8000, help="port to listen on")
+    serve.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="scoring threads (each scores one submission at a time on the cluster)",
+    )
+    serve.add_argument(
+        "--lease",
+        dest="lease_s",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="seconds a worker's claim on a job lasts unless renewed (a killed "
+        "server's jobs are taken over after it)",
+    )
+    serve.set_defaults(run=_run_serve, check=_check_competition)
+
+    referee = verbs.add_parser("referee", help="organise a competition")
+    actions = referee.add_subparsers(dest="action", required=True)
+    create = actions.add_parser("create", help="make a competition's folder from CTF bundles")
+    create.add_argument("competition", metavar="DIR")
+    create.add_argument("--name", required=True, help="the competition's title")
+    create.add_argument(
+        "--dataset",
+        nargs=3,
+        action="append",
+        required=True,
+        metavar=("NAME", "PUBLIC", "TRUTH"),
+        help="a scored dataset: its name, public bundle and truth bundle "
+        "(zarr folders on this machine); repeatable",
+    )
+    create.add_argument("--quota", type=int, default=5, help="submissions per team in 24 h")
+    create.add_argument(
+        "--max-upload-bytes",
+        dest="max_upload_bytes",
+        type=int,
+        default=2 * 1024**3,
+        help="largest upload accepted",
+    )
+    _database(create)
+    create.set_defaults(run=_run_create, needs_cluster=False)
+
+    add_team = actions.add_parser("add-team", help="add a team; prints its token once")
+    add_team.add_argument("competition", metavar="DIR")
+    add_team.add_argument("name", help="the team's name (shown on the leaderboard)")
+    add_team.add_argument("--description", default="")
+    _database(add_team)
+    add_team.set_defaults(run=_run_add_team, check=_check_competition, needs_cluster=False)
+
+    verify = actions.add_parser("verify", help="check a score receipt's signature offline")
+    verify.add_argument("receipt", help="the receipt (JSON) the service gave")
+    verify.add_argument(
+        "--public-key",
+        dest="public_key",
+        metavar="PEM",
+        help="the competition's public key (its /api/receipt-key); without it "
+        "the receipt's own key is used",
+    )
+    verify.set_defaults(run=_run_verify, needs_cluster=False)
+
+
+def _database(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--db",
+        default="",
+        metavar="URL",
+        help="the service's database: postgresql://… (default: the "
+        "competition's, else DIR/service.sqlite)",
+    )
+
+
+def _check_competition(args: argparse.Namespace) -> None:
+    if not (Path(args.competition) / "competition.json").is_file():
+        raise InvalidInput(
+            args.competition,
+            "no competition.json: not a competition folder "
+            "(make one with `seisctf referee create`)",
+        )
+
+
+def _run_create(args: argparse.Namespace) -> None:
+    from seisctf.service import competition
+
+    made = competition.create(
+        Path(args.competition),
+        args.name,
+        {name: (public, truth) for name, public, truth in args.dataset},
+        quota=args.quota,
+        max_upload_bytes=args.max_upload_bytes,
+        db=args.db,
+    )
+    for name, spec in made.datasets.items():
+        print(f"{name}: public bundle {spec.bundle_id}")
+    print(f"competition: {args.competition}")
+
+
+def _run_add_team(args: argparse.Namespace) -> None:
+    from seisctf.service import competition, tables, teams
+
+    found = competition.load(Path(args.competition), args.db)
+    token = teams.add_team(tables.engine_of(found.db_url), args.name, args.description)
+    print(f"team {args.name}: token {token}")
+    print("(shown once: only its hash is kept)")
+
+
+def _run_verify(args: argparse.Namespace) -> None:
+    from seisctf.service import receipts
+
+    try:
+        receipt = json.loads(Path(args.receipt).read_text())
+    except (OSError, ValueError) as error:
+        raise InvalidInput(args.receipt, f"not a readable JSON receipt ({error})") from None
+    trusted = Path(args.public_key).read_bytes() if args.public_key else None
+    payload = receipts.verify(receipt, trusted)
+    print(json.dumps(payload, indent=2, sort_keys=True))
+    print(
+        "receipt verified"
+        + ("" if trusted else " (by its own key: give --public-key to check whose it is)")
+    )
+
+
+def _run_serve(args: argparse.Namespace) -> None:
+    import uvicorn
+
+    from seisctf.service import app, competition, tables
+
+    found = competition.load(Path(args.competition), args.db)
+    engine = tables.engine_of(found.db_url)
+    service = app.create_app(found, engine, workers=args.workers, lease_s=args.lease_s)
+    print(f"serving {found.name} at http://{args.host}:{args.port}/", flush=True)
+    uvicorn.run(service, host=args.host, port=args.port, log_level="warning")

@@ -1,0 +1,157 @@
+"""A competition's folder: what `seisctf referee create` writes and `seisctf serve` reads.
+
+```
+DIR/competition.json     name, datasets (each: family, public and truth URLs, public bundle
+                         id), quota, upload limit, database URL (default: DIR/service.sqlite)
+DIR/keys/receipts.ed25519      the receipts' signing key (PEM, mode 0600; never served)
+DIR/keys/receipts.ed25519.pub  its public key (PEM; served at /api/receipt-key)
+DIR/bundles/<id>.zip     each public bundle as a zip of its zarr group, <id> the SHA-256 of its
+                         arrays (`bundle_id`): a release can be downloaded again by its id
+DIR/uploads/             the submissions' bytes, by content hash
+DIR/leaderboard.sqlite   the referee's record of every score (`seisctf.scoring.leaderboard`)
+DIR/releases.sqlite      the Ladder's and the releases' record (`seisctf.scoring.release`)
+DIR/site/                the leaderboard's pages, rendered again when a score lands
+```
+The truth stays where its URL points (the server's disk or bucket); nothing under DIR is a copy
+of it, and no route serves a path the organiser did not put in `bundles/` or `site/`."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import zipfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import dask.array as da
+
+from seisctf import storage
+from seisctf.commitment import sha256_commitment
+from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
+from seisctf.scoring.release_request import DEFAULT_QUOTA
+
+CONFIG = "competition.json"
+KEY = "keys/receipts.ed25519"
+DEFAULT_MAX_UPLOAD_BYTES = 2 * 1024**3
+FAMILIES = ("ctf",)
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """One scored dataset: its `family` (`ctf`), the public bundle's and the truth's URLs, and
+    the public bundle's id (`bundle_id`)."""
+
+    family: str
+    public: str
+    truth: str
+    bundle_id: str
+
+
+@dataclass(frozen=True)
+class Competition:
+    """A competition's settings (`competition.json`) and its folder `root`."""
+
+    root: Path
+    name: str
+    datasets: dict[str, Dataset]
+    quota: int = DEFAULT_QUOTA
+    max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES
+    db: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def db_url(self) -> str:
+        return self.db or f"sqlite:///{self.root / 'service.sqlite'}"
+
+    def path(self, name: str) -> Path:
+        return self.root / name
+
+
+def bundle_id(public: StoreLocation) -> str:
+    """The SHA-256 of a public bundle's arrays: of the sorted JSON {name: the contract's
+    commitment of its values, unsalted}."""
+    group = storage.open_group(public)
+    digests = {
+        name: sha256_commitment(da.from_zarr(array), None) for name, array in sorted(group.arrays())
+    }
+    return hashlib.sha256(json.dumps(digests, sort_keys=True).encode()).hexdigest()
+
+
+def _zip_folder(folder: Path, out: Path) -> None:
+    partial = out.with_suffix(".partial")
+    with zipfile.ZipFile(partial, "w", zipfile.ZIP_STORED) as archive:
+        for path in sorted(folder.rglob("*")):
+            if path.is_file() and not path.is_symlink():
+                archive.write(path, path.relative_to(folder).as_posix())
+    partial.replace(out)
+
+
+def _write_keys(root: Path) -> None:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    key = Ed25519PrivateKey.generate()
+    private = root / KEY
+    private.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(private, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "wb") as out:
+        out.write(
+            key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+        )
+    public = key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    (root / f"{KEY}.pub").write_bytes(public)
+
+
+def create(
+    root: Path,
+    name: str,
+    datasets: dict[str, tuple[str, str]],
+    *,
+    quota: int = DEFAULT_QUOTA,
+    max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES,
+    db: str = "",
+) -> Competition:
+    """Make a competition's folder (module doc) for `datasets` ({name: (public URL, truth
+    URL)}, CTF bundles on this machine's disk); refused when `root` holds one already."""
+    if (root / CONFIG).exists():
+        raise InvalidInput(str(root), "holds a competition already")
+    for dataset, (public, truth) in datasets.items():
+        for role, url in (("public", public), ("truth", truth)):
+            if not Path(url).is_dir():
+                raise InvalidInput(url, f"{dataset}'s {role} bundle: not a zarr folder here")
+    root.mkdir(parents=True, exist_ok=True)
+    _write_keys(root)
+    described = {}
+    for dataset, (public, truth) in datasets.items():
+        ident = bundle_id(StoreLocation(public))
+        (root / "bundles").mkdir(exist_ok=True)
+        _zip_folder(Path(public), root / "bundles" / f"{ident}.zip")
+        described[dataset] = Dataset(
+            "ctf", str(Path(public).resolve()), str(Path(truth).resolve()), ident
+        )
+    competition = Competition(root, name, described, quota, max_upload_bytes, db)
+    config = {k: v for k, v in asdict(competition).items() if k not in ("root", "extra")}
+    (root / CONFIG).write_text(json.dumps(config, indent=2) + "\n")
+    return competition
+
+
+def load(root: Path, db: str = "") -> Competition:
+    """The competition in `root` (`db`: a database URL overriding the config's)."""
+    try:
+        config = json.loads((root / CONFIG).read_text())
+    except FileNotFoundError:
+        raise InvalidInput(
+            str(root),
+            f"no {CONFIG}: not a competition folder (make one with `seisctf referee create`)",
+        ) from None
+    datasets = {name: Dataset(**spec) for name, spec in config.pop("datasets").items()}
+    return Competition(root=root, datasets=datasets, **{**config, "db": db or config.get("db", "")})

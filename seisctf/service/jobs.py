@@ -1,0 +1,229 @@
+"""Durable scoring: the job table (`tables.submissions`) is the source of truth.
+
+A worker claims a queued submission, or one whose lease ran out (its worker died), with one
+conditional UPDATE (only one claimant's matches), renews the lease while it scores, and finishes
+it with one UPDATE that matches only while it still holds the lease. Scoring is the referee's
+(`seisctf.scoring.referee.run_ctf`, on the Dask cluster of the process): it releases the team's
+view through the Ladder and records the full result in the competition's leaderboard under a
+key of the submission alone, so a submission scored again after a crash adds no second row.
+A refusal found while scoring (NaN values, a chunk that does not decode) refunds the charge;
+an infrastructure failure is retried `MAX_ATTEMPTS` times, then refunded and marked `failed`."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+from seisctf.errors import InvalidInput
+from seisctf.location import StoreLocation
+from seisctf.scoring import leaderboard, referee
+from seisctf.scoring.release_request import Release
+from seisctf.scoring.site.pages import write_site
+from seisctf.service import receipts
+from seisctf.service.competition import KEY, Competition
+from seisctf.service.tables import FAILED, QUEUED, REFUSED, SCORED, SCORING, submissions, teams
+
+LEASE_S = 60.0
+MAX_ATTEMPTS = 3
+SERVICE_QUOTA = 10**9  # the service charges its own quota on acceptance (`intake`)
+log = logging.getLogger("seisctf.service")
+
+
+def claim(engine: sa.Engine, owner: str, lease_s: float = LEASE_S) -> dict[str, Any] | None:
+    """Take the oldest claimable submission (queued, or scoring with its lease run out), or
+    None."""
+    now = time.time()
+    claimable = sa.or_(
+        submissions.c.state == QUEUED,
+        sa.and_(submissions.c.state == SCORING, submissions.c.lease_until_s < now),
+    )
+    with engine.connect() as connection:
+        candidates = (
+            connection.execute(
+                sa.select(submissions.c.id)
+                .where(claimable)
+                .order_by(submissions.c.created_s, submissions.c.id)
+                .limit(8)
+            )
+            .scalars()
+            .all()
+        )
+    for ident in candidates:
+        with engine.begin() as connection:
+            taken = connection.execute(
+                submissions.update()
+                .where(submissions.c.id == ident, claimable)
+                .values(
+                    state=SCORING,
+                    lease_owner=owner,
+                    lease_until_s=now + lease_s,
+                    attempts=submissions.c.attempts + 1,
+                    updated_s=now,
+                )
+            )
+            if taken.rowcount == 1:
+                row = connection.execute(
+                    sa.select(submissions, teams.c.name.label("team"))
+                    .join(teams, teams.c.id == submissions.c.team_id)
+                    .where(submissions.c.id == ident)
+                ).one()
+                return row._asdict()
+    return None
+
+
+def _holding(ident: str, owner: str) -> Any:
+    return sa.and_(
+        submissions.c.id == ident,
+        submissions.c.state == SCORING,
+        submissions.c.lease_owner == owner,
+    )
+
+
+def renew(engine: sa.Engine, ident: str, owner: str, lease_s: float = LEASE_S) -> bool:
+    with engine.begin() as connection:
+        done = connection.execute(
+            submissions.update()
+            .where(_holding(ident, owner))
+            .values(lease_until_s=time.time() + lease_s)
+        )
+    return done.rowcount == 1
+
+
+def finish(engine: sa.Engine, ident: str, owner: str, state: str, **values: Any) -> bool:
+    """Move a held submission to `state`; False when the lease was lost (another worker took
+    it over: it finishes it)."""
+    if state in (REFUSED, FAILED):
+        values["charged_s"] = None  # refunded
+    with engine.begin() as connection:
+        done = connection.execute(
+            submissions.update()
+            .where(_holding(ident, owner))
+            .values(
+                state=state, lease_owner=None, lease_until_s=None, updated_s=time.time(), **values
+            )
+        )
+    return done.rowcount == 1
+
+
+def entry_key(job: dict[str, Any]) -> str:
+    return hashlib.sha256(
+        f"seisctf-service:{job['team_id']}:{job['dataset']}:{job['sha256']}".encode()
+    ).hexdigest()
+
+
+def score(competition: Competition, job: dict[str, Any], quiet: bool = True) -> dict[str, Any]:
+    """Score one claimed submission with the referee; returns the released view and the truth
+    commitment it was scored against."""
+    spec = competition.datasets[job["dataset"]]
+    release = Release(job["team"], str(competition.path("releases.sqlite")), SERVICE_QUOTA)
+    judge = referee.Referee(
+        release,
+        str(competition.path("leaderboard.sqlite")),
+        {"team": job["team"], "submission_sha256": job["sha256"], "submission": job["id"]},
+        submission_key=entry_key(job),
+    )
+    shown = referee.run_ctf(
+        StoreLocation(spec.truth), {job["model"]: StoreLocation(job["stored"])}, judge, quiet=quiet
+    )
+    rows = [
+        e
+        for e in leaderboard.entries(str(competition.path("leaderboard.sqlite")))
+        if (e.get("metadata") or {}).get("submission") == job["id"]
+    ]
+    return {"released": shown[0], "truth_commitment": rows[-1]["truth_commitment"]}
+
+
+def render_board(competition: Competition) -> None:
+    """The leaderboard's pages again (the season's view), from the referee's record."""
+    db = competition.path("leaderboard.sqlite")
+    entries = leaderboard.entries(str(db)) if db.exists() else []
+    write_site(entries, competition.path("site"))
+
+
+class Worker:
+    """Claims and scores submissions in a thread until `stop` is set."""
+
+    def __init__(
+        self,
+        competition: Competition,
+        engine: sa.Engine,
+        owner: str,
+        lease_s: float = LEASE_S,
+        poll_s: float = 0.5,
+        on_scored: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.competition, self.engine, self.owner = competition, engine, owner
+        self.lease_s, self.poll_s, self.on_scored = lease_s, poll_s, on_scored
+        self.stop = threading.Event()
+        self._key = receipts.load_private_key(competition.path(KEY))
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            job = claim(self.engine, self.owner, self.lease_s)
+            if job is None:
+                self.stop.wait(self.poll_s)
+                continue
+            self.handle(job)
+
+    def _heartbeat(self, ident: str, done: threading.Event) -> None:
+        while not done.wait(self.lease_s / 3):
+            renew(self.engine, ident, self.owner, self.lease_s)
+
+    def handle(self, job: dict[str, Any]) -> None:
+        done = threading.Event()
+        beat = threading.Thread(target=self._heartbeat, args=(job["id"], done), daemon=True)
+        beat.start()
+        try:
+            outcome = score(self.competition, job)
+        except InvalidInput as error:
+            finish(self.engine, job["id"], self.owner, REFUSED, message=str(error))
+            Path(job["stored"]).unlink(missing_ok=True)
+            return
+        except Exception as error:  # noqa: BLE001 - any other failure is the infrastructure's
+            log.exception("scoring %s failed", job["id"])
+            state = FAILED if job["attempts"] >= MAX_ATTEMPTS else QUEUED
+            finish(
+                self.engine,
+                job["id"],
+                self.owner,
+                state,
+                message=f"infrastructure failure ({type(error).__name__}); "
+                + ("refunded" if state == FAILED else "will be retried"),
+            )
+            return
+        finally:
+            done.set()
+        receipt = receipts.sign(
+            {
+                "competition": self.competition.name,
+                "team": job["team"],
+                "dataset": job["dataset"],
+                "submission_id": job["id"],
+                "submission_sha256": job["sha256"],
+                "truth_commitment": outcome["truth_commitment"],
+                "seisctf_version": version("seisctf"),
+                "released": outcome["released"],
+                "scored_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            },
+            self._key,
+        )
+        if finish(
+            self.engine,
+            job["id"],
+            self.owner,
+            SCORED,
+            message="",
+            released=json.dumps(outcome["released"]),
+            receipt=json.dumps(receipt),
+        ):
+            render_board(self.competition)
+            self.on_scored()
