@@ -13,7 +13,8 @@ Pages: `/` (bundles, log in with a token), `/team` (upload form, the team's subm
 live), `/live` (the leaderboard, reloaded when a score lands), `/board/…` (its pages),
 `/bundles/<sha256>.zip`."""
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: FastAPI reads the routes' annotations at run
+# time, and `Depends(api_team)` names functions local to `create_app`.
 
 import contextlib
 import re
