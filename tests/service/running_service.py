@@ -28,14 +28,28 @@ def seisctf(*argv: str, check: bool = True) -> subprocess.CompletedProcess:
     return run
 
 
-def create_competition(root: Path, bundle: Path, *, quota: int = 5,
-                       max_upload_bytes: int = 64 * 1024**2, db: str = "") -> Path:  # fmt: skip
+def create_competition(
+    root: Path, bundle: Path, *, quota: int = 5, max_upload_bytes: int = 64 * 1024**2, db: str = ""
+) -> Path:
     """A competition of one dataset `tiny` (the bundle folder's public.zarr and truth.zarr)."""
     folder = root / "competition"
     extra = ["--db", db] if db else []
-    seisctf("referee", "create", str(folder), "--name", "Tiny CTF", "--dataset", "tiny",
-            str(bundle / "public.zarr"), str(bundle / "truth.zarr"), "--quota", str(quota),
-            "--max-upload-bytes", str(max_upload_bytes), *extra)  # fmt: skip
+    seisctf(
+        "referee",
+        "create",
+        str(folder),
+        "--name",
+        "Tiny CTF",
+        "--dataset",
+        "tiny",
+        str(bundle / "public.zarr"),
+        str(bundle / "truth.zarr"),
+        "--quota",
+        str(quota),
+        "--max-upload-bytes",
+        str(max_upload_bytes),
+        *extra,
+    )
     return folder
 
 
@@ -69,16 +83,31 @@ class Service:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout_s: float = 120.0) -> Service:
-        argv = [*SEISCTF, "serve", "--competition", str(self.competition), "--port",
-                str(self.port), "--lease", str(self.lease_s), "--workers", str(self.workers),
-                "--quiet"]  # fmt: skip
+        argv = [
+            *SEISCTF,
+            "serve",
+            "--competition",
+            str(self.competition),
+            "--port",
+            str(self.port),
+            "--lease",
+            str(self.lease_s),
+            "--workers",
+            str(self.workers),
+            "--quiet",
+        ]
         if self.scheduler:
             argv += ["--scheduler", self.scheduler]
         if self.db:
             argv += ["--db", self.db]
         log = open(self.competition / f"serve-{self.port}.log", "ab")  # noqa: SIM115
-        self.process = subprocess.Popen(argv, stdout=log, stderr=log, start_new_session=True,
-                                        env={**os.environ, "PYTHONUNBUFFERED": "1"})  # fmt: skip
+        self.process = subprocess.Popen(
+            argv,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             assert self.process.poll() is None, self.log()
@@ -112,8 +141,9 @@ class Service:
         return httpx.Client(base_url=self.url, headers=headers, timeout=60)
 
 
-def upload(client: httpx.Client, path: Path, dataset: str = "tiny",
-           model: str = "persistence") -> httpx.Response:  # fmt: skip
+def upload(
+    client: httpx.Client, path: Path, dataset: str = "tiny", model: str = "persistence"
+) -> httpx.Response:
     params = {"dataset": dataset, "filename": path.name, "model": model}
     return client.post("/api/submissions", params=params, content=path.read_bytes())
 

@@ -24,8 +24,15 @@ def tiny_bundle(tmp_path_factory) -> Path:
 def persistence_zip(tiny_bundle, tmp_path_factory) -> Path:
     """`seisctf baseline persistence` of the tiny bundle, zipped as a participant would."""
     root = tmp_path_factory.mktemp("service-submission")
-    seisctf("baseline", "persistence", "--public", str(tiny_bundle / "public.zarr"), "--out",
-            str(root / "persistence.zarr"), "--quiet")  # fmt: skip
+    seisctf(
+        "baseline",
+        "persistence",
+        "--public",
+        str(tiny_bundle / "public.zarr"),
+        "--out",
+        str(root / "persistence.zarr"),
+        "--quiet",
+    )
     return zip_folder(root / "persistence.zarr", root / "persistence.zip")
 
 

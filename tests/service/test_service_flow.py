@@ -47,14 +47,33 @@ def test_a_team_uploads_and_sees_its_released_score(
 
         # The plain command on the same files, as the organisers would run it.
         out = tmp_path / "plain.json"
-        seisctf("score", "ctf", "--truth", str(tiny_bundle / "truth.zarr"), "--submission",
-                str(persistence_zip), "--name", "persistence", "--json", str(out), "--quiet")  # fmt: skip
+        seisctf(
+            "score",
+            "ctf",
+            "--truth",
+            str(tiny_bundle / "truth.zarr"),
+            "--submission",
+            str(persistence_zip),
+            "--name",
+            "persistence",
+            "--json",
+            str(out),
+            "--quiet",
+        )
         plain = json.loads(out.read_text())
         released = view["released"]
         assert released["public_score"] == to_step(public_score(plain))
         assert released["participant"] == "Team <b>One</b>"
-        assert set(released) <= {"name", "dataset", "convention", "truth_sha256_verified",
-                                 "participant", "public_score", "improved", "release"}  # fmt: skip
+        assert set(released) <= {
+            "name",
+            "dataset",
+            "convention",
+            "truth_sha256_verified",
+            "participant",
+            "public_score",
+            "improved",
+            "release",
+        }
 
         # Recorded once, in full, with the scores of the plain command.
         rows = leaderboard.entries(str(competition / "leaderboard.sqlite"))
@@ -121,8 +140,11 @@ def test_the_bundle_is_served_by_its_id_and_nothing_else_is(
 
 
 def test_the_command_line_says_what_is_wrong(tmp_path):
-    missing = subprocess.run([sys.executable, "-m", "seisctf.cli", "serve", "--competition",
-                              str(tmp_path)], capture_output=True, text=True)  # fmt: skip
+    missing = subprocess.run(
+        [sys.executable, "-m", "seisctf.cli", "serve", "--competition", str(tmp_path)],
+        capture_output=True,
+        text=True,
+    )
     assert missing.returncode == 3 and "not a competition folder" in missing.stderr
     bad = tmp_path / "receipt.json"
     bad.write_text('{"payload": {}}')
