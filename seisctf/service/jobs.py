@@ -26,6 +26,7 @@ import sqlalchemy as sa
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
 from seisctf.scoring import leaderboard, referee
+from seisctf.scoring.ctf import open_truth
 from seisctf.scoring.release_request import Release
 from seisctf.scoring.site.pages import write_site
 from seisctf.service import receipts
@@ -120,10 +121,19 @@ def entry_key(job: dict[str, Any]) -> str:
     ).hexdigest()
 
 
+class TruthUnreadable(Exception):
+    """The organisers' truth cannot be opened: the infrastructure's failure, not the team's."""
+
+
 def score(competition: Competition, job: dict[str, Any], quiet: bool = True) -> dict[str, Any]:
     """Score one claimed submission with the referee; returns the released view and the truth
-    commitment it was scored against."""
+    commitment it was scored against. The truth is opened first, alone: an error there
+    (`TruthUnreadable`) is no refusal of the submission."""
     spec = competition.datasets[job["dataset"]]
+    try:
+        open_truth(StoreLocation(spec.truth))
+    except Exception as error:  # noqa: BLE001 - whatever it is, the team is not to blame
+        raise TruthUnreadable(f"the truth of {job['dataset']} cannot be read") from error
     release = Release(job["team"], str(competition.path("releases.sqlite")), SERVICE_QUOTA)
     judge = referee.Referee(
         release,
@@ -185,7 +195,9 @@ class Worker:
         try:
             outcome = score(self.competition, job)
         except InvalidInput as error:
-            finish(self.engine, job["id"], self.owner, REFUSED, message=str(error))
+            # The team is told why, not where the server keeps its file.
+            message = str(error).replace(job["stored"], "submission")
+            finish(self.engine, job["id"], self.owner, REFUSED, message=message)
             Path(job["stored"]).unlink(missing_ok=True)
             return
         except Exception as error:  # noqa: BLE001 - any other failure is the infrastructure's

@@ -1,0 +1,133 @@
+"""Durable jobs: the job table is the source of truth. A submission whose worker died holding it
+is taken over once its lease runs out and scored once; a server killed (SIGKILL) while scoring
+leaves its job to be scored once after the restart; nothing is recorded twice."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import sqlalchemy as sa
+from running_service import Service, add_team, upload, wait_finished
+from service_fixtures import competition, persistence_zip, tiny_bundle  # noqa: F401
+
+from seisctf.scoring import leaderboard
+from seisctf.service import jobs, tables
+
+pytestmark = pytest.mark.slow
+
+
+def _engine(competition):  # noqa: F811
+    return tables.engine_of(f"sqlite:///{competition / 'service.sqlite'}")
+
+
+def _row(competition, ident: str) -> dict:  # noqa: F811
+    with _engine(competition).connect() as connection:
+        query = sa.select(tables.submissions).where(tables.submissions.c.id == ident)
+        return connection.execute(query).one()._asdict()
+
+
+def _recorded(competition, ident: str) -> list[dict]:  # noqa: F811
+    rows = leaderboard.entries(str(competition / "leaderboard.sqlite"))
+    return [row for row in rows if row["metadata"].get("submission") == ident]
+
+
+def test_a_job_left_by_a_dead_worker_is_scored_once_after_its_lease(
+    competition,  # noqa: F811
+    persistence_zip,  # noqa: F811
+    dask_cluster,
+):
+    token = add_team(competition, "durable")
+    receiving = Service(competition, scheduler=dask_cluster.address, workers=0).start()
+    try:
+        with receiving.client(token) as client:
+            ident = upload(client, persistence_zip).json()["id"]
+            time.sleep(1)
+            assert client.get(f"/api/submissions/{ident}").json()["state"] == "queued"
+    finally:
+        receiving.stop()
+    # A worker claims it and dies: its lease runs out in 2 s.
+    claimed = jobs.claim(_engine(competition), "a-worker-that-died", lease_s=2)
+    assert claimed["id"] == ident and _row(competition, ident)["state"] == "scoring"
+    assert jobs.claim(_engine(competition), "another", lease_s=2) is None  # held meanwhile
+
+    scoring = Service(competition, scheduler=dask_cluster.address, lease_s=5).start()
+    try:
+        with scoring.client(token) as client:
+            view = wait_finished(client, ident)
+    finally:
+        scoring.stop()
+    assert view["state"] == "scored"
+    row = _row(competition, ident)
+    assert row["attempts"] == 2 and row["lease_owner"] is None and row["charged_s"] is not None
+    assert len(_recorded(competition, ident)) == 1
+    # The dead worker's late finish cannot overwrite the result: it no longer holds the lease.
+    assert not jobs.finish(_engine(competition), ident, "a-worker-that-died", tables.FAILED)
+    assert _row(competition, ident)["state"] == "scored"
+
+
+def test_a_server_killed_while_scoring_leaves_the_job_to_be_scored_once(
+    competition,  # noqa: F811
+    persistence_zip,  # noqa: F811
+    dask_cluster,
+):
+    token = add_team(competition, "killed")
+    first = Service(competition, scheduler=dask_cluster.address, lease_s=3).start()
+    try:
+        with first.client(token) as client:
+            ident = upload(client, persistence_zip).json()["id"]
+            deadline = time.monotonic() + 60
+            while _row(competition, ident)["state"] != "scoring":
+                assert time.monotonic() < deadline, _row(competition, ident)
+                time.sleep(0.01)
+            first.kill()
+    finally:
+        first.kill()
+    killed = _row(competition, ident)
+    if killed["state"] == "scored":
+        pytest.fail("the score landed before the kill: the test did not kill a score midway")
+    assert killed["state"] == "scoring" and killed["attempts"] == 1
+
+    second = Service(competition, scheduler=dask_cluster.address, lease_s=3).start()
+    try:
+        with second.client(token) as client:
+            view = wait_finished(client, ident)
+            assert view["state"] == "scored"
+            assert len(client.get("/api/submissions").json()) == 1
+    finally:
+        second.stop()
+    assert _row(competition, ident)["attempts"] == 2
+    assert len(_recorded(competition, ident)) == 1
+
+
+def test_a_failure_of_the_infrastructure_is_retried_then_refunded(
+    competition,  # noqa: F811
+    tiny_bundle,  # noqa: F811
+    persistence_zip,  # noqa: F811
+    dask_cluster,
+    tmp_path,
+):
+    token = add_team(competition, "unlucky")
+    truth = tiny_bundle / "truth.zarr"
+    hidden = tmp_path / "truth-elsewhere.zarr"
+    service = Service(competition, scheduler=dask_cluster.address, workers=0).start()
+    try:
+        with service.client(token) as client:
+            ident = upload(client, persistence_zip).json()["id"]
+    finally:
+        service.stop()
+    truth.rename(hidden)  # the organisers' truth is gone: not the team's fault
+    try:
+        service = Service(competition, scheduler=dask_cluster.address).start()
+        try:
+            with service.client(token) as client:
+                view = wait_finished(client, ident)
+        finally:
+            service.stop()
+    finally:
+        hidden.rename(truth)
+    assert view["state"] == "failed", view
+    assert "infrastructure" in view["message"] and "refunded" in view["message"]
+    row = _row(competition, ident)
+    assert row["attempts"] == jobs.MAX_ATTEMPTS and row["charged_s"] is None
+    assert _recorded(competition, ident) == []
