@@ -12,20 +12,29 @@ from seisctf.errors import InvalidInput
 def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     """Add `serve` and `referee` to `verbs`."""
     serve = verbs.add_parser("serve", parents=[common], help="run the referee service")
-    serve.add_argument(
-        "--competition",
-        required=True,
-        metavar="DIR",
-        help="the competition's folder (`seisctf referee create`)",
+    where = serve.add_mutually_exclusive_group(required=True)
+    where.add_argument(
+        "--competition", metavar="DIR", help="the competition's folder (`seisctf referee create`)"
+    )
+    where.add_argument(
+        "--demo",
+        metavar="WORKDIR",
+        help="the demo's bundles (`make demo`'s seisctf-demo): its competition is made on the "
+        "first run, with a team `demo` whose token is printed",
     )
     _database(serve)
-    serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    serve.add_argument("--port", type=int, default=8000, help="port to listen on")
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default: %(default)s)"
+    )
+    serve.add_argument(
+        "--port", type=int, default=8000, help="port to listen on (default: %(default)s)"
+    )
     serve.add_argument(
         "--workers",
         type=int,
         default=1,
-        help="scoring threads (each scores one submission at a time on the cluster)",
+        help="scoring threads, each scoring one submission at a time on the cluster "
+        "(default: %(default)s; 0: none, this server only receives)",
     )
     serve.add_argument(
         "--lease",
@@ -34,14 +43,14 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
         default=60.0,
         metavar="S",
         help="seconds a worker's claim on a job lasts unless renewed (a killed "
-        "server's jobs are taken over after it)",
+        "server's jobs are taken over after it; default: %(default)s)",
     )
-    serve.set_defaults(run=_run_serve, check=_check_competition)
+    serve.set_defaults(run=_run_serve, check=_check_serve)
 
     referee = verbs.add_parser("referee", help="organise a competition")
     actions = referee.add_subparsers(dest="action", required=True)
     create = actions.add_parser("create", help="make a competition's folder from CTF bundles")
-    create.add_argument("competition", metavar="DIR")
+    create.add_argument("competition", metavar="DIR", help="the folder to make")
     create.add_argument("--name", required=True, help="the competition's title")
     create.add_argument(
         "--dataset",
@@ -52,21 +61,25 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
         help="a scored dataset: its name, public bundle and truth bundle "
         "(zarr folders on this machine); repeatable",
     )
-    create.add_argument("--quota", type=int, default=5, help="submissions per team in 24 h")
+    create.add_argument(
+        "--quota", type=int, default=5, help="submissions per team in 24 h (default: %(default)s)"
+    )
     create.add_argument(
         "--max-upload-bytes",
         dest="max_upload_bytes",
         type=int,
         default=2 * 1024**3,
-        help="largest upload accepted",
+        help="largest upload accepted (default: %(default)s)",
     )
     _database(create)
     create.set_defaults(run=_run_create, needs_cluster=False)
 
     add_team = actions.add_parser("add-team", help="add a team; prints its token once")
-    add_team.add_argument("competition", metavar="DIR")
+    add_team.add_argument("competition", metavar="DIR", help="the competition's folder")
     add_team.add_argument("name", help="the team's name (shown on the leaderboard)")
-    add_team.add_argument("--description", default="")
+    add_team.add_argument(
+        "--description", default="", help="a line about the team, shown escaped (default: none)"
+    )
     _database(add_team)
     add_team.set_defaults(run=_run_add_team, check=_check_competition, needs_cluster=False)
 
@@ -90,6 +103,15 @@ def _database(parser: argparse.ArgumentParser) -> None:
         help="the service's database: postgresql://… (default: the "
         "competition's, else DIR/service.sqlite)",
     )
+
+
+def _check_serve(args: argparse.Namespace) -> None:
+    if args.demo is None:
+        _check_competition(args)
+    elif not (Path(args.demo) / "public").is_dir():
+        raise InvalidInput(
+            args.demo, "no public/ folder: not the demo's workdir (run `make demo` first)"
+        )
 
 
 def _check_competition(args: argparse.Namespace) -> None:
@@ -146,8 +168,14 @@ def _run_serve(args: argparse.Namespace) -> None:
     import uvicorn
 
     from seisctf.service import app, competition, tables
+    from seisctf.service.demo import DEMO_TEAM, demo_competition
 
-    found = competition.load(Path(args.competition), args.db)
+    if args.demo:
+        found, token = demo_competition(Path(args.demo))
+        if token:
+            print(f"team {DEMO_TEAM}: token {token} (shown once)", flush=True)
+    else:
+        found = competition.load(Path(args.competition), args.db)
     engine = tables.engine_of(found.db_url)
     service = app.create_app(found, engine, workers=args.workers, lease_s=args.lease_s)
     print(f"serving {found.name} at http://{args.host}:{args.port}/", flush=True)
