@@ -75,6 +75,7 @@ class Service:
     db: str = ""
     lease_s: float = 60.0
     workers: int = 1
+    demo: bool = False  # `competition` is the demo's workdir: `serve --demo` it
     port: int = field(default_factory=free_port)
     process: subprocess.Popen | None = None
 
@@ -86,7 +87,7 @@ class Service:
         argv = [
             *SEISCTF,
             "serve",
-            "--competition",
+            "--demo" if self.demo else "--competition",
             str(self.competition),
             "--port",
             str(self.port),

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+import shutil
 import subprocess
 import sys
 
@@ -150,3 +152,31 @@ def test_the_command_line_says_what_is_wrong(tmp_path):
     bad.write_text('{"payload": {}}')
     refused = seisctf("referee", "verify", str(bad), check=False)
     assert refused.returncode == 3 and "not a seisctf receipt" in refused.stderr
+
+
+def test_serve_demo_makes_the_demo_competition_once(
+    tiny_bundle,  # noqa: F811
+    persistence_zip,  # noqa: F811
+    dask_cluster,
+    tmp_path,
+):
+    workdir = tmp_path / "seisctf-demo"
+    (workdir / "public").mkdir(parents=True)
+    (workdir / "private").mkdir()
+    shutil.copytree(tiny_bundle / "public.zarr", workdir / "public" / "bundle-tiny.zarr")
+    shutil.copytree(tiny_bundle / "truth.zarr", workdir / "private" / "truth-tiny.zarr")
+    first = Service(workdir, scheduler=dask_cluster.address, demo=True).start()
+    try:
+        token = re.search(r"team demo: token (\S+)", first.log()).group(1)
+        with first.client(token) as client:
+            view = wait_finished(client, upload(client, persistence_zip).json()["id"])
+        assert view["state"] == "scored"
+    finally:
+        first.stop()
+    again = Service(workdir, scheduler=dask_cluster.address, demo=True).start()
+    try:
+        assert "token" not in again.log()
+        with again.client(token) as client:  # the same competition, the same team
+            assert [v["state"] for v in client.get("/api/submissions").json()] == ["scored"]
+    finally:
+        again.stop()
