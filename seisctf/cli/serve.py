@@ -83,6 +83,19 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     _database(add_team)
     add_team.set_defaults(run=_run_add_team, check=_check_competition, needs_cluster=False)
 
+    close = actions.add_parser(
+        "close", help="close datasets: no upload after; once all are, the board's final view"
+    )
+    close.add_argument("competition", metavar="DIR", help="the competition's folder")
+    close.add_argument(
+        "--dataset",
+        action="append",
+        default=[],
+        help="a dataset to close, repeatable (default: every dataset of the competition)",
+    )
+    _database(close)
+    close.set_defaults(run=_run_close, check=_check_competition, needs_cluster=False)
+
     verify = actions.add_parser("verify", help="check a score receipt's signature offline")
     verify.add_argument("receipt", help="the receipt (JSON) the service gave")
     verify.add_argument(
@@ -146,6 +159,31 @@ def _run_add_team(args: argparse.Namespace) -> None:
     token = teams.add_team(tables.engine_of(found.db_url), args.name, args.description)
     print(f"team {args.name}: token {token}")
     print("(shown once: only its hash is kept)")
+
+
+def _run_close(args: argparse.Namespace) -> None:
+    import time
+
+    import sqlalchemy as sa
+
+    from seisctf.service import competition, jobs, tables
+
+    found = competition.load(Path(args.competition), args.db)
+    names = args.dataset or sorted(found.datasets)
+    unknown = sorted(set(names) - set(found.datasets))
+    if unknown:
+        raise InvalidInput(f"dataset {unknown[0]!r}", f"not one of {sorted(found.datasets)}")
+    engine = tables.engine_of(found.db_url)
+    with engine.begin() as connection:
+        for name in sorted(set(names) - tables.closed_datasets(engine)):
+            connection.execute(
+                sa.insert(tables.closures).values(dataset=name, closed_s=time.time())
+            )
+    jobs.render_board(found, engine)
+    closed = tables.closed_datasets(engine)
+    print(f"closed: {', '.join(sorted(closed))}")
+    if set(found.datasets) <= closed:
+        print(f"final leaderboard: {found.path('site') / 'index.html'}")
 
 
 def _run_verify(args: argparse.Namespace) -> None:

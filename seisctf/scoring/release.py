@@ -32,7 +32,7 @@ import datetime as dt
 import math
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from seisctf import conventions as cv
@@ -237,32 +237,37 @@ def shown_score(entry: Mapping[str, Any]) -> float | None:
     return entry["public_score"] if "public_score" in entry else entry["avg_score"]
 
 
-def standing(entries: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def standing(
+    entries: Sequence[Mapping[str, Any]], chosen: Collection[int] = ()
+) -> list[Mapping[str, Any]]:
     """The entries a leaderboard view holds: every entry not released to a participant, and of a
     participant's released CTF entries against one truth only the latest that set their Ladder
-    best. The final ranking thus takes each participant's submission chosen by public scores
-    alone: several submissions cannot be picked from by their private scores."""
+    best, or, where the participant chose entries (`chosen`: entry ids, a service's teams marking
+    their final submissions), the latest chosen one. The final ranking thus takes each
+    participant's submission chosen by public scores or by the participant: several submissions
+    cannot be picked from by their private scores."""
     latest: dict[tuple[str, str], int] = {}
+    picked: dict[tuple[str, str], int] = {}
     released = {}
     for index, entry in enumerate(entries):
         view = (entry.get("result") or {}).get("released")
         if entry.get("family") == "ctf" and isinstance(view, Mapping):
             released[index] = view
-            if view.get("improved"):
-                key = (str(view.get("participant")), str(entry.get("truth_commitment")))
-                if key not in latest or entry["id"] > entries[latest[key]]["id"]:
-                    latest[key] = index
-    kept = set(latest.values())
+            key = (str(view.get("participant")), str(entry.get("truth_commitment")))
+            for wanted, best in ((view.get("improved"), latest), (entry["id"] in chosen, picked)):
+                if wanted and (key not in best or entry["id"] > entries[best[key]]["id"]):
+                    best[key] = index
+    kept = set({**latest, **picked}.values())
     return [e for i, e in enumerate(entries) if i not in released or i in kept]
 
 
 def public_entries(
-    entries: Sequence[Mapping[str, Any]], final: bool = False
+    entries: Sequence[Mapping[str, Any]], final: bool = False, chosen: Collection[int] = ()
 ) -> list[dict[str, Any]]:
-    """`public_entry` of each `standing` entry (the season's view, or with `final` the close's),
-    ordered by dataset, `shown_score` (best first, missing last), then id: the order never
-    depends on digits the view does not show."""
-    shown = [public_entry(entry, final) for entry in standing(entries)]
+    """`public_entry` of each `standing` entry (the season's view, or with `final` the close's;
+    `chosen`: entry ids participants chose), ordered by dataset, `shown_score` (best first,
+    missing last), then id: the order never depends on digits the view does not show."""
+    shown = [public_entry(entry, final) for entry in standing(entries, chosen)]
     return sorted(
         shown,
         key=lambda e: (

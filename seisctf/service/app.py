@@ -35,7 +35,7 @@ from fastapi.responses import (
 
 from seisctf.service import intake, jobs, pages
 from seisctf.service.competition import KEY, Competition
-from seisctf.service.tables import SCORED, submissions
+from seisctf.service.tables import SCORED, closed_datasets, submissions
 from seisctf.service.teams import (
     Team,
     close_session,
@@ -73,7 +73,7 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        jobs.render_board(competition)
+        jobs.render_board(competition, engine)
         running = [
             jobs.Worker(competition, engine, f"{owner}-{n}", lease_s, on_scored=scored)
             for n in range(workers)
@@ -176,6 +176,12 @@ def create_app(
     @app.post("/api/submissions/{ident}/final")
     def mark_final(ident: str, team: Annotated[Team, Depends(api_team)]) -> dict[str, Any]:
         row = own(team, ident)
+        if row["state"] != SCORED:
+            raise HTTPException(
+                409, f"only a scored submission can be final (state {row['state']})"
+            )
+        if row["dataset"] in closed_datasets(engine):
+            raise HTTPException(403, f"{row['dataset']} is closed: the final choice is made")
         with engine.begin() as connection:
             connection.execute(
                 submissions.update().where(submissions.c.id == row["id"]).values(final=True)

@@ -25,7 +25,14 @@ from seisctf.scoring.release import QUOTA_WINDOW_S
 from seisctf.scoring.submission import open_submission
 from seisctf.scoring.submission_checks import SubmissionLimits
 from seisctf.service.competition import Competition
-from seisctf.service.tables import QUEUED, RECEIVED, VALIDATED, submissions, teams
+from seisctf.service.tables import (
+    QUEUED,
+    RECEIVED,
+    VALIDATED,
+    closed_datasets,
+    submissions,
+    teams,
+)
 from seisctf.service.teams import Team
 from seisctf.storage import open_group
 
@@ -112,6 +119,8 @@ def admit(
         spec = competition.datasets.get(dataset)
         if spec is None:
             raise Refused(404, f"no dataset {dataset!r} in this competition")
+        if dataset in closed_datasets(engine):
+            raise Refused(403, f"{dataset} is closed: no submission is accepted any more")
         suffix = _suffix(filename)
         with engine.connect() as connection:
             existing = connection.execute(

@@ -31,7 +31,16 @@ from seisctf.scoring.release_request import Release
 from seisctf.scoring.site.pages import write_site
 from seisctf.service import receipts
 from seisctf.service.competition import KEY, Competition
-from seisctf.service.tables import FAILED, QUEUED, REFUSED, SCORED, SCORING, submissions, teams
+from seisctf.service.tables import (
+    FAILED,
+    QUEUED,
+    REFUSED,
+    SCORED,
+    SCORING,
+    closed_datasets,
+    submissions,
+    teams,
+)
 
 LEASE_S = 60.0
 MAX_ATTEMPTS = 3
@@ -152,11 +161,21 @@ def score(competition: Competition, job: dict[str, Any], quiet: bool = True) -> 
     return {"released": shown[0], "truth_commitment": rows[-1]["truth_commitment"]}
 
 
-def render_board(competition: Competition) -> None:
-    """The leaderboard's pages again (the season's view), from the referee's record."""
+def render_board(competition: Competition, engine: sa.Engine) -> None:
+    """The leaderboard's pages again, from the referee's record: the season's view, or once
+    every dataset is closed the final one, each team's entry the submission it marked final
+    (its latest marked), else the one that set its Ladder best (`release.standing`)."""
     db = competition.path("leaderboard.sqlite")
     entries = leaderboard.entries(str(db)) if db.exists() else []
-    write_site(entries, competition.path("site"))
+    with engine.connect() as connection:
+        marked = set(
+            connection.execute(
+                sa.select(submissions.c.id).where(submissions.c.final.is_(True))
+            ).scalars()
+        )
+    chosen = {e["id"] for e in entries if (e.get("metadata") or {}).get("submission") in marked}
+    final = set(competition.datasets) <= closed_datasets(engine)
+    write_site(entries, competition.path("site"), final=final, chosen=chosen)
 
 
 class Worker:
@@ -237,5 +256,5 @@ class Worker:
             released=json.dumps(outcome["released"]),
             receipt=json.dumps(receipt),
         ):
-            render_board(self.competition)
+            render_board(self.competition, self.engine)
             self.on_scored()

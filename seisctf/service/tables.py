@@ -65,6 +65,19 @@ sessions = sa.Table(
     sa.Column("expires_s", sa.Float, nullable=False),
 )
 
+# Datasets closed by `seisctf referee close`: no upload after, the board's final view once all are.
+closures = sa.Table(
+    "closures",
+    metadata,
+    sa.Column("dataset", sa.String(200), primary_key=True),
+    sa.Column("closed_s", sa.Float, nullable=False),
+)
+
+
+def closed_datasets(engine: sa.Engine) -> set[str]:
+    with engine.connect() as connection:
+        return set(connection.execute(sa.select(closures.c.dataset)).scalars())
+
 
 def engine_of(url: str) -> sa.Engine:
     """An engine for `url` (`sqlite:///path` or `postgresql://…`) with the tables created.

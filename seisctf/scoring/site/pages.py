@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -40,18 +40,24 @@ def _write_atomic(path: Path, text: str) -> None:
     os.replace(partial, path)
 
 
-def write_site(entries: list[dict[str, Any]], out_dir: str | Path, final: bool = False) -> Path:
+def write_site(
+    entries: list[dict[str, Any]],
+    out_dir: str | Path,
+    final: bool = False,
+    chosen: Collection[int] = (),
+) -> Path:
     """Write `index.html` and a page per dataset into `out_dir`; returns the index path.
 
     The pages are made from the public view of the entries alone (`release.public_entries`:
     the season's, a CTF entry's public-part AvgScore alone; with `final`, the close's, its
     private part's scores to 0.01; no raw values, counts or residuals), so no page can show
-    more. Dataset pages of an earlier rendering whose dataset is gone are removed; nothing else
+    more; `chosen`: the entry ids participants chose as their final ones (`release.standing`).
+    Dataset pages of an earlier rendering whose dataset is gone are removed; nothing else
     in `out_dir` is touched."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     by_dataset: dict[str, list[dict[str, Any]]] = {}
-    for entry in public_entries(entries, final):
+    for entry in public_entries(entries, final, chosen):
         by_dataset.setdefault(entry["dataset"], []).append(entry)
     names = page_names(by_dataset)
     for dataset, name in names.items():
