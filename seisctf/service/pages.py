@@ -67,11 +67,12 @@ STATIC = {
 
 
 def _page(title: str, body: str, scripts: Sequence[str] = ()) -> str:
+    # An empty icon: the browser then asks for no /favicon.ico (a 404 in its console otherwise).
     tags = "".join(f'<script src="/static/{name}" defer></script>' for name in scripts)
     return (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}'
-        f'</title><link rel="stylesheet" href="/static/service.css">{tags}</head>'
-        f"<body>{body}</body></html>"
+        f'</title><link rel="icon" href="data:,"><link rel="stylesheet" href="/static/service.css">'
+        f"{tags}</head><body>{body}</body></html>"
     )
 
 

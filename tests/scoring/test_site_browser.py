@@ -5,17 +5,15 @@ clicking or pressing Enter on a header button reorders the
 rows, that no script from the database runs and the page's own script is not blocked; saves
 screenshots to `test-artifacts/leaderboard/` (or $SEISCTF_TEST_ARTIFACTS/leaderboard/).
 
-`make test` installs Chromium (`chromium`, `chromium-driver`) with apt-get, and stops when it
-cannot. Without them the tests fail, saying what to install; `-m "not browser"` leaves them out.
+The browser, screenshots and the console's messages come from `tests/chromium.py`.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
-from pathlib import Path
 
 import pytest
+from chromium import ARTIFACTS, browser, screenshot, severe_console_messages  # noqa: F401
 from leaderboard_fixtures import (
     GLOBAL_COMMITMENT,
     HOSTILE,
@@ -29,48 +27,7 @@ from seisctf import conventions as cv
 from seisctf.scoring import ladder, leaderboard, release
 from seisctf.scoring.site import pages as site
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
-CHROMIUM_ARGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--window-size=1400,1000",
-)
 pytestmark = pytest.mark.browser
-ARTIFACTS = Path(
-    os.environ.get("SEISCTF_TEST_ARTIFACTS", Path(__file__).parents[2] / "test-artifacts")
-)
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory):
-    missing = [path for path in (CHROMIUM, CHROMEDRIVER) if not Path(path).exists()]
-    if missing:
-        pytest.fail(
-            f"{', '.join(missing)} missing: install Debian's chromium and chromium-driver "
-            "(`make test` does, with apt-get), or leave the browser tests out with "
-            '-m "not browser"'
-        )
-    os.environ["SE_OFFLINE"] = "true"  # Selenium Manager must not look for drivers online
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for argument in CHROMIUM_ARGS:
-        options.add_argument(argument)
-    options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
-    driver.set_page_load_timeout(60)
-    yield driver
-    driver.quit()
 
 
 @pytest.fixture(scope="module")
@@ -90,15 +47,6 @@ def artifacts():
     return folder
 
 
-def screenshot(driver, path: Path) -> None:
-    """The whole page: the window grown to the document's height first."""
-    height = driver.execute_script("return document.documentElement.scrollHeight")
-    driver.set_window_size(1400, min(height + 40, 12000))
-    driver.save_screenshot(str(path))
-    driver.set_window_size(1400, 1000)
-    assert path.stat().st_size > 10_000
-
-
 def texts(driver, selector: str) -> list[str]:
     return [element.text for element in driver.find_elements("css selector", selector)]
 
@@ -107,11 +55,7 @@ def column_texts(driver, table_id: str, index: int) -> list[str]:
     return texts(driver, f"#{table_id} tbody tr > :nth-child({index + 1})")
 
 
-def severe_console_messages(driver) -> list[str]:
-    return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
-
-
-def test_index_lists_datasets_and_links_their_pages(browser, site_dir, artifacts):
+def test_index_lists_datasets_and_links_their_pages(browser, site_dir, artifacts):  # noqa: F811
     browser.get((site_dir / "index.html").as_uri())
     assert browser.title == "seisctf leaderboard"
     assert column_texts(browser, "datasets", 0) == ["das", "global"]
@@ -123,7 +67,7 @@ def test_index_lists_datasets_and_links_their_pages(browser, site_dir, artifacts
     assert severe_console_messages(browser) == []
 
 
-def test_dataset_page_rows_scores_commitments_and_sorting(browser, site_dir, artifacts):
+def test_dataset_page_rows_scores_commitments_and_sorting(browser, site_dir, artifacts):  # noqa: F811
     from selenium.common.exceptions import NoAlertPresentException
     from selenium.webdriver.common.keys import Keys
 
@@ -180,7 +124,7 @@ def test_dataset_page_rows_scores_commitments_and_sorting(browser, site_dir, art
     assert severe_console_messages(browser) == []
 
 
-def test_das_page_shows_the_unscorable_task(browser, site_dir, artifacts):
+def test_das_page_shows_the_unscorable_task(browser, site_dir, artifacts):  # noqa: F811
     browser.get((site_dir / site.page_names(["das"])["das"]).as_uri())
     assert column_texts(browser, "ctf1-ranking", 1) == ["zeros", "das-model"]
     e5 = cv.SCORE_NAMES.index("E5") + 4
@@ -189,7 +133,7 @@ def test_das_page_shows_the_unscorable_task(browser, site_dir, artifacts):
     assert severe_console_messages(browser) == []
 
 
-def test_season_page_shows_public_scores_alone(browser, tmp_path, artifacts):
+def test_season_page_shows_public_scores_alone(browser, tmp_path, artifacts):  # noqa: F811
     """Entries with parts, the season's view: one public score per entry (to the Ladder's step),
     no E1..E12 column, no profile; the column sorts."""
     db = tmp_path / "season.sqlite"
