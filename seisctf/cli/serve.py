@@ -83,6 +83,25 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     _database(add_team)
     add_team.set_defaults(run=_run_add_team, check=_check_competition, needs_cluster=False)
 
+    add_dataset = actions.add_parser(
+        "add-dataset", help="add a round's dataset (its truth fresh) or a permanent collection"
+    )
+    add_dataset.add_argument("competition", metavar="DIR", help="the competition's folder")
+    add_dataset.add_argument("name", help="the dataset's name (e.g. global-round-2)")
+    add_dataset.add_argument("public", help="its public bundle (a zarr folder here)")
+    add_dataset.add_argument("truth", help="its truth bundle (a zarr folder here)")
+    kind = add_dataset.add_mutually_exclusive_group()
+    kind.add_argument(
+        "--round",
+        dest="round_",
+        default="",
+        help="the round it opens (default: none); close the round before it with `referee close`",
+    )
+    kind.add_argument(
+        "--permanent", action="store_true", help="a frozen collection, scored across rounds"
+    )
+    add_dataset.set_defaults(run=_run_add_dataset, check=_check_competition, needs_cluster=False)
+
     close = actions.add_parser(
         "close", help="close datasets: no upload after; once all are, the board's final view"
     )
@@ -159,6 +178,20 @@ def _run_add_team(args: argparse.Namespace) -> None:
     token = teams.add_team(tables.engine_of(found.db_url), args.name, args.description)
     print(f"team {args.name}: token {token}")
     print("(shown once: only its hash is kept)")
+
+
+def _run_add_dataset(args: argparse.Namespace) -> None:
+    from seisctf.service import competition
+
+    grown = competition.add_dataset(
+        Path(args.competition),
+        args.name,
+        args.public,
+        args.truth,
+        round_=args.round_,
+        permanent=args.permanent,
+    )
+    print(f"{args.name}: public bundle {grown.datasets[args.name].bundle_id}")
 
 
 def _run_close(args: argparse.Namespace) -> None:

@@ -34,7 +34,7 @@ from fastapi.responses import (
 )
 
 from seisctf.service import intake, jobs, pages
-from seisctf.service.competition import KEY, Competition
+from seisctf.service.competition import KEY, Competition, Reloading
 from seisctf.service.tables import SCORED, closed_datasets, submissions
 from seisctf.service.teams import (
     Team,
@@ -65,7 +65,9 @@ def create_app(
     lease_s: float = jobs.LEASE_S,
     owner: str = "server",
 ) -> FastAPI:
-    """The app of `competition` over the database `engine`, with `workers` scoring threads."""
+    """The app of `competition` over the database `engine`, with `workers` scoring threads.
+    Datasets added while it runs (`competition.add_dataset`) are served from the next request."""
+    current = Reloading(competition)
     board = {"version": 0}
 
     def scored() -> None:
@@ -75,7 +77,7 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         jobs.render_board(competition, engine)
         running = [
-            jobs.Worker(competition, engine, f"{owner}-{n}", lease_s, on_scored=scored)
+            jobs.Worker(current, engine, f"{owner}-{n}", lease_s, on_scored=scored)
             for n in range(workers)
         ]
         threads = [threading.Thread(target=w.run, name=w.owner, daemon=True) for w in running]
@@ -142,7 +144,7 @@ def create_app(
                 chunks, competition.path("uploads"), competition.max_upload_bytes
             )
             return intake.admit(
-                competition, engine, team, dataset, filename, upload, model or team.name
+                current.get(), engine, team, dataset, filename, upload, model or team.name
             )
         except intake.Refused as refused:
             raise HTTPException(refused.status, refused.message) from None
@@ -204,7 +206,7 @@ def create_app(
 
     @app.get("/", response_class=HTMLResponse)
     def home() -> str:
-        return pages.home(competition)
+        return pages.home(current.get())
 
     @app.post("/login")
     def login(token: Annotated[str, Form()]) -> Response:
@@ -240,7 +242,7 @@ def create_app(
         if found is None:
             return RedirectResponse("/", status_code=303)
         team, csrf = found
-        return HTMLResponse(pages.team_page(competition, team.name, csrf, team_rows(team)))
+        return HTMLResponse(pages.team_page(current.get(), team.name, csrf, team_rows(team)))
 
     @app.post("/team/upload")
     async def form_upload(request: Request) -> Response:
@@ -274,7 +276,7 @@ def create_app(
         except HTTPException as refused:
             return HTMLResponse(
                 pages.team_page(
-                    competition, team.name, expected, team_rows(team), str(refused.detail)
+                    current.get(), team.name, expected, team_rows(team), str(refused.detail)
                 ),
                 status_code=refused.status_code,
             )

@@ -17,6 +17,7 @@ of it, and no route serves a path the organiser did not put in `bundles/` or `si
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -29,6 +30,7 @@ import dask.array as da
 
 from seisctf import storage
 from seisctf.commitment import sha256_commitment
+from seisctf.ctf_json import CtfManifest
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
 from seisctf.scoring.release_request import DEFAULT_QUOTA
@@ -41,13 +43,15 @@ FAMILIES = ("ctf",)
 
 @dataclass(frozen=True)
 class Dataset:
-    """One scored dataset: its `family` (`ctf`), the public bundle's and the truth's URLs, and
-    the public bundle's id (`bundle_id`)."""
+    """One scored dataset: its `family` (`ctf`), the public bundle's and the truth's URLs, the
+    public bundle's id (`bundle_id`), and the round it belongs to or whether it is permanent."""
 
     family: str
     public: str
     truth: str
     bundle_id: str
+    round: str = ""  # a rotating round's label; "" for none
+    permanent: bool = False  # a frozen collection, scored across rounds
 
 
 @dataclass(frozen=True)
@@ -111,6 +115,52 @@ def _write_keys(root: Path) -> None:
     (root / f"{KEY}.pub").write_bytes(public)
 
 
+def _truth_commitments(truth: str) -> set[str]:
+    attrs = dict(storage.open_group(StoreLocation(truth)).attrs)
+    return set((CtfManifest.from_attrs(attrs, truth).truth_sha256 or {}).values())
+
+
+def _described(
+    root: Path,
+    name: str,
+    public: str,
+    truth: str,
+    round_: str,
+    permanent: bool,
+    others: dict[str, Dataset],
+) -> Dataset:
+    """A dataset of the competition in `root`: its bundles checked, its public bundle zipped
+    under its id; refused when `name` is taken or its truth is another dataset's (a round's
+    truth is fresh: a new secret)."""
+    if name in others:
+        raise InvalidInput(
+            f"dataset {name!r}",
+            "exists already (a permanent collection, or a round, is added under a name of its own)",
+        )
+    for role, url in (("public", public), ("truth", truth)):
+        if not Path(url).is_dir():
+            raise InvalidInput(url, f"{name}'s {role} bundle: not a zarr folder here")
+    fresh = _truth_commitments(truth)
+    for other, spec in others.items():
+        if fresh & _truth_commitments(spec.truth):
+            raise InvalidInput(
+                truth, f"holds {other}'s truth: each round's truth is made with a new secret"
+            )
+    ident = bundle_id(StoreLocation(public))
+    (root / "bundles").mkdir(parents=True, exist_ok=True)
+    _zip_folder(Path(public), root / "bundles" / f"{ident}.zip")
+    return Dataset(
+        "ctf", str(Path(public).resolve()), str(Path(truth).resolve()), ident, round_, permanent
+    )
+
+
+def _save(competition: Competition) -> None:
+    config = {k: v for k, v in asdict(competition).items() if k not in ("root", "extra")}
+    partial = competition.root / f"{CONFIG}.partial"
+    partial.write_text(json.dumps(config, indent=2) + "\n")
+    partial.replace(competition.root / CONFIG)
+
+
 def create(
     root: Path,
     name: str,
@@ -124,24 +174,25 @@ def create(
     URL)}, CTF bundles on this machine's disk); refused when `root` holds one already."""
     if (root / CONFIG).exists():
         raise InvalidInput(str(root), "holds a competition already")
+    described: dict[str, Dataset] = {}
     for dataset, (public, truth) in datasets.items():
-        for role, url in (("public", public), ("truth", truth)):
-            if not Path(url).is_dir():
-                raise InvalidInput(url, f"{dataset}'s {role} bundle: not a zarr folder here")
-    root.mkdir(parents=True, exist_ok=True)
+        described[dataset] = _described(root, dataset, public, truth, "", False, described)
     _write_keys(root)
-    described = {}
-    for dataset, (public, truth) in datasets.items():
-        ident = bundle_id(StoreLocation(public))
-        (root / "bundles").mkdir(exist_ok=True)
-        _zip_folder(Path(public), root / "bundles" / f"{ident}.zip")
-        described[dataset] = Dataset(
-            "ctf", str(Path(public).resolve()), str(Path(truth).resolve()), ident
-        )
     competition = Competition(root, name, described, quota, max_upload_bytes, db)
-    config = {k: v for k, v in asdict(competition).items() if k not in ("root", "extra")}
-    (root / CONFIG).write_text(json.dumps(config, indent=2) + "\n")
+    _save(competition)
     return competition
+
+
+def add_dataset(
+    root: Path, name: str, public: str, truth: str, *, round_: str = "", permanent: bool = False
+) -> Competition:
+    """The competition in `root` with one more dataset: a new round's (its truth fresh) or a
+    permanent collection. A running service sees it at its next request (`Reloading`)."""
+    found = load(root)
+    added = _described(root, name, public, truth, round_, permanent, found.datasets)
+    grown = dataclasses.replace(found, datasets={**found.datasets, name: added})
+    _save(grown)
+    return grown
 
 
 def load(root: Path, db: str = "") -> Competition:
@@ -155,3 +206,22 @@ def load(root: Path, db: str = "") -> Competition:
         ) from None
     datasets = {name: Dataset(**spec) for name, spec in config.pop("datasets").items()}
     return Competition(root=root, datasets=datasets, **{**config, "db": db or config.get("db", "")})
+
+
+class Reloading:
+    """The competition of a running service, loaded again when its `competition.json` changes
+    (a round added while it runs)."""
+
+    def __init__(self, competition: Competition) -> None:
+        self._competition, self._stamp = competition, self._mtime(competition.root)
+
+    @staticmethod
+    def _mtime(root: Path) -> int:
+        return (root / CONFIG).stat().st_mtime_ns
+
+    def get(self) -> Competition:
+        stamp = self._mtime(self._competition.root)
+        if stamp != self._stamp:
+            fresh = load(self._competition.root, self._competition.db)
+            self._competition, self._stamp = fresh, stamp
+        return self._competition

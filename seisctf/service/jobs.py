@@ -30,7 +30,7 @@ from seisctf.scoring.ctf import open_truth
 from seisctf.scoring.release_request import Release
 from seisctf.scoring.site.pages import write_site
 from seisctf.service import receipts
-from seisctf.service.competition import KEY, Competition
+from seisctf.service.competition import KEY, Competition, Reloading
 from seisctf.service.tables import (
     FAILED,
     QUEUED,
@@ -179,21 +179,22 @@ def render_board(competition: Competition, engine: sa.Engine) -> None:
 
 
 class Worker:
-    """Claims and scores submissions in a thread until `stop` is set."""
+    """Claims and scores submissions in a thread until `stop` is set, against the competition
+    as it is when each job starts (`Reloading`: rounds added meanwhile)."""
 
     def __init__(
         self,
-        competition: Competition,
+        live: Reloading,
         engine: sa.Engine,
         owner: str,
         lease_s: float = LEASE_S,
         poll_s: float = 0.5,
         on_scored: Callable[[], None] = lambda: None,
     ) -> None:
-        self.competition, self.engine, self.owner = competition, engine, owner
+        self.live, self.engine, self.owner = live, engine, owner
         self.lease_s, self.poll_s, self.on_scored = lease_s, poll_s, on_scored
         self.stop = threading.Event()
-        self._key = receipts.load_private_key(competition.path(KEY))
+        self._key = receipts.load_private_key(live.get().path(KEY))
 
     def run(self) -> None:
         while not self.stop.is_set():
@@ -212,7 +213,7 @@ class Worker:
         beat = threading.Thread(target=self._heartbeat, args=(job["id"], done), daemon=True)
         beat.start()
         try:
-            outcome = score(self.competition, job)
+            outcome = score(self.live.get(), job)
         except InvalidInput as error:
             # The team is told why, not where the server keeps its file.
             message = str(error).replace(job["stored"], "submission")
@@ -235,7 +236,7 @@ class Worker:
             done.set()
         receipt = receipts.sign(
             {
-                "competition": self.competition.name,
+                "competition": self.live.get().name,
                 "team": job["team"],
                 "dataset": job["dataset"],
                 "submission_id": job["id"],
@@ -256,5 +257,5 @@ class Worker:
             released=json.dumps(outcome["released"]),
             receipt=json.dumps(receipt),
         ):
-            render_board(self.competition, self.engine)
+            render_board(self.live.get(), self.engine)
             self.on_scored()

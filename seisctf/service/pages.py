@@ -79,6 +79,7 @@ def _page(title: str, body: str, scripts: Sequence[str] = ()) -> str:
 def home(competition: Competition) -> str:
     rows = "".join(
         f"<tr><td>{escape(name)}</td><td>{escape(spec.family)}</td>"
+        f"<td>{'permanent' if spec.permanent else escape(spec.round)}</td>"
         f'<td><a href="/bundles/{spec.bundle_id}.zip">{spec.bundle_id[:16]}…</a></td></tr>'
         for name, spec in competition.datasets.items()
     )
@@ -88,6 +89,7 @@ def home(competition: Competition) -> str:
             f"<h1>{escape(competition.name)}</h1>"
             "<table><caption>Public bundles (zip of the zarr group; named by the SHA-256 of its "
             "arrays)</caption><tr><th scope=col>dataset</th><th scope=col>family</th>"
+            "<th scope=col>round</th>"
             f"<th scope=col>bundle</th></tr>{rows}</table>"
             '<p><a href="/live">Live leaderboard</a></p>'
             '<form method="post" action="/login"><label>Team token '
