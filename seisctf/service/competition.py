@@ -7,7 +7,7 @@ DIR/keys/receipts.ed25519      the receipts' signing key (PEM, mode 0600; never 
 DIR/keys/receipts.ed25519.pub  its public key (PEM; served at /api/receipt-key)
 DIR/bundles/<id>.zip     each public bundle as a zip of its zarr group, <id> the SHA-256 of its
                          arrays (`bundle_id`): a release can be downloaded again by its id
-DIR/uploads/             the submissions' bytes, by content hash
+DIR/uploads/             the submissions' bytes, by content hash and submission id
 DIR/leaderboard.sqlite   the referee's record of every score (`seisctf.scoring.leaderboard`)
 DIR/releases.sqlite      the Ladder's and the releases' record (`seisctf.scoring.release`)
 DIR/site/                the leaderboard's pages, rendered again when a score lands

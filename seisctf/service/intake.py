@@ -1,8 +1,8 @@
-"""An upload's way into the job table: stored under its content hash, validated from metadata
-(`seisctf.scoring.submission`: names, shapes, dtypes, sizes, zip members; nothing of the values
-is read), charged to the team's quota, queued. A refused upload leaves nothing: no bytes, no
-row. The same bytes sent again by the same team for the same dataset are the same submission
-(no second charge)."""
+"""An upload's way into the job table: stored under its content hash and submission id,
+validated from metadata (`seisctf.scoring.submission`: names, shapes, dtypes, sizes, zip
+members; nothing of the values is read), charged to the team's quota, queued. A refused upload
+leaves nothing: no bytes, no row. The same bytes sent again by the same team for the same
+dataset are the same submission (no second charge)."""
 
 from __future__ import annotations
 
@@ -133,34 +133,36 @@ def admit(
         if existing is not None:
             upload.path.unlink(missing_ok=True)
             return {**existing._asdict(), "created": False}
-        stored = upload.path.with_name(f"{upload.sha256}{suffix}")
-        os.replace(upload.path, stored)
         limits = SubmissionLimits(max_total_bytes=competition.max_upload_bytes * 64)
         now = time.time()
         ident = secrets.token_hex(16)
-        with engine.begin() as connection:
-            connection.execute(
-                submissions.insert().values(
-                    id=ident,
-                    team_id=team.id,
-                    dataset=dataset,
-                    sha256=upload.sha256,
-                    model=model[:MAX_FILENAME_CHARS],
-                    stored=str(stored),
-                    size=upload.size,
-                    state=RECEIVED,
-                    message="",
-                    created_s=now,
-                    updated_s=now,
-                    attempts=0,
-                    final=False,
-                )
-            )
+        # Named by the submission too: another team's identical bytes are another file, which
+        # removing this one (refused here or while scoring) leaves alone.
+        stored = upload.path.with_name(f"{upload.sha256}-{ident}{suffix}")
+        os.replace(upload.path, stored)
         try:
+            with engine.begin() as connection:
+                connection.execute(
+                    submissions.insert().values(
+                        id=ident,
+                        team_id=team.id,
+                        dataset=dataset,
+                        sha256=upload.sha256,
+                        model=model[:MAX_FILENAME_CHARS],
+                        stored=str(stored),
+                        size=upload.size,
+                        state=RECEIVED,
+                        message="",
+                        created_s=now,
+                        updated_s=now,
+                        attempts=0,
+                        final=False,
+                    )
+                )
             validate(stored, manifest_of(spec.public), limits)
             _move(engine, ident, VALIDATED)
             _charge(engine, ident, team, competition.quota)
-        except Refused:
+        except BaseException:  # refused, or anything else: nothing of it is kept
             with engine.begin() as connection:
                 connection.execute(submissions.delete().where(submissions.c.id == ident))
             stored.unlink(missing_ok=True)

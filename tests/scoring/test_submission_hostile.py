@@ -5,13 +5,8 @@ into memory; non-finite values are located chunk-wise, independently of the chun
 
 from __future__ import annotations
 
-import functools
-import io
-import stat
-import struct
 import tracemalloc
 import zipfile
-import zlib
 from pathlib import Path
 
 import numpy as np
@@ -19,10 +14,12 @@ import pytest
 import zarr
 from conftest import noisy_copy, write_tiny_truth
 from submission_writers import (
+    add_symlink_member,
     npy_bytes,
     score_ctf_argv,
     write_npy_folder,
     write_npz,
+    write_raw_zip,
     write_zarr,
     zip_files,
 )
@@ -33,7 +30,6 @@ from seisctf.location import StoreLocation
 from seisctf.scoring.submission import DEFAULT_LIMITS, SubmissionLimits, open_submission
 
 SECRET = "test-secret-hostile"
-BOMB_BYTES = 2 * 2**30  # what the zip bombs would decompress to
 
 
 # --- fixtures -----------------------------------------------------------------------------------
@@ -51,84 +47,6 @@ def submission(bundle):
 
 
 # --- writers ------------------------------------------------------------------------------------
-
-
-@functools.cache
-def deflated_zeros(prefix: bytes, n_zero_mib: int) -> tuple[bytes, int]:
-    """(raw deflate stream, CRC-32) of `prefix` then n MiB of zeros, built in milliseconds: after
-    a full flush the compressor restarts, so one compressed MiB of zeros can be repeated."""
-    compressor = zlib.compressobj(9, zlib.DEFLATED, -15)
-    head = compressor.compress(prefix) + compressor.flush(zlib.Z_FULL_FLUSH)
-    block = compressor.compress(bytes(2**20)) + compressor.flush(zlib.Z_FULL_FLUSH)
-    crc, zeros = zlib.crc32(prefix), bytes(2**24)
-    for _ in range(n_zero_mib // 16):
-        crc = zlib.crc32(zeros, crc)
-    return head + block * n_zero_mib + compressor.flush(zlib.Z_FINISH), crc
-
-
-def write_raw_zip(path: Path, members: list[tuple[str, bytes]], bomb_name: str) -> Path:
-    """A zip written byte by byte: `members` stored, then `bomb_name` declaring 2 GiB of a valid
-    .npy of zeros, deflated to about 2 MiB (a real bomb: it decompresses to what it declares)."""
-    header = io.BytesIO()
-    np.lib.format.write_array_header_1_0(
-        header, {"descr": "<f8", "fortran_order": False, "shape": (BOMB_BYTES // 8,)}
-    )
-    data, crc = deflated_zeros(header.getvalue(), BOMB_BYTES // 2**20)
-    entries = [(name, payload, len(payload), zlib.crc32(payload), 0) for name, payload in members]
-    entries.append((bomb_name, data, len(header.getvalue()) + BOMB_BYTES, crc, 8))
-    central = []
-    with path.open("wb") as file:
-        for name, payload, size, checksum, method in entries:
-            offset, encoded = file.tell(), name.encode()
-            file.write(
-                struct.pack(
-                    "<IHHHHHIIIHH",
-                    0x04034B50,
-                    20,
-                    0,
-                    method,
-                    0,
-                    0,
-                    checksum,
-                    len(payload),
-                    size,
-                    len(encoded),
-                    0,
-                )
-                + encoded
-                + payload
-            )
-            central.append(
-                struct.pack(
-                    "<IHHHHHHIIIHHHHHII",
-                    0x02014B50,
-                    0x031E,
-                    20,
-                    0,
-                    method,
-                    0,
-                    0,
-                    checksum,
-                    len(payload),
-                    size,
-                    len(encoded),
-                    0,
-                    0,
-                    0,
-                    0,
-                    0o100644 << 16,
-                    offset,
-                )
-                + encoded
-            )
-        start, directory = file.tell(), b"".join(central)
-        file.write(
-            directory
-            + struct.pack(
-                "<IHHHHIIH", 0x06054B50, 0, 0, len(entries), len(entries), len(directory), start, 0
-            )
-        )
-    return path
 
 
 def _with(submission, name, array):
@@ -174,12 +92,7 @@ def absolute_member(s, root):
 
 
 def symlink_member(s, root):
-    path = write_npz(_without(s, "X5test"), root / "s.npz")
-    link = zipfile.ZipInfo("X5test.npy")
-    link.external_attr = (stat.S_IFLNK | 0o777) << 16
-    with zipfile.ZipFile(path, "a") as zipped:
-        zipped.writestr(link, "/etc/passwd")
-    return path
+    return add_symlink_member(write_npz(_without(s, "X5test"), root / "s.npz"), "X5test.npy")
 
 
 def symlinked_npy(s, root):
