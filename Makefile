@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench clean postgresql
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,10 +28,24 @@ $(CHROMEDRIVER):
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver
 
+# The service's tests run it on PostgreSQL too: a throwaway cluster of Debian's own binaries
+# (tests/servers.py, start_postgres), from the `postgresql` package. Installed when missing with
+# apt-get, as Chromium is; when that is not possible `make test` stops here with what to install.
+POSTGRES := $(firstword $(wildcard /usr/lib/postgresql/*/bin/postgres))
+
+postgresql:
+ifeq ($(POSTGRES),)
+	@command -v apt-get >/dev/null 2>&1 || { echo "make test: no apt-get here: install \
+	PostgreSQL (/usr/lib/postgresql/<version>/bin/postgres, Debian's postgresql package) for the \
+	service's tests on PostgreSQL, or run pytest -k 'not postgres'" >&2; exit 1; }
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql
+endif
+
 demo: $(STAMP)
 	$(BIN)/seisctf demo --workdir seisctf-demo
 
-test: $(STAMP) $(CHROMEDRIVER)
+test: $(STAMP) $(CHROMEDRIVER) postgresql
 	$(BIN)/python -m pytest -q tests
 
 # ruff, the layered import contract of pyproject.toml (tests/test_architecture.py runs it too),

@@ -1,10 +1,13 @@
-"""Shared fixtures: real S3 (SeaweedFS) and Dask clusters on loopback, small wavefields."""
+"""Shared fixtures: real S3 (SeaweedFS), Dask clusters and PostgreSQL on loopback, small
+wavefields."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Mapping
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TypeVar
 
@@ -17,7 +20,14 @@ sys.path.insert(0, str(Path(__file__).parent))
 # The red team's code lives in `benchmarks/`, beside the package (tests/benchmarks_red_team).
 sys.path.insert(1, str(Path(__file__).parents[1]))
 
-from servers import start_dask_cluster, start_s3, stop_dask_cluster, stop_s3  # noqa: E402
+from servers import (  # noqa: E402
+    start_dask_cluster,
+    start_postgres,
+    start_s3,
+    stop_dask_cluster,
+    stop_postgres,
+    stop_s3,
+)
 
 from seisctf import conventions as cv  # noqa: E402
 from seisctf.ctf_json import CtfManifest, CtfPair  # noqa: E402
@@ -158,6 +168,22 @@ def s3_server(tmp_path_factory):
     server = start_s3(tmp_path_factory.mktemp("seaweedfs"))
     yield server
     stop_s3(server)
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A throwaway PostgreSQL cluster on loopback for the whole run: its URL
+    (postgresql://postgres@127.0.0.1:PORT/postgres, trusted). Its folder is made in /tmp, where
+    the postgres user can reach it, and removed at the end."""
+    directory = Path(tempfile.mkdtemp(prefix="seisctf-postgres-"))
+    try:
+        server = start_postgres(directory)
+        try:
+            yield server.url
+        finally:
+            stop_postgres(server)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 @pytest.fixture

@@ -1,8 +1,10 @@
-"""Real servers for tests, started as subprocesses on loopback: SeaweedFS S3 and a Dask cluster.
+"""Real servers for tests, started as subprocesses on loopback: SeaweedFS S3, a Dask cluster and
+PostgreSQL.
 
-Each server gets SIGTERM when the test run that started it ends, however it ends (a timeout's
-SIGKILL included): `tied_to_this_process`. Servers sit in sessions of their own (a Ctrl-C of the
-run does not reach them half-way through a test), so nothing else would stop them.
+Each server gets SIGTERM (PostgreSQL: SIGINT, its fast shutdown) when the test run that started
+it ends, however it ends (a timeout's SIGKILL included): `tied_to_this_process`. Servers sit in
+sessions of their own (a Ctrl-C of the run does not reach them half-way through a test), so
+nothing else would stop them.
 """
 
 from __future__ import annotations
@@ -337,6 +339,111 @@ def stop_dask_cluster(cluster: DaskCluster) -> None:
     for process in reversed(cluster.processes):
         stop_process(process)
     shutil.rmtree(cluster.directory, ignore_errors=True)
+
+
+@dataclass
+class PostgresServer:
+    url: str  # postgresql://postgres@127.0.0.1:PORT/postgres
+    process: subprocess.Popen
+    directory: Path  # its data folder (data/), unix socket and log (postgres.log)
+    port: int
+
+
+def postgres_binaries() -> Path:
+    """The bin folder of Debian's newest installed PostgreSQL (/usr/lib/postgresql/<v>/bin)."""
+    found = sorted(
+        Path("/usr/lib/postgresql").glob("*/bin/postgres"),
+        key=lambda path: [int(part) for part in path.parts[-3].split(".") if part.isdigit()],
+    )
+    if not found:
+        raise RuntimeError(
+            "PostgreSQL not found under /usr/lib/postgresql: install the 'postgresql' package "
+            "(make test does)"
+        )
+    return found[-1].parent
+
+
+def _as_postgres_user(command: Sequence[object], death_signal: str = "") -> list[str]:
+    """`command` run as the `postgres` system user when this process is root (PostgreSQL
+    refuses to run as root), as it is otherwise; with `death_signal`, tied to this process
+    (`tied_to_this_process`) by the same `setpriv`: a change of user clears the kernel's
+    parent-death signal, so it is set after the change."""
+    if os.geteuid() != 0:
+        return (
+            tied_to_this_process(command, death_signal) if death_signal else list(map(str, command))
+        )
+    user = ["setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups"]
+    if death_signal:
+        user += ["--pdeathsig", death_signal]
+    return [*user, "--", *map(str, command)]
+
+
+def start_postgres(directory: Path, timeout_s: float = 60.0) -> PostgresServer:
+    """A throwaway PostgreSQL cluster in `directory` (its data in data/, its unix socket and
+    log beside it), trusting local connections, on a free loopback port; returned once it
+    accepts connections. Run as root, it runs as the `postgres` user, who must be able to
+    reach `directory` (a `tempfile.mkdtemp()` folder will do; pytest's tmp_path is root's
+    alone): the folder is given to that user. No fsync: its data is the run's."""
+    binaries = postgres_binaries()
+    directory.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() == 0:
+        shutil.chown(directory, "postgres", "postgres")
+        if subprocess.run(_as_postgres_user(["test", "-w", directory])).returncode != 0:
+            raise RuntimeError(f"the postgres user cannot reach {directory}: give one of /tmp")
+    data = directory / "data"
+    initdb = [binaries / "initdb", "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8",
+              "--locale=C", "--no-sync"]  # fmt: skip
+    made = subprocess.run(_as_postgres_user(initdb), capture_output=True, text=True)
+    if made.returncode != 0:
+        raise RuntimeError(f"initdb failed: {made.stdout[-1000:]}{made.stderr[-2000:]}")
+    for _ in range(3):  # a port probed free can be taken before postgres binds it: retried
+        server = _postmaster(binaries, directory, free_port())
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and server.process.poll() is None:
+            ready = [binaries / "pg_isready", "-q", "-h", LOOPBACK, "-p", server.port]
+            if subprocess.run(_as_postgres_user(ready)).returncode == 0:
+                return server
+            time.sleep(0.2)
+        exited = server.process.poll() is not None
+        stop_postgres(server)
+        if not exited:
+            break
+    tail = (directory / "postgres.log").read_text(errors="replace")[-2000:]
+    raise RuntimeError(f"PostgreSQL did not accept connections within {timeout_s} s: {tail}")
+
+
+def _postmaster(binaries: Path, directory: Path, port: int) -> PostgresServer:
+    settings = {
+        "listen_addresses": LOOPBACK,
+        "unix_socket_directories": directory,
+        "fsync": "off",
+        "synchronous_commit": "off",
+        "full_page_writes": "off",
+    }
+    command = [binaries / "postgres", "-D", directory / "data", "-p", port]
+    command += [f"--{name.replace('_', '-')}={value}" for name, value in settings.items()]
+    with open(directory / "postgres.log", "ab") as log:
+        process = subprocess.Popen(
+            # INT: PostgreSQL's fast shutdown (on TERM it would wait for its clients to leave).
+            _as_postgres_user(command, "INT"),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    url = f"postgresql://postgres@{LOOPBACK}:{port}/postgres"
+    return PostgresServer(url, process, directory, port)
+
+
+def stop_postgres(server: PostgresServer) -> None:
+    """Fast shutdown (SIGINT: clients are disconnected), SIGKILL after a grace period."""
+    if server.process.poll() is not None:
+        return
+    server.process.send_signal(signal.SIGINT)
+    try:
+        server.process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        server.process.kill()
+        server.process.wait(timeout=10)
 
 
 class SlowLink:

@@ -128,8 +128,11 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
 
 
 def _database(parser: argparse.ArgumentParser) -> None:
+    # dest "database", not "db": the command line's path and URL checks (`_locations`) take
+    # every `db` for a file or a storage URL, and refused postgresql://.
     parser.add_argument(
         "--db",
+        dest="database",
         default="",
         metavar="URL",
         help="the service's database: postgresql://… (default: the "
@@ -164,7 +167,7 @@ def _run_create(args: argparse.Namespace) -> None:
         {name: (public, truth) for name, public, truth in args.dataset},
         quota=args.quota,
         max_upload_bytes=args.max_upload_bytes,
-        db=args.db,
+        db=args.database,
     )
     for name, spec in made.datasets.items():
         print(f"{name}: public bundle {spec.bundle_id}")
@@ -174,7 +177,7 @@ def _run_create(args: argparse.Namespace) -> None:
 def _run_add_team(args: argparse.Namespace) -> None:
     from seisctf.service import competition, tables, teams
 
-    found = competition.load(Path(args.competition), args.db)
+    found = competition.load(Path(args.competition), args.database)
     token = teams.add_team(tables.engine_of(found.db_url), args.name, args.description)
     print(f"team {args.name}: token {token}")
     print("(shown once: only its hash is kept)")
@@ -201,7 +204,7 @@ def _run_close(args: argparse.Namespace) -> None:
 
     from seisctf.service import competition, jobs, tables
 
-    found = competition.load(Path(args.competition), args.db)
+    found = competition.load(Path(args.competition), args.database)
     names = args.dataset or sorted(found.datasets)
     unknown = sorted(set(names) - set(found.datasets))
     if unknown:
@@ -246,7 +249,7 @@ def _run_serve(args: argparse.Namespace) -> None:
         if token:
             print(f"team {DEMO_TEAM}: token {token} (shown once)", flush=True)
     else:
-        found = competition.load(Path(args.competition), args.db)
+        found = competition.load(Path(args.competition), args.database)
     engine = tables.engine_of(found.db_url)
     service = app.create_app(found, engine, workers=args.workers, lease_s=args.lease_s)
     print(f"serving {found.name} at http://{args.host}:{args.port}/", flush=True)

@@ -50,44 +50,47 @@ log = logging.getLogger("seisctf.service")
 
 def claim(engine: sa.Engine, owner: str, lease_s: float = LEASE_S) -> dict[str, Any] | None:
     """Take the oldest claimable submission (queued, or scoring with its lease run out), or
-    None."""
+    None when there is none. Candidates all taken by other workers meanwhile are looked for
+    again: None means that nothing was claimable, not that this worker lost its races."""
     now = time.time()
     claimable = sa.or_(
         submissions.c.state == QUEUED,
         sa.and_(submissions.c.state == SCORING, submissions.c.lease_until_s < now),
     )
-    with engine.connect() as connection:
-        candidates = (
-            connection.execute(
-                sa.select(submissions.c.id)
-                .where(claimable)
-                .order_by(submissions.c.created_s, submissions.c.id)
-                .limit(8)
-            )
-            .scalars()
-            .all()
-        )
-    for ident in candidates:
-        with engine.begin() as connection:
-            taken = connection.execute(
-                submissions.update()
-                .where(submissions.c.id == ident, claimable)
-                .values(
-                    state=SCORING,
-                    lease_owner=owner,
-                    lease_until_s=now + lease_s,
-                    attempts=submissions.c.attempts + 1,
-                    updated_s=now,
+    while True:
+        with engine.connect() as connection:
+            candidates = (
+                connection.execute(
+                    sa.select(submissions.c.id)
+                    .where(claimable)
+                    .order_by(submissions.c.created_s, submissions.c.id)
+                    .limit(8)
                 )
+                .scalars()
+                .all()
             )
-            if taken.rowcount == 1:
-                row = connection.execute(
-                    sa.select(submissions, teams.c.name.label("team"))
-                    .join(teams, teams.c.id == submissions.c.team_id)
-                    .where(submissions.c.id == ident)
-                ).one()
-                return row._asdict()
-    return None
+        if not candidates:
+            return None
+        for ident in candidates:
+            with engine.begin() as connection:
+                taken = connection.execute(
+                    submissions.update()
+                    .where(submissions.c.id == ident, claimable)
+                    .values(
+                        state=SCORING,
+                        lease_owner=owner,
+                        lease_until_s=now + lease_s,
+                        attempts=submissions.c.attempts + 1,
+                        updated_s=now,
+                    )
+                )
+                if taken.rowcount == 1:
+                    row = connection.execute(
+                        sa.select(submissions, teams.c.name.label("team"))
+                        .join(teams, teams.c.id == submissions.c.team_id)
+                        .where(submissions.c.id == ident)
+                    ).one()
+                    return row._asdict()
 
 
 def _holding(ident: str, owner: str) -> Any:

@@ -61,7 +61,7 @@ def test_the_final_view_ranks_the_submission_the_team_marked(
             assert again.status_code == 403
             assert len(client.get("/api/submissions").json()) == 2
             assert sorted(p.name for p in (competition / "uploads").iterdir()) == sorted(
-                f"{v['sha256']}.npz" for v in views.values()
+                f"{v['sha256']}-{v['id']}.npz" for v in views.values()
             )
     finally:
         service.stop()
