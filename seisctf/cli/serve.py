@@ -8,6 +8,8 @@ from pathlib import Path
 
 from seisctf.errors import InvalidInput
 
+KEEP_ALIVE_S = 75
+
 
 def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     """Add `serve` and `referee` to `verbs`."""
@@ -253,4 +255,12 @@ def _run_serve(args: argparse.Namespace) -> None:
     engine = tables.engine_of(found.db_url)
     service = app.create_app(found, engine, workers=args.workers, lease_s=args.lease_s)
     print(f"serving {found.name} at http://{args.host}:{args.port}/", flush=True)
-    uvicorn.run(service, host=args.host, port=args.port, log_level="warning")
+    # Idle keep-alive connections live 75 s (uvicorn's default is 5 s): a client that reuses
+    # one as the server closes it loses its request, which busy uploaders did.
+    uvicorn.run(
+        service,
+        host=args.host,
+        port=args.port,
+        log_level="warning",
+        timeout_keep_alive=KEEP_ALIVE_S,
+    )

@@ -24,6 +24,7 @@ from typing import Annotated, Any
 
 import sqlalchemy as sa
 from fastapi import Depends, FastAPI, Form, Header, HTTPException, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import (
     FileResponse,
     HTMLResponse,
@@ -143,8 +144,17 @@ def create_app(
             upload = await intake.receive(
                 chunks, competition.path("uploads"), competition.max_upload_bytes
             )
-            return intake.admit(
-                current.get(), engine, team, dataset, filename, upload, model or team.name
+            # Validation and the database in a thread: the event loop keeps reading the
+            # other uploads meanwhile.
+            return await run_in_threadpool(
+                intake.admit,
+                current.get(),
+                engine,
+                team,
+                dataset,
+                filename,
+                upload,
+                model or team.name,
             )
         except intake.Refused as refused:
             raise HTTPException(refused.status, refused.message) from None

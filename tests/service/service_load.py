@@ -48,12 +48,15 @@ async def _upload(
 ) -> tuple[int, str, float]:
     async with gate:
         began = time.monotonic()
-        response = await client.post(
-            "/api/submissions",
-            params={"dataset": dataset, "filename": path.name, "model": path.stem},
-            headers={"Authorization": f"Bearer {token}"},
-            content=path.read_bytes(),
-        )
+        try:
+            response = await client.post(
+                "/api/submissions",
+                params={"dataset": dataset, "filename": path.name, "model": path.stem},
+                headers={"Authorization": f"Bearer {token}"},
+                content=path.read_bytes(),
+            )
+        except httpx.TransportError:  # counted as lost (status 0), not raised: the run goes on
+            return 0, "", began
         ident = response.json().get("id", "") if response.status_code < 300 else ""
         return response.status_code, ident, began
 
