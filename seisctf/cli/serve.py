@@ -73,6 +73,24 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
         default=2 * 1024**3,
         help="largest upload accepted (default: %(default)s)",
     )
+    create.add_argument(
+        "--uploads",
+        default="",
+        metavar="S3_URL",
+        help="take uploads through this bucket too (s3://bucket/prefix): teams PUT their files "
+        "to presigned URLs of a multipart upload, never through the server (default: none); "
+        "the server takes its S3 credentials from its environment (AWS_ACCESS_KEY_ID, "
+        "AWS_SECRET_ACCESS_KEY)",
+    )
+    create.add_argument(
+        "--storage-option",
+        dest="storage_options",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="fsspec storage option of the uploads bucket, repeatable (e.g. "
+        "endpoint_url=http://…); kept in competition.json, so never credentials",
+    )
     _database(create)
     create.set_defaults(run=_run_create, needs_cluster=False)
 
@@ -162,6 +180,7 @@ def _check_competition(args: argparse.Namespace) -> None:
 
 def _run_create(args: argparse.Namespace) -> None:
     from seisctf.service import competition
+    from seisctf.storage import parse_storage_options
 
     made = competition.create(
         Path(args.competition),
@@ -170,6 +189,8 @@ def _run_create(args: argparse.Namespace) -> None:
         quota=args.quota,
         max_upload_bytes=args.max_upload_bytes,
         db=args.database,
+        uploads=args.uploads,
+        uploads_options=parse_storage_options(args.storage_options),
     )
     for name, spec in made.datasets.items():
         print(f"{name}: public bundle {spec.bundle_id}")

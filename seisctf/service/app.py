@@ -7,6 +7,9 @@ API (a team's token as `Authorization: Bearer TOKEN`):
   before), or 4xx and `{"detail": why}` with nothing stored;
 - `GET /api/submissions`, `GET /api/submissions/{id}`, `GET /api/submissions/{id}/receipt`,
   `POST /api/submissions/{id}/final` (the team's own only: another's is 404);
+- `POST /api/uploads`, `POST /api/uploads/{id}/complete`, `DELETE /api/uploads/{id}`: uploads
+  through the competition's bucket, presigned multipart (`s3_uploads`; a competition made with
+  `--uploads s3://…`);
 - `GET /api/board` (the number of scored submissions: the live page's signal),
   `GET /api/receipt-key` (the public key receipts are signed with).
 Pages: `/` (bundles, log in with a token), `/team` (upload form, the team's submissions followed
@@ -34,7 +37,7 @@ from fastapi.responses import (
     Response,
 )
 
-from seisctf.service import intake, jobs, pages
+from seisctf.service import intake, jobs, pages, s3_uploads
 from seisctf.service.competition import KEY, Competition, Reloading
 from seisctf.service.tables import SCORED, closed_datasets, submissions
 from seisctf.service.teams import (
@@ -78,7 +81,14 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         jobs.render_board(competition, engine)
         running = [
-            jobs.Worker(current, engine, f"{owner}-{n}", lease_s, on_scored=scored)
+            jobs.Worker(
+                current,
+                engine,
+                f"{owner}-{n}",
+                lease_s,
+                on_scored=scored,
+                on_idle=sweep_uploads if n == 0 else lambda: None,
+            )
             for n in range(workers)
         ]
         threads = [threading.Thread(target=w.run, name=w.owner, daemon=True) for w in running]
@@ -169,6 +179,8 @@ def create_app(
     ) -> JSONResponse:
         row = await admitted(team, dataset, model, filename, request.stream())
         return JSONResponse(pages.submission_view(row), status_code=201 if row["created"] else 200)
+
+    sweep_uploads = s3_uploads.register(app, current, engine, api_team, admitted)
 
     @app.get("/api/submissions")
     def listing(team: Annotated[Team, Depends(reader)]) -> list[dict[str, Any]]:

@@ -2,7 +2,9 @@
 
 ```
 DIR/competition.json     name, datasets (each: family, public and truth URLs, public bundle
-                         id), quota, upload limit, database URL (default: DIR/service.sqlite)
+                         id), quota, upload limit, database URL (default: DIR/service.sqlite),
+                         the uploads bucket (`uploads`, s3://bucket/prefix, or none) and its
+                         storage options (`uploads_options`: never credentials)
 DIR/keys/receipts.ed25519      the receipts' signing key (PEM, mode 0600; never served)
 DIR/keys/receipts.ed25519.pub  its public key (PEM; served at /api/receipt-key)
 DIR/bundles/<id>.zip     each public bundle as a zip of its zarr group, <id> the SHA-256 of its
@@ -22,6 +24,7 @@ import hashlib
 import json
 import os
 import zipfile
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +36,7 @@ from seisctf.commitment import sha256_commitment
 from seisctf.ctf_json import CtfManifest
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
+from seisctf.s3 import split_credentials, with_credentials
 from seisctf.scoring.release_request import DEFAULT_QUOTA
 
 CONFIG = "competition.json"
@@ -64,6 +68,8 @@ class Competition:
     quota: int = DEFAULT_QUOTA
     max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES
     db: str = ""
+    uploads: str = ""  # s3://bucket/prefix for uploads through S3 (`s3_uploads`), or ""
+    uploads_options: dict[str, Any] = field(default_factory=dict)  # never credentials
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -154,6 +160,25 @@ def _described(
     )
 
 
+def _uploads_options(uploads: str, options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The storage options kept for the uploads bucket: refused when `uploads` is not an S3
+    URL, or when they hold credentials (the server takes those from its environment)."""
+    if uploads and not uploads.startswith(("s3://", "s3a://")):
+        raise InvalidInput(uploads, "the uploads bucket: expected s3://bucket/prefix")
+    if not uploads:
+        if options:
+            raise InvalidInput("--storage-option", "applies to the uploads bucket (--uploads)")
+        return {}
+    public, credentials = split_credentials(with_credentials(options))
+    if credentials:
+        raise InvalidInput(
+            "--storage-option",
+            "credentials are not kept in competition.json: give the server "
+            "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in its environment",
+        )
+    return public
+
+
 def _save(competition: Competition) -> None:
     config = {k: v for k, v in asdict(competition).items() if k not in ("root", "extra")}
     partial = competition.root / f"{CONFIG}.partial"
@@ -169,16 +194,22 @@ def create(
     quota: int = DEFAULT_QUOTA,
     max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES,
     db: str = "",
+    uploads: str = "",
+    uploads_options: Mapping[str, Any] | None = None,
 ) -> Competition:
     """Make a competition's folder (module doc) for `datasets` ({name: (public URL, truth
-    URL)}, CTF bundles on this machine's disk); refused when `root` holds one already."""
+    URL)}, CTF bundles on this machine's disk), taking uploads through the bucket `uploads`
+    too when given; refused when `root` holds one already."""
     if (root / CONFIG).exists():
         raise InvalidInput(str(root), "holds a competition already")
+    kept_options = _uploads_options(uploads, uploads_options)
     described: dict[str, Dataset] = {}
     for dataset, (public, truth) in datasets.items():
         described[dataset] = _described(root, dataset, public, truth, "", False, described)
     _write_keys(root)
-    competition = Competition(root, name, described, quota, max_upload_bytes, db)
+    competition = Competition(
+        root, name, described, quota, max_upload_bytes, db, uploads.rstrip("/"), kept_options
+    )
     _save(competition)
     return competition
 

@@ -82,7 +82,8 @@ def manifest_of(public: str) -> CtfManifest:
     return CtfManifest.from_attrs(dict(open_group(StoreLocation(public)).attrs), public)
 
 
-def _suffix(filename: str) -> str:
+def check_suffix(filename: str) -> str:
+    """The suffix of a submission's file name; refused (415) unless .zip or .npz."""
     suffix = Path(filename).suffix.lower()
     if suffix not in SUFFIXES or len(filename) > MAX_FILENAME_CHARS:
         raise Refused(
@@ -121,7 +122,7 @@ def admit(
             raise Refused(404, f"no dataset {dataset!r} in this competition")
         if dataset in closed_datasets(engine):
             raise Refused(403, f"{dataset} is closed: no submission is accepted any more")
-        suffix = _suffix(filename)
+        suffix = check_suffix(filename)
         with engine.connect() as connection:
             existing = connection.execute(
                 sa.select(submissions).where(

@@ -193,9 +193,11 @@ class Worker:
         lease_s: float = LEASE_S,
         poll_s: float = 0.5,
         on_scored: Callable[[], None] = lambda: None,
+        on_idle: Callable[[], None] = lambda: None,
     ) -> None:
         self.live, self.engine, self.owner = live, engine, owner
         self.lease_s, self.poll_s, self.on_scored = lease_s, poll_s, on_scored
+        self.on_idle = on_idle  # called when no job is claimable (housekeeping)
         self.stop = threading.Event()
         self._key = receipts.load_private_key(live.get().path(KEY))
 
@@ -203,6 +205,7 @@ class Worker:
         while not self.stop.is_set():
             job = claim(self.engine, self.owner, self.lease_s)
             if job is None:
+                self.on_idle()
                 self.stop.wait(self.poll_s)
                 continue
             self.handle(job)

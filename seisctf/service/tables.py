@@ -65,6 +65,22 @@ sessions = sa.Table(
     sa.Column("expires_s", sa.Float, nullable=False),
 )
 
+# Uploads through the competition's bucket in progress (`s3_uploads`): the S3 multipart upload
+# at `key` (`s3_upload_id`) a team was given presigned URLs for, until it completes or aborts it.
+uploads = sa.Table(
+    "uploads",
+    metadata,
+    sa.Column("id", sa.String(32), primary_key=True),
+    sa.Column("team_id", sa.Integer, sa.ForeignKey("teams.id"), nullable=False),
+    sa.Column("dataset", sa.String(200), nullable=False),
+    sa.Column("model", sa.String(300), nullable=False),
+    sa.Column("filename", sa.String(300), nullable=False),
+    sa.Column("key", sa.Text, nullable=False),
+    sa.Column("s3_upload_id", sa.Text, nullable=False),
+    sa.Column("size", sa.BigInteger, nullable=False),  # as declared
+    sa.Column("created_s", sa.Float, nullable=False),
+)
+
 # Datasets closed by `seisctf referee close`: no upload after, the board's final view once all are.
 closures = sa.Table(
     "closures",

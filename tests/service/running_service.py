@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,19 +22,36 @@ SEISCTF = [sys.executable, "-m", "seisctf.cli"]
 FINISHED = ("scored", "refused", "failed")
 
 
-def seisctf(*argv: str, check: bool = True) -> subprocess.CompletedProcess:
-    run = subprocess.run([*SEISCTF, *argv], capture_output=True, text=True, timeout=300)
+def seisctf(
+    *argv: str, check: bool = True, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    """`seisctf ARGV`, with `env` over this process's environment."""
+    run = subprocess.run(
+        [*SEISCTF, *argv],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **(env or {})},
+    )
     if check:
         assert run.returncode == 0, run.stderr
     return run
 
 
 def create_competition(
-    root: Path, bundle: Path, *, quota: int = 5, max_upload_bytes: int = 64 * 1024**2, db: str = ""
+    root: Path,
+    bundle: Path,
+    *,
+    quota: int = 5,
+    max_upload_bytes: int = 64 * 1024**2,
+    db: str = "",
+    options: Sequence[str] = (),
+    env: dict[str, str] | None = None,
 ) -> Path:
-    """A competition of one dataset `tiny` (the bundle folder's public.zarr and truth.zarr)."""
+    """A competition of one dataset `tiny` (the bundle folder's public.zarr and truth.zarr);
+    `options`: more of `referee create`'s, run with `env` over this process's environment."""
     folder = root / "competition"
-    extra = ["--db", db] if db else []
+    extra = [*(["--db", db] if db else []), *options]
     seisctf(
         "referee",
         "create",
@@ -49,6 +67,7 @@ def create_competition(
         "--max-upload-bytes",
         str(max_upload_bytes),
         *extra,
+        env=env,
     )
     return folder
 
@@ -77,6 +96,7 @@ class Service:
     workers: int = 1
     demo: bool = False  # `competition` is the demo's workdir: `serve --demo` it
     port: int = field(default_factory=free_port)
+    env: dict[str, str] = field(default_factory=dict)  # over this process's environment
     process: subprocess.Popen | None = None
 
     @property
@@ -107,7 +127,7 @@ class Service:
             stdout=log,
             stderr=log,
             start_new_session=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env},
         )
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
