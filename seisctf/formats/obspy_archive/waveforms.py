@@ -430,17 +430,21 @@ def _run_blocks(
     costs = layout.traces()[pending].tolist()
     waves = wave_bounds(len(pending), MAX_TASKS_PER_WAVE, costs, MAX_TRACES_PER_WAVE)
     run_at = runs_by_wave(layout, plan, settings, pending, waves)
-    parts: dict[str, Any] = {}  # one graph key per station: sent once to each worker using it
+    # One graph key per station, sent once to each worker using it. Runs come station by
+    # station, so only the current station's is held (the key is the station's: made again, it
+    # is the same task), not one a station for the whole ingest.
+    current: dict[str, Any] = {}
     inventories = source  # on the workers (`located_source`), parsed there
 
     def task(index: int, peers: tuple[str, ...]) -> Any:
         run = run_at(index)
-        if inventories is not None and run.station not in parts:
-            parts[run.station] = dask.delayed(station_inventory)(
+        if inventories is not None and run.station not in current:
+            current.clear()
+            current[run.station] = dask.delayed(station_inventory)(
                 inventories, run.station, dask_key_name=f"inventory-{token}-{run.station}"
             )
         return dask.delayed(ingest_blocks)(
-            run, store, parts.get(run.station), peers,
+            run, store, current.get(run.station), peers,
             dask_key_name=f"ingest_block-{token}-{run.key}",
         )  # fmt: skip
 
