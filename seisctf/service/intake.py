@@ -123,17 +123,9 @@ def admit(
         if dataset in closed_datasets(engine):
             raise Refused(403, f"{dataset} is closed: no submission is accepted any more")
         suffix = check_suffix(filename)
-        with engine.connect() as connection:
-            existing = connection.execute(
-                sa.select(submissions).where(
-                    submissions.c.team_id == team.id,
-                    submissions.c.dataset == dataset,
-                    submissions.c.sha256 == upload.sha256,
-                )
-            ).first()
+        existing = _existing(engine, team, dataset, upload.sha256)
         if existing is not None:
-            upload.path.unlink(missing_ok=True)
-            return {**existing._asdict(), "created": False}
+            return existing
         limits = SubmissionLimits(max_total_bytes=competition.max_upload_bytes * 64)
         now = time.time()
         ident = secrets.token_hex(16)
@@ -163,16 +155,33 @@ def admit(
             validate(stored, manifest_of(spec.public), limits)
             _move(engine, ident, VALIDATED)
             _charge(engine, ident, team, competition.quota)
-        except BaseException:  # refused, or anything else: nothing of it is kept
+        except BaseException as error:  # refused, or anything else: nothing of it is kept
             with engine.begin() as connection:
                 connection.execute(submissions.delete().where(submissions.c.id == ident))
             stored.unlink(missing_ok=True)
+            if isinstance(error, sa.exc.IntegrityError):  # the same bytes sent twice at once
+                existing = _existing(engine, team, dataset, upload.sha256)
+                if existing is not None:
+                    return existing
             raise
     finally:
         upload.path.unlink(missing_ok=True)
     with engine.connect() as connection:
         row = connection.execute(sa.select(submissions).where(submissions.c.id == ident)).one()
     return {**row._asdict(), "created": True}
+
+
+def _existing(engine: sa.Engine, team: Team, dataset: str, sha256: str) -> dict[str, Any] | None:
+    """The team's submission of these bytes for `dataset`, if any (`created` false)."""
+    with engine.connect() as connection:
+        row = connection.execute(
+            sa.select(submissions).where(
+                submissions.c.team_id == team.id,
+                submissions.c.dataset == dataset,
+                submissions.c.sha256 == sha256,
+            )
+        ).first()
+    return None if row is None else {**row._asdict(), "created": False}
 
 
 def _move(engine: sa.Engine, ident: str, state: str) -> None:

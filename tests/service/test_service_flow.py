@@ -6,6 +6,7 @@ same submission, and the public pages escape what teams typed."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import re
@@ -13,6 +14,7 @@ import shutil
 import subprocess
 import sys
 
+import httpx
 import pytest
 from running_service import Service, add_team, seisctf, upload, wait_finished
 from service_fixtures import competition, persistence_zip, tiny_bundle  # noqa: F401
@@ -180,3 +182,33 @@ def test_serve_demo_makes_the_demo_competition_once(
             assert [v["state"] for v in client.get("/api/submissions").json()] == ["scored"]
     finally:
         again.stop()
+
+
+def test_the_same_bytes_sent_at_once_are_one_submission(
+    service,
+    competition,  # noqa: F811
+    persistence_zip,  # noqa: F811
+):
+    token = add_team(competition, "eager")
+
+    async def send_all() -> list[httpx.Response]:
+        async with httpx.AsyncClient(base_url=service.url, timeout=120) as client:
+            return await asyncio.gather(
+                *[
+                    client.post(
+                        "/api/submissions",
+                        params={"dataset": "tiny", "filename": "p.zip", "model": "p"},
+                        headers={"Authorization": f"Bearer {token}"},
+                        content=persistence_zip.read_bytes(),
+                    )
+                    for _ in range(8)
+                ]
+            )
+
+    responses = asyncio.run(send_all())
+    assert sorted(r.status_code for r in responses) == [200] * 7 + [201], [
+        r.text for r in responses
+    ]
+    assert len({r.json()["id"] for r in responses}) == 1
+    stored = list((competition / "uploads").iterdir())
+    assert len(stored) == 1 and not stored[0].name.startswith(".upload-")
