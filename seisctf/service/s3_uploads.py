@@ -167,6 +167,23 @@ def abort_stale(bucket: Bucket, engine: sa.Engine, older_than_s: float = STALE_S
     return aborted
 
 
+def remove_orphans(bucket: Bucket, engine: sa.Engine, older_than_s: float = STALE_S) -> int:
+    """Delete the objects under the prefix's `incoming/` that no open upload names and that are
+    over `older_than_s` old (a server stopped between completing an upload and taking its bytes
+    in leaves one): how many (at most 1,000 a call)."""
+    prefix = "/".join(p for p in (bucket.prefix, "incoming") if p) + "/"
+    with engine.connect() as connection:
+        named = set(connection.execute(sa.select(uploads.c.key)).scalars())
+    listed = bucket.fs.call_s3("list_objects_v2", Bucket=bucket.bucket, Prefix=prefix)
+    removed = 0
+    for item in listed.get("Contents", []):
+        old = item["LastModified"].timestamp() < time.time() - older_than_s
+        if old and item["Key"] not in named:
+            bucket.delete(item["Key"])
+            removed += 1
+    return removed
+
+
 def register(
     app: FastAPI, current: Reloading, engine: sa.Engine, api_team: Any, admitted: Admit
 ) -> Callable[[], None]:
@@ -195,6 +212,7 @@ def register(
         swept["s"] = now
         try:
             aborted = abort_stale(bucket_of(competition), engine)
+            remove_orphans(bucket_of(competition), engine)
         except Exception:  # noqa: BLE001 - tried again at the next sweep
             log.exception("aborting stale uploads failed")
             return

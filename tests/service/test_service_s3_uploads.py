@@ -250,3 +250,38 @@ def test_uploads_open_for_a_day_are_aborted(service, bucket, persistence_zip, mo
         assert client.delete(f"/api/uploads/{old}").status_code == 404
         assert client.delete(f"/api/uploads/{fresh}").status_code == 204
     assert leftovers(bucket) == ([], [])
+
+
+def test_an_object_no_upload_names_is_removed_once_old(service, bucket, monkeypatch):  # noqa: F811
+    """A server stopped between completing an upload and taking its bytes in leaves an object
+    under incoming/ that no upload names: the sweep removes it, and nothing an upload names."""
+    name, fs = bucket
+    for variable, value in CLUSTER_CREDENTIALS.items():
+        monkeypatch.setenv(variable, value)
+    found = competition.load(service.competition)
+    where = s3_uploads.Bucket(found.uploads, found.uploads_options)
+    engine = tables.engine_of(found.db_url)
+    orphan, named = where.new_key(), where.new_key()
+    for key in (orphan, named):
+        fs.pipe(f"{where.bucket}/{key}", b"left behind")
+    with engine.begin() as connection:
+        connection.execute(
+            tables.uploads.insert().values(
+                id="named",
+                team_id=1,
+                dataset="tiny",
+                model="m",
+                filename="f.zip",
+                key=named,
+                s3_upload_id="x",
+                size=11,
+                created_s=time.time(),
+            )
+        )
+    assert s3_uploads.remove_orphans(where, engine) == 0  # both younger than a day
+    assert s3_uploads.remove_orphans(where, engine, older_than_s=0) == 1
+    fs.invalidate_cache()
+    assert fs.exists(f"{where.bucket}/{named}") and not fs.exists(f"{where.bucket}/{orphan}")
+    with engine.begin() as connection:
+        connection.execute(tables.uploads.delete().where(tables.uploads.c.id == "named"))
+    fs.rm(f"{where.bucket}/{named}")
