@@ -24,7 +24,7 @@ from seisctf.location import StoreLocation
 from seisctf.scoring.release import QUOTA_WINDOW_S
 from seisctf.scoring.submission import open_submission
 from seisctf.scoring.submission_checks import SubmissionLimits
-from seisctf.service.competition import Competition
+from seisctf.service.competition import Competition, Dataset
 from seisctf.service.tables import (
     QUEUED,
     RECEIVED,
@@ -104,6 +104,19 @@ def validate(path: Path, manifest: CtfManifest, limits: SubmissionLimits) -> Non
         raise Refused(422, text) from None
 
 
+def check_open(
+    competition: Competition, engine: sa.Engine, dataset: str, filename: str
+) -> tuple[Dataset, str]:
+    """The dataset a submission named `filename` is sent to, and the name's suffix; Refused
+    when the dataset is unknown (404) or closed (403), or the name is not a submission's (415)."""
+    spec = competition.datasets.get(dataset)
+    if spec is None:
+        raise Refused(404, f"no dataset {dataset!r} in this competition")
+    if dataset in closed_datasets(engine):
+        raise Refused(403, f"{dataset} is closed: no submission is accepted any more")
+    return spec, check_suffix(filename)
+
+
 def admit(
     competition: Competition,
     engine: sa.Engine,
@@ -117,12 +130,7 @@ def admit(
     already. Refused (4xx) when the dataset is unknown, the file is not a submission of it, or
     the team's quota is used."""
     try:
-        spec = competition.datasets.get(dataset)
-        if spec is None:
-            raise Refused(404, f"no dataset {dataset!r} in this competition")
-        if dataset in closed_datasets(engine):
-            raise Refused(403, f"{dataset} is closed: no submission is accepted any more")
-        suffix = check_suffix(filename)
+        spec, suffix = check_open(competition, engine, dataset, filename)
         existing = _existing(engine, team, dataset, upload.sha256)
         if existing is not None:
             return existing

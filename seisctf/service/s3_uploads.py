@@ -38,7 +38,7 @@ from pydantic import BaseModel, Field
 from seisctf import s3
 from seisctf.service import intake, pages
 from seisctf.service.competition import Competition, Reloading
-from seisctf.service.tables import closed_datasets, uploads
+from seisctf.service.tables import uploads
 from seisctf.service.teams import Team
 
 PART_BYTES = 8 * 1024**2  # each part but the last (S3's least is 5 MiB)
@@ -254,13 +254,9 @@ def register(
         if size < 1:
             raise HTTPException(422, "an upload holds at least one byte")
         try:
-            intake.check_suffix(filename)
+            intake.check_open(competition, engine, dataset, filename)
         except intake.Refused as refused:
             raise HTTPException(refused.status, refused.message) from None
-        if dataset not in competition.datasets:
-            raise HTTPException(404, f"no dataset {dataset!r} in this competition")
-        if dataset in closed_datasets(engine):
-            raise HTTPException(403, f"{dataset} is closed: no submission is accepted any more")
         key = bucket.new_key()
         upload_id = await asyncio.to_thread(bucket.start, key)
         ident = secrets.token_hex(16)

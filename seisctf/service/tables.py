@@ -13,6 +13,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from seisctf.errors import InvalidInput
+
 RECEIVED, VALIDATED, QUEUED, SCORING = "received", "validated", "queued", "scoring"
 SCORED, REFUSED, FAILED = "scored", "refused", "failed"
 STATES = (RECEIVED, VALIDATED, QUEUED, SCORING, SCORED, REFUSED, FAILED)
@@ -98,6 +100,11 @@ def closed_datasets(engine: sa.Engine) -> set[str]:
 def engine_of(url: str) -> sa.Engine:
     """An engine for `url` (`sqlite:///path` or `postgresql://…`) with the tables created.
     SQLite waits up to 30 s for a writer (WAL: readers never wait)."""
+    if not url.startswith(("sqlite:///", "postgresql://", "postgresql+psycopg://")):
+        raise InvalidInput(
+            f"database {url.split('@')[-1]}",
+            "expected postgresql://USER@HOST:PORT/DATABASE or sqlite:///PATH",
+        )
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
     options: dict[str, Any] = {}
@@ -111,5 +118,11 @@ def engine_of(url: str) -> sa.Engine:
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute("PRAGMA busy_timeout=30000")
 
-    metadata.create_all(engine)
+    try:
+        metadata.create_all(engine)
+    except sa.exc.OperationalError as error:
+        raise InvalidInput(
+            f"database {url.split('@')[-1]}",
+            f"cannot be opened ({' '.join(str(error.orig).split())})",
+        ) from None
     return engine

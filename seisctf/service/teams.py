@@ -39,6 +39,14 @@ def add_team(engine: sa.Engine, name: str, description: str = "") -> str:
     if len(description) > MAX_DESCRIPTION_CHARS:
         raise InvalidInput(f"team {name!r}", f"description over {MAX_DESCRIPTION_CHARS} characters")
     token = secrets.token_urlsafe(32)
+    try:
+        _insert_team(engine, name, description, token)
+    except sa.exc.IntegrityError:  # added at the same time by another command
+        raise InvalidInput(f"team {name!r}", "exists already") from None
+    return token
+
+
+def _insert_team(engine: sa.Engine, name: str, description: str, token: str) -> None:
     with engine.begin() as connection:
         if connection.execute(sa.select(teams.c.id).where(teams.c.name == name)).first():
             raise InvalidInput(f"team {name!r}", "exists already")
@@ -51,7 +59,6 @@ def add_team(engine: sa.Engine, name: str, description: str = "") -> str:
                 revoked=False,
             )
         )
-    return token
 
 
 def team_of_token(engine: sa.Engine, token: str | None) -> Team | None:

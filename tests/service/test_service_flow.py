@@ -212,3 +212,18 @@ def test_the_same_bytes_sent_at_once_are_one_submission(
     assert len({r.json()["id"] for r in responses}) == 1
     stored = list((competition / "uploads").iterdir())
     assert len(stored) == 1 and not stored[0].name.startswith(".upload-")
+
+
+def test_a_mistyped_database_or_a_second_team_of_a_name_is_refused_in_one_line(
+    competition,  # noqa: F811
+):
+    add_team(competition, "twice")
+    again = seisctf("referee", "add-team", str(competition), "twice", check=False)
+    assert again.returncode == 3 and "exists already" in again.stderr
+    for url, why in (
+        ("postgresl://user@host/db", "expected postgresql://"),
+        ("postgresql://postgres@127.0.0.1:1/none", "cannot be opened"),
+    ):
+        run = seisctf("referee", "add-team", str(competition), "other", "--db", url, check=False)
+        assert run.returncode == 3 and why in run.stderr, run.stderr
+        assert len(run.stderr.strip().splitlines()) == 1 and "Traceback" not in run.stderr
