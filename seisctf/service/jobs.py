@@ -143,7 +143,7 @@ def score(competition: Competition, job: dict[str, Any], quiet: bool = True) -> 
     (`TruthUnreadable`) is no refusal of the submission."""
     spec = competition.datasets[job["dataset"]]
     try:
-        open_truth(StoreLocation(spec.truth))
+        manifest = open_truth(StoreLocation(spec.truth))[0]
     except Exception as error:  # noqa: BLE001 - whatever it is, the team is not to blame
         raise TruthUnreadable(f"the truth of {job['dataset']} cannot be read") from error
     release = Release(job["team"], str(competition.path("releases.sqlite")), SERVICE_QUOTA)
@@ -156,12 +156,8 @@ def score(competition: Competition, job: dict[str, Any], quiet: bool = True) -> 
     shown = referee.run_ctf(
         StoreLocation(spec.truth), {job["model"]: StoreLocation(job["stored"])}, judge, quiet=quiet
     )
-    rows = [
-        e
-        for e in leaderboard.entries(str(competition.path("leaderboard.sqlite")))
-        if (e.get("metadata") or {}).get("submission") == job["id"]
-    ]
-    return {"released": shown[0], "truth_commitment": rows[-1]["truth_commitment"]}
+    # The commitment the referee records is the manifest's (`leaderboard.truth_commitment_of`).
+    return {"released": shown[0], "truth_commitment": leaderboard.truth_commitment_of(manifest)}
 
 
 def render_board(competition: Competition, engine: sa.Engine) -> None:
