@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -184,8 +185,6 @@ def test_the_budget_bounds_what_a_run_keeps_and_zero_keeps_nothing(cache_dir, mo
 
 
 def test_the_default_budget_is_a_share_of_the_free_space(cache_dir):
-    import shutil
-
     free = shutil.disk_usage(cache_dir.parent.parent).free
     budget = input_cache.budget_bytes(cache_dir)
     assert abs(budget - input_cache.DEFAULT_FREE_FRACTION * free) <= 0.01 * free
@@ -311,3 +310,42 @@ def _two_host_cluster(folder: Path) -> list[subprocess.Popen]:
         )  # fmt: skip
     (folder / "address").write_text(json.loads(scheduler_file.read_text())["address"])
     return processes
+
+
+@pytest.fixture
+def half_reserved_disk(tmp_path):
+    """A 64 MiB ext4 file system of its own, half of it reserved for root (`mkfs.ext4 -m 50`),
+    mounted from a loop device: (its mount point, its usable size in bytes)."""
+    if os.geteuid() != 0:
+        pytest.fail("mounting a loop device needs root (the suite runs as root)")
+    image, mount_point = tmp_path / "disk.img", tmp_path / "disk"
+    mount_point.mkdir()
+    with open(image, "wb") as handle:
+        handle.truncate(64 * 2**20)
+    subprocess.run(["mkfs.ext4", "-q", "-m", "50", "-O", "^has_journal", str(image)], check=True)
+    subprocess.run(["mount", "-o", "loop", str(image), str(mount_point)], check=True)
+    try:
+        usage = shutil.disk_usage(mount_point)
+        yield mount_point, usage.used + usage.free
+    finally:
+        subprocess.run(["umount", str(mount_point)], check=True)
+
+
+def test_the_reserve_is_a_share_of_the_usable_space_not_of_the_raw_total(
+    half_reserved_disk, monkeypatch
+):
+    """On a volume with a large reserved part, a file that leaves more than RESERVE_FRACTION of
+    the usable size free is kept (counted from the raw total, half of it reserved, it was not),
+    and one that would leave less is not."""
+    mount_point, usable = half_reserved_disk
+    monkeypatch.setenv(input_cache.DIR_ENV, str(mount_point))
+    monkeypatch.setenv(input_cache.BYTES_ENV, "1GB")
+    reserve = input_cache.RESERVE_FRACTION * usable
+    free = shutil.disk_usage(mount_point).free - 64 * 1024  # the run's folder and ledger
+    fits = os.urandom(int(free - 1.5 * reserve))  # leaves 1.5 reserves: < 5 % of the raw total
+    assert free - len(fits) < input_cache.RESERVE_FRACTION * shutil.disk_usage(mount_point).total
+    assert input_cache.keep("run-a", hashlib.sha256(fits).hexdigest(), fits)
+    too_much = os.urandom(int(reserve))  # would leave half a reserve
+    assert not input_cache.keep("run-a", hashlib.sha256(too_much).hexdigest(), too_much)
+    assert input_cache.read(hashlib.sha256(fits).hexdigest()) == fits
+    input_cache.clear("run-a")

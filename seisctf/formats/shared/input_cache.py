@@ -25,9 +25,9 @@ that host.
 
 How much: `$SEISCTF_INPUT_CACHE_BYTES` per run and host (a byte count: `20000000000`, `20GB`,
 `16GiB`; 0: no cache), by default DEFAULT_FREE_FRACTION of the space free there when the run
-began on that host; and a file is kept only if RESERVE_FRACTION of the file system stays free
-after it, whatever the budget. Local input files on the cache's own file system are not copied
-(reading them again costs what reading the copy would).
+began on that host; and a file is kept only if RESERVE_FRACTION of the file system's usable size
+(used plus free) stays free after it, whatever the budget. Local input files on the cache's own
+file system are not copied (reading them again costs what reading the copy would).
 
 Files are written whole under a temporary name and then renamed: a reader sees a whole copy or
 none. The host's workers count the bytes kept by a run in one ledger file under an exclusive
@@ -349,7 +349,7 @@ def _reserve(folder: Path, size: int) -> bool:
         text = ledger.read()
         budget, used = map(int, text.split()) if text else (budget_bytes(folder.parent), 0)
         disk = shutil.disk_usage(folder)
-        if used + size > budget or disk.free - size < RESERVE_FRACTION * disk.total:
+        if used + size > budget or disk.free - size < RESERVE_FRACTION * _usable(disk):
             if not text:
                 ledger.write(f"{budget} {used}")
             return False
@@ -357,6 +357,14 @@ def _reserve(folder: Path, size: int) -> bool:
         ledger.write(f"{budget} {used + size}")
         ledger.truncate()
     return True
+
+
+def _usable(disk: Any) -> int:
+    """Bytes of a file system (`shutil.disk_usage`) an unprivileged writer can fill: what is
+    used plus what is free to it. Blocks reserved for root, or held back by the volume's host,
+    are no one's to keep files in: a reserve counted from the raw total refuses to keep
+    anything on a volume whose reserved part is large."""
+    return int(disk.used + disk.free)
 
 
 @contextlib.contextmanager
