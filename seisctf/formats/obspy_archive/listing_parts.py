@@ -1,14 +1,16 @@
 """The listing of an ingest's folder sources, in parts listed by tasks on the workers.
 
-The client walks the folders' structure only: it goes down through folders that hold folders
+The client walks the top of the folders' structure only: breadth first, from the sources, until
+it has LIST_TASKS folders or more to hand out (or nothing left to go down into), whatever the
+archive's size; those folders are the roots. Each task (at most LIST_TASKS, each of consecutive
+roots) walks its roots' subtrees on a worker: it goes down through folders that hold folders
 alone (an SDS tree's year, network and station levels) and stops at the first folder holding a
 file (a channel's folder); each such folder's subtree is a unit, listed (paths, sizes,
-modification: `input_manifest.file_stats`) by a task (of at most LIST_TASKS, each listing
-consecutive units) and kept on the worker. Units are sorted
-by their path with a trailing separator: every path below a unit begins with it, so the units'
-listings, each sorted, follow one another in path order. The scan's batches (`resumable`'s batch
-size over all files) are cut from the units' listings by tasks too: the client holds the units
-and their file counts, never a path.
+modification: `input_manifest.file_stats`) and kept on the worker. Units and roots are sorted
+by their path with a trailing separator: every path below one begins with it, so the listings,
+each sorted, follow one another in path order. The scan's batches (`resumable`'s batch size over
+all files) are cut from the tasks' listings by tasks too: the client holds the roots and each
+root's file count, never a unit or a path below a root.
 
 Sources that are not all folders (a file, a glob) or that overlap are listed by the client as
 before (`input_listing.expand_sources`).
@@ -107,40 +109,67 @@ def _key(unit: str) -> str:
     return unit.rstrip("/") + "/"
 
 
-def units_of(sources: Sequence[str], storage_options: dict | None) -> list[str] | None:
-    """The units (module doc) of `sources`, in path order; None when a source is not a folder
-    or two sources overlap (the client lists them)."""
+def _root(source: str) -> str:
+    return source.rstrip("/") if is_url(source) else os.path.normpath(source)
+
+
+def roots_of(sources: Sequence[str], storage_options: dict | None) -> list[str] | None:
+    """The roots (module doc) of `sources`, in path order; None when a source is not a folder
+    or two sources overlap (the client lists them). The client lists at most the folders it
+    goes down into: none holding a file."""
     if not sources or not all(_is_folder(StoreLocation(s, storage_options)) for s in sources):
         return None
-    units = []
-    for source in sources:
-        root = source.rstrip("/") if is_url(source) else os.path.normpath(source)
-        pending = [root]
-        while pending:
-            folder = pending.pop()
-            subfolders, has_file = _children(StoreLocation(folder, storage_options))
-            if has_file:
-                units.append(folder)
-            else:
-                pending += subfolders
-    units.sort(key=_key)
-    keys = [_key(unit) for unit in units]
+    roots = sorted((_root(source) for source in sources), key=_key)
+    keys = [_key(root) for root in roots]
     if any(b.startswith(a) for a, b in zip(keys, keys[1:], strict=False)):
         return None  # overlapping sources
-    return units
+    whole: set[str] = set()  # roots to walk as they are: they hold a file, or nothing
+    while len(roots) < LIST_TASKS and len(whole) < len(roots):
+        below = []
+        for folder in roots:
+            if folder in whole:
+                below.append(folder)
+                continue
+            subfolders, has_file = _children(StoreLocation(folder, storage_options))
+            if has_file or not subfolders:
+                whole.add(folder)
+                below.append(folder)
+            else:
+                below += subfolders
+        roots = sorted(below, key=_key)
+    return roots
 
 
-def list_units(units: Sequence[str], storage_options: dict | None) -> tuple[InputStats, list[int]]:
-    """The files below each of `units` (hidden ones skipped), each unit's sorted, with their
-    stats, and how many each unit holds (a task)."""
+def units_below(root: str, storage_options: dict | None) -> list[str]:
+    """The units (module doc) below the folder `root`, in path order (a task's)."""
+    units, pending = [], [root]
+    while pending:
+        folder = pending.pop()
+        subfolders, has_file = _children(StoreLocation(folder, storage_options))
+        if has_file:
+            units.append(folder)
+        else:
+            pending += subfolders
+    return sorted(units, key=_key)
+
+
+def list_roots(roots: Sequence[str], storage_options: dict | None) -> tuple[InputStats, list[int]]:
+    """The files below each of `roots` (hidden ones skipped), in path order, with their stats,
+    and how many each root holds (a task)."""
     found = [
-        sorted(
-            urls_below(StoreLocation(unit, storage_options)) if is_url(unit) else files_below(unit)
-        )
-        for unit in units
+        [
+            path
+            for unit in units_below(root, storage_options)
+            for path in sorted(
+                urls_below(StoreLocation(unit, storage_options))
+                if is_url(unit)
+                else files_below(unit)
+            )
+        ]
+        for root in roots
     ]
-    paths = [path for unit in found for path in unit]
-    return input_manifest.file_stats(paths, storage_options), [len(unit) for unit in found]
+    paths = [path for root in found for path in root]
+    return input_manifest.file_stats(paths, storage_options), [len(root) for root in found]
 
 
 def cut(first: int, stop: int, starts: Sequence[int], *listings: tuple) -> InputStats:
@@ -158,21 +187,21 @@ def cut(first: int, stop: int, starts: Sequence[int], *listings: tuple) -> Input
 
 
 def listed(
-    sources: Sequence[str], units: Sequence[str], storage_options: dict | None, quiet: bool
+    sources: Sequence[str], roots: Sequence[str], storage_options: dict | None, quiet: bool
 ) -> Listed:
-    """The units' listings cut into the scan's batches, kept on the workers (module doc): at
-    most LIST_TASKS tasks list consecutive units each. A source with no file below it is bad
+    """The roots' listings cut into the scan's batches, kept on the workers (module doc): at
+    most LIST_TASKS tasks list consecutive roots each. A source with no file below it is bad
     input, as for the client's listing."""
     import dask
 
-    size = max(1, -(-len(units) // LIST_TASKS))
-    groups = [list(units[i : i + size]) for i in range(0, len(units), size)]
-    listings = kept([dask.delayed(list_units)(group, storage_options) for group in groups],
+    size = max(1, -(-len(roots) // LIST_TASKS))
+    groups = [list(roots[i : i + size]) for i in range(0, len(roots), size)]
+    listings = kept([dask.delayed(list_roots)(group, storage_options) for group in groups],
                     "list the inputs", quiet)  # fmt: skip
     found = compute(*[dask.delayed(_counts)(listing) for listing in listings], quiet=True)
     counts = [count for group in found for count in group]
     for source in sources:
-        below = [n for unit, n in zip(units, counts, strict=True) if _within(unit, source)]
+        below = [n for root, n in zip(roots, counts, strict=True) if _within(root, source)]
         if not sum(below):
             raise InvalidInput(source, NO_OBJECT if is_url(source) else EMPTY_FOLDER)
     starts = np.concatenate([[0], np.cumsum([sum(group) for group in found])]).astype(np.int64)
@@ -191,6 +220,5 @@ def _counts(listing: tuple[InputStats, list[int]]) -> list[int]:
     return listing[1]
 
 
-def _within(unit: str, source: str) -> bool:
-    root = source.rstrip("/") if is_url(source) else os.path.normpath(source)
-    return unit == root or _key(unit).startswith(_key(root))
+def _within(folder: str, source: str) -> bool:
+    return _key(folder).startswith(_key(_root(source)))

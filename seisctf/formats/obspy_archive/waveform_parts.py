@@ -67,9 +67,9 @@ def scan_inputs(
     or for an append (it checks them)."""
     storage_options = store.storage_options
     scan = input_cache.keeping(scan_files)  # each file read from storage once
-    units = listing_parts.units_of(sources, storage_options) if recorded is None else None
-    if units is not None:
-        listing = listing_parts.listed(sources, units, storage_options, quiet)
+    roots = listing_parts.roots_of(sources, storage_options) if recorded is None else None
+    if roots is not None:
+        listing = listing_parts.listed(sources, roots, storage_options, quiet)
         token = uuid.uuid4().hex  # keys named as `resumable.scan_tasks`' are (scan_files-…)
         make = lambda i: dask.delayed(_scan_listed)(  # noqa: E731
             scan, listing.batches[i], storage_options, dask_key_name=f"scan_files-{token}-{i}"
