@@ -51,7 +51,9 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
 
     referee = verbs.add_parser("referee", help="organise a competition")
     actions = referee.add_subparsers(dest="action", required=True)
-    create = actions.add_parser("create", help="make a competition's folder from CTF bundles")
+    create = actions.add_parser(
+        "create", help="make a competition's folder from CTF bundles or picking datasets"
+    )
     create.add_argument("competition", metavar="DIR", help="the folder to make")
     create.add_argument("--name", required=True, help="the competition's title")
     create.add_argument(
@@ -60,8 +62,9 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
         action="append",
         required=True,
         metavar=("NAME", "PUBLIC", "TRUTH"),
-        help="a scored dataset: its name, public bundle and truth bundle "
-        "(zarr folders on this machine); repeatable",
+        help="a scored dataset: its name, public bundle and truth bundle (zarr folders on this "
+        "machine: a CTF bundle's, or a picking dataset's event-window stores, the public one "
+        "without the test split's arrivals; the kind is read from the truth); repeatable",
     )
     create.add_argument(
         "--quota", type=int, default=5, help="submissions per team in 24 h (default: %(default)s)"
@@ -108,8 +111,12 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     )
     add_dataset.add_argument("competition", metavar="DIR", help="the competition's folder")
     add_dataset.add_argument("name", help="the dataset's name (e.g. global-round-2)")
-    add_dataset.add_argument("public", help="its public bundle (a zarr folder here)")
-    add_dataset.add_argument("truth", help="its truth bundle (a zarr folder here)")
+    add_dataset.add_argument(
+        "public", help="its public bundle (a zarr folder here: CTF, or an event-window store)"
+    )
+    add_dataset.add_argument(
+        "truth", help="its truth bundle (a zarr folder here; CTF or picking, as it holds)"
+    )
     kind = add_dataset.add_mutually_exclusive_group()
     kind.add_argument(
         "--round",

@@ -3,7 +3,8 @@
 A worker claims a queued submission, or one whose lease ran out (its worker died), with one
 conditional UPDATE (only one claimant's matches), renews the lease while it scores, and finishes
 it with one UPDATE that matches only while it still holds the lease. Scoring is the referee's
-(`seisctf.scoring.referee.run_ctf`, on the Dask cluster of the process): it releases the team's
+(`seisctf.scoring.referee.run_ctf`, or `run_picks` for a picking dataset: F1 at 0.5 s on its
+test split; on the Dask cluster of the process): it releases the team's
 view through the Ladder and records the full result in the competition's leaderboard under a
 key of the submission alone, so a submission scored again after a crash adds no second row.
 A refusal found while scoring (NaN values, a chunk that does not decode) refunds the charge;
@@ -23,6 +24,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from seisctf import conventions as cv
+from seisctf import storage
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
 from seisctf.scoring import leaderboard, referee
@@ -30,7 +33,7 @@ from seisctf.scoring.ctf import open_truth
 from seisctf.scoring.release_request import Release
 from seisctf.scoring.site.pages import write_site
 from seisctf.service import receipts
-from seisctf.service.competition import KEY, Competition, Reloading
+from seisctf.service.competition import KEY, SCORED_SPLIT, Competition, Dataset, Reloading
 from seisctf.service.tables import (
     FAILED,
     QUEUED,
@@ -137,13 +140,22 @@ class TruthUnreadable(Exception):
     """The organisers' truth cannot be opened: the infrastructure's failure, not the team's."""
 
 
+def _open_truth(spec: Dataset) -> str | None:
+    """Open the dataset's truth as its referee will: the commitment of a CTF truth's manifest
+    (`leaderboard.truth_commitment_of`); None for a picking truth (its result names it)."""
+    if spec.family == "picks":
+        cv.validate_event_window_store(storage.open_dataset(StoreLocation(spec.truth)))
+        return None
+    return leaderboard.truth_commitment_of(open_truth(StoreLocation(spec.truth))[0])
+
+
 def score(competition: Competition, job: dict[str, Any], quiet: bool = True) -> dict[str, Any]:
     """Score one claimed submission with the referee; returns the released view and the truth
     commitment it was scored against. The truth is opened first, alone: an error there
     (`TruthUnreadable`) is no refusal of the submission."""
     spec = competition.datasets[job["dataset"]]
     try:
-        manifest = open_truth(StoreLocation(spec.truth))[0]
+        commitment = _open_truth(spec)
     except Exception as error:  # noqa: BLE001 - whatever it is, the team is not to blame
         raise TruthUnreadable(f"the truth of {job['dataset']} cannot be read") from error
     release = Release(job["team"], str(competition.path("releases.sqlite")), SERVICE_QUOTA)
@@ -153,11 +165,22 @@ def score(competition: Competition, job: dict[str, Any], quiet: bool = True) -> 
         {"team": job["team"], "submission_sha256": job["sha256"], "submission": job["id"]},
         submission_key=entry_key(job),
     )
-    shown = referee.run_ctf(
-        StoreLocation(spec.truth), {job["model"]: StoreLocation(job["stored"])}, judge, quiet=quiet
+    submission = StoreLocation(job["stored"])
+    if spec.family == "picks":
+        shown = referee.run_picks(
+            StoreLocation(spec.truth),
+            submission,
+            job["model"],
+            judge,
+            split=SCORED_SPLIT,
+            quiet=quiet,
+        )
+        return {"released": shown, "truth_commitment": shown["truth_commitment"]}
+    (released,) = referee.run_ctf(
+        StoreLocation(spec.truth), {job["model"]: submission}, judge, quiet=quiet
     )
-    # The commitment the referee records is the manifest's (`leaderboard.truth_commitment_of`).
-    return {"released": shown[0], "truth_commitment": leaderboard.truth_commitment_of(manifest)}
+    # The commitment the referee records is the manifest's, as here.
+    return {"released": released, "truth_commitment": commitment}
 
 
 def render_board(competition: Competition, engine: sa.Engine) -> None:

@@ -100,9 +100,15 @@ def home(competition: Competition) -> str:
 
 
 def _shown(released: str | None) -> str:
+    """The released view in a few words: a CTF result's public score, a pick result's F1."""
     if not released:
         return ""
     view = json.loads(released)
+    if view.get("family") == "picks":
+        return ", ".join(
+            f"{name.removesuffix('_f1')} F1 {'–' if value is None else format(value, 'g')}"
+            for name, value in view["scores"].items()
+        )
     best = view.get("public_score")
     return "" if best is None else f"public score {best:g}"
 
@@ -151,7 +157,8 @@ def team_page(
             f'<input type="hidden" name="csrf" value="{escape(csrf)}">'
             f'<label>Dataset <select name="dataset">{options}</select></label> '
             '<label>Model <input name="model" id="model" maxlength="200" required></label> '
-            '<label>Submission (.zip or .npz) <input type="file" name="file" id="file" required>'
+            "<label>Submission (.zip or .npz; a pick table .csv or .parquet) "
+            '<input type="file" name="file" id="file" required>'
             '</label> <button type="submit" id="upload">Upload</button></form>'
             "<table><caption>Your submissions</caption><thead><tr><th scope=col>id</th>"
             "<th scope=col>dataset</th><th scope=col>model</th><th scope=col>state</th>"
