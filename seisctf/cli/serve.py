@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from seisctf.cli._numbers import NON_NEGATIVE
 from seisctf.errors import InvalidInput
 
 KEEP_ALIVE_S = 75
@@ -46,6 +47,15 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
         metavar="S",
         help="seconds a worker's claim on a job lasts unless renewed (a killed "
         "server's jobs are taken over after it; default: %(default)s)",
+    )
+    serve.add_argument(
+        "--retry-delay",
+        dest="retry_delay_s",
+        type=NON_NEGATIVE,
+        default=5.0,
+        metavar="S",
+        help="seconds a job that failed for the infrastructure's reasons (an unreadable truth) "
+        "waits before its first retry; doubled for each retry after (default: %(default)s)",
     )
     serve.set_defaults(run=_run_serve, check=_check_serve)
 
@@ -281,7 +291,13 @@ def _run_serve(args: argparse.Namespace) -> None:
     else:
         found = competition.load(Path(args.competition), args.database)
     engine = tables.engine_of(found.db_url)
-    service = app.create_app(found, engine, workers=args.workers, lease_s=args.lease_s)
+    service = app.create_app(
+        found,
+        engine,
+        workers=args.workers,
+        lease_s=args.lease_s,
+        retry_delay_s=args.retry_delay_s,
+    )
     print(f"serving {found.name} at http://{args.host}:{args.port}/", flush=True)
     # Idle keep-alive connections live 75 s (uvicorn's default is 5 s): a client that reuses
     # one as the server closes it loses its request, which busy uploaders did.

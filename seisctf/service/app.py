@@ -68,8 +68,10 @@ def create_app(
     workers: int = 1,
     lease_s: float = jobs.LEASE_S,
     owner: str = "server",
+    retry_delay_s: float = jobs.RETRY_DELAY_S,
 ) -> FastAPI:
-    """The app of `competition` over the database `engine`, with `workers` scoring threads.
+    """The app of `competition` over the database `engine`, with `workers` scoring threads
+    (an infrastructure failure retried after `retry_delay_s`, doubled for each retry after).
     Datasets added while it runs (`competition.add_dataset`) are served from the next request."""
     current = Reloading(competition)
     board = {"version": 0}
@@ -88,6 +90,7 @@ def create_app(
                 lease_s,
                 on_scored=scored,
                 on_idle=sweep_uploads if n == 0 else lambda: None,
+                retry_delay_s=retry_delay_s,
             )
             for n in range(workers)
         ]

@@ -93,6 +93,7 @@ class Service:
     scheduler: str | None = None
     db: str = ""
     lease_s: float = 60.0
+    retry_delay_s: float = 5.0
     workers: int = 1
     demo: bool = False  # `competition` is the demo's workdir: `serve --demo` it
     port: int = field(default_factory=free_port)
@@ -115,6 +116,8 @@ class Service:
             str(self.lease_s),
             "--workers",
             str(self.workers),
+            "--retry-delay",
+            str(self.retry_delay_s),
             "--quiet",
         ]
         if self.scheduler:
