@@ -198,7 +198,11 @@ def create_app(
         row = own(team, ident)
         if row["state"] != SCORED:
             raise HTTPException(409, f"not scored (state {row['state']})")
-        return Response(row["receipt"], media_type="application/json")
+        return Response(
+            row["receipt"],
+            media_type="application/json",
+            headers={"Content-Disposition": f'attachment; filename="receipt-{row["id"]}.json"'},
+        )
 
     @app.post("/api/submissions/{ident}/final")
     def mark_final(ident: str, team: Annotated[Team, Depends(api_team)]) -> dict[str, Any]:
