@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from seisctf.cli._numbers import NON_NEGATIVE
 from seisctf.errors import InvalidInput
@@ -56,6 +57,15 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
         metavar="S",
         help="seconds a job that failed for the infrastructure's reasons (an unreadable truth) "
         "waits before its first retry; doubled for each retry after (default: %(default)s)",
+    )
+    serve.add_argument(
+        "--public-endpoint",
+        dest="public_endpoint",
+        default="",
+        metavar="URL",
+        help="the uploads bucket's endpoint as teams reach it (http(s)://host[:port]), named by "
+        "the presigned URLs instead of the endpoint the server uses (a bucket the server reaches "
+        "on an internal address; default: the server's own)",
     )
     serve.set_defaults(run=_run_serve, check=_check_serve)
 
@@ -184,6 +194,26 @@ def _check_serve(args: argparse.Namespace) -> None:
         raise InvalidInput(
             args.demo, "no public/ folder: not the demo's workdir (run `make demo` first)"
         )
+    if args.public_endpoint:
+        _check_public_endpoint(args)
+
+
+def _check_public_endpoint(args: argparse.Namespace) -> None:
+    """--public-endpoint is an http(s) URL, for a competition that has an uploads bucket."""
+    from seisctf.service import competition
+
+    parts = urlsplit(args.public_endpoint)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InvalidInput(
+            args.public_endpoint,
+            "--public-endpoint: expected http://host[:port] or https://host[:port]",
+        )
+    if args.demo is not None or not competition.load(Path(args.competition)).uploads:
+        raise InvalidInput(
+            "--public-endpoint",
+            "applies to a competition's uploads bucket (referee create --uploads s3://…), and "
+            f"{args.demo or args.competition} has none",
+        )
 
 
 def _check_competition(args: argparse.Namespace) -> None:
@@ -297,6 +327,7 @@ def _run_serve(args: argparse.Namespace) -> None:
         workers=args.workers,
         lease_s=args.lease_s,
         retry_delay_s=args.retry_delay_s,
+        public_endpoint=args.public_endpoint.rstrip("/"),
     )
     print(f"serving {found.name} at http://{args.host}:{args.port}/", flush=True)
     # Idle keep-alive connections live 75 s (uvicorn's default is 5 s): a client that reuses

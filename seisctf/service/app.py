@@ -69,9 +69,11 @@ def create_app(
     lease_s: float = jobs.LEASE_S,
     owner: str = "server",
     retry_delay_s: float = jobs.RETRY_DELAY_S,
+    public_endpoint: str = "",
 ) -> FastAPI:
     """The app of `competition` over the database `engine`, with `workers` scoring threads
-    (an infrastructure failure retried after `retry_delay_s`, doubled for each retry after).
+    (an infrastructure failure retried after `retry_delay_s`, doubled for each retry after);
+    uploads through its bucket are given URLs of `public_endpoint` when set (`s3_uploads`).
     Datasets added while it runs (`competition.add_dataset`) are served from the next request."""
     current = Reloading(competition)
     board = {"version": 0}
@@ -183,7 +185,7 @@ def create_app(
         row = await admitted(team, dataset, model, filename, request.stream())
         return JSONResponse(pages.submission_view(row), status_code=201 if row["created"] else 200)
 
-    sweep_uploads = s3_uploads.register(app, current, engine, api_team, admitted)
+    sweep_uploads = s3_uploads.register(app, current, engine, api_team, admitted, public_endpoint)
 
     @app.get("/api/submissions")
     def listing(team: Annotated[Team, Depends(reader)]) -> list[dict[str, Any]]:

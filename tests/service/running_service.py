@@ -98,6 +98,7 @@ class Service:
     demo: bool = False  # `competition` is the demo's workdir: `serve --demo` it
     port: int = field(default_factory=free_port)
     env: dict[str, str] = field(default_factory=dict)  # over this process's environment
+    options: list[str] = field(default_factory=list)  # more of `serve`'s
     process: subprocess.Popen | None = None
 
     @property
@@ -124,6 +125,7 @@ class Service:
             argv += ["--scheduler", self.scheduler]
         if self.db:
             argv += ["--db", self.db]
+        argv += self.options
         log = open(self.competition / f"serve-{self.port}.log", "ab")  # noqa: SIM115
         self.process = subprocess.Popen(
             argv,
