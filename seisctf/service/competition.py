@@ -37,12 +37,13 @@ import pandas as pd
 from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.catalogs.pick_table import describe_traces
+from seisctf.catalogs.trace_table import per_trace_names, read_trace_table
 from seisctf.commitment import sha256_commitment
 from seisctf.ctf_json import CtfManifest
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
 from seisctf.s3 import split_credentials, with_credentials
-from seisctf.scoring.picks import PickTruth, read_truth
+from seisctf.scoring.picks import ARRIVAL_COLUMNS, PickTruth, read_truth
 from seisctf.scoring.release_request import DEFAULT_QUOTA
 
 CONFIG = "competition.json"
@@ -155,27 +156,46 @@ def _kind(truth: str) -> tuple[str, set[str], PickTruth | None]:
     return "ctf", set((manifest.truth_sha256 or {}).values()), None
 
 
+def _label_columns(names: list[str]) -> list[str]:
+    """The per-trace columns of an event-window store that label its windows: the arrivals,
+    `trace_category` and the `source_*` ones (whether a window holds an event, and which)."""
+    return [
+        name
+        for name in names
+        if name in ARRIVAL_COLUMNS or name == cv.TRACE_CATEGORY or name.startswith("source_")
+    ]
+
+
 def _check_picks_public(public: str, truth: PickTruth) -> None:
     """Refused unless the event-window store `public` holds the traces the truth scores, as its
-    own test split, without their arrivals (the labels stay with the truth)."""
+    own test split, without a label of theirs (`_label_columns`: they stay with the truth)."""
     shown = read_truth(StoreLocation(public), labelled=False)
+    names = shown.labels[cv.TRACE_NAME].to_numpy(dtype=object)
     scored = truth.labels[cv.TRACE_NAME].to_numpy(dtype=object)[truth.scored(SCORED_SPLIT)]
-    listed = shown.labels.set_index(cv.TRACE_NAME)
-    in_split = listed[listed[cv.SPLIT_VAR] == SCORED_SPLIT].index
-    if set(in_split) != set(scored):
-        differ = sorted(set(in_split) ^ set(scored))
+    in_split = set(names[(shown.labels[cv.SPLIT_VAR] == SCORED_SPLIT).to_numpy()])
+    if in_split != set(scored):
         raise InvalidInput(
             public,
-            describe_traces(differ, f"in one of its and the truth's {SCORED_SPLIT} splits only")
-            + ": a picking dataset's public bundle holds the truth's traces and splits",
+            describe_traces(
+                sorted(in_split ^ set(scored)), f"in one of its and the truth's {SCORED_SPLIT} "
+            )
+            + "splits only: a picking dataset's public bundle holds the truth's traces and splits",
         )
-    arrivals = listed.loc[pd.Index(scored), ["p_arrival_s", "s_arrival_s"]]
-    given = arrivals.notna().any(axis=1).to_numpy()
-    if given.any():
+    ds = storage.open_dataset(StoreLocation(public))
+    columns = _label_columns(per_trace_names(ds))
+    table = read_trace_table(ds, columns).iloc[pd.Index(names).get_indexer(scored)]
+    given = {}
+    for column in columns:
+        text = table[column].astype(str).str.strip()
+        given[column] = (table[column].notna() & ~text.isin(["", "nan", "NaN", "None"])).to_numpy()
+    labelled = [column for column in columns if given[column].any()]
+    if labelled:
+        traces = np.logical_or.reduce([given[column] for column in labelled])
         raise InvalidInput(
             public,
-            describe_traces(np.asarray(scored)[given], "with their arrivals given")
-            + f": a public bundle holds no label of the {SCORED_SPLIT} split",
+            describe_traces(scored[traces], f"of its {SCORED_SPLIT} split with labels given")
+            + f" ({', '.join(labelled)}): a public bundle holds none (arrivals, "
+            f"{cv.TRACE_CATEGORY}, source_*), they stay with the truth",
         )
 
 

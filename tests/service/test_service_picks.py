@@ -28,20 +28,21 @@ from seisctf.service import tables
 pytestmark = pytest.mark.slow
 SIZES = {"n_earthquake": 8, "n_noise": 4}
 LAYOUT = event_windows.WindowLayout(chunk_traces=1, shard_traces=4)
-LABELS = (cv.P_ARRIVAL_SAMPLE, cv.S_ARRIVAL_SAMPLE)
+LABELS = (cv.P_ARRIVAL_SAMPLE, cv.S_ARRIVAL_SAMPLE, cv.TRACE_CATEGORY, "source_magnitude")
 
 
 def _write(dataset, url: Path) -> None:
     event_windows.write_event_windows(dataset, StoreLocation(str(url)), layout=LAYOUT, quiet=True)
 
 
-def _without_test_labels(dataset):
-    """The public bundle's dataset: the test split's arrivals NaN (its traces and splits kept)."""
+def _without_test_labels(dataset, columns=LABELS):
+    """The public bundle's dataset: the test split's labels `columns` missing (NaN, or "" for
+    text), its traces and splits kept."""
     test = dataset[cv.SPLIT_VAR].values == "test"
     hidden = {}
-    for column in LABELS:
+    for column in columns:
         values = dataset[column].values.copy()
-        values[test] = np.nan
+        values[test] = "" if values.dtype == object else np.nan
         hidden[column] = (cv.TRACE, values)
     return dataset.assign_coords(hidden)
 
@@ -55,6 +56,7 @@ def picking(tmp_path_factory) -> dict:
     _write(dataset, root / "truth.zarr")
     _write(_without_test_labels(dataset), root / "public.zarr")
     _write(dataset, root / "leaky.zarr")
+    _write(_without_test_labels(dataset, LABELS[:2]), root / "leaky-category.zarr")
     test = dataset[cv.SPLIT_VAR].values == "test"
     p = dataset[cv.P_ARRIVAL_SAMPLE].values[test] / RATE
     s = dataset[cv.S_ARRIVAL_SAMPLE].values[test] / RATE
@@ -154,10 +156,15 @@ def test_a_picking_competition_scores_a_pick_table_end_to_end(picking, dask_clus
         service.stop()
 
 
-def test_a_public_bundle_holding_the_test_arrivals_is_refused(picking, tmp_path):
-    leaky = _create(tmp_path / "leaky", picking, public="leaky.zarr")
-    assert leaky.returncode == 3 and "with their arrivals given" in leaky.stderr
-    assert not (tmp_path / "leaky" / "competition.json").exists()
+def test_a_public_bundle_holding_the_test_labels_is_refused(picking, tmp_path):
+    for public, column in (
+        ("leaky.zarr", cv.P_ARRIVAL_SAMPLE),
+        ("leaky-category.zarr", f"(source_magnitude, {cv.TRACE_CATEGORY})"),
+    ):
+        leaky = _create(tmp_path / public, picking, public=public)
+        assert leaky.returncode == 3, leaky.stderr
+        assert "split with labels given" in leaky.stderr and column in leaky.stderr
+        assert not (tmp_path / public / "competition.json").exists()
     folder = tmp_path / "competition"
     assert _create(folder, picking).returncode == 0
     public, truth = picking["root"] / "public.zarr", picking["root"] / "truth.zarr"
