@@ -199,16 +199,21 @@ def _check_serve(args: argparse.Namespace) -> None:
 
 
 def _check_public_endpoint(args: argparse.Namespace) -> None:
-    """--public-endpoint is an http(s) URL, for a competition that has an uploads bucket."""
-    from seisctf.service import competition
-
+    """--public-endpoint is an http(s) URL, for a competition that has an uploads bucket (its
+    competition.json's `uploads`: read here, before the cluster and the service load)."""
     parts = urlsplit(args.public_endpoint)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise InvalidInput(
             args.public_endpoint,
             "--public-endpoint: expected http://host[:port] or https://host[:port]",
         )
-    if args.demo is not None or not competition.load(Path(args.competition)).uploads:
+    config: dict = {}
+    if not args.demo:
+        try:
+            config = json.loads(Path(args.competition, "competition.json").read_text())
+        except ValueError as error:
+            raise InvalidInput(args.competition, f"competition.json: not JSON ({error})") from None
+    if not config.get("uploads"):
         raise InvalidInput(
             "--public-endpoint",
             "applies to a competition's uploads bucket (referee create --uploads s3://…), and "
