@@ -418,18 +418,18 @@ def score_picks(
 
 
 def check_pick_submission(
-    store: StoreLocation,
+    store: StoreLocation | PickTruth,
     submission: StoreLocation,
     *,
     split: str = "test",
     max_bytes: int = pick_table.MAX_SUBMISSION_BYTES,
 ) -> int:
     """The checks `score_picks` makes of a pick table before it reads a label, against the trace
-    names and splits of the event-window store at `store` (a public bundle: no label is read):
-    InvalidInput naming the file and the traces otherwise. Returns the rows naming other traces
-    of the store (ignored when scored)."""
+    names and splits of the event-window store at `store` (a public bundle: no label is read;
+    or its `read_truth(..., labelled=False)`, read before): InvalidInput naming the file and the
+    traces otherwise. Returns the rows naming other traces of the store (ignored when scored)."""
     table = pick_table.read_pick_submission(submission, max_bytes=max_bytes, check_unique=False)
-    public = read_truth(store, labelled=False)
+    public = store if isinstance(store, PickTruth) else read_truth(store, labelled=False)
     names = public.labels[cv.TRACE_NAME].to_numpy(dtype=object)
     return align(names, public.scored(split), table, submission.url).n_ignored
 

@@ -8,6 +8,7 @@ dataset are the same submission (no second charge)."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import secrets
@@ -24,7 +25,7 @@ from seisctf.catalogs import pick_table
 from seisctf.ctf_json import CtfManifest
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
-from seisctf.scoring.picks import check_pick_submission
+from seisctf.scoring.picks import PickTruth, check_pick_submission, read_truth
 from seisctf.scoring.release import QUOTA_WINDOW_S
 from seisctf.scoring.submission import open_submission
 from seisctf.scoring.submission_checks import SubmissionLimits
@@ -87,6 +88,13 @@ async def receive(chunks: AsyncIterator[bytes], folder: Path, max_bytes: int) ->
     return Upload(Path(name), size, digest.hexdigest())
 
 
+@functools.lru_cache(maxsize=16)
+def public_traces(public: str, bundle_id: str) -> PickTruth:
+    """The trace names and splits of a picking dataset's public bundle at `public`, read once
+    per bundle (`bundle_id`, the SHA-256 of its arrays, keys the cache): not at every upload."""
+    return read_truth(StoreLocation(public), labelled=False)
+
+
 def manifest_of(public: str) -> CtfManifest:
     return CtfManifest.from_attrs(dict(open_group(StoreLocation(public)).attrs), public)
 
@@ -112,7 +120,7 @@ def validate(path: Path, spec: Dataset, limits: SubmissionLimits) -> None:
     try:
         if spec.family == "picks":
             check_pick_submission(
-                StoreLocation(spec.public),
+                public_traces(spec.public, spec.bundle_id),
                 StoreLocation(str(path)),
                 split=SCORED_SPLIT,
                 max_bytes=min(limits.max_total_bytes, pick_table.MAX_SUBMISSION_BYTES),
