@@ -177,9 +177,10 @@ def _check_picks_public(public: str, truth: PickTruth) -> None:
         raise InvalidInput(
             public,
             describe_traces(
-                sorted(in_split ^ set(scored)), f"in one of its and the truth's {SCORED_SPLIT} "
+                sorted(in_split ^ set(scored)),
+                f"in one of its and the truth's {SCORED_SPLIT} splits only",
             )
-            + "splits only: a picking dataset's public bundle holds the truth's traces and splits",
+            + ": a picking dataset's public bundle holds the truth's traces and splits",
         )
     ds = storage.open_dataset(StoreLocation(public))
     columns = _label_columns(per_trace_names(ds))

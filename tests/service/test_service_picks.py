@@ -57,6 +57,10 @@ def picking(tmp_path_factory) -> dict:
     _write(_without_test_labels(dataset), root / "public.zarr")
     _write(dataset, root / "leaky.zarr")
     _write(_without_test_labels(dataset, LABELS[:2]), root / "leaky-category.zarr")
+    moved = _without_test_labels(dataset)
+    split = moved[cv.SPLIT_VAR].values.copy()
+    split[np.flatnonzero(split == "test")[0]] = "dev"  # one test trace in dev: another split
+    _write(moved.assign({cv.SPLIT_VAR: (cv.TRACE, split)}), root / "other-split.zarr")
     test = dataset[cv.SPLIT_VAR].values == "test"
     p = dataset[cv.P_ARRIVAL_SAMPLE].values[test] / RATE
     s = dataset[cv.S_ARRIVAL_SAMPLE].values[test] / RATE
@@ -165,6 +169,8 @@ def test_a_public_bundle_holding_the_test_labels_is_refused(picking, tmp_path):
         assert leaky.returncode == 3, leaky.stderr
         assert "split with labels given" in leaky.stderr and column in leaky.stderr
         assert not (tmp_path / public / "competition.json").exists()
+    other = _create(tmp_path / "other-split", picking, public="other-split.zarr")
+    assert other.returncode == 3 and "in one of its and the truth's test splits" in other.stderr
     folder = tmp_path / "competition"
     assert _create(folder, picking).returncode == 0
     public, truth = picking["root"] / "public.zarr", picking["root"] / "truth.zarr"
