@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from urllib.parse import urlsplit
 
+from seisctf.cli._numbers import NON_NEGATIVE
 from seisctf.errors import InvalidInput
 
 KEEP_ALIVE_S = 75
@@ -47,11 +49,31 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
         help="seconds a worker's claim on a job lasts unless renewed (a killed "
         "server's jobs are taken over after it; default: %(default)s)",
     )
+    serve.add_argument(
+        "--retry-delay",
+        dest="retry_delay_s",
+        type=NON_NEGATIVE,
+        default=5.0,
+        metavar="S",
+        help="seconds a job that failed for the infrastructure's reasons (an unreadable truth) "
+        "waits before its first retry; doubled for each retry after (default: %(default)s)",
+    )
+    serve.add_argument(
+        "--public-endpoint",
+        dest="public_endpoint",
+        default="",
+        metavar="URL",
+        help="the uploads bucket's endpoint as teams reach it (http(s)://host[:port]), named by "
+        "the presigned URLs instead of the endpoint the server uses (a bucket the server reaches "
+        "on an internal address; default: the server's own)",
+    )
     serve.set_defaults(run=_run_serve, check=_check_serve)
 
     referee = verbs.add_parser("referee", help="organise a competition")
     actions = referee.add_subparsers(dest="action", required=True)
-    create = actions.add_parser("create", help="make a competition's folder from CTF bundles")
+    create = actions.add_parser(
+        "create", help="make a competition's folder from CTF bundles or picking datasets"
+    )
     create.add_argument("competition", metavar="DIR", help="the folder to make")
     create.add_argument("--name", required=True, help="the competition's title")
     create.add_argument(
@@ -60,8 +82,9 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
         action="append",
         required=True,
         metavar=("NAME", "PUBLIC", "TRUTH"),
-        help="a scored dataset: its name, public bundle and truth bundle "
-        "(zarr folders on this machine); repeatable",
+        help="a scored dataset: its name, public bundle and truth bundle (zarr folders on this "
+        "machine: a CTF bundle's, or a picking dataset's event-window stores, the public one "
+        "without the test split's arrivals; the kind is read from the truth); repeatable",
     )
     create.add_argument(
         "--quota", type=int, default=5, help="submissions per team in 24 h (default: %(default)s)"
@@ -108,8 +131,12 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     )
     add_dataset.add_argument("competition", metavar="DIR", help="the competition's folder")
     add_dataset.add_argument("name", help="the dataset's name (e.g. global-round-2)")
-    add_dataset.add_argument("public", help="its public bundle (a zarr folder here)")
-    add_dataset.add_argument("truth", help="its truth bundle (a zarr folder here)")
+    add_dataset.add_argument(
+        "public", help="its public bundle (a zarr folder here: CTF, or an event-window store)"
+    )
+    add_dataset.add_argument(
+        "truth", help="its truth bundle (a zarr folder here; CTF or picking, as it holds)"
+    )
     kind = add_dataset.add_mutually_exclusive_group()
     kind.add_argument(
         "--round",
@@ -166,6 +193,31 @@ def _check_serve(args: argparse.Namespace) -> None:
     elif not (Path(args.demo) / "public").is_dir():
         raise InvalidInput(
             args.demo, "no public/ folder: not the demo's workdir (run `make demo` first)"
+        )
+    if args.public_endpoint:
+        _check_public_endpoint(args)
+
+
+def _check_public_endpoint(args: argparse.Namespace) -> None:
+    """--public-endpoint is an http(s) URL, for a competition that has an uploads bucket (its
+    competition.json's `uploads`: read here, before the cluster and the service load)."""
+    parts = urlsplit(args.public_endpoint)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InvalidInput(
+            args.public_endpoint,
+            "--public-endpoint: expected http://host[:port] or https://host[:port]",
+        )
+    config: dict = {}
+    if not args.demo:
+        try:
+            config = json.loads(Path(args.competition, "competition.json").read_text())
+        except ValueError as error:
+            raise InvalidInput(args.competition, f"competition.json: not JSON ({error})") from None
+    if not config.get("uploads"):
+        raise InvalidInput(
+            "--public-endpoint",
+            "applies to a competition's uploads bucket (referee create --uploads s3://…), and "
+            f"{args.demo or args.competition} has none",
         )
 
 
@@ -274,7 +326,14 @@ def _run_serve(args: argparse.Namespace) -> None:
     else:
         found = competition.load(Path(args.competition), args.database)
     engine = tables.engine_of(found.db_url)
-    service = app.create_app(found, engine, workers=args.workers, lease_s=args.lease_s)
+    service = app.create_app(
+        found,
+        engine,
+        workers=args.workers,
+        lease_s=args.lease_s,
+        retry_delay_s=args.retry_delay_s,
+        public_endpoint=args.public_endpoint.rstrip("/"),
+    )
     print(f"serving {found.name} at http://{args.host}:{args.port}/", flush=True)
     # Idle keep-alive connections live 75 s (uvicorn's default is 5 s): a client that reuses
     # one as the server closes it loses its request, which busy uploaders did.

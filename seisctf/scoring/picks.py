@@ -101,6 +101,17 @@ class PickTruth:
             raise InvalidInput(self.url, f"has no trace in split {split!r}")
         return positions
 
+    def commitment(self, split: str) -> str:
+        """The truth commitment of the traces `split` scores (module doc)."""
+        labels = self.labels.iloc[self.scored(split)]
+        rate = self.sampling_rate_hz
+        return truth_commitment(
+            labels[cv.TRACE_NAME].to_numpy(),
+            labels["p_arrival_s"].to_numpy(dtype=np.float64) * rate,
+            labels["s_arrival_s"].to_numpy(dtype=np.float64) * rate,
+            rate,
+        )
+
 
 def _group_source_columns(group_by: Sequence[str]) -> list[str]:
     columns = {"station": [cv.NETWORK_CODE, cv.STATION_CODE], "magnitude": [MAGNITUDE_COLUMN]}
@@ -128,16 +139,21 @@ def _arrival_seconds(
 
 
 def read_truth(
-    store: StoreLocation, group_by: Sequence[str] = (), *, quiet: bool = True
+    store: StoreLocation,
+    group_by: Sequence[str] = (),
+    *,
+    quiet: bool = True,
+    labelled: bool = True,
 ) -> PickTruth:
     """The labels of the event-window store at `store` (module doc): its label columns only,
     read with Dask chunk by chunk; duplicate trace names and missing label columns are bad
-    input."""
+    input. `labelled=False` reads a store that may lack the arrival columns (a public bundle:
+    its arrivals NaN then)."""
     url = store.url
     ds = cv.validate_event_window_store(storage.open_dataset(store), url)
     sampling_rate_hz = cv.sampling_rate_hz(ds.attrs, url)
     missing = [column for column in ARRIVAL_COLUMNS if column not in ds.variables]
-    if missing:
+    if missing and labelled:
         raise InvalidInput(str(url), f"has no per-trace {missing} (the pick labels)")
     group_columns = _group_source_columns(group_by)
     columns = [cv.TRACE_NAME, *ARRIVAL_COLUMNS, cv.SPLIT_VAR, *group_columns]
@@ -154,6 +170,8 @@ def read_truth(
             + "; the trace name is the key submissions use, it must be unique",
         )
     split = table[cv.SPLIT_VAR].astype(str) if cv.SPLIT_VAR in table else ""
+    for column in missing:  # only when not `labelled`
+        table[column] = np.nan
     labels = pd.DataFrame(
         {
             cv.TRACE_NAME: names.to_numpy(dtype=object),
@@ -337,7 +355,6 @@ def score_pick_table(
         cells, cell_names = group_cells(labels, by)
         sizes = np.bincount(cells, minlength=len(cell_names))
         groups[by] = _cell_block(counts(cells, len(cell_names)), cell_names, sizes)
-    rate = truth.sampling_rate_hz
     edges = pick_metrics.histogram_edges(tolerance_s)
     return {
         "name": name,
@@ -349,9 +366,7 @@ def score_pick_table(
         **options,
         **metrics,
         "scores": {f"{key}_f1": metrics[key]["f1"] for key in ("detection", *PHASES)},
-        "truth_commitment": truth_commitment(
-            labels[cv.TRACE_NAME].to_numpy(), arrival_s[0] * rate, arrival_s[1] * rate, rate
-        ),
+        "truth_commitment": truth.commitment(split),
         "splits": _cell_block(
             counts(split_codes.astype(np.int64), len(split_names)),
             [str(value) for value in split_names],
@@ -400,6 +415,23 @@ def score_picks(
         split=split,
         group_by=group_by,
     )
+
+
+def check_pick_submission(
+    store: StoreLocation | PickTruth,
+    submission: StoreLocation,
+    *,
+    split: str = "test",
+    max_bytes: int = pick_table.MAX_SUBMISSION_BYTES,
+) -> int:
+    """The checks `score_picks` makes of a pick table before it reads a label, against the trace
+    names and splits of the event-window store at `store` (a public bundle: no label is read;
+    or its `read_truth(..., labelled=False)`, read before): InvalidInput naming the file and the
+    traces otherwise. Returns the rows naming other traces of the store (ignored when scored)."""
+    table = pick_table.read_pick_submission(submission, max_bytes=max_bytes, check_unique=False)
+    public = store if isinstance(store, PickTruth) else read_truth(store, labelled=False)
+    names = public.labels[cv.TRACE_NAME].to_numpy(dtype=object)
+    return align(names, public.scored(split), table, submission.url).n_ignored
 
 
 def mean_f1_objective(

@@ -68,8 +68,12 @@ def create_app(
     workers: int = 1,
     lease_s: float = jobs.LEASE_S,
     owner: str = "server",
+    retry_delay_s: float = jobs.RETRY_DELAY_S,
+    public_endpoint: str = "",
 ) -> FastAPI:
-    """The app of `competition` over the database `engine`, with `workers` scoring threads.
+    """The app of `competition` over the database `engine`, with `workers` scoring threads
+    (an infrastructure failure retried after `retry_delay_s`, doubled for each retry after);
+    uploads through its bucket are given URLs of `public_endpoint` when set (`s3_uploads`).
     Datasets added while it runs (`competition.add_dataset`) are served from the next request."""
     current = Reloading(competition)
     board = {"version": 0}
@@ -88,6 +92,7 @@ def create_app(
                 lease_s,
                 on_scored=scored,
                 on_idle=sweep_uploads if n == 0 else lambda: None,
+                retry_delay_s=retry_delay_s,
             )
             for n in range(workers)
         ]
@@ -180,7 +185,7 @@ def create_app(
         row = await admitted(team, dataset, model, filename, request.stream())
         return JSONResponse(pages.submission_view(row), status_code=201 if row["created"] else 200)
 
-    sweep_uploads = s3_uploads.register(app, current, engine, api_team, admitted)
+    sweep_uploads = s3_uploads.register(app, current, engine, api_team, admitted, public_endpoint)
 
     @app.get("/api/submissions")
     def listing(team: Annotated[Team, Depends(reader)]) -> list[dict[str, Any]]:
@@ -195,7 +200,11 @@ def create_app(
         row = own(team, ident)
         if row["state"] != SCORED:
             raise HTTPException(409, f"not scored (state {row['state']})")
-        return Response(row["receipt"], media_type="application/json")
+        return Response(
+            row["receipt"],
+            media_type="application/json",
+            headers={"Content-Disposition": f'attachment; filename="receipt-{row["id"]}.json"'},
+        )
 
     @app.post("/api/submissions/{ident}/final")
     def mark_final(ident: str, team: Annotated[Team, Depends(api_team)]) -> dict[str, Any]:

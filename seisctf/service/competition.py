@@ -1,8 +1,9 @@
 """A competition's folder: what `seisctf referee create` writes and `seisctf serve` reads.
 
 ```
-DIR/competition.json     name, datasets (each: family, public and truth URLs, public bundle
-                         id), quota, upload limit, database URL (default: DIR/service.sqlite),
+DIR/competition.json     name, datasets (each: family, `ctf` or `picks`, public and truth
+                         URLs, public bundle id), quota, upload limit, database URL (default:
+                         DIR/service.sqlite),
                          the uploads bucket (`uploads`, s3://bucket/prefix, or none) and its
                          storage options (`uploads_options`: never credentials)
 DIR/keys/receipts.ed25519      the receipts' signing key (PEM, mode 0600; never served)
@@ -30,25 +31,33 @@ from pathlib import Path
 from typing import Any
 
 import dask.array as da
+import numpy as np
+import pandas as pd
 
+from seisctf import conventions as cv
 from seisctf import storage
+from seisctf.catalogs.pick_table import describe_traces
+from seisctf.catalogs.trace_table import per_trace_names, read_trace_table
 from seisctf.commitment import sha256_commitment
 from seisctf.ctf_json import CtfManifest
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
 from seisctf.s3 import split_credentials, with_credentials
+from seisctf.scoring.picks import ARRIVAL_COLUMNS, PickTruth, read_truth
 from seisctf.scoring.release_request import DEFAULT_QUOTA
 
 CONFIG = "competition.json"
 KEY = "keys/receipts.ed25519"
 DEFAULT_MAX_UPLOAD_BYTES = 2 * 1024**3
-FAMILIES = ("ctf",)
+FAMILIES = ("ctf", "picks")
+SCORED_SPLIT = "test"  # the traces a picking dataset scores (`score picks --split`'s default)
 
 
 @dataclass(frozen=True)
 class Dataset:
-    """One scored dataset: its `family` (`ctf`), the public bundle's and the truth's URLs, the
-    public bundle's id (`bundle_id`), and the round it belongs to or whether it is permanent."""
+    """One scored dataset: its `family` (`ctf` or `picks`), the public bundle's and the truth's
+    URLs, the public bundle's id (`bundle_id`), and the round it belongs to or whether it is
+    permanent."""
 
     family: str
     public: str
@@ -80,13 +89,19 @@ class Competition:
         return self.root / name
 
 
+def _array_digest(array: Any) -> str:
+    """The contract's unsalted commitment of a numeric array's values; of a text array (an
+    event-window store's trace names), the SHA-256 of its values in order, each `\\n`-ended."""
+    if np.dtype(array.dtype).kind in "biufc":
+        return sha256_commitment(da.from_zarr(array), None)
+    text = "".join(f"{value}\n" for value in np.asarray(array[...]).ravel().tolist())
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def bundle_id(public: StoreLocation) -> str:
-    """The SHA-256 of a public bundle's arrays: of the sorted JSON {name: the contract's
-    commitment of its values, unsalted}."""
+    """The SHA-256 of a public bundle's arrays: of the sorted JSON {name: `_array_digest`}."""
     group = storage.open_group(public)
-    digests = {
-        name: sha256_commitment(da.from_zarr(array), None) for name, array in sorted(group.arrays())
-    }
+    digests = {name: _array_digest(array) for name, array in sorted(group.arrays())}
     return hashlib.sha256(json.dumps(digests, sort_keys=True).encode()).hexdigest()
 
 
@@ -121,9 +136,68 @@ def _write_keys(root: Path) -> None:
     (root / f"{KEY}.pub").write_bytes(public)
 
 
-def _truth_commitments(truth: str) -> set[str]:
+def _kind(truth: str) -> tuple[str, set[str], PickTruth | None]:
+    """(family, truth commitments, labels of a picking truth) of the truth at `truth`: `ctf`
+    when its group holds a CTF manifest (as `score ctf` opens it), `picks` when it is an
+    event-window store with pick labels (as `score picks` reads it), else InvalidInput."""
     attrs = dict(storage.open_group(StoreLocation(truth)).attrs)
-    return set((CtfManifest.from_attrs(attrs, truth).truth_sha256 or {}).values())
+    try:
+        manifest = CtfManifest.from_attrs(attrs, truth)
+    except InvalidInput as not_ctf:
+        try:
+            labels = read_truth(StoreLocation(truth))
+        except InvalidInput as not_picks:
+            raise InvalidInput(
+                truth,
+                f"neither a CTF truth bundle ({not_ctf.problem}) nor an event-window store "
+                f"with pick labels ({not_picks.problem})",
+            ) from None
+        return "picks", {labels.commitment(SCORED_SPLIT)}, labels
+    return "ctf", set((manifest.truth_sha256 or {}).values()), None
+
+
+def _label_columns(names: list[str]) -> list[str]:
+    """The per-trace columns of an event-window store that label its windows: the arrivals,
+    `trace_category` and the `source_*` ones (whether a window holds an event, and which)."""
+    return [
+        name
+        for name in names
+        if name in ARRIVAL_COLUMNS or name == cv.TRACE_CATEGORY or name.startswith("source_")
+    ]
+
+
+def _check_picks_public(public: str, truth: PickTruth) -> None:
+    """Refused unless the event-window store `public` holds the traces the truth scores, as its
+    own test split, without a label of theirs (`_label_columns`: they stay with the truth)."""
+    shown = read_truth(StoreLocation(public), labelled=False)
+    names = shown.labels[cv.TRACE_NAME].to_numpy(dtype=object)
+    scored = truth.labels[cv.TRACE_NAME].to_numpy(dtype=object)[truth.scored(SCORED_SPLIT)]
+    in_split = set(names[(shown.labels[cv.SPLIT_VAR] == SCORED_SPLIT).to_numpy()])
+    if in_split != set(scored):
+        raise InvalidInput(
+            public,
+            describe_traces(
+                sorted(in_split ^ set(scored)),
+                f"in one of its and the truth's {SCORED_SPLIT} splits only",
+            )
+            + ": a picking dataset's public bundle holds the truth's traces and splits",
+        )
+    ds = storage.open_dataset(StoreLocation(public))
+    columns = _label_columns(per_trace_names(ds))
+    table = read_trace_table(ds, columns).iloc[pd.Index(names).get_indexer(scored)]
+    given = {}
+    for column in columns:
+        text = table[column].astype(str).str.strip()
+        given[column] = (table[column].notna() & ~text.isin(["", "nan", "NaN", "None"])).to_numpy()
+    labelled = [column for column in columns if given[column].any()]
+    if labelled:
+        traces = np.logical_or.reduce([given[column] for column in labelled])
+        raise InvalidInput(
+            public,
+            describe_traces(scored[traces], f"of its {SCORED_SPLIT} split with labels given")
+            + f" ({', '.join(labelled)}): a public bundle holds none (arrivals, "
+            f"{cv.TRACE_CATEGORY}, source_*), they stay with the truth",
+        )
 
 
 def _described(
@@ -146,9 +220,11 @@ def _described(
     for role, url in (("public", public), ("truth", truth)):
         if not Path(url).is_dir():
             raise InvalidInput(url, f"{name}'s {role} bundle: not a zarr folder here")
-    fresh = _truth_commitments(truth)
+    family, fresh, labels = _kind(truth)
+    if labels is not None:
+        _check_picks_public(public, labels)
     for other, spec in others.items():
-        if fresh & _truth_commitments(spec.truth):
+        if fresh & _kind(spec.truth)[1]:
             raise InvalidInput(
                 truth, f"holds {other}'s truth: each round's truth is made with a new secret"
             )
@@ -156,7 +232,7 @@ def _described(
     (root / "bundles").mkdir(parents=True, exist_ok=True)
     _zip_folder(Path(public), root / "bundles" / f"{ident}.zip")
     return Dataset(
-        "ctf", str(Path(public).resolve()), str(Path(truth).resolve()), ident, round_, permanent
+        family, str(Path(public).resolve()), str(Path(truth).resolve()), ident, round_, permanent
     )
 
 
@@ -198,8 +274,9 @@ def create(
     uploads_options: Mapping[str, Any] | None = None,
 ) -> Competition:
     """Make a competition's folder (module doc) for `datasets` ({name: (public URL, truth
-    URL)}, CTF bundles on this machine's disk), taking uploads through the bucket `uploads`
-    too when given; refused when `root` holds one already."""
+    URL)} on this machine's disk: CTF bundles, or a picking dataset's event-window stores),
+    taking uploads through the bucket `uploads` too when given; refused when `root` holds one
+    already."""
     if (root / CONFIG).exists():
         raise InvalidInput(str(root), "holds a competition already")
     kept_options = _uploads_options(uploads, uploads_options)

@@ -1,11 +1,14 @@
 """An upload's way into the job table: stored under its content hash and submission id,
-validated from metadata (`seisctf.scoring.submission`: names, shapes, dtypes, sizes, zip
-members; nothing of the values is read), charged to the team's quota, queued. A refused upload
+validated (a CTF submission from metadata, `seisctf.scoring.submission`: names, shapes, dtypes,
+sizes, zip members, nothing of the values read; a pick table as `score picks` checks it before
+reading a label, `seisctf.scoring.picks.check_pick_submission`, against the public bundle's
+trace names and test split), charged to the team's quota, queued. A refused upload
 leaves nothing: no bytes, no row. The same bytes sent again by the same team for the same
 dataset are the same submission (no second charge)."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import secrets
@@ -18,13 +21,15 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from seisctf.catalogs import pick_table
 from seisctf.ctf_json import CtfManifest
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
+from seisctf.scoring.picks import PickTruth, check_pick_submission, read_truth
 from seisctf.scoring.release import QUOTA_WINDOW_S
 from seisctf.scoring.submission import open_submission
 from seisctf.scoring.submission_checks import SubmissionLimits
-from seisctf.service.competition import Competition, Dataset
+from seisctf.service.competition import SCORED_SPLIT, Competition, Dataset
 from seisctf.service.tables import (
     QUEUED,
     RECEIVED,
@@ -36,7 +41,12 @@ from seisctf.service.tables import (
 from seisctf.service.teams import Team
 from seisctf.storage import open_group
 
-SUFFIXES = (".zip", ".npz")
+# A submission's file names by family: a zarr group's zip or an .npz; a pick table.
+SUFFIXES = {"ctf": (".zip", ".npz"), "picks": pick_table.CSV_SUFFIXES + pick_table.PARQUET_SUFFIXES}
+WHAT = {
+    "ctf": "a .zip of a zarr group or an .npz",
+    "picks": "a pick table (.csv, .parquet or .pq)",
+}
 MAX_FILENAME_CHARS = 200
 
 
@@ -78,27 +88,45 @@ async def receive(chunks: AsyncIterator[bytes], folder: Path, max_bytes: int) ->
     return Upload(Path(name), size, digest.hexdigest())
 
 
+@functools.lru_cache(maxsize=16)
+def public_traces(public: str, bundle_id: str) -> PickTruth:
+    """The trace names and splits of a picking dataset's public bundle at `public`, read once
+    per bundle (`bundle_id`, the SHA-256 of its arrays, keys the cache): not at every upload."""
+    return read_truth(StoreLocation(public), labelled=False)
+
+
 def manifest_of(public: str) -> CtfManifest:
     return CtfManifest.from_attrs(dict(open_group(StoreLocation(public)).attrs), public)
 
 
-def check_suffix(filename: str) -> str:
-    """The suffix of a submission's file name; refused (415) unless .zip or .npz."""
+def check_suffix(filename: str, family: str = "ctf") -> str:
+    """The suffix of a submission's file name; refused (415) unless one of the family's
+    (`SUFFIXES`)."""
     suffix = Path(filename).suffix.lower()
-    if suffix not in SUFFIXES or len(filename) > MAX_FILENAME_CHARS:
+    if suffix not in SUFFIXES[family] or len(filename) > MAX_FILENAME_CHARS:
         raise Refused(
             415,
-            f"expected a .zip of a zarr group or an .npz (at most "
-            f"{MAX_FILENAME_CHARS} characters of name), got {filename[:80]!r}",
+            f"expected {WHAT[family]} (at most {MAX_FILENAME_CHARS} characters of name), "
+            f"got {filename[:80]!r}",
         )
     return suffix
 
 
-def validate(path: Path, manifest: CtfManifest, limits: SubmissionLimits) -> None:
-    """Refused (422) unless the submission at `path` holds the manifest's test arrays with
-    their shapes and a floating dtype, within `limits` (read from metadata only)."""
+def validate(path: Path, spec: Dataset, limits: SubmissionLimits) -> None:
+    """Refused (422) unless the submission at `path` is one of the dataset `spec`: a CTF one
+    holding the manifest's test arrays with their shapes and a floating dtype, within `limits`
+    (read from metadata only); a pick table naming each trace of the public bundle's test
+    split once, its values in range (`check_pick_submission`)."""
     try:
-        open_submission(StoreLocation(str(path)), manifest, limits)
+        if spec.family == "picks":
+            check_pick_submission(
+                public_traces(spec.public, spec.bundle_id),
+                StoreLocation(str(path)),
+                split=SCORED_SPLIT,
+                max_bytes=min(limits.max_total_bytes, pick_table.MAX_SUBMISSION_BYTES),
+            )
+        else:
+            open_submission(StoreLocation(str(path)), manifest_of(spec.public), limits)
     except InvalidInput as error:
         text = str(error).replace(str(path), "submission")
         raise Refused(422, text) from None
@@ -114,7 +142,7 @@ def check_open(
         raise Refused(404, f"no dataset {dataset!r} in this competition")
     if dataset in closed_datasets(engine):
         raise Refused(403, f"{dataset} is closed: no submission is accepted any more")
-    return spec, check_suffix(filename)
+    return spec, check_suffix(filename, spec.family)
 
 
 def admit(
@@ -160,7 +188,7 @@ def admit(
                         final=False,
                     )
                 )
-            validate(stored, manifest_of(spec.public), limits)
+            validate(stored, spec, limits)
             _move(engine, ident, VALIDATED)
             _charge(engine, ident, team, competition.quota)
         except BaseException as error:  # refused, or anything else: nothing of it is kept

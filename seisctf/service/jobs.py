@@ -3,11 +3,15 @@
 A worker claims a queued submission, or one whose lease ran out (its worker died), with one
 conditional UPDATE (only one claimant's matches), renews the lease while it scores, and finishes
 it with one UPDATE that matches only while it still holds the lease. Scoring is the referee's
-(`seisctf.scoring.referee.run_ctf`, on the Dask cluster of the process): it releases the team's
+(`seisctf.scoring.referee.run_ctf`, or `run_picks` for a picking dataset: F1 at 0.5 s on its
+test split; on the Dask cluster of the process): it releases the team's
 view through the Ladder and records the full result in the competition's leaderboard under a
 key of the submission alone, so a submission scored again after a crash adds no second row.
 A refusal found while scoring (NaN values, a chunk that does not decode) refunds the charge;
-an infrastructure failure is retried `MAX_ATTEMPTS` times, then refunded and marked `failed`."""
+an infrastructure failure is retried until `MAX_ATTEMPTS` attempts, then refunded and marked
+`failed`. A retry waits: the job, queued again, is claimable `retry_delay_s` after its first
+failure, twice that after its second, and so on (`retry_wait`, from its attempts and the time it
+was queued again, in the claim's one UPDATE)."""
 
 from __future__ import annotations
 
@@ -23,6 +27,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from seisctf import conventions as cv
+from seisctf import storage
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
 from seisctf.scoring import leaderboard, referee
@@ -30,7 +36,7 @@ from seisctf.scoring.ctf import open_truth
 from seisctf.scoring.release_request import Release
 from seisctf.scoring.site.pages import write_site
 from seisctf.service import receipts
-from seisctf.service.competition import KEY, Competition, Reloading
+from seisctf.service.competition import KEY, SCORED_SPLIT, Competition, Dataset, Reloading
 from seisctf.service.tables import (
     FAILED,
     QUEUED,
@@ -44,17 +50,39 @@ from seisctf.service.tables import (
 
 LEASE_S = 60.0
 MAX_ATTEMPTS = 3
+RETRY_DELAY_S = 5.0  # the wait before the first retry (s); doubled for each one after
 SERVICE_QUOTA = 10**9  # the service charges its own quota on acceptance (`intake`)
 log = logging.getLogger("seisctf.service")
 
 
-def claim(engine: sa.Engine, owner: str, lease_s: float = LEASE_S) -> dict[str, Any] | None:
-    """Take the oldest claimable submission (queued, or scoring with its lease run out), or
-    None when there is none. Candidates all taken by other workers meanwhile are looked for
-    again: None means that nothing was claimable, not that this worker lost its races."""
+def retry_delay(attempts: int, retry_delay_s: float = RETRY_DELAY_S) -> float:
+    """Seconds a submission queued after `attempts` failed attempts waits before it is claimed
+    again: 0 before any, `retry_delay_s` * 2**(attempts - 1) after (at most MAX_ATTEMPTS - 1)."""
+    if attempts < 1:
+        return 0.0
+    return retry_delay_s * 2.0 ** (min(attempts, MAX_ATTEMPTS - 1) - 1)
+
+
+def retry_wait(retry_delay_s: float = RETRY_DELAY_S) -> sa.ColumnElement[float]:
+    """`retry_delay` of each row's `attempts`, in SQL (one CASE: SQLite and PostgreSQL)."""
+    attempts = submissions.c.attempts
+    waits = [(attempts == n, retry_delay(n, retry_delay_s)) for n in range(MAX_ATTEMPTS)]
+    return sa.case(*waits, else_=retry_delay(MAX_ATTEMPTS, retry_delay_s))
+
+
+def claim(
+    engine: sa.Engine, owner: str, lease_s: float = LEASE_S, retry_delay_s: float = RETRY_DELAY_S
+) -> dict[str, Any] | None:
+    """Take the oldest claimable submission (queued, and its retry's wait over: `retry_wait`;
+    or scoring with its lease run out), or None when there is none. Candidates all taken by
+    other workers meanwhile are looked for again: None means that nothing was claimable, not
+    that this worker lost its races."""
     now = time.time()
     claimable = sa.or_(
-        submissions.c.state == QUEUED,
+        sa.and_(
+            submissions.c.state == QUEUED,
+            submissions.c.updated_s + retry_wait(retry_delay_s) <= now,
+        ),
         sa.and_(submissions.c.state == SCORING, submissions.c.lease_until_s < now),
     )
     while True:
@@ -137,13 +165,22 @@ class TruthUnreadable(Exception):
     """The organisers' truth cannot be opened: the infrastructure's failure, not the team's."""
 
 
+def _open_truth(spec: Dataset) -> str | None:
+    """Open the dataset's truth as its referee will: the commitment of a CTF truth's manifest
+    (`leaderboard.truth_commitment_of`); None for a picking truth (its result names it)."""
+    if spec.family == "picks":
+        cv.validate_event_window_store(storage.open_dataset(StoreLocation(spec.truth)))
+        return None
+    return leaderboard.truth_commitment_of(open_truth(StoreLocation(spec.truth))[0])
+
+
 def score(competition: Competition, job: dict[str, Any], quiet: bool = True) -> dict[str, Any]:
     """Score one claimed submission with the referee; returns the released view and the truth
     commitment it was scored against. The truth is opened first, alone: an error there
     (`TruthUnreadable`) is no refusal of the submission."""
     spec = competition.datasets[job["dataset"]]
     try:
-        manifest = open_truth(StoreLocation(spec.truth))[0]
+        commitment = _open_truth(spec)
     except Exception as error:  # noqa: BLE001 - whatever it is, the team is not to blame
         raise TruthUnreadable(f"the truth of {job['dataset']} cannot be read") from error
     release = Release(job["team"], str(competition.path("releases.sqlite")), SERVICE_QUOTA)
@@ -153,11 +190,22 @@ def score(competition: Competition, job: dict[str, Any], quiet: bool = True) -> 
         {"team": job["team"], "submission_sha256": job["sha256"], "submission": job["id"]},
         submission_key=entry_key(job),
     )
-    shown = referee.run_ctf(
-        StoreLocation(spec.truth), {job["model"]: StoreLocation(job["stored"])}, judge, quiet=quiet
+    submission = StoreLocation(job["stored"])
+    if spec.family == "picks":
+        shown = referee.run_picks(
+            StoreLocation(spec.truth),
+            submission,
+            job["model"],
+            judge,
+            split=SCORED_SPLIT,
+            quiet=quiet,
+        )
+        return {"released": shown, "truth_commitment": shown["truth_commitment"]}
+    (released,) = referee.run_ctf(
+        StoreLocation(spec.truth), {job["model"]: submission}, judge, quiet=quiet
     )
-    # The commitment the referee records is the manifest's (`leaderboard.truth_commitment_of`).
-    return {"released": shown[0], "truth_commitment": leaderboard.truth_commitment_of(manifest)}
+    # The commitment the referee records is the manifest's, as here.
+    return {"released": released, "truth_commitment": commitment}
 
 
 def render_board(competition: Competition, engine: sa.Engine) -> None:
@@ -190,16 +238,18 @@ class Worker:
         poll_s: float = 0.5,
         on_scored: Callable[[], None] = lambda: None,
         on_idle: Callable[[], None] = lambda: None,
+        retry_delay_s: float = RETRY_DELAY_S,
     ) -> None:
         self.live, self.engine, self.owner = live, engine, owner
         self.lease_s, self.poll_s, self.on_scored = lease_s, poll_s, on_scored
+        self.retry_delay_s = retry_delay_s
         self.on_idle = on_idle  # called when no job is claimable (housekeeping)
         self.stop = threading.Event()
         self._key = receipts.load_private_key(live.get().path(KEY))
 
     def run(self) -> None:
         while not self.stop.is_set():
-            job = claim(self.engine, self.owner, self.lease_s)
+            job = claim(self.engine, self.owner, self.lease_s, self.retry_delay_s)
             if job is None:
                 self.on_idle()
                 self.stop.wait(self.poll_s)
@@ -225,13 +275,14 @@ class Worker:
         except Exception as error:  # noqa: BLE001 - any other failure is the infrastructure's
             log.exception("scoring %s failed", job["id"])
             state = FAILED if job["attempts"] >= MAX_ATTEMPTS else QUEUED
+            wait_s = retry_delay(job["attempts"], self.retry_delay_s)
             finish(
                 self.engine,
                 job["id"],
                 self.owner,
                 state,
                 message=f"infrastructure failure ({type(error).__name__}); "
-                + ("refunded" if state == FAILED else "will be retried"),
+                + ("refunded" if state == FAILED else f"will be retried in {wait_s:g} s"),
             )
             return
         finally:

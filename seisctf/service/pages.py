@@ -11,6 +11,7 @@ from html import escape
 from typing import Any
 
 from seisctf.service.competition import Competition
+from seisctf.service.tables import SCORED
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 70rem; padding: 0 1rem; }
@@ -37,6 +38,16 @@ async function refresh() {
       tr.appendChild(td);
     }
     tr.children[3].className = 'state-' + row.state;
+    const receipt = document.createElement('td');
+    if (row.receipt) {
+      const link = document.createElement('a');
+      link.href = row.receipt;
+      link.download = 'receipt-' + row.id + '.json';
+      link.className = 'receipt';
+      link.textContent = 'receipt';
+      receipt.appendChild(link);
+    }
+    tr.appendChild(receipt);
     return tr;
   }));
 }
@@ -100,15 +111,27 @@ def home(competition: Competition) -> str:
 
 
 def _shown(released: str | None) -> str:
+    """The released view in a few words: a CTF result's public score, a pick result's F1."""
     if not released:
         return ""
     view = json.loads(released)
+    if view.get("family") == "picks":
+        return ", ".join(
+            f"{name.removesuffix('_f1')} F1 {'–' if value is None else format(value, 'g')}"
+            for name, value in view["scores"].items()
+        )
     best = view.get("public_score")
     return "" if best is None else f"public score {best:g}"
 
 
+def receipt_path(ident: str) -> str:
+    """Where a team downloads the signed receipt of its scored submission `ident`."""
+    return f"/api/submissions/{ident}/receipt"
+
+
 def submission_view(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A team's view of its submission (JSON): no path, no raw result."""
+    """A team's view of its submission (JSON): no path, no raw result; `receipt` the URL of its
+    signed receipt once scored (else None)."""
     return {
         "id": row["id"],
         "dataset": row["dataset"],
@@ -123,7 +146,17 @@ def submission_view(row: Mapping[str, Any]) -> dict[str, Any]:
         ),
         "released": json.loads(row["released"]) if row["released"] else None,
         "shown": _shown(row["released"]),
+        "receipt": receipt_path(row["id"]) if row["state"] == SCORED else None,
     }
+
+
+def _receipt_cell(view: Mapping[str, Any]) -> str:
+    if not view["receipt"]:
+        return "<td></td>"
+    return (
+        f'<td><a class="receipt" href="{escape(view["receipt"])}" '
+        f'download="receipt-{escape(view["id"])}.json">receipt</a></td>'
+    )
 
 
 def team_page(
@@ -139,7 +172,8 @@ def team_page(
     table = "".join(
         f'<tr data-id="{escape(v["id"])}"><td>{escape(v["id"])}</td><td>{escape(v["dataset"])}'
         f'</td><td>{escape(v["model"])}</td><td class="state-{escape(v["state"])}">'
-        f"{escape(v['state'])}</td><td>{escape(v['shown'])}</td><td>{escape(v['message'])}</td></tr>"
+        f"{escape(v['state'])}</td><td>{escape(v['shown'])}</td><td>{escape(v['message'])}</td>"
+        f"{_receipt_cell(v)}</tr>"
         for v in map(submission_view, rows)
     )
     shown_error = f'<p class="error" id="error">{escape(error)}</p>' if error else ""
@@ -151,11 +185,13 @@ def team_page(
             f'<input type="hidden" name="csrf" value="{escape(csrf)}">'
             f'<label>Dataset <select name="dataset">{options}</select></label> '
             '<label>Model <input name="model" id="model" maxlength="200" required></label> '
-            '<label>Submission (.zip or .npz) <input type="file" name="file" id="file" required>'
+            "<label>Submission (.zip or .npz; a pick table .csv or .parquet) "
+            '<input type="file" name="file" id="file" required>'
             '</label> <button type="submit" id="upload">Upload</button></form>'
             "<table><caption>Your submissions</caption><thead><tr><th scope=col>id</th>"
             "<th scope=col>dataset</th><th scope=col>model</th><th scope=col>state</th>"
-            "<th scope=col>released</th><th scope=col>message</th></tr></thead>"
+            "<th scope=col>released</th><th scope=col>message</th>"
+            "<th scope=col>receipt</th></tr></thead>"
             f'<tbody id="submissions">{table}</tbody></table>'
             '<p><a href="/live">Live leaderboard</a></p>'
             f'<form method="post" action="/logout"><input type="hidden" name="csrf" '

@@ -5,7 +5,10 @@ one per part of an S3 multipart upload at a key of its own (`PREFIX/incoming/<ra
 completing it has the server complete the multipart upload, check the object's size, stream it
 through `intake` (hashed, validated, charged, queued: the way of a direct upload) and delete
 it. Uploads in progress are rows of `tables.uploads`, so a restart loses none. The server's S3
-credentials come from its environment (botocore's chain), never from `competition.json`.
+credentials come from its environment (botocore's chain), never from `competition.json`. The
+presigned URLs name the bucket's endpoint as the server reaches it, or the public endpoint the
+server is given (`seisctf serve --public-endpoint URL`: a bucket the server reaches on an
+internal address); they are signed for that host.
 
 API (a team's token as `Authorization: Bearer TOKEN`; another team's upload id is 404):
 - `POST /api/uploads?dataset=NAME&filename=F&model=NAME&size=BYTES`: 201 and `{"upload": id,
@@ -74,15 +77,23 @@ class Part(BaseModel):
 
 class Bucket:
     """The uploads bucket: `url` (s3://bucket/prefix) opened with `options` (no credentials:
-    botocore finds them in the environment). Its methods block: call them from a thread."""
+    botocore finds them in the environment); its presigned URLs name `public_endpoint`
+    (http(s)://host[:port]) when given, else the endpoint of `options`. Its methods block: call
+    them from a thread."""
 
-    def __init__(self, url: str, options: dict[str, Any]) -> None:
+    def __init__(self, url: str, options: dict[str, Any], public_endpoint: str = "") -> None:
         self.bucket, _, prefix = url.split("://", 1)[1].partition("/")
         self.prefix = prefix.strip("/")
         given = dict(options)
         # Presigned URLs signed with SigV4 (botocore presigns S3 with SigV2 otherwise).
         given["config_kwargs"] = {"signature_version": "s3v4", **given.get("config_kwargs", {})}
         self.fs = s3.WatchedS3FileSystem(**s3.with_retries(given))
+        # Presigning is local (no request): a client of the public endpoint signs for its host.
+        self.signer = (
+            s3.WatchedS3FileSystem(**s3.with_retries({**given, "endpoint_url": public_endpoint}))
+            if public_endpoint
+            else self.fs
+        )
 
     def new_key(self) -> str:
         return "/".join(p for p in (self.prefix, "incoming", secrets.token_hex(16)) if p)
@@ -95,7 +106,7 @@ class Bucket:
 
     def part_urls(self, key: str, upload_id: str, count: int) -> list[str]:
         return [
-            self.fs.url(
+            self.signer.url(
                 f"{self.bucket}/{key}",
                 expires=URL_EXPIRES_S,
                 client_method="upload_part",
@@ -185,11 +196,17 @@ def remove_orphans(bucket: Bucket, engine: sa.Engine, older_than_s: float = STAL
 
 
 def register(
-    app: FastAPI, current: Reloading, engine: sa.Engine, api_team: Any, admitted: Admit
+    app: FastAPI,
+    current: Reloading,
+    engine: sa.Engine,
+    api_team: Any,
+    admitted: Admit,
+    public_endpoint: str = "",
 ) -> Callable[[], None]:
     """Add the routes of uploads through the bucket (module doc) to `app`: `api_team` is the
-    dependency giving a request's team, `admitted` the way into `intake`. Returns the sweep of
-    stale uploads, for a worker to call when idle (it runs every `SWEEP_EVERY_S` at most)."""
+    dependency giving a request's team, `admitted` the way into `intake`, `public_endpoint` the
+    endpoint presigned URLs name ("": the bucket's own). Returns the sweep of stale uploads, for
+    a worker to call when idle (it runs every `SWEEP_EVERY_S` at most)."""
     opened: dict[str, Bucket] = {}
     swept = {"s": 0.0}
 
@@ -202,7 +219,7 @@ def register(
             )
         name = f"{competition.uploads} {sorted(competition.uploads_options.items())}"
         if name not in opened:
-            opened[name] = Bucket(competition.uploads, competition.uploads_options)
+            opened[name] = Bucket(competition.uploads, competition.uploads_options, public_endpoint)
         return opened[name]
 
     def sweep() -> None:

@@ -323,6 +323,33 @@ def test_cli_refuses_each_bad_submission_kind_with_exit_3(store, tmp_path, capsy
         assert message in err and str(path) in err and "Traceback" not in err, (kind, err)
 
 
+def test_a_public_store_checks_a_table_as_the_referee_does_without_its_labels(store, tmp_path):
+    """`check_pick_submission` against the store without its arrival columns (a public bundle):
+    each bad table refused as `score_picks` refuses it, a good one passes with its ignored
+    rows counted; the store's commitment of a split is the result's."""
+    from seisctf.catalogs import event_windows
+    from seisctf.scoring.picks import check_pick_submission
+
+    url, dataset = store
+    public = str(tmp_path / "public.zarr")
+    unlabelled = dataset.drop_vars([cv.P_ARRIVAL_SAMPLE, cv.S_ARRIVAL_SAMPLE])
+    event_windows.write_event_windows(unlabelled, StoreLocation(public), quiet=True)
+    with pytest.raises(InvalidInput, match="has no per-trace"):
+        read_truth(StoreLocation(public))
+    for kind, (table, message) in _bad_tables(_perfect_table(dataset)).items():
+        path = tmp_path / f"{kind.replace(' ', '_')}.csv"
+        table.to_csv(path, index=False)
+        with pytest.raises(InvalidInput) as refused:
+            check_pick_submission(StoreLocation(public), StoreLocation(str(path)))
+        assert message in str(refused.value) and str(path) in str(refused.value), kind
+    good = tmp_path / "good.csv"
+    _perfect_table(dataset, split=None).to_csv(good, index=False)
+    ignored = check_pick_submission(StoreLocation(public), StoreLocation(str(good)))
+    assert ignored == int((dataset[cv.SPLIT_VAR].values != "test").sum()) > 0
+    result = score_picks(url, str(good))
+    assert read_truth(StoreLocation(url)).commitment("test") == result["truth_commitment"]
+
+
 def test_parquet_column_types_are_checked(store, tmp_path):
     url, dataset = store
     table = _perfect_table(dataset)

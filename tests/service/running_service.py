@@ -93,10 +93,12 @@ class Service:
     scheduler: str | None = None
     db: str = ""
     lease_s: float = 60.0
+    retry_delay_s: float = 5.0
     workers: int = 1
     demo: bool = False  # `competition` is the demo's workdir: `serve --demo` it
     port: int = field(default_factory=free_port)
     env: dict[str, str] = field(default_factory=dict)  # over this process's environment
+    options: list[str] = field(default_factory=list)  # more of `serve`'s
     process: subprocess.Popen | None = None
 
     @property
@@ -115,12 +117,15 @@ class Service:
             str(self.lease_s),
             "--workers",
             str(self.workers),
+            "--retry-delay",
+            str(self.retry_delay_s),
             "--quiet",
         ]
         if self.scheduler:
             argv += ["--scheduler", self.scheduler]
         if self.db:
             argv += ["--db", self.db]
+        argv += self.options
         log = open(self.competition / f"serve-{self.port}.log", "ab")  # noqa: SIM115
         self.process = subprocess.Popen(
             argv,

@@ -123,6 +123,10 @@ def test_a_team_follows_its_scores_live_in_the_browser(
     assert browser.execute_script(MARKED), "the team page was reloaded"
     shown = browser.find_element("css selector", f'#submissions tr[data-id="{ident}"]')
     assert "public score" in shown.text
+    # The row the script drew links the receipt (downloaded and verified: test_service_hostile).
+    link = shown.find_element("css selector", "a.receipt")
+    assert link.get_attribute("href") == f"{service.url}/api/submissions/{ident}/receipt"
+    assert link.get_attribute("download") == f"receipt-{ident}.json"
     assert severe_console_messages(browser) == []
     screenshot(browser, artifacts / "team.png")
 

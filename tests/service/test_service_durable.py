@@ -117,9 +117,16 @@ def test_a_failure_of_the_infrastructure_is_retried_then_refunded(
     finally:
         service.stop()
     truth.rename(hidden)  # the organisers' truth is gone: not the team's fault
+    queued: dict[int, dict] = {}  # attempts → the row queued again after them
     try:
-        service = Service(competition, scheduler=dask_cluster.address).start()
+        service = Service(competition, scheduler=dask_cluster.address, retry_delay_s=1).start()
         try:
+            deadline = time.monotonic() + 120
+            while (row := _row(competition, ident))["state"] != "failed":
+                assert time.monotonic() < deadline, row
+                if row["state"] == "queued" and row["attempts"]:
+                    queued[row["attempts"]] = row
+                time.sleep(0.05)
             with service.client(token) as client:
                 view = wait_finished(client, ident)
         finally:
@@ -131,3 +138,8 @@ def test_a_failure_of_the_infrastructure_is_retried_then_refunded(
     row = _row(competition, ident)
     assert row["attempts"] == jobs.MAX_ATTEMPTS and row["charged_s"] is None
     assert _recorded(competition, ident) == []
+    # Each retry waited: 2 s after the second failure (1 s after the first), not at once.
+    assert queued[2]["message"].endswith("will be retried in 2 s"), queued
+    assert row["updated_s"] - queued[2]["updated_s"] >= 2.0
+    if 1 in queued:  # seen unless the first second passed before the server answered
+        assert queued[2]["updated_s"] - queued[1]["updated_s"] >= 1.0

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 import sqlalchemy as sa
 from conftest import noisy_copy
-from running_service import Service, create_competition, upload, wait_finished
+from running_service import Service, create_competition, seisctf, upload, wait_finished
 from service_fixtures import persistence_zip, tiny_bundle  # noqa: F401
 from submission_writers import (
     add_symlink_member,
@@ -493,6 +493,37 @@ def test_pages_escape_what_teams_typed_and_the_form_needs_its_csrf_token(
     assert_escaped(served())
     for path in ("/", "/live"):
         assert_escaped(anyone.get(path).text)
+
+
+def test_the_team_page_links_the_receipt_of_each_scored_submission(
+    service,
+    new_team,
+    persistence_zip,  # noqa: F811
+    tmp_path,
+):
+    _, token = new_team()
+    with service.client(token) as client:
+        ident = upload(client, persistence_zip).json()["id"]
+        assert wait_finished(client, ident)["state"] == "scored"
+        (tmp_path / "key.pem").write_bytes(client.get("/api/receipt-key").content)
+    with service.client() as browser:
+        log_in(browser, token)
+        page = browser.get("/team").text
+        links = re.findall(r'<a class="receipt" href="([^"]+)" download="([^"]+)">', page)
+        assert links == [(f"/api/submissions/{ident}/receipt", f"receipt-{ident}.json")]
+        assert browser.get("/api/submissions").json()[0]["receipt"] == links[0][0]
+        got = browser.get(links[0][0])  # with the session's cookie alone
+        assert got.status_code == 200, got.text
+        assert got.headers["content-disposition"] == f'attachment; filename="{links[0][1]}"'
+    receipt = tmp_path / links[0][1]
+    receipt.write_bytes(got.content)
+    checked = seisctf("referee", "verify", str(receipt), "--public-key", str(tmp_path / "key.pem"))
+    assert "receipt verified" in checked.stdout and ident in checked.stdout
+    _, other = new_team()
+    with service.client() as browser:  # another team's session: no link, and the link is 404
+        log_in(browser, other)
+        assert 'class="receipt"' not in browser.get("/team").text
+        assert browser.get(links[0][0]).status_code == 404
 
 
 # --- the quota --------------------------------------------------------------------------------

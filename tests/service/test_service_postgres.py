@@ -227,3 +227,30 @@ def test_a_team_upload_is_scored_with_the_service_on_postgresql(
         engine.dispose()
     assert list(stored) == [view["id"]] and stored[view["id"]].state == tables.SCORED
     assert not (folder / "service.sqlite").exists()
+
+
+def test_a_retry_is_not_claimed_before_its_wait(engine: sa.Engine) -> None:
+    """A job queued again after an infrastructure failure is claimable only once its wait is
+    over (1 s, then 2 s), a new one at once: on both databases, the claim's one UPDATE."""
+    (ident,) = insert_submissions(engine, a_team(engine), 1, tables.QUEUED)
+    delay_s = 1.0
+
+    def claim() -> dict[str, Any] | None:
+        return jobs.claim(engine, "worker", retry_delay_s=delay_s)
+
+    assert claim()["id"] == ident  # never tried: no wait
+    for attempt in (1, 2):
+        assert jobs.finish(engine, ident, "worker", tables.QUEUED, message="failed")
+        queued_s = states(engine)[ident].updated_s
+        wait_s = jobs.retry_delay(attempt, delay_s)
+        assert wait_s == delay_s * 2 ** (attempt - 1)
+        tries = 0
+        while time.time() < queued_s + wait_s - 0.1:
+            early_s = time.time() - queued_s
+            assert claim() is None, f"claimed {early_s:.2f} s after attempt {attempt}"
+            tries += 1
+            time.sleep(0.05)
+        assert tries >= 5
+        time.sleep(max(0.0, queued_s + wait_s - time.time()) + 0.01)
+        job = claim()
+        assert job is not None and job["id"] == ident and job["attempts"] == attempt + 1

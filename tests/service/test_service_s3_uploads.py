@@ -41,8 +41,8 @@ def bucket(s3_server, s3_bucket):
     return s3_bucket.removeprefix("s3://"), s3_server.filesystem()
 
 
-@pytest.fixture
-def service(tiny_bundle, tmp_path, s3_server, s3_bucket, dask_cluster):  # noqa: F811
+def bucket_competition(tiny_bundle: Path, tmp_path: Path, s3_server, s3_bucket: str) -> Path:  # noqa: F811
+    """A competition of the tiny bundle taking uploads through the test's bucket."""
     competition = create_competition(
         tmp_path,
         tiny_bundle,
@@ -57,6 +57,12 @@ def service(tiny_bundle, tmp_path, s3_server, s3_bucket, dask_cluster):  # noqa:
     config = json.loads((competition / "competition.json").read_text())
     assert config["uploads"] == f"{s3_bucket}/{PREFIX}"
     assert config["uploads_options"] == {"endpoint_url": s3_server.endpoint_url}
+    return competition
+
+
+@pytest.fixture
+def service(tiny_bundle, tmp_path, s3_server, s3_bucket, dask_cluster):  # noqa: F811
+    competition = bucket_competition(tiny_bundle, tmp_path, s3_server, s3_bucket)
     running = Service(competition, scheduler=dask_cluster.address, env=CLUSTER_CREDENTIALS)
     yield running.start()
     running.stop()
@@ -159,6 +165,51 @@ def test_a_submission_of_two_parts(service, bucket, persistence_zip, tmp_path): 
         assert view["sha256"] == hashlib.sha256(big.read_bytes()).hexdigest()
         assert view["size"] == big.stat().st_size
     assert leftovers(bucket) == ([], [])
+
+
+def test_presigned_urls_name_the_public_endpoint(
+    tiny_bundle,  # noqa: F811
+    persistence_zip,  # noqa: F811
+    bucket,
+    tmp_path,
+    s3_server,
+    s3_bucket,
+    dask_cluster,
+):
+    """The server reaches the bucket at 127.0.0.1, teams at `localhost` (the same server under
+    another host name, as a public address would be): the URLs name that, signed for it."""
+    internal = s3_server.endpoint_url
+    public = internal.replace("//127.0.0.1:", "//localhost:")
+    assert public != internal
+    competition = bucket_competition(tiny_bundle, tmp_path, s3_server, s3_bucket)
+    running = Service(
+        competition,
+        scheduler=dask_cluster.address,
+        env=CLUSTER_CREDENTIALS,
+        options=["--public-endpoint", public + "/"],
+    ).start()
+    try:
+        token = add_team(competition, "Outside")
+        with running.client(token) as client:
+            body = ask(client, persistence_zip).json()
+            (part,) = body["parts"]
+            assert part["url"].startswith(f"{public}/{bucket[0]}/{PREFIX}/incoming/"), part
+            completed = client.post(
+                f"/api/uploads/{body['upload']}/complete", json=put_parts(persistence_zip, body)
+            )
+            assert completed.status_code == 201, completed.text
+            view = wait_finished(client, completed.json()["id"])
+            assert view["state"] == "scored", view
+        assert leftovers(bucket) == ([], [])
+    finally:
+        running.stop()
+    (tmp_path / "plain").mkdir()
+    plain = create_competition(tmp_path / "plain", tiny_bundle)  # no uploads bucket
+    for endpoint, why in ((public, "has none"), ("ftp://example.org", "expected http://")):
+        refused = seisctf(
+            "serve", "--competition", str(plain), "--public-endpoint", endpoint, check=False
+        )
+        assert refused.returncode == 3 and why in refused.stderr, refused.stderr
 
 
 def test_credentials_are_never_kept(tiny_bundle, tmp_path, s3_server, s3_bucket):  # noqa: F811

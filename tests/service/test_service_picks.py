@@ -1,0 +1,185 @@
+"""A picking competition served end to end: `referee create` reads the dataset's kind from its
+truth (an event-window store with pick labels), a team uploads a pick table over HTTP, the
+service scores it with the picks referee (its released view equals the plain `seisctf score
+picks` command's, released), the board shows its row, the receipt checks offline; a malformed
+pick table is refused at upload with nothing stored and nothing charged, and a public bundle
+holding the scored traces' arrivals is refused when the competition is made."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import sqlalchemy as sa
+import zarr
+from event_window_fixtures import RATE, picking_window_dataset
+from running_service import Service, add_team, seisctf, wait_finished
+
+from seisctf import conventions as cv
+from seisctf.catalogs import event_windows
+from seisctf.location import StoreLocation
+from seisctf.scoring import leaderboard
+from seisctf.scoring.release import release_picks
+from seisctf.service import tables
+
+pytestmark = pytest.mark.slow
+SIZES = {"n_earthquake": 8, "n_noise": 4}
+LAYOUT = event_windows.WindowLayout(chunk_traces=1, shard_traces=4)
+LABELS = (cv.P_ARRIVAL_SAMPLE, cv.S_ARRIVAL_SAMPLE, cv.TRACE_CATEGORY, "source_magnitude")
+
+
+def _write(dataset, url: Path) -> None:
+    event_windows.write_event_windows(dataset, StoreLocation(str(url)), layout=LAYOUT, quiet=True)
+
+
+def _without_test_labels(dataset, columns=LABELS):
+    """The public bundle's dataset: the test split's labels `columns` missing (NaN, or "" for
+    text), its traces and splits kept."""
+    test = dataset[cv.SPLIT_VAR].values == "test"
+    hidden = {}
+    for column in columns:
+        values = dataset[column].values.copy()
+        values[test] = "" if values.dtype == object else np.nan
+        hidden[column] = (cv.TRACE, values)
+    return dataset.assign_coords(hidden)
+
+
+@pytest.fixture(scope="module")
+def picking(tmp_path_factory) -> dict:
+    """A small picking dataset: its truth, its public bundle, one with the test labels left in,
+    and a pick table of the test traces (P 0.1 s late, S 0.3 s early, one false pick)."""
+    root = tmp_path_factory.mktemp("service-picking")
+    dataset = picking_window_dataset(**SIZES)
+    _write(dataset, root / "truth.zarr")
+    _write(_without_test_labels(dataset), root / "public.zarr")
+    _write(dataset, root / "leaky.zarr")
+    _write(_without_test_labels(dataset, LABELS[:2]), root / "leaky-category.zarr")
+    moved = _without_test_labels(dataset)
+    split = moved[cv.SPLIT_VAR].values.copy()
+    split[np.flatnonzero(split == "test")[0]] = "dev"  # one test trace in dev: another split
+    _write(moved.assign({cv.SPLIT_VAR: (cv.TRACE, split)}), root / "other-split.zarr")
+    test = dataset[cv.SPLIT_VAR].values == "test"
+    p = dataset[cv.P_ARRIVAL_SAMPLE].values[test] / RATE
+    s = dataset[cv.S_ARRIVAL_SAMPLE].values[test] / RATE
+    table = pd.DataFrame(
+        {
+            "trace_name": dataset[cv.TRACE_NAME].values[test].astype(str),
+            "detection": np.where(np.isnan(p), 0.1, 0.9),
+            "p_time_s": p + 0.1,
+            "s_time_s": s - 0.3,
+        }
+    )
+    table.loc[0, "p_time_s"] = 0.0
+    table.to_csv(root / "picks.csv", index=False)
+    return {"root": root, "table": table}
+
+
+def _create(folder: Path, picking: dict, public: str = "public.zarr", quota: int = 1):
+    root = picking["root"]
+    argv = ["referee", "create", str(folder), "--name", "Picking", "--quota", str(quota)]
+    argv += ["--dataset", "picks", str(root / public), str(root / "truth.zarr")]
+    return seisctf(*argv, check=False)
+
+
+def _send(client, body: bytes, filename: str = "picks.csv"):
+    params = {"dataset": "picks", "filename": filename, "model": "late-picker"}
+    return client.post("/api/submissions", params=params, content=body)
+
+
+def test_a_picking_competition_scores_a_pick_table_end_to_end(picking, dask_cluster, tmp_path):
+    folder = tmp_path / "competition"
+    made = _create(folder, picking)
+    assert made.returncode == 0, made.stderr
+    config = json.loads((folder / "competition.json").read_text())
+    assert config["datasets"]["picks"]["family"] == "picks"
+    token = add_team(folder, "Pickers")
+    table: pd.DataFrame = picking["table"]
+    service = Service(folder, scheduler=dask_cluster.address).start()
+    try:
+        with service.client(token) as client:
+            # Malformed tables first, on a quota of one: refused, nothing kept or charged.
+            missing = table.iloc[1:].to_csv(index=False).encode()
+            out_of_range = table.assign(detection=1.5).to_csv(index=False).encode()
+            no_column = table.drop(columns="s_time_s").to_csv(index=False).encode()
+            first = str(table["trace_name"].iloc[0])
+            for body, filename, status, why in (
+                (missing, "picks.csv", 422, f"{first}"),
+                (out_of_range, "picks.csv", 422, "detection missing or outside [0, 1]"),
+                (no_column, "picks.csv", 422, "missing column(s) ['s_time_s']"),
+                (table.to_csv(index=False).encode(), "picks.zip", 415, "a pick table"),
+            ):
+                refused = _send(client, body, filename)
+                assert refused.status_code == status, refused.text
+                assert why in refused.json()["detail"], refused.text
+                assert str(folder) not in refused.text
+            assert client.get("/api/submissions").json() == []
+            assert list((folder / "uploads").iterdir()) == []
+            engine = tables.engine_of(f"sqlite:///{folder / 'service.sqlite'}")
+            with engine.connect() as connection:
+                count = sa.select(sa.func.count()).select_from(tables.submissions)
+                assert connection.execute(count).scalar_one() == 0
+
+            sent = _send(client, (picking["root"] / "picks.csv").read_bytes())
+            assert sent.status_code == 201, sent.text
+            view = wait_finished(client, sent.json()["id"])
+            assert view["state"] == "scored", view
+
+            out = tmp_path / "plain.json"
+            seisctf(
+                "score", "picks", "--truth", str(picking["root"] / "truth.zarr"),
+                "--submission", str(picking["root"] / "picks.csv"), "--name", "late-picker",
+                "--json", str(out), "--quiet",
+            )  # fmt: skip
+            plain = json.loads(out.read_text())
+            assert 0 < plain["p"]["f1"] < 1 and plain["n_traces"] == len(table)
+            assert view["released"] == release_picks(plain)
+            assert view["shown"].startswith("detection F1 ")
+
+            assert client.get("/api/board").json()["scored"] == 1
+            (entry,) = leaderboard.entries(str(folder / "leaderboard.sqlite"))
+            assert entry["family"] == "picks" and entry["metadata"]["team"] == "Pickers"
+            assert entry["truth_commitment"] == plain["truth_commitment"]
+
+            receipt, key = tmp_path / "receipt.json", tmp_path / "key.pem"
+            receipt.write_bytes(client.get(f"/api/submissions/{view['id']}/receipt").content)
+            key.write_bytes(client.get("/api/receipt-key").content)
+            checked = seisctf("referee", "verify", str(receipt), "--public-key", str(key))
+            payload = json.loads(checked.stdout.rsplit("}", 1)[0] + "}")
+            assert payload["released"] == view["released"]
+            assert payload["truth_commitment"] == plain["truth_commitment"]
+            assert payload["dataset"] == "picks"
+
+        anyone = service.client()
+        pages = [anyone.get(f"/board/{p.name}").text for p in (folder / "site").glob("*.html")]
+        shown = next(page for page in pages if "Phase picking" in page)
+        assert "Pickers" in shown and "late-picker" in shown
+    finally:
+        service.stop()
+
+
+def test_a_public_bundle_holding_the_test_labels_is_refused(picking, tmp_path):
+    for public, column in (
+        ("leaky.zarr", cv.P_ARRIVAL_SAMPLE),
+        ("leaky-category.zarr", f"(source_magnitude, {cv.TRACE_CATEGORY})"),
+    ):
+        leaky = _create(tmp_path / public, picking, public=public)
+        assert leaky.returncode == 3, leaky.stderr
+        assert "split with labels given" in leaky.stderr and column in leaky.stderr
+        assert not (tmp_path / public / "competition.json").exists()
+    other = _create(tmp_path / "other-split", picking, public="other-split.zarr")
+    assert other.returncode == 3 and "in one of its and the truth's test splits" in other.stderr
+    folder = tmp_path / "competition"
+    assert _create(folder, picking).returncode == 0
+    public, truth = picking["root"] / "public.zarr", picking["root"] / "truth.zarr"
+    again = seisctf("referee", "add-dataset", str(folder), "again", str(public), str(truth),
+                    check=False)  # fmt: skip
+    assert again.returncode == 3 and "holds picks's truth" in again.stderr
+    empty = tmp_path / "empty.zarr"
+    zarr.open_group(str(empty), mode="w")
+    neither = seisctf("referee", "add-dataset", str(folder), "other", str(public), str(empty),
+                      check=False)  # fmt: skip
+    assert neither.returncode == 3 and "neither a CTF truth bundle" in neither.stderr
+    assert list(json.loads((folder / "competition.json").read_text())["datasets"]) == ["picks"]
