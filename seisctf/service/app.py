@@ -107,10 +107,17 @@ def create_app(
         title=competition.name, lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None
     )
 
+    # The team page's script sends uploads' parts to the bucket's presigned URLs.
+    policy = {**SECURITY_HEADERS}
+    if competition.uploads:
+        policy["Content-Security-Policy"] += "; connect-src 'self' " + s3_uploads.url_origin(
+            public_endpoint or s3_uploads.endpoint_of(competition.uploads_options)
+        )
+
     @app.middleware("http")
     async def headers(request: Request, call_next: Any) -> Response:
         response = await call_next(request)
-        for name, value in SECURITY_HEADERS.items():
+        for name, value in policy.items():
             # The board's pages carry their own policy (their scripts and styles by hash).
             if name != "Content-Security-Policy" or not request.url.path.startswith("/board/"):
                 response.headers[name] = value
@@ -131,6 +138,22 @@ def create_app(
         if session is None:
             raise HTTPException(401, "log in first")
         return session[0]
+
+    def writer(
+        request: Request,
+        authorization: Annotated[str | None, Header()] = None,
+        x_csrf_token: Annotated[str | None, Header()] = None,
+    ) -> Team:
+        """The team of a Bearer token, else of the browser's session when the request carries
+        its CSRF token (`X-CSRF-Token`: the team page's script)."""
+        if authorization:
+            return api_team(authorization)
+        found = session_of(engine, request.cookies.get(COOKIE))
+        if found is None:
+            raise HTTPException(401, "log in first")
+        if not same_secret(x_csrf_token or "", found[1]):
+            raise HTTPException(403, "the request's CSRF token does not match the session")
+        return found[0]
 
     def own(team: Team, ident: str) -> dict[str, Any]:
         with engine.connect() as connection:
@@ -185,7 +208,7 @@ def create_app(
         row = await admitted(team, dataset, model, filename, request.stream())
         return JSONResponse(pages.submission_view(row), status_code=201 if row["created"] else 200)
 
-    sweep_uploads = s3_uploads.register(app, current, engine, api_team, admitted, public_endpoint)
+    sweep_uploads = s3_uploads.register(app, current, engine, writer, admitted, public_endpoint)
 
     @app.get("/api/submissions")
     def listing(team: Annotated[Team, Depends(reader)]) -> list[dict[str, Any]]:

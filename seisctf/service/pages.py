@@ -54,6 +54,60 @@ async function refresh() {
 setInterval(refresh, 1000);
 """
 
+# With an uploads bucket, the team page's form sends the file's parts straight to the bucket's
+# presigned URLs (`s3_uploads`): the server is asked for them and completes the upload, the
+# bytes never pass through it. Requests carry the session's CSRF token as `X-CSRF-Token`.
+UPLOAD_SCRIPT = """
+async function sendToBucket(form) {
+  const file = form.elements.file.files[0];
+  const csrf = {'X-CSRF-Token': form.elements.csrf.value};
+  const query = new URLSearchParams({dataset: form.elements.dataset.value,
+    model: form.elements.model.value, filename: file.name, size: String(file.size)});
+  const started = await fetch('/api/uploads?' + query, {method: 'POST', headers: csrf,
+    credentials: 'same-origin'});
+  if (!started.ok) throw new Error((await started.json()).detail);
+  const plan = await started.json();
+  const etags = [];
+  try {
+    for (const part of plan.parts) {
+      const first = (part.part - 1) * plan.part_bytes;
+      const sent = await fetch(part.url, {method: 'PUT',
+        body: file.slice(first, first + plan.part_bytes)});
+      if (!sent.ok) throw new Error('the bucket refused part ' + part.part + ': ' + sent.status);
+      etags.push({part: part.part, etag: sent.headers.get('ETag')});
+    }
+  } catch (error) {
+    await fetch('/api/uploads/' + plan.upload, {method: 'DELETE', headers: csrf,
+      credentials: 'same-origin'});
+    throw error;
+  }
+  const done = await fetch('/api/uploads/' + plan.upload + '/complete', {method: 'POST',
+    headers: {...csrf, 'Content-Type': 'application/json'}, credentials: 'same-origin',
+    body: JSON.stringify(etags)});
+  if (!done.ok) throw new Error((await done.json()).detail);
+}
+const uploadForm = document.getElementById('upload-form');
+uploadForm.addEventListener('submit', async event => {
+  event.preventDefault();
+  const button = document.getElementById('upload');
+  const shown = document.getElementById('upload-state');
+  button.disabled = true;
+  shown.className = '';
+  shown.textContent = 'uploading to the bucket';
+  try {
+    await sendToBucket(uploadForm);
+    shown.textContent = 'received';
+    uploadForm.reset();
+    refresh();
+  } catch (error) {
+    shown.className = 'error';
+    shown.textContent = String(error.message || error);
+  } finally {
+    button.disabled = false;
+  }
+});
+"""
+
 LIVE_SCRIPT = """
 let version = null;
 async function poll() {
@@ -74,6 +128,7 @@ STATIC = {
     "service.css": ("text/css", STYLE),
     "team.js": ("text/javascript", TEAM_SCRIPT),
     "live.js": ("text/javascript", LIVE_SCRIPT),
+    "upload.js": ("text/javascript", UPLOAD_SCRIPT),
 }
 
 
@@ -166,6 +221,8 @@ def team_page(
     rows: Sequence[Mapping[str, Any]],
     error: str = "",
 ) -> str:
+    """A team's page: the upload form (straight to the bucket when the competition has one:
+    `UPLOAD_SCRIPT`) and its submissions, followed without a reload (`TEAM_SCRIPT`)."""
     options = "".join(
         f'<option value="{escape(n)}">{escape(n)}</option>' for n in competition.datasets
     )
@@ -181,13 +238,15 @@ def team_page(
         f"{team} · {competition.name}",
         (
             f"<h1>{escape(team)}</h1>{shown_error}"
-            '<form method="post" action="/team/upload" enctype="multipart/form-data">'
+            '<form method="post" action="/team/upload" enctype="multipart/form-data" '
+            'id="upload-form">'
             f'<input type="hidden" name="csrf" value="{escape(csrf)}">'
             f'<label>Dataset <select name="dataset">{options}</select></label> '
             '<label>Model <input name="model" id="model" maxlength="200" required></label> '
             "<label>Submission (.zip or .npz; a pick table .csv or .parquet) "
             '<input type="file" name="file" id="file" required>'
-            '</label> <button type="submit" id="upload">Upload</button></form>'
+            '</label> <button type="submit" id="upload">Upload</button> '
+            '<span id="upload-state" role="status"></span></form>'
             "<table><caption>Your submissions</caption><thead><tr><th scope=col>id</th>"
             "<th scope=col>dataset</th><th scope=col>model</th><th scope=col>state</th>"
             "<th scope=col>released</th><th scope=col>message</th>"
@@ -197,7 +256,7 @@ def team_page(
             f'<form method="post" action="/logout"><input type="hidden" name="csrf" '
             f'value="{escape(csrf)}"><button type="submit">Log out</button></form>'
         ),
-        scripts=["team.js"],
+        scripts=["team.js", "upload.js"] if competition.uploads else ["team.js"],
     )
 
 

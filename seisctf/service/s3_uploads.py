@@ -10,7 +10,9 @@ presigned URLs name the bucket's endpoint as the server reaches it, or the publi
 server is given (`seisctf serve --public-endpoint URL`: a bucket the server reaches on an
 internal address); they are signed for that host.
 
-API (a team's token as `Authorization: Bearer TOKEN`; another team's upload id is 404):
+API (a team's token as `Authorization: Bearer TOKEN`, or a browser's session with its CSRF token
+as `X-CSRF-Token`: the team page's form sends its file this way; another team's upload id is
+404):
 - `POST /api/uploads?dataset=NAME&filename=F&model=NAME&size=BYTES`: 201 and `{"upload": id,
   "parts": [{"part": n, "url": presigned PUT URL}, ...], "part_bytes": P, "expires_s": S}`
   (each part P bytes but the last; the URLs expire after S seconds); 413 over the upload
@@ -30,6 +32,7 @@ import contextlib
 import logging
 import secrets
 import time
+import urllib.parse
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Annotated, Any
 
@@ -56,6 +59,22 @@ log = logging.getLogger("seisctf.service")
 
 # `intake`'s way of a submission: (team, dataset, model, filename, its bytes) -> its row.
 Admit = Callable[[Team, str, str, str, AsyncIterator[bytes]], Awaitable[dict[str, Any]]]
+
+
+def url_origin(endpoint: str) -> str:
+    """The origin (scheme://host[:port]) of presigned URLs of `endpoint` (the bucket's endpoint
+    as teams reach it; "": AWS's, whose URLs name a host under amazonaws.com)."""
+    if not endpoint:
+        return "https://*.amazonaws.com"
+    parts = urllib.parse.urlsplit(endpoint)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def endpoint_of(options: dict[str, Any]) -> str:
+    """The endpoint URL storage `options` name ("": AWS's)."""
+    return str(
+        options.get("endpoint_url") or options.get("client_kwargs", {}).get("endpoint_url") or ""
+    )
 
 
 def part_plan(size: int, part_bytes: int = PART_BYTES) -> tuple[int, int]:

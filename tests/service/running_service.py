@@ -183,3 +183,17 @@ def wait_finished(client: httpx.Client, ident: str, timeout_s: float = 180.0) ->
             return view
         time.sleep(0.3)
     raise AssertionError(f"submission {ident} still {view['state']} after {timeout_s} s")
+
+
+def log_in(browser: httpx.Client, token: str) -> str:
+    """Log `browser` (a client of the service keeping cookies) in with `token`: the CSRF token
+    of its /team page."""
+    from seisctf.service.app import COOKIE
+
+    login = browser.post("/login", data={"token": token})
+    assert login.status_code == 303 and COOKIE in browser.cookies, login.text
+    page = browser.get("/team")
+    assert page.status_code == 200, page.text
+    found = re.search(r'name="csrf" value="([^"]+)"', page.text)
+    assert found is not None, page.text
+    return found.group(1)

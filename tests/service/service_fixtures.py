@@ -1,15 +1,20 @@
 """Fixtures of the referee service's tests: one tiny CTF bundle and its persistence baseline for
-the session, a fresh competition per test."""
+the session, a fresh competition per test (`bucket_competition`: one taking uploads through an
+S3 bucket)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from conftest import write_tiny_truth
 from running_service import create_competition, seisctf, zip_folder
+from servers import CLUSTER_CREDENTIALS
 
 SECRET = "the-organisers-secret-of-the-service-tests"
+MAX_UPLOAD_BYTES = 12 * 1024**2  # above the two-part submission's 11.1 MiB
+PREFIX = "submissions/in"  # of the uploads in the bucket
 
 
 @pytest.fixture(scope="session")
@@ -39,3 +44,22 @@ def persistence_zip(tiny_bundle, tmp_path_factory) -> Path:
 @pytest.fixture
 def competition(tiny_bundle, tmp_path) -> Path:
     return create_competition(tmp_path, tiny_bundle)
+
+
+def bucket_competition(tiny_bundle: Path, tmp_path: Path, s3_server, s3_bucket: str) -> Path:
+    """A competition of the tiny bundle taking uploads through the test's bucket."""
+    competition = create_competition(
+        tmp_path,
+        tiny_bundle,
+        max_upload_bytes=MAX_UPLOAD_BYTES,
+        options=[
+            "--uploads",
+            f"{s3_bucket}/{PREFIX}",
+            f"--storage-option=endpoint_url={s3_server.endpoint_url}",
+        ],
+        env=CLUSTER_CREDENTIALS,
+    )
+    config = json.loads((competition / "competition.json").read_text())
+    assert config["uploads"] == f"{s3_bucket}/{PREFIX}"
+    assert config["uploads_options"] == {"endpoint_url": s3_server.endpoint_url}
+    return competition

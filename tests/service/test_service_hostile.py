@@ -24,7 +24,14 @@ import numpy as np
 import pytest
 import sqlalchemy as sa
 from conftest import noisy_copy
-from running_service import Service, create_competition, seisctf, upload, wait_finished
+from running_service import (
+    Service,
+    create_competition,
+    log_in,
+    seisctf,
+    upload,
+    wait_finished,
+)
 from service_fixtures import persistence_zip, tiny_bundle  # noqa: F401
 from submission_writers import (
     add_symlink_member,
@@ -37,7 +44,6 @@ from submission_writers import (
 
 from seisctf.location import StoreLocation
 from seisctf.scoring.ctf import open_truth
-from seisctf.service.app import COOKIE
 from seisctf.service.tables import engine_of, submissions, teams
 from seisctf.service.teams import add_team
 
@@ -429,15 +435,6 @@ def test_a_team_cannot_reach_another_teams_submission(
 
 
 # --- pages and forms ----------------------------------------------------------------------------
-
-
-def log_in(browser: httpx.Client, token: str) -> str:
-    """Log `browser` in with `token`: the CSRF token of its /team page."""
-    login = browser.post("/login", data={"token": token})
-    assert login.status_code == 303 and COOKIE in browser.cookies, login.text
-    page = browser.get("/team")
-    assert page.status_code == 200, page.text
-    return re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)
 
 
 def assert_escaped(html: str) -> None:

@@ -20,44 +20,30 @@ from running_service import (
     Service,
     add_team,
     create_competition,
+    log_in,
     seisctf,
     upload,
     wait_finished,
 )
 from servers import CLUSTER_CREDENTIALS
-from service_fixtures import persistence_zip, tiny_bundle  # noqa: F401
+from service_fixtures import (  # noqa: F401
+    MAX_UPLOAD_BYTES,
+    PREFIX,
+    bucket_competition,
+    persistence_zip,
+    tiny_bundle,
+)
 
 from seisctf.service import competition, s3_uploads, tables
 from seisctf.service.s3_uploads import MIN_PART_BYTES, PART_BYTES, part_plan
 
 pytestmark = pytest.mark.slow
-MAX_UPLOAD_BYTES = 12 * 1024**2  # above the two-part submission's 11.1 MiB
-PREFIX = "submissions/in"
 
 
 @pytest.fixture
 def bucket(s3_server, s3_bucket):
     """(the test's bucket name, a filesystem on it holding the tests' keys)."""
     return s3_bucket.removeprefix("s3://"), s3_server.filesystem()
-
-
-def bucket_competition(tiny_bundle: Path, tmp_path: Path, s3_server, s3_bucket: str) -> Path:  # noqa: F811
-    """A competition of the tiny bundle taking uploads through the test's bucket."""
-    competition = create_competition(
-        tmp_path,
-        tiny_bundle,
-        max_upload_bytes=MAX_UPLOAD_BYTES,
-        options=[
-            "--uploads",
-            f"{s3_bucket}/{PREFIX}",
-            f"--storage-option=endpoint_url={s3_server.endpoint_url}",
-        ],
-        env=CLUSTER_CREDENTIALS,
-    )
-    config = json.loads((competition / "competition.json").read_text())
-    assert config["uploads"] == f"{s3_bucket}/{PREFIX}"
-    assert config["uploads_options"] == {"endpoint_url": s3_server.endpoint_url}
-    return competition
 
 
 @pytest.fixture
@@ -336,3 +322,37 @@ def test_an_object_no_upload_names_is_removed_once_old(service, bucket, monkeypa
     with engine.begin() as connection:
         connection.execute(tables.uploads.delete().where(tables.uploads.c.id == "named"))
     fs.rm(f"{where.bucket}/{named}")
+
+
+def test_a_browser_session_starts_an_upload_only_with_its_csrf_token(
+    service,
+    bucket,
+    persistence_zip,  # noqa: F811
+):
+    """The team page's script asks for uploads with the session's cookie and its CSRF token
+    (`X-CSRF-Token`); without the token, or with another, nothing is opened. The page's policy
+    lets its script reach the bucket's origin and no other."""
+    token = add_team(service.competition, "Session team")
+    with service.client() as browser:
+        csrf = log_in(browser, token)
+        policy = browser.get("/team").headers["content-security-policy"]
+        assert f"connect-src 'self' {s3_server_origin(service)}" in policy, policy
+        query = {"dataset": "tiny", "filename": "p.zip", "size": persistence_zip.stat().st_size}
+        for headers in ({}, {"X-CSRF-Token": ""}, {"X-CSRF-Token": csrf[:-1] + "x"}):
+            refused = browser.post("/api/uploads", params=query, headers=headers)
+            assert refused.status_code == 403, refused.text
+        assert leftovers(bucket) == ([], [])
+        started = browser.post("/api/uploads", params=query, headers={"X-CSRF-Token": csrf})
+        assert started.status_code == 201, started.text
+        assert len(leftovers(bucket)[1]) == 1
+        aborted = browser.delete(
+            f"/api/uploads/{started.json()['upload']}", headers={"X-CSRF-Token": csrf}
+        )
+        assert aborted.status_code == 204, aborted.text
+    assert leftovers(bucket) == ([], [])
+
+
+def s3_server_origin(service) -> str:
+    """The origin of the bucket's endpoint the service's competition names."""
+    options = json.loads((service.competition / "competition.json").read_text())["uploads_options"]
+    return options["endpoint_url"].rstrip("/")
