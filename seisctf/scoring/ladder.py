@@ -13,7 +13,9 @@ The bests live in the table `ladder` of the release quota database (`Release.quo
 one row per released submission: taken as `pending` in one `BEGIN IMMEDIATE` transaction (so
 runs at once for one participant are ordered), marked `released` when the run finishes, deleted
 when it fails (nothing was released). Pending rows count, so a run that reads the best while
-another's is pending sees it.
+another's is pending sees it. A run killed before it settles leaves its rows pending; a holder
+that knows its earlier runs are dead (a service's job claimed again: `Release.holder`) drops
+them first (`drop_pending`), or they would stand as a best never released.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ STEP = 1.0  # AvgScore points (of scores between -100 and 100)
 _SCHEMA = """CREATE TABLE IF NOT EXISTS ladder (
     id INTEGER PRIMARY KEY, participant TEXT NOT NULL, truth_commitment TEXT NOT NULL,
     name TEXT, time_s REAL NOT NULL, public_avg_score REAL, best REAL, improved INTEGER NOT NULL,
-    state TEXT NOT NULL)"""
+    state TEXT NOT NULL, holder TEXT NOT NULL DEFAULT '')"""
 _INDEX = "CREATE INDEX IF NOT EXISTS ladder_participant ON ladder (participant, truth_commitment)"
 
 
@@ -65,6 +67,7 @@ def next_best(
 def _prepare(connection: sqlite3.Connection) -> None:
     connection.execute(_SCHEMA)
     connection.execute(_INDEX)
+    sqlite_wal.add_holder(connection, "ladder")
 
 
 def _connect(path: str) -> sqlite3.Connection:
@@ -96,9 +99,10 @@ def _climb(release: Release, commitment: str, name: str, score: float | None) ->
         best, improved = next_best(_best(connection, release.participant, commitment), score)
         cursor = connection.execute(
             "INSERT INTO ladder (participant, truth_commitment, name, time_s, public_avg_score, "
-            "best, improved, state) VALUES (?, ?, ?, ?, ?, ?, ?, 'pending')",
-            (release.participant, commitment, name, time.time(), score, best, int(improved)),
-        )
+            "best, improved, state, holder) VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?)",
+            (release.participant, commitment, name, time.time(), score, best, int(improved),
+             release.holder),
+        )  # fmt: skip
         connection.execute("COMMIT")
         assert cursor.lastrowid is not None  # the row the INSERT added
         return cursor.lastrowid, Rung(release.participant, best, improved)
@@ -106,6 +110,12 @@ def _climb(release: Release, commitment: str, name: str, score: float | None) ->
         if connection.in_transaction:
             connection.execute("ROLLBACK")
         connection.close()
+
+
+def drop_pending(release: Release) -> int:
+    """Delete the pending rungs `release.holder` took in runs that died (module doc): call it
+    only when no run of that holder is going on. How many."""
+    return sqlite_wal.drop_pending(_connect(release.quota_db), "ladder", release.holder)
 
 
 def _settle(release: Release, ids: list[int], released: bool) -> None:

@@ -66,7 +66,7 @@ PUBLIC_RESULT_KEYS = ("truth_sha256_verified", "tolerance_s", "threshold", "trut
 METADATA_KEYS = ("code_url", "description", "run", "seed")
 _SCHEMA = """CREATE TABLE IF NOT EXISTS releases (
     id INTEGER PRIMARY KEY, participant TEXT NOT NULL, family TEXT NOT NULL, name TEXT,
-    time_s REAL NOT NULL, state TEXT NOT NULL)"""
+    time_s REAL NOT NULL, state TEXT NOT NULL, holder TEXT NOT NULL DEFAULT '')"""
 _INDEX = "CREATE INDEX IF NOT EXISTS releases_participant ON releases (participant, time_s)"
 
 
@@ -285,6 +285,7 @@ def public_entries(
 def _prepare(connection: sqlite3.Connection) -> None:
     connection.execute(_SCHEMA)
     connection.execute(_INDEX)
+    sqlite_wal.add_holder(connection, "releases")
 
 
 def _connect(path: str) -> sqlite3.Connection:
@@ -293,6 +294,12 @@ def _connect(path: str) -> sqlite3.Connection:
 
 def _utc(seconds: float) -> str:
     return dt.datetime.fromtimestamp(seconds, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def drop_pending(release: Release) -> int:
+    """Delete the pending quota slots `release.holder` took in runs that died (as
+    `ladder.drop_pending`); how many."""
+    return sqlite_wal.drop_pending(_connect(release.quota_db), "releases", release.holder)
 
 
 def reserve(
@@ -329,9 +336,9 @@ def reserve(
         ids = []
         for name in names:
             cursor = connection.execute(
-                "INSERT INTO releases (participant, family, name, time_s, state) "
-                "VALUES (?, ?, ?, ?, 'pending')",
-                (release.participant, family, name, now_s),
+                "INSERT INTO releases (participant, family, name, time_s, state, holder) "
+                "VALUES (?, ?, ?, ?, 'pending', ?)",
+                (release.participant, family, name, now_s, release.holder),
             )
             assert cursor.lastrowid is not None  # the row the INSERT added
             ids.append(cursor.lastrowid)

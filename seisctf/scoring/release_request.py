@@ -18,6 +18,9 @@ class Release:
     participant: str
     quota_db: str
     quota: int = DEFAULT_QUOTA
+    # Who takes the pending rows of this release (quota slots, Ladder rungs): a service's job
+    # id, whose later attempts drop what a dead one left (`ladder.drop_pending`); "" for none.
+    holder: str = ""
 
     def __post_init__(self) -> None:
         name = self.participant

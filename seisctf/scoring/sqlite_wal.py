@@ -92,3 +92,29 @@ def settle_rows(
         connection.execute(statement, tuple(ids))
     finally:
         connection.close()
+
+
+def add_holder(connection: sqlite3.Connection, table: str) -> None:
+    """Give `table` (a quota database's `releases` or `ladder`) its `holder` column (who took
+    its pending rows: `Release.holder`) when a file made before it lacks one."""
+    columns = {row[1] for row in connection.execute(f"PRAGMA table_info({table})")}
+    if "holder" not in columns:
+        try:
+            connection.execute(f"ALTER TABLE {table} ADD COLUMN holder TEXT NOT NULL DEFAULT ''")
+        except sqlite3.OperationalError as error:  # another process added it meanwhile
+            if "duplicate column" not in str(error):
+                raise
+
+
+def drop_pending(connection: sqlite3.Connection, table: str, holder: str) -> int:
+    """Delete the rows of `table` still pending that `holder` took (a run of it that died
+    before settling them); how many. Nothing for the empty holder. Closes `connection`."""
+    try:
+        if not holder:
+            return 0
+        cursor = connection.execute(
+            f"DELETE FROM {table} WHERE state = 'pending' AND holder = ?", (holder,)
+        )
+        return cursor.rowcount
+    finally:
+        connection.close()

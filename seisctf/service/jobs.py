@@ -31,7 +31,8 @@ from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
-from seisctf.scoring import leaderboard, referee
+from seisctf.scoring import ladder, leaderboard, referee
+from seisctf.scoring import release as release_quota
 from seisctf.scoring.ctf import open_truth
 from seisctf.scoring.release_request import Release
 from seisctf.scoring.site.pages import write_site
@@ -183,7 +184,13 @@ def score(competition: Competition, job: dict[str, Any], quiet: bool = True) -> 
         commitment = _open_truth(spec)
     except Exception as error:  # noqa: BLE001 - whatever it is, the team is not to blame
         raise TruthUnreadable(f"the truth of {job['dataset']} cannot be read") from error
-    release = Release(job["team"], str(competition.path("releases.sqlite")), SERVICE_QUOTA)
+    release = Release(
+        job["team"], str(competition.path("releases.sqlite")), SERVICE_QUOTA, holder=job["id"]
+    )
+    # The job is this worker's now: rows an earlier attempt left pending died with it (a
+    # pending rung would stand as a best never released, and this attempt not improve on it).
+    ladder.drop_pending(release)
+    release_quota.drop_pending(release)
     judge = referee.Referee(
         release,
         str(competition.path("leaderboard.sqlite")),

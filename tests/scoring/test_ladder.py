@@ -85,6 +85,32 @@ def test_a_failed_run_takes_no_rung(tmp_path):
         climb(COMMITMENT, "model", 1.0)
 
 
+def test_a_dead_runs_pending_rungs_are_dropped_by_its_holder_alone(tmp_path):
+    """A file made before rows had holders gains the column; a run killed before settling
+    (its context never exited) leaves a pending rung that counts as the best, until its holder
+    drops it; another holder's pending rung, and settled ones, stay."""
+    db = str(tmp_path / "quota.sqlite")
+    with closing(sqlite3.connect(db)) as old:  # the table as files made before held it
+        old.execute(
+            "CREATE TABLE ladder (id INTEGER PRIMARY KEY, participant TEXT NOT NULL, "
+            "truth_commitment TEXT NOT NULL, name TEXT, time_s REAL NOT NULL, "
+            "public_avg_score REAL, best REAL, improved INTEGER NOT NULL, state TEXT NOT NULL)"
+        )
+    with ladder.climbing(release.Release("team-a", db)) as climb:
+        assert climb(COMMITMENT, "settled", 10.0).improved
+    job, other = (release.Release("team-a", db, holder=h) for h in ("job-1", "job-2"))
+    for holder, score in ((other, 30.0), (job, 50.0)):
+        ladder.climbing(holder).__enter__()(COMMITMENT, "killed", score)  # never settled
+    assert ladder.current_best(job, COMMITMENT) == 50.0
+    assert release.drop_pending(job) == 0  # no quota slot was taken
+    assert ladder.drop_pending(job) == 1
+    assert ladder.current_best(job, COMMITMENT) == 30.0  # job-2's run may still be going on
+    assert ladder.drop_pending(release.Release("team-a", db)) == 0  # no holder: nothing
+    with closing(sqlite3.connect(db)) as connection:
+        states = connection.execute("SELECT holder, state FROM ladder ORDER BY id").fetchall()
+    assert states == [("", "released"), ("job-2", "pending")]  # in the order taken
+
+
 def test_runs_at_once_are_ordered_as_one_ladder(tmp_path):
     """Six processes release at once: the rows, in the order the transactions took them, are
     exactly the Ladder's sequence over their public scores."""

@@ -1,9 +1,11 @@
 """Durable jobs: the job table is the source of truth. A submission whose worker died holding it
-is taken over once its lease runs out and scored once; a server killed (SIGKILL) while scoring
-leaves its job to be scored once after the restart; nothing is recorded twice."""
+is taken over once its lease runs out and scored once (the Ladder rung it left pending
+dropped); a server killed (SIGKILL) while scoring leaves its job to be scored once after the
+restart; nothing is recorded twice."""
 
 from __future__ import annotations
 
+import sqlite3
 import time
 
 import pytest
@@ -11,7 +13,11 @@ import sqlalchemy as sa
 from running_service import Service, add_team, upload, wait_finished
 from service_fixtures import competition, persistence_zip, tiny_bundle  # noqa: F401
 
-from seisctf.scoring import leaderboard
+from seisctf.location import StoreLocation
+from seisctf.scoring import ladder, leaderboard
+from seisctf.scoring.ctf import open_truth
+from seisctf.scoring.release_request import Release
+from seisctf.service import competition as service_competition
 from seisctf.service import jobs, tables
 
 pytestmark = pytest.mark.slow
@@ -46,10 +52,17 @@ def test_a_job_left_by_a_dead_worker_is_scored_once_after_its_lease(
             assert client.get(f"/api/submissions/{ident}").json()["state"] == "queued"
     finally:
         receiving.stop()
-    # A worker claims it and dies: its lease runs out in 2 s.
+    # A worker claims it and dies: its lease runs out in 2 s. It died after taking its Ladder
+    # rung (a public score of 90, far above what the submission scores), before settling it.
     claimed = jobs.claim(_engine(competition), "a-worker-that-died", lease_s=2)
     assert claimed["id"] == ident and _row(competition, ident)["state"] == "scoring"
     assert jobs.claim(_engine(competition), "another", lease_s=2) is None  # held meanwhile
+    truth = service_competition.load(competition).datasets["tiny"].truth
+    commitment = leaderboard.truth_commitment_of(open_truth(StoreLocation(truth))[0])
+    releases = str(competition / "releases.sqlite")
+    died = ladder.climbing(Release("durable", releases, jobs.SERVICE_QUOTA, holder=ident))
+    assert died.__enter__()(commitment, "persistence", 90.0).improved  # never exited
+    assert ladder.current_best(Release("durable", releases), commitment) == 90.0
 
     scoring = Service(competition, scheduler=dask_cluster.address, lease_s=5).start()
     try:
@@ -58,6 +71,10 @@ def test_a_job_left_by_a_dead_worker_is_scored_once_after_its_lease(
     finally:
         scoring.stop()
     assert view["state"] == "scored"
+    # The dead attempt's rung went with it: the team's first release sets its best.
+    assert view["released"]["improved"] and view["released"]["public_score"] < 90, view["released"]
+    with sqlite3.connect(releases) as connection:
+        assert connection.execute("SELECT state FROM ladder").fetchall() == [("released",)]
     row = _row(competition, ident)
     assert row["attempts"] == 2 and row["lease_owner"] is None and row["charged_s"] is not None
     assert len(_recorded(competition, ident)) == 1
