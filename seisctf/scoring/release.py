@@ -242,9 +242,13 @@ def public_entry(entry: Mapping[str, Any], final: bool = False) -> dict[str, Any
     result = entry.get("result") or {}
     shown = {key: result[key] for key in PUBLIC_RESULT_KEYS if key in result}
     halves = entry.get("family") == "picks" and "parts" in result
-    rates = (result.get("parts") or {}).get("private") if halves and final else result
+    rates: Mapping[str, Any] = {}  # the season's view of a pick entry with halves: none
+    if not halves:
+        rates = result
+    elif final:
+        rates = _half(result, "private")
     for part in PICK_PARTS:
-        if not (halves and not final) and isinstance((rates or {}).get(part), Mapping):
+        if isinstance(rates.get(part), Mapping):
             shown[part] = {key: public_value(rates[part].get(key)) for key in RATES}
     view: dict[str, Any] = {}
     scores: dict[str, Any]
