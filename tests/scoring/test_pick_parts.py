@@ -18,6 +18,7 @@ from event_window_fixtures import write_picking_windows
 from seisctf import conventions as cv
 from seisctf.location import StoreLocation
 from seisctf.scoring import ladder, leaderboard, picks, referee, release
+from seisctf.scoring.site.terminal import print_table
 
 RATE = 100.0
 TOLERANCE_S = 0.5
@@ -133,7 +134,7 @@ def test_a_release_shows_the_public_half_alone(store, tmp_path):
     assert sorted(numbers) == sorted([0.5, 0.5, 24, view["public_score"]])
 
 
-def test_the_final_board_ranks_chosen_entries_by_their_private_half(store, tmp_path):
+def test_the_final_board_ranks_chosen_entries_by_their_private_half(store, tmp_path, capsys):
     db, quota = str(tmp_path / "board.sqlite"), str(tmp_path / "releases.sqlite")
     tables = {seed: _table(store, seed) for seed in (3, 4, 5, 6)}
     results = {seed: picks.score_picks(store["url"], t) for seed, t in tables.items()}
@@ -169,3 +170,11 @@ def test_the_final_board_ranks_chosen_entries_by_their_private_half(store, tmp_p
                                    "p", "s")}  # fmt: skip
         assert "public_score" not in entry
     assert [e["avg_score"] for e in final] == sorted((e["avg_score"] for e in final), reverse=True)
+    print_table(entries)
+    season_table = capsys.readouterr().out
+    assert "Public score" in season_table and "p_f1" not in season_table
+    print_table(entries, final=True)  # no choice made: each team's Ladder best
+    final_table = capsys.readouterr().out
+    for entry in release.public_entries(entries, final=True):
+        assert entry["model"] in final_table and f"{entry['avg_score']:.2f}" in final_table
+    assert "Mean F1 (%)" in final_table and f"team-a-{ranked[0]}" not in final_table
