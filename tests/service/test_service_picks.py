@@ -224,7 +224,7 @@ def test_the_season_hides_the_private_half_and_the_close_ranks_the_marked_table(
             ("Beta", "public-better"),
         ):
             with service.client(teams[team]) as client:
-                params = {"dataset": "picks", "filename": f"{model}.csv", "model": "picker"}
+                params = {"dataset": "picks", "filename": f"{model}.csv", "model": model}
                 sent = client.post("/api/submissions", params=params, content=bodies[model])
                 assert sent.status_code == 201, sent.text
                 views[model] = wait_finished(client, sent.json()["id"])
@@ -232,6 +232,7 @@ def test_the_season_hides_the_private_half_and_the_close_ranks_the_marked_table(
         # Differing only on private traces, base and private-better release the same view.
         alpha, beta = (dict(views[m]["released"]) for m in ("base", "private-better"))
         assert alpha.pop("participant") == "Alpha" and beta.pop("participant") == "Beta"
+        assert alpha.pop("name") == "base" and beta.pop("name") == "private-better"
         assert alpha == beta and alpha["improved"] is True
         assert views["public-better"]["released"]["improved"] is True
         assert views["public-better"]["released"]["public_score"] > alpha["public_score"]
@@ -248,6 +249,7 @@ def test_the_season_hides_the_private_half_and_the_close_ranks_the_marked_table(
             assert not {"detection", "p", "s"} & set(entry["result"])
         page = next((folder / "site").glob("dataset-*.html")).read_text()
         assert "ranked by public score" in page and "Mean F1" not in page
+        assert ">public-better<" in page and ">private-better<" not in page
 
         with service.client(teams["Beta"]) as client:
             marked = views["private-better"]["id"]
@@ -261,6 +263,7 @@ def test_the_season_hides_the_private_half_and_the_close_ranks_the_marked_table(
         assert final[0]["avg_score"] == 100.0 and recorded["p"]["f1"] == 1.0
         page = next((folder / "site").glob("dataset-*.html")).read_text()
         assert "ranked by mean F1 (%)" in page and "100.00" in page
+        assert ">private-better<" in page and ">public-better<" not in page and ">base<" in page
         assert f"{final[1]['avg_score']:.2f}" in page
     finally:
         service.stop()
