@@ -295,7 +295,7 @@ def release_options(parser: argparse.ArgumentParser) -> None:
         "--release",
         action="store_true",
         help="the participant's view (docs/release.md): a CTF result's best public score through "
-        "the Ladder, pick rates rounded; counted against a quota",
+        "the Ladder (a pick result's: its public half's mean F1); counted against a quota",
     )
     group.add_argument("--participant", help="who receives the released scores (--release)")
     group.add_argument("--quota-db", help="SQLite file counting releases (default: --db)")

@@ -13,6 +13,10 @@ others private. The salt is the truth group's commitment salt (`ctf_salt`): priv
 challenge closes and revealed then, so nobody can tell the parts apart during the season and
 anyone can recompute and check them after. One split per sensor count, so every test array of a
 bundle (all hold the same sensors) splits the same way.
+
+A picking truth's scored traces split the same way by name (`trace_split`, rule `TRACE_RULE`:
+trace k's key is HMAC-SHA256(salt, "seisctf/trace-split/v1/<trace_name>")), with the salt
+`seisctf.scoring.picks` derives from the withheld labels (`PickTruth.split_salt`).
 """
 
 from __future__ import annotations
@@ -20,25 +24,29 @@ from __future__ import annotations
 import functools
 import hashlib
 import hmac
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 RULE = "seisctf/sensor-split/v1"
+TRACE_RULE = "seisctf/trace-split/v1"
 PARTS = ("public", "private")
+
+
+def public_half(salt_hex: str, rule: str, keys: Sequence[str]) -> np.ndarray:
+    """(len(keys),) bool: True for the len(keys) // 2 keys whose HMAC-SHA256(salt,
+    "<rule>/<key>") is smallest (as a big-endian integer, ties by position): the public half."""
+    salt = bytes.fromhex(salt_hex)
+    digests = [hmac.new(salt, f"{rule}/{key}".encode(), hashlib.sha256).digest() for key in keys]
+    order = sorted(range(len(keys)), key=lambda index: (digests[index], index))
+    public = np.zeros(len(keys), dtype=bool)
+    public[order[: len(keys) // 2]] = True
+    return public
 
 
 @functools.lru_cache(maxsize=8)
 def _split(salt_hex: str, n_sensors: int) -> bytes:
-    key = bytes.fromhex(salt_hex)
-    digests = [
-        hmac.new(key, f"{RULE}/{sensor}".encode(), hashlib.sha256).digest()
-        for sensor in range(n_sensors)
-    ]
-    order = sorted(range(n_sensors), key=lambda sensor: (digests[sensor], sensor))
-    public = np.zeros(n_sensors, dtype=bool)
-    public[order[: n_sensors // 2]] = True
-    return public.tobytes()
+    return public_half(salt_hex, RULE, [str(sensor) for sensor in range(n_sensors)]).tobytes()
 
 
 def sensor_split(salt_hex: str, n_sensors: int) -> np.ndarray:
@@ -64,3 +72,11 @@ def zero_filled(
     the region array its task assembled (changed in place), `keep` (n,) bool."""
     values[:, ~keep] = 0.0
     return kernel(values, *args)
+
+
+def trace_split(salt_hex: str, names: Sequence[str]) -> np.ndarray:
+    """(len(names),) bool: True for the traces of the public half (len(names) // 2 of them),
+    False for the private half, of the scored traces `names` (unique; any order)."""
+    if len(names) < 2:
+        raise ValueError(f"a split needs at least 2 traces, got {len(names)}")
+    return public_half(salt_hex, TRACE_RULE, names)

@@ -26,6 +26,12 @@ comes from): over `COMMITMENT_HEADER`, then `sampling_rate_hz=<repr of the float
 scored traces' names sorted by code point, joined by `\\n` and UTF-8 encoded, then `\\n`, then their
 P and then S arrival samples in that order as little-endian float64 (NaN as numpy's quiet NaN,
 0x7ff8000000000000; −0.0 as 0.0).
+
+Public and private halves (`parts`): the scored traces split by name (`parts.trace_split`) with
+a salt derived from the withheld labels, `split_salt`: the same hash as the commitment with
+`SALT_HEADER` in place of `COMMITMENT_HEADER`. Nobody without the scored split's arrivals can
+compute it (the public bundle has none); anyone can once they are revealed at the close. Each
+half is scored on its own, as the whole split is (`parts.public`, `parts.private`).
 """
 
 from __future__ import annotations
@@ -48,7 +54,7 @@ from seisctf.catalogs.trace_keys import station_keys
 from seisctf.catalogs.trace_table import read_trace_table
 from seisctf.errors import InvalidInput
 from seisctf.location import LocationLike, StoreLocation
-from seisctf.scoring import pick_metrics
+from seisctf.scoring import parts, pick_metrics
 from seisctf.scoring.pick_metrics import PHASES, Tally
 
 DEFAULT_TOLERANCE_S = 0.5
@@ -62,6 +68,7 @@ SNR_BIN_DB = 10.0
 NO_GROUP = "none"
 GROUPINGS = ("station", "magnitude", "snr")
 COMMITMENT_HEADER = b"seisctf picks truth v1\n"
+SALT_HEADER = b"seisctf picks split salt v1\n"
 ARRIVAL_COLUMNS = (cv.P_ARRIVAL_SAMPLE, cv.S_ARRIVAL_SAMPLE)
 
 
@@ -101,8 +108,9 @@ class PickTruth:
             raise InvalidInput(self.url, f"has no trace in split {split!r}")
         return positions
 
-    def commitment(self, split: str) -> str:
-        """The truth commitment of the traces `split` scores (module doc)."""
+    def commitment(self, split: str, header: bytes = COMMITMENT_HEADER) -> str:
+        """The truth commitment of the traces `split` scores (module doc); with `SALT_HEADER`
+        the salt of its halves (`split_salt`)."""
         labels = self.labels.iloc[self.scored(split)]
         rate = self.sampling_rate_hz
         return truth_commitment(
@@ -110,7 +118,13 @@ class PickTruth:
             labels["p_arrival_s"].to_numpy(dtype=np.float64) * rate,
             labels["s_arrival_s"].to_numpy(dtype=np.float64) * rate,
             rate,
+            header,
         )
+
+    def split_salt(self, split: str) -> str:
+        """Hex salt splitting the traces `split` scores into public and private halves (module
+        doc): secret while their arrivals are."""
+        return self.commitment(split, SALT_HEADER)
 
 
 def _group_source_columns(group_by: Sequence[str]) -> list[str]:
@@ -290,12 +304,13 @@ def truth_commitment(
     p_arrival_sample: np.ndarray,
     s_arrival_sample: np.ndarray,
     sampling_rate_hz: float,
+    header: bytes = COMMITMENT_HEADER,
 ) -> str:
-    """Hex SHA-256 of the scored labels (module doc, "Truth commitment")."""
+    """Hex SHA-256 of the scored labels (module doc, "Truth commitment"), after `header`."""
     text = np.asarray(names).astype(np.dtypes.StringDType())
     in_order = len(text) < 2 or bool(np.all(text[:-1] <= text[1:]))
     order = np.arange(len(text)) if in_order else np.argsort(text, kind="stable")
-    digest = hashlib.sha256(COMMITMENT_HEADER)
+    digest = hashlib.sha256(header)
     digest.update(f"sampling_rate_hz={float(sampling_rate_hz)!r}\n".encode())
     digest.update("\n".join(np.asarray(names, dtype=object)[order].tolist()).encode())
     digest.update(b"\n")
@@ -355,6 +370,11 @@ def score_pick_table(
         cells, cell_names = group_cells(labels, by)
         sizes = np.bincount(cells, minlength=len(cell_names))
         groups[by] = _cell_block(counts(cells, len(cell_names)), cell_names, sizes)
+    halves = {}
+    if len(scored) >= 2:
+        names = labels[cv.TRACE_NAME].tolist()
+        private = (~parts.trace_split(truth.split_salt(split), names)).astype(np.int64)
+        halves = {"parts": _cell_block(counts(private, 2), list(parts.PARTS), np.bincount(private))}
     edges = pick_metrics.histogram_edges(tolerance_s)
     return {
         "name": name,
@@ -373,6 +393,7 @@ def score_pick_table(
             np.bincount(split_codes, minlength=len(split_names)),
         ),
         "groups": groups,
+        **halves,
         "residual_histogram": {
             "edges_s": edges.tolist(),
             **{phase: overall.histogram[i].tolist() for i, phase in enumerate(PHASES)},

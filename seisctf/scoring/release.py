@@ -9,11 +9,16 @@ through the Ladder (`seisctf.scoring.ladder`: a new best only when it beats the 
 (`public_score`) is the mean, on the truth's public part (`seisctf.scoring.parts`), of the
 scores of E1..E12 that are not long-time spectra: a long-time score answers to little more than
 the level of a forecast's last rows, one number per pair, which a few releases of any number
-that depends on it would tune against the truth (docs/release.md). A released pick result has
-precision, recall and F1 rounded to `PICK_DIGITS` decimals. The season's leaderboard shows a
-CTF entry's public score alone (its Ladder best, or for an entry recorded without a release its
-public score rounded to the step); the final view (the close) its private part's E1..E12 and
-averages, clipped to [-100, 100] and rounded to `PUBLIC_DIGITS` decimals, and ranks by them.
+that depends on it would tune against the truth (docs/release.md). A released pick result is
+likewise one number through the Ladder: its public score (`public_pick_score`) is 100 times the
+mean of the detection, P and S F1 of the public half of the scored traces
+(`seisctf.scoring.picks`, "Public and private halves"), a percentage. The season's leaderboard
+shows a CTF or pick entry's public score alone (its Ladder best, or for an entry recorded
+without a release its public score rounded to the step); the final view (the close) a CTF
+entry's private part's E1..E12 and averages, clipped to [-100, 100] and rounded to
+`PUBLIC_DIGITS` decimals, and ranks by them; a pick entry's private half's precision, recall
+and F1 and, as its `avg_score`, 100 times their mean F1. A pick entry scored before traces were
+split shows its rates as before.
 Both views hold, of a participant's released entries against one truth, only the one that set
 their best (`standing`). Neither has raw (unclipped) scores, errors, norms, counts, residual
 statistics (they are computed against the truth), per-split, per-group or per-trace values, or
@@ -38,7 +43,7 @@ from typing import Any
 from seisctf import conventions as cv
 from seisctf.ctf_json import CtfResult
 from seisctf.errors import InvalidInput
-from seisctf.scoring import sqlite_wal
+from seisctf.scoring import pick_metrics, sqlite_wal
 from seisctf.scoring.ladder import STEP, Climb, Rung, to_step
 from seisctf.scoring.release_request import DEFAULT_QUOTA as DEFAULT_QUOTA
 from seisctf.scoring.release_request import MAX_PARTICIPANT_CHARS as MAX_PARTICIPANT_CHARS
@@ -48,7 +53,6 @@ from seisctf.wording import counted
 POLICY = "seisctf-release-3"
 # The metrics of the scores a public score averages (every one but the long-time spectra).
 SEASON_METRICS = (cv.METRIC_SHORT, cv.METRIC_RECON)
-PICK_DIGITS = 2  # precision, recall, F1 in steps of 0.01
 PUBLIC_DIGITS = 2  # the public leaderboard: scores and rates in steps of 0.01
 SCORE_LIMIT = 100.0  # scores are clipped to [-SCORE_LIMIT, SCORE_LIMIT]
 QUOTA_WINDOW_S = 24 * 3600
@@ -111,40 +115,65 @@ def release_ctf(result: Mapping[str, Any], rung: Rung) -> dict[str, Any]:
     return released
 
 
+def _half(result: Mapping[str, Any], part: str) -> Mapping[str, Any]:
+    """The `part` ("public" or "private") half of a `score picks` result; InvalidInput when it
+    has none (fewer than 2 scored traces, or scored before traces were split)."""
+    half = (result.get("parts") or {}).get(part)
+    if not isinstance(half, Mapping) or not all(
+        isinstance(half.get(k), Mapping) for k in PICK_PARTS
+    ):
+        raise InvalidInput(
+            f"result {result.get('name')!r}",
+            "has no public and private halves (fewer than 2 scored traces): nothing can be "
+            "released; score it with this seisctf",
+        )
+    return half
+
+
+def half_score(result: Mapping[str, Any], part: str = "public") -> float:
+    """100 × the mean of the detection, P and S F1 of a `score picks` result's `part` half (an
+    undefined F1 counts as 0): a percentage in [0, 100]."""
+    return 100.0 * pick_metrics.mean_f1(dict(_half(result, part)))
+
+
+def public_pick_score(result: Mapping[str, Any]) -> float:
+    """The public score of a `score picks` result: `half_score` of its public half."""
+    return half_score(result, "public")
+
+
 def released_view(
     family: str, result: Mapping[str, Any], truth_commitment: str | None, climb: Climb
 ) -> dict[str, Any]:
-    """What a participant is shown of a result: a CTF result's Ladder rung (taken by `climb`),
-    a pick result rounded."""
+    """What a participant is shown of a result: its Ladder rung (taken by `climb`) on its
+    public score, a CTF result's `public_score` or a pick result's `public_pick_score`."""
+    name = str(result["name"])
     if family == "ctf":
         score = public_score(result)
-        return release_ctf(result, climb(str(truth_commitment), str(result["name"]), score))
-    return release_picks(result)
+        return release_ctf(result, climb(str(truth_commitment), name, score))
+    commitment = str(result["truth_commitment"])
+    return release_picks(result, climb(commitment, name, public_pick_score(result)))
 
 
 def recorded_result(
     family: str, result: Mapping[str, Any], released: Mapping[str, Any] | None
 ) -> dict[str, Any]:
     """What the organisers' leaderboard records of a result: as scored when nothing was
-    released; a released CTF result in full with what was released under `released` (the final
-    view needs its private part); a released pick result as released."""
+    released; a released result in full with what was released under `released` (the final
+    view needs its private part or half)."""
     if released is None:
         return dict(result)
-    if family == "ctf":
-        return {**result, "released": dict(released)}
-    return dict(released)
+    return {**result, "released": dict(released)}
 
 
-def release_picks(result: Mapping[str, Any]) -> dict[str, Any]:
-    """The participant's view of a `score picks` result: precision, recall and F1 rounded; no
-    counts, residual statistics, breakdowns or histogram."""
+def release_picks(result: Mapping[str, Any], rung: Rung) -> dict[str, Any]:
+    """The participant's view of a `score picks` result: their Ladder `rung` after it (their
+    best `public_pick_score`, a multiple of `ladder.STEP`, and whether this submission set it);
+    nothing of the private half or of the whole split's rates."""
     released: dict[str, Any] = {"family": "picks"}
     released |= {key: result[key] for key in PICK_KEYS if key in result}
-    for part in PICK_PARTS:
-        values = result[part]
-        released[part] = {key: rounded(values.get(key), PICK_DIGITS) for key in RATES}
-    released["scores"] = {f"{part}_f1": released[part]["f1"] for part in PICK_PARTS}
-    released["release"] = _policy(rate_step=10.0**-PICK_DIGITS)
+    released |= {"participant": rung.participant, "public_score": rung.best}
+    released["improved"] = rung.improved
+    released["release"] = _policy(part="public", score="mean_f1_percent", ladder_step=STEP)
     return released
 
 
@@ -171,12 +200,15 @@ def season_value(value: object) -> float | None:
 
 
 def _season_score(entry: Mapping[str, Any]) -> float | None:
-    """A CTF entry's public score in the season's view: its Ladder best when it was released,
-    else its `public_score` to the step; None for an entry scored before truths were split."""
+    """An entry's public score in the season's view: its Ladder best when it was released,
+    else its `public_score` (`public_pick_score`) to the step; None for an entry scored before
+    truths were split."""
     result = entry.get("result") or {}
     released = result.get("released")
     if isinstance(released, Mapping):
         return season_value(released.get("public_score"))
+    if entry.get("family") == "picks":
+        return season_value(public_pick_score(result)) if "parts" in result else None
     if "parts" not in result or "metrics" not in result:
         return None
     return season_value(public_score(result))
@@ -200,21 +232,32 @@ def _final_view(entry: Mapping[str, Any]) -> tuple[Any, dict[str, Any], Any]:
 def public_entry(entry: Mapping[str, Any], final: bool = False) -> dict[str, Any]:
     """The public view of one `leaderboard.entries` row: its identity, submitter metadata and
     truth commitment, and of its result only `PUBLIC_RESULT_KEYS` and the precision, recall and
-    F1 of detection, P and S picks (as `public_value`s). A CTF entry shows during the season
-    (`final` False) its `public_score` to `ladder.STEP` alone (`avg_score` None, no `scores`);
-    at the close its private part's `avg_score`, `scores` and `extended_avg_score` as
-    `public_value`s. A pick entry's `scores` are its F1s. No raw scores, counts, residuals,
+    F1 of detection, P and S picks (as `public_value`s). A CTF or pick entry shows during the
+    season (`final` False) its `public_score` to `ladder.STEP` alone (`avg_score` None, no
+    `scores`, no rates); at the close its private part's (half's) values as `public_value`s: a
+    CTF entry's `avg_score`, `scores` and `extended_avg_score`, a pick entry's rates, F1s as
+    `scores` and `half_score` as `avg_score`. A pick entry scored before traces were split
+    shows its whole split's rates and F1s in both views. No raw scores, counts, residuals,
     breakdowns or histograms, and no `submission_key` (a hash of the full result)."""
     result = entry.get("result") or {}
     shown = {key: result[key] for key in PUBLIC_RESULT_KEYS if key in result}
+    halves = entry.get("family") == "picks" and "parts" in result
+    rates: Mapping[str, Any] = {}  # the season's view of a pick entry with halves: none
+    if not halves:
+        rates = result
+    elif final:
+        rates = _half(result, "private")
     for part in PICK_PARTS:
-        if isinstance(result.get(part), Mapping):
-            shown[part] = {key: public_value(result[part].get(key)) for key in RATES}
+        if isinstance(rates.get(part), Mapping):
+            shown[part] = {key: public_value(rates[part].get(key)) for key in RATES}
     view: dict[str, Any] = {}
     scores: dict[str, Any]
-    if entry.get("family") == "ctf" and not final:
+    if (entry.get("family") == "ctf" or halves) and not final:
         avg_score, scores = None, {}
         view["public_score"] = _season_score(entry)
+    elif halves:
+        avg_score = public_value(half_score(result, "private"))
+        scores = {f"{part}_f1": shown[part]["f1"] for part in PICK_PARTS}
     elif entry.get("family") == "ctf":
         avg_score, scores, extended = _final_view(entry)
         if extended is not None:
@@ -241,17 +284,17 @@ def standing(
     entries: Sequence[Mapping[str, Any]], chosen: Collection[int] = ()
 ) -> list[Mapping[str, Any]]:
     """The entries a leaderboard view holds: every entry not released to a participant, and of a
-    participant's released CTF entries against one truth only the latest that set their Ladder
-    best, or, where the participant chose entries (`chosen`: entry ids, a service's teams marking
-    their final submissions), the latest chosen one. The final ranking thus takes each
-    participant's submission chosen by public scores or by the participant: several submissions
-    cannot be picked from by their private scores."""
+    participant's released entries (CTF or picks) against one truth only the latest that set
+    their Ladder best, or, where the participant chose entries (`chosen`: entry ids, a service's
+    teams marking their final submissions), the latest chosen one. The final ranking thus takes
+    each participant's submission chosen by public scores or by the participant: several
+    submissions cannot be picked from by their private scores."""
     latest: dict[tuple[str, str], int] = {}
     picked: dict[tuple[str, str], int] = {}
     released = {}
     for index, entry in enumerate(entries):
         view = (entry.get("result") or {}).get("released")
-        if entry.get("family") == "ctf" and isinstance(view, Mapping):
+        if isinstance(view, Mapping):
             released[index] = view
             key = (str(view.get("participant")), str(entry.get("truth_commitment")))
             for wanted, best in ((view.get("improved"), latest), (entry["id"] in chosen, picked)):

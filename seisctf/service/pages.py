@@ -166,11 +166,12 @@ def home(competition: Competition) -> str:
 
 
 def _shown(released: str | None) -> str:
-    """The released view in a few words: a CTF result's public score, a pick result's F1."""
+    """The released view in a few words: its public score (a pick result released before
+    traces were split: its F1s)."""
     if not released:
         return ""
     view = json.loads(released)
-    if view.get("family") == "picks":
+    if view.get("family") == "picks" and "public_score" not in view:
         return ", ".join(
             f"{name.removesuffix('_f1')} F1 {'–' if value is None else format(value, 'g')}"
             for name, value in view["scores"].items()

@@ -1,5 +1,5 @@
-"""The score release policy (docs/release.md): a released CTF result is one Ladder number, a
-released pick result holds only rounded rates, neither any of the referee's other keys; the
+"""The score release policy (docs/release.md): a released CTF or pick result is one Ladder
+number (a pick result's: its public half's mean F1), neither any of the referee's other keys; the
 quota holds across processes (SQLite transactions) and over the rolling 24 h, refusals take
 nothing from it, and organisers' output is unchanged. The Ladder itself: test_ladder.py."""
 
@@ -29,8 +29,8 @@ RATE = 100.0
 CTF_RELEASED_KEYS = {"name", "dataset", "convention", "truth_sha256_verified", "participant",
                      "public_score", "improved", "release"}  # fmt: skip
 PICKS_RELEASED_KEYS = {"family", "name", "dataset", "split", "n_traces", "tolerance_s",
-                       "threshold", "truth_commitment", "detection", "p", "s", "scores",
-                       "release"}  # fmt: skip
+                       "threshold", "truth_commitment", "participant", "public_score",
+                       "improved", "release"}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -93,23 +93,23 @@ def test_released_ctf_result_is_one_ladder_number_and_no_score(ctf, tmp_path):
     assert ladder.current_best(asked, "commitment") == released["public_score"]
 
 
-def test_released_picks_result_has_rates_rounded_and_no_counts_or_residuals(picks):
+def test_released_picks_result_is_one_ladder_number_and_no_rate(picks, tmp_path):
     url, path = picks
     full = score_picks(url, str(path), group_by=("station",))
-    released = release.release_picks(full)
+    asked = release.Release("team-a", str(tmp_path / "quota.sqlite"))
+    with ladder.climbing(asked) as climb:
+        released = release.released_view("picks", full, None, climb)
     assert set(released) == PICKS_RELEASED_KEYS
-    for part in ("detection", "p", "s"):
-        assert set(released[part]) == {"precision", "recall", "f1"}
-        for key in released[part]:
-            assert released[part][key] == pytest.approx(full[part][key], abs=0.005)
-            assert _decimals_at_most(released[part][key], 2)
+    public = release.public_pick_score(full)
+    assert released["public_score"] == ladder.to_step(public) and released["improved"] is True
     # Residual statistics are computed against the truth: the organisers keep them.
     assert full["p"]["residual_mean_s"] == pytest.approx(0.123)
     assert full["s"]["residual_mean_s"] == pytest.approx(-0.2468)
     text = json.dumps(released)
-    assert "residual" not in text and '"tp"' not in text and full["p"]["f1"] < 1
-    assert released["scores"] == {f"{k}_f1": released[k]["f1"] for k in ("detection", "p", "s")}
-    assert released["release"] == {"policy": release.POLICY, "rate_step": 0.01}
+    assert "residual" not in text and '"tp"' not in text and '"f1"' not in text
+    assert released["release"] == {"policy": release.POLICY, "part": "public",
+                                   "score": "mean_f1_percent", "ladder_step": 1.0}  # fmt: skip
+    assert ladder.current_best(asked, full["truth_commitment"]) == released["public_score"]
 
 
 def _reserving_code(db: Path, participant: str, quota: int, attempts: int) -> str:

@@ -399,6 +399,12 @@ def test_real_pick_scorer_results_render(tmp_path):
         leaderboard.record(db, result, family="picks", truth_commitment=result["truth_commitment"])
     index = site.write_site(leaderboard.entries(db), tmp_path / "html")
     page = (index.parent / site.page_names([result["dataset"]])[result["dataset"]]).read_text()
+    season = tables_of(page)["picks1-f1"]
+    labels = [cell[2] for cell in season["head"]]
+    assert "Public score" in labels and "P pick F1" not in labels and "S pick F1" not in labels
+    # The close's view: the private half's rates, ranked by its mean F1.
+    index = site.write_site(leaderboard.entries(db), tmp_path / "html", final=True)
+    page = (index.parent / site.page_names([result["dataset"]])[result["dataset"]]).read_text()
     tables = tables_of(page)
     assert column(tables["picks1-f1"], "Model") == ["shift-0.0", "shift-0.3", "shift-0.7"]
     assert column(tables["picks1-f1"], "P pick F1") == ["1.00", "1.00", "0.00"]

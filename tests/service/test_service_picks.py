@@ -1,9 +1,12 @@
 """A picking competition served end to end: `referee create` reads the dataset's kind from its
 truth (an event-window store with pick labels), a team uploads a pick table over HTTP, the
 service scores it with the picks referee (its released view equals the plain `seisctf score
-picks` command's, released), the board shows its row, the receipt checks offline; a malformed
-pick table is refused at upload with nothing stored and nothing charged, and a public bundle
-holding the scored traces' arrivals is refused when the competition is made."""
+picks` command's, released: the public half's mean F1 through the Ladder), the board shows its
+row, the receipt checks offline; a malformed pick table is refused at upload with nothing stored
+and nothing charged, and a public bundle holding the scored traces' arrivals is refused when the
+competition is made. During the season the released views and the board hold nothing of the
+private half (two tables differing only there release the same view); after `referee close`
+the board ranks, by its private half, the table each team marked final."""
 
 from __future__ import annotations
 
@@ -21,8 +24,8 @@ from running_service import Service, add_team, seisctf, wait_finished
 from seisctf import conventions as cv
 from seisctf.catalogs import event_windows
 from seisctf.location import StoreLocation
-from seisctf.scoring import leaderboard
-from seisctf.scoring.release import release_picks
+from seisctf.scoring import ladder, leaderboard, parts, picks
+from seisctf.scoring.release import public_entries, public_pick_score, release_picks
 from seisctf.service import tables
 
 pytestmark = pytest.mark.slow
@@ -135,8 +138,9 @@ def test_a_picking_competition_scores_a_pick_table_end_to_end(picking, dask_clus
             )  # fmt: skip
             plain = json.loads(out.read_text())
             assert 0 < plain["p"]["f1"] < 1 and plain["n_traces"] == len(table)
-            assert view["released"] == release_picks(plain)
-            assert view["shown"].startswith("detection F1 ")
+            best = ladder.to_step(public_pick_score(plain))
+            assert view["released"] == release_picks(plain, ladder.Rung("Pickers", best, True))
+            assert view["shown"] == f"public score {best:g}"
 
             assert client.get("/api/board").json()["scored"] == 1
             (entry,) = leaderboard.entries(str(folder / "leaderboard.sqlite"))
@@ -183,3 +187,83 @@ def test_a_public_bundle_holding_the_test_labels_is_refused(picking, tmp_path):
                       check=False)  # fmt: skip
     assert neither.returncode == 3 and "neither a CTF truth bundle" in neither.stderr
     assert list(json.loads((folder / "competition.json").read_text())["datasets"]) == ["picks"]
+
+
+def _exact_on(table: pd.DataFrame, truth: picks.PickTruth, names: set[str]) -> bytes:
+    """`table` (CSV bytes) with the catalogue's P and S arrivals as picks on the traces `names`."""
+    arrivals = truth.labels.set_index("trace_name").loc[table["trace_name"]]
+    on = table["trace_name"].isin(names).to_numpy()
+    out = table.copy()
+    out.loc[on, "p_time_s"] = arrivals["p_arrival_s"].to_numpy()[on]
+    out.loc[on, "s_time_s"] = arrivals["s_arrival_s"].to_numpy()[on]
+    return out.to_csv(index=False).encode()
+
+
+def test_the_season_hides_the_private_half_and_the_close_ranks_the_marked_table(
+    picking, dask_cluster, tmp_path
+):
+    folder = tmp_path / "competition"
+    assert _create(folder, picking, quota=5).returncode == 0
+    truth = picks.read_truth(StoreLocation(str(picking["root"] / "truth.zarr")))
+    names = truth.labels["trace_name"].to_numpy()[truth.scored("test")]
+    public = set(names[parts.trace_split(truth.split_salt("test"), list(names))])
+    late: pd.DataFrame = picking["table"]
+    table = late.assign(s_time_s=late["s_time_s"] - 0.5)  # every S pick 0.8 s early: a miss
+    bodies = {
+        "base": table.to_csv(index=False).encode(),
+        "private-better": _exact_on(table, truth, set(names) - public),
+        "public-better": _exact_on(table, truth, public),
+    }
+    teams = {"Alpha": add_team(folder, "Alpha"), "Beta": add_team(folder, "Beta")}
+    service = Service(folder, scheduler=dask_cluster.address).start()
+    views = {}
+    try:
+        for team, model in (
+            ("Alpha", "base"),
+            ("Beta", "private-better"),
+            ("Beta", "public-better"),
+        ):
+            with service.client(teams[team]) as client:
+                params = {"dataset": "picks", "filename": f"{model}.csv", "model": model}
+                sent = client.post("/api/submissions", params=params, content=bodies[model])
+                assert sent.status_code == 201, sent.text
+                views[model] = wait_finished(client, sent.json()["id"])
+                assert views[model]["state"] == "scored", views[model]
+        # Differing only on private traces, base and private-better release the same view.
+        alpha, beta = (dict(views[m]["released"]) for m in ("base", "private-better"))
+        assert alpha.pop("participant") == "Alpha" and beta.pop("participant") == "Beta"
+        assert alpha.pop("name") == "base" and beta.pop("name") == "private-better"
+        assert alpha == beta and alpha["improved"] is True
+        assert views["public-better"]["released"]["improved"] is True
+        assert views["public-better"]["released"]["public_score"] > alpha["public_score"]
+        for view in views.values():
+            text = json.dumps(view["released"])
+            assert '"f1"' not in text and '"private"' not in text and '"detection"' not in text
+
+        entries = leaderboard.entries(str(folder / "leaderboard.sqlite"))
+        by_run = {e["metadata"]["submission"]: e for e in entries}
+        season = public_entries(entries)
+        assert {e["metadata"]["team"] for e in season} == {"Alpha", "Beta"}
+        for entry in season:
+            assert entry["avg_score"] is None and entry["scores"] == {}
+            assert not {"detection", "p", "s"} & set(entry["result"])
+        page = next((folder / "site").glob("dataset-*.html")).read_text()
+        assert "ranked by public score" in page and "Mean F1" not in page
+        assert ">public-better<" in page and ">private-better<" not in page
+
+        with service.client(teams["Beta"]) as client:
+            marked = views["private-better"]["id"]
+            assert client.post(f"/api/submissions/{marked}/final").status_code == 200
+        run = seisctf("referee", "close", str(folder))
+        assert "final leaderboard" in run.stdout
+        final = public_entries(entries, final=True, chosen={by_run[marked]["id"]})
+        assert [e["metadata"]["team"] for e in final] == ["Beta", "Alpha"]
+        assert final[0]["metadata"]["submission"] == marked
+        recorded = by_run[marked]["result"]["parts"]["private"]
+        assert final[0]["avg_score"] == 100.0 and recorded["p"]["f1"] == 1.0
+        page = next((folder / "site").glob("dataset-*.html")).read_text()
+        assert "ranked by mean F1 (%)" in page and "100.00" in page
+        assert ">private-better<" in page and ">public-better<" not in page and ">base<" in page
+        assert f"{final[1]['avg_score']:.2f}" in page
+    finally:
+        service.stop()

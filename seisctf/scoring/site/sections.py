@@ -339,21 +339,28 @@ def _rate_column(title: str, part: str, key: str) -> Column:
 
 
 def picks_section(ident: str, key: tuple, entries: Sequence[Entry]) -> str:
-    """F1 ranking, uncertainty and submissions of one picks group; ranked by P-pick F1, then
-    S-pick F1. Counts, residual statistics, breakdowns and histograms are computed against the
-    truth and stay with the organisers (docs/release.md)."""
+    """F1 ranking, uncertainty and submissions of one picks group; ranked by the entries'
+    `shown_score` (the season's public score, or at the close the private half's mean F1 in
+    percent; entries scored before traces were split have none), then P-pick F1, then S-pick
+    F1. Counts, residual statistics, breakdowns and histograms are computed against the truth
+    and stay with the organisers (docs/release.md)."""
     commitment, tolerance_s, threshold = key
 
     def order(entry: Entry) -> tuple:
-        return tuple(_descending(_part(entry, part).get("f1")) for part in ("p", "s"))
+        rates = tuple(_descending(_part(entry, part).get("f1")) for part in ("p", "s"))
+        return (_descending(shown_score(entry)), *rates)
 
     ranked = sorted(entries, key=lambda e: (*order(e), e["id"]))
     rank = {id(entry): index for index, entry in enumerate(ranked, start=1)}
     head = [Column("Rank", lambda e: number_cell(rank[id(e)])), _model_column(), _run_column()]
+    season = any("public_score" in entry for entry in entries)
+    scored = any(_finite(shown_score(entry)) is not None for entry in entries)
+    by = "public score" if season else ("mean F1 (%)" if scored else "P-pick F1")
+    columns = [Column(by[0].upper() + by[1:], lambda e: score_cell(_finite(shown_score(e))))]
     f1_table = table(
         f"{ident}-f1",
-        f"Detection and picking: {counted(len(ranked), 'submission')}, ranked by P-pick F1",
-        head + _rate_columns(PICK_PARTS),
+        f"Detection and picking: {counted(len(ranked), 'submission')}, ranked by {by}",
+        head + (columns if season else (columns if scored else []) + _rate_columns(PICK_PARTS)),
         ranked,
         sorted_by=(0, "ascending"),
     )

@@ -29,7 +29,9 @@ def _stepped(value: float | None) -> str:
 def print_table(entries_: list[dict[str, Any]], final: bool = False) -> None:
     """Rich tables per dataset of the public view (`release.public_entries`; the season's, or
     with `final` the close's): CTF entries ranked by their public score (the season) or by
-    AvgScore with E1..E12 (the close), pick entries with their F1s."""
+    AvgScore with E1..E12 (the close), pick entries by their public score (the season) or with
+    their private half's mean F1 (%) and F1s (the close; entries scored before the halves: their
+    F1s)."""
     shown = public_entries(entries_, final)
     console = Console(width=None if Console().is_terminal else 220)
     ctf_scores = cv.SCORE_NAMES if final else ()
@@ -40,6 +42,11 @@ def print_table(entries_: list[dict[str, Any]], final: bool = False) -> None:
             ranked = [e for e in shown if e["dataset"] == dataset and e["family"] == family]
             if not ranked:
                 continue
+            if family == "picks":  # entries with halves: the public score, or at the close
+                season = any("public_score" in e for e in ranked)  # the private mean F1
+                scored = any(shown_score(e) is not None for e in ranked)
+                average = "Public score" if season else ("Mean F1 (%)" if scored else None)
+                score_names = () if season else tuple(PICK_SCORE_KEYS)
             suffix = (FINAL_TITLE if final else SEASON_TITLE) if family == "ctf" else " — picks"
             notes = truth_notes(ranked)
             table = Table(
