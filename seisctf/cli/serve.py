@@ -162,6 +162,21 @@ def register(verbs, groups: dict, common: argparse.ArgumentParser) -> None:
     _database(close)
     close.set_defaults(run=_run_close, check=_check_competition, needs_cluster=False)
 
+    public_picks = actions.add_parser(
+        "public-picks",
+        parents=[common],
+        help="write a picking dataset's public bundle: its truth without the labels of the "
+        "scored split",
+    )
+    public_picks.add_argument("truth", help="the truth: an event-window store with pick labels")
+    public_picks.add_argument("out", help="the public bundle to write (a zarr store)")
+    public_picks.add_argument(
+        "--split",
+        default="test",
+        help="the split whose labels are withheld (default: test, the split the service scores)",
+    )
+    public_picks.set_defaults(run=_run_public_picks)
+
     verify = actions.add_parser("verify", help="check a score receipt's signature offline")
     verify.add_argument("receipt", help="the receipt (JSON) the service gave")
     verify.add_argument(
@@ -295,6 +310,14 @@ def _run_close(args: argparse.Namespace) -> None:
     print(f"closed: {', '.join(sorted(closed))}")
     if set(found.datasets) <= closed:
         print(f"final leaderboard: {found.path('site') / 'index.html'}")
+
+
+def _run_public_picks(args: argparse.Namespace) -> None:
+    from seisctf.location import StoreLocation
+    from seisctf.scoring.pick_public import write_public
+
+    write_public(StoreLocation(args.truth), StoreLocation(args.out), args.split, args.quiet)
+    print(f"wrote {args.out}: {args.truth} without the labels of its {args.split} split")
 
 
 def _run_verify(args: argparse.Namespace) -> None:

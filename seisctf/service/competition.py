@@ -43,7 +43,8 @@ from seisctf.ctf_json import CtfManifest
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
 from seisctf.s3 import split_credentials, with_credentials
-from seisctf.scoring.picks import ARRIVAL_COLUMNS, PickTruth, read_truth
+from seisctf.scoring.pick_public import label_columns
+from seisctf.scoring.picks import PickTruth, read_truth
 from seisctf.scoring.release_request import DEFAULT_QUOTA
 
 CONFIG = "competition.json"
@@ -156,19 +157,10 @@ def _kind(truth: str) -> tuple[str, set[str], PickTruth | None]:
     return "ctf", set((manifest.truth_sha256 or {}).values()), None
 
 
-def _label_columns(names: list[str]) -> list[str]:
-    """The per-trace columns of an event-window store that label its windows: the arrivals,
-    `trace_category` and the `source_*` ones (whether a window holds an event, and which)."""
-    return [
-        name
-        for name in names
-        if name in ARRIVAL_COLUMNS or name == cv.TRACE_CATEGORY or name.startswith("source_")
-    ]
-
-
 def _check_picks_public(public: str, truth: PickTruth) -> None:
     """Refused unless the event-window store `public` holds the traces the truth scores, as its
-    own test split, without a label of theirs (`_label_columns`: they stay with the truth)."""
+    own test split, without a label of theirs (`pick_public.label_columns`: they stay with the
+    truth)."""
     shown = read_truth(StoreLocation(public), labelled=False)
     names = shown.labels[cv.TRACE_NAME].to_numpy(dtype=object)
     scored = truth.labels[cv.TRACE_NAME].to_numpy(dtype=object)[truth.scored(SCORED_SPLIT)]
@@ -183,7 +175,7 @@ def _check_picks_public(public: str, truth: PickTruth) -> None:
             + ": a picking dataset's public bundle holds the truth's traces and splits",
         )
     ds = storage.open_dataset(StoreLocation(public))
-    columns = _label_columns(per_trace_names(ds))
+    columns = label_columns(per_trace_names(ds))
     table = read_trace_table(ds, columns).iloc[pd.Index(names).get_indexer(scored)]
     given = {}
     for column in columns:

@@ -2,11 +2,12 @@
 truth (an event-window store with pick labels), a team uploads a pick table over HTTP, the
 service scores it with the picks referee (its released view equals the plain `seisctf score
 picks` command's, released: the public half's mean F1 through the Ladder), the board shows its
-row, the receipt checks offline; a malformed pick table is refused at upload with nothing stored
-and nothing charged, and a public bundle holding the scored traces' arrivals is refused when the
-competition is made. During the season the released views and the board hold nothing of the
-private half (two tables differing only there release the same view); after `referee close`
-the board ranks, by its private half, the table each team marked final."""
+row, the receipt checks offline (the public bundle made by `seisctf referee public-picks`); a
+malformed pick table is refused at upload with nothing stored and nothing charged, and a public
+bundle holding the scored traces' arrivals is refused when the competition is made. During the
+season the released views and the board hold nothing of the private half (two tables differing
+only there release the same view); after `referee close` the board ranks, by its private half,
+the table each team marked final."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from event_window_fixtures import RATE, picking_window_dataset
 from running_service import Service, add_team, seisctf, wait_finished
 
 from seisctf import conventions as cv
+from seisctf import storage
 from seisctf.catalogs import event_windows
 from seisctf.location import StoreLocation
 from seisctf.scoring import ladder, leaderboard, parts, picks
@@ -57,7 +59,20 @@ def picking(tmp_path_factory) -> dict:
     root = tmp_path_factory.mktemp("service-picking")
     dataset = picking_window_dataset(**SIZES)
     _write(dataset, root / "truth.zarr")
-    _write(_without_test_labels(dataset), root / "public.zarr")
+    # The public bundle as an organiser makes it; the same as withholding the labels by hand.
+    made = seisctf("referee", "public-picks", str(root / "truth.zarr"), str(root / "public.zarr"))
+    assert "without the labels of its test split" in made.stdout
+    _write(_without_test_labels(dataset), root / "by-hand.zarr")
+    by_command, by_hand = (
+        storage.open_dataset(StoreLocation(str(root / name)))
+        for name in ("public.zarr", "by-hand.zarr")
+    )
+    for column in (*LABELS, cv.TRACE_NAME, cv.SPLIT_VAR):
+        shown = [[str(v) for v in ds[column].values.tolist()] for ds in (by_command, by_hand)]
+        assert shown[0] == shown[1], column
+    assert np.array_equal(
+        by_command[cv.EVENT_WINDOWS_VAR].values, dataset[cv.EVENT_WINDOWS_VAR].values
+    )
     _write(dataset, root / "leaky.zarr")
     _write(_without_test_labels(dataset, LABELS[:2]), root / "leaky-category.zarr")
     moved = _without_test_labels(dataset)
