@@ -59,7 +59,7 @@ def write_public(
     truth: StoreLocation, public: StoreLocation, split: str = "test", quiet: bool = False
 ) -> None:
     """Write the public bundle of the event-window store `truth` at `public` (`withheld` of
-    its `split`), with the truth's layout."""
+    its `split`), laid out as `event_windows.write_event_windows` chooses for its size."""
     dataset = cv.validate_event_window_store(storage.open_dataset(truth), truth.url)
     per_trace = {n: v.load() for n, v in dataset.variables.items() if v.dims == (cv.TRACE,)}
     dataset = dataset.assign_coords(
