@@ -2,10 +2,11 @@
 split it scores (the windows, trace names and splits kept), for `seisctf referee create` /
 `add-dataset` to serve while the truth stays with the referee.
 
-The labels are the per-trace columns that say whether a window holds an event, where its
-phases are and which event it is (`label_columns`): the arrivals, `trace_category` and every
-`source_*` column. Of the withheld split's traces they become NaN (text: ""); the other splits
-keep theirs (training labels are what participants train on)."""
+The labels are every per-trace column but the window's key, split, receiver and geometry
+(`label_columns`, `KEPT`): the arrivals, `trace_category`, `source_*`, and whatever else may
+tell whether a window holds an event (an SNR, a catalogue's weights, an original trace name).
+Of the withheld split's traces they become NaN (text: ""); the other splits keep theirs
+(training labels are what participants train on)."""
 
 from __future__ import annotations
 
@@ -19,16 +20,29 @@ from seisctf import storage
 from seisctf.catalogs import event_windows
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
-from seisctf.scoring.picks import ARRIVAL_COLUMNS
+
+# Per-trace columns a public bundle keeps for every trace: the submission key, the split, the
+# receiver and the window's own geometry (what the waveforms show anyway). Any other column
+# may label the window (the arrivals, `trace_category`, `source_*`, and also an SNR, a
+# catalogue's weights or an original trace name encoding the window's kind), so it is withheld.
+KEPT = frozenset(
+    {
+        cv.TRACE_NAME,
+        cv.SPLIT_VAR,
+        cv.TRACE_NPTS,
+        cv.TRACE_GAP_FRACTION,
+        cv.TRACE_SAMPLING_RATE,
+        cv.TRACE_SOURCE_SAMPLING_RATE,
+        cv.TRACE_CHUNK,
+        cv.TRACE_COMPONENT_ORDER,
+    }
+)
 
 
 def label_columns(names: Iterable[str]) -> list[str]:
-    """Of per-trace column `names`, those labelling the windows (module doc)."""
-    return [
-        name
-        for name in names
-        if name in ARRIVAL_COLUMNS or name == cv.TRACE_CATEGORY or name.startswith("source_")
-    ]
+    """Of per-trace column `names`, those a public bundle withholds: all but `KEPT` and the
+    receiver's (`station_*`)."""
+    return [name for name in names if name not in KEPT and not name.startswith("station_")]
 
 
 def withheld(dataset: xr.Dataset, split: str = "test") -> xr.Dataset:

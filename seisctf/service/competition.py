@@ -187,8 +187,9 @@ def _check_picks_public(public: str, truth: PickTruth) -> None:
         raise InvalidInput(
             public,
             describe_traces(scored[traces], f"of its {SCORED_SPLIT} split with labels given")
-            + f" ({', '.join(labelled)}): a public bundle holds none (arrivals, "
-            f"{cv.TRACE_CATEGORY}, source_*), they stay with the truth",
+            + f" ({', '.join(labelled)}): a public bundle holds none of their columns but "
+            "the trace's name, split, receiver and geometry (`seisctf referee public-picks` "
+            "writes one); the rest stays with the truth",
         )
 
 

@@ -182,7 +182,9 @@ def test_a_picking_competition_scores_a_pick_table_end_to_end(picking, dask_clus
 def test_a_public_bundle_holding_the_test_labels_is_refused(picking, tmp_path):
     for public, column in (
         ("leaky.zarr", cv.P_ARRIVAL_SAMPLE),
-        ("leaky-category.zarr", f"(source_magnitude, {cv.TRACE_CATEGORY})"),
+        # The hand-made bundle withholds the labels but leaves the SNR, which tells the
+        # earthquake windows from the noise: refused for it too.
+        ("leaky-category.zarr", f"(source_magnitude, {cv.TRACE_CATEGORY}, trace_snr_db)"),
     ):
         leaky = _create(tmp_path / public, picking, public=public)
         assert leaky.returncode == 3, leaky.stderr
