@@ -121,12 +121,14 @@ class Baseline(Plugin):
     training matrices and burn-in). Declared, not yet read by the command: `family`, the model
     family ("linear autoregression"); `library`, the distribution that implements it; `extra`,
     the optional dependencies it needs (`pip install seisctf[EXTRA]`); `seeded`, it draws
-    random numbers (given `seed`)."""
+    random numbers (given `seed`); `model`, a zoo model's description
+    (`seisctf.baselines.zoo.family.ZooFamily`), None for the others."""
 
     family: str = "reference"
     library: str = "seisctf"
     extra: str | None = None
     seeded: bool = False
+    model: Any = None
 
 
 P = TypeVar("P", bound=Plugin)

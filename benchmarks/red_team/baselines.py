@@ -47,11 +47,11 @@ import dask.array as da
 import numpy as np
 from scipy.sparse.linalg import svds
 
-from benchmarks.red_team import linear_models as lm
 from benchmarks.red_team import tails
 from benchmarks.red_team.tails import long_time_tail as long_time_tail
 from benchmarks.red_team.tails import rows_with_power_spectrum as rows_with_power_spectrum
 from seisctf.baselines import ctf as package_baselines
+from seisctf.baselines.zoo import linear_models as lm
 from seisctf.ctf_json import CtfPair
 from seisctf.scoring.metrics import reference_spectrum
 

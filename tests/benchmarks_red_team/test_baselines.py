@@ -9,7 +9,6 @@ from scipy import signal
 from statsmodels.tsa.api import VAR
 from statsmodels.tsa.ar_model import AutoReg
 
-from benchmarks.red_team import linear_models as lm
 from benchmarks.red_team.baselines import (
     BASELINES,
     choose_per_pair,
@@ -17,6 +16,7 @@ from benchmarks.red_team.baselines import (
     horizon_holdout,
     rows_with_power_spectrum,
 )
+from seisctf.baselines.zoo import linear_models as lm
 
 
 def ar2_series(n_time: int, n_space: int, seed: int) -> np.ndarray:

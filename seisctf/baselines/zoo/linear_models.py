@@ -1,4 +1,5 @@
-"""Linear time-series kernels of the red team's baselines; numpy only, arrays (time, space).
+"""Linear time-series kernels of the zoo's `sensor_ar` and `pod_var` and of the red team's
+baselines; numpy only, arrays (time, space).
 
 - Per-sensor autoregression AR(p): x_s[t] = Σ_{i=1..p} a_{s,i} x_s[t−i], fitted by least squares
   (normal equations, a small ridge relative to their trace) on every series given, each series

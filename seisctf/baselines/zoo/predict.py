@@ -1,0 +1,111 @@
+"""One zoo model's prediction of one CTF pair, from the pair's public inputs alone.
+
+- Forecast pairs: the inputs (training matrices, then the burn-in) are reduced to their
+  `reduced_rank` leading POD modes (`reduction`) when the model works in a reduced space and
+  the sensors outnumber them; the model's settings are chosen on a hold-out cut from the
+  inputs (`selection`); it is then fitted on all the inputs with those settings and forecasts
+  the pair's rows, projected back onto the sensors.
+- Reconstruction pairs: the model's own denoiser if it has one (its first settings), else the
+  truncated SVD at the Gavish–Donoho rank (`linear_models.svd_denoise`), the same for every
+  model that has none.
+
+A forecast that is not finite everywhere (a diverging model) is submitted as zeros and recorded
+(`PairPrediction.diverged`). Everything is numpy on the whole pair: results depend on the data,
+the settings and the seed, never on chunks or workers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import dask.array as da
+import numpy as np
+
+from seisctf import conventions as cv
+from seisctf.baselines.zoo import linear_models
+from seisctf.baselines.zoo.family import ZOO_EXTRA, ZooFamily
+from seisctf.baselines.zoo.reduction import fit_basis
+from seisctf.baselines.zoo.selection import Selection, choose_settings, guarded_forecast
+from seisctf.ctf_json import CtfPair
+from seisctf.registry import BASELINES
+
+
+@dataclass(frozen=True)
+class PairPrediction:
+    """A model's prediction of one pair: `prediction` (float32, `pair.shape`), the chosen
+    `settings` with the hold-out's record (`selection`), the POD `rank` it worked at (None: the
+    sensors), and whether its forecast diverged (then `prediction` is zeros)."""
+
+    prediction: np.ndarray
+    settings: Mapping[str, Any]
+    selection: Selection | None = None
+    rank: int | None = None
+    diverged: bool = False
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def record(self) -> dict[str, Any]:
+        """JSON of how the prediction was made (the submission's attrs keep it per pair)."""
+        return {
+            "settings": dict(self.settings),
+            "rank": self.rank,
+            "diverged": self.diverged,
+            **({"selection": self.selection.record()} if self.selection else {}),
+        }
+
+
+def pair_prediction(
+    model: ZooFamily, pair: CtfPair, inputs: Sequence[np.ndarray], seed: int = 0
+) -> PairPrediction:
+    """`model`'s prediction of `pair` from its public `inputs` ((time, sensors) arrays in the
+    order of `pair.inputs`)."""
+    model.require()
+    series = [np.asarray(x, dtype=np.float64) for x in inputs]
+    if cv.METRIC_RECON in pair.metrics:
+        return _reconstruction(model, series[0], seed)
+    steps = pair.shape[0]
+    basis = fit_basis(series, model.reduced_rank)
+    reduced = [basis.project(x) for x in series]
+    selection = choose_settings(model, reduced, steps, seed)
+    forecast = guarded_forecast(model, reduced, steps, selection.settings, seed)
+    if forecast is None:
+        return PairPrediction(
+            np.zeros(pair.shape, np.float32),
+            selection.settings,
+            selection,
+            basis.rank,
+            diverged=True,
+        )
+    prediction = basis.expand(forecast).astype(np.float32)
+    return PairPrediction(prediction, selection.settings, selection, basis.rank)
+
+
+def _reconstruction(model: ZooFamily, noisy: np.ndarray, seed: int) -> PairPrediction:
+    if model.reconstruct is None:
+        denoised = linear_models.svd_denoise(noisy)
+        return PairPrediction(denoised.astype(np.float32), {"denoiser": "gavish_donoho_svd"})
+    settings = model.grid[0]
+    denoised = np.asarray(model.reconstruct(noisy, settings, seed), dtype=np.float64)
+    if denoised.shape != noisy.shape or not np.isfinite(denoised).all():
+        return PairPrediction(np.zeros(noisy.shape, np.float32), settings, diverged=True)
+    return PairPrediction(denoised.astype(np.float32), settings)
+
+
+def register(model: ZooFamily) -> None:
+    """Register `model` as the baseline `model.name`: `seisctf baseline NAME --seed S`."""
+
+    def predict(pair: CtfPair, public: Mapping[str, da.Array], *, seed: int = 0) -> da.Array:
+        inputs = [np.asarray(public[name]) for name in pair.inputs]
+        prediction = pair_prediction(model, pair, inputs, seed).prediction
+        return da.from_array(prediction, chunks=cv.time_space_chunks(*pair.shape))
+
+    predict.__name__ = model.name
+    BASELINES.register(
+        model.name,
+        family=model.family,
+        library=model.library,
+        extra=None if model.library == "seisctf" else ZOO_EXTRA,
+        seeded=model.seeded,
+        model=model,
+    )(predict)
