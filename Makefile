@@ -10,10 +10,11 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --upgrade pip
 
-# torch is pinned first: seisbench needs it, and 2.13.0 is the CPU build available offline.
+# torch is pinned first and kept: seisbench and the zoo need it, and 2.13.0 is the CPU build
+# available offline.
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install torch==2.13.0
-	$(BIN)/pip install -e '.[test]'
+	$(BIN)/pip install -e '.[test]' torch==2.13.0
 	touch $(STAMP)
 
 # The browser tests drive Debian's Chromium through its chromedriver (Selenium; no browser
