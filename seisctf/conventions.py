@@ -87,6 +87,8 @@ ATTR_CTF_SEGMENTS = "ctf_segments"
 # Wavefield cut from a DAS store (`seisctf tasks` on a DAS store): dataset name, provenance attr.
 DAS_DATASET = "das"
 ATTR_DAS = "das"
+# A zoo submission's record of how it was made (model, library, settings per pair; docs/model-zoo.md).
+ATTR_ZOO = "zoo"
 
 
 # --- event-window store (`seisctf ingest seisbench|stead|quakeml`, `seisctf split`) -----------

@@ -17,10 +17,11 @@ import numpy as np
 
 from seisctf import conventions as cv
 from seisctf import storage
+from seisctf.baselines.zoo.runs import model_run, run_all
 from seisctf.ctf_json import CtfManifest, CtfPair
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
-from seisctf.registry import BASELINES
+from seisctf.registry import BASELINES, Baseline
 
 
 def _inputs(pair: CtfPair, public: Mapping[str, da.Array]) -> list[da.Array]:
@@ -49,23 +50,45 @@ def mean(pair: CtfPair, public: Mapping[str, da.Array]) -> da.Array:
     return _repeat_row(stacked.mean(axis=0).astype(np.float32), pair.shape)
 
 
-def predict(model: str, public: StoreLocation) -> dict[str, da.Array]:
-    """Lazy submission arrays {X1test: …, …} (float32, (time, sensors)) of a baseline for the
-    bundle at `public`."""
+def _baseline(model: str) -> Baseline:
     if model not in BASELINES:
         raise InvalidInput(f"baseline {model!r}", f"unknown; choose from {BASELINES.names()}")
-    predictor = BASELINES[model].function
+    return BASELINES[model]
+
+
+def predict(model: str, public: StoreLocation, seed: int | None = None) -> dict[str, da.Array]:
+    """Lazy submission arrays {X1test: …, …} (float32, (time, sensors)) of a baseline for the
+    bundle at `public` (`seed`: of a seeded baseline)."""
+    baseline = _baseline(model)
+    options = {} if seed is None else {"seed": seed}
     manifest = CtfManifest.from_attrs(storage.read_attrs(public), public.url)
     inputs = {name for pair in manifest.pairs for name in pair.inputs}
     arrays = {name: storage.read_array(public, name) for name in inputs}
-    return {pair.test: predictor(pair, arrays).astype(np.float32) for pair in manifest.pairs}
+    return {
+        pair.test: baseline.function(pair, arrays, **options).astype(np.float32)
+        for pair in manifest.pairs
+    }
 
 
 def write_baseline(
-    model: str, public: StoreLocation, submission: StoreLocation, quiet: bool = False
+    model: str,
+    public: StoreLocation,
+    submission: StoreLocation,
+    quiet: bool = False,
+    seed: int | None = None,
 ) -> None:
-    """Write a baseline's submission as a zarr group (the contract's submission format)."""
-    arrays = predict(model, public)
+    """Write a baseline's submission as a zarr group (the contract's submission format); a zoo
+    model's as `seisctf baseline zoo` writes it (one task a pair, its record in the attrs)."""
+    baseline = _baseline(model)
+    if seed is not None and not baseline.seeded:
+        raise InvalidInput(f"baseline {model!r}", "draws no random numbers: give no seed")
+    if baseline.model is not None:
+        baseline.model.require()
+        manifest = CtfManifest.from_attrs(storage.read_attrs(public), public.url)
+        run = model_run(baseline.model, seed or 0, manifest, submission)
+        run_all(public, manifest, [run], quiet=quiet)
+        return
+    arrays = predict(model, public, seed)
     storage.write_arrays(
         arrays, submission, {"model": model}, label=f"baseline {model}", quiet=quiet
     )

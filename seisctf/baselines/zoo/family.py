@@ -38,9 +38,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import dask.array as da
 import numpy as np
 
+from seisctf import conventions as cv
+from seisctf.baselines.zoo.predict import pair_prediction
+from seisctf.ctf_json import CtfPair
 from seisctf.errors import InvalidInput
+from seisctf.registry import BASELINES
 
 DEFAULT_REDUCED_RANK = 16  # POD modes a reduced family works on (fewer if the data has fewer)
 ZOO_EXTRA = "zoo"
@@ -107,13 +112,11 @@ def zoo_family(
     paper: str | None = None,
 ) -> Callable[[Forecast], Forecast]:
     """Decorator: describe `forecast` as the zoo model `name` and register it as a baseline
-    (`seisctf.baselines.zoo.predict.register`); returns the forecast unchanged."""
+    (`register`); returns the forecast unchanged."""
     if not grid:
         raise TypeError(f"zoo model {name!r}: its grid has no settings")
 
     def decorate(forecast: Forecast) -> Forecast:
-        from seisctf.baselines.zoo.predict import register
-
         register(
             ZooFamily(
                 name=name,
@@ -131,3 +134,22 @@ def zoo_family(
         return forecast
 
     return decorate
+
+
+def register(model: ZooFamily) -> None:
+    """Register `model` as the baseline `model.name`: `seisctf baseline NAME --seed S`."""
+
+    def predict(pair: CtfPair, public: Mapping[str, da.Array], *, seed: int = 0) -> da.Array:
+        inputs = [np.asarray(public[name]) for name in pair.inputs]
+        prediction = pair_prediction(model, pair, inputs, seed).prediction
+        return da.from_array(prediction, chunks=cv.time_space_chunks(*pair.shape))
+
+    predict.__name__ = model.name
+    BASELINES.register(
+        model.name,
+        family=model.family,
+        library=model.library,
+        extra=None if model.library == "seisctf" else ZOO_EXTRA,
+        seeded=model.seeded,
+        model=model,
+    )(predict)

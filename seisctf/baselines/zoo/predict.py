@@ -18,18 +18,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import dask.array as da
 import numpy as np
 
 from seisctf import conventions as cv
 from seisctf.baselines.zoo import linear_models
-from seisctf.baselines.zoo.family import ZOO_EXTRA, ZooFamily
 from seisctf.baselines.zoo.reduction import fit_basis
 from seisctf.baselines.zoo.selection import Selection, choose_settings, guarded_forecast
 from seisctf.ctf_json import CtfPair
-from seisctf.registry import BASELINES
+
+if TYPE_CHECKING:
+    from seisctf.baselines.zoo.family import ZooFamily
 
 
 @dataclass(frozen=True)
@@ -90,22 +90,3 @@ def _reconstruction(model: ZooFamily, noisy: np.ndarray, seed: int) -> PairPredi
     if denoised.shape != noisy.shape or not np.isfinite(denoised).all():
         return PairPrediction(np.zeros(noisy.shape, np.float32), settings, diverged=True)
     return PairPrediction(denoised.astype(np.float32), settings)
-
-
-def register(model: ZooFamily) -> None:
-    """Register `model` as the baseline `model.name`: `seisctf baseline NAME --seed S`."""
-
-    def predict(pair: CtfPair, public: Mapping[str, da.Array], *, seed: int = 0) -> da.Array:
-        inputs = [np.asarray(public[name]) for name in pair.inputs]
-        prediction = pair_prediction(model, pair, inputs, seed).prediction
-        return da.from_array(prediction, chunks=cv.time_space_chunks(*pair.shape))
-
-    predict.__name__ = model.name
-    BASELINES.register(
-        model.name,
-        family=model.family,
-        library=model.library,
-        extra=None if model.library == "seisctf" else ZOO_EXTRA,
-        seeded=model.seeded,
-        model=model,
-    )(predict)

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from seisctf.baselines.zoo.family import ZooFamily
+if TYPE_CHECKING:
+    from seisctf.baselines.zoo.family import ZooFamily
 
 MIN_FIT_ROWS = 8  # rows the most recent input keeps for fitting when the hold-out is cut
 
