@@ -87,7 +87,7 @@ ATTR_CTF_SEGMENTS = "ctf_segments"
 # Wavefield cut from a DAS store (`seisctf tasks` on a DAS store): dataset name, provenance attr.
 DAS_DATASET = "das"
 ATTR_DAS = "das"
-# A zoo submission's record of how it was made (model, library, settings per pair; docs/model-zoo.md).
+# A zoo submission's record of how it was made (model, library, settings a pair).
 ATTR_ZOO = "zoo"
 
 

@@ -65,6 +65,10 @@ LAZY_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
         "build checks its recipe before the cluster starts: the engine (with every generator "
         "the registries load) is imported only when `build` runs"
     ),
+    ("seisctf.cli.baseline", "_check_baseline"): (
+        "`baseline zoo` checks its model names before the cluster starts: the zoo's modules are "
+        "imported only when `baseline` runs"
+    ),
     ("seisctf.cli._locking", "_outputs_of_"): (
         "the demo's database is found by the module that writes it, imported only when `demo` runs"
     ),

@@ -75,8 +75,11 @@ def check_numbers(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
     the flag, what it expects and what it got."""
     for chosen in chosen_parsers(parser, args):
         for action in chosen._actions:
-            number, value = action.type, getattr(args, action.dest, None)
-            if isinstance(number, Number) and value is not None and not number.accepts(value):
-                flag = max(action.option_strings, key=len)
-                shown = f"{value:g}" if isinstance(value, float) else value
-                raise InvalidInput(flag, f"expected {number.expected}, got {shown}")
+            number, given = action.type, getattr(args, action.dest, None)
+            if not isinstance(number, Number) or given is None:
+                continue
+            for value in given if isinstance(given, list) else [given]:  # repeatable options
+                if not number.accepts(value):
+                    flag = max(action.option_strings, key=len)
+                    shown = f"{value:g}" if isinstance(value, float) else value
+                    raise InvalidInput(flag, f"expected {number.expected}, got {shown}")

@@ -59,6 +59,12 @@ def _check_baseline(args: argparse.Namespace) -> None:
             raise InvalidInput("--seed", "give one seed (`baseline zoo` takes several)")
     if args.db and not args.truth:
         raise InvalidInput("--db", "records scores: give --truth too")
+    if args.model == ZOO:
+        from seisctf.baselines.zoo.runs import zoo_models
+
+        zoo_models(_model_names(args))  # unknown or missing ones: before any cluster starts
+    elif args.seed and not BASELINES[args.model].seeded:
+        raise InvalidInput(f"baseline {args.model!r}", "draws no random numbers: give no seed")
     _checks.zarr_group(args.public)
     if args.truth:
         _checks.zarr_group(args.truth)
@@ -76,12 +82,15 @@ def _run_baseline(args: argparse.Namespace) -> None:
     print(f"wrote {args.out}")
 
 
+def _model_names(args: argparse.Namespace) -> list[str] | None:
+    return [name.strip() for name in args.models.split(",")] if args.models else None
+
+
 def _run_zoo(args: argparse.Namespace, public, out) -> None:
     from seisctf.baselines.zoo.runs import run_zoo, zoo_models
     from seisctf.scoring.zoo_scores import score_zoo
 
-    names = [name.strip() for name in args.models.split(",")] if args.models else None
-    models = zoo_models(names)
+    models = zoo_models(_model_names(args))
     if not models:
         raise InvalidInput("baseline zoo", "no zoo model is installed: pip install 'seisctf[zoo]'")
     runs = run_zoo(public, out, models, seeds=args.seed or [0], quiet=args.quiet)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -26,10 +26,8 @@ from seisctf import conventions as cv
 from seisctf.baselines.zoo import linear_models
 from seisctf.baselines.zoo.reduction import fit_basis
 from seisctf.baselines.zoo.selection import Selection, choose_settings, guarded_forecast
+from seisctf.baselines.zoo.spec import ZooFamily
 from seisctf.ctf_json import CtfPair
-
-if TYPE_CHECKING:
-    from seisctf.baselines.zoo.family import ZooFamily
 
 
 @dataclass(frozen=True)

@@ -23,11 +23,12 @@ import hashlib
 import json
 import resource
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import dask
 import numpy as np
+import zarr
 
 from seisctf import conventions as cv
 from seisctf import storage
@@ -108,15 +109,21 @@ def plan_runs(
 
 
 def _done_pairs(run: ZooRun) -> set[str]:
-    """The pairs whose arrays a previous run of the same fingerprint finished."""
+    """The pairs whose arrays a previous run of the same fingerprint finished, as the store
+    holds them now (its consolidated metadata, written at the end, is not read)."""
     try:
-        group = storage.open_group(run.submission)
-    except InvalidInput:
+        group = zarr.open_group(
+            run.submission.url,
+            mode="r",
+            storage_options=run.submission.options,
+            use_consolidated=False,
+        )
+    except (FileNotFoundError, zarr.errors.GroupNotFoundError):
         return set()
     done = set()
     for name, array in group.arrays():
-        record = array.attrs.get(cv.ATTR_ZOO) or {}
-        if record.get("fingerprint") == run.fingerprint:
+        record = array.attrs.get(cv.ATTR_ZOO)
+        if isinstance(record, Mapping) and record.get("fingerprint") == run.fingerprint:
             done.add(name)
     return done
 
@@ -155,7 +162,7 @@ def _predict_pair(run: ZooRun, pair: CtfPair, public: StoreLocation) -> float:
 
 def _finish(run: ZooRun, manifest: CtfManifest) -> None:
     group = storage.open_group(run.submission)
-    records = {pair.test: dict(group[pair.test].attrs[cv.ATTR_ZOO]) for pair in manifest.pairs}
+    records = {pair.test: group[pair.test].attrs[cv.ATTR_ZOO] for pair in manifest.pairs}
     model = run.model
     storage.finish_group(
         run.submission,

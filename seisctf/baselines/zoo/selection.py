@@ -13,12 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from seisctf.baselines.zoo.family import ZooFamily
+from seisctf.baselines.zoo.spec import ZooFamily
 
 MIN_FIT_ROWS = 8  # rows the most recent input keeps for fitting when the hold-out is cut
 
