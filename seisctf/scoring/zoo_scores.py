@@ -1,7 +1,8 @@
 """The organiser's scores of the zoo's submissions (`seisctf baseline zoo --truth T`).
 
-Each submission is scored like any (`referee.run_ctf`) and, with a leaderboard, recorded with
-metadata read from the submission's own `zoo` attrs: `model`, `family`, `library`,
+Each submission is scored like any (`referee.run_ctf`) and, with a leaderboard, recorded under
+its model's name (its seeds are runs of one model: `leaderboard --final --html` draws each
+model's mean radar profile) with metadata read from the submission's own `zoo` attrs: `model`, `family`, `library`,
 `library_version`, `seed` (run `seed<k>` for a seeded model), `paper`. The scores also go into
 a runs table (the `seisctf compare` format: approach = model, budget 1, data draw `public`,
 training_seed = the seed, empty for a deterministic model; one row per E score and AvgScore),
@@ -69,6 +70,8 @@ def score_zoo(
     for name, submission in submissions.items():
         metadata = zoo_metadata(submission)
         judge = referee.Referee(db=db, metadata=metadata)
-        (result,) = referee.run_ctf(truth, {name: submission}, judge, quiet=quiet)
+        # Recorded under the model's name: a model's seeds are runs of one model on the board.
+        model = metadata.get("model", name)
+        (result,) = referee.run_ctf(truth, {model: submission}, judge, quiet=quiet)
         rows += runs_rows(CtfResult.from_json(result, f"score of {name}"), metadata)
     return pd.DataFrame(rows, columns=[*RUN_COLUMNS, CLUSTERS_COLUMN])

@@ -86,10 +86,17 @@ def test_the_zoo_scores_records_and_feeds_compare(bundle, tmp_path):
         rows = connection.execute(
             "SELECT model, metadata FROM submissions ORDER BY model"
         ).fetchall()
-    assert [name for name, _ in rows] == ["pod_var-seed0", "sensor_ar-seed0"]
+    assert [name for name, _ in rows] == ["pod_var", "sensor_ar"]
     metadata = json.loads(rows[1][1])
     assert metadata["family"] == "per-sensor linear autoregression"
     assert metadata["library"] == "seisctf" and metadata["library_version"]
+
+    board = seisctf("leaderboard", "--db", "board.sqlite", "--final", "--html", "site",
+                    cwd=tmp_path)  # fmt: skip
+    assert board.returncode == 0, board.stderr
+    pages = "".join(page.read_text() for page in (tmp_path / "site").glob("*.html"))
+    assert "sensor_ar: score profile" in pages and "pod_var: score profile" in pages
+    assert "per-sensor linear autoregression" in pages
 
     with open(tmp_path / "zoo" / "runs.csv") as table:
         runs = list(csv.DictReader(table))
