@@ -13,8 +13,8 @@ library version, the public manifest). A re-run skips every pair whose array car
 same fingerprint, so an interrupted zoo finishes where it stopped. Each submission's group
 attrs (written last, with its completion marker) hold `model`, `family`, `library`,
 `library_version`, `seed`, `seeded`, `paper` (the family's name in the CTF paper's table),
-`fingerprint`, `pairs` ({test: record}) and `cpu_seconds` ({test: thread CPU seconds of its
-task}).
+`fingerprint` and `pairs` ({test: record}; a record also holds the task's `cpu_seconds`,
+`wall_seconds` and the worker's `peak_rss_mib` during it).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.baselines.zoo.family import ZooFamily
 from seisctf.baselines.zoo.predict import pair_prediction
-from seisctf.cluster import compute
+from seisctf.cluster import compute, peak_memory_bytes, reset_peak_memory
 from seisctf.ctf_json import CtfManifest, CtfPair
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
@@ -128,10 +128,17 @@ def _done_pairs(run: ZooRun) -> set[str]:
     return done
 
 
-def _predict_pair(run: ZooRun, pair: CtfPair, public: StoreLocation) -> float:
-    """Task: predict `pair` and write its array, its record last; the thread's CPU seconds."""
-    started = resource.getrusage(resource.RUSAGE_THREAD)
-    wall = time.perf_counter()
+def _cpu_seconds() -> float:
+    """CPU seconds this process has used (every thread: a model's library may run its own)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _predict_pair(run: ZooRun, pair: CtfPair, public: StoreLocation) -> None:
+    """Task: predict `pair` and write its array, its record last (with the worker's CPU seconds
+    and peak RSS over the task: a worker runs one task at a time)."""
+    reset_peak_memory()
+    cpu, wall = _cpu_seconds(), time.perf_counter()
     inputs = [
         np.asarray(storage.read_array(public, name).compute(scheduler="synchronous"))
         for name in pair.inputs
@@ -149,15 +156,13 @@ def _predict_pair(run: ZooRun, pair: CtfPair, public: StoreLocation) -> float:
         overwrite=True,
     )
     target[...] = prediction.prediction
-    ended = resource.getrusage(resource.RUSAGE_THREAD)
-    cpu_seconds = (ended.ru_utime + ended.ru_stime) - (started.ru_utime + started.ru_stime)
     target.attrs[cv.ATTR_ZOO] = {
         **prediction.record(),
         "fingerprint": run.fingerprint,
-        "cpu_seconds": round(cpu_seconds, 3),
+        "cpu_seconds": round(_cpu_seconds() - cpu, 3),
         "wall_seconds": round(time.perf_counter() - wall, 3),
+        "peak_rss_mib": round(peak_memory_bytes() / 2**20, 1),
     }
-    return cpu_seconds
 
 
 def _finish(run: ZooRun, manifest: CtfManifest) -> None:
