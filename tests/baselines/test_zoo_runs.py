@@ -205,3 +205,20 @@ def test_a_missing_library_names_the_extra():
                    burn_in=None, start_index=100, shape=(10, 3))  # fmt: skip
     with pytest.raises(InvalidInput, match=r"seisctf\[zoo\]"):
         pair_prediction(missing, pair, [np.zeros((100, 3))])
+
+
+@pytest.mark.parametrize("name", ["sensor_ar", "pod_var"])
+def test_a_prediction_does_not_depend_on_the_input_chunks(name):
+    import dask.array as da
+
+    series = ar2(600, 6, seed=7)
+    pair = CtfPair(id=1, train=("X1train",), test="X1test", metrics=("short_time",),
+                   burn_in=None, start_index=600, shape=(30, 6))  # fmt: skip
+    predict = BASELINES[name].function
+    predictions = [
+        np.asarray(predict(pair, {"X1train": da.from_array(series, chunks=chunks)}))
+        for chunks in ((600, 6), (37, 6), (100, 1))
+    ]
+    assert np.isfinite(predictions[0]).all() and np.abs(predictions[0]).max() > 0
+    for other in predictions[1:]:
+        np.testing.assert_array_equal(other, predictions[0])
