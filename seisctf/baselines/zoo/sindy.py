@@ -1,0 +1,73 @@
+"""Sparse identification of nonlinear dynamics (SINDy) from pysindy as the zoo model `sindy`.
+
+A discrete-time map x[t+1] = Θ(x[t]) Ξ on the inputs' POD coefficients (`reduced_rank`: 16,
+scaled to RMS 1; one row a time step): Θ the monomials of the coefficients up to the library's
+degree (constant included), Ξ sparse, fitted by sequentially thresholded least squares (STLSQ:
+ridge α = 0.05, coefficients below the threshold in magnitude set to zero and the rest refitted)
+on the one-step pairs of every input (`pysindy.DiscreteSINDy`, pysindy 2.x's discrete-time
+SINDy: `SINDy(discrete_time=True)` before 2.0). The forecast iterates the map from the most
+recent row; a state leaving |x| < DIVERGED (the inputs' RMS is 1) ends the simulation and the
+forecast is reported as diverged (not finite).
+
+Grid: polynomial degree 1 (a sparse linear map) and 2, thresholds 0.01, 0.05, 0.1: six entries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from seisctf.baselines.zoo.family import zoo_family
+from seisctf.baselines.zoo.library_calls import one_step_pairs, quiet
+
+SINDY_GRID = tuple(
+    {"degree": degree, "threshold": threshold}
+    for degree in (1, 2)
+    for threshold in (0.01, 0.05, 0.1)
+)
+RIDGE_ALPHA = 0.05  # STLSQ's ridge (pysindy's default), on the library's columns
+DIVERGED = 1e6  # |coefficient| past which a simulated state has left the data for good
+
+
+def fit_sindy(series: Sequence[np.ndarray], settings: Mapping[str, Any]) -> Any:
+    """The `pysindy.DiscreteSINDy` fitted on the one-step pairs of every series."""
+    inputs, targets = one_step_pairs(series)
+    with quiet():
+        import pysindy as ps
+
+        model = ps.DiscreteSINDy(
+            optimizer=ps.STLSQ(threshold=float(settings["threshold"]), alpha=RIDGE_ALPHA),
+            feature_library=ps.PolynomialLibrary(degree=int(settings["degree"])),
+        )
+        model.fit(inputs, t=1, x_next=targets)
+    return model
+
+
+def simulate(model: Any, last: np.ndarray, steps: int) -> np.ndarray:
+    """(steps, features): the map iterated from `last`; NaN rows after a diverged state."""
+    with quiet():
+        path = np.asarray(
+            model.simulate(
+                np.asarray(last, dtype=np.float64),
+                steps + 1,
+                stop_condition=lambda x: not np.all(np.abs(x) < DIVERGED),
+            )
+        )
+    forecast = np.full((steps, last.shape[0]), np.nan)
+    forecast[: path.shape[0] - 1] = path[1:]
+    return forecast
+
+
+@zoo_family(
+    "sindy",
+    family="sparse identification of nonlinear dynamics (discrete-time SINDy)",
+    library="pysindy",
+    grid=SINDY_GRID,
+    paper="SINDy",
+)
+def sindy(
+    series: Sequence[np.ndarray], steps: int, settings: Mapping[str, Any], seed: int
+) -> np.ndarray:
+    return simulate(fit_sindy(series, settings), series[-1][-1], steps)
