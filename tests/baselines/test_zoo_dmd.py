@@ -29,8 +29,10 @@ def series(rows: tuple[int, ...], seed: int) -> list[np.ndarray]:
 
 
 def test_bop_dmd_finds_the_maps_eigenvalues_and_continues_a_short_last_series() -> None:
-    # Fitted on the longest series; the amplitudes from the last, a 30-row burn-in.
+    # Fitted on the longest series; the amplitudes from the last, a 30-row burn-in with a
+    # little noise (eigenvalues fitted on it would be off by far more than 1e-6).
     inputs = series((200, 120, 30), seed=2)
+    inputs[-1] = inputs[-1] + 1e-4 * np.random.default_rng(5).standard_normal(inputs[-1].shape)
     settings = {"rank": 5, "eig_constraint": "stable"}
     fitted = dmd.fit_bop_dmd(inputs, settings)
     discrete = np.exp(np.asarray(fitted.eigs))  # continuous-time ω, time step 1: λ = e^ω
@@ -39,7 +41,7 @@ def test_bop_dmd_finds_the_maps_eigenvalues_and_continues_a_short_last_series() 
     assert matched(discrete, expected).max() < 1e-6
     forecast = dmd.bop_dmd(inputs, 40, settings, seed=0)
     truth = continuation(MATRIX, inputs[-1][-1], 40)
-    assert np.abs(forecast - truth).max() < 1e-5 * np.abs(truth).max()
+    assert np.abs(forecast - truth).max() < 1e-3 * np.abs(truth).max()
 
 
 def test_bop_dmd_stable_constraint_keeps_a_growing_mode_from_growing() -> None:
@@ -63,11 +65,10 @@ def test_edmd_koopman_continues_a_linear_map(settings) -> None:
     inputs = series((120, 80, 40), seed=4)
     fitted = dmd.fit_edmd(inputs, settings)
     expected = np.linalg.eigvals(MATRIX)
-    tolerance = 1e-8 if settings["kernel"] == "linear" else 1e-3
-    assert matched(np.asarray(fitted.eigs), expected).max() < tolerance
+    assert matched(np.asarray(fitted.eigs), expected).max() < 1e-8
     forecast = dmd.edmd_koopman(inputs, 40, settings, seed=0)
     truth = continuation(MATRIX, inputs[-1][-1], 40)
-    assert np.abs(forecast - truth).max() < 10 * tolerance * np.abs(truth).max()
+    assert np.abs(forecast - truth).max() < 1e-8 * np.abs(truth).max()
 
 
 @pytest.mark.parametrize("name", ["bop_dmd", "edmd_koopman"])

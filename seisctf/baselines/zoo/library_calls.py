@@ -4,7 +4,9 @@ one-step training pairs of a list of series.
 - `quiet()`: a block in which a library's prints (stdout, stderr) and warnings are dropped;
   every import of and call into a zoo library is made inside one, so that `seisctf` stays
   clean whatever banners or convergence warnings the library emits (a failed fit still raises,
-  and the zoo scores it as failed).
+  and the zoo scores it as failed). Swapping `sys.stdout` and the warning filters is
+  process-wide, so one thread at a time is inside such a block (QUIET_LOCK): two threads'
+  blocks would otherwise restore each other's streams in the wrong order.
 - `one_step_pairs(series)`: each (time, features) series' rows but the last (the inputs) and
   rows but the first (the targets), the pairs of consecutive rows a one-step model learns
   from; pairs never straddle two series.
@@ -14,16 +16,20 @@ from __future__ import annotations
 
 import contextlib
 import io
+import threading
 import warnings
 from collections.abc import Iterator, Sequence
 
 import numpy as np
+
+QUIET_LOCK = threading.RLock()
 
 
 @contextlib.contextmanager
 def quiet() -> Iterator[None]:
     """Drop prints to stdout and stderr and every warning raised inside the block."""
     with (
+        QUIET_LOCK,
         warnings.catch_warnings(),
         contextlib.redirect_stdout(io.StringIO()),
         contextlib.redirect_stderr(io.StringIO()),
