@@ -9,7 +9,7 @@ from zoo_pair_checks import check_missing_library, check_pair_prediction
 
 from seisctf.baselines.zoo import esn
 
-SETTINGS = {"units": 200, "radius": 0.9, "leak": 0.5, "ridge": 1e-6}
+SETTINGS = {"units": 200, "radius": 0.9, "leak": 0.5, "ridge": 1e-4}
 
 
 def sines(start: int, rows: int) -> np.ndarray:

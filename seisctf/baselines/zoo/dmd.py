@@ -47,7 +47,7 @@ EDMD_GRID: tuple[Mapping[str, Any], ...] = (
     {"kernel": "rbf", "gamma": 0.1, "rank": 64},
     {"kernel": "rbf", "gamma": 1.0, "rank": 64},
 )
-MAX_EDMD_PAIRS = 500  # the kernel matrices are pairs × pairs, their eigendecomposition cubic
+MAX_EDMD_PAIRS = 1000  # the kernel matrices are pairs × pairs, their eigendecomposition cubic
 
 
 def fit_bop_dmd(series: Sequence[np.ndarray], settings: Mapping[str, Any]) -> Any:
@@ -55,7 +55,7 @@ def fit_bop_dmd(series: Sequence[np.ndarray], settings: Mapping[str, Any]) -> An
     row per unit of time; its `eigs` are the continuous-time eigenvalues ω."""
     longest = max(range(len(series)), key=lambda i: (series[i].shape[0], i))
     x = series[longest]
-    rank = min(int(settings["rank"]), x.shape[1], x.shape[0] - 1)
+    rank = max(1, min(int(settings["rank"]), x.shape[1], x.shape[0] - 1))
     constraint = settings["eig_constraint"]
     with quiet():
         from pydmd import BOPDMD

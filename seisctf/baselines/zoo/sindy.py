@@ -9,7 +9,10 @@ SINDy: `SINDy(discrete_time=True)` before 2.0). The forecast iterates the map fr
 recent row; a state leaving |x| < DIVERGED (the inputs' RMS is 1) ends the simulation and the
 forecast is reported as diverged (not finite).
 
-Grid: polynomial degree 1 (a sparse linear map) and 2, thresholds 0.01, 0.05, 0.1: six entries.
+Grid: polynomial degree 1 (a sparse linear map) and 2, thresholds 0.001, 0.005, 0.02: six
+entries. The thresholds are small because the map is near the identity in 16 coefficients of
+order 1: on travelling waves, 0.01 already zeroed couplings whose loss made a 1000-step forecast
+diverge (relative error 1.8, against 0.004 at 0.003).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from seisctf.baselines.zoo.library_calls import one_step_pairs, quiet
 SINDY_GRID = tuple(
     {"degree": degree, "threshold": threshold}
     for degree in (1, 2)
-    for threshold in (0.01, 0.05, 0.1)
+    for threshold in (0.001, 0.005, 0.02)
 )
 RIDGE_ALPHA = 0.05  # STLSQ's ridge (pysindy's default), on the library's columns
 DIVERGED = 1e6  # |coefficient| past which a simulated state has left the data for good
