@@ -4,6 +4,8 @@ prediction of a small pair."""
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pytest
 from zoo_pair_checks import (
@@ -16,6 +18,7 @@ from zoo_pair_checks import (
 )
 
 from seisctf.baselines.zoo import dmd
+from seisctf.baselines.zoo.library_calls import quiet
 
 # A damped map with two rotations and a decay: eigenvalues 0.99 e^{±0.3i}, 0.97 e^{±0.7i}, 0.9.
 EIGENVALUES = np.array([0.99 * np.exp(0.3j), 0.97 * np.exp(0.7j), 0.9])
@@ -69,6 +72,25 @@ def test_edmd_koopman_continues_a_linear_map(settings) -> None:
     forecast = dmd.edmd_koopman(inputs, 40, settings, seed=0)
     truth = continuation(MATRIX, inputs[-1][-1], 40)
     assert np.abs(forecast - truth).max() < 1e-8 * np.abs(truth).max()
+
+
+def test_pydmd_leaves_the_root_logger_as_it_was() -> None:
+    # pydmd calls logging.basicConfig when imported and logs with logging.info, which installs
+    # a handler on a root logger that has none (as a command's has): quiet() removes it.
+    root = logging.getLogger()
+    saved = list(root.handlers)
+    for handler in saved:
+        root.removeHandler(handler)
+    try:
+        x = np.cos(0.3 * np.arange(40.0))[:, None] * [1.0, 2.0, 3.0]
+        with quiet():
+            logging.info("a library's log line")
+        dmd.bop_dmd([x], 5, {"rank": 2, "eig_constraint": None}, seed=0)
+        dmd.edmd_koopman([x], 5, {"kernel": "linear", "rank": 16}, seed=0)
+        assert root.handlers == []
+    finally:
+        for handler in saved:
+            root.addHandler(handler)
 
 
 @pytest.mark.parametrize("name", ["bop_dmd", "edmd_koopman"])
