@@ -5,9 +5,12 @@ scaled to RMS 1; one row a time step): Θ the monomials of the coefficients up t
 degree (constant included), Ξ sparse, fitted by sequentially thresholded least squares (STLSQ:
 ridge α = 0.05, coefficients below the threshold in magnitude set to zero and the rest refitted)
 on the one-step pairs of every input (`pysindy.DiscreteSINDy`, pysindy 2.x's discrete-time
-SINDy: `SINDy(discrete_time=True)` before 2.0). The forecast iterates the map from the most
-recent row; a state leaving |x| < DIVERGED (the inputs' RMS is 1) ends the simulation and the
-forecast is reported as diverged (not finite).
+SINDy: `SINDy(discrete_time=True)` before 2.0). The forecast iterates the fitted map from the
+most recent row, in numpy from the library's monomial exponents and coefficients: the same
+values as `DiscreteSINDy.simulate`, which validates its input again at every step (about
+30 ms a step for 16 features of degree 2 on this machine's two cores, half a minute for a
+1000-row forecast). A state leaving |x| < DIVERGED (the inputs' RMS is 1) ends the simulation
+and the forecast is reported as diverged (not finite).
 
 Grid: polynomial degree 1 (a sparse linear map) and 2, thresholds 0.001, 0.005, 0.02: six
 entries. The thresholds are small because the map is near the identity in 16 coefficients of
@@ -49,17 +52,17 @@ def fit_sindy(series: Sequence[np.ndarray], settings: Mapping[str, Any]) -> Any:
 
 
 def simulate(model: Any, last: np.ndarray, steps: int) -> np.ndarray:
-    """(steps, features): the map iterated from `last`; NaN rows after a diverged state."""
-    with quiet():
-        path = np.asarray(
-            model.simulate(
-                np.asarray(last, dtype=np.float64),
-                steps + 1,
-                stop_condition=lambda x: not np.all(np.abs(x) < DIVERGED),
-            )
-        )
-    forecast = np.full((steps, last.shape[0]), np.nan)
-    forecast[: path.shape[0] - 1] = path[1:]
+    """(steps, features): the fitted map iterated from `last`, x ← Θ(x) Ξ with the library's
+    monomials (`powers_`) and coefficients; NaN rows after a diverged state."""
+    powers = np.asarray(model.feature_library.powers_)  # (terms, features)
+    coefficients = np.asarray(model.coefficients())  # (features, terms)
+    state = np.asarray(last, dtype=np.float64)
+    forecast = np.full((steps, state.shape[0]), np.nan)
+    for step in range(steps):
+        state = np.prod(state[None, :] ** powers, axis=1) @ coefficients.T
+        forecast[step] = state
+        if not np.all(np.abs(state) < DIVERGED):
+            break
     return forecast
 
 
