@@ -12,13 +12,14 @@
   of consecutive rows of every input (evenly thinned to at most MAX_EDMD_PAIRS), truncated to
   its leading `rank` singular values. Koopman eigenvalues λ_j, eigenfunctions ϕ_j and modes v_j
   give x[t+k] = Re Σ_j v_j λ_j^k ϕ_j(x[t]), started from the most recent row. Grid: a linear
-  kernel (exact DMD), polynomial kernels (γ ⟨x, y⟩ / features + 1)^d of degree 2 and 3 and
-  Gaussian kernels exp(−γ ‖x − y‖² / features) with γ 0.1 and 1: five entries.
+  kernel (exact DMD, rank at most the features), polynomial kernels (⟨x, y⟩ / features + 1)^d
+  of degree 2 and 3 and Gaussian kernels exp(−γ ‖x − y‖² / features) with γ 0.1 and 1 (rank
+  64): five entries.
 
 Neither has a denoiser of its own: a reconstruction pair gets the zoo's truncated SVD
 (`seisctf.baselines.zoo.predict`). A BOP-DMD reconstruction (a sum of exponentials over the whole
 record, at the SVD's rank) fits a transient arrival poorly: on travelling waves with a passing
-pulse and 20-50 % noise its error was 2.5-6 times the SVD's, above the noise's own at 20 %.
+pulse and 20-50 % noise its error was 2.4-6 times the SVD's, above the noise's own at 20 %.
 
 pydmd 2025.8.1's `EDMD.eigenfunctions` evaluates the kernel against every snapshot, one more
 than the operator was fitted on when `fit` is given one matrix; the pairs are therefore given

@@ -8,8 +8,9 @@ on the one-step pairs of every input (`pysindy.DiscreteSINDy`, pysindy 2.x's dis
 SINDy: `SINDy(discrete_time=True)` before 2.0). The forecast iterates the fitted map from the
 most recent row, in numpy from the library's monomial exponents and coefficients: the same
 values as `DiscreteSINDy.simulate`, which validates its input again at every step (20 ms a
-step for 16 features of degree 2, 20 s for a 1000-row forecast, against 0.05 ms here). A state leaving |x| < DIVERGED (the inputs' RMS is 1) ends the simulation
-and the forecast is reported as diverged (not finite).
+step for 16 features of degree 2, 20 s for a 1000-row forecast, against 0.05 ms here). A
+state leaving |x| < DIVERGED (the inputs' RMS is 1) ends the simulation and the forecast is
+reported as diverged (not finite).
 
 Grid: polynomial degree 1 (a sparse linear map) and 2, thresholds 0.001, 0.005, 0.02: six
 entries. The thresholds are small because the map is near the identity in 16 coefficients of
