@@ -1,0 +1,57 @@
+"""What the library-backed zoo families share: calls into a library kept silent, and the
+one-step training pairs of a list of series.
+
+- `quiet()`: a block in which a library's prints (stdout, stderr) and warnings are dropped;
+  every import of and call into a zoo library is made inside one, so that `seisctf` stays
+  clean whatever banners or convergence warnings the library emits (a failed fit still raises,
+  and the zoo scores it as failed). Handlers added to the root logger inside the block are
+  removed when it ends: pydmd calls `logging.basicConfig` when imported and logs through
+  `logging.info`, which installs one when the root has none; left in place, it would write to
+  the block's discarded buffer for good. Swapping `sys.stdout`, the warning filters and the
+  root's handlers is process-wide, so one thread at a time is inside such a block
+  (QUIET_LOCK): two threads' blocks would otherwise restore each other's in the wrong order.
+- `one_step_pairs(series)`: each (time, features) series' rows but the last (the inputs) and
+  rows but the first (the targets), the pairs of consecutive rows a one-step model learns
+  from; pairs never straddle two series.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import threading
+import warnings
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+
+QUIET_LOCK = threading.RLock()
+
+
+@contextlib.contextmanager
+def quiet() -> Iterator[None]:
+    """Drop prints to stdout and stderr and every warning raised inside the block; the root
+    logger keeps the handlers it had."""
+    root = logging.getLogger()
+    with (
+        QUIET_LOCK,
+        warnings.catch_warnings(),
+        contextlib.redirect_stdout(io.StringIO()),
+        contextlib.redirect_stderr(io.StringIO()),
+    ):
+        before = list(root.handlers)
+        warnings.simplefilter("ignore")
+        try:
+            yield
+        finally:
+            for handler in [h for h in root.handlers if h not in before]:
+                root.removeHandler(handler)
+
+
+def one_step_pairs(series: Sequence[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """(inputs, targets): per series of at least two rows, its rows [0, T−1) and [1, T)."""
+    kept = [x for x in series if x.shape[0] >= 2]
+    if not kept:
+        raise ValueError("no series has two rows to learn a step from")
+    return [x[:-1] for x in kept], [x[1:] for x in kept]
