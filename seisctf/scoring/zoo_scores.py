@@ -3,11 +3,12 @@
 Each submission is scored like any (`referee.run_ctf`) and, with a leaderboard, recorded under
 its model's name (its seeds are runs of one model: `leaderboard --final --html` draws each
 model's mean radar profile) with metadata read from the submission's own `zoo` attrs: `model`,
-`family`, `library`, `library_version`, `paper` and, for a seeded model, `seed`. The scores
-also go into a runs table (the `seisctf compare` format: approach = model, budget 1, data draw `public`,
-training_seed = the seed, empty for a deterministic model; one row per E score and AvgScore),
-so repeated seeds give intervals and mis-ranking probabilities between zoo members. Every run
-trains on the same data (the public bundle: `n_clusters_total` 1), so only the seeds vary.
+`family`, `library`, `library_version`, `paper` and, for a seeded model, `seed`. The scores also
+go into a runs table (the `seisctf compare` format: approach = model, budget 1, data draw
+`public`, training_seed = the seed, empty for a deterministic model; one row per E score and
+AvgScore), so repeated seeds give intervals and mis-ranking probabilities between zoo members.
+Every run trains on the same data (the public bundle: `n_clusters_total` 1), so only the seeds
+vary.
 """
 
 from __future__ import annotations
