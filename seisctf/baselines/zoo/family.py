@@ -32,8 +32,11 @@ that installs the library (`pip install 'seisctf[zoo]'`).
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.metadata
+import io
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -83,9 +86,17 @@ class ZooFamily:
             return "unknown"
 
     def require(self) -> None:
-        """Import `module`, or fail naming the extra that installs it."""
+        """Import `module` (what it prints or warns on import swallowed: some libraries
+        announce themselves), or fail naming the extra that installs it."""
         try:
-            importlib.import_module(self.module)
+            sink = io.StringIO()
+            with (
+                contextlib.redirect_stdout(sink),
+                contextlib.redirect_stderr(sink),
+                warnings.catch_warnings(),
+            ):
+                warnings.simplefilter("ignore")
+                importlib.import_module(self.module)
         except ImportError as error:
             raise InvalidInput(
                 f"baseline {self.name!r}",
