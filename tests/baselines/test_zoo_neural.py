@@ -76,17 +76,24 @@ def test_seed_repeats_the_forecast_bit_for_bit_and_another_seed_changes_it(name,
     python_state = random.getstate()
     torch_state = torch.get_rng_state()
     first = model.forecast(series, 12, settings, 3)
-    again = model.forecast(series, 12, settings, 3)
-    other = model.forecast(series, 12, settings, 4)
-    assert first.shape == (12, 4) and first.dtype == np.float64
-    assert np.isfinite(first).all()
-    assert np.array_equal(first, again)
-    assert not np.allclose(first, other, rtol=0, atol=1e-6)
     # the caller's thread count and random states are left as they were
     assert torch.get_num_threads() == threads
     assert np.array_equal(np.random.get_state()[1], numpy_state[1])
     assert random.getstate() == python_state
     assert torch.equal(torch.get_rng_state(), torch_state)
+    # whatever the caller draws in between and however many threads it runs, the seed decides
+    torch.rand(7), np.random.random(7), random.random()
+    torch.set_num_threads(threads + 1)
+    try:
+        again = model.forecast(series, 12, settings, 3)
+        assert torch.get_num_threads() == threads + 1
+    finally:
+        torch.set_num_threads(threads)
+    other = model.forecast(series, 12, settings, 4)
+    assert first.shape == (12, 4) and first.dtype == np.float64
+    assert np.isfinite(first).all()
+    assert np.array_equal(first, again)
+    assert not np.allclose(first, other, rtol=0, atol=1e-6)
 
 
 @pytest.mark.parametrize("name", FAMILIES)

@@ -2,7 +2,8 @@
 `torchdiffeq.odeint`; the paper's "NeuralODE").
 
 - f_θ(x) = W x + b + MLP(x): a linear part plus a one-hidden-layer tanh network, x the (F,)
-  features (POD coefficients); time is counted in rows (one row, one unit).
+  features (POD coefficients); time is counted in rows (one row, one unit). W, b and the
+  network's output layer start at zero (f_θ = 0), which makes short budgets train reliably.
 - Training: trajectory segments of SEGMENT consecutive rows inside one input series
   (`torch_training.windows`): each segment's first row is integrated over the next
   SEGMENT − 1 rows with fixed-step fourth-order Runge–Kutta (METHOD, one step a row) and
@@ -49,22 +50,17 @@ def neural_ode(
     with tt.torch_session(seed) as rng:
         from torchdiffeq import odeint
 
+        linear = torch.nn.Linear(features, features)
+        out = torch.nn.Linear(hidden, features)
+        for layer in (linear, out):  # f_θ starts at zero: the flow that stays put
+            torch.nn.init.zeros_(layer.weight)
+            torch.nn.init.zeros_(layer.bias)
         network = torch.nn.ModuleDict(
             {
-                "linear": torch.nn.Linear(features, features),
-                "mlp": torch.nn.Sequential(
-                    torch.nn.Linear(features, hidden),
-                    torch.nn.Tanh(),
-                    torch.nn.Linear(hidden, features),
-                ),
+                "linear": linear,
+                "mlp": torch.nn.Sequential(torch.nn.Linear(features, hidden), torch.nn.Tanh(), out),
             }
         )
-
-        with torch.no_grad():  # start from the flow that stays put
-            network["linear"].weight.zero_()
-            network["linear"].bias.zero_()
-            network["mlp"][2].weight.zero_()
-            network["mlp"][2].bias.zero_()
 
         def rate(_: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
             return network["linear"](x) + network["mlp"](x)
