@@ -81,14 +81,18 @@ def test_seed_repeats_the_forecast_bit_for_bit_and_another_seed_changes_it(name,
     assert np.array_equal(np.random.get_state()[1], numpy_state[1])
     assert random.getstate() == python_state
     assert torch.equal(torch.get_rng_state(), torch_state)
-    # whatever the caller draws in between and however many threads it runs, the seed decides
+    # whatever the caller draws in between, however many threads it runs and whatever its
+    # default dtype, the seed decides
     torch.rand(7), np.random.random(7), random.random()
     torch.set_num_threads(threads + 1)
+    torch.set_default_dtype(torch.float64)
     try:
         again = model.forecast(series, 12, settings, 3)
         assert torch.get_num_threads() == threads + 1
+        assert torch.get_default_dtype() == torch.float64
     finally:
         torch.set_num_threads(threads)
+        torch.set_default_dtype(torch.float32)
     other = model.forecast(series, 12, settings, 4)
     assert first.shape == (12, 4) and first.dtype == np.float64
     assert np.isfinite(first).all()

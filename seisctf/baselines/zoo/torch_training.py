@@ -2,11 +2,11 @@
 training windows of a list of series; a fixed-budget training loop; the autoregressive rollout.
 
 - `torch_session(seed)`: torch's, numpy's and Python's global random states are saved and
-  restored around it, torch is seeded with `seed`, runs deterministic algorithms on THREADS
-  threads (results do not depend on the machine's cores) and library prints and warnings are
-  swallowed; it yields the numpy generator (seeded with `seed`) that draws the mini-batches.
-  Families import their library inside it: some draw from or seed the global generators when
-  imported or when building a network.
+  restored around it, torch is seeded with `seed`, runs deterministic algorithms in float32 on
+  THREADS threads (results do not depend on the machine's cores) and library prints and
+  warnings are swallowed; it yields the numpy generator (seeded with `seed`) that draws the
+  mini-batches. Families import their library inside it: some draw from or seed the global
+  generators when imported or when building a network.
 - `windows(series, window, horizon)`: every stretch of `window + horizon` consecutive rows
   inside one series (never across two), split into inputs (n, window, F) and the rows that
   follow them (n, horizon, F).
@@ -53,12 +53,14 @@ def quiet() -> Iterator[None]:
 
 @contextlib.contextmanager
 def torch_session(seed: int) -> Iterator[np.random.Generator]:
-    """A seeded, deterministic, single-threaded, quiet torch session; the caller's random states,
-    thread count and determinism setting are restored afterwards."""
+    """A seeded, deterministic, single-threaded, quiet float32 torch session; the caller's random
+    states, thread count, determinism setting and default dtype are restored afterwards."""
     import torch
 
     threads = torch.get_num_threads()
     deterministic = torch.are_deterministic_algorithms_enabled()
+    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+    dtype = torch.get_default_dtype()
     numpy_state = np.random.get_state()
     python_state = random.getstate()
     try:
@@ -66,10 +68,12 @@ def torch_session(seed: int) -> Iterator[np.random.Generator]:
             torch.manual_seed(seed)
             torch.set_num_threads(THREADS)
             torch.use_deterministic_algorithms(True)
+            torch.set_default_dtype(torch.float32)
             yield np.random.default_rng(seed)
     finally:
         torch.set_num_threads(threads)
-        torch.use_deterministic_algorithms(deterministic)
+        torch.use_deterministic_algorithms(deterministic, warn_only=warn_only)
+        torch.set_default_dtype(dtype)
         np.random.set_state(numpy_state)
         random.setstate(python_state)
 
