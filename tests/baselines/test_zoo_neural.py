@@ -1,9 +1,10 @@
 """The zoo's neural families (lstm, neural_ode, fno, deeponet, kan), each with its real library
-on the CPU: seeded forecasts repeat bit for bit and change with the seed; each learns clean
-sines (the exact continuation, numpy) far better than zeros; the neural ODE follows a linear
-system's exact flow expm(A t) x0 (scipy); the training windows match a plain construction; a
-pair's prediction through `pair_prediction`; a missing library names the extra; pykan writes
-nothing; registering a family imports no heavy library and forecasting prints nothing.
+on the CPU: seeded forecasts repeat bit for bit and change with the seed; each forecasts two
+clean oscillators (sin and cos of two periods; the exact continuation, numpy) far better than
+zeros; the neural ODE follows a linear system's exact flow expm(A t) x0 (scipy); the training
+windows match a plain construction; a pair's prediction through `pair_prediction`; a missing
+library names the extra; pykan writes nothing; registering a family imports no heavy library
+and forecasting prints nothing.
 
 Training budgets are the families' own except where only the mechanics are checked
 (determinism, shapes, files), which train for a few steps (`few_steps`).

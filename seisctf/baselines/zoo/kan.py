@@ -2,10 +2,11 @@
 window of past rows to the next row, iterated forward.
 
 - Input: the last WINDOW rows, flattened (batch, WINDOW · F); layers of widths
-  [WINDOW · F, hidden, F] whose edges are learnable B-spline functions (GRID intervals,
-  order ORDER) plus a SiLU base; the output is the change (batch, F) from the window's last row
-  to the next row. The spline grids are fitted to the training inputs' range before training
-  (`update_grid_from_samples`); pykan's symbolic branch is off.
+  [WINDOW · F, hidden, F] whose edges are learnable B-spline functions (GRID_INTERVALS
+  intervals, order ORDER) plus a SiLU base; the output is the change (batch, F) from the
+  window's last row to the next row. The spline grids are fitted to the training inputs' range
+  before training (`update_grid_from_samples`); pykan's symbolic branch is off. pykan seeds
+  the global generators with the seed it is given (the session restores them).
 - Training: every WINDOW + 1 consecutive rows of one input series (`torch_training.windows`),
   STEPS Adam mini-batches of the mean squared error (the zoo's loop, not pykan's `fit`, so
   that the seed alone draws the batches).
