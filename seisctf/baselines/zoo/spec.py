@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from seisctf.baselines.zoo.library_calls import quiet
 from seisctf.errors import InvalidInput
 
 DEFAULT_REDUCED_RANK = 16  # POD modes a reduced family works on (fewer if the data has fewer)
@@ -54,9 +55,11 @@ class ZooFamily:
             return "unknown"
 
     def require(self) -> None:
-        """Import `module`, or fail naming the extra that installs it."""
+        """Import `module` (what it prints or warns on import dropped: some libraries announce
+        themselves), or fail naming the extra that installs it."""
         try:
-            importlib.import_module(self.module)
+            with quiet():
+                importlib.import_module(self.module)
         except ImportError as error:
             raise InvalidInput(
                 f"baseline {self.name!r}",
