@@ -168,3 +168,26 @@ def test_quakeml_problems_beyond_the_old_cap_are_all_in_the_store_and_the_summar
                if line.startswith("problem: ")]  # fmt: skip
     assert summary == expected
     assert f"1 earthquake and 0 noise windows, {len(expected)} problem(s)" in printed
+
+
+def test_the_command_prints_the_first_lines_and_how_many_more(monkeypatch, capsys):
+    """Beyond the report's first lines (the root attrs'), `ingest waveforms` prints how many
+    more there are, and counts them all in its summary."""
+    import argparse
+    from types import SimpleNamespace
+
+    from seisctf.cli import ingest as cli_ingest
+
+    plan = SimpleNamespace(stations=("A",), channels=("HHZ",), n_time=10, sampling_rate=1.0)
+    report = SimpleNamespace(plan=plan, problems=("x: bad", "y: bad"), n_problems=5,
+                             up_to_date=False)  # fmt: skip
+    monkeypatch.setattr(cli_ingest, "_registered", lambda kind: lambda *a, **k: report)
+    options = dict.fromkeys(("kind", "sources", "inventory", "rate", "strict", "quiet", "append",
+                             "remove_response", "pre_filt", "water_level"))  # fmt: skip
+    args = argparse.Namespace(**options, out="out.zarr", storage_option=None)
+    monkeypatch.setattr(cli_ingest, "store_location", lambda *a: None)
+    cli_ingest._run_ingest_waveforms(args)
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[:2] == ["problem: x: bad", "problem: y: bad"]
+    assert printed[2].startswith("problem: and 3 more, every one in the store's `problems` group")
+    assert printed[3].endswith(", 5 problem(s)")
