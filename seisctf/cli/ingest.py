@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
+from seisctf import conventions as cv
 from seisctf.cli import _checks
 from seisctf.cli._numbers import COUNT_OR_ZERO, NON_NEGATIVE, POSITIVE
 from seisctf.cli._parse import Commands, store_location
@@ -221,14 +222,20 @@ def _run_ingest_waveforms(args: argparse.Namespace) -> None:
         pre_filt=args.pre_filt,
         water_level=args.water_level,
     )
+    found = getattr(report, "n_problems", len(report.problems))  # `problems`: the first
     for problem in report.problems:
         print(f"problem: {problem}")
+    if found > len(report.problems):
+        print(
+            f"problem: and {found - len(report.problems)} more, every one in the store's "
+            f"`{cv.PROBLEMS_GROUP}` group (`problem_lines.read_problems`)"
+        )
     plan = report.plan
     verb = "up to date:" if report.up_to_date else "wrote"
     print(
         f"{verb} {args.out}: {counted(len(plan.stations), 'station')} x "
         f"{counted(len(plan.channels), 'channel')} x "
-        f"{plan.n_time} samples at {plan.sampling_rate} Hz, {len(report.problems)} problem(s)"
+        f"{plan.n_time} samples at {plan.sampling_rate} Hz, {found} problem(s)"
     )
 
 

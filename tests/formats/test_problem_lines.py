@@ -67,19 +67,19 @@ def test_waveform_problems_beyond_the_attrs_go_to_their_group(tmp_path, small_li
     bad = _bad_files(archive, 7)
     store = tmp_path / "store.zarr"
     report = ingest_waveforms([str(archive)], StoreLocation(store), quiet=True)
-    problems = list(report.problems)
+    problems = read_problems(zarr.open_group(store, mode="r"))
     assert len(problems) == 7 and all(any(str(p) in line for line in problems) for p in bad)
+    # The report holds the first lines (those of the root attrs) and their number.
+    assert list(report.problems) == problems[:LIMIT] and report.n_problems == 7
     attrs = _root_attrs(store)
     assert attrs[cv.ATTR_PROBLEMS] == problems[:LIMIT]
     assert attrs[cv.ATTR_PROBLEM_COUNT] == 7
     assert _lines_in_group(store) == problems
-    assert read_problems(zarr.open_group(store, mode="r")) == problems
 
-    # The same inputs again: up to date, the same problems (read back from the group).
-    assert (
-        list(ingest_waveforms([str(archive)], StoreLocation(store), quiet=True).problems)
-        == problems
-    )
+    # The same inputs again: up to date, the same problems (the root attrs' and the count).
+    again = ingest_waveforms([str(archive)], StoreLocation(store), quiet=True)
+    assert again.up_to_date and list(again.problems) == problems[:LIMIT]
+    assert again.n_problems == 7
 
     # An append keeps the old problems and adds the new file's.
     later = tmp_path / "later"
@@ -89,9 +89,10 @@ def test_waveform_problems_beyond_the_attrs_go_to_their_group(tmp_path, small_li
     appended = ingest_waveforms(
         [str(archive), str(later)], StoreLocation(store), append=True, quiet=True
     )
-    assert set(problems) < set(appended.problems)
-    assert all(any(str(p) in line for line in appended.problems) for p in more_bad)
-    assert _lines_in_group(store) == list(appended.problems)
+    every = _lines_in_group(store)
+    assert set(problems) < set(every) and appended.n_problems == len(every) == 9
+    assert all(any(str(p) in line for line in every) for p in more_bad)
+    assert list(appended.problems) == every[:LIMIT]
     assert _root_attrs(store)[cv.ATTR_PROBLEM_COUNT] == 9
 
     # The root attrs hold LIMIT lines whatever the number of bad files.
@@ -167,3 +168,26 @@ def test_quakeml_problems_beyond_the_old_cap_are_all_in_the_store_and_the_summar
                if line.startswith("problem: ")]  # fmt: skip
     assert summary == expected
     assert f"1 earthquake and 0 noise windows, {len(expected)} problem(s)" in printed
+
+
+def test_the_command_prints_the_first_lines_and_how_many_more(monkeypatch, capsys):
+    """Beyond the report's first lines (the root attrs'), `ingest waveforms` prints how many
+    more there are, and counts them all in its summary."""
+    import argparse
+    from types import SimpleNamespace
+
+    from seisctf.cli import ingest as cli_ingest
+
+    plan = SimpleNamespace(stations=("A",), channels=("HHZ",), n_time=10, sampling_rate=1.0)
+    report = SimpleNamespace(plan=plan, problems=("x: bad", "y: bad"), n_problems=5,
+                             up_to_date=False)  # fmt: skip
+    monkeypatch.setattr(cli_ingest, "_registered", lambda kind: lambda *a, **k: report)
+    options = dict.fromkeys(("kind", "sources", "inventory", "rate", "strict", "quiet", "append",
+                             "remove_response", "pre_filt", "water_level"))  # fmt: skip
+    args = argparse.Namespace(**options, out="out.zarr", storage_option=None)
+    monkeypatch.setattr(cli_ingest, "store_location", lambda *a: None)
+    cli_ingest._run_ingest_waveforms(args)
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[:2] == ["problem: x: bad", "problem: y: bad"]
+    assert printed[2].startswith("problem: and 3 more, every one in the store's `problems` group")
+    assert printed[3].endswith(", 5 problem(s)")

@@ -3,8 +3,8 @@
 A partition is any run of consecutive files of the scan (`scan_table.ScanTable`, path order).
 Each round is a function of one partition and of what the merges before it agreed; each merge
 takes the partitions' results in path order and keeps from them only what is small (rates,
-counts, stations, problem lines, tallies), so the plan of any split of the scan is the plan of
-the whole (`tests/formats/test_partition_plan.py`):
+counts, stations, problem counts and first lines, tallies), so the plan of any split of the
+scan is the plan of the whole (`tests/formats/test_partition_plan.py`):
 
 1. `accept`: the traces the inventory accepts (`inventory_checks.findings` of the partition;
    all without one); merge `grid_rate`: the given rate, else the highest of the accepted;
@@ -18,7 +18,8 @@ the whole (`tests/formats/test_partition_plan.py`):
 `plan_rounds` runs the rounds with a given `each` (`partition_tasks`): in this process
 (`plan_of_parts`, `make_plan`: one partition, the whole scan) or as Dask tasks on partitions kept
 on a cluster's workers, where the client sees only each partition's summary (`PartSummary`,
-`PlacedSummary`).
+`PlacedSummary`). The problem lines of partitions stay with them too: the plan's `problems`
+(`problem_parts.ProblemLines`) holds handles of them, their counts and the merged lines.
 """
 
 from __future__ import annotations
@@ -56,6 +57,13 @@ from seisctf.formats.obspy_archive.waveform_plan import (
 )
 from seisctf.formats.shared.input_listing import SHOWN, nothing_readable
 from seisctf.formats.shared.partition_tasks import Each, in_process
+from seisctf.formats.shared.problem_parts import (
+    LineCount,
+    ProblemLines,
+    first_lines,
+    last_line,
+    line_count,
+)
 
 if TYPE_CHECKING:
     from seisctf.formats.obspy_archive.inventory_checks import InventoryFindings
@@ -83,13 +91,13 @@ class Accepted:
         """What the merges need of this partition (`PartSummary`)."""
         scans = self.scans
         return PartSummary(
-            problems=scans.problems,
+            problems=line_count(scans.problems),
             readable=scans.readable_with_traces(),
             paths_head=scans.paths[: SHOWN + 1],
             n_files=len(scans.paths),
             n_accepted=len(self.rows),
             top_rate=self.top_rate(),
-            contradictions=self.contradictions,
+            contradictions=line_count(self.contradictions),
             unknown=self.unknown or {},
             header_positions=scans.header_positions,
             station_span=holding_of(self).span(),
@@ -98,19 +106,20 @@ class Accepted:
 
 @dataclass(frozen=True)
 class PartSummary:
-    """Round 1's partition as the merges see it: its scan problems, whether a file of it is
+    """Round 1's partition as the merges see it: its scan problems (counted, `LineCount`: the
+    lines stay with the partition), whether a file of it is
     readable with traces, its first SHOWN + 1 paths and its file count, how many traces were
     accepted and their highest rate (Hz), the inventory's findings but its station metadata
-    (`Accepted`), its files' header positions and the first and last station it holds metadata
-    of (`station_pieces.Holding.span`)."""
+    (`Accepted`; its contradictions counted), its files' header positions and the first and
+    last station it holds metadata of (`station_pieces.Holding.span`)."""
 
-    problems: tuple[str, ...]
+    problems: LineCount
     readable: bool
     paths_head: tuple[str, ...]
     n_files: int
     n_accepted: int
     top_rate: float
-    contradictions: tuple[str, ...]
+    contradictions: LineCount
     unknown: dict[str, str]
     header_positions: tuple[tuple[str, str, float, float, float], ...]
     station_span: tuple[str, str] | None
@@ -118,6 +127,21 @@ class PartSummary:
 
 def summary_of(part: Accepted) -> PartSummary:
     return part.summary()
+
+
+def scan_problems_of(part: Accepted) -> tuple[str, ...]:
+    """The partition's scan problem lines (kept on its worker)."""
+    return part.scans.problems
+
+
+def contradictions_of(part: Accepted) -> tuple[str, ...]:
+    """The partition's inventory contradictions (kept on its worker)."""
+    return part.contradictions
+
+
+def resampling_count(pair: tuple[np.ndarray, list[str]]) -> LineCount:
+    """The `LineCount` of round 2's problem lines (`resampleable`)."""
+    return line_count(pair[1])
 
 
 def accept(scans: ScanTable, findings: InventoryFindings | None) -> Accepted:
@@ -136,18 +160,21 @@ def _paths_head(parts: Sequence[PartSummary]) -> tuple[list[str], int]:
 
 
 def grid_rate(parts: Sequence[PartSummary], rate: float | None) -> tuple[float, list[str]]:
-    """Merge 1: the grid's rate and the problems so far (the scans', then the inventory's
-    contradictions, then its unknown stations); bad input when nothing can be ingested."""
-    problems = [p for part in parts for p in part.problems]
+    """Merge 1: the grid's rate and the inventory's unknown stations' lines (the problems so
+    far are the scans', then the inventory's contradictions, kept with their partitions, then
+    these); bad input when nothing can be ingested."""
+    scanned = [part.problems for part in parts]
     if not any(part.readable for part in parts):
         head, count = _paths_head(parts)
-        raise nothing_readable(head, problems, count)
-    problems += [line for part in parts for line in part.contradictions]
+        raise nothing_readable(head, first_lines(scanned), count,
+                               sum(part.count for part in scanned))  # fmt: skip
     if not any(part.n_accepted for part in parts):
+        first = first_lines([*scanned, *(part.contradictions for part in parts)], 1)
         raise InvalidInput(_paths_head(parts)[0][0],
-                           "no trace agrees with the inventory: " + problems[0])  # fmt: skip
+                           "no trace agrees with the inventory: " + first[0])  # fmt: skip
     unknown = {station: start for part in parts for station, start in part.unknown.items()}
     positions = positions_of(parts)
+    problems = []
     for station in sorted(unknown):  # coordinates from the first header that gives them
         header_path = positions[station][0][0] if positions.get(station) else None
         problems.append(unknown[station] + coordinates_source(header_path))
@@ -275,17 +302,29 @@ def plan_rounds(
     if block_samples < 1:
         raise InvalidInput("block_samples", f"must be positive, got {block_samples}")
     parts = each(summary_of, accepted)
-    chosen, problems = grid_rate(parts, rate)
+    chosen, unknown = grid_rate(parts, rate)
+    contradictions = [part.contradictions for part in parts]
+    problems = (ProblemLines.kept(each(scan_problems_of, accepted, keep=True),
+                                  [part.problems for part in parts])
+                + ProblemLines.kept(each(contradictions_of, accepted, keep=True), contradictions)
+                + unknown)  # fmt: skip
     if rate is None:
         check_rates(each(functools.partial(off_rate, chosen), accepted), chosen)
         kept = each(rows_of, accepted, keep=True)
     else:
         checked = each(functools.partial(resampleable, chosen), accepted, keep=True)
         kept = each(first_of, checked, keep=True)
-        problems += [line for lines in each(second_of, checked) for line in lines]
+        unresampled = each(resampling_count, checked)
+        problems += ProblemLines.kept(each(second_of, checked, keep=True), unresampled)
         if not any(each(len, kept)):
+            last = (
+                last_line(unresampled)
+                or (unknown[-1] if unknown else "")
+                or last_line(contradictions)
+                or last_line([p.problems for p in parts])
+            )
             raise InvalidInput(_paths_head(parts)[0][0],
-                               "no trace can be resampled: " + problems[-1])  # fmt: skip
+                               "no trace can be resampled: " + last)  # fmt: skip
     start_ns = min(s for s in each(first_start, accepted, kept) if s is not None)
     placed = each(functools.partial(place, chosen, start_ns, rate is not None), accepted, kept,
                   keep=True)  # fmt: skip
@@ -304,7 +343,7 @@ def plan_rounds(
         start_ns=start_ns,
         n_time=max(s.end for s in summaries),
         block_samples=block_samples,
-        problems=tuple(problems + disagreements),
+        problems=problems + disagreements,
         station_metadata=tuple(pieces),
         coordinates=coordinates,
         own_channels=own_channels(summaries, stations),

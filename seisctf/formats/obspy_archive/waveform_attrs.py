@@ -11,7 +11,7 @@ is true of the variable: `units` is left out and its `comment` says where each c
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import dask
@@ -30,7 +30,6 @@ from seisctf.formats.obspy_archive.station_pieces import (
     pieces_of,
 )
 from seisctf.formats.obspy_archive.waveform_plan import WaveformPlan
-from seisctf.formats.shared.problem_lines import problem_attrs
 from seisctf.formats.shared.resumable import iso_time
 
 if TYPE_CHECKING:
@@ -154,19 +153,21 @@ def samples_stored(
 
 def store_attrs(
     plan: WaveformPlan,
-    problems: Sequence[str],
+    problems: Mapping[str, Any],
     resample: bool,
     response_removed: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The store's root attrs; its inputs are a table beside the data (`input_manifest`), and
-    its per-station attrs arrays of the group `station_attrs` (`station_attrs`), not attrs."""
+    """The store's root attrs (`problems`: the attrs of its problem lines,
+    `problem_lines.problem_attrs`); its inputs are a table beside the data (`input_manifest`),
+    and its per-station attrs arrays of the group `station_attrs` (`station_attrs`), not
+    attrs."""
     return json_clean(
         {
             cv.ATTR_START_TIME: iso_time(plan.start_ns),
             "start_time_ns": plan.start_ns,
             cv.ATTR_SAMPLING_RATE: plan.sampling_rate,
             "block_samples": plan.block_samples,
-            **problem_attrs(problems),
+            **problems,
             "merge_rule": MERGE_RULE,
             "resampling": RESAMPLING if resample else None,
             "response_removed": response_removed,

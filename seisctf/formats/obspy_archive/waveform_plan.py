@@ -30,6 +30,7 @@ from seisctf.formats.obspy_archive.placed_traces import PlacedTrace
 from seisctf.formats.obspy_archive.resampling import MAX_RATE_FACTOR, rate_ratio, resampled_length
 from seisctf.formats.obspy_archive.trace_header import TraceHeader
 from seisctf.formats.shared.block_grid import BlockGrid
+from seisctf.formats.shared.problem_parts import ProblemLines
 
 DEFAULT_BLOCK_SAMPLES = 2**18
 # Stations of a piece of the plan's station metadata (kept on a worker; `partition_plan`) and of
@@ -42,7 +43,8 @@ RATE_RTOL = 1e-9
 
 @dataclass(frozen=True)
 class WaveformPlan(BlockGrid):
-    """The store's layout (time blocks of `block_samples`: `BlockGrid`), the problems found,
+    """The store's layout (time blocks of `block_samples`: `BlockGrid`), the problems found (in
+    order, kept with the partitions that found them: `problem_parts.ProblemLines`),
     and per station its coordinates (`coordinates`: (station, 3) float64, latitude, longitude
     (degrees), elevation (m), NaN where unknown), its own channel codes and its traces' offsets
     from their grid samples. The stations' metadata (`station_metadata`) is in pieces of
@@ -56,7 +58,7 @@ class WaveformPlan(BlockGrid):
     start_ns: int
     n_time: int
     block_samples: int
-    problems: tuple[str, ...]
+    problems: ProblemLines
     station_metadata: tuple[Any, ...] = ()
     coordinates: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)), compare=False)
     own_channels: dict[str, tuple[str, ...]] = field(default_factory=dict)

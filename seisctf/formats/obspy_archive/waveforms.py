@@ -14,7 +14,9 @@ Store layout (zarr v3 group; `xarray.open_zarr` opens it lazily):
 - attrs `start_time` (ISO 8601, the first grid sample), `start_time_ns`, `sampling_rate` (Hz):
   sample i is at start_time + i / sampling_rate (no time coordinate is stored: it would be as
   large as the data); `ingest_problems` (every bad input, by name; beyond 1,000 lines, the
-  first 1,000, the rest in the group `problems`: `problem_lines`); `merge_rule`, `resampling`,
+  first 1,000, all of them in the group `problems`: `problem_lines`, written by a task from
+  the partitions' lines and the runs' records, the client holding their number and the first
+  1,000 alone); `merge_rule`, `resampling`,
   `response_removed` (null, or output, pre_filt, water_level, … of `--remove-response`);
 - group `station_attrs` (`station_attrs`; in the root attrs of stores ingested before it), per
   station as JSON text: `time_offsets_s` (the offsets of its traces' starts from their grid
@@ -40,8 +42,8 @@ are cached per worker, so a file is decoded once per run, not once per block), f
 NaN and writes the block's chunk. The completion marker and consolidated metadata are written
 last (`storage.finish_group`). Folder sources are listed by tasks too (`listing_parts`): the
 client holds the folders, per-partition summaries, the runs and one wave's traces, never a
-path, scan or trace of every file (a resume or an append, which read the store's record of its
-inputs, list and join here).
+path, scan, trace or problem line of every file (a resume or an append, which read the
+store's record of its inputs, list and join here).
 Sparse time: only the (station, block)s some trace overlaps get a task; the others are never
 written (NaN, coverage 0) and cost nothing, so two files years apart cost what they hold.
 Resume: each run writes its record (`resumable`) in `ingest_progress` after its chunks; a
@@ -130,7 +132,11 @@ from seisctf.formats.obspy_archive.waveform_runs import (
 from seisctf.formats.shared import input_cache, input_locality, input_manifest, resumable
 from seisctf.formats.shared.chunk_writes import ChunkWriter, write_chunks
 from seisctf.formats.shared.partition_tasks import on_cluster
-from seisctf.formats.shared.problem_lines import read_problems, write_problems
+from seisctf.formats.shared.problem_lines import (
+    carried_problems,
+    compute_decode_problems,
+    write_ingest_problems,
+)
 from seisctf.formats.shared.resumable import (
     ATTR_FINGERPRINT,
     BLOCK,
@@ -163,28 +169,37 @@ MAX_TRACES_PER_WAVE = 5_000
 
 @dataclass(frozen=True)
 class IngestReport:
-    """What an ingest wrote: the plan, coverage (station, block) and every problem found.
-    The plan of a one-shot ingest (or its resume) has no `station_metadata` (its pieces, kept on
-    the workers, are dropped once written): the store's `station_attrs` group holds it
-    (`storage.station_attrs`)."""
+    """What an ingest wrote: the plan, coverage (station, block) and the problems found: the
+    first `conventions.ATTR_PROBLEM_LINES` (those of the store's root attrs) and their number
+    (`problem_count`; None: as many as `problems`); `problem_lines.read_problems` of the store
+    reads them all. The plan of a one-shot ingest (or its resume) has no `station_metadata`
+    (its pieces, kept on the workers, are dropped once written): the store's `station_attrs`
+    group holds it (`storage.station_attrs`)."""
 
     plan: WaveformPlan
     coverage: np.ndarray
     problems: tuple[str, ...]
     up_to_date: bool = False
+    problem_count: int | None = None
+
+    @property
+    def n_problems(self) -> int:
+        """How many problems were found (`problems` holds the first of them)."""
+        return len(self.problems) if self.problem_count is None else self.problem_count
 
 
 def ingest_blocks(
     run: BlockRun, store: StoreLocation, inventory: Any = None, peers: Sequence[str] = ()
-) -> dict[str, list]:
+) -> dict[str, Any]:
     """Read, merge and write consecutive (station, time block) chunks of one station, one after
-    the other, then the run's progress record (`resumable.run_record`), which it returns: per
-    block its coverage fraction, problems, and the [path, channel] of the files' channels none
-    of whose samples are stored (`lost`).
+    the other, then the run's progress record (`resumable.run_record`: per block its coverage
+    fraction, problems, and the [path, channel] of the files' channels none of whose samples
+    are stored, `lost`), which it returns with its problems counted, not listed
+    (`resumable.counted_record`: they stay in the store).
     `inventory`: the station's part of the StationXML (needed with response removal); `peers`:
     workers of other hosts keeping some of the run's files (`input_cache.from_peers`)."""
     with input_cache.from_peers(peers):
-        return _ingest_blocks(run, store, inventory)
+        return resumable.counted_record(_ingest_blocks(run, store, inventory))
 
 
 def _ingest_blocks(run: BlockRun, store: StoreLocation, inventory: Any) -> dict[str, list]:
@@ -333,7 +348,8 @@ def ingest_waveforms(
     if previous is not None:
         check_same_grid(previous, store_axes(store), known, plan, placed, each, url)
         check_same_removal(previous, removed)
-    fail_if_strict(strict, plan.problems)
+    if strict and len(plan.problems):
+        fail_if_strict(strict, plan.problems.lines())
     fingerprint = compute(dask.delayed(ingest_fingerprint)(
         inputs_digests(parts), inventory_sha256, rate, block_samples, removed
     ), quiet=True)[0]  # fmt: skip
@@ -341,7 +357,9 @@ def ingest_waveforms(
     if existing:
         group = open_store(store)
         coverage = np.asarray(group[COVERAGE_VAR][:])
-        return IngestReport(plan, coverage, tuple(read_problems(group)), up_to_date=True)
+        found = dict(group.attrs)
+        return IngestReport(plan, coverage, tuple(found.get(cv.ATTR_PROBLEMS, ())), True,
+                            found.get(cv.ATTR_PROBLEM_COUNT))  # fmt: skip
     progress = resumable.unfinished_progress(store, fingerprint)
     rewrite = (  # an append: the blocks its files touch (others keep their chunks)
         None if previous is None
@@ -366,19 +384,21 @@ def ingest_waveforms(
     if previous is None:  # now, so that the client holds no station's metadata from here on
         write_station_attrs(store, plan, removed)
         plan = dataclasses.replace(plan, station_metadata=())
-    coverage, decode_problems, lost = _run_blocks(
+    coverage, decode_count, lost = _run_blocks(
         layout, plan, settings, source, store, fingerprint, progress, quiet
     )
     del layout
-    problems = (*plan.problems, *(p for p in decode_problems if p not in plan.problems))
-    fail_if_strict(strict, decode_problems)
+    if strict and (decode_count or progress.attributes.get("carried_problems")):
+        fail_if_strict(strict, compute_decode_problems(store, fingerprint))
     release_free_memory()  # of the inventory and the tasks
     not_stored = appended.not_stored() if appended is not None else set()
-    attrs = store_attrs(plan, problems, rate is not None, removed)
+    # Every line, in the group beyond what the root attrs hold, by a task: the plan's, then the
+    # decode problems of the runs' records it does not have; the root attrs' come back.
+    found = write_ingest_problems(store, plan.problems, fingerprint)
+    attrs = store_attrs(plan, found, rate is not None, removed)
     attrs[ATTR_FINGERPRINT] = fingerprint
     group = open_store(store, mode="r+")
     group[DATA_VAR].attrs.update(units)
-    write_problems(store, problems)  # beyond what the root attrs hold
     if previous is not None:  # an append's last: until then a resume counts the old channels
         write_station_attrs(store, plan, removed)
     # An append's table goes beside the old one, named with the completion marker (one write):
@@ -391,7 +411,8 @@ def ingest_waveforms(
         attrs[input_manifest.ATTR_TABLE] = table
     resumable.finish(store, coverage, COVERAGE_VAR, COVERAGE_DIMS, attrs, COORDINATES)
     input_manifest.drop_table(store, old_table)
-    return IngestReport(plan, coverage, problems)
+    head = tuple(found[cv.ATTR_PROBLEMS])
+    return IngestReport(plan, coverage, head, problem_count=found.get(cv.ATTR_PROBLEM_COUNT))
 
 
 def counted_channels(store: StoreLocation) -> dict[str, list[str]] | None:
@@ -417,13 +438,14 @@ def _run_blocks(
     fingerprint: str,
     progress: resumable.Progress,
     quiet: bool,
-) -> tuple[np.ndarray, list[str], set[tuple]]:
+) -> tuple[np.ndarray, int, set[tuple]]:
     """Ingest the runs (`waveform_runs.run_layout`) `progress` has no record of (`source`: the
     inventories, with response removal), one Dask task per run of a station's consecutive
     blocks (a worker decodes each file of the run once; keys in station-major order), each
-    task made when its wave is: coverage (station, block), the sorted decode problems of every
-    finished block, with those an append carries over, and ((station index, block), path,
-    channel) of the files' channels of which no sample is stored (`overlap_conflicts`)."""
+    task made when its wave is: coverage (station, block), the number of decode problem lines of
+    the finished blocks (the lines stay in the runs' records in the store:
+    `problem_lines.decode_problems`), and ((station index, block), path, channel) of the files'
+    channels of which no sample is stored (`overlap_conflicts`)."""
     table = layout.table
     token = dask.base.tokenize(store.url, fingerprint)
     pending = [number for number in range(len(table)) if number not in progress.done]
@@ -462,8 +484,7 @@ def _run_blocks(
         wave_cost=MAX_TRACES_PER_WAVE,
         fold=collected.fold(pending),
     )
-    collected.problems.update(progress.attributes.get("carried_problems", []))
-    return collected.coverage, sorted(collected.problems), collected.lost
+    return collected.coverage, collected.problem_count, collected.lost
 
 
 def appendable_attrs(store: StoreLocation) -> dict[str, Any]:
@@ -527,7 +548,7 @@ def prepare_append(
     group[DATA_VAR].resize((len(plan.stations), len(plan.channels), plan.n_time))
     write_station_ids(group, plan.stations, COORDINATES)
     # Decode problems of the kept blocks: the old ones that the new plan does not repeat.
-    carried = [p for p in read_problems(group) if p not in plan.problems]
+    carried = carried_problems(store, plan.problems)
     attributes = {"carried_problems": carried}
     # The progress array last (an append killed before it is not resumable: re-ingest).
     resumable.create_progress(group, records, fingerprint, attributes, base)

@@ -54,8 +54,13 @@ from seisctf.catalogs.seed_ids import split_station
 from seisctf.errors import InvalidInput
 from seisctf.formats.obspy_archive.waveforms import ingest_waveforms
 from seisctf.formats.quakeml import catalog as catalogs
-from seisctf.formats.shared.problem_lines import problem_attrs, write_problems
-from seisctf.formats.shared.resumable import ATTR_FINGERPRINT, fingerprint_of, iso_time
+from seisctf.formats.shared.problem_lines import problem_attrs, read_problems, write_problems
+from seisctf.formats.shared.resumable import (
+    ATTR_FINGERPRINT,
+    fingerprint_of,
+    iso_time,
+    open_store,
+)
 from seisctf.formats.shared.source import InputPaths, Inventories, opened_source
 from seisctf.location import StoreLocation
 from seisctf.options import Location, option
@@ -113,8 +118,11 @@ def is_continuous_store(location: StoreLocation) -> bool:
 def ingest_archive(
     archive: Sequence[str], scratch: StoreLocation, inventories: Sequence[str], quiet: bool
 ) -> list[str]:
-    """Ingest raw waveform files into the continuous store `scratch`; returns its problems."""
+    """Ingest raw waveform files into the continuous store `scratch`; returns its problems
+    (every one: the report holds the first `cv.ATTR_PROBLEM_LINES`, the store all)."""
     report = ingest_waveforms(archive, scratch, inventories=inventories, quiet=quiet)
+    if report.n_problems > len(report.problems):
+        return read_problems(open_store(scratch))
     return list(report.problems)
 
 

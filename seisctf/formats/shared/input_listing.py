@@ -16,19 +16,27 @@ EMPTY_FOLDER = "no file in this folder or below it (hidden files are skipped)"
 NO_OBJECT = "no such object, prefix or glob match"
 
 
-def first_few(items: Sequence[str], separator: str = ", ", shown: int = SHOWN) -> str:
-    """The first `shown` of `items` joined, and "and N more" when there are more."""
+def first_few(
+    items: Sequence[str], separator: str = ", ", shown: int = SHOWN, total: int | None = None
+) -> str:
+    """The first `shown` of `items` joined, and "and N more" when there are more (`total`: how
+    many there are, `items` their first `shown` or more; default: `len(items)`)."""
+    total = len(items) if total is None else total
     text = separator.join(items[:shown])
-    if len(items) > shown:
-        text += f"{separator}and {len(items) - shown} more"
+    if total > shown:
+        text += f"{separator}and {total - shown} more"
     return text
 
 
 def nothing_readable(
-    paths: Sequence[str], problems: Sequence[str], count: int | None = None
+    paths: Sequence[str],
+    problems: Sequence[str],
+    count: int | None = None,
+    problem_count: int | None = None,
 ) -> InvalidInput:
     """The error of an ingest none of whose `paths` gave data: the first few files and their
-    problems, and how many more (`paths`: every file given, or its first SHOWN + 1 of `count`)."""
+    problems, and how many more (`paths`: every file given, or its first SHOWN + 1 of `count`;
+    `problems`: every problem, or its first SHOWN of `problem_count`)."""
     count = len(paths) if count is None else count
     named = first_few(paths[:SHOWN])
     if count > SHOWN:
@@ -36,7 +44,7 @@ def nothing_readable(
     return InvalidInput(
         named or "(no files)",
         f"no input is readable (none of the {count} file(s) given holds readable data): "
-        + first_few(problems, "; "),
+        + first_few(problems, "; ", total=problem_count),
     )
 
 

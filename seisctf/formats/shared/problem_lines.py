@@ -6,6 +6,11 @@ A store with at most `conventions.ATTR_PROBLEM_LINES` of them keeps them all in 
 `ingest_problem_count`, and all of them in the group `problems` (array `line`, dimension
 `problem`, in the report's order, chunks of `input_manifest.ROWS_PER_CHUNK` lines). `read`
 takes any store's.
+
+A resumable ingest's lines never come to the client whole (`write_ingest_problems`): a task
+joins the plan's lines (kept with their partitions, `problem_parts`) and the decode problems of
+the runs' records in the store's progress array, writes the group and returns the root attrs
+(the first lines and their number).
 """
 
 from __future__ import annotations
@@ -18,7 +23,8 @@ import numpy as np
 from seisctf import conventions as cv
 from seisctf.cluster import compute
 from seisctf.formats.shared.input_manifest import TEXT, write_column
-from seisctf.formats.shared.resumable import open_store
+from seisctf.formats.shared.problem_parts import ProblemLines, joined
+from seisctf.formats.shared.resumable import open_store, unfinished_progress
 from seisctf.location import StoreLocation
 
 
@@ -49,6 +55,63 @@ def _write(store: StoreLocation, problems: list[str]) -> None:
     if len(problems) > cv.ATTR_PROBLEM_LINES:
         lines = np.asarray(list(problems), dtype=TEXT)
         write_column(group.create_group(cv.PROBLEMS_GROUP), cv.PROBLEM_LINES, cv.PROBLEM_DIM, lines)
+
+
+def write_ingest_problems(
+    store: StoreLocation, found: ProblemLines, fingerprint: str
+) -> dict[str, Any]:
+    """`write_problems` of an ingest's lines, by a task: `found` (the plan's, in order), then
+    the decode problems (`decode_problems`) it does not have; the root attrs of them
+    (`problem_attrs`) come back, not the lines."""
+    import dask
+
+    task = dask.delayed(_write_ingest)(store, found.nonempty_parts(), fingerprint)
+    return dict(compute(task, quiet=True)[0])
+
+
+def _write_ingest(
+    store: StoreLocation, parts: list[Sequence[str]], fingerprint: str
+) -> dict[str, Any]:
+    lines = joined(parts)
+    known = set(lines)
+    lines += [line for line in decode_problems(store, fingerprint) if line not in known]
+    _write(store, lines)
+    return problem_attrs(lines)
+
+
+def decode_problems(store: StoreLocation, fingerprint: str) -> list[str]:
+    """The decode problems of the ingest of `fingerprint` being written at `store`, sorted, each
+    once: those of every run's record in its progress array and those an append carries over
+    (its attr `carried_problems`). Run by a task (`compute_decode_problems` brings them here)."""
+    progress = unfinished_progress(store, fingerprint)
+    if progress is None:
+        return []
+    found = set(progress.attributes.get("carried_problems", []))
+    for record in progress.done.values():
+        for lines in record["problems"]:
+            found.update(lines)
+    return sorted(found)
+
+
+def compute_decode_problems(store: StoreLocation, fingerprint: str) -> list[str]:
+    """`decode_problems`, here (strict mode's error names them all)."""
+    import dask
+
+    return list(compute(dask.delayed(decode_problems)(store, fingerprint), quiet=True)[0])
+
+
+def carried_problems(store: StoreLocation, found: ProblemLines) -> list[str]:
+    """The problem lines of the complete store at `store` an append keeps (those of its kept
+    blocks): the old ones not in `found` (the new plan's), by a task."""
+    import dask
+
+    task = dask.delayed(_carried)(store, found.nonempty_parts())
+    return list(compute(task, quiet=True)[0])
+
+
+def _carried(store: StoreLocation, parts: list[Sequence[str]]) -> list[str]:
+    known = set(joined(parts))
+    return [line for line in read_problems(open_store(store)) if line not in known]
 
 
 def read_problems(group: Any) -> list[str]:

@@ -277,6 +277,14 @@ def run_record(
     return {"coverage": list(coverage), "problems": [list(p) for p in problems], **lists}
 
 
+def counted_record(record: dict[str, list]) -> dict[str, Any]:
+    """A run's record as a task returns it to the client: its problems counted
+    (`problem_count`), not listed (the record in the progress array lists them; a task reads
+    them there, `problem_lines.decode_problems`)."""
+    count = sum(len(found) for found in record["problems"])
+    return {**record, "problems": [[] for _ in record["problems"]], "problem_count": count}
+
+
 def record_write(progress: Any, number: int, record: dict[str, list]) -> tuple:
     """The `chunk_writes.write_chunks` item storing `record` as record `number`, JSON
     (`progress`: a ChunkWriter of the progress array)."""
@@ -284,8 +292,10 @@ def record_write(progress: Any, number: int, record: dict[str, list]) -> tuple:
 
 
 class Collected:
-    """Coverage (of `shape`: station x block, or block), the problems and the (block index,
-    *item) of every `lost` item of the finished runs, added one record at a time (`add`): those
+    """Coverage (of `shape`: station x block, or block), the problems (and the number of their
+    lines, a line once per block it is of, with those of records that only count them:
+    `counted_record`) and the (block index, *item) of
+    every `lost` item of the finished runs, added one record at a time (`add`): those
     done before this run (`progress.done`, added here) and those this run writes, as each wave
     of them ends (so no run's record is kept). `blocks_of(n)`: the block indices of run n, in
     its record's order. A block no run wrote has coverage 0 (it holds no data), or an append's
@@ -298,6 +308,7 @@ class Collected:
         if progress.base is not None:
             self.coverage[...] = progress.base
         self.problems: set[str] = set()
+        self.problem_count = 0
         self.lost: set[tuple] = set()
         self.blocks_of = blocks_of
         for number, record in progress.done.items():
@@ -306,6 +317,9 @@ class Collected:
     def add(self, number: int, record: Mapping[str, list]) -> None:
         """Run `number`'s record (`run_record`: coverage, problems and lost items per block)."""
         gone = record.get("lost") or [()] * len(record["coverage"])
+        counted: Any = record.get("problem_count", 0)  # `counted_record`'s
+        self.problem_count += int(counted)
+        self.problem_count += sum(len(found) for found in record["problems"])
         for index, fraction, found, items in zip(
             self.blocks_of(number), record["coverage"], record["problems"], gone, strict=True
         ):
