@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from seisctf.scoring import sqlite_wal
+from seisctf.scoring import postgres_records, sqlite_wal
 from seisctf.scoring.release_request import Release, on_postgres
 
 STEP = 1.0  # AvgScore points (of scores between -100 and 100)
@@ -80,8 +80,6 @@ def _connect(path: str) -> sqlite3.Connection:
 def current_best(release: Release, truth_commitment: str) -> float | None:
     """The participant's best against `truth_commitment` (pending and released rows)."""
     if on_postgres(release.quota_db):
-        from seisctf.scoring import postgres_records  # the serve extra's SQLAlchemy
-
         return postgres_records.current_best(
             release.quota_db, release.participant, truth_commitment
         )
@@ -103,8 +101,6 @@ def _best(connection: sqlite3.Connection, participant: str, commitment: str) -> 
 
 def _climb(release: Release, commitment: str, name: str, score: float | None) -> tuple[int, Rung]:
     if on_postgres(release.quota_db):
-        from seisctf.scoring import postgres_records
-
         row = {
             "participant": release.participant,
             "truth_commitment": commitment,
@@ -140,16 +136,12 @@ def drop_pending(release: Release) -> int:
     """Delete the pending rungs `release.holder` took in runs that died (module doc): call it
     only when no run of that holder is going on. How many."""
     if on_postgres(release.quota_db):
-        from seisctf.scoring import postgres_records
-
         return postgres_records.drop_pending(release.quota_db, "ladder", release.holder)
     return sqlite_wal.drop_pending(_connect(release.quota_db), "ladder", release.holder)
 
 
 def _settle(release: Release, ids: list[int], released: bool) -> None:
     if on_postgres(release.quota_db):
-        from seisctf.scoring import postgres_records
-
         postgres_records.settle(release.quota_db, "ladder", ids, released)
         return
     sqlite_wal.settle_rows(_connect(release.quota_db), "ladder", ids, released)

@@ -24,7 +24,7 @@ from typing import Any
 
 from seisctf.ctf_json import CtfManifest
 from seisctf.errors import InvalidInput
-from seisctf.scoring import sqlite_wal
+from seisctf.scoring import postgres_records, sqlite_wal
 from seisctf.scoring.release import public_entries
 from seisctf.scoring.release_request import on_postgres
 
@@ -78,8 +78,6 @@ def check_database(db_path: str | Path) -> None:
     (a missing one is created when the first entry is recorded); on PostgreSQL, InvalidInput
     when the database cannot be opened (its table is created if missing)."""
     if on_postgres(str(db_path)):
-        from seisctf.scoring import postgres_records  # the serve extra's SQLAlchemy
-
         postgres_records.engine(str(db_path))
     elif Path(db_path).exists():
         _connect(db_path).close()
@@ -162,8 +160,6 @@ def record(
         key,
     )
     if on_postgres(str(db_path)):
-        from seisctf.scoring import postgres_records
-
         return postgres_records.record_entry(
             str(db_path), dict(zip(_COLUMNS[1:], row, strict=True))
         )
@@ -197,8 +193,6 @@ def entries(db_path: str | Path, family: str | None = None) -> list[dict[str, An
     """All entries, best AvgScore first within each dataset (None last), JSON columns parsed."""
     rows: list[Any]
     if on_postgres(str(db_path)):
-        from seisctf.scoring import postgres_records
-
         rows = postgres_records.entry_rows(str(db_path), _COLUMNS, family)
     else:
         connection = _connect(db_path)

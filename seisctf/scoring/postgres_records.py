@@ -1,10 +1,11 @@
 """The referee's records on PostgreSQL: the leaderboard, the release quota and the Ladder as the
 tables `leaderboard`, `releases` and `ladder` of the database a service's `--db postgresql://…`
 names, beside its job table (whose `submissions` is the jobs', hence the leaderboard's other
-name here), created when missing. All their PostgreSQL SQL is here, through SQLAlchemy Core
-(the `serve` extra: imported only when a record's target is a URL, `release_request.on_postgres`);
-the SQLite files keep theirs in `leaderboard`, `release`, `ladder` and `sqlite_wal`. Rows, ids and
-JSON texts are as in the SQLite files, so `leaderboard.entries` reads the same entries from both.
+name here), created when missing. All their PostgreSQL SQL is here, through SQLAlchemy Core,
+which (the `serve` extra) is imported only when a record's target is a URL
+(`release_request.on_postgres`; `schema`); the SQLite files keep theirs in `leaderboard`,
+`release`, `ladder` and `sqlite_wal`. Rows, ids and JSON texts are as in the SQLite files, so
+`leaderboard.entries` reads the same entries from both.
 
 Atomicity. On SQLite, `BEGIN IMMEDIATE` takes the file's write lock before a reservation reads
 the participant's slots (or a climb its best), so check and insert are one step for every
@@ -21,66 +22,87 @@ wait for each other.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
-
-import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from seisctf.errors import InvalidInput
 
-metadata = sa.MetaData()
+if TYPE_CHECKING:
+    import sqlalchemy as sa
 
-leaderboard = sa.Table(
-    "leaderboard",
-    metadata,
-    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("timestamp", sa.Text, nullable=False),
-    sa.Column("dataset", sa.Text, nullable=False),
-    sa.Column("family", sa.Text, nullable=False),
-    sa.Column("model", sa.Text, nullable=False),
-    sa.Column("convention", sa.Text),
-    sa.Column("avg_score", sa.Double),
-    sa.Column("scores", sa.Text, nullable=False),  # JSON, as in the SQLite file
-    sa.Column("metadata", sa.Text, nullable=False),  # JSON
-    sa.Column("result", sa.Text, nullable=False),  # JSON
-    sa.Column("truth_commitment", sa.Text),
-    sa.Column("submission_key", sa.Text, unique=True),
-)
-
-releases = sa.Table(
-    "releases",
-    metadata,
-    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("participant", sa.Text, nullable=False),
-    sa.Column("family", sa.Text, nullable=False),
-    sa.Column("name", sa.Text),
-    sa.Column("time_s", sa.Double, nullable=False),
-    sa.Column("state", sa.Text, nullable=False),
-    sa.Column("holder", sa.Text, nullable=False, server_default=""),
-)
-sa.Index("releases_participant", releases.c.participant, releases.c.time_s)
-
-ladder = sa.Table(
-    "ladder",
-    metadata,
-    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("participant", sa.Text, nullable=False),
-    sa.Column("truth_commitment", sa.Text, nullable=False),
-    sa.Column("name", sa.Text),
-    sa.Column("time_s", sa.Double, nullable=False),
-    sa.Column("public_avg_score", sa.Double),
-    sa.Column("best", sa.Double),
-    sa.Column("improved", sa.Integer, nullable=False),
-    sa.Column("state", sa.Text, nullable=False),
-    sa.Column("holder", sa.Text, nullable=False, server_default=""),
-)
-sa.Index("ladder_participant", ladder.c.participant, ladder.c.truth_commitment)
-
-QUOTA_TABLES = {"releases": releases, "ladder": ladder}
 PENDING, RELEASED = "pending", "released"
+
+
+@dataclass(frozen=True)
+class Schema:
+    """The record tables, in one `metadata`."""
+
+    metadata: sa.MetaData
+    leaderboard: sa.Table
+    releases: sa.Table
+    ladder: sa.Table
+
+    def quota_table(self, name: str) -> sa.Table:
+        """The table `name` of the release quota: `releases` or `ladder`."""
+        return {"releases": self.releases, "ladder": self.ladder}[name]
+
+
+@functools.cache
+def schema() -> Schema:
+    """The record tables (SQLAlchemy Core), defined on first use: SQLAlchemy, the serve extra's,
+    is imported only when a record is on PostgreSQL."""
+    import sqlalchemy as sa
+
+    metadata = sa.MetaData()
+    leaderboard = sa.Table(
+        "leaderboard",
+        metadata,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("timestamp", sa.Text, nullable=False),
+        sa.Column("dataset", sa.Text, nullable=False),
+        sa.Column("family", sa.Text, nullable=False),
+        sa.Column("model", sa.Text, nullable=False),
+        sa.Column("convention", sa.Text),
+        sa.Column("avg_score", sa.Double),
+        sa.Column("scores", sa.Text, nullable=False),  # JSON, as in the SQLite file
+        sa.Column("metadata", sa.Text, nullable=False),  # JSON
+        sa.Column("result", sa.Text, nullable=False),  # JSON
+        sa.Column("truth_commitment", sa.Text),
+        sa.Column("submission_key", sa.Text, unique=True),
+    )
+    releases = sa.Table(
+        "releases",
+        metadata,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("participant", sa.Text, nullable=False),
+        sa.Column("family", sa.Text, nullable=False),
+        sa.Column("name", sa.Text),
+        sa.Column("time_s", sa.Double, nullable=False),
+        sa.Column("state", sa.Text, nullable=False),
+        sa.Column("holder", sa.Text, nullable=False, server_default=""),
+    )
+    sa.Index("releases_participant", releases.c.participant, releases.c.time_s)
+    ladder = sa.Table(
+        "ladder",
+        metadata,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("participant", sa.Text, nullable=False),
+        sa.Column("truth_commitment", sa.Text, nullable=False),
+        sa.Column("name", sa.Text),
+        sa.Column("time_s", sa.Double, nullable=False),
+        sa.Column("public_avg_score", sa.Double),
+        sa.Column("best", sa.Double),
+        sa.Column("improved", sa.Integer, nullable=False),
+        sa.Column("state", sa.Text, nullable=False),
+        sa.Column("holder", sa.Text, nullable=False, server_default=""),
+    )
+    sa.Index("ladder_participant", ladder.c.participant, ladder.c.truth_commitment)
+    return Schema(metadata, leaderboard, releases, ladder)
+
 
 _engines: dict[str, sa.Engine] = {}
 _engines_lock = threading.Lock()
@@ -101,6 +123,8 @@ def shown_url(url: str) -> str:
 def _lock(connection: sa.Connection, *record: str) -> None:
     """Hold, until the transaction of `connection` ends, the advisory lock of `record` (the
     table's name, then what is locked in it: module doc), a 64-bit key hashed from it."""
+    import sqlalchemy as sa
+
     digest = hashlib.sha256("\0".join(record).encode()).digest()
     key = int.from_bytes(digest[:8], "big", signed=True)
     connection.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.cast(key, sa.BigInteger))))
@@ -110,14 +134,16 @@ def engine(url: str) -> sa.Engine:
     """This process's engine for the database at `url`, its record tables created if missing
     (under an advisory lock: services starting at once do not race to create them);
     InvalidInput when the database cannot be opened."""
+    import sqlalchemy as sa
+
     with _engines_lock:
         found = _engines.get(url)
         if found is None:
             found = sa.create_engine(sqlalchemy_url(url), pool_pre_ping=True)
             try:
                 with found.begin() as connection:
-                    _lock(connection, "create", *metadata.tables)
-                    metadata.create_all(connection)
+                    _lock(connection, "create", *schema().metadata.tables)
+                    schema().metadata.create_all(connection)
             except sa.exc.OperationalError as error:
                 found.dispose()
                 raise InvalidInput(
@@ -133,7 +159,10 @@ def engine(url: str) -> sa.Engine:
 def record_entry(url: str, values: dict[str, Any]) -> int:
     """Add one leaderboard row (`values`: its columns but `id`) unless a row with its
     `submission_key` is there; the id of the row holding that key."""
-    table = leaderboard
+    import sqlalchemy as sa
+    from sqlalchemy.dialects import postgresql
+
+    table = schema().leaderboard
     with engine(url).begin() as connection:
         connection.execute(
             postgresql.insert(table)
@@ -150,7 +179,9 @@ def entry_rows(url: str, columns: Sequence[str], family: str | None) -> list[tup
     """The leaderboard's `columns` of every row (of `family`, when given) in SQLite's order:
     by dataset (byte order, the "C" collation), best `avg_score` first and missing ones last,
     then id."""
-    table = leaderboard
+    import sqlalchemy as sa
+
+    table = schema().leaderboard
     query = sa.select(*(table.c[name] for name in columns)).order_by(
         table.c.dataset.collate("C"), table.c.avg_score.desc().nulls_last(), table.c.id
     )
@@ -173,7 +204,9 @@ def reserve(
     """Under the participant's lock (module doc): `check` the times of the participant's slots
     after `since_s` (it raises to take none), then add one pending slot per name (`row`: the
     columns they share); their ids."""
-    table = releases
+    import sqlalchemy as sa
+
+    table = schema().releases
     with engine(url).begin() as connection:
         _lock(connection, "releases", row["participant"])
         check(
@@ -199,7 +232,9 @@ def reserve(
 
 def count_slots(url: str, participant: str, since_s: float) -> int:
     """The participant's slots (pending or released) after `since_s`."""
-    table = releases
+    import sqlalchemy as sa
+
+    table = schema().releases
     with engine(url).connect() as connection:
         return int(
             connection.execute(
@@ -211,7 +246,9 @@ def count_slots(url: str, participant: str, since_s: float) -> int:
 
 
 def _best(connection: sa.Connection, participant: str, commitment: str) -> float | None:
-    table = ladder
+    import sqlalchemy as sa
+
+    table = schema().ladder
     best = connection.execute(
         sa.select(sa.func.max(table.c.best)).where(
             table.c.participant == participant,
@@ -237,7 +274,7 @@ def climb(
     doc): the best after this rung (`rule` of the current best) and whether it improved, added
     as a pending rung (`row`: its other columns); (its id, best, improved)."""
     participant, commitment = row["participant"], row["truth_commitment"]
-    table = ladder
+    table = schema().ladder
     with engine(url).begin() as connection:
         _lock(connection, "ladder", participant, commitment)
         best, improved = rule(_best(connection, participant, commitment))
@@ -249,7 +286,7 @@ def climb(
 def settle(url: str, table_name: str, ids: Sequence[int], released: bool) -> None:
     """Mark the rows `ids` of `table_name` (`releases` or `ladder`) released, or delete them
     when nothing was released (`sqlite_wal.settle_rows`)."""
-    table = QUOTA_TABLES[table_name]
+    table = schema().quota_table(table_name)
     chosen = table.c.id.in_(list(ids))
     with engine(url).begin() as connection:
         if released:
@@ -263,7 +300,7 @@ def drop_pending(url: str, table_name: str, holder: str) -> int:
     how many. Nothing for the empty holder."""
     if not holder:
         return 0
-    table = QUOTA_TABLES[table_name]
+    table = schema().quota_table(table_name)
     with engine(url).begin() as connection:
         done = connection.execute(
             table.delete().where(table.c.state == PENDING, table.c.holder == holder)

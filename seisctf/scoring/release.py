@@ -45,7 +45,7 @@ from typing import Any
 from seisctf import conventions as cv
 from seisctf.ctf_json import CtfResult
 from seisctf.errors import InvalidInput
-from seisctf.scoring import pick_metrics, sqlite_wal
+from seisctf.scoring import pick_metrics, postgres_records, sqlite_wal
 from seisctf.scoring.ladder import STEP, Climb, Rung, to_step
 from seisctf.scoring.release_request import DEFAULT_QUOTA as DEFAULT_QUOTA
 from seisctf.scoring.release_request import MAX_PARTICIPANT_CHARS as MAX_PARTICIPANT_CHARS
@@ -345,8 +345,6 @@ def drop_pending(release: Release) -> int:
     """Delete the pending quota slots `release.holder` took in runs that died (as
     `ladder.drop_pending`); how many."""
     if on_postgres(release.quota_db):
-        from seisctf.scoring import postgres_records  # the serve extra's SQLAlchemy
-
         return postgres_records.drop_pending(release.quota_db, "releases", release.holder)
     return sqlite_wal.drop_pending(_connect(release.quota_db), "releases", release.holder)
 
@@ -376,8 +374,6 @@ def reserve(
         )
     since = now_s - QUOTA_WINDOW_S
     if on_postgres(release.quota_db):
-        from seisctf.scoring import postgres_records
-
         shared = {"participant": release.participant, "family": family, "time_s": now_s}
         return postgres_records.reserve(
             release.quota_db,
@@ -417,8 +413,6 @@ def reserve(
 def settle(release: Release, ids: Sequence[int], released: bool) -> None:
     """Mark reserved slots `released`, or give them back (delete) when nothing was released."""
     if on_postgres(release.quota_db):
-        from seisctf.scoring import postgres_records
-
         postgres_records.settle(release.quota_db, "releases", ids, released)
         return
     sqlite_wal.settle_rows(_connect(release.quota_db), "releases", ids, released)
@@ -456,8 +450,6 @@ def used(release: Release, now_s: float | None = None) -> int:
     """Releases counted against the participant now (pending or released)."""
     now_s = time.time() if now_s is None else now_s
     if on_postgres(release.quota_db):
-        from seisctf.scoring import postgres_records
-
         since = now_s - QUOTA_WINDOW_S
         return postgres_records.count_slots(release.quota_db, release.participant, since)
     connection = _connect(release.quota_db)

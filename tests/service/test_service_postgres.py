@@ -217,9 +217,9 @@ def test_a_team_upload_is_scored_with_the_service_on_postgresql(
     try:
         stored = states(engine)
         with engine.connect() as connection:
-            recorded = connection.execute(sa.select(postgres_records.leaderboard)).all()
-            slots = connection.execute(sa.select(postgres_records.releases)).all()
-            rungs = connection.execute(sa.select(postgres_records.ladder)).all()
+            recorded = connection.execute(sa.select(postgres_records.schema().leaderboard)).all()
+            slots = connection.execute(sa.select(postgres_records.schema().releases)).all()
+            rungs = connection.execute(sa.select(postgres_records.schema().ladder)).all()
     finally:
         engine.dispose()
     assert list(stored) == [view["id"]] and stored[view["id"]].state == tables.SCORED

@@ -147,7 +147,7 @@ def test_concurrent_climbs_are_one_ladder_on_postgresql(
 
         outcomes = together(THREADS, run)
         assert all(isinstance(o, ladder.Rung) for o in outcomes), outcomes
-        table = postgres_records.ladder
+        table = postgres_records.schema().ladder
         with postgres_records.engine(postgres_database).connect() as connection:
             rows = connection.execute(
                 sa.select(table.c.public_avg_score, table.c.best, table.c.improved, table.c.state)
