@@ -75,8 +75,8 @@ def _connect(db_path: str | Path) -> sqlite3.Connection:
 
 def check_database(db_path: str | Path) -> None:
     """InvalidInput, before any scoring, when an existing file is not a leaderboard database
-    (a missing one is created when the first entry is recorded); on PostgreSQL, InvalidInput
-    when the database cannot be opened (its table is created if missing)."""
+    (a missing one is created when the first entry is recorded); on PostgreSQL, its table is
+    created if missing."""
     if on_postgres(str(db_path)):
         postgres_records.engine(str(db_path))
     elif Path(db_path).exists():

@@ -29,8 +29,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from seisctf.errors import InvalidInput
-
 if TYPE_CHECKING:
     import sqlalchemy as sa
 
@@ -115,11 +113,6 @@ def sqlalchemy_url(url: str) -> str:
     return url
 
 
-def shown_url(url: str) -> str:
-    """`url` as an error names it: its host, port and database, never a password."""
-    return f"database {url.split('@')[-1]}"
-
-
 def _lock(connection: sa.Connection, *record: str) -> None:
     """Hold, until the transaction of `connection` ends, the advisory lock of `record` (the
     table's name, then what is locked in it: module doc), a 64-bit key hashed from it."""
@@ -132,8 +125,9 @@ def _lock(connection: sa.Connection, *record: str) -> None:
 
 def engine(url: str) -> sa.Engine:
     """This process's engine for the database at `url`, its record tables created if missing
-    (under an advisory lock: services starting at once do not race to create them);
-    InvalidInput when the database cannot be opened."""
+    (under an advisory lock: services starting at once do not race to create them). A database
+    that cannot be reached raises SQLAlchemy's error: the infrastructure's failure (a service
+    retries the job), not a participant's bad input."""
     import sqlalchemy as sa
 
     with _engines_lock:
@@ -144,11 +138,9 @@ def engine(url: str) -> sa.Engine:
                 with found.begin() as connection:
                     _lock(connection, "create", *schema().metadata.tables)
                     schema().metadata.create_all(connection)
-            except sa.exc.OperationalError as error:
+            except BaseException:
                 found.dispose()
-                raise InvalidInput(
-                    shown_url(url), f"cannot be opened ({' '.join(str(error.orig).split())})"
-                ) from None
+                raise
             _engines[url] = found
         return found
 
