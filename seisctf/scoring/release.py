@@ -27,9 +27,9 @@ output. Every release counts against a quota: at most `quota` releases per parti
 `QUOTA_WINDOW_S` (a rolling 24 h), kept in an SQLite table `releases` (one `BEGIN IMMEDIATE`
 transaction takes the slots, so concurrent referees cannot exceed it), or for a service on
 PostgreSQL in its database's (`postgres_records`: one transaction under the participant's
-advisory lock). A slot is taken before
-scoring and given back if the run fails (nothing was released). The reasons (how much a
-published number tells about the truth) are in docs/release.md.
+advisory lock). A slot is taken before scoring and given back if the run fails (nothing was
+released). The reasons (how much a published number tells about the truth) are in
+docs/release.md.
 """
 
 from __future__ import annotations
@@ -374,10 +374,11 @@ def reserve(
         )
     since = now_s - QUOTA_WINDOW_S
     if on_postgres(release.quota_db):
-        shared = {"participant": release.participant, "family": family, "time_s": now_s}
+        shared = {"participant": release.participant, "family": family, "time_s": now_s,
+                  "holder": release.holder}  # fmt: skip
         return postgres_records.reserve(
             release.quota_db,
-            {**shared, "holder": release.holder},
+            shared,
             names,
             since,
             lambda times: _check_quota(release, times, len(names)),
