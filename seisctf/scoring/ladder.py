@@ -15,7 +15,10 @@ runs at once for one participant are ordered), marked `released` when the run fi
 when it fails (nothing was released). Pending rows count, so a run that reads the best while
 another's is pending sees it. A run killed before it settles leaves its rows pending; a holder
 that knows its earlier runs are dead (a service's job claimed again: `Release.holder`) drops
-them first (`drop_pending`), or they would stand as a best never released.
+them first (`drop_pending`), or they would stand as a best never released. For a service on
+PostgreSQL the table `ladder` is in its database (`Release.quota_db` its URL:
+`postgres_records`), each rung taken in one transaction under the advisory lock of the
+participant's Ladder against the truth, which orders runs at once as `BEGIN IMMEDIATE` does.
 """
 
 from __future__ import annotations
@@ -27,8 +30,8 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from seisctf.scoring import sqlite_wal
-from seisctf.scoring.release_request import Release
+from seisctf.scoring import postgres_records, sqlite_wal
+from seisctf.scoring.release_request import Release, on_postgres
 
 STEP = 1.0  # AvgScore points (of scores between -100 and 100)
 _SCHEMA = """CREATE TABLE IF NOT EXISTS ladder (
@@ -76,6 +79,10 @@ def _connect(path: str) -> sqlite3.Connection:
 
 def current_best(release: Release, truth_commitment: str) -> float | None:
     """The participant's best against `truth_commitment` (pending and released rows)."""
+    if on_postgres(release.quota_db):
+        return postgres_records.current_best(
+            release.quota_db, release.participant, truth_commitment
+        )
     connection = _connect(release.quota_db)
     try:
         return _best(connection, release.participant, truth_commitment)
@@ -93,6 +100,19 @@ def _best(connection: sqlite3.Connection, participant: str, commitment: str) -> 
 
 
 def _climb(release: Release, commitment: str, name: str, score: float | None) -> tuple[int, Rung]:
+    if on_postgres(release.quota_db):
+        row = {
+            "participant": release.participant,
+            "truth_commitment": commitment,
+            "name": name,
+            "time_s": time.time(),
+            "public_avg_score": score,
+            "holder": release.holder,
+        }
+        ident, best, improved = postgres_records.climb(
+            release.quota_db, row, lambda current: next_best(current, score)
+        )
+        return ident, Rung(release.participant, best, improved)
     connection = _connect(release.quota_db)
     try:
         connection.execute("BEGIN IMMEDIATE")
@@ -115,10 +135,15 @@ def _climb(release: Release, commitment: str, name: str, score: float | None) ->
 def drop_pending(release: Release) -> int:
     """Delete the pending rungs `release.holder` took in runs that died (module doc): call it
     only when no run of that holder is going on. How many."""
+    if on_postgres(release.quota_db):
+        return postgres_records.drop_pending(release.quota_db, "ladder", release.holder)
     return sqlite_wal.drop_pending(_connect(release.quota_db), "ladder", release.holder)
 
 
 def _settle(release: Release, ids: list[int], released: bool) -> None:
+    if on_postgres(release.quota_db):
+        postgres_records.settle(release.quota_db, "ladder", ids, released)
+        return
     sqlite_wal.settle_rows(_connect(release.quota_db), "ladder", ids, released)
 
 

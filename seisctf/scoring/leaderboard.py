@@ -6,6 +6,9 @@ Writers use one short transaction per entry (`BEGIN IMMEDIATE`, a busy timeout),
 `submission_key`, by default derived from the entry itself (`entry_key`), so neither a writer
 that retries after an ambiguous failure nor a re-run of a command stopped after recording adds it
 twice.
+
+A service on PostgreSQL keeps the same rows in its database instead (`db_path` its URL:
+`release_request.on_postgres`; the table `leaderboard`, `postgres_records`).
 """
 
 from __future__ import annotations
@@ -21,8 +24,9 @@ from typing import Any
 
 from seisctf.ctf_json import CtfManifest
 from seisctf.errors import InvalidInput
-from seisctf.scoring import sqlite_wal
+from seisctf.scoring import postgres_records, sqlite_wal
 from seisctf.scoring.release import public_entries
+from seisctf.scoring.release_request import on_postgres
 
 FAMILIES = ("ctf", "picks")
 # The flat scores stored for a pick result: F1 of detection, P and S picks.
@@ -71,8 +75,11 @@ def _connect(db_path: str | Path) -> sqlite3.Connection:
 
 def check_database(db_path: str | Path) -> None:
     """InvalidInput, before any scoring, when an existing file is not a leaderboard database
-    (a missing one is created when the first entry is recorded)."""
-    if Path(db_path).exists():
+    (a missing one is created when the first entry is recorded); on PostgreSQL, its table is
+    created if missing."""
+    if on_postgres(str(db_path)):
+        postgres_records.engine(str(db_path))
+    elif Path(db_path).exists():
         _connect(db_path).close()
 
 
@@ -152,6 +159,10 @@ def record(
         truth_commitment,
         key,
     )
+    if on_postgres(str(db_path)):
+        return postgres_records.record_entry(
+            str(db_path), dict(zip(_COLUMNS[1:], row, strict=True))
+        )
     connection = _connect(db_path)
 
     def insert() -> int:
@@ -180,15 +191,19 @@ def record(
 
 def entries(db_path: str | Path, family: str | None = None) -> list[dict[str, Any]]:
     """All entries, best AvgScore first within each dataset (None last), JSON columns parsed."""
-    connection = _connect(db_path)
-    try:
-        rows = connection.execute(
-            f"SELECT {', '.join(_COLUMNS)} FROM submissions "
-            "WHERE ? IS NULL OR family = ? ORDER BY dataset, avg_score DESC, id",
-            (family, family),
-        ).fetchall()
-    finally:
-        connection.close()
+    rows: list[Any]
+    if on_postgres(str(db_path)):
+        rows = postgres_records.entry_rows(str(db_path), _COLUMNS, family)
+    else:
+        connection = _connect(db_path)
+        try:
+            rows = connection.execute(
+                f"SELECT {', '.join(_COLUMNS)} FROM submissions "
+                "WHERE ? IS NULL OR family = ? ORDER BY dataset, avg_score DESC, id",
+                (family, family),
+            ).fetchall()
+        finally:
+            connection.close()
     found = [dict(zip(_COLUMNS, row, strict=True)) for row in rows]
     for entry in found:
         for column in _JSON_COLUMNS:

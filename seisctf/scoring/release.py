@@ -25,9 +25,11 @@ statistics (they are computed against the truth), per-split, per-group or per-tr
 the residual histogram; those stay in the organisers' SQLite leaderboard and `score --json`
 output. Every release counts against a quota: at most `quota` releases per participant in any
 `QUOTA_WINDOW_S` (a rolling 24 h), kept in an SQLite table `releases` (one `BEGIN IMMEDIATE`
-transaction takes the slots, so concurrent referees cannot exceed it). A slot is taken before
-scoring and given back if the run fails (nothing was released). The reasons (how much a
-published number tells about the truth) are in docs/release.md.
+transaction takes the slots, so concurrent referees cannot exceed it), or for a service on
+PostgreSQL in its database's (`postgres_records`: one transaction under the participant's
+advisory lock). A slot is taken before scoring and given back if the run fails (nothing was
+released). The reasons (how much a published number tells about the truth) are in
+docs/release.md.
 """
 
 from __future__ import annotations
@@ -43,11 +45,11 @@ from typing import Any
 from seisctf import conventions as cv
 from seisctf.ctf_json import CtfResult
 from seisctf.errors import InvalidInput
-from seisctf.scoring import pick_metrics, sqlite_wal
+from seisctf.scoring import pick_metrics, postgres_records, sqlite_wal
 from seisctf.scoring.ladder import STEP, Climb, Rung, to_step
 from seisctf.scoring.release_request import DEFAULT_QUOTA as DEFAULT_QUOTA
 from seisctf.scoring.release_request import MAX_PARTICIPANT_CHARS as MAX_PARTICIPANT_CHARS
-from seisctf.scoring.release_request import Release
+from seisctf.scoring.release_request import Release, on_postgres
 from seisctf.wording import counted
 
 POLICY = "seisctf-release-4"  # -4: picks through the Ladder on their public half; CTF as -3
@@ -342,7 +344,22 @@ def _utc(seconds: float) -> str:
 def drop_pending(release: Release) -> int:
     """Delete the pending quota slots `release.holder` took in runs that died (as
     `ladder.drop_pending`); how many."""
+    if on_postgres(release.quota_db):
+        return postgres_records.drop_pending(release.quota_db, "releases", release.holder)
     return sqlite_wal.drop_pending(_connect(release.quota_db), "releases", release.holder)
+
+
+def _check_quota(release: Release, times: Sequence[float], asked: int) -> None:
+    """InvalidInput when `asked` more releases, beside those at `times` (the participant's in
+    the window, oldest first), would exceed the quota: it says when the next one is possible."""
+    if len(times) + asked > release.quota:
+        free_at = times[len(times) + asked - release.quota - 1] + QUOTA_WINDOW_S
+        raise InvalidInput(
+            f"{{participant}} {release.participant}",
+            f"{len(times)} of {counted(release.quota, 'release')} used in the last 24 h, "
+            f"{asked} asked for; nothing was scored. Next possible at {_utc(free_at)} UTC",
+            parameters=["participant"],
+        )
 
 
 def reserve(
@@ -355,10 +372,20 @@ def reserve(
         raise InvalidInput(
             "release", f"{counted(len(names), 'submission')}, above the quota of {release.quota}"
         )
+    since = now_s - QUOTA_WINDOW_S
+    if on_postgres(release.quota_db):
+        shared = {"participant": release.participant, "family": family, "time_s": now_s,
+                  "holder": release.holder}  # fmt: skip
+        return postgres_records.reserve(
+            release.quota_db,
+            shared,
+            names,
+            since,
+            lambda times: _check_quota(release, times, len(names)),
+        )
     connection = _connect(release.quota_db)
     try:
         connection.execute("BEGIN IMMEDIATE")
-        since = now_s - QUOTA_WINDOW_S
         times = [
             row[0]
             for row in connection.execute(
@@ -366,16 +393,7 @@ def reserve(
                 (release.participant, since),
             )
         ]
-        if len(times) + len(names) > release.quota:
-            connection.execute("ROLLBACK")
-            free_at = times[len(times) + len(names) - release.quota - 1] + QUOTA_WINDOW_S
-            raise InvalidInput(
-                f"{{participant}} {release.participant}",
-                f"{len(times)} of {counted(release.quota, 'release')} used in the last 24 h, "
-                f"{len(names)} asked for; nothing was scored. Next possible at "
-                f"{_utc(free_at)} UTC",
-                parameters=["participant"],
-            )
+        _check_quota(release, times, len(names))  # over it: rolled back below
         ids = []
         for name in names:
             cursor = connection.execute(
@@ -395,6 +413,9 @@ def reserve(
 
 def settle(release: Release, ids: Sequence[int], released: bool) -> None:
     """Mark reserved slots `released`, or give them back (delete) when nothing was released."""
+    if on_postgres(release.quota_db):
+        postgres_records.settle(release.quota_db, "releases", ids, released)
+        return
     sqlite_wal.settle_rows(_connect(release.quota_db), "releases", ids, released)
 
 
@@ -429,6 +450,9 @@ def quota_slots(
 def used(release: Release, now_s: float | None = None) -> int:
     """Releases counted against the participant now (pending or released)."""
     now_s = time.time() if now_s is None else now_s
+    if on_postgres(release.quota_db):
+        since = now_s - QUOTA_WINDOW_S
+        return postgres_records.count_slots(release.quota_db, release.participant, since)
     connection = _connect(release.quota_db)
     try:
         (count,) = connection.execute(

@@ -9,11 +9,19 @@ from seisctf.errors import InvalidInput
 
 DEFAULT_QUOTA = 5  # releases per participant in any 24 h
 MAX_PARTICIPANT_CHARS = 200
+POSTGRES_SCHEMES = ("postgresql://", "postgresql+psycopg://")
+
+
+def on_postgres(target: str) -> bool:
+    """Whether the referee's record `target` (a leaderboard, a release quota) is a PostgreSQL
+    database's URL (`postgres_records`: a service's `--db`), not an SQLite file's path."""
+    return target.startswith(POSTGRES_SCHEMES)
 
 
 @dataclass(frozen=True)
 class Release:
-    """A request to release scores to `participant`, counted in the SQLite file `quota_db`."""
+    """A request to release scores to `participant`, counted in `quota_db`: an SQLite file's
+    path, or a PostgreSQL database's URL (`on_postgres`)."""
 
     participant: str
     quota_db: str

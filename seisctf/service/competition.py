@@ -15,6 +15,10 @@ DIR/leaderboard.sqlite   the referee's record of every score (`seisctf.scoring.l
 DIR/releases.sqlite      the Ladder's and the releases' record (`seisctf.scoring.release`)
 DIR/site/                the leaderboard's pages, rendered again when a score lands
 ```
+With a PostgreSQL database (`--db postgresql://…`) neither SQLite file is made: the referee's
+records are the tables `leaderboard`, `releases` and `ladder` of that database, beside the job
+table (`seisctf.scoring.postgres_records`; `Competition.records`), so services on several hosts
+share one competition.
 The truth stays where its URL points (the server's disk or bucket); nothing under DIR is a copy
 of it, and no route serves a path the organiser did not put in `bundles/` or `site/`."""
 
@@ -45,7 +49,7 @@ from seisctf.location import StoreLocation
 from seisctf.s3 import split_credentials, with_credentials
 from seisctf.scoring.pick_public import label_columns
 from seisctf.scoring.picks import PickTruth, read_truth
-from seisctf.scoring.release_request import DEFAULT_QUOTA
+from seisctf.scoring.release_request import DEFAULT_QUOTA, on_postgres
 
 CONFIG = "competition.json"
 KEY = "keys/receipts.ed25519"
@@ -88,6 +92,11 @@ class Competition:
 
     def path(self, name: str) -> Path:
         return self.root / name
+
+    def records(self, name: str) -> str:
+        """Where the referee's record `name` (`leaderboard.sqlite`, `releases.sqlite`) is kept:
+        the service's database URL when it is PostgreSQL's, else the SQLite file DIR/name."""
+        return self.db_url if on_postgres(self.db_url) else str(self.path(name))
 
 
 def _array_digest(array: Any) -> str:

@@ -5,7 +5,8 @@ conditional UPDATE (only one claimant's matches), renews the lease while it scor
 it with one UPDATE that matches only while it still holds the lease. Scoring is the referee's
 (`seisctf.scoring.referee.run_ctf`, or `run_picks` for a picking dataset: F1 at 0.5 s on its
 test split; on the Dask cluster of the process): it releases the team's
-view through the Ladder and records the full result in the competition's leaderboard under a
+view through the Ladder and records the full result in the competition's leaderboard (its
+SQLite files, or the tables of the service's PostgreSQL database: `Competition.records`) under a
 key of the submission alone, so a submission scored again after a crash adds no second row.
 A refusal found while scoring (NaN values, a chunk that does not decode) refunds the charge;
 an infrastructure failure is retried until `MAX_ATTEMPTS` attempts, then refunded and marked
@@ -34,7 +35,7 @@ from seisctf.location import StoreLocation
 from seisctf.scoring import ladder, leaderboard, referee
 from seisctf.scoring import release as release_quota
 from seisctf.scoring.ctf import open_truth
-from seisctf.scoring.release_request import Release
+from seisctf.scoring.release_request import Release, on_postgres
 from seisctf.scoring.site.pages import write_site
 from seisctf.service import receipts
 from seisctf.service.competition import KEY, SCORED_SPLIT, Competition, Dataset, Reloading
@@ -185,7 +186,7 @@ def score(competition: Competition, job: dict[str, Any], quiet: bool = True) -> 
     except Exception as error:  # noqa: BLE001 - whatever it is, the team is not to blame
         raise TruthUnreadable(f"the truth of {job['dataset']} cannot be read") from error
     release = Release(
-        job["team"], str(competition.path("releases.sqlite")), SERVICE_QUOTA, holder=job["id"]
+        job["team"], competition.records("releases.sqlite"), SERVICE_QUOTA, holder=job["id"]
     )
     # The job is this worker's now: rows an earlier attempt left pending died with it (a
     # pending rung would stand as a best never released, and this attempt not improve on it).
@@ -193,7 +194,7 @@ def score(competition: Competition, job: dict[str, Any], quiet: bool = True) -> 
     release_quota.drop_pending(release)
     judge = referee.Referee(
         release,
-        str(competition.path("leaderboard.sqlite")),
+        competition.records("leaderboard.sqlite"),
         {"team": job["team"], "submission_sha256": job["sha256"], "submission": job["id"]},
         submission_key=entry_key(job),
     )
@@ -219,8 +220,8 @@ def render_board(competition: Competition, engine: sa.Engine) -> None:
     """The leaderboard's pages again, from the referee's record: the season's view, or once
     every dataset is closed the final one, each team's entry the submission it marked final
     (its latest marked), else the one that set its Ladder best (`release.standing`)."""
-    db = competition.path("leaderboard.sqlite")
-    entries = leaderboard.entries(str(db)) if db.exists() else []
+    db = competition.records("leaderboard.sqlite")
+    entries = leaderboard.entries(db) if on_postgres(db) or Path(db).exists() else []
     with engine.connect() as connection:
         marked = set(
             connection.execute(

@@ -14,6 +14,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from seisctf.errors import InvalidInput
+from seisctf.scoring.postgres_records import sqlalchemy_url
 
 RECEIVED, VALIDATED, QUEUED, SCORING = "received", "validated", "queued", "scoring"
 SCORED, REFUSED, FAILED = "scored", "refused", "failed"
@@ -105,8 +106,7 @@ def engine_of(url: str) -> sa.Engine:
             f"database {url.split('@')[-1]}",
             "expected postgresql://USER@HOST:PORT/DATABASE or sqlite:///PATH",
         )
-    if url.startswith("postgresql://"):
-        url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
+    url = sqlalchemy_url(url)
     options: dict[str, Any] = {}
     if url.startswith("sqlite"):
         options["connect_args"] = {"timeout": 30, "check_same_thread": False}

@@ -1,12 +1,15 @@
 """Fixtures of the referee service's tests: one tiny CTF bundle and its persistence baseline for
 the session, a fresh competition per test (`bucket_competition`: one taking uploads through an
-S3 bucket)."""
+S3 bucket), a database of its own per test on the run's PostgreSQL (`postgres_database`)."""
 
 from __future__ import annotations
 
 import json
+import secrets
+from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
 from conftest import write_tiny_truth
 from running_service import create_competition, seisctf, zip_folder
@@ -39,6 +42,17 @@ def persistence_zip(tiny_bundle, tmp_path_factory) -> Path:
         "--quiet",
     )
     return zip_folder(root / "persistence.zarr", root / "persistence.zip")
+
+
+@pytest.fixture
+def postgres_database(postgres_url: str) -> Iterator[str]:
+    """A new database of the test run's PostgreSQL, for this test alone: its URL."""
+    name = f"test_{secrets.token_hex(8)}"
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    yield postgres_url.rsplit("/", 1)[0] + f"/{name}"
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
 
 
 @pytest.fixture

@@ -1,7 +1,9 @@
 """The referee service on PostgreSQL (a throwaway cluster, `postgres_url`; each test a database of
-its own): a team's upload scored end to end and recorded once; and the job table's two races on
-both databases: concurrent workers claim every queued submission (and one whose lease ran out)
-exactly once, and concurrent uploads of one team cannot pass its quota together."""
+its own): a team's upload scored end to end and recorded once, its job, leaderboard entry,
+release slot and Ladder rung all in PostgreSQL (no SQLite file in the competition's folder); and
+the job table's two races on both databases: concurrent workers claim every queued submission
+(and one whose lease ran out) exactly once, and concurrent uploads of one team cannot pass its
+quota together."""
 
 from __future__ import annotations
 
@@ -13,30 +15,18 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 import sqlalchemy as sa
 from running_service import Service, add_team, create_competition, upload, wait_finished
-from service_fixtures import persistence_zip, tiny_bundle  # noqa: F401
+from service_fixtures import persistence_zip, postgres_database, tiny_bundle  # noqa: F401
 
-from seisctf.scoring import leaderboard
+from seisctf.scoring import leaderboard, postgres_records
 from seisctf.service import intake, jobs, tables, teams
 
 THREADS = 4
 QUEUED_JOBS = 40
 LAPSED_JOBS = 12
 QUOTA, UPLOADS, CHARGE_ROUNDS = 3, 10, 5
-
-
-@pytest.fixture
-def postgres_database(postgres_url: str) -> Iterator[str]:
-    """A new database of the test run's PostgreSQL, for this test alone: its URL."""
-    name = f"test_{secrets.token_hex(8)}"
-    with psycopg.connect(postgres_url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    yield postgres_url.rsplit("/", 1)[0] + f"/{name}"
-    with psycopg.connect(postgres_url, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -199,7 +189,7 @@ def test_concurrent_charges_of_one_team_stop_at_its_quota(engine: sa.Engine) -> 
 
 @pytest.mark.slow
 def test_a_team_upload_is_scored_with_the_service_on_postgresql(
-    postgres_database: str,
+    postgres_database: str,  # noqa: F811
     dask_cluster,
     tiny_bundle: Path,  # noqa: F811
     persistence_zip: Path,  # noqa: F811
@@ -216,17 +206,32 @@ def test_a_team_upload_is_scored_with_the_service_on_postgresql(
     finally:
         service.stop()
     assert view["state"] == "scored", view
-    rows = leaderboard.entries(str(folder / "leaderboard.sqlite"))
+    # The job table and the referee's records are PostgreSQL's: their rows are there, and no
+    # SQLite file was made.
+    assert sorted(path.name for path in folder.glob("*.sqlite*")) == []
+    rows = leaderboard.entries(postgres_database)
     assert len(rows) == 1
     assert rows[0]["metadata"]["submission"] == view["id"]
-    # The job table is PostgreSQL's: its row is there, and no SQLite file was made.
+    assert rows[0]["result"]["released"] == view["released"]
     engine = tables.engine_of(postgres_database)
     try:
         stored = states(engine)
+        with engine.connect() as connection:
+            recorded = connection.execute(sa.select(postgres_records.schema().leaderboard)).all()
+            slots = connection.execute(sa.select(postgres_records.schema().releases)).all()
+            rungs = connection.execute(sa.select(postgres_records.schema().ladder)).all()
     finally:
         engine.dispose()
     assert list(stored) == [view["id"]] and stored[view["id"]].state == tables.SCORED
-    assert not (folder / "service.sqlite").exists()
+    assert [row.submission_key for row in recorded] == [
+        jobs.entry_key(stored[view["id"]]._asdict())
+    ]
+    assert [(s.participant, s.state, s.holder) for s in slots] == [
+        ("Team One", "released", view["id"])
+    ]
+    assert [(r.participant, r.best, r.improved, r.state) for r in rungs] == [
+        ("Team One", view["released"]["public_score"], 1, "released")
+    ]
 
 
 def test_a_retry_is_not_claimed_before_its_wait(engine: sa.Engine) -> None:
