@@ -43,3 +43,22 @@ def test_pair_prediction() -> None:
 
 def test_missing_library_names_the_zoo_extra() -> None:
     check_missing_library("esn")
+
+
+def test_importing_reservoirpy_leaves_no_folder_in_the_temporary_directory(tmp_path):
+    """reservoirpy makes `reservoirpy-temp-<uuid>` in the temporary directory of every process
+    that imports it; the zoo removes it (empty) after its import."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "from seisctf.baselines.zoo import esn\n"
+        "from seisctf.registry import BASELINES\n"
+        "BASELINES['esn'].model.require()\n"
+        "import reservoirpy; assert reservoirpy._TEMPDIR.startswith(%r)\n" % str(tmp_path)
+    )
+    subprocess.run(
+        [sys.executable, "-c", code], env={**os.environ, "TMPDIR": str(tmp_path)}, check=True
+    )
+    assert list(tmp_path.iterdir()) == []

@@ -10,6 +10,9 @@ one-step training pairs of a list of series.
   the block's discarded buffer for good. Swapping `sys.stdout`, the warning filters and the
   root's handlers is process-wide, so one thread at a time is inside such a block
   (QUIET_LOCK): two threads' blocks would otherwise restore each other's in the wrong order.
+- `import_quietly(name)`: a library imported inside `quiet()`; an empty folder it made in the
+  temporary directory on import is removed (reservoirpy makes `reservoirpy-temp-<uuid>` in
+  every process that imports it, for a dataset cache the zoo never uses: one a Dask worker).
 - `one_step_pairs(series)`: each (time, features) series' rows but the last (the inputs) and
   rows but the first (the targets), the pairs of consecutive rows a one-step model learns
   from; pairs never straddle two series.
@@ -18,11 +21,15 @@ one-step training pairs of a list of series.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import io
 import logging
+import os
+import tempfile
 import threading
 import warnings
 from collections.abc import Iterator, Sequence
+from types import ModuleType
 
 import numpy as np
 
@@ -47,6 +54,17 @@ def quiet() -> Iterator[None]:
         finally:
             for handler in [h for h in root.handlers if h not in before]:
                 root.removeHandler(handler)
+
+
+def import_quietly(name: str) -> ModuleType:
+    """Import `name` inside `quiet()`, removing the empty scratch folder it may leave."""
+    with quiet():
+        module = importlib.import_module(name)
+    scratch = getattr(module, "_TEMPDIR", None)  # reservoirpy's
+    if isinstance(scratch, str) and os.path.dirname(scratch) == tempfile.gettempdir():
+        with contextlib.suppress(OSError):  # not empty, or already gone: leave it
+            os.rmdir(scratch)
+    return module
 
 
 def one_step_pairs(series: Sequence[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:

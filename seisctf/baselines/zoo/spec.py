@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from seisctf.baselines.zoo.library_calls import quiet
+from seisctf.baselines.zoo.library_calls import import_quietly
 from seisctf.errors import InvalidInput
 
 DEFAULT_REDUCED_RANK = 16  # POD modes a reduced family works on (fewer if the data has fewer)
@@ -58,8 +58,7 @@ class ZooFamily:
         """Import `module` (what it prints or warns on import dropped: some libraries announce
         themselves), or fail naming the extra that installs it."""
         try:
-            with quiet():
-                importlib.import_module(self.module)
+            import_quietly(self.module)
         except ImportError as error:
             raise InvalidInput(
                 f"baseline {self.name!r}",
