@@ -56,7 +56,7 @@ def test_importing_reservoirpy_leaves_no_folder_in_the_temporary_directory(tmp_p
         "from seisctf.baselines.zoo import esn\n"
         "from seisctf.registry import BASELINES\n"
         "BASELINES['esn'].model.require()\n"
-        "import reservoirpy; assert reservoirpy._TEMPDIR.startswith(%r)\n" % str(tmp_path)
+        f"import reservoirpy; assert reservoirpy._TEMPDIR.startswith({str(tmp_path)!r})\n"
     )
     subprocess.run(
         [sys.executable, "-c", code], env={**os.environ, "TMPDIR": str(tmp_path)}, check=True
