@@ -17,6 +17,7 @@ import numpy as np
 
 from seisctf import conventions as cv
 from seisctf import storage
+from seisctf.baselines.zoo.budget import FULL
 from seisctf.baselines.zoo.runs import model_run, run_all
 from seisctf.ctf_json import CtfManifest, CtfPair
 from seisctf.errors import InvalidInput
@@ -76,16 +77,18 @@ def write_baseline(
     submission: StoreLocation,
     quiet: bool = False,
     seed: int | None = None,
+    search: str = FULL,
 ) -> None:
     """Write a baseline's submission as a zarr group (the contract's submission format); a zoo
-    model's as `seisctf baseline zoo` writes it (one task a pair, its record in the attrs)."""
+    model's as `seisctf baseline zoo` writes it (one task a pair, its record in the attrs;
+    `search`: its budget, `seisctf.baselines.zoo.budget`)."""
     baseline = _baseline(model)
     if seed is not None and not baseline.seeded:
         raise InvalidInput(f"baseline {model!r}", "draws no random numbers: give no seed")
     if baseline.model is not None:
         baseline.model.require()
         manifest = CtfManifest.from_attrs(storage.read_attrs(public), public.url)
-        run = model_run(baseline.model, seed or 0, manifest, submission)
+        run = model_run(baseline.model, seed or 0, manifest, submission, search)
         run_all(public, manifest, [run], quiet=quiet)
         return
     arrays = predict(model, public, seed)

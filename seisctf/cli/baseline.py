@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from seisctf.baselines.zoo.budget import FULL, QUICK
 from seisctf.cli import _checks
 from seisctf.cli._numbers import SEED
 from seisctf.cli._parse import store_location
@@ -39,6 +40,12 @@ def add_baseline(verbs, common: argparse.ArgumentParser) -> None:
         "--models", help="zoo: comma-separated zoo models (default: every installed one)"
     )
     baseline.add_argument(
+        "--quick",
+        action="store_true",
+        help="zoo models: a smoke test of the set-up (each model's first settings, no hold-out "
+        "search, a tenth of the neural models' training steps; recorded as search: quick)",
+    )
+    baseline.add_argument(
         "--truth",
         help="zoo: the organiser's truth group; score every submission and write "
         "OUT/runs.csv (the `seisctf compare` table)",
@@ -63,6 +70,8 @@ def _check_baseline(args: argparse.Namespace) -> None:
         from seisctf.baselines.zoo.runs import zoo_models
 
         zoo_models(_model_names(args))  # unknown or missing ones: before any cluster starts
+    elif args.quick and BASELINES[args.model].model is None:
+        raise InvalidInput("--quick", f"applies to zoo models, not {args.model!r}")
     elif args.seed and not BASELINES[args.model].seeded:
         raise InvalidInput(f"baseline {args.model!r}", "draws no random numbers: give no seed")
     _checks.zarr_group(args.public)
@@ -78,8 +87,12 @@ def _run_baseline(args: argparse.Namespace) -> None:
     from seisctf.baselines.ctf import write_baseline
 
     seed = args.seed[0] if args.seed else None
-    write_baseline(args.model, public, out, quiet=args.quiet, seed=seed)
+    write_baseline(args.model, public, out, quiet=args.quiet, seed=seed, search=_search(args))
     print(f"wrote {args.out}")
+
+
+def _search(args: argparse.Namespace) -> str:
+    return QUICK if args.quick else FULL
 
 
 def _model_names(args: argparse.Namespace) -> list[str] | None:
@@ -93,7 +106,9 @@ def _run_zoo(args: argparse.Namespace, public, out) -> None:
     models = zoo_models(_model_names(args))
     if not models:
         raise InvalidInput("baseline zoo", "no zoo model is installed: pip install 'seisctf[zoo]'")
-    runs = run_zoo(public, out, models, seeds=args.seed or [0], quiet=args.quiet)
+    runs = run_zoo(
+        public, out, models, seeds=args.seed or [0], quiet=args.quiet, search=_search(args)
+    )
     for run in runs:
         print(f"wrote {run.submission.url}")
     if args.truth:

@@ -38,6 +38,8 @@ def zoo_metadata(submission: StoreLocation) -> dict[str, str]:
     }
     if record.get("seeded"):
         metadata["seed"] = str(record["seed"])
+    if record.get("search", "full") != "full":
+        metadata["search"] = str(record["search"])  # a smoke test's scores say so
     return metadata
 
 

@@ -222,3 +222,46 @@ def test_a_prediction_does_not_depend_on_the_input_chunks(name):
     assert np.isfinite(predictions[0]).all() and np.abs(predictions[0]).max() > 0
     for other in predictions[1:]:
         np.testing.assert_array_equal(other, predictions[0])
+
+
+ZOO_LIBRARIES = {
+    "sensor_ar": "seisctf", "pod_var": "seisctf", "bop_dmd": "pydmd", "edmd_koopman": "pydmd",
+    "sindy": "pysindy", "esn": "reservoirpy", "lstm": "torch", "neural_ode": "torchdiffeq",
+    "fno": "neuraloperator", "deeponet": "deepxde", "kan": "pykan",
+}  # fmt: skip
+
+
+def test_every_zoo_model_runs_end_to_end_through_the_command_line(bundle, tmp_path):
+    """The whole zoo (quick: each model's first settings, a tenth of the training) on the
+    embedded cluster, two seeds: every submission complete and scored, the seeded models' seeds
+    as runs of one model in the leaderboard and in `compare`."""
+    run = seisctf(
+        "baseline", "zoo", "--quick", "--public", str(bundle / "public.zarr"), "--out", "zoo",
+        "--seed", "0", "--seed", "1", "--truth", str(bundle / "truth.zarr"),
+        "--db", "board.sqlite", cwd=tmp_path,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    # The cluster's line and progress only: no library's banner or warning.
+    lines = run.stderr.splitlines()
+    assert all(line.startswith(("dask:", "zoo:", "scoring:")) for line in lines), run.stderr
+    assert set(ZOO_LIBRARIES) <= set(BASELINES.names())
+    for model, library in ZOO_LIBRARIES.items():
+        seeds = (0, 1) if BASELINES[model].seeded else (0,)
+        for seed in seeds:
+            attrs = storage.read_attrs(
+                StoreLocation(str(tmp_path / "zoo" / f"{model}-seed{seed}.zarr"))
+            )
+            record = attrs["zoo"]
+            assert (record["library"], record["search"], record["seed"]) == (library, "quick", seed)
+            assert len(record["pairs"]) == 9
+    assert len({BASELINES[m].library for m in ZOO_LIBRARIES}) >= 5
+    with open(tmp_path / "zoo" / "runs.csv") as table:
+        runs = list(csv.DictReader(table))
+    averages = [row for row in runs if row["metric"] == "AvgScore"]
+    assert {row["approach"] for row in averages} == set(ZOO_LIBRARIES)
+    assert all(np.isfinite(float(row["value"])) for row in averages)
+    assert {row["training_seed"] for row in averages if row["approach"] == "lstm"} == {"0", "1"}
+    compare = seisctf("compare", "zoo/runs.csv", "--out", "cmp", "--metric", "AvgScore",
+                      cwd=tmp_path)  # fmt: skip
+    assert compare.returncode == 0, compare.stderr
+    assert "P(single runs rank" in compare.stdout

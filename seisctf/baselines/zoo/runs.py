@@ -12,7 +12,8 @@ array's attrs `zoo`: the record of how it was made and the run's `fingerprint` (
 library version, the public manifest). A re-run skips every pair whose array carries the
 same fingerprint, so an interrupted zoo finishes where it stopped. Each submission's group
 attrs (written last, with its completion marker) hold `model`, `family`, `library`,
-`library_version`, `seed`, `seeded`, `paper` (the family's name in the CTF paper's table),
+`library_version`, `seed`, `seeded`, `search` (`full`, or `quick`: a smoke test, `budget`),
+`paper` (the family's name in the CTF paper's table),
 `fingerprint` and `pairs` ({test: record}; a record also holds the task's `cpu_seconds`,
 `wall_seconds` and the worker's `peak_rss_mib` during it).
 """
@@ -32,6 +33,7 @@ import zarr
 
 from seisctf import conventions as cv
 from seisctf import storage
+from seisctf.baselines.zoo.budget import FULL
 from seisctf.baselines.zoo.family import ZooFamily
 from seisctf.baselines.zoo.predict import pair_prediction
 from seisctf.cluster import compute, peak_memory_bytes, reset_peak_memory
@@ -49,6 +51,7 @@ class ZooRun:
     seed: int
     submission: StoreLocation
     fingerprint: str
+    search: str = FULL
 
     @property
     def name(self) -> str:
@@ -86,23 +89,32 @@ def _manifest_digest(manifest: CtfManifest) -> str:
 
 
 def model_run(
-    model: ZooFamily, seed: int, manifest: CtfManifest, submission: StoreLocation
+    model: ZooFamily,
+    seed: int,
+    manifest: CtfManifest,
+    submission: StoreLocation,
+    search: str = FULL,
 ) -> ZooRun:
-    """The run of `model` at `seed` on the bundle of `manifest`, written to `submission`."""
-    identity = [model.name, seed, model.library, model.library_version()]
+    """The run of `model` at `seed` on the bundle of `manifest`, written to `submission`, with
+    the `search` budget (`budget.FULL`, or `budget.QUICK`: a smoke test)."""
+    identity = [model.name, seed, model.library, model.library_version(), search]
     fingerprint = hashlib.sha256(
         json.dumps([*identity, _manifest_digest(manifest)]).encode()
     ).hexdigest()[:32]
-    return ZooRun(model, seed, submission, fingerprint)
+    return ZooRun(model, seed, submission, fingerprint, search)
 
 
 def plan_runs(
-    models: Sequence[ZooFamily], seeds: Sequence[int], manifest: CtfManifest, out: StoreLocation
+    models: Sequence[ZooFamily],
+    seeds: Sequence[int],
+    manifest: CtfManifest,
+    out: StoreLocation,
+    search: str = FULL,
 ) -> list[ZooRun]:
     """A run per seeded model and seed, one per deterministic model (seed 0), each written to
     OUT/<model>-seed<seed>.zarr."""
     return [
-        model_run(model, seed, manifest, out / f"{model.name}-seed{seed}.zarr")
+        model_run(model, seed, manifest, out / f"{model.name}-seed{seed}.zarr", search)
         for model in models
         for seed in (seeds if model.seeded else (0,))
     ]
@@ -143,7 +155,7 @@ def _predict_pair(run: ZooRun, pair: CtfPair, public: StoreLocation) -> None:
         np.asarray(storage.read_array(public, name).compute(scheduler="synchronous"))
         for name in pair.inputs
     ]
-    prediction = pair_prediction(run.model, pair, inputs, run.seed)
+    prediction = pair_prediction(run.model, pair, inputs, run.seed, run.search)
     group = storage.open_group(run.submission, mode="a")
     target = group.create_array(
         pair.test,
@@ -179,6 +191,7 @@ def _finish(run: ZooRun, manifest: CtfManifest) -> None:
                 "library_version": model.library_version(),
                 "seed": run.seed,
                 "seeded": model.seeded,
+                "search": run.search,
                 "reduced_rank": model.reduced_rank,
                 "paper": model.paper,
                 "fingerprint": run.fingerprint,
@@ -195,10 +208,11 @@ def run_zoo(
     models: Sequence[ZooFamily],
     seeds: Sequence[int] = (0,),
     quiet: bool = False,
+    search: str = FULL,
 ) -> list[ZooRun]:
     """Write every run's submission under `out` (module doc); the runs, in order."""
     manifest = CtfManifest.from_attrs(storage.read_attrs(public), public.url)
-    runs = plan_runs(models, seeds, manifest, out)
+    runs = plan_runs(models, seeds, manifest, out, search)
     run_all(public, manifest, runs, quiet)
     return runs
 

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from seisctf.baselines.zoo.budget import training_steps
 from seisctf.baselines.zoo.library_calls import quiet
 
 if TYPE_CHECKING:
@@ -111,9 +112,11 @@ def train(
 ) -> float:
     """Fit `model` so that `predict(*inputs[i])` (default `model(*inputs[i])`) matches
     `targets[i]`: `steps` Adam steps on mini-batches of `batch` windows drawn without replacement
-    by `rng` (a new permutation each pass). Returns the last mini-batch's loss."""
+    by `rng` (a new permutation each pass; fewer in a quick search: `budget.training_steps`).
+    Returns the last mini-batch's loss."""
     import torch
 
+    steps = training_steps(steps)
     forward = predict or model
     count = targets.shape[0]
     optimiser = torch.optim.Adam(model.parameters(), lr=learning_rate)
