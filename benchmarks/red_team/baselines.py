@@ -45,20 +45,25 @@ from typing import Any
 
 import dask.array as da
 import numpy as np
-from scipy.sparse.linalg import svds
 
 from benchmarks.red_team import tails
 from benchmarks.red_team.tails import long_time_tail as long_time_tail
 from benchmarks.red_team.tails import rows_with_power_spectrum as rows_with_power_spectrum
 from seisctf.baselines import ctf as package_baselines
 from seisctf.baselines.zoo import linear_models as lm
+from seisctf.baselines.zoo.denoise import DENOISERS as DENOISERS
+from seisctf.baselines.zoo.denoise import NOISY_VARIANCE_FRACTION as NOISY_VARIANCE_FRACTION
+from seisctf.baselines.zoo.denoise import choose_denoiser as choose_denoiser
+from seisctf.baselines.zoo.denoise import is_noisy as is_noisy
+from seisctf.baselines.zoo.denoise import noise_fraction as noise_fraction
+from seisctf.baselines.zoo.denoise import spectral_norm as spectral_norm
+from seisctf.baselines.zoo.denoise import with_simulated_noise as with_simulated_noise
 from seisctf.ctf_json import CtfPair
 from seisctf.scoring.metrics import reference_spectrum
 
 Predictor = Callable[[dict[str, np.ndarray], dict], dict[str, np.ndarray]]
 
 RECONSTRUCTION, SHORT_TIME, LONG_TIME = "reconstruction", "short_time", "long_time"
-NOISY_VARIANCE_FRACTION = 0.01  # estimated white-noise share of the variance above which we denoise
 AR_ORDERS = (2, 4, 8, 16)
 POD_RANKS = (8, 16, 32, 64)
 VAR_ORDERS = (1, 2, 4)
@@ -69,53 +74,6 @@ HOLDOUT_ORIGINS = 3
 def pair_input_names(pair: dict[str, Any]) -> list[str]:
     """The pair's training matrices, then its burn-in (the most recent input) if it has one."""
     return list(pair["train"]) + ([pair["burn_in"]] if pair.get("burn_in") else [])
-
-
-def is_noisy(x: np.ndarray) -> bool:
-    """Whether white noise holds more than NOISY_VARIANCE_FRACTION of x's variance (median over
-    sensors of the periodogram estimate of `linear_models.white_noise_level`)."""
-    noise_variance = lm.white_noise_level(x) / x.shape[0]
-    total = np.maximum((x**2).mean(axis=0), np.finfo(float).tiny)
-    return float(np.median(noise_variance / total)) > NOISY_VARIANCE_FRACTION
-
-
-def noise_fraction(x: np.ndarray) -> float:
-    """Estimated white-noise RMS as a fraction of the clean signal's RMS (median over sensors;
-    the layouts define noise levels this way)."""
-    noise_variance = lm.white_noise_level(x) / x.shape[0]
-    signal_variance = np.maximum((x**2).mean(axis=0) - noise_variance, np.finfo(float).tiny)
-    return float(np.median(np.sqrt(noise_variance / signal_variance)))
-
-
-def spectral_norm(x: np.ndarray) -> float:
-    """Largest singular value (ARPACK through scipy's `svds`)."""
-    return float(svds(x, k=1, return_singular_vectors=False, random_state=0)[0])
-
-
-def with_simulated_noise(clean: np.ndarray, fraction: float, seed: int = 0) -> np.ndarray:
-    """`clean` (time, space) plus white Gaussian noise whose RMS is `fraction` of each sensor's
-    RMS (the layouts' noise levels)."""
-    rms = np.sqrt((clean**2).mean(axis=0))
-    return clean + fraction * rms * np.random.default_rng(seed).standard_normal(clean.shape)
-
-
-def choose_denoiser(arrays: dict[str, np.ndarray], noisy_name: str) -> str:
-    """The denoiser of DENOISERS (or `none`) whose reconstruction of a clean public array with
-    simulated noise at `noisy_name`'s estimated level has the smallest relative 2-norm error
-    (the referee's reconstruction error): a hold-out built from public data alone. The clean
-    array is the longest public array not judged noisy."""
-    clean_name = max(
-        (name for name, x in arrays.items() if not is_noisy(x)),
-        key=lambda name: arrays[name].shape[0],
-        default=None,
-    )
-    if clean_name is None:
-        return "svd"
-    clean = arrays[clean_name]
-    noisy = with_simulated_noise(clean, noise_fraction(arrays[noisy_name]))
-    errors = {"none": spectral_norm(noisy - clean)}
-    errors |= {name: spectral_norm(denoise(noisy) - clean) for name, denoise in DENOISERS.items()}
-    return min(errors, key=errors.get)
 
 
 def _holdout_split(series: list[np.ndarray], k_short: int) -> tuple[list[np.ndarray], range]:
@@ -250,10 +208,6 @@ def _memoised(arrays: dict, manifest: dict, key: tuple, compute: Callable[[], An
     return values[key]
 
 
-DENOISERS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "wiener": lm.wiener_denoise,
-    "svd": lm.svd_denoise,
-}
 FAMILIES = {"sensor_ar": ("wiener", _sensor_ar_pair), "pod_var": ("svd", _pod_var_pair)}
 
 

@@ -22,6 +22,12 @@ from statsmodels.tsa.ar_model import AutoReg
 
 from seisctf import storage
 from seisctf.baselines.zoo import linear  # noqa: F401  (registers sensor_ar, pod_var)
+from seisctf.baselines.zoo.denoise import (
+    DENOISERS,
+    choose_denoiser,
+    noise_fraction,
+    with_simulated_noise,
+)
 from seisctf.baselines.zoo.reduction import fit_basis
 from seisctf.baselines.zoo.selection import choose_settings
 from seisctf.ctf_json import CtfPair
@@ -80,7 +86,10 @@ def test_the_zoo_scores_records_and_feeds_compare(bundle, tmp_path):
     forecast = record["pairs"]["X1test"]
     assert forecast["selection"]["budget"] == len(BASELINES["pod_var"].model.grid)
     assert forecast["settings"] in [dict(s) for s in BASELINES["pod_var"].model.grid]
-    assert record["pairs"]["X2test"]["settings"] == {"denoiser": "gavish_donoho_svd"}
+    public = zarr.open_group(str(bundle / "public.zarr"), mode="r")
+    arrays = {name: np.asarray(array[...], dtype=np.float64) for name, array in public.arrays()}
+    chosen = choose_denoiser({n: a for n, a in arrays.items() if n.endswith("train")}, "X2train")
+    assert record["pairs"]["X2test"]["settings"] == {"denoiser": chosen}
 
     with sqlite3.connect(tmp_path / "board.sqlite") as connection:
         rows = connection.execute(
@@ -130,7 +139,7 @@ def test_a_zoo_run_resumes_and_is_the_same_on_one_worker_and_on_all(bundle, tmp_
     (group / "zarr.json").write_text(json.dumps(metadata))
     again = seisctf(*arguments, "--out", "one", cwd=tmp_path, one_core=True)
     assert again.returncode == 0, again.stderr
-    assert "zoo: 1 task " in again.stderr  # the lost pair only
+    assert "zoo: 2 tasks " in again.stderr  # the lost pair (a reconstruction) and its denoiser
     assert array_digests(group) == expected
     assert (group / "X1test" / "zarr.json").stat().st_mtime_ns == kept
     assert storage.read_attrs(StoreLocation(str(group)))["zoo"]["model"] == "sensor_ar"
@@ -265,3 +274,29 @@ def test_every_zoo_model_runs_end_to_end_through_the_command_line(bundle, tmp_pa
                       cwd=tmp_path)  # fmt: skip
     assert compare.returncode == 0, compare.stderr
     assert "P(single runs rank" in compare.stdout
+
+
+@pytest.mark.parametrize("kind", ["low-rank waves, 50 % noise", "independent sensors, 1 %"])
+def test_the_shared_reconstruction_is_the_least_error_on_a_public_hold_out(kind):
+    """The choice among the Wiener filter, the truncated SVD and the input as given is the one
+    whose reconstruction of a clean array with noise at the noisy input's level has the least
+    2-norm error (numpy's, not the module's ARPACK): a denoiser for plane waves in strong noise,
+    not the SVD for sensors that share nothing."""
+    rng = np.random.default_rng(3)
+    if kind.startswith("low-rank"):
+        time, space = np.arange(400)[:, None], np.arange(40)[None, :]
+        field = sum(
+            np.sin(2 * np.pi * (time / period - space / wavelength))
+            for period, wavelength in ((37, 11), (53, 17), (23, 29))
+        )
+        fraction = 0.5
+    else:
+        field, fraction = ar2(400, 40, seed=5), 0.01
+    rms = np.sqrt((field**2).mean(axis=0))
+    clean, noisy = field[:300], field[300:] + fraction * rms * rng.standard_normal((100, 40))
+    choice = choose_denoiser({"clean": clean, "noisy": noisy}, "noisy")
+    simulated = with_simulated_noise(clean, noise_fraction(noisy))
+    errors = {"none": np.linalg.norm(simulated - clean, 2)}
+    errors |= {name: np.linalg.norm(f(simulated) - clean, 2) for name, f in DENOISERS.items()}
+    assert choice == min(errors, key=lambda name: errors[name])
+    assert choice != ("none" if kind.startswith("low-rank") else "svd")

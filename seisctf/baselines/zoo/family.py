@@ -39,6 +39,7 @@ import dask.array as da
 import numpy as np
 
 from seisctf import conventions as cv
+from seisctf.baselines.zoo.denoise import choose_denoiser
 from seisctf.baselines.zoo.predict import pair_prediction
 from seisctf.baselines.zoo.spec import (
     DEFAULT_REDUCED_RANK,
@@ -93,7 +94,11 @@ def register(model: ZooFamily) -> None:
 
     def predict(pair: CtfPair, public: Mapping[str, da.Array], *, seed: int = 0) -> da.Array:
         inputs = [np.asarray(public[name]) for name in pair.inputs]
-        prediction = pair_prediction(model, pair, inputs, seed).prediction
+        denoiser = None
+        if cv.METRIC_RECON in pair.metrics:
+            arrays = {name: np.asarray(array, dtype=np.float64) for name, array in public.items()}
+            denoiser = choose_denoiser(arrays, pair.train[0])
+        prediction = pair_prediction(model, pair, inputs, seed, denoiser=denoiser).prediction
         return da.from_array(prediction, chunks=cv.time_space_chunks(*pair.shape))
 
     predict.__name__ = model.name

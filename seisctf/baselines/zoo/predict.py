@@ -6,8 +6,8 @@
   inputs (`selection`); it is then fitted on all the inputs with those settings and forecasts
   the pair's rows, projected back onto the sensors.
 - Reconstruction pairs: the model's own denoiser if it has one (its first settings), else the
-  truncated SVD at the Gavish–Donoho rank (`linear_models.svd_denoise`), the same for every
-  model that has none.
+  shared reconstruction chosen from public data (`denoise.choose_denoiser`: Wiener filter,
+  truncated SVD or the input as given), the same for every model that has none.
 
 A forecast that is not finite everywhere (a diverging model) is submitted as zeros and recorded
 (`PairPrediction.diverged`). Everything is numpy on the whole pair: results depend on the data,
@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from seisctf import conventions as cv
-from seisctf.baselines.zoo import linear_models
 from seisctf.baselines.zoo.budget import FULL, QUICK, search_budget
+from seisctf.baselines.zoo.denoise import SVD, denoised
 from seisctf.baselines.zoo.reduction import fit_basis
 from seisctf.baselines.zoo.selection import Selection, choose_settings, guarded_forecast
 from seisctf.baselines.zoo.spec import ZooFamily
@@ -60,13 +60,16 @@ def pair_prediction(
     inputs: Sequence[np.ndarray],
     seed: int = 0,
     search: str = FULL,
+    denoiser: str | None = None,
 ) -> PairPrediction:
     """`model`'s prediction of `pair` from its public `inputs` ((time, sensors) arrays in the
-    order of `pair.inputs`); `search`: `budget.FULL` or `budget.QUICK` (a smoke test)."""
+    order of `pair.inputs`); `search`: `budget.FULL` or `budget.QUICK` (a smoke test);
+    `denoiser`: the shared reconstruction `denoise.choose_denoiser` chose for a reconstruction
+    pair (default: the truncated SVD)."""
     model.require()
     series = [np.asarray(x, dtype=np.float64) for x in inputs]
     if cv.METRIC_RECON in pair.metrics:
-        return _reconstruction(model, series[0], seed)
+        return _reconstruction(model, series[0], seed, denoiser or SVD)
     steps = pair.shape[0]
     basis = fit_basis(series, model.reduced_rank)
     reduced = [basis.project(x) for x in series]
@@ -88,12 +91,14 @@ def pair_prediction(
     return PairPrediction(prediction, selection.settings, selection, basis.rank)
 
 
-def _reconstruction(model: ZooFamily, noisy: np.ndarray, seed: int) -> PairPrediction:
+def _reconstruction(
+    model: ZooFamily, noisy: np.ndarray, seed: int, denoiser: str
+) -> PairPrediction:
     if model.reconstruct is None:
-        denoised = linear_models.svd_denoise(noisy)
-        return PairPrediction(denoised.astype(np.float32), {"denoiser": "gavish_donoho_svd"})
+        reconstruction = denoised(noisy, denoiser)
+        return PairPrediction(reconstruction.astype(np.float32), {"denoiser": denoiser})
     settings = model.grid[0]
-    denoised = np.asarray(model.reconstruct(noisy, settings, seed), dtype=np.float64)
-    if denoised.shape != noisy.shape or not np.isfinite(denoised).all():
+    own = np.asarray(model.reconstruct(noisy, settings, seed), dtype=np.float64)
+    if own.shape != noisy.shape or not np.isfinite(own).all():
         return PairPrediction(np.zeros(noisy.shape, np.float32), settings, diverged=True)
-    return PairPrediction(denoised.astype(np.float32), settings)
+    return PairPrediction(own.astype(np.float32), settings)

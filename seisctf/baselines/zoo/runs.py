@@ -34,6 +34,7 @@ import zarr
 from seisctf import conventions as cv
 from seisctf import storage
 from seisctf.baselines.zoo.budget import FULL
+from seisctf.baselines.zoo.denoise import choose_denoiser
 from seisctf.baselines.zoo.family import ZooFamily
 from seisctf.baselines.zoo.predict import pair_prediction
 from seisctf.cluster import compute, peak_memory_bytes, reset_peak_memory
@@ -146,7 +147,19 @@ def _cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _predict_pair(run: ZooRun, pair: CtfPair, public: StoreLocation) -> None:
+def denoiser_choice(public: StoreLocation, training: Sequence[str], noisy: str) -> str:
+    """Task: the shared reconstruction of the input `noisy` (`denoise.choose_denoiser` over the
+    bundle's `training` arrays), one for every model of the zoo."""
+    arrays = {
+        name: np.asarray(storage.read_array(public, name).compute(scheduler="synchronous"))
+        for name in training
+    }
+    return choose_denoiser(arrays, noisy)
+
+
+def _predict_pair(
+    run: ZooRun, pair: CtfPair, public: StoreLocation, denoiser: str | None = None
+) -> None:
     """Task: predict `pair` and write its array, its record last (with the worker's CPU seconds
     and peak RSS over the task: a worker runs one task at a time)."""
     reset_peak_memory()
@@ -155,7 +168,7 @@ def _predict_pair(run: ZooRun, pair: CtfPair, public: StoreLocation) -> None:
         np.asarray(storage.read_array(public, name).compute(scheduler="synchronous"))
         for name in pair.inputs
     ]
-    prediction = pair_prediction(run.model, pair, inputs, run.seed, run.search)
+    prediction = pair_prediction(run.model, pair, inputs, run.seed, run.search, denoiser)
     group = storage.open_group(run.submission, mode="a")
     target = group.create_array(
         pair.test,
@@ -222,6 +235,12 @@ def run_all(
 ) -> None:
     """Predict every pair of every run not yet done (one Dask task each), then finish each
     run's submission."""
+    training = sorted({name for pair in manifest.pairs for name in pair.inputs})
+    choices = {  # one task a reconstruction pair, shared by every model without a denoiser
+        pair.test: dask.delayed(denoiser_choice, pure=True)(public, training, pair.train[0])
+        for pair in manifest.pairs
+        if cv.METRIC_RECON in pair.metrics
+    }
     tasks = []
     for run in runs:
         done = _done_pairs(run)
@@ -231,7 +250,9 @@ def run_all(
             storage.open_group(run.submission, mode="w")
         for pair in manifest.pairs:
             if pair.test not in done:
-                tasks.append(dask.delayed(_predict_pair, pure=False)(run, pair, public))
+                choice = choices.get(pair.test) if run.model.reconstruct is None else None
+                task = dask.delayed(_predict_pair, pure=False)(run, pair, public, choice)
+                tasks.append(task)
     if tasks:
         compute(tasks, label="zoo", quiet=quiet)
     for run in runs:
