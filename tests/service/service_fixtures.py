@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -77,3 +79,25 @@ def bucket_competition(tiny_bundle: Path, tmp_path: Path, s3_server, s3_bucket: 
     assert config["uploads"] == f"{s3_bucket}/{PREFIX}"
     assert config["uploads_options"] == {"endpoint_url": s3_server.endpoint_url}
     return competition
+
+
+def together(count: int, work: Callable[[int], Any]) -> list[Any]:
+    """work(0) … work(count - 1), each in a thread of its own, started at once: their results
+    (an exception raised is the result)."""
+    start = threading.Barrier(count)
+    results: list[Any] = [None] * count
+
+    def run(index: int) -> None:
+        start.wait()
+        try:
+            results[index] = work(index)
+        except Exception as error:  # noqa: BLE001 - the test looks at it
+            results[index] = error
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert not any(thread.is_alive() for thread in threads)
+    return results

@@ -8,17 +8,21 @@ quota together."""
 from __future__ import annotations
 
 import secrets
-import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
 from running_service import Service, add_team, create_competition, upload, wait_finished
-from service_fixtures import persistence_zip, postgres_database, tiny_bundle  # noqa: F401
+from service_fixtures import (  # noqa: F401
+    persistence_zip,
+    postgres_database,
+    tiny_bundle,
+    together,
+)
 
 from seisctf.scoring import leaderboard, postgres_records
 from seisctf.service import intake, jobs, tables, teams
@@ -78,28 +82,6 @@ def insert_submissions(
     with engine.begin() as connection:
         connection.execute(tables.submissions.insert(), rows)
     return [row["id"] for row in rows]
-
-
-def together(count: int, work: Callable[[int], Any]) -> list[Any]:
-    """work(0) … work(count - 1), each in a thread of its own, started at once: their results
-    (an exception raised is the result)."""
-    start = threading.Barrier(count)
-    results: list[Any] = [None] * count
-
-    def run(index: int) -> None:
-        start.wait()
-        try:
-            results[index] = work(index)
-        except Exception as error:  # noqa: BLE001 - the test looks at it
-            results[index] = error
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(120)
-    assert not any(thread.is_alive() for thread in threads)
-    return results
 
 
 def states(engine: sa.Engine) -> dict[str, Any]:

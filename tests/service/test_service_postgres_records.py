@@ -5,14 +5,12 @@ pass its quota, and climbers at once are ordered as one Ladder (the advisory loc
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from service_fixtures import postgres_database  # noqa: F401
+from service_fixtures import postgres_database, together  # noqa: F401
 
 from seisctf.errors import InvalidInput
 from seisctf.scoring import ladder, leaderboard, postgres_records, release
@@ -20,28 +18,6 @@ from seisctf.scoring import ladder, leaderboard, postgres_records, release
 COMMITMENT = "c0" * 32
 THREADS = 10
 QUOTA, ROUNDS = 3, 6
-
-
-def together(count: int, work: Callable[[int], Any]) -> list[Any]:
-    """work(0) … work(count - 1), each in a thread of its own, started at once: their results
-    (an exception raised is the result)."""
-    start = threading.Barrier(count)
-    results: list[Any] = [None] * count
-
-    def run(index: int) -> None:
-        start.wait()
-        try:
-            results[index] = work(index)
-        except Exception as error:  # noqa: BLE001 - the test looks at it
-            results[index] = error
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(120)
-    assert not any(thread.is_alive() for thread in threads)
-    return results
 
 
 def a_result(dataset: str, name: str, avg_score: float | None) -> dict[str, Any]:
