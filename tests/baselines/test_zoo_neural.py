@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 import torch
 from scipy.linalg import expm
+from zoo_pair_checks import PAIR
 
 from seisctf.baselines.zoo import torch_training as tt
 from seisctf.baselines.zoo.family import ZooFamily
@@ -151,17 +152,8 @@ def test_training_windows_never_cross_series_and_match_a_plain_construction():
 
 @pytest.mark.parametrize("name", FAMILIES)
 def test_pair_prediction_has_the_pairs_shape_and_records_the_search(name, few_steps):
-    pair = CtfPair(
-        id=2,
-        train=("X1train",),
-        test="X1test",
-        metrics=("short_time", "long_time"),
-        burn_in=None,
-        start_index=1000,
-        shape=(50, 5),
-    )
     inputs = [sines(np.arange(300)) @ np.random.default_rng(1).normal(size=(4, 5))]
-    prediction = pair_prediction(spec(name), pair, inputs, seed=0)
+    prediction = pair_prediction(spec(name), PAIR, inputs, seed=0)
     assert prediction.prediction.shape == (50, 5)
     assert prediction.prediction.dtype == np.float32
     assert np.isfinite(prediction.prediction).all()
