@@ -11,15 +11,17 @@ scan is the plan of the whole (`tests/formats/test_partition_plan.py`):
 2. `rate_check`: with a given rate, the traces that can be resampled to it (a problem line for
    each other); without, the traces off the grid's rate (bad input); merge: the grid's first
    sample, the earliest start of the traces kept;
-3. `place`: the kept traces on the grid (`PlacedTraces`); merge `layout`: stations, channels,
-   the time axis and the moves onto the grid (`grid_shifts`); the station metadata is merged in
-   pieces of stations, kept where they are made (`station_pieces`).
+3. `place`: the kept traces on the grid (`PlacedTraces`); merge `placed_layout` (one task
+   where the partitions' summaries are: the client receives the merge alone): stations,
+   channels, the time axis and the moves onto the grid (`grid_shifts`); the station
+   metadata is merged in pieces of stations, kept where they are made (`station_pieces`).
 
 `plan_rounds` runs the rounds with a given `each` (`partition_tasks`): in this process
 (`plan_of_parts`, `make_plan`: one partition, the whole scan) or as Dask tasks on partitions kept
-on a cluster's workers, where the client sees only each partition's summary (`PartSummary`,
-`PlacedSummary`). The problem lines of partitions stay with them too: the plan's `problems`
-(`problem_parts.ProblemLines`) holds handles of them, their counts and the merged lines.
+on a cluster's workers, where the client sees only each partition's summary (`PartSummary`)
+and the merge of their placed traces (`PlacedLayout`). The problem lines of partitions stay
+with them too: the plan's `problems` (`problem_parts.ProblemLines`) holds handles of them, their
+counts and the merged lines.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ from seisctf.formats.obspy_archive.waveform_plan import (
     resampled_npts,
 )
 from seisctf.formats.shared.input_listing import SHOWN, nothing_readable
-from seisctf.formats.shared.partition_tasks import Each, in_process
+from seisctf.formats.shared.partition_tasks import Each, in_process, merged
 from seisctf.formats.shared.problem_parts import (
     LineCount,
     ProblemLines,
@@ -270,15 +272,49 @@ def placed_summary(rate: float, placed: PlacedTraces) -> PlacedSummary:
     )
 
 
+@dataclass(frozen=True)
+class PlacedLayout:
+    """Merge 3 of the partitions' `PlacedSummary`s (`placed_layout`, one task where they are:
+    the client receives this, not a summary a partition): stations and channels (sorted), the
+    end of the time axis (grid index), the problem lines of the moves onto the grid
+    (`grid_shifts.shift_lines`), each station's own channels and offsets."""
+
+    stations: tuple[str, ...]
+    channels: tuple[str, ...]
+    end: int
+    shift_lines: tuple[str, ...]
+    own_channels: dict[str, tuple[str, ...]]
+    offsets: dict[str, list[float]]
+
+
+def placed_layout(rate: float, *summaries: PlacedSummary) -> PlacedLayout:
+    """The `PlacedLayout` of the partitions' `summaries` (path order) on the `rate` Hz grid."""
+    stations = tuple(sorted(frozenset().union(*(s.stations for s in summaries))))
+    return PlacedLayout(
+        stations=stations,
+        channels=tuple(sorted(frozenset().union(*(s.channels for s in summaries)))),
+        end=max(s.end for s in summaries),
+        shift_lines=tuple(shift_lines(merged_tallies([s.shifts for s in summaries]), rate)),
+        own_channels=own_channels(summaries, stations),
+        offsets=station_offsets(summaries, stations),
+    )
+
+
 def own_channels(
     summaries: Sequence[PlacedSummary], stations: Sequence[str]
 ) -> dict[str, tuple[str, ...]]:
-    """{station: the channel codes its traces have, sorted} (`WaveformPlan.station_channels`)."""
+    """{station: the channel codes its traces have, sorted} (`WaveformPlan.station_channels`);
+    stations of one channel set share one tuple (one copy once pickled, too)."""
     own: dict[str, set[str]] = {station: set() for station in stations}
     for part in summaries:
         for station, channel in part.shifts:
             own[station].add(channel)
-    return {station: tuple(sorted(codes)) for station, codes in own.items()}
+    shared: dict[tuple[str, ...], tuple[str, ...]] = {}
+    found = {}
+    for station, codes in own.items():
+        key = tuple(sorted(codes))
+        found[station] = shared.setdefault(key, key)
+    return found
 
 
 def station_offsets(
@@ -328,10 +364,10 @@ def plan_rounds(
     start_ns = min(s for s in each(first_start, accepted, kept) if s is not None)
     placed = each(functools.partial(place, chosen, start_ns, rate is not None), accepted, kept,
                   keep=True)  # fmt: skip
-    summaries = each(functools.partial(placed_summary, chosen), placed)
-    problems += shift_lines(merged_tallies([s.shifts for s in summaries]), chosen)
-    stations = tuple(sorted(frozenset().union(*(s.stations for s in summaries))))
-    channels = tuple(sorted(frozenset().union(*(s.channels for s in summaries))))
+    layout = merged(functools.partial(placed_layout, chosen),
+                    each(functools.partial(placed_summary, chosen), placed, keep=True))  # fmt: skip
+    problems += list(layout.shift_lines)
+    stations, channels = layout.stations, layout.channels
     holdings = each(holding_of, accepted, keep=True)
     pieces, coordinates, disagreements = station_pieces(
         each, holdings, [part.station_span for part in parts], stations, channels
@@ -341,13 +377,13 @@ def plan_rounds(
         channels=channels,
         sampling_rate=chosen,
         start_ns=start_ns,
-        n_time=max(s.end for s in summaries),
+        n_time=layout.end,
         block_samples=block_samples,
         problems=problems + disagreements,
         station_metadata=tuple(pieces),
         coordinates=coordinates,
-        own_channels=own_channels(summaries, stations),
-        offsets=station_offsets(summaries, stations),
+        own_channels=layout.own_channels,
+        offsets=layout.offsets,
     )
     return plan, placed
 

@@ -345,6 +345,12 @@ class RunSettings:
     inventory_sha256: str = ""
 
 
+def run_key(station_index: int, first_block: int) -> str:
+    """A run's key, `station index-first block` (zero-padded: Dask orders equal-priority tasks
+    by key)."""
+    return f"{station_index:06d}-{first_block:08d}"
+
+
 class BlockRun:
     """Consecutive blocks of one station, for one Dask task: `number` (its progress record),
     the station, its first block and block count, and the traces it reads, (path, channel,
@@ -372,8 +378,8 @@ class BlockRun:
 
     @property
     def key(self) -> str:
-        """`station index-first block` (zero-padded: Dask orders equal-priority tasks by key)."""
-        return f"{self.station_index:06d}-{self.first_block:08d}"
+        """`station index-first block` (`run_key`)."""
+        return run_key(self.station_index, self.first_block)
 
     def tasks(self) -> list[BlockTask]:
         """One `BlockTask` per block: the files whose traces overlap it (path, its channels

@@ -5,8 +5,8 @@ traces touch; the client cuts them into runs (`placed_traces.run_spans`: the sam
 the traces at once), each partition pairs its traces with the runs they read
 (`placed_traces.run_pairs`, kept there) and tells the client how many traces of each run it
 holds. A run's task is made on a worker from those pieces (`run_task`): the client holds the
-runs (station, blocks, partitions, trace counts) and the traces of one wave of runs at a time
-(`runs_by_wave`).
+runs (station, blocks, partitions, trace counts) and futures of one wave's runs, never their
+traces (`runs_by_wave`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from seisctf.cluster import compute
+from seisctf.cluster import kept
 from seisctf.formats.obspy_archive.placed_traces import (
     PlacedTraces,
     RunTable,
@@ -32,6 +32,7 @@ from seisctf.formats.obspy_archive.waveform_blocks import (
     RUN_TASKS,
     BlockRun,
     RunSettings,
+    run_key,
 )
 from seisctf.formats.obspy_archive.waveform_plan import WaveformPlan
 from seisctf.formats.shared.partition_tasks import Each
@@ -156,19 +157,20 @@ def runs_by_wave(
     settings: RunSettings,
     pending: Sequence[int],
     waves: Sequence[tuple[int, int]],
-) -> Callable[[int], BlockRun]:
-    """`BlockRun` of `pending[index]`, the runs of its wave (`waves`: (first, stop) indices of
-    `pending`, `cluster.wave_bounds`) made on the workers at once when the first of them is
-    asked for, and dropped with the next wave: the client holds one wave's traces at a time
-    (a wave's graph carries them anyway)."""
-    made: dict[int, BlockRun] = {}
+) -> Callable[[int], Any]:
+    """`BlockRun` of `pending[index]` as a task argument: the runs of its wave (`waves`: (first,
+    stop) indices of `pending`, `cluster.wave_bounds`) are made on the workers at once when the
+    first of them is asked for and kept there (`cluster.kept`: futures), dropped with the next
+    wave. Neither the client nor the graph holds a run's traces, and the block tasks, whose
+    only arguments are made already, run in the order of their keys (station-major)."""
+    made: dict[int, Any] = {}
 
-    def run_at(index: int) -> BlockRun:
+    def run_at(index: int) -> Any:
         if index not in made:
             first, stop = next((a, b) for a, b in waves if a <= index < b)
             made.clear()
             tasks = [run_task(layout, pending[i], plan, settings) for i in range(first, stop)]
-            made.update(zip(range(first, stop), compute(*tasks, quiet=True), strict=True))
+            made.update(zip(range(first, stop), kept(tasks, quiet=True), strict=True))
         return made[index]
 
     return run_at
@@ -178,3 +180,8 @@ def file_digests(placed: PlacedTraces) -> list[str]:
     """The hex sha256 of each file of a partition's scan (where its runs' files are kept:
     `input_locality.near_partitions`)."""
     return [digest.tobytes().hex() for digest in placed.scans.digests]
+
+
+def key_of(table: RunTable, number: int) -> str:
+    """Run `number`'s `BlockRun.key`, from the table."""
+    return run_key(int(table.station[number]), int(table.first_block[number]))

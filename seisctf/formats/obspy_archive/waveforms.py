@@ -126,6 +126,7 @@ from seisctf.formats.obspy_archive.waveform_plan import (
 from seisctf.formats.obspy_archive.waveform_runs import (
     RunLayout,
     file_digests,
+    key_of,
     run_layout,
     runs_by_wave,
 )
@@ -159,10 +160,9 @@ COORDINATES = {"coordinates": " ".join((cv.LATITUDE, cv.LONGITUDE, ELEVATION, *C
 # name here so that the ingest benchmark can compare others (benchmarks/bench_ingest.py; its
 # figures in benchmarks/RESULTS.md).
 DATA_CODEC: cv.BloscSettings = cv.DATA_CODEC
-# Traces the runs of one wave read: a run's graph carries each of its traces' path, channel,
-# grid span and sha256, so one wave's graph (and the scheduler's copy) stays bounded however
-# many files the archive has; the client makes a wave's runs from the partitions on the workers
-# (`waveform_runs.runs_by_wave`), and its memory while it does grows with the wave's traces
+# Traces the runs of one wave read: a wave's runs are made and kept on the workers at once
+# (`waveform_runs.runs_by_wave`: the client and the graph hold their futures, not their
+# traces), so what the workers hold for them stays bounded however many files the archive has
 # (docs/scaling.md; figures in benchmarks/RESULTS.md, "Scale").
 MAX_TRACES_PER_WAVE = 5_000
 
@@ -459,15 +459,16 @@ def _run_blocks(
     inventories = source  # on the workers (`located_source`), parsed there
 
     def task(index: int, peers: tuple[str, ...]) -> Any:
-        run = run_at(index)
-        if inventories is not None and run.station not in current:
+        number = pending[index]
+        station = plan.stations[int(table.station[number])]
+        if inventories is not None and station not in current:
             current.clear()
-            current[run.station] = dask.delayed(station_inventory)(
-                inventories, run.station, dask_key_name=f"inventory-{token}-{run.station}"
+            current[station] = dask.delayed(station_inventory)(
+                inventories, station, dask_key_name=f"inventory-{token}-{station}"
             )
         return dask.delayed(ingest_blocks)(
-            run, store, current.get(run.station), peers,
-            dask_key_name=f"ingest_block-{token}-{run.key}",
+            run_at(index), store, current.get(station), peers,
+            dask_key_name=f"ingest_block-{token}-{key_of(table, number)}",
         )  # fmt: skip
 
     collected = resumable.Collected(progress, (len(plan.stations), plan.n_blocks), table.blocks_of)

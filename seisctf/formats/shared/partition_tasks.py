@@ -8,6 +8,8 @@ which the client merges (they are small: summaries, problem lines, counts).
 
 `in_process` runs them here; `on_cluster` as Dask tasks (on the active client's workers, else
 the local scheduler), so partitions made by tasks (the scan's batches) never come to the client.
+`merged` runs one function of every partition's kept result, as one task where they are: the
+client receives the merge, not the partitions' results.
 """
 
 from __future__ import annotations
@@ -53,3 +55,14 @@ def on_cluster(quiet: bool = False) -> Each:
         return list(compute(*tasks, label=label, quiet=shown))
 
     return each
+
+
+def merged(function: Callable[..., Any], parts: Sequence[Any]) -> Any:
+    """`function(*parts)` of an `Each`'s kept results (`keep=True`): one Dask task where they
+    are, whose result alone comes to the client; values of `in_process`, here."""
+    import dask
+    from distributed import Future
+
+    if not any(isinstance(p, Future) or dask.is_dask_collection(p) for p in parts):
+        return function(*parts)
+    return compute(dask.delayed(function)(*parts), quiet=True)[0]

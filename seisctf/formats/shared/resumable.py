@@ -72,9 +72,8 @@ def open_store(store: StoreLocation, mode: storage.AccessMode = "r") -> Any:
 
 def iso_time(ns: int) -> str:
     """ISO 8601 UTC with only the fractional digits needed: `2018-01-01T00:00:00.0195Z`."""
-    from obspy import UTCDateTime
-
-    whole = UTCDateTime(ns=ns - ns % NS_PER_S).strftime("%Y-%m-%dT%H:%M:%S")
+    # numpy, not obspy's UTCDateTime: the client of an ingest need not import obspy for this.
+    whole = np.datetime_as_string(np.datetime64(ns - ns % NS_PER_S, "ns"), unit="s")
     fraction = f"{ns % NS_PER_S:09d}".rstrip("0")
     return f"{whole}.{fraction}Z" if fraction else f"{whole}Z"
 
