@@ -97,7 +97,8 @@ class Settings:
 
     block_samples: int  # samples per store chunk along time
     run_max_blocks: int  # blocks one ingest task writes at most
-    scan_batch_files: int  # files one scan task reads at most
+    scan_tasks_min: int  # scan tasks (the plan's partitions) at least
+    scan_tasks_per_worker: int  # scan tasks a worker of the cluster
     wave_tasks: int  # tasks a phase holds on the scheduler at most
     read_passes: int = 2  # the scan, then the block tasks; 1 where the input cache holds it
 
@@ -110,7 +111,8 @@ def defaults() -> Settings:
     return Settings(
         block_samples=waveform_plan.DEFAULT_BLOCK_SAMPLES,
         run_max_blocks=waveform_blocks.RUN_MAX_BLOCKS,
-        scan_batch_files=getattr(resumable, "SCAN_BATCH_MAX", 1000),
+        scan_tasks_min=resumable.SCAN_TASKS,
+        scan_tasks_per_worker=resumable.SCAN_TASKS_PER_WORKER,
         wave_tasks=MAX_TASKS_PER_WAVE,
     )
 
@@ -152,7 +154,7 @@ def project_ingest(
     samples, files = archive.samples, archive.files
     chunks = math.ceil(samples / (settings.block_samples * archive.channels))
     ingest_tasks = math.ceil(chunks / settings.run_max_blocks)
-    scan_tasks = math.ceil(files / settings.scan_batch_files)
+    scan_tasks = min(files, max(settings.scan_tasks_min, settings.scan_tasks_per_worker * workers))
     waves = math.ceil(ingest_tasks / settings.wave_tasks)
     # The scan keeps each file in its worker's input cache, up to the cache's size; the block
     # tasks read the rest from storage again.
@@ -397,7 +399,8 @@ BASIS: dict[str, tuple[str, str]] = {
     "channels": ("assumed", "3 components a station"),
     "block_samples": ("code", "`waveform_plan.DEFAULT_BLOCK_SAMPLES`"),
     "run_max_blocks": ("code", "`waveform_blocks.RUN_MAX_BLOCKS`"),
-    "scan_batch_files": ("code", "`resumable.SCAN_BATCH_MAX`"),
+    "scan_tasks_min": ("code", "`resumable.SCAN_TASKS`"),
+    "scan_tasks_per_worker": ("code", "`resumable.SCAN_TASKS_PER_WORKER`"),
     "wave_tasks": ("code", "`cluster.MAX_TASKS_PER_WAVE`"),
 }  # fmt: skip
 

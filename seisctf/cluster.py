@@ -101,6 +101,14 @@ def machine_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def cluster_workers() -> int:
+    """Workers of the active client's cluster now (at least 1); 1 without a client."""
+    client = active_client()
+    if client is None:
+        return 1
+    return max(1, len(client.scheduler_info(n_workers=-1).get("workers", {})))
+
+
 def worker_memory_limit(n_workers: int) -> int:
     """Bytes per worker: 80 % of the machine's memory, split evenly."""
     import psutil

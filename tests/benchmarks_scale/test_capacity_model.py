@@ -29,7 +29,8 @@ def test_settings_are_the_codes_defaults():
     settings = cm.defaults()
     assert settings.block_samples == DEFAULT_BLOCK_SAMPLES
     assert settings.wave_tasks == MAX_TASKS_PER_WAVE
-    assert settings.scan_batch_files == 1000 and settings.run_max_blocks == 128
+    assert settings.scan_tasks_min == 16 and settings.scan_tasks_per_worker == 8
+    assert settings.run_max_blocks == 128
 
 
 def test_counts_follow_the_archive_and_the_settings():
@@ -40,7 +41,7 @@ def test_counts_follow_the_archive_and_the_settings():
     chunks = math.ceil(samples / (DEFAULT_BLOCK_SAMPLES * 3))
     assert projection.puts == chunks + projection.ingest_tasks  # chunks, a record a run
     assert projection.ingest_tasks == math.ceil(chunks / 128)
-    assert projection.scan_tasks == math.ceil(FILES / 1000)
+    assert projection.scan_tasks == 8 * 10  # 8 a worker: the cluster decides, not the archive
     assert projection.waves == math.ceil(projection.ingest_tasks / MAX_TASKS_PER_WAVE)
     # A worker's share, 200 GB, against a 50 GB input cache: 3/4 of the bytes are read twice.
     passes = 1 + (200e9 - 50e9) / 200e9
@@ -101,7 +102,9 @@ def test_more_workers_divide_compute_until_storage_or_the_scheduler_binds():
     settings, limits = cm.defaults(), cm.Limits(worker_cache_bytes=0)  # the same passes
     ten, hundred = (cm.project_ingest(ARCHIVE, cm.MEASURED, settings, limits, n) for n in (10, 100))
     assert hundred.compute_s == pytest.approx(ten.compute_s / 10)  # storage-bound, both
-    assert hundred.scheduler_s == ten.scheduler_s  # one scheduler, whatever the workers
+    # One scheduler, whatever the workers: only the scan's tasks (8 a worker) grow with them.
+    per_task = cm.MEASURED.scheduler_s_per_task
+    assert hundred.scheduler_s - ten.scheduler_s == pytest.approx((800 - 80) * per_task)
     slow_scheduler = replace(cm.MEASURED, scheduler_s_per_task=1.0)
     bound = cm.project_ingest(ARCHIVE, slow_scheduler, settings, limits, 1000)
     assert bound.first_limit.startswith("scheduler task rate")

@@ -62,6 +62,7 @@ def _client(sources: list[str], storage_options: dict | None = None) -> tuple:
 @pytest.mark.parametrize("batches, list_tasks", [(1, 64), (3, 2), (100, 1)])
 def test_listing_in_parts_is_the_clients_listing(tree, monkeypatch, batches, list_tasks):
     monkeypatch.setattr(resumable, "SCAN_TASKS", batches)
+    monkeypatch.setattr(resumable, "SCAN_TASKS_PER_WORKER", 0)  # `batches` batches exactly
     monkeypatch.setattr(listing_parts, "LIST_TASKS", list_tasks)
     for sources in ([str(tree)], [str(tree / "2021"), str(tree / "2020")]):
         expected = _client(sources)
@@ -111,6 +112,7 @@ def test_a_folder_with_no_file_is_bad_input_as_before(tree):
 
 def test_listing_in_parts_of_a_bucket_is_the_clients(tree, s3_server, s3_bucket, monkeypatch):
     monkeypatch.setattr(resumable, "SCAN_TASKS", 3)
+    monkeypatch.setattr(resumable, "SCAN_TASKS_PER_WORKER", 0)  # 3 batches exactly
     fs = s3_server.filesystem()
     for name in FILES:
         if not name.startswith(".") and "/." not in name:

@@ -40,6 +40,7 @@ def archive(tmp_path_factory) -> Path:
 
 def _ingest(archive: Path, out: Path, batches: int, monkeypatch) -> Path:
     monkeypatch.setattr(resumable, "SCAN_TASKS", batches)
+    monkeypatch.setattr(resumable, "SCAN_TASKS_PER_WORKER", 0)  # `batches` batches exactly
     report = ingest_waveforms(
         [str(archive)],
         StoreLocation(out),

@@ -54,6 +54,7 @@ class _Gathered:
 def _ingest(archive: Path, out: Path, batches: int, monkeypatch) -> tuple:
     """The store's chunks (hashed), attrs, coverage and every problem line, and the report."""
     monkeypatch.setattr(resumable, "SCAN_TASKS", batches)
+    monkeypatch.setattr(resumable, "SCAN_TASKS_PER_WORKER", 0)  # `batches` batches exactly
     report = ingest_waveforms([str(archive)], StoreLocation(out), block_samples=4096, quiet=True)
     chunks = {str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest()
               for p in sorted(out.rglob("*")) if p.is_file()}  # fmt: skip

@@ -31,7 +31,7 @@ from zarr.errors import ZarrUserWarning
 
 from seisctf import conventions as cv
 from seisctf import storage, urls
-from seisctf.cluster import compute
+from seisctf.cluster import cluster_workers, compute
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
 
@@ -43,12 +43,12 @@ BASE_VAR = "ingest_progress_base"
 RECORD = "record"
 ATTR_FINGERPRINT = "ingest_fingerprint"
 BLOCK = "block"
-# Scan tasks: files in batches (a header scan takes a few ms, about a task's own overhead), in
-# about SCAN_TASKS tasks; above SCAN_TASKS x SCAN_BATCH_MAX files, batches of SCAN_BATCH_MAX
-# (more tasks, so that a cluster of more than SCAN_TASKS workers shares the scan, each task
-# a few seconds and its result ~0.3 MB).
+# Scan tasks: files in batches of consecutive paths (a header scan takes a few ms, about a
+# task's own overhead), SCAN_TASKS_PER_WORKER a worker of the cluster and at least SCAN_TASKS
+# in all. Each batch is a partition of the plan, whose handles and summaries the client holds:
+# their number follows the cluster, not the archive (docs/scaling.md).
 SCAN_TASKS = 16
-SCAN_BATCH_MAX = 1000
+SCAN_TASKS_PER_WORKER = 8
 
 
 def open_store(store: StoreLocation, mode: storage.AccessMode = "r") -> Any:
@@ -128,9 +128,11 @@ def fail_if_strict(strict: bool, problems: Sequence[str]) -> None:
         raise InvalidInput("strict", f"{len(problems)} input problem(s): " + "; ".join(problems))
 
 
-def batch_size(files: int) -> int:
-    """Files in each scan batch of `files` (`scan_tasks`)."""
-    return min(SCAN_BATCH_MAX, max(1, -(-files // SCAN_TASKS)))
+def batch_size(files: int, workers: int | None = None) -> int:
+    """Files in each scan batch of `files` (`scan_tasks`) on `workers` (None: the active
+    cluster's, `cluster.cluster_workers`)."""
+    workers = cluster_workers() if workers is None else workers
+    return max(1, -(-files // max(SCAN_TASKS, SCAN_TASKS_PER_WORKER * workers)))
 
 
 def scan_tasks(
@@ -139,8 +141,8 @@ def scan_tasks(
     storage_options: dict | None,
     place: Callable[[Callable[[int], Any], int], Callable[[int], Any]] | None = None,
 ) -> list[Any]:
-    """Dask tasks of `scan_batch` of consecutive batches of `paths` (about SCAN_TASKS, of at
-    most SCAN_BATCH_MAX paths), in path order; `place(make_task, count)`: how they are built
+    """Dask tasks of `scan_batch` of consecutive batches of `paths` (`batch_size`), in path
+    order; `place(make_task, count)`: how they are built
     (e.g. `input_locality.in_path_order`)."""
     import dask
 
