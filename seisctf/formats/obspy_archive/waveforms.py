@@ -360,7 +360,7 @@ def ingest_waveforms(
         found = dict(group.attrs)
         return IngestReport(plan, coverage, tuple(found.get(cv.ATTR_PROBLEMS, ())), True,
                             found.get(cv.ATTR_PROBLEM_COUNT))  # fmt: skip
-    progress = resumable.unfinished_progress(store, fingerprint)
+    progress = resumable.unfinished_progress(store, fingerprint, counted=True)
     rewrite = (  # an append: the blocks its files touch (others keep their chunks)
         None if previous is None
         else plan.blocks_to_rewrite(new_trace_spans(plan, known, placed, each),

@@ -201,10 +201,13 @@ class Progress:
     attributes: dict[str, Any] = field(default_factory=dict)
 
 
-def unfinished_progress(store: StoreLocation, fingerprint: str) -> Progress | None:
+def unfinished_progress(
+    store: StoreLocation, fingerprint: str, counted: bool = False
+) -> Progress | None:
     """The progress of an interrupted ingest of the same inputs and settings at `store`, or
     None (no store, a complete one, or another ingest's). Reads the records written (one
-    listing, then those chunks alone)."""
+    listing, then those chunks alone); `counted`: each record's problems counted, not listed
+    (`counted_record`: a client resuming holds no line; the records keep them)."""
     try:
         group = open_store(store)
     except InvalidInput:
@@ -217,7 +220,8 @@ def unfinished_progress(store: StoreLocation, fingerprint: str) -> Progress | No
         return None
     numbers = written_chunks(array)
     texts = array.get_orthogonal_selection((np.array(numbers, dtype=np.int64),)) if numbers else []
-    done = {number: json.loads(text) for number, text in zip(numbers, texts, strict=True) if text}
+    read = counted_record if counted else (lambda record: record)
+    done = {n: read(json.loads(text)) for n, text in zip(numbers, texts, strict=True) if text}
     base = np.asarray(group[BASE_VAR][:]) if BASE_VAR in group else None
     return Progress(done, base, array.shape[0], attributes)
 
