@@ -15,7 +15,7 @@ from pathlib import Path
 
 from scale_report import TreeSampler
 
-from seisctf.cluster import EMBEDDED_ENVIRON, PRE_SPAWN_ENVIRON, worker_memory_limit
+from seisctf.worker_memory import EMBEDDED_ENVIRON, PRE_SPAWN_ENVIRON, worker_memory_limit
 
 HERE = Path(__file__).resolve().parent
 N_WORKERS = 2

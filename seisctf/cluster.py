@@ -46,6 +46,7 @@ from seisctf.process_memory import release_free_memory as release_free_memory
 from seisctf.process_memory import reset_peak_memory as reset_peak_memory
 from seisctf.progress import show_progress
 from seisctf.wording import counted
+from seisctf.worker_memory import EMBEDDED_MEMORY_FRACTIONS, worker_environ, worker_memory_limit
 
 # Seconds to wait for a scheduler by address (distributed's: 30 s, silent), and before saying so.
 SCHEDULER_TIMEOUT_S = 10
@@ -61,34 +62,6 @@ MAX_TASKS_PER_WAVE = 20_000
 # (dask 2026.8: the store's finalize task is cancelled, "lost dependencies"). Task-based rechunks
 # work everywhere. A default only: a user's dask config still wins.
 dask.config.update_defaults({"array": {"rechunk": {"method": "tasks"}}})
-# distributed's default `distributed.nanny.pre-spawn-environ`, for before distributed is imported.
-PRE_SPAWN_ENVIRON = {
-    "MALLOC_TRIM_THRESHOLD_": 65536,
-    "OMP_NUM_THREADS": 1,
-    "MKL_NUM_THREADS": 1,
-    "OPENBLAS_NUM_THREADS": 1,
-}
-# Added for embedded workers where that default is unchanged. Setting the trim threshold (as
-# distributed does) also pins glibc's mmap threshold at 128 KiB, so every block-sized temporary
-# (4-16 MiB: a chunk, a filter's region) is a fresh mapping, faulted in page by page and
-# unmapped when freed: above that threshold they come from the heap and are reused, and the
-# heap's top is still trimmed eagerly. One arena: the worker's threads (task, event loop,
-# zarr's I/O) can each get an arena that keeps its own freed blocks, so with the threshold alone
-# a small worker held more resident memory and spilled data it was about to use. Together the
-# two made the pipeline chain faster and spill least; a larger top pad instead kept so much that
-# a small worker paused for good (figures: benchmarks/history/RESULTS-2026.md, "Embedded
-# workers' malloc"; docs/scaling.md).
-EMBEDDED_ENVIRON = {"MALLOC_MMAP_THRESHOLD_": 16 * 2**20, "MALLOC_ARENA_MAX": 1}
-# Spill and pause thresholds of embedded workers, as fractions of their memory limit. A worker
-# process holds a fixed share of its limit in imports and allocator state before any data, so
-# at a small limit distributed's defaults (spill at 70 %, pause at 80 %) left little room for
-# data and spilled nearly every block; these values spill several times less (benchmarks/
-# RESULTS.md, "Pipeline chain"; docs/scaling.md). Tasks here stream bounded blocks, so the room
-# between spill and the 95 % terminate threshold is enough.
-# (A task-based rechunk of an array bigger than a small worker does not stream: its heap grows to
-# the spill line and stays, and 5 % was too little room at 700 MiB; tests/pipeline/test_rechunk.py.)
-# Applied where the user's dask config still has distributed's defaults.
-EMBEDDED_MEMORY_FRACTIONS = {"spill": (0.7, 0.85), "pause": (0.8, 0.9)}
 # An embedded cluster still starting in the background (`dask_client(background=True)`).
 _starting: Future | None = None
 
@@ -107,22 +80,6 @@ def cluster_workers() -> int:
     if client is None:
         return 1
     return max(1, len(client.scheduler_info(n_workers=-1).get("workers", {})))
-
-
-def worker_memory_limit(n_workers: int) -> int:
-    """Bytes per worker: 80 % of the machine's memory, split evenly."""
-    import psutil
-
-    return int(0.8 * psutil.virtual_memory().total / n_workers)
-
-
-def _worker_environ() -> dict[str, Any]:
-    """The environment embedded workers start with: the configured pre-spawn environment, plus
-    `EMBEDDED_ENVIRON` where that is distributed's default."""
-    environ = dask.config.get("distributed.nanny.pre-spawn-environ", default=PRE_SPAWN_ENVIRON)
-    if environ == PRE_SPAWN_ENVIRON:
-        return {**environ, **EMBEDDED_ENVIRON}
-    return dict(environ)
 
 
 def _start_forkserver(modules: Sequence[str], environ: Mapping[str, Any]) -> str:
@@ -221,7 +178,7 @@ def _local_arguments(
     started. Here, not in a thread: only the main thread can have the workers ignore Ctrl-C."""
     n_workers = n_workers or machine_workers()
     memory_limit = memory_limit or worker_memory_limit(n_workers)
-    environ = _worker_environ()
+    environ = worker_environ()
     method = _start_forkserver(preload, environ)
     return (n_workers, memory_limit, quiet, tuple(preload), method, environ, credentials or {})
 
@@ -265,8 +222,8 @@ def embedded_cluster(
 def configured_cluster(config: ClusterConfig) -> Any:
     """The cluster `config` describes, built (not scaled). A dask-jobqueue cluster's batch jobs
     start their workers as embedded ones start: this module preloaded (`dask_setup`), and the
-    environment `_worker_environ` (the malloc settings the memory figures depend on) exported."""
-    return make_cluster(config, preload=(__name__,), environ=_worker_environ())
+    environment `worker_environ` (the malloc settings the memory figures depend on) exported."""
+    return make_cluster(config, preload=(__name__,), environ=worker_environ())
 
 
 def _start_configured(config: ClusterConfig, quiet: bool, watch: StartWatch) -> tuple[Any, Any]:

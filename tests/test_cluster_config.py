@@ -25,9 +25,10 @@ from dask.utils import format_bytes, parse_bytes
 from seisctf.build.cluster_file import read_cluster_file
 from seisctf.cli import build_parser, main
 from seisctf.cli._parse import cluster_choice
-from seisctf.cluster import EMBEDDED_ENVIRON, PRE_SPAWN_ENVIRON, configured_cluster, dask_client
+from seisctf.cluster import configured_cluster, dask_client
 from seisctf.cluster_config import CLUSTER_ENV, SCHEDULER_ENV
 from seisctf.conventions import ATTR_COMPLETE
+from seisctf.worker_memory import EMBEDDED_ENVIRON, PRE_SPAWN_ENVIRON
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = ["--sensors", "64", "--duration", "300"]

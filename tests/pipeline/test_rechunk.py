@@ -18,7 +18,7 @@ from seisctf.signal.rechunk import rechunk, rechunk_method
 # 700 MiB workers. A worker's heap grows to about where it starts to spill and keeps those pages
 # (counted as unmanaged memory), so what decides a restart is the room between the spill and
 # pause fractions and the nanny's 95 %. The embedded fractions (spill 0.85, pause 0.9,
-# seisctf.cluster.EMBEDDED_MEMORY_FRACTIONS, chosen for streaming chains) leave 35 MiB of it
+# seisctf.worker_memory.EMBEDDED_MEMORY_FRACTIONS, chosen for streaming chains) leave 35 MiB of it
 # here; workers peaked at 596-637 MiB of the 665 MiB terminate line (6 runs) and one was restarted
 # on the CI machine. A user who turns arrays bigger than a worker around on small workers sets
 # lower fractions, as here: peaks 471-496 MiB (4 runs, 2026-12-03). Values the user sets are kept.
