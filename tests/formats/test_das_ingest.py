@@ -6,6 +6,7 @@ gap, an overlap (the later-starting file wins) and a sub-sample start offset."""
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import subprocess
 import sys
@@ -24,7 +25,7 @@ from dask.callbacks import Callback
 
 from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
-from seisctf.formats.das import das_inputs
+from seisctf.formats.das import das_files, das_inputs, das_runs
 from seisctf.formats.das.das_files import ingest_das
 from seisctf.formats.shared.input_manifest import recorded_inputs
 from seisctf.location import StoreLocation
@@ -280,8 +281,8 @@ def _digest(url: Path, skip: tuple[Path, ...] = (), tables: bool = True) -> str:
 
 
 class _MoveAwayAfter(Callback):
-    """Once `after` block tasks have finished, move the folder away (the later block tasks
-    then fail to read their files, as on a lost mount)."""
+    """Once `after` run tasks have finished, move the folder away (the later run tasks then
+    fail to read their files, as on a lost mount)."""
 
     def __init__(self, after: int, folder: Path, elsewhere: Path):
         super().__init__()
@@ -289,7 +290,7 @@ class _MoveAwayAfter(Callback):
 
     def _posttask(self, key, result, dsk, state, worker_id):
         name = key[0] if isinstance(key, tuple) else key
-        if str(name).startswith("ingest_das_block"):
+        if str(name).startswith("ingest_das_run"):
             self.finished += 1
             if self.finished == self.after:
                 self.folder.rename(self.elsewhere)
@@ -329,6 +330,58 @@ def test_interrupted_ingest_resumes_to_identical_bytes(tmp_path):
     assert all(after[name] == before[name] for name in before)  # not rewritten: same mtime_ns
     assert _digest(out) == _digest(whole)  # every byte, attrs and metadata included
     assert "ingest_progress" not in zarr.open_group(str(out))
+
+
+def test_runs_of_several_blocks_resume_to_the_bytes_of_one_block_runs(tmp_path, monkeypatch):
+    """43 blocks of 8 samples with data (2 of the 45 fall in the gap) in runs of 10 (MIN_RUNS
+    4): a task and a record a run, each record holding its blocks' coverage; interrupted after
+    2 runs, the re-run writes the other 3 and the store is, byte for byte, the one written in
+    runs of one block (MIN_RUNS 45) and what DASCore reads."""
+    folder = tmp_path / "files"
+    files = write_series(folder, "PRODML")
+    single, out = tmp_path / "single.zarr", tmp_path / "runs.zarr"
+    monkeypatch.setattr(das_runs, "MIN_RUNS", 45)
+    ingest_das([str(folder)], StoreLocation(single), block_samples=8, quiet=True)
+    monkeypatch.setattr(das_runs, "MIN_RUNS", 4)
+    with dask.config.set(scheduler="synchronous"), _MoveAwayAfter(2, folder, tmp_path / "moved"):
+        with pytest.raises(InvalidInput, match="re-run to resume"):
+            ingest_das([str(folder)], StoreLocation(out), block_samples=8, quiet=True)
+    progress = zarr.open_group(str(out))["ingest_progress"][:]
+    done = {number: json.loads(record) for number, record in enumerate(progress) if record}
+    assert len(progress) == 5 and len(done) == 2  # runs of 10, 10, 10, 10 and 3 blocks
+    assert all(len(record["coverage"]) == (3 if n == 4 else 10) for n, record in done.items())
+    (tmp_path / "moved").rename(folder)
+    with _Started("ingest_das_run") as runs:
+        ingest_das([str(folder)], StoreLocation(out), block_samples=8, quiet=True)
+    assert runs.count == 3
+    _assert_store_equals_dascore(out, files)
+    assert _digest(out, skip=(out / "zarr.json",)) == _digest(single, skip=(single / "zarr.json",))
+
+
+class _RunGraphs(Callback):
+    """The number of `ingest_das_run` tasks of each graph computed."""
+
+    def __init__(self):
+        super().__init__()
+        self.runs: list[int] = []
+
+    def _start(self, dsk):
+        runs = sum(str(key[0] if isinstance(key, tuple) else key).startswith("ingest_das_run")
+                   for key in dsk)  # fmt: skip
+        if runs:
+            self.runs.append(runs)
+
+
+def test_runs_go_in_waves_of_at_most_max_tasks_per_wave_blocks(tmp_path, monkeypatch):
+    """43 blocks in 22 runs of 2 (the last 1): with MAX_TASKS_PER_WAVE 8, waves of 4 runs."""
+    folder = tmp_path / "files"
+    files = write_series(folder, "PRODML")
+    monkeypatch.setattr(das_files, "MAX_TASKS_PER_WAVE", 8)
+    out = tmp_path / "store.zarr"
+    with _RunGraphs() as graphs:
+        ingest_das([str(folder)], StoreLocation(out), block_samples=8, quiet=True)
+    assert graphs.runs == [4, 4, 4, 4, 4, 2]
+    _assert_store_equals_dascore(out, files)
 
 
 def test_append_extends_time_and_keeps_old_chunks(tmp_path):

@@ -74,7 +74,7 @@ JOBS = (
     Job(
         "ingest-das",
         lambda i, w: ["ingest", "das", str(i.das), "--out", str(w / "das.zarr")],
-        prefix="ingest_das_block",
+        prefix="ingest_das_run",
         stores=("das.zarr",),
         resumable_variable="strain_rate",
     ),

@@ -1,9 +1,8 @@
-"""A DAS ingest's block tasks: each reads the patch pieces of one time block with DASCore
+"""A DAS ingest's time blocks: the patch pieces of one block read with DASCore
 (`dascore.read(path, time=(…))`: only the block's samples) from the host's copy of each file
-(`das_staging.staged`), paints them in order (a later-starting patch overwrites an earlier
-one), writes the block's chunks and then its progress record. On a cluster of several hosts,
-the pieces of files kept on another host than the block's are read there (`read_pieces`) and
-handed to the block task."""
+(`das_staging.staged`) and painted in order (a later-starting patch overwrites an earlier one).
+The tasks that write them, a run of blocks each, are `das_runs`'; on a cluster of several
+hosts, the pieces of files kept on another host than the run's are read there (`read_pieces`)."""
 
 from __future__ import annotations
 
@@ -15,11 +14,8 @@ import numpy as np
 
 from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
-from seisctf.formats.das.das_plan import DasFileScan, DasPatch, DasPlan
+from seisctf.formats.das.das_plan import DasPatch
 from seisctf.formats.das.das_staging import staged
-from seisctf.formats.shared import input_cache, resumable
-from seisctf.formats.shared.chunk_writes import ChunkWriter, write_chunks
-from seisctf.formats.shared.resumable import PROGRESS_VAR, open_store
 from seisctf.location import StoreLocation
 
 
@@ -34,7 +30,6 @@ class DasBlockTask:
     stop: int
     n_distance: int
     pieces: tuple[tuple[DasPatch, int, int, int, str, int], ...]
-    number: int = 0  # its progress record
     cache_run: str = ""
 
 
@@ -123,43 +118,3 @@ def block_values(
         if piece is not None:
             values[row : row + k1 - k0] = piece
     return values, problems
-
-
-def ingest_block(
-    task: DasBlockTask,
-    store: StoreLocation,
-    variable: str,
-    read: Sequence[Sequence[PieceRead]] = (),
-) -> dict[str, list]:
-    """Read (but the pieces in `read`, read elsewhere: `block_values`), paint and write one
-    time block's chunks, then its progress record, which it returns (`resumable.run_record` of
-    one block)."""
-    values, problems = block_values(task, store, read)
-    fraction = resumable.coverage_of(values)
-    group = open_store(store, mode="r+")
-    if fraction > 0:  # a block without any sample is not written (its chunks stay absent)
-        data = group[variable].with_config({"write_empty_chunks": True})
-        data[task.first : task.stop, :] = values
-    record = resumable.run_record([fraction], [problems])
-    write_chunks([resumable.record_write(ChunkWriter(group[PROGRESS_VAR]), task.number, record)])
-    return record
-
-
-def block_tasks(
-    plan: DasPlan, scans: Sequence[DasFileScan], only: set[int] | None = None
-) -> list[DasBlockTask]:
-    """One task per time block some patch overlaps (a block none touches stays empty, coverage
-    0), numbered in order; with `only`, just those blocks. `scans`: of every file of the plan
-    (their sha256 and size)."""
-    files = {scan.path: (scan.entry["sha256"], scan.entry["size"]) for scan in scans}
-    pieces = plan.pieces_by_block()
-    run = input_cache.current_run()
-    tasks: list[DasBlockTask] = []
-    for block in sorted(b for b in pieces if only is None or b in only):
-        first, stop = plan.block_span(block)
-        found = tuple(
-            (placed.patch, k0, k1, placed.first_index + k0 - first, *files[placed.patch.path])
-            for placed, k0, k1 in pieces[block]
-        )
-        tasks.append(DasBlockTask(block, first, stop, plan.axis.n_distance, found, len(tasks), run))
-    return tasks

@@ -26,16 +26,17 @@ whose size and modification (mtime, ETag) are as recorded, and scans only the ot
 (`das_inputs.scanned`): a re-run of a complete or unfinished store reads no unchanged file.
 
 Work: a header scan with sha256 (Dask tasks of a few files each: `das_scan.scan_das_file`),
-which reads each file once and keeps its copy on the host for the block tasks (`das_staging`,
+which reads each file once and keeps its copy on the host for the run tasks (`das_staging`,
 `input_cache`; consecutive scan batches on one host, `input_locality`), the plan
-(`das_plan.make_das_plan`), then one Dask task per time block (`das_blocks`, on the host keeping
-most of its files; the pieces of files another host keeps are read there) that reads, with
-DASCore (`dascore.read(path, time=(…))`: only the block's samples), every patch piece of the
-block in painting order (a later-starting patch overwrites an earlier one), writes the block's
-chunks and then its record in `ingest_progress(record)`. The completion marker and consolidated
-metadata are written last (`storage.finish_group`). Resume: a re-run of the same ingest (same
-fingerprint) on an unfinished store runs only the blocks without a record, so an interrupted
-ingest finishes with the bytes of an uninterrupted one.
+(`das_plan.make_das_plan`), then one Dask task per run of up to `das_runs.RUN_BLOCKS` time blocks
+some patch touches (`das_runs`, on the host keeping most of its files; the pieces of files
+another host keeps are read there) that reads, block after block, with DASCore
+(`dascore.read(path, time=(…))`: only the block's samples) every patch piece of the block in
+painting order (a later-starting patch overwrites an earlier one) and writes the block's
+chunks, then the run's record in `ingest_progress(record)`. The completion marker and
+consolidated metadata are written last (`storage.finish_group`). Resume: a re-run of the same
+ingest (same fingerprint) on an unfinished store runs only the runs without a record, so an
+interrupted ingest finishes with the bytes of an uninterrupted one.
 
 Append (`append=True`): new files join the complete store's grid (start, time step, distance
 axis, quantity, units, gauge length stay; a file starting before the store is refused). Only
@@ -57,10 +58,9 @@ import numpy as np
 import xarray as xr
 
 from seisctf import conventions as cv
-from seisctf.cluster import compute_in_waves
+from seisctf.cluster import MAX_TASKS_PER_WAVE, compute_in_waves
 from seisctf.errors import InvalidInput
 from seisctf.formats.das import das_inputs
-from seisctf.formats.das.das_blocks import DasBlockTask, block_tasks, ingest_block, read_pieces
 from seisctf.formats.das.das_inputs import RecordedDas
 from seisctf.formats.das.das_plan import (
     CHANNEL_GROUP,
@@ -70,6 +70,7 @@ from seisctf.formats.das.das_plan import (
     DasPlan,
     make_das_plan,
 )
+from seisctf.formats.das.das_runs import RunLayout, run_task
 from seisctf.formats.das.das_scan import scan_das_files
 from seisctf.formats.shared import input_cache, input_locality, input_manifest, resumable
 from seisctf.formats.shared.input_listing import expand_sources
@@ -111,7 +112,7 @@ class DasIngestReport:
 def scan_all(paths: Sequence[str], storage_options: dict | None, quiet: bool) -> list:
     """`scan_das_file` of every path, in Dask tasks of consecutive batches (on one host each:
     `input_locality.in_path_order`), in path order; each file's copy kept on the host that
-    read it for the block tasks (`input_cache`)."""
+    read it for the run tasks (`input_cache`)."""
     scan = input_cache.keeping(scan_das_files)
     return resumable.scan_all(
         scan, paths, storage_options, "scan DAS files", quiet, place=input_locality.in_path_order
@@ -218,7 +219,7 @@ def _timed(span: dict, plan: DasPlan) -> dict:
     }
 
 
-@input_cache.cache_run  # files kept between the scan and the block tasks, cleared at the end
+@input_cache.cache_run  # files kept between the scan and the run tasks, cleared at the end
 def ingest_das(
     sources: Sequence[str],
     store: StoreLocation,
@@ -257,45 +258,18 @@ def ingest_das(
     existing = resumable.up_to_date_attrs(store, fingerprint)
     if existing:
         return _up_to_date(plan, existing, store)
-    tasks = block_tasks(plan, scans)
+    layout = RunLayout(plan, files_of(scans), input_cache.current_run())
     progress = resumable.unfinished_progress(store, fingerprint)
-    if progress is None or progress.records != len(tasks):
+    if progress is None or progress.records != len(layout):
         inputs = (scans, das_inputs.modified_of(scans, stats))
-        create_store(plan, store, fingerprint, len(tasks), inputs)
+        create_store(plan, store, fingerprint, len(layout), inputs)
         progress = resumable.Progress()
-    return _write(plan, tasks, progress, store, fingerprint, strict, quiet)
+    return _write(layout, progress, store, fingerprint, strict, quiet)
 
 
-def _block_task(
-    block: DasBlockTask,
-    store: StoreLocation,
-    variable: str,
-    name: str,
-    placement: input_locality.Placement | None,
-) -> Any:
-    """The Dask task of one block (key suffix `name`), on the host keeping most bytes of its
-    files (`placement`, several hosts); a block whose files are kept on several hosts reads
-    the pieces of each other host's files there (`read_pieces`), so that no file is read from
-    storage twice."""
-    import dask
-
-    if placement is None:
-        return dask.delayed(ingest_block)(block, store, variable,
-                                          dask_key_name=f"ingest_das_block-{name}")  # fmt: skip
-    main = placement.host_of(piece[4] for piece in block.pieces)
-    by_host: dict[str, list[int]] = {}
-    for index, piece in enumerate(block.pieces):
-        host = placement.host_of([piece[4]])
-        if host is not None and host != main:
-            by_host.setdefault(host, []).append(index)
-    read = []
-    for number, (host, which) in enumerate(sorted(by_host.items())):
-        key = f"read_das_pieces-{name}-{number}"
-        with dask.annotate(**placement.annotations(host)):
-            read.append(dask.delayed(read_pieces)(block, store, which, dask_key_name=key))
-    with dask.annotate(**placement.annotations(main)):
-        return dask.delayed(ingest_block)(block, store, variable, read,
-                                          dask_key_name=f"ingest_das_block-{name}")  # fmt: skip
+def files_of(scans: Sequence[DasFileScan]) -> dict[str, tuple[str, int]]:
+    """{path: (sha256 hex, size)} of the scanned files."""
+    return {scan.path: (scan.entry["sha256"], scan.entry["size"]) for scan in scans}
 
 
 def _up_to_date(plan: DasPlan, attrs: dict, store: StoreLocation):
@@ -322,8 +296,7 @@ class AppendedInputs:
 
 
 def _write(
-    plan: DasPlan,
-    tasks: Sequence[DasBlockTask],
+    layout: RunLayout,
     progress: resumable.Progress,
     store: StoreLocation,
     fingerprint: str,
@@ -332,29 +305,27 @@ def _write(
     carried: Sequence[str] = (),
     appended: AppendedInputs | None = None,
 ) -> DasIngestReport:
-    """Run the block `tasks` `progress` has no record of (each on the host keeping its files:
-    `_block_task`), then coverage, attrs, an append's inputs table and the
-    completion marker."""
+    """Run the runs of `layout` `progress` has no record of (each on the host keeping its
+    files: `das_runs.run_task`; each made when its wave is), then coverage, attrs, an append's
+    inputs table and the completion marker."""
     import dask
 
-    pending = [task for task in tasks if task.number not in progress.done]
+    plan = layout.plan
+    pending = [number for number in range(len(layout)) if number not in progress.done]
     token = dask.base.tokenize(store.url, fingerprint)
     variable = _variable(plan)
 
     placement = input_locality.run_placement()
 
     def task(index: int) -> Any:
-        return _block_task(pending[index], store, variable, f"{token}-{pending[index].block}",
-                           placement)  # fmt: skip
+        number = pending[index]
+        return run_task(layout.run(number), store, variable, f"{token}-{number}", placement)
 
-    collected = resumable.Collected(progress, (plan.n_blocks,), lambda n: [tasks[n].block])
-    compute_in_waves(
-        task,
-        len(pending),
-        label="ingest DAS",
-        quiet=quiet,
-        fold=collected.fold([task.number for task in pending]),
-    )
+    collected = resumable.Collected(progress, (plan.n_blocks,), layout.blocks_of)
+    # Waves of at most MAX_TASKS_PER_WAVE blocks: a run's graph carries its blocks' pieces.
+    wave_runs = max(1, MAX_TASKS_PER_WAVE // layout.run_blocks)
+    compute_in_waves(task, len(pending), label="ingest DAS", quiet=quiet, wave_tasks=wave_runs,
+                     fold=collected.fold(pending))  # fmt: skip
     coverage, decode_problems = collected.coverage, collected.problems
     fail_if_strict(strict, sorted(decode_problems))
     gaps, overlaps = plan.gaps_and_overlaps()
@@ -426,21 +397,22 @@ def _append(
     touched = {b for p in plan.placed if p.patch.path not in old_paths for b in plan.blocks_of(p)}
     if old_plan.n_time % block_samples:
         touched.add(old_plan.n_time // block_samples)  # the old last, partial block grows
-    tasks = block_tasks(plan, every, touched)
+    spans = [(block, block + 1) for block in touched]
+    layout = RunLayout(plan, files_of(every), input_cache.current_run(), spans)
     progress = resumable.unfinished_progress(store, fingerprint)
-    if progress is not None and progress.records != len(tasks):
+    if progress is not None and progress.records != len(layout):
         progress = None  # not this plan's (cannot happen for the same fingerprint)
     if progress is None and not complete:
         raise resumable.pending_append(store.url)
     reread = {p.patch.path for p in kept if touched.intersection(old_plan.blocks_of(p))}
     verified = check_unchanged(reread, recorded, stats, store, quiet)
     if progress is None:
-        progress = prepare_append(plan, len(tasks), store, fingerprint)
+        progress = prepare_append(plan, len(layout), store, fingerprint)
     carried = [p for p in read_problems(group) if p not in plan.problems]
     appended = AppendedInputs(
         every, _modified_after(every, recorded, stats, verified), input_manifest.table_name(group)
     )
-    return _write(plan, tasks, progress, store, fingerprint, strict, quiet, carried, appended)
+    return _write(layout, progress, store, fingerprint, strict, quiet, carried, appended)
 
 
 def check_unchanged(
@@ -449,7 +421,7 @@ def check_unchanged(
     """The old files an append to `store` reads again (`paths`, read with its storage options)
     whose size or modification differ from the record (or are unknown: an older store's) must
     hash as recorded (else bad input naming one): those are scanned (their copies kept for the
-    block tasks) and returned."""
+    run tasks) and returned."""
     same = recorded.unchanged(stats)
     stale = sorted(path for path in paths if path not in same)
     hashes = {scan.path: scan.entry["sha256"] for scan in recorded.scans}

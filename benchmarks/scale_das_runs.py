@@ -1,0 +1,174 @@
+"""Scale section `das-runs`: what the number of time blocks costs `ingest das`.
+
+The same DAS recordings (PRODML files written by the tests' generator `das_vendor_files`, end to
+end at 1 kHz) ingested twice into fresh stores, at the store's own block size (4 MiB of float32
+a chunk: `das_plan.chunk_rows`) and at BLOCK_DIVISOR times fewer samples a block, so the blocks
+are ~BLOCK_DIVISOR times more for the same bytes: what a longer archive does to the block count.
+Each run is `seisctf.formats.das.das_files.ingest_das` called by a process of its own (the
+command's client; `block_samples` is not a command-line option) attached to a fresh cluster
+(`scale_cluster.Cluster`: an external scheduler with the task probe, 2 workers).
+
+Per run: blocks written (the store's `coverage` > 0), the run tasks (`ingest_das_run-…` keys)
+and all Dask tasks, progress objects (the most seen at once under `ingest_progress`, polled in a
+thread), wall seconds (spawn to exit), the client's peak RSS above its own RSS after its imports
+(both VmHWM, printed by the process). Goals (issue 38: the client's work does not grow with the
+archive): run tasks and progress records at most blocks / RUN_BLOCKS + MIN_RUNS (before: one of
+each a block); the client's peak above imports at BLOCK_DIVISOR x the blocks at most 1.2x that at
+the store's block size. Same bytes: the two stores' data equal (numpy) and equal DASCore's read.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import scale_cluster
+from bench_ctf_scoring import load_average
+from scale_report import MiB, ScaleOptions, Section, run_command, verdict
+from scale_sparse import ProgressPoller
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from das_vendor_files import write_prodml  # noqa: E402
+
+from seisctf.formats.das.das_plan import chunk_rows  # noqa: E402
+from seisctf.formats.das.das_runs import MIN_RUNS, RUN_BLOCKS  # noqa: E402
+
+RATE_HZ = 1000.0
+BLOCK_DIVISOR = 128
+# (files, channels, samples a file): 20 minutes of 64 channels (154 MB); quick: 16 s of 16.
+FULL, QUICK = (20, 64, 60_000), (4, 16, 4_000)
+CLIENT_GOAL = 1.2
+COLUMNS = [
+    "block samples", "blocks written", "run tasks", "Dask tasks", "progress objects (peak)",
+    "wall s", "client above imports MiB", "load",
+]  # fmt: skip
+# The client: its RSS peak after its imports, then ingest_das on the cluster, then its peak.
+CLIENT = """
+import json, sys
+from seisctf.cluster import dask_client
+from seisctf.formats.das.das_files import ingest_das
+from seisctf.location import StoreLocation
+hwm = lambda: int(open("/proc/self/status").read().split("VmHWM:")[1].split()[0]) * 1024
+imports = hwm()
+source, out, block_samples, address = sys.argv[1:]
+with dask_client(address, quiet=True):
+    ingest_das([source], StoreLocation(out), block_samples=int(block_samples), quiet=True)
+print(json.dumps({"imports": imports, "peak": hwm()}))
+"""
+
+
+@dataclass(frozen=True)
+class Run:
+    block_samples: int
+    blocks: int
+    run_tasks: int
+    tasks: int
+    progress_peak: int
+    seconds: float
+    above_imports: int  # bytes
+    load: str
+    store: Path
+
+    def row(self) -> list[object]:
+        return [
+            self.block_samples, self.blocks, self.run_tasks, self.tasks, self.progress_peak,
+            self.seconds, self.above_imports / MiB, self.load,
+        ]  # fmt: skip
+
+
+def recordings(options: ScaleOptions) -> tuple[Path, int]:
+    """The PRODML files (written once under the data folder) and their channel count."""
+    count, channels, samples = QUICK if options.quick else FULL
+    root = options.data / f"das_runs_{count}x{channels}x{samples}"
+    if not (root / "done").exists():
+        root.mkdir(parents=True, exist_ok=True)
+        rng = np.random.default_rng(0)
+        start = np.datetime64("2024-03-01T00:00:00", "ns")
+        step = np.timedelta64(round(1e9 / RATE_HZ), "ns")
+        for index in range(count):
+            values = rng.standard_normal((samples, channels)).astype(np.float32)
+            write_prodml(root / f"das_{index:03d}.h5", values, start + index * samples * step,
+                         RATE_HZ)  # fmt: skip
+        (root / "done").write_text("")
+    return root, channels
+
+
+def measured(source: Path, out: Path, block_samples: int, workdir: Path) -> Run:
+    with scale_cluster.Cluster(workdir) as cluster:
+        cluster.probe()  # the wait for workers: cleared
+        load = load_average()
+        command = [sys.executable, "-c", CLIENT, str(source), str(out), str(block_samples),
+                   cluster.address]  # fmt: skip
+        with ProgressPoller(out) as poller:
+            run = run_command(command)
+        probe = cluster.probe()
+    client = json.loads(run.stdout.strip().splitlines()[-1])
+    import zarr
+
+    coverage = np.asarray(zarr.open_group(str(out), mode="r")["coverage"][:])
+    measured = Run(
+        block_samples=block_samples,
+        blocks=int(np.count_nonzero(coverage)),
+        run_tasks=int(probe.get("ingest_das_run", {}).get("tasks", 0)),
+        tasks=int(sum(entry["tasks"] for entry in probe.values())),
+        progress_peak=poller.peak[1],
+        seconds=run.seconds,
+        above_imports=client["peak"] - client["imports"],
+        load=f"{load} / {load_average()}",
+        store=out,
+    )
+    print("  " + " | ".join(str(cell) for cell in measured.row()), flush=True)
+    return measured
+
+
+def same_data(runs: list[Run], source: Path) -> bool:
+    """Both stores' samples equal each other and DASCore's read of the files, end to end."""
+    import dascore as dc
+    import zarr
+
+    patches = sorted(dc.spool(str(source)).update(), key=lambda p: p.get_coord("time").min())
+    expected = np.concatenate(
+        [np.asarray(p.transpose("time", "distance").data, dtype=np.float32) for p in patches]
+    )
+    stored = [np.asarray(zarr.open_group(str(r.store), mode="r")["strain_rate"][:]) for r in runs]
+    return all(np.array_equal(values, expected) for values in stored)
+
+
+def sections(options: ScaleOptions) -> Iterator[Section]:
+    source, channels = recordings(options)
+    workdir = options.workdir / "das_runs"
+    workdir.mkdir(parents=True, exist_ok=True)
+    native = chunk_rows(channels)
+    print(f"das-runs: {source.name}, block samples {native} and {native // BLOCK_DIVISOR}")
+    runs = [
+        measured(source, workdir / f"store_{size}.zarr", size, workdir)
+        for size in (native, native // BLOCK_DIVISOR)
+    ]
+    section = Section(
+        "`ingest das`: the same recordings at the store's block size and "
+        f"{BLOCK_DIVISOR}x smaller blocks",
+        COLUMNS,
+        [run.row() for run in runs],
+    )
+    for run in runs:
+        bound = math.ceil(run.blocks / RUN_BLOCKS) + MIN_RUNS
+        section.goals.append(verdict(
+            f"run tasks and progress records <= blocks / {RUN_BLOCKS} + {MIN_RUNS} = {bound} "
+            f"at {run.block_samples} samples a block",
+            f"{run.run_tasks} tasks, {run.progress_peak} records for {run.blocks} blocks",
+            run.run_tasks <= bound and run.progress_peak <= bound,
+        ))  # fmt: skip
+    ratio = runs[1].above_imports / max(runs[0].above_imports, 1)
+    section.goals.append(verdict(
+        f"client above imports at {runs[1].blocks / max(runs[0].blocks, 1):.0f}x the blocks "
+        f"<= {CLIENT_GOAL}x",
+        f"{runs[1].above_imports / MiB:.1f} / {runs[0].above_imports / MiB:.1f} MiB = {ratio:.2f}x",
+        ratio <= CLIENT_GOAL,
+    ))  # fmt: skip
+    section.goals.append(verdict("same data, and DASCore's", "equal", same_data(runs, source)))
+    yield section

@@ -1,0 +1,207 @@
+"""A DAS ingest's runs: the time blocks some patch touches, in time order, cut into runs of
+equal length (`run_length`: RUN_BLOCKS at most; fewer, down to one, while that leaves fewer
+than MIN_RUNS runs, so a small ingest still spreads over a cluster). A run is one Dask task,
+which writes its blocks one after another (`das_blocks.block_values`: one block in memory at a
+time), and one progress record: a year of 1,000 channels at 1 kHz is ~3·10^7 blocks of 4 MiB,
+which as a task and a record each would cost the scheduler and the store more than the data.
+
+The client holds each patch's grid span (numpy arrays over the plan's patches) and the merged
+spans of touched blocks, not a task per block: a run's blocks and their pieces are found when
+the run's task is made (`RunLayout.run`), wave by wave. Where the runs fall depends on the plan
+alone (never on the cluster), so a resume on any cluster finds the same runs; the store's bytes
+do not depend on them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from seisctf.formats.das.das_blocks import (
+    DasBlockTask,
+    PieceRead,
+    block_values,
+    read_pieces,
+)
+from seisctf.formats.das.das_plan import DasPlan
+from seisctf.formats.shared import input_locality, resumable
+from seisctf.formats.shared.chunk_writes import ChunkWriter, write_chunks
+from seisctf.formats.shared.resumable import PROGRESS_VAR, open_store
+from seisctf.location import StoreLocation
+
+# Blocks a run writes at most: ~128 MiB of float32 at the default block size, a second or two
+# of work, so that the tasks (and records) are ~RUN_BLOCKS times fewer than the blocks.
+RUN_BLOCKS = 32
+MIN_RUNS = 16
+
+
+def run_length(n_blocks: int) -> int:
+    """Blocks of each run (the last may have fewer) of an ingest writing `n_blocks` blocks."""
+    return max(1, min(RUN_BLOCKS, n_blocks // MIN_RUNS))
+
+
+@dataclass(frozen=True)
+class DasRun:
+    """The blocks one task writes, in time order, and its progress record's `number`."""
+
+    number: int
+    blocks: tuple[DasBlockTask, ...]
+
+    def digests(self) -> list[str]:
+        """The sha256 (hex) of every file the run reads."""
+        return [piece[4] for block in self.blocks for piece in block.pieces]
+
+
+class RunLayout:
+    """The runs of `plan` over the blocks its patches touch, or over the blocks of `touched`
+    ([first, stop) block ranges: an append's) alone. `files`: {path: (sha256 hex, size)} of
+    every file of the plan; `cache_run`: the input-cache run whose copies the tasks read."""
+
+    def __init__(
+        self,
+        plan: DasPlan,
+        files: Mapping[str, tuple[str, int]],
+        cache_run: str = "",
+        touched: Iterable[tuple[int, int]] | None = None,
+    ):
+        self.plan, self.files, self.cache_run = plan, files, cache_run
+        firsts = np.array([p.first_index for p in plan.placed], dtype=np.int64)
+        stops = np.array([p.stop_index for p in plan.placed], dtype=np.int64)
+        # Patches come in painting order, by first sample: those before index i reach no
+        # further than `reach[i - 1]`, which finds the first patch a block can overlap.
+        self._firsts, self._stops = firsts, stops
+        self._reach = np.maximum.accumulate(stops) if len(stops) else stops
+        if touched is None:
+            spans = [
+                (first, stop) for first, stop in zip(firsts, stops, strict=True) if stop > first
+            ]
+            touched = [(r.start, r.stop) for r in (plan.blocks_between(*s) for s in spans)]
+        self._starts, self._lengths = _merged(touched)
+        self._before = np.concatenate([[0], np.cumsum(self._lengths)])
+        self.run_blocks = run_length(self.n_blocks)
+
+    @property
+    def n_blocks(self) -> int:
+        """Blocks the runs write."""
+        return int(self._before[-1])
+
+    def __len__(self) -> int:
+        return math.ceil(self.n_blocks / self.run_blocks)
+
+    def blocks_of(self, number: int) -> list[int]:
+        """The block indices run `number` writes, in order."""
+        ordinals = np.arange(
+            number * self.run_blocks, min((number + 1) * self.run_blocks, self.n_blocks)
+        )
+        span = np.searchsorted(self._before, ordinals, side="right") - 1
+        return (self._starts[span] + ordinals - self._before[span]).tolist()
+
+    def run(self, number: int) -> DasRun:
+        """Run `number`: each of its blocks with its pieces in painting order."""
+        return DasRun(number, tuple(self._block(block) for block in self.blocks_of(number)))
+
+    def _block(self, block: int) -> DasBlockTask:
+        first, stop = self.plan.block_span(block)
+        lo = int(np.searchsorted(self._reach, first, side="right"))
+        hi = int(np.searchsorted(self._firsts, stop, side="left"))
+        pieces = []
+        for index in range(lo, hi):
+            if self._stops[index] <= first:
+                continue
+            placed = self.plan.placed[index]
+            k0 = max(first, placed.first_index) - placed.first_index
+            k1 = min(stop, placed.stop_index) - placed.first_index
+            found = (placed.patch, k0, k1, placed.first_index + k0 - first)
+            pieces.append((*found, *self.files[placed.patch.path]))
+        return DasBlockTask(
+            block, first, stop, self.plan.axis.n_distance, tuple(pieces), cache_run=self.cache_run
+        )
+
+
+def _merged(spans: Iterable[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, lengths) of the union of [first, stop) ranges, in order, as disjoint ranges."""
+    starts: list[int] = []
+    stops: list[int] = []
+    for first, stop in sorted((int(a), int(b)) for a, b in spans if b > a):
+        if stops and first <= stops[-1]:
+            stops[-1] = max(stops[-1], stop)
+        else:
+            starts.append(first)
+            stops.append(stop)
+    begun = np.array(starts, dtype=np.int64)
+    return begun, np.array(stops, dtype=np.int64) - begun
+
+
+# Pieces a run's blocks read elsewhere: (position of the block in the run, its pieces read).
+RunPieces = list[tuple[int, list[PieceRead]]]
+
+
+def read_run_pieces(
+    run: DasRun, store: StoreLocation, which: Sequence[tuple[int, Sequence[int]]]
+) -> RunPieces:
+    """The pieces `which` ((block position in the run, piece indices)) of a run, read on the
+    host that keeps their files (`das_blocks.read_pieces`)."""
+    return [
+        (position, read_pieces(run.blocks[position], store, indices)) for position, indices in which
+    ]
+
+
+def ingest_run(
+    run: DasRun, store: StoreLocation, variable: str, read: Sequence[RunPieces] = ()
+) -> dict[str, list]:
+    """Read (but the pieces in `read`, read elsewhere), paint and write each block of the run,
+    then the run's progress record, which it returns (`resumable.run_record`)."""
+    elsewhere: dict[int, list[list[PieceRead]]] = {}
+    for part in read:
+        for position, pieces in part:
+            elsewhere.setdefault(position, []).append(pieces)
+    group = open_store(store, mode="r+")
+    data = group[variable].with_config({"write_empty_chunks": True})
+    coverage, problems = [], []
+    for position, block in enumerate(run.blocks):
+        values, found = block_values(block, store, elsewhere.get(position, ()))
+        fraction = resumable.coverage_of(values)
+        if fraction > 0:  # a block without any sample is not written (its chunks stay absent)
+            data[block.first : block.stop, :] = values
+        coverage.append(fraction)
+        problems.append(found)
+    record = resumable.run_record(coverage, problems)
+    write_chunks([resumable.record_write(ChunkWriter(group[PROGRESS_VAR]), run.number, record)])
+    return record
+
+
+def run_task(
+    run: DasRun,
+    store: StoreLocation,
+    variable: str,
+    name: str,
+    placement: input_locality.Placement | None,
+) -> Any:
+    """The Dask task of one run (key suffix `name`), on the host keeping most bytes of its
+    files (`placement`, several hosts); the pieces of files another host keeps are read there
+    (`read_run_pieces`), so that no file is read from storage twice."""
+    import dask
+
+    if placement is None:
+        return dask.delayed(ingest_run)(run, store, variable,
+                                        dask_key_name=f"ingest_das_run-{name}")  # fmt: skip
+    main = placement.host_of(run.digests())
+    by_host: dict[str, dict[int, list[int]]] = {}
+    for position, block in enumerate(run.blocks):
+        for index, piece in enumerate(block.pieces):
+            host = placement.host_of([piece[4]])
+            if host is not None and host != main:
+                by_host.setdefault(host, {}).setdefault(position, []).append(index)
+    read = []
+    for number, (host, which) in enumerate(sorted(by_host.items())):
+        key = f"read_das_pieces-{name}-{number}"
+        with dask.annotate(**placement.annotations(host)):
+            read.append(dask.delayed(read_run_pieces)(run, store, sorted(which.items()),
+                                                      dask_key_name=key))  # fmt: skip
+    with dask.annotate(**placement.annotations(main)):
+        return dask.delayed(ingest_run)(run, store, variable, read,
+                                        dask_key_name=f"ingest_das_run-{name}")  # fmt: skip

@@ -1,0 +1,41 @@
+"""benchmarks/scale_das_runs.py at its quick size (4 files of 16 channels, 32 blocks at the
+smaller block size): both runs have their row, the run tasks and progress records are the
+runs `das_runs` makes (not a task a block), and the stores hold DASCore's samples. (No timing
+or memory goal here: the machines are shared.)"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).parents[2] / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+
+import scale_das_runs  # noqa: E402
+from scale_report import ScaleOptions  # noqa: E402
+
+from seisctf.formats.das.das_runs import run_length  # noqa: E402
+
+pytestmark = pytest.mark.timeout(900)
+
+
+def test_quick_section_counts_runs_not_blocks(tmp_path):
+    options = ScaleOptions(quick=True, data=tmp_path / "data", workdir=tmp_path)
+    options.data.mkdir()
+    (section,) = scale_das_runs.sections(options)
+    rows = [dict(zip(section.columns, row, strict=True)) for row in section.rows]
+    _, channels, samples = scale_das_runs.QUICK
+    files = scale_das_runs.QUICK[0]
+    native = scale_das_runs.chunk_rows(channels)
+    assert [row["block samples"] for row in rows] == [native, native // 128]
+    for row in rows:
+        blocks = math.ceil(files * samples / row["block samples"])
+        assert row["blocks written"] == blocks
+        runs = math.ceil(blocks / run_length(blocks))
+        assert row["run tasks"] == runs and row["progress objects (peak)"] <= runs
+        assert row["Dask tasks"] > runs and row["client above imports MiB"] > 0
+    assert rows[1]["run tasks"] < rows[1]["blocks written"]  # 32 blocks in 16 runs of 2
+    assert section.goals[-1].startswith("same data, and DASCore's: equal")
