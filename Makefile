@@ -2,6 +2,7 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+TEST_PROCESSES ?= 2
 STAMP := $(VENV)/.installed
 
 .PHONY: demo test lint bench clean postgresql
@@ -46,8 +47,15 @@ endif
 demo: $(STAMP)
 	$(BIN)/seisctf demo --workdir seisctf-demo
 
+# Two test processes (pytest-xdist), one a core: the suite waits on servers, subprocesses and
+# clusters much of the time. (Three were no faster, 34-36 min against 35, and loaded the
+# machine enough to fail tests that wait on a browser or a slowed link.)
+# `--dist loadfile` keeps a module's tests in one process: its module-scoped servers and
+# folders, the plugin package one module installs into the virtualenv, and the private test
+# network one module holds (tests/namespaces.py) are never shared by two processes at once.
+# `make test TEST_PROCESSES=1` runs them one at a time. The 25 slowest tests are listed last.
 test: $(STAMP) $(CHROMEDRIVER) postgresql
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -n $(TEST_PROCESSES) --dist loadfile --durations=25 -q tests
 
 # ruff, the layered import contract of pyproject.toml (tests/test_architecture.py runs it too),
 # then the types ([tool.mypy] in pyproject.toml).

@@ -59,6 +59,17 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     driver.quit()
 
 
+def wait(driver: Any, timeout_s: float) -> Any:
+    """A `WebDriverWait` polling every 0.2 s that looks again when an element it found was
+    replaced meanwhile (`StaleElementReferenceException`): the live pages re-render their rows
+    as a submission's state changes, between a lookup and the read of its text."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, timeout_s, poll_frequency=0.2,
+                         ignored_exceptions=(StaleElementReferenceException,))  # fmt: skip
+
+
 def screenshot(driver: Any, path: Path) -> None:
     """The whole page: the window grown to the document's height first."""
     height = driver.execute_script("return document.documentElement.scrollHeight")

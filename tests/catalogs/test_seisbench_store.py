@@ -267,7 +267,7 @@ def test_a_batch_on_s3_reads_its_windows_concurrently_then_from_the_cache(
     samples reads nothing; the samples are SeisBench's. Through a link that holds each request
     `delay_s`: one GET after the other would take 12 delays, two steps take about two."""
     monkeypatch.setattr(SignedRanges, "CONNECTION_CLASS", CountingConnection)
-    delay_s = 0.1
+    delay_s = 0.3  # 2 delays, then 4 more for the rest of the work on a loaded machine
     endpoint = urlsplit(s3_server.endpoint_url)
     link = SlowLink((endpoint.hostname, endpoint.port), delay_s)
     far = {**s3_server.storage_options, "endpoint_url": "http://{}:{}".format(*link.address)}

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import chromium
 import numpy as np
 import pytest
 import zarr
@@ -64,9 +65,7 @@ def half_persistence(persistence_zip: Path, out: Path) -> Path:  # noqa: F811
 
 
 def wait(driver: Any, timeout_s: float = TIMEOUT_S) -> Any:
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    return WebDriverWait(driver, timeout_s, poll_frequency=0.2)
+    return chromium.wait(driver, timeout_s)
 
 
 def test_a_team_follows_its_scores_live_in_the_browser(

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chromium import browser, severe_console_messages  # noqa: F401
+from chromium import browser, severe_console_messages, wait  # noqa: F401
 from running_service import FINISHED, Service, add_team, wait_finished
 from servers import CLUSTER_CREDENTIALS
 from service_fixtures import PREFIX, bucket_competition, persistence_zip, tiny_bundle  # noqa: F401
@@ -42,19 +42,18 @@ def test_the_form_sends_the_file_to_the_bucket_not_through_the_server(
     s3_bucket: str,
 ) -> None:
     from selenium.webdriver.support import expected_conditions as ec
-    from selenium.webdriver.support.ui import WebDriverWait
 
     token = add_team(service.competition, "Bucket Team")
     browser.get(service.url + "/")
     browser.find_element("id", "token").send_keys(token)
     browser.find_element("id", "login").click()
-    WebDriverWait(browser, 30).until(ec.url_to_be(service.url + "/team"))
+    wait(browser, 30).until(ec.url_to_be(service.url + "/team"))
     browser.execute_script("window.__marker = 1")
 
     browser.find_element("id", "model").send_keys("persistence")
     browser.find_element("id", "file").send_keys(str(persistence_zip.resolve()))
     browser.find_element("id", "upload").click()
-    WebDriverWait(browser, 60, poll_frequency=0.2).until(
+    wait(browser, 60).until(
         lambda d: (
             d.find_element("id", "upload-state").text in ("received", "")
             or "error" in (d.find_element("id", "upload-state").get_attribute("class") or "")
@@ -69,14 +68,14 @@ def test_the_form_sends_the_file_to_the_bucket_not_through_the_server(
     parts = [url for url in requested if url.startswith(f"{s3_server.endpoint_url}/{bucket}/")]
     assert parts and all(f"/{PREFIX}/incoming/" in u and "partNumber=1" in u for u in parts)
 
-    row = WebDriverWait(browser, 30).until(
+    row = wait(browser, 30).until(
         lambda d: d.find_element("css selector", "#submissions tr[data-id]")
     )
     ident = row.get_attribute("data-id")
     with service.client(token) as client:
         view = wait_finished(client, ident)
     assert view["state"] == "scored", view
-    WebDriverWait(browser, 30).until(
+    wait(browser, 30).until(
         lambda d: (
             d.find_element("css selector", f'#submissions tr[data-id="{ident}"]')
             .find_elements("css selector", "td")[3]
