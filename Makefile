@@ -48,8 +48,8 @@ demo: $(STAMP)
 	$(BIN)/seisctf demo --workdir seisctf-demo
 
 # Two test processes (pytest-xdist), one a core: the suite waits on servers, subprocesses and
-# clusters much of the time. (Three were no faster, 34-36 min against 35, and loaded the
-# machine enough to fail tests that wait on a browser or a slowed link.)
+# clusters much of the time: 22 min on two otherwise idle cores. (Three were no faster and
+# loaded the machine enough to fail tests that wait on a browser or a slowed link.)
 # `--dist loadfile` keeps a module's tests in one process: its module-scoped servers and
 # folders, the plugin package one module installs into the virtualenv, and the private test
 # network one module holds (tests/namespaces.py) are never shared by two processes at once.
