@@ -172,6 +172,10 @@ ATTR_PROBLEMS = "ingest_problems"
 ATTR_PROBLEM_COUNT = "ingest_problem_count"
 ATTR_PROBLEM_LINES = 1_000
 PROBLEMS_GROUP, PROBLEM_LINES, PROBLEM_DIM = "problems", "line", "problem"
+# Gaps and overlaps a DAS store's root attrs `gaps` and `overlaps` hold: at most the first
+# ATTR_DAS_SPANS of each; beyond that the group of the same name holds all of them and the root
+# attr `gap_count` or `overlap_count` their number (`seisctf.formats.das.das_spans`).
+ATTR_DAS_SPANS = 1_000
 # Per-station attrs of a continuous waveform store (`ingest waveforms`): older stores keep them
 # in the root attrs (an object keyed by station); newer ones in the group STATION_ATTRS_GROUP,
 # one array of each name along `station` (in the order of the store's `station`), each element

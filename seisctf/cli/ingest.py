@@ -249,15 +249,23 @@ def _run_ingest_das(args: argparse.Namespace) -> None:
     )
     for problem in report.problems:
         print(f"problem: {problem}")
-    for kind, spans in (("gap", report.gaps), ("overlap", report.overlaps)):
+    for kind, spans, found in (
+        ("gap", report.gaps, report.n_gaps),
+        ("overlap", report.overlaps, report.n_overlaps),
+    ):
         for span in spans:
             print(f"{kind}: {span['samples']} samples from {span['start_time']}")
+        if found > len(spans):
+            print(
+                f"{kind}: and {found - len(spans)} more, every one in the store's `{kind}s` "
+                "group (`das_spans.read_spans`)"
+            )
     plan = report.plan
     verb = "up to date:" if report.up_to_date else "wrote"
     print(
         f"{verb} {args.out}: {plan.axis.quantity} {counted(plan.n_time, 'sample')} x "
         f"{counted(plan.axis.n_distance, 'channel')} at {plan.axis.sampling_rate} Hz, "
-        f"{len(report.gaps)} gap(s), {len(report.overlaps)} overlap(s), "
+        f"{report.n_gaps} gap(s), {report.n_overlaps} overlap(s), "
         f"{len(report.problems)} problem(s)"
     )
 

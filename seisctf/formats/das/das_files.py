@@ -12,7 +12,8 @@ Store layout (zarr v3 group; `xarray.open_zarr` opens it lazily; names in `conve
   and `time_step_ns` (the exact period, DASCore's): sample i is at start_time + i ×
   time_step_ns (no time coordinate is stored); `quantity`, `units`, `gauge_length_m`,
   `channel_spacing_m`, `interrogator` (DASCore's format name and version, and the instrument id
-  where the files give one); `gaps`, `overlaps` (between patches, in grid samples);
+  where the files give one); `gaps`, `overlaps` (between patches, in grid samples; beyond
+  1,000 of a kind, the first 1,000, all of them in a group: `das_spans`);
   `ingest_problems` (beyond 1,000: `problem_lines`); `merge_rule`; `block_samples`;
   `ingest_fingerprint`. None per file: the
   root metadata stays small whatever the number of files;
@@ -72,6 +73,7 @@ from seisctf.formats.das.das_plan import (
 )
 from seisctf.formats.das.das_runs import RunLayout, run_task
 from seisctf.formats.das.das_scan import scan_das_files
+from seisctf.formats.das.das_spans import span_attrs, span_count, write_spans
 from seisctf.formats.shared import input_cache, input_locality, input_manifest, resumable
 from seisctf.formats.shared.input_listing import expand_sources
 from seisctf.formats.shared.input_manifest import InputStats, file_stats
@@ -107,6 +109,19 @@ class DasIngestReport:
     gaps: tuple[dict, ...] = ()
     overlaps: tuple[dict, ...] = ()
     up_to_date: bool = False
+    # How many gaps and overlaps there are (`gaps`, `overlaps` hold the first
+    # `conventions.ATTR_DAS_SPANS`; None: as many as they hold). `das_spans.read_spans` of the
+    # store reads them all.
+    gap_count: int | None = None
+    overlap_count: int | None = None
+
+    @property
+    def n_gaps(self) -> int:
+        return len(self.gaps) if self.gap_count is None else self.gap_count
+
+    @property
+    def n_overlaps(self) -> int:
+        return len(self.overlaps) if self.overlap_count is None else self.overlap_count
 
 
 def scan_all(paths: Sequence[str], storage_options: dict | None, quiet: bool) -> list:
@@ -184,11 +199,11 @@ def interrogator_of(plan: DasPlan) -> str:
 def store_attrs(
     plan: DasPlan,
     problems: Sequence[str],
-    gaps: Sequence[dict],
-    overlaps: Sequence[dict],
+    spans: dict[str, list[dict]],
     fingerprint: str,
 ) -> dict[str, Any]:
-    """The complete store's attrs (module doc): none per file (the inputs table has those)."""
+    """The complete store's attrs (module doc): none per file (the inputs table has those);
+    `spans`: `spans_of` the plan."""
     axis = plan.axis
     return {
         cv.ATTR_START_TIME: iso_time(plan.start_ns),
@@ -201,11 +216,29 @@ def store_attrs(
         cv.ATTR_GAUGE_LENGTH: _gauge(axis.gauge_length_m),
         cv.ATTR_CHANNEL_SPACING: axis.distance_step_m,
         cv.ATTR_INTERROGATOR: interrogator_of(plan),
-        "gaps": [_timed(gap, plan) for gap in gaps],
-        "overlaps": [_timed(overlap, plan) for overlap in overlaps],
+        **span_attrs(spans),
         **problem_attrs(sorted(set(problems))),
         "merge_rule": MERGE_RULE,
         ATTR_FINGERPRINT: fingerprint,
+    }
+
+
+def spans_of(plan: DasPlan, gaps: Sequence[dict], overlaps: Sequence[dict]) -> dict[str, list]:
+    """{"gaps": …, "overlaps": …}, each span timed (`_timed`)."""
+    return {
+        "gaps": [_timed(gap, plan) for gap in gaps],
+        "overlaps": [_timed(overlap, plan) for overlap in overlaps],
+    }
+
+
+def _report_spans(attrs: dict[str, Any]) -> dict[str, Any]:
+    """The report's fields of the spans of a store with root `attrs`: the first of each kind
+    and their number."""
+    return {
+        "gaps": tuple(attrs["gaps"]),
+        "overlaps": tuple(attrs["overlaps"]),
+        "gap_count": span_count(attrs, "gaps"),
+        "overlap_count": span_count(attrs, "overlaps"),
     }
 
 
@@ -279,9 +312,8 @@ def _up_to_date(plan: DasPlan, attrs: dict, store: StoreLocation):
         plan,
         coverage,
         tuple(read_problems(group)),
-        tuple(attrs["gaps"]),
-        tuple(attrs["overlaps"]),
         up_to_date=True,
+        **_report_spans(attrs),
     )
 
 
@@ -328,10 +360,12 @@ def _write(
                      fold=collected.fold(pending))  # fmt: skip
     coverage, decode_problems = collected.coverage, collected.problems
     fail_if_strict(strict, sorted(decode_problems))
-    gaps, overlaps = plan.gaps_and_overlaps()
+    spans = spans_of(plan, *plan.gaps_and_overlaps())
     problems = sorted({*plan.problems, *carried, *decode_problems})
-    attrs = store_attrs(plan, problems, gaps, overlaps, fingerprint)
+    attrs = store_attrs(plan, problems, spans, fingerprint)
     write_problems(store, problems)
+    write_spans(store, spans)
+    del spans
     if appended is not None:  # beside the old table, named with the completion marker
         table = input_manifest.beside(open_store(store))
         das_inputs.write_table(store, appended.scans, appended.modified, plan.placed, table)
@@ -340,13 +374,7 @@ def _write(
     if appended is not None:
         input_manifest.drop_table(store, appended.old_table)
         das_inputs.forget_attrs(store)
-    return DasIngestReport(
-        plan,
-        coverage,
-        tuple(problems),
-        tuple(attrs["gaps"]),
-        tuple(attrs["overlaps"]),
-    )
+    return DasIngestReport(plan, coverage, tuple(problems), **_report_spans(attrs))
 
 
 # --- append -----------------------------------------------------------------------------------
