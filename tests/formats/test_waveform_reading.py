@@ -171,3 +171,40 @@ def test_each_thread_gets_the_warnings_of_its_own_file():
         warnings.simplefilter("always")
         warnings.warn("outside any scan", UserWarning, stacklevel=1)
     assert [str(w.message) for w in shown] == ["outside any scan"]
+
+
+def _headers(stream) -> list[dict]:
+    """Each trace's stats but `_format` (which `obspy.read` adds)."""
+    return [{k: v for k, v in tr.stats.items() if k != "_format"} for tr in stream]
+
+
+def test_mseed_read_from_the_bytes_as_obspy_reads_the_file_and_leaves_them_whole():
+    """`read_stream` hands libmseed the bytes themselves (no copy): every miniSEED file obspy
+    ships decodes, headers and samples, as `obspy.read` of the file does, and its bytes are
+    unchanged after (libmseed writes nothing into its buffer)."""
+    import hashlib
+    import warnings
+
+    from seisctf.formats.obspy_archive.waveform_files import is_mseed, read_stream
+
+    paths = sorted(p for p in MSEED_DATA.rglob("*") if p.is_file() and p.stat().st_size)
+    compared = 0
+    for path in paths:
+        data = path.read_bytes()
+        digest = hashlib.sha256(data).digest()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                expected = obspy.read(str(path), format="MSEED")
+            except Exception:  # noqa: BLE001 - not miniSEED obspy reads: not compared
+                continue
+            for headonly in (True, False):
+                stream = read_stream(data, headonly=headonly)
+                assert is_mseed(data), path
+                assert _headers(stream) == _headers(expected), path
+                if not headonly:
+                    for trace, other in zip(stream, expected, strict=True):
+                        np.testing.assert_array_equal(trace.data, other.data, err_msg=str(path))
+        assert hashlib.sha256(data).digest() == digest, path
+        compared += 1
+    assert compared >= 30
