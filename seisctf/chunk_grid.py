@@ -15,17 +15,18 @@ computed, and every chunk read is then a root task the scheduler queues with its
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import dask.array as da
 import numpy as np
-import xarray as xr
-from dask.array.core import getter
 from dask.base import normalize_token, tokenize
 from dask.blockwise import blockwise
 from dask.highlevelgraph import HighLevelGraph
 from dask.layers import ArrayBlockwiseDep
-from xarray.core.indexing import ImplicitToExplicitIndexingAdapter, OuterIndexer
+
+if TYPE_CHECKING:  # imported where used: `storage` imports this module, and an ingest's
+    # client needs neither dask.array nor xarray (0.5 s of its start)
+    import dask.array as da
+    import xarray as xr
 
 
 def chunks_along_axes(shape: tuple[int, ...], chunk_shape: tuple[int, ...]) -> int:
@@ -77,6 +78,9 @@ def regular_array(
 ) -> da.Array:
     """A Dask array of `source` (anything sliceable with a tuple of slices, with `shape` and
     `dtype`) in chunks of `chunk_shape`, named `name` (unique to the source's contents)."""
+    import dask.array as da
+    from dask.array.core import getter
+
     shape = tuple(int(n) for n in source.shape)
     axes = tuple(range(len(shape)))
     slices = RegularSlices(shape, chunk_shape)
@@ -98,6 +102,8 @@ def with_dask_variables(ds: xr.Dataset, token: str) -> xr.Dataset:
     """`ds` (opened lazily without Dask: `chunks=None, cache=False`) with every variable not
     in memory as a Dask array in its stored chunks, as `chunks={}` gives them; named
     `open_dataset-{variable}-{token}` (`token`: unique to the store's contents)."""
+    from xarray.core.indexing import ImplicitToExplicitIndexingAdapter, OuterIndexer
+
     replaced: dict[str, xr.Variable] = {}
     for name, variable in ds.variables.items():
         if variable._in_memory or variable.ndim == 0:

@@ -14,11 +14,9 @@ import math
 import os
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
-import dask.array as da
 import numpy as np
-import xarray as xr
 import zarr
 from dask.base import tokenize
 
@@ -26,6 +24,11 @@ from seisctf import chunk_grid, conventions, s3, urls
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
+
+if TYPE_CHECKING:  # imported where used: an ingest's client needs neither dask.array nor
+    # xarray, 0.5 s of its start
+    import dask.array as da
+    import xarray as xr
 
 StorageOptions = s3.StorageOptions
 # zarr's modes of opening a group: read, read-write, create or open, create, create if absent.
@@ -177,6 +180,8 @@ def start_dataset(
 
 def open_dataset(location: StoreLocation) -> xr.Dataset:
     """Open a complete seisctf store lazily (Dask-backed) with xarray."""
+    import xarray as xr
+
     url = location.url
     group = require_complete(open_group(location), url)
     for name, array in group.arrays():
@@ -265,6 +270,8 @@ def write_arrays(
     if sources:
         # dask types the targets as numpy-like arrays; any object taking `[region] = values`
         # is one to `da.store`, zarr's arrays among them.
+        import dask.array as da
+
         writes = da.store(sources, targets, lock=False, compute=False)  # type: ignore[arg-type]
         compute(writes, label=label, quiet=quiet)
     if finish:
@@ -273,6 +280,8 @@ def write_arrays(
 
 def read_array(location: StoreLocation, name: str) -> da.Array:
     """One array of a zarr group as a Dask array with the stored chunks."""
+    import dask.array as da
+
     group = open_group(location)
     if name not in group:
         raise InvalidInput(f"{location}/{name}", "array not found in the group")

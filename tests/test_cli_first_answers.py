@@ -20,6 +20,7 @@ import pytest
 import zarr
 from conftest import write_tiny_truth
 
+from seisctf import conventions as cv
 from seisctf.build.engine import shipped
 from seisctf.cli import main
 
@@ -70,6 +71,30 @@ def test_importing_the_command_line_loads_no_heavy_library():
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert run.stdout.strip() == "[]"
+
+
+def test_an_ingest_client_imports_no_other_ingest_nor_xarray(tmp_path, dask_cluster):
+    """`ingest waveforms` imports its own module alone of the registry's (each other ingest
+    costs the client's start) and, on an external cluster, neither xarray nor dask.array
+    (0.5 s): its client never opens a dataset."""
+    import obspy
+
+    records = (
+        Path(obspy.__file__).parent
+        / "io/mseed/tests/data/BW.BGLD.__.EHE.D.2008.001.first_10_records"
+    )
+    argv = ["ingest", "waveforms", str(records), "--out", str(tmp_path / "s.zarr"),
+            "--scheduler", dask_cluster.address, "--quiet"]  # fmt: skip
+    others = ("das.das_files", "quakeml.quakeml_windows", "seisbench.ingest", "stead.ingest")
+    unwanted = ("xarray", "dask.array",
+                *(f"seisctf.formats.{name}" for name in others))  # fmt: skip
+    code = (
+        f"import sys; import seisctf.cli as cli; code = cli.main({argv!r});"
+        f" print(code, [m for m in {unwanted!r} if m in sys.modules])"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert run.stdout.strip().splitlines()[-1] == "0 []", run.stdout + run.stderr
+    assert zarr.open_group(str(tmp_path / "s.zarr"), mode="r").attrs[cv.ATTR_COMPLETE] is True
 
 
 def test_score_ctf_on_a_missing_truth_answers_at_once(tmp_path):

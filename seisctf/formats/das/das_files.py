@@ -53,10 +53,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import xarray as xr
 
 from seisctf import conventions as cv
 from seisctf.cluster import MAX_TASKS_PER_WAVE, compute_in_waves
@@ -91,6 +90,9 @@ from seisctf.location import StoreLocation
 from seisctf.options import option
 from seisctf.plugins.context import BuildContext
 from seisctf.registry import INGESTS
+
+if TYPE_CHECKING:  # an annotation only: the ingest's client need not import xarray
+    import xarray as xr
 
 MERGE_RULE = (
     "patches laid on the grid at their nearest sample, samples contiguous; in an overlap the "

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
-
-import xarray as xr
+from typing import TYPE_CHECKING, Any, Literal
 
 from seisctf.formats.obspy_archive.response import OUTPUTS as RESPONSE_OUTPUTS
 from seisctf.formats.obspy_archive.waveforms import ingest_waveforms
@@ -21,6 +19,9 @@ from seisctf.formats.shared.source import (
 from seisctf.options import option
 from seisctf.plugins.context import BuildContext
 from seisctf.registry import INGESTS
+
+if TYPE_CHECKING:  # an annotation only: the ingest's client need not import xarray
+    import xarray as xr
 
 # `pre_filt` of a recipe: "auto", null or four positive corners, Hz (`response.requested_removal`).
 PRE_FILT_SCHEMA = {

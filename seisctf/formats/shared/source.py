@@ -13,15 +13,16 @@ a waveform store's re-run hashes only the files whose size or modification diffe
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Annotated, Any
-
-import xarray as xr
+from typing import TYPE_CHECKING, Annotated, Any
 
 from seisctf import storage
 from seisctf.errors import InvalidInput
 from seisctf.options import Location, spec
 from seisctf.plugins.context import BuildContext
 from seisctf.registry import INGESTS
+
+if TYPE_CHECKING:  # an annotation only: the ingest's client need not import xarray
+    import xarray as xr
 
 # Options the ingests' options dataclasses share (every ingest also takes `store`, where it
 # writes: `registry.INGESTS`' common option, `source_store_url`).
