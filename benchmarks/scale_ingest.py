@@ -206,11 +206,12 @@ def symlink_tree(archive: Archive, entries: Sequence[dict], out: Path) -> Path:
 
 def import_rss() -> int:
     """Peak RSS (bytes, VmHWM: ru_maxrss keeps the parent's across a vfork and exec) of a fresh
-    process importing what `seisctf ingest` loads (the CLI, every registered ingest module,
-    distributed; `-P`: as the command finds them), the second of two (the first may compile
-    bytecode): a client's peak above it is its work."""
+    process importing what `seisctf ingest waveforms` loads (the CLI, its own ingest module
+    alone, distributed; `-P`: as the command finds them), the second of two (the first may
+    compile bytecode): a client's peak above it is its work."""
     code = (
-        "import distributed, seisctf.cli, seisctf.registry; seisctf.registry.INGESTS.entries(); "
+        "import distributed, seisctf.cli; from seisctf.cli.ingest import _registered; "
+        "_registered('waveforms'); "
         "print(open('/proc/self/status').read().split('VmHWM:')[1].split()[0])"
     )
     command = [sys.executable, "-P", "-c", code]
