@@ -97,6 +97,18 @@ def test_an_ingest_client_imports_no_other_ingest_nor_xarray(tmp_path, dask_clus
     assert zarr.open_group(str(tmp_path / "s.zarr"), mode="r").attrs[cv.ATTR_COMPLETE] is True
 
 
+def test_each_built_in_command_names_its_own_entry_point():
+    """`_registered` imports a built-in command's entry alone only where `BUILT_IN` names the
+    entry point registering that command (else it loads them all: right, only slower)."""
+    from seisctf.cli.ingest import BUILT_IN, COMMANDS
+    from seisctf.registry import INGESTS
+
+    assert set(BUILT_IN) == set(COMMANDS)
+    assert {command: INGESTS[name].command for command, name in BUILT_IN.items()} == {
+        command: command for command in BUILT_IN
+    }
+
+
 def test_score_ctf_on_a_missing_truth_answers_at_once(tmp_path):
     missing = str(tmp_path / "no-such-truth.zarr")
     run, seconds = seisctf("score", "ctf", "--truth", missing, "--submission", "x")

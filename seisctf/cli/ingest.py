@@ -419,11 +419,11 @@ def _check_stead(args: argparse.Namespace) -> None:
     _checks.existing(args.csv, kind="file")
 
 
-# Each ingest command (INGESTS' `command`): its flags, how it runs and its check before the
-# cluster, in `seisctf ingest`'s order.
 # The entry point (`seisctf.ingests`, pyproject.toml) of each command of COMMANDS.
 BUILT_IN = {"waveforms": "waveform_archive", "das": "das_files", "quakeml": "quakeml",
             "seisbench": "seisbench", "stead": "stead"}  # fmt: skip
+# Each ingest command (INGESTS' `command`): its flags, how it runs and its check before the
+# cluster, in `seisctf ingest`'s order.
 COMMANDS: dict[str, tuple[Callable, Callable, Callable]] = {
     "waveforms": (_waveforms_arguments, _run_ingest_waveforms, _check_sources),
     "das": (_das_arguments, _run_ingest_das, _check_sources),
