@@ -16,6 +16,10 @@ archive): run tasks and progress records at most blocks / RUN_BLOCKS + MIN_RUNS 
 each a block); the client's peak above imports at the most blocks at most 1.2x that at half as
 many, both beyond one wave (`cluster.MAX_TASKS_PER_WAVE` blocks: the client holds one wave's
 tasks). Same bytes: every store's data equal (numpy) and equal DASCore's read.
+
+A second table (`file_section`) ingests FILE_COUNTS short files: the client's peak above its
+imports per file, where `ingest das` still holds a scan and its patches a file (its plan is made
+in the client).
 """
 
 from __future__ import annotations
@@ -40,6 +44,8 @@ from seisctf.formats.das.das_plan import chunk_rows  # noqa: E402
 from seisctf.formats.das.das_runs import MIN_RUNS, RUN_BLOCKS  # noqa: E402
 
 RATE_HZ = 1000.0
+# The files axis (`file_section`): as many files of (channels, samples) each, end to end.
+FILE_COUNTS, QUICK_FILE_COUNTS, FILE_SHAPE = (200, 2_000), (10, 40), (16, 500)
 DIVISORS = (1, 512, 1024)  # of the store's block size
 # (files, channels, samples a file): 20 minutes of 64 channels (154 MB); quick: 16 s of 16.
 FULL, QUICK = (20, 64, 60_000), (4, 16, 4_000)
@@ -82,9 +88,12 @@ class Run:
         ]  # fmt: skip
 
 
-def recordings(options: ScaleOptions) -> tuple[Path, int]:
-    """The PRODML files (written once under the data folder) and their channel count."""
-    count, channels, samples = QUICK if options.quick else FULL
+def recordings(
+    options: ScaleOptions, shape: tuple[int, int, int] | None = None
+) -> tuple[Path, int]:
+    """The PRODML files of `shape` (files, channels, samples a file; default FULL or QUICK),
+    end to end, written once under the data folder, and their channel count."""
+    count, channels, samples = shape or (QUICK if options.quick else FULL)
     root = options.data / f"das_runs_{count}x{channels}x{samples}"
     if not (root / "done").exists():
         root.mkdir(parents=True, exist_ok=True)
@@ -170,3 +179,33 @@ def sections(options: ScaleOptions) -> Iterator[Section]:
     ))  # fmt: skip
     section.goals.append(verdict("same data, and DASCore's", "equal", same_data(runs, source)))
     yield section
+    yield file_section(options, workdir)
+
+
+def file_section(options: ScaleOptions, workdir: Path) -> Section:
+    """The client against the file count: FILE_COUNTS files of FILE_SHAPE each at the store's
+    block size. Its scans and plan are made in the client (a scan and its patches a file), so
+    this is where `ingest das` is still O(files)."""
+    counts = QUICK_FILE_COUNTS if options.quick else FILE_COUNTS
+    channels, samples = FILE_SHAPE
+    runs = []
+    for count in counts:
+        source, _ = recordings(options, (count, channels, samples))
+        out = workdir / f"store_files_{count}.zarr"
+        runs.append(measured(source, out, chunk_rows(channels), workdir))
+    section = Section(
+        f"`ingest das`: the client against the file count ({channels} channels x {samples} "
+        "samples a file)",
+        ["files", *COLUMNS],
+        [[count, *run.row()] for count, run in zip(counts, runs, strict=True)],
+    )
+    (few, low), (many, top) = zip(counts, runs, strict=True)
+    slope = (top.above_imports - low.above_imports) / (many - few)
+    ratio = top.above_imports / max(low.above_imports, 1)
+    section.goals.append(f"client above imports: {slope:,.0f} bytes a file ({few:,} -> {many:,})")
+    section.goals.append(verdict(
+        f"client above imports at {many:,} files <= {CLIENT_GOAL}x that at {few:,}",
+        f"{top.above_imports / MiB:.1f} / {low.above_imports / MiB:.1f} MiB = {ratio:.2f}x",
+        ratio <= CLIENT_GOAL,
+    ))  # fmt: skip
+    return section

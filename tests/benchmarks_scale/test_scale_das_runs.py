@@ -1,7 +1,8 @@
 """benchmarks/scale_das_runs.py at its quick size (4 files of 16 channels: 1, 125 and 250
 blocks): every run has its row, the run tasks and progress records are the
-runs `das_runs` makes (not a task a block), and the stores hold DASCore's samples. (No timing
-or memory goal here: the machines are shared.)"""
+runs `das_runs` makes (not a task a block), and the stores hold DASCore's samples; its files
+axis (10 and 40 files) has a row a file count, each store holding every file's samples. (No
+timing or memory goal here: the machines are shared.)"""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ pytestmark = pytest.mark.timeout(900)
 def test_quick_section_counts_runs_not_blocks(tmp_path):
     options = ScaleOptions(quick=True, data=tmp_path / "data", workdir=tmp_path)
     options.data.mkdir()
-    (section,) = scale_das_runs.sections(options)
+    section, files_section = scale_das_runs.sections(options)
     rows = [dict(zip(section.columns, row, strict=True)) for row in section.rows]
     _, channels, samples = scale_das_runs.QUICK
     files = scale_das_runs.QUICK[0]
@@ -39,3 +40,12 @@ def test_quick_section_counts_runs_not_blocks(tmp_path):
         assert row["Dask tasks"] > runs and row["client above imports MiB"] > 0
     assert [row["run tasks"] for row in rows] == [1, 18, 17]  # runs of 1, 7 and 15 blocks
     assert section.goals[-1].startswith("same data, and DASCore's: equal")
+    # The files axis: a row a file count, each store of all its files' samples.
+    channels, samples = scale_das_runs.FILE_SHAPE
+    native = scale_das_runs.chunk_rows(channels)
+    file_rows = [dict(zip(files_section.columns, row, strict=True)) for row in files_section.rows]
+    assert [row["files"] for row in file_rows] == list(scale_das_runs.QUICK_FILE_COUNTS)
+    for row in file_rows:
+        assert row["blocks written"] == math.ceil(row["files"] * samples / native)
+        assert row["client above imports MiB"] > 0
+    assert files_section.goals[0].startswith("client above imports: ")
