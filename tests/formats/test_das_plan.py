@@ -95,3 +95,20 @@ def test_nothing_readable_or_starting_before_the_store_is_invalid_input():
     with pytest.raises(InvalidInput, match="starts before the store") as error:
         make_das_plan(_scans(_patch("early", -3, 10)), 64, axis=None, start_ns=T0, kept=kept)
     assert error.value.what == "early"
+
+
+def test_a_patch_unpickled_shares_its_common_text_and_keeps_its_values():
+    """Patches arrive in the client pickled, a file at a time: each is made again through its
+    constructor, so the text most patches share (format, version, quantity, units) is one
+    string for all of them, and every value is as it was."""
+    import pickle
+    from dataclasses import asdict
+
+    # Text made at run time (not the same object as a literal elsewhere in the process).
+    made = [_patch(f"f{i}.h5", i * 100.0, 100, file_format="".join(["PRO", "DML"]),
+                   units=" ".join(["1", "/", "s"])) for i in range(2)]  # fmt: skip
+    first, second = (pickle.loads(pickle.dumps(patch)) for patch in made)
+    assert [first, second] == made and asdict(first) == asdict(made[0])
+    assert first.file_format is second.file_format and first.units is second.units
+    assert DasPatch.from_json(first.to_json()) == first
+    assert not hasattr(first, "__dict__")  # slots: no dict a patch

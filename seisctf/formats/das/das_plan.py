@@ -16,8 +16,9 @@ made by `das_scan`), and the store's grid. `make_das_plan`
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from seisctf import conventions as cv
@@ -31,7 +32,11 @@ CHANNEL_GROUP = 1024  # channels per chunk (all of them when fewer)
 DISTANCE_ATOL_M = 1e-6
 
 
-@dataclass(frozen=True)
+# DasPatch's fields of text that most patches share (interned: one string for all of them).
+SHARED_TEXT = ("file_format", "file_version", "quantity", "units", "data_type", "instrument_id")
+
+
+@dataclass(frozen=True, slots=True)  # slots, shared text: the client holds one a patch
 class DasPatch:
     """One patch of one file as DASCore's scan describes it. Times in ns since 1970; distance
     in m; `quantity` is DASCore's `data_type` if it names a store quantity, else "raw"."""
@@ -52,6 +57,14 @@ class DasPatch:
     data_type: str = ""  # DASCore's, as the file says it
     instrument_id: str = ""
 
+    def __post_init__(self) -> None:
+        for name in SHARED_TEXT:
+            object.__setattr__(self, name, sys.intern(getattr(self, name)))
+
+    def __reduce__(self) -> tuple[type, tuple]:
+        """Unpickled through `__init__` (its text interned again where it arrives)."""
+        return type(self), tuple(getattr(self, field.name) for field in fields(self))
+
     @property
     def end_ns(self) -> int:
         return self.start_ns + (self.n_time - 1) * self.step_ns
@@ -69,7 +82,7 @@ class DasPatch:
         return cls(**known)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DasFileScan:
     """One file: its manifest entry (path, size, sha256), patches and problems (text)."""
 
@@ -168,7 +181,7 @@ def rate_of_step(step_ns: int) -> float:
     return exact
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PlacedPatch:
     """A patch on the grid: grid index of its first sample and its start's offset from that
     grid sample (s, patch minus grid)."""
