@@ -87,7 +87,7 @@ def read_stream(data: bytes, headonly: bool = False) -> Any:
     The miniSEED reader is given the bytes as a read-only int8 array, which it decodes as they
     are: from a file object it copies them twice first (three times the file in memory; a
     100 Hz day file decoded in 25 ms instead of 80, its headers in 1 ms instead of 5). libmseed
-    does not write into its buffer (tests/formats/test_waveform_files.py checks the bytes)."""
+    does not write into its buffer (tests/formats/test_waveform_reading.py checks the bytes)."""
     import obspy
     from obspy.io.mseed.core import _read_mseed
 
