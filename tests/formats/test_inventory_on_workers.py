@@ -77,10 +77,12 @@ def test_stationxml_is_parsed_on_the_workers_not_the_client(tmp_path, dask_clust
 
 
 def _dask(*argv: str, log: Path, hidden: Path | None = None) -> subprocess.Popen:
-    """`dask ARGV`, with `hidden` an empty tmpfs in a mount namespace of its own."""
-    command = shlex.join([str(Path(sys.executable).with_name("dask")), *argv])
+    """`dask ARGV`, with `hidden` an empty tmpfs in a mount namespace of its own. The shell
+    execs dask (the process returned is dask's, so terminating it stops dask, not only a shell
+    whose dask child would outlive the test)."""
+    command = "exec " + shlex.join([str(Path(sys.executable).with_name("dask")), *argv])
     if hidden is not None:
-        command = f"mount -t tmpfs -o size=64k tmpfs {shlex.quote(str(hidden))} && exec {command}"
+        command = f"mount -t tmpfs -o size=64k tmpfs {shlex.quote(str(hidden))} && {command}"
     with open(log, "w") as output:
         return subprocess.Popen(["unshare", "-m", "sh", "-c", command], stdout=output,
                                 stderr=subprocess.STDOUT)  # fmt: skip
