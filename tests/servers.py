@@ -72,10 +72,25 @@ def stop_process(process: subprocess.Popen, grace_s: float = 5.0) -> None:
 
 def stop_s3(server: S3Server) -> None:
     """SIGKILL the S3 server at once: SeaweedFS needs about 25 s to stop on SIGTERM, so
-    `stop_process` would wait out its grace and kill it anyway; its data is the run's."""
+    `stop_process` would wait out its grace and kill it anyway; its data is the run's. Then
+    remove the unix sockets it made in /tmp (`weed_sockets`), which a killed weed leaves."""
     if server.process.poll() is None:
         server.process.kill()
         server.process.wait()
+    for path in weed_sockets(server.ports):
+        path.unlink(missing_ok=True)
+
+
+def weed_sockets(ports: dict[str, int]) -> list[Path]:
+    """The unix sockets `weed server` makes for its own processes at fixed paths in /tmp:
+    `seaweedfs-KIND-PORT.sock` of the filer and S3 ports and `seaweedfs-KIND-grpc-PORT.sock` of
+    each gRPC port (the HTTP port + 10000, weed's default)."""
+    found = []
+    for kind in ("master", "volume", "filer", "s3"):
+        if kind in ports:
+            found.append(Path(f"/tmp/seaweedfs-{kind}-{ports[kind]}.sock"))
+            found.append(Path(f"/tmp/seaweedfs-{kind}-grpc-{ports[kind] + 10000}.sock"))
+    return found
 
 
 def weed_binary() -> str:
@@ -120,6 +135,7 @@ def _weed_command(
 ) -> list[str]:
     return [
         weed_binary(),
+        f"-logdir={directory}",  # its log files beside its data, not in /tmp
         "server",
         "-s3",
         f"-dir={directory}",

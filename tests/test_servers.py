@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import psutil
+from servers import weed_sockets
 
 TESTS = Path(__file__).parent
 # A test run in miniature: starts a Dask cluster and an S3 server, prints their process ids and
@@ -21,7 +22,8 @@ from pathlib import Path
 from servers import start_dask_cluster, start_s3
 cluster = start_dask_cluster(n_workers=1)
 s3 = start_s3(Path(sys.argv[1]))
-print(json.dumps([process.pid for process in [*cluster.processes, s3.process]]), flush=True)
+pids = [process.pid for process in [*cluster.processes, s3.process]]
+print(json.dumps({"pids": pids, "ports": s3.ports}), flush=True)
 time.sleep(600)
 """
 
@@ -34,7 +36,8 @@ def test_the_servers_of_a_killed_test_run_stop_with_it(tmp_path):
         cwd=TESTS,
     )
     try:
-        servers = [psutil.Process(pid) for pid in json.loads(run.stdout.readline())]
+        started_servers = json.loads(run.stdout.readline())
+        servers = [psutil.Process(pid) for pid in started_servers["pids"]]
         # The worker's nanny runs the worker in a process of its own.
         started = servers + [child for s in servers for child in s.children(recursive=True)]
         assert len(servers) == 3 and len(started) >= 4, started
@@ -46,3 +49,5 @@ def test_the_servers_of_a_killed_test_run_stop_with_it(tmp_path):
         with contextlib.suppress(psutil.Error):
             process.kill()
     assert alive == [], [process.cmdline() for process in alive]
+    for path in weed_sockets(started_servers["ports"]):  # what a killed weed leaves in /tmp
+        path.unlink(missing_ok=True)
