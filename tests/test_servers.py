@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -23,7 +24,7 @@ from servers import start_dask_cluster, start_s3
 cluster = start_dask_cluster(n_workers=1)
 s3 = start_s3(Path(sys.argv[1]))
 pids = [process.pid for process in [*cluster.processes, s3.process]]
-print(json.dumps({"pids": pids, "ports": s3.ports}), flush=True)
+print(json.dumps({"pids": pids, "ports": s3.ports, "cluster": str(cluster.directory)}), flush=True)
 time.sleep(600)
 """
 
@@ -49,5 +50,7 @@ def test_the_servers_of_a_killed_test_run_stop_with_it(tmp_path):
         with contextlib.suppress(psutil.Error):
             process.kill()
     assert alive == [], [process.cmdline() for process in alive]
-    for path in weed_sockets(started_servers["ports"]):  # what a killed weed leaves in /tmp
+    # What the killed run leaves in /tmp: weed's sockets, the cluster's folder.
+    for path in weed_sockets(started_servers["ports"]):
         path.unlink(missing_ok=True)
+    shutil.rmtree(started_servers["cluster"], ignore_errors=True)
