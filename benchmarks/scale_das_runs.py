@@ -171,12 +171,7 @@ def sections(options: ScaleOptions) -> Iterator[Section]:
             run.run_tasks <= bound and run.progress_peak <= bound,
         ))  # fmt: skip
     top, half = runs[-1], runs[-2]
-    ratio = top.above_imports / max(half.above_imports, 1)
-    section.goals.append(verdict(
-        f"client above imports at {top.blocks:,} blocks <= {CLIENT_GOAL}x that at {half.blocks:,}",
-        f"{top.above_imports / MiB:.1f} / {half.above_imports / MiB:.1f} MiB = {ratio:.2f}x",
-        ratio <= CLIENT_GOAL,
-    ))  # fmt: skip
+    section.goals.append(client_verdict(top, half, f"{top.blocks:,} blocks", f"{half.blocks:,}"))
     section.goals.append(verdict("same data, and DASCore's", "equal", same_data(runs, source)))
     yield section
     yield file_section(options, workdir)
@@ -201,11 +196,17 @@ def file_section(options: ScaleOptions, workdir: Path) -> Section:
     )
     (few, low), (many, top) = zip(counts, runs, strict=True)
     slope = (top.above_imports - low.above_imports) / (many - few)
-    ratio = top.above_imports / max(low.above_imports, 1)
     section.goals.append(f"client above imports: {slope:,.0f} bytes a file ({few:,} -> {many:,})")
-    section.goals.append(verdict(
-        f"client above imports at {many:,} files <= {CLIENT_GOAL}x that at {few:,}",
+    section.goals.append(client_verdict(top, low, f"{many:,} files", f"{few:,}"))
+    return section
+
+
+def client_verdict(top: Run, low: Run, at_top: str, at_low: str) -> str:
+    """The goal: the client's peak above imports at the larger run (`at_top`) at most
+    CLIENT_GOAL times that at the smaller (`at_low`)."""
+    ratio = top.above_imports / max(low.above_imports, 1)
+    return verdict(
+        f"client above imports at {at_top} <= {CLIENT_GOAL}x that at {at_low}",
         f"{top.above_imports / MiB:.1f} / {low.above_imports / MiB:.1f} MiB = {ratio:.2f}x",
         ratio <= CLIENT_GOAL,
-    ))  # fmt: skip
-    return section
+    )
