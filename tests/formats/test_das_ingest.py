@@ -384,6 +384,20 @@ def test_runs_go_in_waves_of_at_most_max_tasks_per_wave_blocks(tmp_path, monkeyp
     _assert_store_equals_dascore(out, files)
 
 
+def test_runs_go_in_waves_of_at_most_max_pieces_per_wave_pieces(tmp_path, monkeypatch):
+    """The same 22 runs with at most 3 pieces a wave: each run of 2 blocks paints 2 to 4 pieces
+    (a block where two files meet has two), so no wave holds more than one or two runs, and
+    the store is the same."""
+    folder = tmp_path / "files"
+    files = write_series(folder, "PRODML")
+    monkeypatch.setattr(das_files, "MAX_PIECES_PER_WAVE", 3)
+    out = tmp_path / "store.zarr"
+    with _RunGraphs() as graphs:
+        ingest_das([str(folder)], StoreLocation(out), block_samples=8, quiet=True)
+    assert sum(graphs.runs) == 22 and len(graphs.runs) >= 11 and max(graphs.runs) <= 2
+    _assert_store_equals_dascore(out, files)
+
+
 def test_append_extends_time_and_keeps_old_chunks(tmp_path):
     first = write_series(tmp_path / "day1", "PRODML", seed=1, layout=((0, 150, 0), (150, 150, 0)))
     second = write_series(tmp_path / "day2", "PRODML", seed=2,

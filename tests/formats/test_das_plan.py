@@ -7,13 +7,8 @@ import math
 import pytest
 
 from seisctf.errors import InvalidInput
-from seisctf.formats.das.das_plan import (
-    DasFileScan,
-    DasPatch,
-    chunk_rows,
-    make_das_plan,
-    rate_of_step,
-)
+from seisctf.formats.das.das_parts import make_das_plan
+from seisctf.formats.das.das_plan import DasFileScan, DasPatch, chunk_rows, rate_of_step
 
 STEP = 20_000_000  # 50 Hz
 T0 = 1_700_000_000 * 10**9

@@ -1,6 +1,7 @@
-"""A DAS ingest's runs (`das_runs.RunLayout`) against the plan's own block-by-block pieces
-(`DasPlan.pieces_by_block`, one pass over every patch): the same blocks, in order, each once,
-with the same pieces in painting order, whatever the patches' layout and the block size."""
+"""A DAS ingest's runs (`das_runs.RunLayout`, their pieces by `PieceIndex`) against the plan's
+own block-by-block pieces (`DasPlan.pieces_by_block`, one pass over every patch): the same
+blocks, in order, each once, with the same pieces in painting order, whatever the patches'
+layout and the block size."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from hypothesis import strategies as st
 from test_das_plan import _patch, _scans
 
 from seisctf.formats.das import das_runs
-from seisctf.formats.das.das_plan import make_das_plan
-from seisctf.formats.das.das_runs import RunLayout, run_length
+from seisctf.formats.das.das_parts import make_das_plan
+from seisctf.formats.das.das_runs import PieceIndex, RunLayout, run_length
 
 # (first grid sample, samples) of up to 20 patches: gaps, overlaps and patches inside others.
 PATCHES = st.lists(st.tuples(st.integers(0, 3_000), st.integers(1, 400)), min_size=1, max_size=20)
@@ -22,7 +23,11 @@ def _layout_and_plan(spans, block_samples):
     patches = [_patch(f"f{index:02d}", first, n) for index, (first, n) in enumerate(spans)]
     plan = make_das_plan(_scans(*patches), block_samples=block_samples)
     files = {p.path: (f"sha-{p.path}", 100 + index) for index, p in enumerate(patches)}
-    return RunLayout(plan, files, "run-1"), plan, files
+    return RunLayout.of_patches(plan), plan, files
+
+
+def _run(plan, files, layout, number):
+    return PieceIndex(plan, plan.placed, files, "run-1").run(number, layout.blocks_of(number))
 
 
 def _expected_pieces(plan, files, block):
@@ -43,7 +48,7 @@ def test_runs_cover_the_touched_blocks_once_with_the_plan_s_pieces(spans, block_
     assert len(layout) == math.ceil(len(touched) / length)
     written = []
     for number in range(len(layout)):
-        run = layout.run(number)
+        run = _run(plan, files, layout, number)
         assert run.number == number
         assert [b.block for b in run.blocks] == layout.blocks_of(number)
         assert len(run.blocks) == length or number == len(layout) - 1
@@ -62,8 +67,8 @@ def test_an_append_s_runs_write_its_blocks_alone(spans, picked):
     to those blocks, each with every patch that paints it."""
     _, plan, files = _layout_and_plan(spans, 16)
     only = sorted(b for b in picked if b < plan.n_blocks)
-    layout = RunLayout(plan, files, touched=[(b, b + 1) for b in only])
-    blocks = [b for n in range(len(layout)) for b in layout.run(n).blocks]
+    layout = RunLayout(plan, [(b, b + 1) for b in only])
+    blocks = [b for n in range(len(layout)) for b in _run(plan, files, layout, n).blocks]
     assert [b.block for b in blocks] == only
     pieces = plan.pieces_by_block()
     for block in blocks:

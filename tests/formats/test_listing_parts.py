@@ -16,8 +16,7 @@ import pytest
 
 from seisctf.cluster import compute
 from seisctf.errors import InvalidInput
-from seisctf.formats.obspy_archive import listing_parts
-from seisctf.formats.shared import resumable
+from seisctf.formats.shared import listing_parts, resumable
 from seisctf.formats.shared.input_listing import expand_sources
 from seisctf.formats.shared.input_manifest import file_stats
 

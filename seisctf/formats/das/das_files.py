@@ -28,10 +28,16 @@ whose size and modification (mtime, ETag) are as recorded, and scans only the ot
 
 Work: a header scan with sha256 (Dask tasks of a few files each: `das_scan.scan_das_file`),
 which reads each file once and keeps its copy on the host for the run tasks (`das_staging`,
-`input_cache`; consecutive scan batches on one host, `input_locality`), the plan
-(`das_plan.make_das_plan`), then one Dask task per run of up to `das_runs.RUN_BLOCKS` time blocks
-some patch touches (`das_runs`, on the host keeping most of its files; the pieces of files
-another host keeps are read there) that reads, block after block, with DASCore
+`input_cache`; consecutive scan batches on one host, `input_locality`), kept on the workers
+as the partitions of the plan; the plan's rounds run as tasks on them and the client merges
+their summaries (`das_parts`: the gaps and overlaps, the fingerprint, the inputs table and
+each wave's runs are made where the partitions are too). Folder sources are listed by tasks
+(`listing_parts`): the client holds the folders, per-partition summaries and one wave's runs,
+never a path, scan or patch of every file (a resume or an append, which read the store's
+record of its inputs, list and join here). Then one Dask task per run of up to
+`das_runs.RUN_BLOCKS` time blocks some patch touches (`das_runs`, on the host keeping most of
+its files; the pieces of files another host keeps are read there; in waves of at most
+MAX_PIECES_PER_WAVE pieces) that reads, block after block, with DASCore
 (`dascore.read(path, time=(…))`: only the block's samples) every patch piece of the block in
 painting order (a later-starting patch overwrites an earlier one) and writes the block's
 chunks, then the run's record in `ingest_progress(record)`. The completion marker and
@@ -50,6 +56,8 @@ one in use and named with the completion marker (`input_manifest.beside`).
 
 from __future__ import annotations
 
+import bisect
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -58,30 +66,40 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from seisctf import conventions as cv
-from seisctf.cluster import MAX_TASKS_PER_WAVE, compute_in_waves
+from seisctf.cluster import MAX_TASKS_PER_WAVE, compute_in_waves, wave_bounds
 from seisctf.errors import InvalidInput
 from seisctf.formats.das import das_inputs
 from seisctf.formats.das.das_inputs import RecordedDas
-from seisctf.formats.das.das_plan import (
-    CHANNEL_GROUP,
-    NS_PER_S,
-    DasAxis,
-    DasFileScan,
-    DasPlan,
+from seisctf.formats.das.das_parts import (
+    PartedPlan,
+    das_fingerprint,
+    fingerprint_of_parts,
     make_das_plan,
+    plan_parts,
+    record_spans,
+    run_pieces,
+    wave_runs,
+    write_table_of_parts,
 )
-from seisctf.formats.das.das_runs import RunLayout, run_task
+from seisctf.formats.das.das_plan import CHANNEL_GROUP, DasAxis, DasFileScan, DasPlan
+from seisctf.formats.das.das_runs import DasRun, RunLayout, run_task
 from seisctf.formats.das.das_scan import scan_das_files
-from seisctf.formats.das.das_spans import span_attrs, span_count, write_spans
-from seisctf.formats.shared import input_cache, input_locality, input_manifest, resumable
+from seisctf.formats.das.das_spans import span_count
+from seisctf.formats.shared import (
+    input_cache,
+    input_locality,
+    input_manifest,
+    listing_parts,
+    resumable,
+)
 from seisctf.formats.shared.input_listing import expand_sources
 from seisctf.formats.shared.input_manifest import InputStats, file_stats
+from seisctf.formats.shared.partition_tasks import Each, in_process, on_cluster
 from seisctf.formats.shared.problem_lines import problem_attrs, read_problems, write_problems
 from seisctf.formats.shared.resumable import (
     ATTR_FINGERPRINT,
     BLOCK,
     fail_if_strict,
-    fingerprint_of,
     iso_time,
     open_store,
 )
@@ -99,6 +117,9 @@ MERGE_RULE = (
     "patch that starts later wins (ties: the later file path, then the later patch)"
 )
 COVERAGE_DIMS = (BLOCK,)
+# Patch pieces the runs of one wave paint at most (as `waveforms.MAX_TRACES_PER_WAVE`): a
+# block of short files has many, and the client holds one wave's runs.
+MAX_PIECES_PER_WAVE = 5_000
 
 
 @dataclass(frozen=True)
@@ -136,19 +157,49 @@ def scan_all(paths: Sequence[str], storage_options: dict | None, quiet: bool) ->
     )
 
 
+def scan_parts(
+    sources: Sequence[str], store: StoreLocation, recorded: RecordedDas | None, quiet: bool
+) -> tuple[list[Any], list[Any]]:
+    """The scan of the files below `sources` (read with the storage options of `store`) in
+    partitions of consecutive files, kept where they were made, and the files' `InputStats`
+    (one a partition, or one of all): folders with nothing `recorded` of the store are listed
+    and scanned by tasks (`listing_parts`); else the client lists, and takes from the record
+    the scans of the files as recorded (`das_inputs.scanned`), the partitions sent to the
+    workers."""
+    from seisctf.cluster import kept, shared
+
+    storage_options = store.storage_options
+    scan = input_cache.keeping(scan_das_files)  # each file read from storage once
+    label = "scan DAS files"
+    roots = listing_parts.roots_of(sources, storage_options) if recorded is None else None
+    if roots is not None:
+        listing = listing_parts.listed(sources, roots, storage_options, quiet)
+        parts = listing_parts.scan_tasks(scan, listing, storage_options, "scan_das_files",
+                                         label, quiet)  # fmt: skip
+        return parts, listing.batches
+    paths = expand_sources(sources, storage_options)
+    stats = file_stats(paths, storage_options)  # one listing per folder
+    if recorded is None:
+        tasks = resumable.scan_tasks(scan, paths, storage_options, input_locality.in_path_order)
+        return kept(tasks, label, quiet), [shared(stats)]
+    scans = das_inputs.scanned(
+        paths, stats, recorded, lambda todo: scan_all(todo, storage_options, quiet)
+    )
+    size = resumable.batch_size(len(scans))
+    return [shared(scans[i : i + size]) for i in range(0, len(scans), size)], [shared(stats)]
+
+
 def _variable(plan: DasPlan) -> str:
     return plan.axis.quantity
 
 
 def create_store(
-    plan: DasPlan,
-    store: StoreLocation,
-    fingerprint: str,
-    records: int,
-    inputs: tuple[Sequence[DasFileScan], Sequence[str]],
+    parted: PartedPlan, store: StoreLocation, fingerprint: str, records: int, stats: list[Any]
 ) -> None:
-    """The empty store: the variable, `distance`, the table of the `inputs` (scans and their
-    `modified`), and last the progress array of `records` blocks (no attrs, no marker)."""
+    """The empty store: the variable, `distance`, the inputs table (the partitions' scans and
+    their files' `stats`), and last the progress array of `records` blocks (no attrs, no
+    marker)."""
+    plan = parted.plan
     group = open_store(store, mode="w")
     axis = plan.axis
     group.create_array(
@@ -168,44 +219,23 @@ def create_store(
         attributes={cv.ATTR_UNITS: "m"},
     )
     distance[:] = axis.distance_start_m + axis.distance_step_m * np.arange(axis.n_distance)
-    das_inputs.write_table(store, *inputs, plan.placed)  # a resume's
+    write_table_of_parts(store, stats, parted)  # a resume's
     resumable.create_progress(group, records, fingerprint)
-
-
-def das_fingerprint(inputs: Sequence[dict], block_samples: int) -> str:
-    """What determines the store's bytes: input hashes and block size (paths excluded: moving an
-    archive does not change the data; seisctf's version too: a release leaves stores up to
-    date)."""
-    return fingerprint_of(
-        {
-            "kind": "das",
-            "inputs": sorted(entry["sha256"] for entry in inputs),
-            "block_samples": block_samples,
-        }
-    )
 
 
 def _gauge(value: float) -> float | None:
     return None if math.isnan(value) else value
 
 
-def interrogator_of(plan: DasPlan) -> str:
-    names = set()
-    for placed in plan.placed:
-        patch = placed.patch
-        name = f"{patch.file_format} {patch.file_version}".strip()
-        names.add(f"{name} ({patch.instrument_id})" if patch.instrument_id else name)
-    return "; ".join(sorted(names))
-
-
 def store_attrs(
     plan: DasPlan,
+    interrogator: str,
     problems: Sequence[str],
-    spans: dict[str, list[dict]],
+    spans: dict[str, Any],
     fingerprint: str,
 ) -> dict[str, Any]:
     """The complete store's attrs (module doc): none per file (the inputs table has those);
-    `spans`: `spans_of` the plan."""
+    `spans`: the root attrs of the gaps and overlaps (`das_spans.span_attrs`)."""
     axis = plan.axis
     return {
         cv.ATTR_START_TIME: iso_time(plan.start_ns),
@@ -217,19 +247,11 @@ def store_attrs(
         cv.ATTR_UNITS: axis.units,
         cv.ATTR_GAUGE_LENGTH: _gauge(axis.gauge_length_m),
         cv.ATTR_CHANNEL_SPACING: axis.distance_step_m,
-        cv.ATTR_INTERROGATOR: interrogator_of(plan),
-        **span_attrs(spans),
+        cv.ATTR_INTERROGATOR: interrogator,
+        **spans,
         **problem_attrs(sorted(set(problems))),
         "merge_rule": MERGE_RULE,
         ATTR_FINGERPRINT: fingerprint,
-    }
-
-
-def spans_of(plan: DasPlan, gaps: Sequence[dict], overlaps: Sequence[dict]) -> dict[str, list]:
-    """{"gaps": …, "overlaps": …}, each span timed (`_timed`)."""
-    return {
-        "gaps": [_timed(gap, plan) for gap in gaps],
-        "overlaps": [_timed(overlap, plan) for overlap in overlaps],
     }
 
 
@@ -241,16 +263,6 @@ def _report_spans(attrs: dict[str, Any]) -> dict[str, Any]:
         "overlaps": tuple(attrs["overlaps"]),
         "gap_count": span_count(attrs, "gaps"),
         "overlap_count": span_count(attrs, "overlaps"),
-    }
-
-
-def _timed(span: dict, plan: DasPlan) -> dict:
-    """A gap or overlap with the ISO time of its first sample and its duration (s)."""
-    step = plan.axis.step_ns
-    return {
-        **span,
-        "start_time": iso_time(plan.start_ns + span["first_sample"] * step),
-        "duration_s": span["samples"] * step / NS_PER_S,
     }
 
 
@@ -278,33 +290,23 @@ def ingest_das(
     `append`: add `sources` to the complete store at `store` (see the module docstring).
     `block_samples`: time samples per chunk and per task (default: about 4 MiB per chunk).
     """
-    storage_options = store.storage_options  # the inputs' too
-    paths = expand_sources(sources, storage_options)
     if append:
-        return _append(paths, store, strict, quiet)
+        return _append(expand_sources(sources, store.storage_options), store, strict, quiet)
     recorded = das_inputs.read_recorded(store)  # of any store there
-    stats = file_stats(paths, storage_options)  # one listing per folder
-    scans = das_inputs.scanned(
-        paths, stats, recorded, lambda todo: scan_all(todo, storage_options, quiet)
-    )
-    plan = make_das_plan(scans, block_samples)
-    fail_if_strict(strict, plan.problems)
-    fingerprint = das_fingerprint([scan.entry for scan in scans], plan.block_samples)
+    parts, stats = scan_parts(sources, store, recorded, quiet)
+    each = on_cluster(quiet)
+    parted = plan_parts(parts, each, block_samples)
+    fail_if_strict(strict, parted.plan.problems)
+    fingerprint = fingerprint_of_parts(parted, each)
     existing = resumable.up_to_date_attrs(store, fingerprint)
     if existing:
-        return _up_to_date(plan, existing, store)
-    layout = RunLayout(plan, files_of(scans), input_cache.current_run())
+        return _up_to_date(parted.plan, existing, store)
+    layout = parted.layout()
     progress = resumable.unfinished_progress(store, fingerprint)
     if progress is None or progress.records != len(layout):
-        inputs = (scans, das_inputs.modified_of(scans, stats))
-        create_store(plan, store, fingerprint, len(layout), inputs)
+        create_store(parted, store, fingerprint, len(layout), stats)
         progress = resumable.Progress()
-    return _write(layout, progress, store, fingerprint, strict, quiet)
-
-
-def files_of(scans: Sequence[DasFileScan]) -> dict[str, tuple[str, int]]:
-    """{path: (sha256 hex, size)} of the scanned files."""
-    return {scan.path: (scan.entry["sha256"], scan.entry["size"]) for scan in scans}
+    return _write(parted, each, layout, progress, store, fingerprint, strict, quiet)
 
 
 def _up_to_date(plan: DasPlan, attrs: dict, store: StoreLocation):
@@ -330,6 +332,8 @@ class AppendedInputs:
 
 
 def _write(
+    parted: PartedPlan,
+    each: Each,
     layout: RunLayout,
     progress: resumable.Progress,
     store: StoreLocation,
@@ -339,35 +343,45 @@ def _write(
     carried: Sequence[str] = (),
     appended: AppendedInputs | None = None,
 ) -> DasIngestReport:
-    """Run the runs of `layout` `progress` has no record of (each on the host keeping its
-    files: `das_runs.run_task`; each made when its wave is), then coverage, attrs, an append's
-    inputs table and the completion marker."""
+    """Run the runs of `layout` (of the plan `parted`) `progress` has no record of (each on
+    the host keeping its files: `das_runs.run_task`; a wave's runs made when it comes, where
+    the partitions are: `das_parts.wave_runs`), then coverage, attrs, an append's inputs table
+    and the completion marker."""
     import dask
 
-    plan = layout.plan
+    plan = parted.plan
     pending = [number for number in range(len(layout)) if number not in progress.done]
     token = dask.base.tokenize(store.url, fingerprint)
     variable = _variable(plan)
-
     placement = input_locality.run_placement()
+    cache_run = input_cache.current_run()
+    # Waves of at most MAX_TASKS_PER_WAVE blocks and MAX_PIECES_PER_WAVE pieces: a run's graph
+    # carries its blocks' pieces (a patch each), and the client holds one wave's.
+    wave = max(1, MAX_TASKS_PER_WAVE // layout.run_blocks)
+    costs = run_pieces(parted, layout, each)[pending].tolist()
+    bounds = wave_bounds(len(pending), wave, costs, MAX_PIECES_PER_WAVE)
+    firsts = [first for first, _ in bounds]
+    made: dict[int, DasRun] = {}  # the runs of the wave being built, by index in `pending`
 
     def task(index: int) -> Any:
+        if index not in made:
+            made.clear()
+            first, stop = bounds[bisect.bisect_right(firsts, index) - 1]
+            runs = wave_runs(parted, layout, pending[first:stop], cache_run)
+            made.update(zip(range(first, stop), runs, strict=True))
         number = pending[index]
-        return run_task(layout.run(number), store, variable, f"{token}-{number}", placement)
+        return run_task(made.pop(index), store, variable, f"{token}-{number}", placement)
 
     collected = resumable.Collected(progress, (plan.n_blocks,), layout.blocks_of)
-    # Waves of at most MAX_TASKS_PER_WAVE blocks: a run's graph carries its blocks' pieces.
-    wave_runs = max(1, MAX_TASKS_PER_WAVE // layout.run_blocks)
-    compute_in_waves(task, len(pending), label="ingest DAS", quiet=quiet, wave_tasks=wave_runs,
+    compute_in_waves(task, len(pending), label="ingest DAS", quiet=quiet, wave_tasks=wave,
+                     costs=costs, wave_cost=MAX_PIECES_PER_WAVE,
                      fold=collected.fold(pending))  # fmt: skip
     coverage, decode_problems = collected.coverage, collected.problems
     fail_if_strict(strict, sorted(decode_problems))
-    spans = spans_of(plan, *plan.gaps_and_overlaps())
+    spans = record_spans(store, parted, each)  # the groups of those the attrs cannot hold, written
     problems = sorted({*plan.problems, *carried, *decode_problems})
-    attrs = store_attrs(plan, problems, spans, fingerprint)
+    attrs = store_attrs(plan, parted.interrogator, problems, spans, fingerprint)
     write_problems(store, problems)
-    write_spans(store, spans)
-    del spans
     if appended is not None:  # beside the old table, named with the completion marker
         table = input_manifest.beside(open_store(store))
         das_inputs.write_table(store, appended.scans, appended.modified, plan.placed, table)
@@ -417,18 +431,23 @@ def _append(
     stats = file_stats(sorted(old_paths.union(new_paths)), storage_options)
     scans = scan_all(new_paths, storage_options, quiet) if new_paths else []
     every = sorted([*recorded.scans, *scans], key=lambda scan: scan.path)
-    fingerprint = das_fingerprint([scan.entry for scan in every], block_samples)
+    fingerprint = das_fingerprint((scan.entry["sha256"] for scan in every), block_samples)
     kept = recorded.placed
     old_plan = make_das_plan([], block_samples, axis=axis, start_ns=start_ns, kept=kept)
     if complete and fingerprint == previous.get(ATTR_FINGERPRINT):
         return _up_to_date(old_plan, previous, store)
-    plan = make_das_plan(scans, block_samples, axis=axis, start_ns=start_ns, kept=kept)
+    # One partition, here: the new files and the store's patches.
+    parted = plan_parts([scans], in_process, block_samples, axis=axis, start_ns=start_ns,
+                        kept=kept)  # fmt: skip
+    part = dataclasses.replace(parted.parts[0], scans=tuple(every))
+    plan = dataclasses.replace(parted.plan, placed=part.placed)
+    parted = PartedPlan(plan, [part], parted.summaries)
     fail_if_strict(strict, plan.problems)
     touched = {b for p in plan.placed if p.patch.path not in old_paths for b in plan.blocks_of(p)}
     if old_plan.n_time % block_samples:
         touched.add(old_plan.n_time // block_samples)  # the old last, partial block grows
     spans = [(block, block + 1) for block in touched]
-    layout = RunLayout(plan, files_of(every), input_cache.current_run(), spans)
+    layout = RunLayout(plan, spans)
     progress = resumable.unfinished_progress(store, fingerprint)
     if progress is not None and progress.records != len(layout):
         progress = None  # not this plan's (cannot happen for the same fingerprint)
@@ -442,7 +461,9 @@ def _append(
     appended = AppendedInputs(
         every, _modified_after(every, recorded, stats, verified), input_manifest.table_name(group)
     )
-    return _write(layout, progress, store, fingerprint, strict, quiet, carried, appended)
+    return _write(
+        parted, in_process, layout, progress, store, fingerprint, strict, quiet, carried, appended
+    )
 
 
 def check_unchanged(

@@ -1,5 +1,6 @@
 """The plan of a DAS ingest: what DASCore's header scan says each file holds (`DasFileScan`,
-made by `das_scan`), and the store's grid. `make_das_plan`
+made by `das_scan`), and the store's grid. The plan (`das_parts.plan_parts`, made partition by
+partition of the scan)
 
 - picks the store's axis: the (time step, distance axis, quantity, units, gauge length) that most
   patches share (ties: the earliest patch's), or the store's own when appending; a patch that
@@ -17,14 +18,12 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from seisctf import conventions as cv
-from seisctf.errors import InvalidInput
 from seisctf.formats.shared.block_grid import BlockGrid
-from seisctf.formats.shared.input_listing import nothing_readable
 
 NS_PER_S = 1_000_000_000
 CHANNEL_GROUP = 1024  # channels per chunk (all of them when fewer)
@@ -223,35 +222,44 @@ class DasPlan(BlockGrid):
         return found
 
     def gaps_and_overlaps(self) -> tuple[list[dict], list[dict]]:
-        """Grid spans between patches without data (gaps) and spans covered twice (overlaps;
-        the later-starting patch wins), in time order."""
-        gaps, overlaps = [], []
-        covered, last = 0, None
-        for placed in self.placed:
-            path = placed.patch.path
-            if last is not None and placed.first_index > covered:
-                gaps.append(
-                    {
-                        "first_sample": covered,
-                        "samples": placed.first_index - covered,
-                        "after": last,
-                        "before": path,
-                    }
-                )
-            elif last is not None and placed.first_index < covered:
-                samples = min(covered, placed.stop_index) - placed.first_index
-                overlaps.append(
-                    {
-                        "first_sample": placed.first_index,
-                        "samples": samples,
-                        "earlier": last,
-                        "later": path,
-                        "kept": path,
-                    }
-                )
-            if placed.stop_index >= covered:
-                covered, last = placed.stop_index, path
-        return gaps, overlaps
+        """`gaps_and_overlaps` of the plan's patches."""
+        return gaps_and_overlaps(span_rows(self.placed))
+
+
+def span_rows(placed: Iterable[PlacedPatch]) -> Iterator[tuple[int, str, int, int]]:
+    """(first grid sample, path, patch index, stop grid sample) of each patch: what gaps and
+    overlaps need, in painting order where `placed` is."""
+    return ((p.first_index, p.patch.path, p.patch.index, p.stop_index) for p in placed)
+
+
+def gaps_and_overlaps(rows: Iterable[tuple[int, str, int, int]]) -> tuple[list[dict], list[dict]]:
+    """Grid spans between patches (`span_rows`, in painting order) without data (gaps) and
+    spans covered twice (overlaps; the later-starting patch wins), in time order."""
+    gaps, overlaps = [], []
+    covered, last = 0, None
+    for first_index, path, _, stop_index in rows:
+        if last is not None and first_index > covered:
+            gaps.append(
+                {
+                    "first_sample": covered,
+                    "samples": first_index - covered,
+                    "after": last,
+                    "before": path,
+                }
+            )
+        elif last is not None and first_index < covered:
+            overlaps.append(
+                {
+                    "first_sample": first_index,
+                    "samples": min(covered, stop_index) - first_index,
+                    "earlier": last,
+                    "later": path,
+                    "kept": path,
+                }
+            )
+        if stop_index >= covered:
+            covered, last = stop_index, path
+    return gaps, overlaps
 
 
 # --- the plan ---------------------------------------------------------------------------------
@@ -263,30 +271,6 @@ def chunk_rows(n_distance: int) -> int:
     return max(1, cv.TARGET_CHUNK_BYTES // (4 * min(n_distance, CHANNEL_GROUP)))
 
 
-def choose_axis(patches: Sequence[DasPatch], candidates: int = 16) -> DasAxis:
-    """The axis the most patches agree with (`DasAxis.mismatch`; ties: the axis of the earliest
-    patch, then path). Candidates: the axes of the `candidates` largest groups of patches with
-    equal keys (a few ns of jitter in DASCore's step splits a group, not the agreement)."""
-    groups: dict[tuple, list[DasPatch]] = {}
-    for patch in patches:
-        groups.setdefault(DasAxis.of(patch).key(), []).append(patch)
-
-    def earliest(members: Sequence[DasPatch]) -> DasPatch:
-        return min(members, key=lambda p: (p.start_ns, p.path, p.index))
-
-    firsts = sorted(
-        (earliest(members) for members in groups.values()),
-        key=lambda p: (-len(groups[DasAxis.of(p).key()]), p.start_ns, p.path, p.index),
-    )[:candidates]
-
-    def rank(first: DasPatch) -> tuple:
-        axis = DasAxis.of(first)
-        agreeing = sum(axis.mismatch(patch) is None for patch in patches)
-        return (-agreeing, first.start_ns, first.path, first.index)
-
-    return DasAxis.of(min(firsts, key=rank))
-
-
 def place(patch: DasPatch, start_ns: int, step_ns: int) -> PlacedPatch:
     """Put a patch on the grid: its nearest grid sample (halves up), exact in integers."""
     delta = patch.start_ns - start_ns
@@ -296,51 +280,3 @@ def place(patch: DasPatch, start_ns: int, step_ns: int) -> PlacedPatch:
 
 def painting_order(placed: PlacedPatch) -> tuple:
     return (placed.first_index, placed.patch.path, placed.patch.index)
-
-
-def make_das_plan(
-    scans: Sequence[DasFileScan],
-    block_samples: int | None = None,
-    *,
-    axis: DasAxis | None = None,
-    start_ns: int | None = None,
-    kept: Sequence[PlacedPatch] = (),
-) -> DasPlan:
-    """Check the scanned patches and lay out the store. `axis`, `start_ns`, `kept`: the
-    store's axis, grid start and patches when appending (new patches join them)."""
-    problems = [p for scan in scans for p in scan.problems]
-    patches = [patch for scan in scans for patch in scan.patches]
-    if not patches and not kept:
-        raise nothing_readable([scan.path for scan in scans], problems)
-    axis = axis or choose_axis(patches)
-    accepted = []
-    for patch in patches:
-        why = axis.mismatch(patch)
-        if why:
-            problems.append(f"{patch.path}: patch {patch.index}: {why}; not ingested")
-        else:
-            accepted.append(patch)
-    if not accepted and not kept:
-        raise InvalidInput(scans[0].path, "no patch agrees with the others: " + problems[0])
-    grid_start = start_ns if start_ns is not None else min(p.start_ns for p in accepted)
-    placed = [place(patch, grid_start, axis.step_ns) for patch in accepted]
-    early = [p for p in placed if p.first_index < 0]
-    if early:
-        raise InvalidInput(
-            early[0].patch.path,
-            "starts before the store; ingest without {append}",
-            parameters=["append"],
-        )
-    placed = sorted([*kept, *placed], key=painting_order)
-    if block_samples is None:
-        block_samples = chunk_rows(axis.n_distance)
-    if block_samples < 1:
-        raise InvalidInput("block_samples", f"must be positive, got {block_samples}")
-    return DasPlan(
-        axis=axis,
-        start_ns=grid_start,
-        n_time=max(p.stop_index for p in placed),
-        block_samples=block_samples,
-        placed=tuple(placed),
-        problems=tuple(problems),
-    )

@@ -5,11 +5,11 @@ which writes its blocks one after another (`das_blocks.block_values`: one block 
 time), and one progress record: a year of 1,000 channels at 1 kHz is ~3·10^7 blocks of 4 MiB,
 which as a task and a record each would cost the scheduler and the store more than the data.
 
-The client holds each patch's grid span (numpy arrays over the plan's patches) and the merged
-spans of touched blocks, not a task per block: a run's blocks and their pieces are found when
-the run's task is made (`RunLayout.run`), wave by wave. Where the runs fall depends on the plan
-alone (never on the cluster), so a resume on any cluster finds the same runs; the store's bytes
-do not depend on them.
+The client holds the merged spans of touched blocks (`RunLayout`), not a task per block nor a
+patch: a run's blocks' pieces are found when the run's task is made, wave by wave, where the
+plan's partitions are (`PieceIndex`, `das_parts.wave_runs`). Where the runs fall depends on the
+plan alone (never on the cluster), so a resume on any cluster finds the same runs; the store's
+bytes do not depend on them.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from seisctf.formats.das.das_blocks import (
     block_values,
     read_pieces,
 )
-from seisctf.formats.das.das_plan import DasPlan
+from seisctf.formats.das.das_plan import DasPlan, PlacedPatch
 from seisctf.formats.shared import input_locality, resumable
 from seisctf.formats.shared.chunk_writes import ChunkWriter, write_chunks
 from seisctf.formats.shared.resumable import PROGRESS_VAR, open_store
@@ -57,32 +57,21 @@ class DasRun:
 
 
 class RunLayout:
-    """The runs of `plan` over the blocks its patches touch, or over the blocks of `touched`
-    ([first, stop) block ranges: an append's) alone. `files`: {path: (sha256 hex, size)} of
-    every file of the plan; `cache_run`: the input-cache run whose copies the tasks read."""
+    """The runs of `plan` over the blocks of `touched` ([first, stop) block ranges: every
+    block some patch touches, or an append's), by block arithmetic alone: where the runs fall
+    depends on the plan alone, never on the cluster."""
 
-    def __init__(
-        self,
-        plan: DasPlan,
-        files: Mapping[str, tuple[str, int]],
-        cache_run: str = "",
-        touched: Iterable[tuple[int, int]] | None = None,
-    ):
-        self.plan, self.files, self.cache_run = plan, files, cache_run
-        firsts = np.array([p.first_index for p in plan.placed], dtype=np.int64)
-        stops = np.array([p.stop_index for p in plan.placed], dtype=np.int64)
-        # Patches come in painting order, by first sample: those before index i reach no
-        # further than `reach[i - 1]`, which finds the first patch a block can overlap.
-        self._firsts, self._stops = firsts, stops
-        self._reach = np.maximum.accumulate(stops) if len(stops) else stops
-        if touched is None:
-            spans = [
-                (first, stop) for first, stop in zip(firsts, stops, strict=True) if stop > first
-            ]
-            touched = [(r.start, r.stop) for r in (plan.blocks_between(*s) for s in spans)]
-        self._starts, self._lengths = _merged(touched)
+    def __init__(self, plan: DasPlan, touched: Iterable[tuple[int, int]]):
+        self.plan = plan
+        self._starts, self._lengths = merged_spans(touched)
         self._before = np.concatenate([[0], np.cumsum(self._lengths)])
         self.run_blocks = run_length(self.n_blocks)
+
+    @classmethod
+    def of_patches(cls, plan: DasPlan) -> RunLayout:
+        """The runs over every block a patch of `plan.placed` touches."""
+        spans = [(p.first_index, p.stop_index) for p in plan.placed if p.stop_index > p.first_index]
+        return cls(plan, [(r.start, r.stop) for r in (plan.blocks_between(*s) for s in spans)])
 
     @property
     def n_blocks(self) -> int:
@@ -92,6 +81,15 @@ class RunLayout:
     def __len__(self) -> int:
         return math.ceil(self.n_blocks / self.run_blocks)
 
+    def runs_of(self, blocks: np.ndarray) -> np.ndarray:
+        """The run writing each of `blocks` (int64), -1 where no run writes the block."""
+        if not len(self._starts):
+            return np.full(len(blocks), -1, dtype=np.int64)
+        span = np.maximum(np.searchsorted(self._starts, blocks, side="right") - 1, 0)
+        offset = blocks - self._starts[span]
+        inside = (offset >= 0) & (offset < self._lengths[span])
+        return np.where(inside, (self._before[span] + offset) // self.run_blocks, -1)
+
     def blocks_of(self, number: int) -> list[int]:
         """The block indices run `number` writes, in order."""
         ordinals = np.arange(
@@ -100,11 +98,31 @@ class RunLayout:
         span = np.searchsorted(self._before, ordinals, side="right") - 1
         return (self._starts[span] + ordinals - self._before[span]).tolist()
 
-    def run(self, number: int) -> DasRun:
-        """Run `number`: each of its blocks with its pieces in painting order."""
-        return DasRun(number, tuple(self._block(block) for block in self.blocks_of(number)))
 
-    def _block(self, block: int) -> DasBlockTask:
+class PieceIndex:
+    """The pieces of `placed` (patches on `plan`'s grid, in painting order) in any block.
+    `files`: {path: (sha256 hex, size)} of their files; `cache_run`: the input-cache run whose
+    copies the tasks read."""
+
+    def __init__(
+        self,
+        plan: DasPlan,
+        placed: Sequence[PlacedPatch],
+        files: Mapping[str, tuple[str, int]],
+        cache_run: str = "",
+    ):
+        self.plan, self.placed, self.files, self.cache_run = plan, placed, files, cache_run
+        self._firsts = np.array([p.first_index for p in placed], dtype=np.int64)
+        self._stops = np.array([p.stop_index for p in placed], dtype=np.int64)
+        # Patches come in painting order, by first sample: those before index i reach no
+        # further than `reach[i - 1]`, which finds the first patch a block can overlap.
+        self._reach = np.maximum.accumulate(self._stops) if len(placed) else self._stops
+
+    def run(self, number: int, blocks: Sequence[int]) -> DasRun:
+        """Run `number` of `blocks`: each block with its pieces in painting order."""
+        return DasRun(number, tuple(self.block(block) for block in blocks))
+
+    def block(self, block: int) -> DasBlockTask:
         first, stop = self.plan.block_span(block)
         lo = int(np.searchsorted(self._reach, first, side="right"))
         hi = int(np.searchsorted(self._firsts, stop, side="left"))
@@ -112,7 +130,7 @@ class RunLayout:
         for index in range(lo, hi):
             if self._stops[index] <= first:
                 continue
-            placed = self.plan.placed[index]
+            placed = self.placed[index]
             k0 = max(first, placed.first_index) - placed.first_index
             k1 = min(stop, placed.stop_index) - placed.first_index
             found = (placed.patch, k0, k1, placed.first_index + k0 - first)
@@ -122,7 +140,7 @@ class RunLayout:
         )
 
 
-def _merged(spans: Iterable[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+def merged_spans(spans: Iterable[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
     """(starts, lengths) of the union of [first, stop) ranges, in order, as disjoint ranges."""
     starts: list[int] = []
     stops: list[int] = []

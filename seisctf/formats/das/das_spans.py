@@ -19,8 +19,9 @@ import numpy as np
 
 from seisctf import conventions as cv
 from seisctf.cluster import compute
+from seisctf.formats.das.das_plan import NS_PER_S
 from seisctf.formats.shared.input_manifest import TEXT, write_column
-from seisctf.formats.shared.resumable import open_store
+from seisctf.formats.shared.resumable import iso_time, open_store
 from seisctf.location import StoreLocation
 
 # Per kind (its root attr and group): the dimension, the count attr and the columns beside
@@ -54,12 +55,15 @@ def write_spans(
     groups)."""
     import dask
 
+    compute(dask.delayed(write_over)(store, spans, limit), quiet=True)
+
+
+def write_over(
+    store: StoreLocation, spans: Mapping[str, Sequence[dict]], limit: int | None = None
+) -> None:
+    """`write_spans`, here (in a task)."""
     limit = cv.ATTR_DAS_SPANS if limit is None else limit
     over = {kind: list(found) for kind, found in spans.items() if len(found) > limit}
-    compute(dask.delayed(_write)(store, over), quiet=True)
-
-
-def _write(store: StoreLocation, over: dict[str, list[dict]]) -> None:
     group = open_store(store, mode="r+")
     for kind, (dim, _, texts) in SPAN_KINDS.items():
         if kind in group:
@@ -71,6 +75,22 @@ def _write(store: StoreLocation, over: dict[str, list[dict]]) -> None:
             write_column(table, name, dim, np.array([s[name] for s in over[kind]], dtype=dtype))
         for name in texts:
             write_column(table, name, dim, np.asarray([s[name] for s in over[kind]], dtype=TEXT))
+
+
+def timed(
+    gaps: Sequence[dict], overlaps: Sequence[dict], start_ns: int, step_ns: int
+) -> dict[str, list[dict]]:
+    """{"gaps": …, "overlaps": …} of a grid from `start_ns` every `step_ns` (ns), each span
+    with the ISO time of its first sample and its duration (s)."""
+
+    def with_time(span: dict) -> dict:
+        return {
+            **span,
+            "start_time": iso_time(start_ns + span["first_sample"] * step_ns),
+            "duration_s": span["samples"] * step_ns / NS_PER_S,
+        }
+
+    return {"gaps": list(map(with_time, gaps)), "overlaps": list(map(with_time, overlaps))}
 
 
 def read_spans(group: Any, kind: str) -> list[dict]:

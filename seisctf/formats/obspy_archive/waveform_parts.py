@@ -12,7 +12,6 @@ here as before (`input_manifest.scanned`) and sends the partitions to the worker
 from __future__ import annotations
 
 import functools
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,14 +22,19 @@ import numpy as np
 from seisctf import conventions as cv
 from seisctf.cluster import kept, shared
 from seisctf.errors import InvalidInput
-from seisctf.formats.obspy_archive import listing_parts
 from seisctf.formats.obspy_archive.inventory_checks import InventorySource, findings
 from seisctf.formats.obspy_archive.partition_plan import Accepted, accept
 from seisctf.formats.obspy_archive.placed_traces import PlacedTraces, trace_blocks
 from seisctf.formats.obspy_archive.scan_table import ScanTable, scan_files
 from seisctf.formats.obspy_archive.waveform_attrs import samples_stored
 from seisctf.formats.obspy_archive.waveform_plan import WaveformPlan
-from seisctf.formats.shared import input_cache, input_locality, input_manifest, resumable
+from seisctf.formats.shared import (
+    input_cache,
+    input_locality,
+    input_manifest,
+    listing_parts,
+    resumable,
+)
 from seisctf.formats.shared.input_listing import expand_sources
 from seisctf.formats.shared.input_manifest import InputStats, RecordedInputs
 from seisctf.formats.shared.partition_tasks import Each
@@ -70,12 +74,8 @@ def scan_inputs(
     roots = listing_parts.roots_of(sources, storage_options) if recorded is None else None
     if roots is not None:
         listing = listing_parts.listed(sources, roots, storage_options, quiet)
-        token = uuid.uuid4().hex  # keys named as `resumable.scan_tasks`' are (scan_files-…)
-        make = lambda i: dask.delayed(_scan_listed)(  # noqa: E731
-            scan, listing.batches[i], storage_options, dask_key_name=f"scan_files-{token}-{i}"
-        )
-        placed = input_locality.in_path_order(make, len(listing.batches))
-        parts = kept([placed(i) for i in range(len(listing.batches))], "scan", quiet)
+        parts = listing_parts.scan_tasks(scan, listing, storage_options, "scan_files", "scan",
+                                         quiet)  # fmt: skip
         return Scanned(parts, listing.batches)
     paths = expand_sources(sources, storage_options)
     if append and recorded is not None:
@@ -95,10 +95,6 @@ def scan_inputs(
     size = resumable.batch_size(len(paths))
     parts = [shared(part) for part in input_manifest.split(table, size)]
     return Scanned(parts, [shared(stats)], table)
-
-
-def _scan_listed(scan: Any, stats: InputStats, storage_options: dict | None) -> ScanTable:
-    return scan(list(stats.paths), storage_options)
 
 
 def accepted_parts(parts: list[Any], source: Any, require_response: bool, each: Each) -> list[Any]:

@@ -28,7 +28,7 @@ import numpy as np
 
 from seisctf.cluster import compute, kept
 from seisctf.errors import InvalidInput
-from seisctf.formats.shared import input_manifest, resumable
+from seisctf.formats.shared import input_locality, input_manifest, resumable
 from seisctf.formats.shared.input_listing import (
     EMPTY_FOLDER,
     NO_OBJECT,
@@ -222,3 +222,25 @@ def _counts(listing: tuple[InputStats, list[int]]) -> list[int]:
 
 def _within(folder: str, source: str) -> bool:
     return _key(folder).startswith(_key(_root(source)))
+
+
+def scan_tasks(
+    scan: Any, listing: Listed, storage_options: dict | None, name: str, label: str, quiet: bool
+) -> list[Any]:
+    """`scan(paths, storage_options)` of each of the listing's batches, kept where computed
+    (keys `name-token-i`, as `resumable.scan_tasks`' are named after the scan), placed in path
+    order (`input_locality.in_path_order`)."""
+    import uuid
+
+    import dask
+
+    token = uuid.uuid4().hex
+    make = lambda i: dask.delayed(_scan_listed)(  # noqa: E731
+        scan, listing.batches[i], storage_options, dask_key_name=f"{name}-{token}-{i}"
+    )
+    placed = input_locality.in_path_order(make, len(listing.batches))
+    return kept([placed(i) for i in range(len(listing.batches))], label, quiet)
+
+
+def _scan_listed(scan: Any, stats: InputStats, storage_options: dict | None) -> Any:
+    return scan(list(stats.paths), storage_options)
