@@ -45,7 +45,9 @@ from seisctf.formats.das.das_runs import MIN_RUNS, RUN_BLOCKS  # noqa: E402
 
 RATE_HZ = 1000.0
 # The files axis (`file_section`): as many files of (channels, samples) each, end to end.
-FILE_COUNTS, QUICK_FILE_COUNTS, FILE_SHAPE = (200, 2_000), (10, 40), (16, 500)
+# A piece a file here: 5,000 files are one wave of `das_files.MAX_PIECES_PER_WAVE` pieces,
+# 50,000 are ten.
+FILE_COUNTS, QUICK_FILE_COUNTS, FILE_SHAPE = (5_000, 50_000), (10, 40), (16, 500)
 DIVISORS = (1, 512, 1024)  # of the store's block size
 # (files, channels, samples a file): 20 minutes of 64 channels (154 MB); quick: 16 s of 16.
 FULL, QUICK = (20, 64, 60_000), (4, 16, 4_000)
@@ -179,8 +181,8 @@ def sections(options: ScaleOptions) -> Iterator[Section]:
 
 def file_section(options: ScaleOptions, workdir: Path) -> Section:
     """The client against the file count: FILE_COUNTS files of FILE_SHAPE each at the store's
-    block size. Its scans and plan are made in the client (a scan and its patches a file), so
-    this is where `ingest das` is still O(files)."""
+    block size. The scans and the plan stay on the workers (`das_parts`); the client holds
+    per-partition summaries and one wave's runs, of at most `MAX_PIECES_PER_WAVE` pieces."""
     counts = QUICK_FILE_COUNTS if options.quick else FILE_COUNTS
     channels, samples = FILE_SHAPE
     runs = []
