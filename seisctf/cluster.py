@@ -534,16 +534,25 @@ def compute_in_waves(
     costing more is a wave of its own): each wave's tasks are built and computed after the
     previous wave's finished and were released (so the scheduler holds at most two waves, one
     of them being forgotten). One wave (one progress line) when few enough. With `fold`, each
-    wave's results go to `fold(its first task's index, results)` and are not kept (returns [])."""
+    wave's results go to `fold(its first task's index, results)` and are not kept (returns []).
+    A wave's results come to the client as one value (`_wave_results`, a task on a worker)."""
     bounds = wave_bounds(n_tasks, wave_tasks or MAX_TASKS_PER_WAVE, costs, wave_cost)
     results: list[Any] = []
     fold = fold or (lambda _, computed: results.extend(computed))
     for wave, (first, stop) in enumerate(bounds):
         wave_label = label if len(bounds) == 1 else f"{label} (wave {wave + 1} of {len(bounds)})"
         tasks = [make_task(index) for index in range(first, stop)]
-        fold(first, list(compute(*tasks, label=wave_label, quiet=quiet)))
-        del tasks  # (before the next wave's are built: one wave's graph held at a time)
+        # One key to gather, not one a task: distributed's messages are msgpack, which interns
+        # the keys of a map, and CPython's table of interned strings keeps its size after them
+        # (0.9 MiB of it stays in the client after a gather of 20,000 keys, 1.8 after 50,000).
+        gathered = dask.delayed(_wave_results, pure=False)(*tasks)
+        fold(first, compute(gathered, label=wave_label, quiet=quiet)[0])
+        del tasks, gathered  # (before the next wave's are built: one wave's graph at a time)
     return results
+
+
+def _wave_results(*results: Any) -> list[Any]:
+    return list(results)
 
 
 def wave_bounds(
