@@ -30,11 +30,12 @@ def _run(plan, files, layout, number):
     return PieceIndex(plan, plan.placed, files, "run-1").run(number, layout.blocks_of(number))
 
 
-def _expected_pieces(plan, files, block):
+def _expected_pieces(plan, files, pieces, block):
+    """The pieces of `block` as a run carries them, from `pieces` (`plan.pieces_by_block()`)."""
     first, _ = plan.block_span(block)
     return [
         (placed.patch, k0, k1, placed.first_index + k0 - first, *files[placed.patch.path])
-        for placed, k0, k1 in plan.pieces_by_block()[block]
+        for placed, k0, k1 in pieces[block]
     ]
 
 
@@ -42,7 +43,8 @@ def _expected_pieces(plan, files, block):
 @given(spans=PATCHES, block_samples=st.sampled_from([1, 7, 64, 500]))
 def test_runs_cover_the_touched_blocks_once_with_the_plan_s_pieces(spans, block_samples):
     layout, plan, files = _layout_and_plan(spans, block_samples)
-    touched = sorted(plan.pieces_by_block())
+    pieces = plan.pieces_by_block()
+    touched = sorted(pieces)
     assert layout.n_blocks == len(touched)
     length = run_length(len(touched))
     assert len(layout) == math.ceil(len(touched) / length)
@@ -55,7 +57,7 @@ def test_runs_cover_the_touched_blocks_once_with_the_plan_s_pieces(spans, block_
         for block in run.blocks:
             assert (block.first, block.stop) == plan.block_span(block.block)
             assert block.n_distance == plan.axis.n_distance and block.cache_run == "run-1"
-            assert list(block.pieces) == _expected_pieces(plan, files, block.block)
+            assert list(block.pieces) == _expected_pieces(plan, files, pieces, block.block)
         written += [b.block for b in run.blocks]
     assert written == touched
 

@@ -66,7 +66,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from seisctf import conventions as cv
-from seisctf.cluster import MAX_TASKS_PER_WAVE, compute_in_waves, wave_bounds
+from seisctf.cluster import MAX_TASKS_PER_WAVE, compute_in_waves, kept, shared, wave_bounds
 from seisctf.errors import InvalidInput
 from seisctf.formats.das import das_inputs
 from seisctf.formats.das.das_inputs import RecordedDas
@@ -166,8 +166,6 @@ def scan_parts(
     and scanned by tasks (`listing_parts`); else the client lists, and takes from the record
     the scans of the files as recorded (`das_inputs.scanned`), the partitions sent to the
     workers."""
-    from seisctf.cluster import kept, shared
-
     storage_options = store.storage_options
     scan = input_cache.keeping(scan_das_files)  # each file read from storage once
     label = "scan DAS files"
