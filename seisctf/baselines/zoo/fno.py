@@ -20,6 +20,7 @@ import numpy as np
 
 from seisctf.baselines.zoo import torch_training as tt
 from seisctf.baselines.zoo.family import zoo_family
+from seisctf.baselines.zoo.library_calls import import_quietly
 
 WINDOW = 16  # rows in, rows out
 MODES = 8  # Fourier modes a layer keeps (at most WINDOW // 2 + 1)
@@ -47,9 +48,7 @@ def fno(
     past, ahead = tt.windows(series, WINDOW, WINDOW)
     features = past.shape[2]
     with tt.torch_session(seed) as rng:
-        from neuralop.models import FNO
-
-        operator = FNO(
+        operator = import_quietly("neuralop.models").FNO(
             n_modes=(MODES,),
             in_channels=features,
             out_channels=features,

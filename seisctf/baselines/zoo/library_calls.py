@@ -12,7 +12,11 @@ one-step training pairs of a list of series.
   (QUIET_LOCK): two threads' blocks would otherwise restore each other's in the wrong order.
 - `import_quietly(name)`: a library imported inside `quiet()`; an empty folder it made in the
   temporary directory on import is removed (reservoirpy makes `reservoirpy-temp-<uuid>` in
-  every process that imports it, for a dataset cache the zoo never uses: one a Dask worker).
+  every process that imports it, for a dataset cache the zoo never uses: one a Dask worker),
+  and the optional modules it would import for features the zoo never uses are not imported
+  (`UNUSED_IMPORTS`: neuraloperator imports wandb, its training logger, when installed, and
+  wandb makes two temporary folders on import that only a clean exit removes, so every Dask
+  worker process that was stopped left them behind).
 - `one_step_pairs(series)`: each (time, features) series' rows but the last (the inputs) and
   rows but the first (the targets), the pairs of consecutive rows a one-step model learns
   from; pairs never straddle two series.
@@ -25,6 +29,7 @@ import importlib
 import io
 import logging
 import os
+import sys
 import tempfile
 import threading
 import warnings
@@ -34,6 +39,8 @@ from types import ModuleType
 import numpy as np
 
 QUIET_LOCK = threading.RLock()
+# Modules zoo libraries import if installed, for features the zoo never uses (see the doc).
+UNUSED_IMPORTS = ("wandb",)
 
 
 @contextlib.contextmanager
@@ -56,9 +63,26 @@ def quiet() -> Iterator[None]:
                 root.removeHandler(handler)
 
 
+@contextlib.contextmanager
+def unused_imports_blocked() -> Iterator[None]:
+    """Inside the block, importing one of UNUSED_IMPORTS not imported yet fails as a module
+    that is not installed does (the libraries import them in `try`); after it, they import as
+    usual."""
+    blocked = [name for name in UNUSED_IMPORTS if name not in sys.modules]
+    for name in blocked:
+        sys.modules[name] = None  # type: ignore[assignment]  # Python's "not importable" mark
+    try:
+        yield
+    finally:
+        for name in blocked:
+            if name in sys.modules and sys.modules[name] is None:
+                del sys.modules[name]
+
+
 def import_quietly(name: str) -> ModuleType:
-    """Import `name` inside `quiet()`, removing the empty scratch folder it may leave."""
-    with quiet():
+    """Import `name` inside `quiet()` without UNUSED_IMPORTS, removing the empty scratch
+    folder it may leave."""
+    with quiet(), unused_imports_blocked():
         module = importlib.import_module(name)
     scratch = getattr(module, "_TEMPDIR", None)  # reservoirpy's
     if isinstance(scratch, str) and os.path.dirname(scratch) == tempfile.gettempdir():
