@@ -372,30 +372,31 @@ class _RunGraphs(Callback):
             self.runs.append(runs)
 
 
-def test_runs_go_in_waves_of_at_most_max_tasks_per_wave_blocks(tmp_path, monkeypatch):
-    """43 blocks in 22 runs of 2 (the last 1): with MAX_TASKS_PER_WAVE 8, waves of 4 runs."""
+def _run_waves(tmp_path, monkeypatch, limit: str, value: int) -> list[int]:
+    """The `ingest_das_run` tasks of each wave of an ingest of the PRODML series at 8 samples a
+    block (43 blocks in 22 runs of 2, the last 1) with `das_files.<limit>` = `value`; the
+    store must be DASCore's read."""
     folder = tmp_path / "files"
     files = write_series(folder, "PRODML")
-    monkeypatch.setattr(das_files, "MAX_TASKS_PER_WAVE", 8)
+    monkeypatch.setattr(das_files, limit, value)
     out = tmp_path / "store.zarr"
     with _RunGraphs() as graphs:
         ingest_das([str(folder)], StoreLocation(out), block_samples=8, quiet=True)
-    assert graphs.runs == [4, 4, 4, 4, 4, 2]
     _assert_store_equals_dascore(out, files)
+    return graphs.runs
+
+
+def test_runs_go_in_waves_of_at_most_max_tasks_per_wave_blocks(tmp_path, monkeypatch):
+    """With MAX_TASKS_PER_WAVE 8, waves of 4 runs."""
+    runs = _run_waves(tmp_path, monkeypatch, "MAX_TASKS_PER_WAVE", 8)
+    assert runs == [4, 4, 4, 4, 4, 2]
 
 
 def test_runs_go_in_waves_of_at_most_max_pieces_per_wave_pieces(tmp_path, monkeypatch):
-    """The same 22 runs with at most 3 pieces a wave: each run of 2 blocks paints 2 to 4 pieces
-    (a block where two files meet has two), so no wave holds more than one or two runs, and
-    the store is the same."""
-    folder = tmp_path / "files"
-    files = write_series(folder, "PRODML")
-    monkeypatch.setattr(das_files, "MAX_PIECES_PER_WAVE", 3)
-    out = tmp_path / "store.zarr"
-    with _RunGraphs() as graphs:
-        ingest_das([str(folder)], StoreLocation(out), block_samples=8, quiet=True)
-    assert sum(graphs.runs) == 22 and len(graphs.runs) >= 11 and max(graphs.runs) <= 2
-    _assert_store_equals_dascore(out, files)
+    """With at most 3 pieces a wave: each run of 2 blocks paints 2 to 4 pieces (a block where
+    two files meet has two), so no wave holds more than one or two runs."""
+    runs = _run_waves(tmp_path, monkeypatch, "MAX_PIECES_PER_WAVE", 3)
+    assert sum(runs) == 22 and len(runs) >= 11 and max(runs) <= 2
 
 
 def test_append_extends_time_and_keeps_old_chunks(tmp_path):

@@ -305,7 +305,7 @@ def _span_rows(part: PlacedPart) -> list[tuple[int, str, int, int]]:
 
 def _record_spans(store: StoreLocation, grid: tuple[int, int], limit: int, *rows: list) -> dict:
     spans = das_spans.timed(*gaps_and_overlaps(heapq.merge(*rows)), *grid)
-    das_spans.write_over(store, spans, limit)
+    das_spans.write_spans(store, spans, limit)
     return das_spans.span_attrs(spans, limit)
 
 

@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 
 from seisctf import conventions as cv
-from seisctf.cluster import compute
 from seisctf.formats.das.das_plan import NS_PER_S
 from seisctf.formats.shared.input_manifest import TEXT, write_column
 from seisctf.formats.shared.resumable import iso_time, open_store
@@ -51,17 +50,8 @@ def write_spans(
 ) -> None:
     """The group of each kind of `spans` that the root attrs (`span_attrs`, of the same
     `limit`) cannot hold whole, replacing any; none (an older one deleted) for a kind they can.
-    By a task, before the store is marked complete (its consolidated metadata then lists the
-    groups)."""
-    import dask
-
-    compute(dask.delayed(write_over)(store, spans, limit), quiet=True)
-
-
-def write_over(
-    store: StoreLocation, spans: Mapping[str, Sequence[dict]], limit: int | None = None
-) -> None:
-    """`write_spans`, here (in a task)."""
+    Before the store is marked complete (its consolidated metadata then lists the groups): by
+    the task that finds the spans (`das_parts.record_spans`)."""
     limit = cv.ATTR_DAS_SPANS if limit is None else limit
     over = {kind: list(found) for kind, found in spans.items() if len(found) > limit}
     group = open_store(store, mode="r+")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import glob
 import os
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -230,8 +231,6 @@ def scan_tasks(
     """`scan(paths, storage_options)` of each of the listing's batches, kept where computed
     (keys `name-token-i`, as `resumable.scan_tasks`' are named after the scan), placed in path
     order (`input_locality.in_path_order`)."""
-    import uuid
-
     import dask
 
     token = uuid.uuid4().hex
