@@ -23,6 +23,7 @@ from test_waveforms import DAY, START, _cli, _MoveAwayAfter, _open, _trace, writ
 from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
 from seisctf.formats.obspy_archive.waveforms import ingest_waveforms
+from seisctf.formats.shared import record_parts
 from seisctf.formats.shared.input_manifest import recorded_inputs
 from seisctf.location import StoreLocation
 
@@ -145,9 +146,14 @@ def test_an_old_file_changed_or_gone_is_refused_by_name(tmp_path, dask_cluster):
     assert store_digest(out) == before
 
 
-def test_a_resumed_ingest_reads_no_file_of_the_blocks_it_had_written(tmp_path):
+@pytest.mark.parametrize("rows_per_range", [record_parts.ROWS_PER_RANGE, 5])
+def test_a_resumed_ingest_reads_no_file_of_the_blocks_it_had_written(
+    tmp_path, monkeypatch, rows_per_range
+):
     """Blocks of one day at 1 Hz: a day file is one block's. Interrupted after two blocks,
-    their files garbled, the resume writes the other blocks with the bytes of a whole run."""
+    their files garbled, the resume writes the other blocks with the bytes of a whole run,
+    its record of 12 files read in one range or in three (`record_parts`)."""
+    monkeypatch.setattr(record_parts, "ROWS_PER_RANGE", rows_per_range)
     archive = tmp_path / "archive"
     for day in range(3):
         write_day_files(archive, day, seed=day)

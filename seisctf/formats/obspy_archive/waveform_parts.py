@@ -5,8 +5,8 @@ holds each partition's summary, never a file's scan (`waveform_runs` does the sa
 block runs).
 
 A fresh ingest's partitions are its scan batches (`resumable.scan_tasks`), kept on the workers
-that scanned them. One that takes scans from a store's record (a resume, an append) joins them
-here as before (`input_manifest.scanned`) and sends the partitions to the workers.
+that scanned them. One that takes scans from a store's record (a resume, an append) joins the
+record with its listing range by range on the workers (`record_parts`).
 """
 
 from __future__ import annotations
@@ -33,11 +33,13 @@ from seisctf.formats.shared import (
     input_locality,
     input_manifest,
     listing_parts,
+    record_parts,
     resumable,
 )
 from seisctf.formats.shared.input_listing import expand_sources
-from seisctf.formats.shared.input_manifest import InputStats, RecordedInputs
+from seisctf.formats.shared.input_manifest import InputStats
 from seisctf.formats.shared.partition_tasks import Each
+from seisctf.formats.shared.record_parts import Record
 from seisctf.location import StoreLocation
 
 
@@ -49,52 +51,48 @@ def joined(tables: Sequence[ScanTable], paths: Sequence[str]) -> ScanTable:
 @dataclass(frozen=True)
 class Scanned:
     """An ingest's scan in partitions (`ScanTable`s, kept), the stats (`InputStats`) of the
-    same partitions or one of all files, and the whole scan where it was made here."""
+    same partitions or one of all files, and for an append, per partition, the store's recorded
+    paths (`known`) and those it holds no sample of (`not_stored`): sets, kept."""
 
     parts: list[Any]
     stats: list[Any]
-    whole: ScanTable | None = None
+    known: list[Any] | None = None
+    not_stored: list[Any] | None = None
 
 
 def scan_inputs(
     sources: Sequence[str],
     store: StoreLocation,
-    recorded: RecordedInputs | None,
+    record: Record | None,
     append: bool,
+    each: Each,
     quiet: bool,
 ) -> Scanned:
     """The scan of the files below `sources` (read with the storage options of `store`) in
     partitions of consecutive files, kept on the workers: listed there too where the sources
-    are folders (`listing_parts`) and nothing of the store at `store` is `recorded`; else listed
-    here (with the `recorded` inputs of the store an `append` adds to, which must still be
-    there) and joined here when the record gives some files' scans (`input_manifest.scanned`)
-    or for an append (it checks them)."""
+    are folders (`listing_parts`), else listed here. With the `record` of the store at `store`
+    (a resume, or an `append`, which adds the recorded files), joined with it range by range
+    on the workers (`record_parts`): the files as recorded are not scanned again."""
     storage_options = store.storage_options
     scan = input_cache.keeping(scan_files)  # each file read from storage once
-    roots = listing_parts.roots_of(sources, storage_options) if recorded is None else None
+    roots = listing_parts.roots_of(sources, storage_options)
     if roots is not None:
         listing = listing_parts.listed(sources, roots, storage_options, quiet)
-        parts = listing_parts.scan_tasks(scan, listing, storage_options, "scan_files", "scan",
-                                         quiet)  # fmt: skip
-        return Scanned(parts, listing.batches)
-    paths = expand_sources(sources, storage_options)
-    if append and recorded is not None:
-        paths = sorted(set(paths) | set(recorded.scans.paths))
-    stats = input_manifest.file_stats(paths, storage_options)  # one listing per folder
-    if append and recorded is not None:
-        input_manifest.check_present(recorded, stats, store.url)
-    if not (append or input_manifest.reusable(recorded, stats)):
-        tasks = resumable.scan_tasks(scan, paths, storage_options, input_locality.in_path_order)
-        return Scanned(kept(tasks, "scan", quiet), [shared(stats)])
-    table = input_manifest.scanned(  # only the files not as the store's table records them
-        paths, stats, recorded,
-        lambda todo: resumable.scan_all(
-            scan, todo, storage_options, "scan", quiet, joined, input_locality.in_path_order
-        ),
-    )  # fmt: skip
-    size = resumable.batch_size(len(paths))
-    parts = [shared(part) for part in input_manifest.split(table, size)]
-    return Scanned(parts, [shared(stats)], table)
+        batches = listing.batches
+        if record is None:
+            parts = listing_parts.scan_tasks(scan, listing, storage_options, "scan_files",
+                                             "scan", quiet)  # fmt: skip
+            return Scanned(parts, batches)
+    else:
+        paths = expand_sources(sources, storage_options)
+        stats = input_manifest.file_stats(paths, storage_options)  # one listing per folder
+        if record is None:
+            tasks = resumable.scan_tasks(scan, paths, storage_options,
+                                         input_locality.in_path_order)  # fmt: skip
+            return Scanned(kept(tasks, "scan", quiet), [shared(stats)])
+        batches = [shared(stats)]
+    found = record_parts.joined_scan(record, store, batches, scan, append, each, quiet)
+    return Scanned(found.parts, found.stats, found.known, found.not_stored)
 
 
 def accepted_parts(parts: list[Any], source: Any, require_response: bool, each: Each) -> list[Any]:
@@ -116,12 +114,12 @@ def _accepted(require_response: bool, source: InventorySource | None, scans: Sca
 
 
 def new_trace_spans(
-    plan: WaveformPlan, known: Any, placed: list[Any], each: Each
+    plan: WaveformPlan, known: list[Any], placed: list[Any], each: Each
 ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Per partition, (station index, first block, last block) of each trace of the files not
-    among `known` (a set of paths, as `cluster.shared` sends it)."""
+    among its `known` (a set of the store's paths, kept)."""
     grid = (plan.stations, plan.n_time, plan.block_samples)
-    return each(functools.partial(_new_spans, grid), [known] * len(placed), placed)
+    return each(functools.partial(_new_spans, grid), known, placed)
 
 
 def _new_spans(grid: tuple, known: set[str], placed: PlacedTraces) -> tuple:
@@ -159,15 +157,16 @@ def _new_headers(
 def check_same_grid(
     previous: dict[str, Any],
     store: tuple[list[str], list[str]],
-    known: Any,
+    known: list[Any],
     plan: WaveformPlan,
     placed: list[Any],
     each: Each,
     url: str,
 ) -> None:
     """Files appended to the store of attrs `previous`, stations and channels `store` (ids of
-    older stores normalised) and inputs `known` keep its start, rate, stations and channels."""
-    found = each(functools.partial(_new_headers, store), [known] * len(placed), placed)
+    older stores normalised) and inputs `known` (per partition) keep its start, rate, stations
+    and channels."""
+    found = each(functools.partial(_new_headers, store), known, placed)
     starts = [start for start, _, _ in found if start is not None]
     firsts = [first for _, first, _ in found if first is not None]
     if plan.start_ns != int(previous["start_time_ns"]):
@@ -204,28 +203,29 @@ def write_table(
     store: StoreLocation,
     scanned: Scanned,
     placed: list[Any] | None = None,
-    stored_args: tuple[Sequence[str], set, set] | None = None,
+    stored_args: tuple[Sequence[str], set] | None = None,
     name: str | None = None,
 ) -> Any:
     """A task writing the store's inputs table (`input_manifest.write_recorded`) of the
     partitions of `scanned` (joined on the worker), with `samples_stored` from each
-    partition's `placed` traces and `stored_args` (stations, lost, paths not stored before:
-    `waveform_attrs.samples_stored`), all true without."""
-    counts = (len(scanned.stats), len(scanned.parts))
-    return dask.delayed(_write_table)(store, name, stored_args, counts,
-                                      *scanned.stats, *scanned.parts, *(placed or []))  # fmt: skip
+    partition's `placed` traces, `stored_args` (stations, lost) and the paths an appended-to
+    store holds no sample of (`scanned.not_stored`; `waveform_attrs.samples_stored`), all true
+    without `stored_args`."""
+    not_stored = scanned.not_stored or [set()] * len(scanned.parts)
+    return dask.delayed(_write_table)(store, name, stored_args, list(scanned.stats),
+                                      list(scanned.parts), list(placed or []),
+                                      list(not_stored))  # fmt: skip
 
 
 def _write_table(
     store: StoreLocation,
     name: str | None,
     stored_args: tuple | None,
-    counts: tuple[int, int],
-    *values: Any,
+    stats_parts: Sequence[InputStats],
+    parts: Sequence[ScanTable],
+    placed: Sequence[PlacedTraces],
+    not_stored: Sequence[set[str]],
 ) -> None:
-    stats_parts = values[: counts[0]]
-    parts = values[counts[0] : counts[0] + counts[1]]
-    placed = values[counts[0] + counts[1] :]
     scans = ScanTable.joined(parts, [path for part in parts for path in part.paths])
     stats = InputStats(
         tuple(path for part in stats_parts for path in part.paths),
@@ -234,6 +234,9 @@ def _write_table(
     )
     stored = None
     if stored_args is not None:
-        stored = np.concatenate([samples_stored(part, traces, *stored_args)
-                                 for part, traces in zip(parts, placed, strict=True)])  # fmt: skip
+        stations, lost = stored_args
+        stored = np.concatenate([
+            samples_stored(part, traces, stations, lost, before)
+            for part, traces, before in zip(parts, placed, not_stored, strict=True)
+        ])  # fmt: skip
     input_manifest.write_recorded(store, scans, stats, stored, name)

@@ -29,6 +29,8 @@ Store layout (zarr v3 group; `xarray.open_zarr` opens it lazily):
 Every run takes from the `inputs` table of a store already at the output the scans of the files
 whose size and modification (mtime, ETag) are as recorded, and scans only the others
 (`input_manifest.scanned`): a re-run of a complete or unfinished store reads no unchanged file.
+The table is read in ranges of rows by tasks and joined with the run's listing where they are
+(`record_parts`): the client holds neither, however many files the store holds.
 
 Work: a header scan with sha256 (Dask tasks of batches of files, `scan_table.scan_files`: one
 table of columns, no Python object per file), kept on the workers as the partitions of the
@@ -92,7 +94,6 @@ from seisctf.cluster import (
     compute,
     compute_in_waves,
     release_free_memory,
-    shared,
     wave_bounds,
 )
 from seisctf.errors import InvalidInput
@@ -130,7 +131,13 @@ from seisctf.formats.obspy_archive.waveform_runs import (
     run_layout,
     runs_by_wave,
 )
-from seisctf.formats.shared import input_cache, input_locality, input_manifest, resumable
+from seisctf.formats.shared import (
+    input_cache,
+    input_locality,
+    input_manifest,
+    record_parts,
+    resumable,
+)
 from seisctf.formats.shared.chunk_writes import ChunkWriter, write_chunks
 from seisctf.formats.shared.partition_tasks import on_cluster
 from seisctf.formats.shared.problem_lines import (
@@ -317,25 +324,20 @@ def ingest_waveforms(
     request = requested_removal(remove_response, pre_filt, water_level, inventories)
     url = store.url
     previous = appendable_attrs(store) if append else None
-    recorded = input_manifest.read_recorded(store)  # of any store there
-    appended = None  # the record of the store an append adds to
+    record = record_parts.record_of(store)  # of any store there: its size, not its rows
     if previous is not None:
         block_samples = int(previous["block_samples"])
         rate = append_rate(previous, rate)
-        recorded = appended = input_manifest.appended_to(recorded, url)
+        input_manifest.appended_to(record, url)
     source, inventory_sha256 = (
         located_source([store.with_url(path) for path in inventories])
         if inventories
         else (None, [])
     )
-    scanned = scan_inputs(sources, store, recorded, previous is not None, quiet)
-    parts = scanned.parts
-    if appended is not None:
-        assert scanned.whole is not None  # an append's scan is joined here (`scan_inputs`)
-        input_manifest.check_unchanged(appended, scanned.whole, url)
-    scanned = dataclasses.replace(scanned, whole=None)
-    release_free_memory()  # of the scan tasks' results, joined into `scans`
     each = on_cluster(quiet)
+    scanned = scan_inputs(sources, store, record, previous is not None, each, quiet)
+    parts = scanned.parts
+    release_free_memory()  # of the scan tasks' results, joined into `scans`
     accepted = accepted_parts(parts, source, request is not None, each)
     plan, placed = plan_rounds(accepted, each, rate, block_samples)
     del accepted
@@ -344,7 +346,7 @@ def ingest_waveforms(
         resolve_removal(request, plan.sampling_rate) if request else (None, False)
     )
     removed = removal.attrs(pre_filt_default) if removal else None
-    known = shared(set(appended.scans.paths)) if appended is not None else None
+    known = scanned.known or []  # (an append's)
     if previous is not None:
         check_same_grid(previous, store_axes(store), known, plan, placed, each, url)
         check_same_removal(previous, removed)
@@ -391,7 +393,6 @@ def ingest_waveforms(
     if strict and (decode_count or progress.attributes.get("carried_problems")):
         fail_if_strict(strict, compute_decode_problems(store, fingerprint))
     release_free_memory()  # of the inventory and the tasks
-    not_stored = appended.not_stored() if appended is not None else set()
     # Every line, in the group beyond what the root attrs hold, by a task: the plan's, then the
     # decode problems of the runs' records it does not have; the root attrs' come back.
     found = write_ingest_problems(store, plan.problems, fingerprint)
@@ -405,8 +406,7 @@ def ingest_waveforms(
     # killed before, it resumes with the old inputs as the old ones.
     old_table = input_manifest.table_name(group)
     table = input_manifest.beside(group) if previous is not None else old_table
-    compute(write_table(store, scanned, placed, (plan.stations, lost, not_stored), table),
-            quiet=True)  # fmt: skip
+    compute(write_table(store, scanned, placed, (plan.stations, lost), table), quiet=True)
     if table != input_manifest.GROUP or input_manifest.ATTR_TABLE in group.attrs:
         attrs[input_manifest.ATTR_TABLE] = table
     resumable.finish(store, coverage, COVERAGE_VAR, COVERAGE_DIMS, attrs, COORDINATES)

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -172,13 +172,15 @@ def scanned(
     stats: InputStats,
     recorded: RecordedInputs | None,
     scan: Callable[[list[str]], ScanTable],
+    taken: np.ndarray | None = None,
 ) -> ScanTable:
     """The scan of `paths` (sorted, unique; `stats` theirs): the recorded scan of each file
-    whose size and `modified` are as recorded, `scan(others)` of the others, joined in path
-    order: equal to `scan(paths)`."""
+    whose size and `modified` are as recorded (or of the recorded files `taken`), `scan(others)`
+    of the others, joined in path order: equal to `scan(paths)`."""
     if recorded is None:
         return scan(list(paths))
-    where = {recorded.scans.paths[i]: (0, i) for i in _unchanged(recorded, stats).tolist()}
+    taken = _unchanged(recorded, stats) if taken is None else taken
+    where = {recorded.scans.paths[i]: (0, i) for i in taken.tolist()}
     if not where:
         return scan(list(paths))
     parts = [_Indexed(recorded.scans, recorded.problem_files, recorded.position_files)]
@@ -205,16 +207,25 @@ def split(table: ScanTable, files: int) -> list[ScanTable]:
     return [indexed.rows(a, min(a + files, count)) for a in range(0, count, files)] or [table]
 
 
+def rows_of(table: ScanTable, start: int, stop: int) -> ScanTable:
+    """The table of files start..stop-1 of `table` (their traces, problems and positions)."""
+    return _Indexed(table, problem_files(table), _position_files(table)).rows(start, stop)
+
+
 def _unchanged(recorded: RecordedInputs, stats: InputStats) -> np.ndarray:
-    """Indices of the recorded files among `stats`'s paths whose size and `modified` are as
-    recorded, less every file with a trace of a station one of whose recorded header positions
-    is at a file not taken (that file's position may be repeated, unrecorded, in a later one:
-    `ScanTable.header_positions` keeps the first file of each)."""
+    """Indices of the recorded files `scanned` takes (`served`, less `withdrawn`)."""
+    same = served(recorded, stats)
+    return withdrawn(recorded, same, lost_stations(recorded, same))
+
+
+def served(recorded: RecordedInputs, stats: InputStats) -> np.ndarray:
+    """(file,) bool: whether each recorded file is among `stats`'s paths with the size and
+    `modified` recorded (none of a record without scans)."""
     if not recorded.has_scans:
-        return np.zeros(0, dtype=np.int64)
+        return np.zeros(len(recorded.scans.paths), dtype=bool)
     now = stats.of()
     table = recorded.scans
-    same = np.array(
+    return np.array(
         [
             now.get(path) == (size, modified) and modified != ""
             for path, size, modified in zip(
@@ -223,15 +234,23 @@ def _unchanged(recorded: RecordedInputs, stats: InputStats) -> np.ndarray:
         ],
         dtype=bool,
     )
-    lost = {
-        station
-        for (station, *_), file in zip(
-            table.header_positions, recorded.position_files.tolist(), strict=True
-        )
-        if not same[file]
-    }
-    if lost:
-        codes = [code for code, name in enumerate(table.station_ids) if name in lost]
+
+
+def lost_stations(recorded: RecordedInputs, same: np.ndarray) -> set[str]:
+    """The stations one of whose recorded header positions is at a file not `same`."""
+    positions = recorded.scans.header_positions
+    files = recorded.position_files.tolist()
+    return {station for (station, *_), file in zip(positions, files, strict=True) if not same[file]}
+
+
+def withdrawn(recorded: RecordedInputs, same: np.ndarray, lost: Collection[str]) -> np.ndarray:
+    """Indices of the `same` files less every file with a trace of a `lost` station (that
+    station's position may be repeated, unrecorded, in a later file: `ScanTable.header_positions`
+    keeps the first file of each)."""
+    table = recorded.scans
+    codes = [code for code, name in enumerate(table.station_ids) if name in lost]
+    if codes:
+        same = same.copy()
         same[table.traces["file"][np.isin(table.traces["station"], codes)]] = False
     return np.flatnonzero(same)
 
@@ -416,7 +435,7 @@ def read_recorded(store: StoreLocation) -> RecordedInputs | None:
 def recorded_in(group: Any) -> RecordedInputs | None:
     """The record of the inputs of the zarr group `group` (`read_recorded`); None for another
     kind of store's table (a DAS store's has no trace columns)."""
-    table = _table(group)
+    table = finished_table(group)
     if table is not None:
         return _from_table(table) if "trace_file" in table else None
     return _from_entries(group.attrs.get(OLD_ATTR))
@@ -430,7 +449,7 @@ def recorded_inputs(store_or_group: StoreLocation | Any) -> list | None:
         group = open_store(store_or_group)
     else:
         group = store_or_group
-    table = _table(group)
+    table = finished_table(group)
     if table is None:
         return group.attrs.get(OLD_ATTR)
     per_file = {name: table[name][:] for name in ("path", "size", "sha256", "samples_stored")}
@@ -465,7 +484,7 @@ def drop_table(store: StoreLocation, name: str) -> None:
         zarr.consolidate_metadata(group.store)
 
 
-def _table(group: Any) -> Any | None:
+def finished_table(group: Any) -> Any | None:
     """The group's finished inputs table (a zarr group: `table_name`), or None."""
     import zarr
 
@@ -477,7 +496,12 @@ def _table(group: Any) -> Any | None:
 
 
 def _from_table(table: Any) -> RecordedInputs:
-    values = {name: np.asarray(array[:]) for name, array in table.arrays()}
+    return from_columns({name: np.asarray(array[:]) for name, array in table.arrays()})
+
+
+def from_columns(values: dict[str, np.ndarray]) -> RecordedInputs:
+    """The record of the table's columns `values` ({array name: values}; module doc), whole
+    or of consecutive files (file indices from the first)."""
     text = {
         name: tuple(values[name].tolist()) for name in values if values[name].dtype.kind in "OTU"
     }
@@ -544,7 +568,7 @@ def _from_entries(entries: Any) -> RecordedInputs | None:
 # --- an append's checks of the store's inputs -----------------------------------------------
 
 
-def appended_to(recorded: RecordedInputs | None, url: str) -> RecordedInputs:
+def appended_to(recorded: Any, url: str) -> Any:
     """The record of the inputs of the store an append adds to (it must have one)."""
     if recorded is None:
         raise InvalidInput(
