@@ -16,7 +16,9 @@ and the data chunks the run wrote.
   blocks holding data).
 - Append: a store of 10^4 small files (`make_archive.py sds --files`, the file-count curve's
   archive; `--quick`: 10^3), then `--append` of one new file (the next day of XA.S0000's VHZ),
-  against ingesting that file alone into a new store. Goal: at most 2x.
+  against ingesting that file alone into a new store. Goal: at most 2x. Then a store of 10x
+  the files and the same append onto it: the client's peak above its imports at most 1.2x that
+  onto the smaller store (issue 38's flat client: the store's record is read by tasks).
 - Same stores: data and coverage objects byte for byte between 1 and 2 workers (each gap, and the
   append, made on a copy of the same base store); the appended store's arrays equal (numpy) those
   of a one-shot ingest of every file; each store's samples equal the files' (numpy).
@@ -55,7 +57,7 @@ GAP_STATION = ("XA", "GAP", "00")
 GAP_START = "2020-01-01T00:00:00"
 PROGRESS_PREFIX = "ingest_progress"  # a store entry (array, folder or file) holding progress
 METADATA = frozenset({"zarr.json", ".zarray", ".zattrs", ".zgroup", ".zmetadata"})
-WALL_GOAL, MEMORY_GOAL, APPEND_GOAL = 1.3, 1.3, 2.0
+WALL_GOAL, MEMORY_GOAL, APPEND_GOAL, FLAT_GOAL = 1.3, 1.3, 2.0, 1.2
 
 
 @dataclass(frozen=True)
@@ -66,12 +68,13 @@ class Sizes:
     gaps: tuple[tuple[str, float], ...]
     append_files: int
     append_days: int
+    larger_files: int  # a second base store, 10x the files: the append's client stays flat
     fresh_clusters: bool = True  # a cluster per run, else one per worker count for every run
 
 
-FULL = Sizes((("1 hour", 3600.0), ("1 year", YEAR_S), ("5 years", 5 * YEAR_S)), 10_000, 30)
-QUICK = Sizes((("1 hour", 3600.0), ("1 year", YEAR_S)), 1_000, 10)
-TINY = Sizes((("1 hour", 3600.0), ("1 day", DAY_S)), 60, 10, fresh_clusters=False)  # the test's
+FULL = Sizes((("1 hour", 3600.0), ("1 year", YEAR_S), ("5 years", 5 * YEAR_S)), 10_000, 30, 100_000)
+QUICK = Sizes((("1 hour", 3600.0), ("1 year", YEAR_S)), 1_000, 10, 10_000)
+TINY = Sizes((("1 hour", 3600.0), ("1 day", DAY_S)), 60, 10, 600, fresh_clusters=False)
 
 
 @dataclass(frozen=True)
@@ -313,13 +316,14 @@ def gap_files(folder: Path, gap_s: float) -> tuple[list[Path], list[Trace]]:
     return paths, traces
 
 
-def base_archive(options: ScaleOptions, sizes: Sizes) -> scale_ingest.Archive:
-    """The append's base: the file-count curve's archive of that size where it is the same
-    one (full run, 10^4 files), else one of its own."""
+def base_archive(options: ScaleOptions, sizes: Sizes, files: int = 0) -> scale_ingest.Archive:
+    """The append's base of `files` (default `sizes.append_files`): the file-count curve's
+    archive of that size where it is the same one (full run), else one of its own."""
+    files = files or sizes.append_files
     if sizes.append_days == scale_ingest.SMALL_FILE_DAYS and not options.quick:
-        return scale_ingest.file_archive(options, sizes.append_files)
-    out = options.data / f"sds_files_{sizes.append_files}_{sizes.append_days}d"
-    arguments = ("--files", str(sizes.append_files), "--days", str(sizes.append_days))
+        return scale_ingest.file_archive(options, files)
+    out = options.data / f"sds_files_{files}_{sizes.append_days}d"
+    arguments = ("--files", str(files), "--days", str(sizes.append_days))
     return scale_ingest.make_sds(out, *arguments, "--workers", "2")
 
 
@@ -434,11 +438,16 @@ def append_section(
         measured_ingest(clusters, f"one shot: {n + 1:,} files", [sds, new_file],
                         options.workdir / "append_oneshot.zarr", *inventory, imports=imports),
     ]  # fmt: skip
+    larger_files, larger = larger_append(options, sizes, imports, clusters)
     section = Section(f"Append: 1 file onto a {n:,}-file store", COLUMNS,
-                      [run.row() for run in runs])  # fmt: skip
+                      [run.row() for run in runs + larger])  # fmt: skip
     appended, alone = runs[1], runs[3]
     section.goals.append(ratio_verdict("--append of 1 file / that file alone", appended.seconds,
                                        alone.seconds, APPEND_GOAL, " s"))  # fmt: skip
+    above = [run.client_peak - run.client_imports for run in (appended, larger[1])]
+    section.goals.append(ratio_verdict(
+        f"--append's client above imports, onto {larger_files:,} / {n:,} files",
+        above[1] / MiB, above[0] / MiB, FLAT_GOAL, " MiB"))  # fmt: skip
     section.notes += [
         f"Base: {archive.root} (`make_archive.py sds --files {sizes.append_files} --days "
         f"{sizes.append_days}`, with its StationXML); the new file: {new_file.name}, the day "
@@ -454,6 +463,26 @@ def append_section(
                  [samples_match(path, station, [trace]) for path in (store, copy, alone.store)]),
     ]  # fmt: skip
     return section, same
+
+
+def larger_append(
+    options: ScaleOptions, sizes: Sizes, imports: int, clusters: scale_cluster.Clusters
+) -> tuple[int, list[Run]]:
+    """A base store of `sizes.larger_files` files and `--append` of one file onto it (2
+    workers): its record is read in ranges by tasks (`record_parts`), so the client's work
+    does not grow with the store's files."""
+    archive = base_archive(options, sizes, sizes.larger_files)
+    sds = archive.root / archive.summary["sds_root"]
+    new_file, _ = next_day_file(archive, options.workdir / "append_new_larger")
+    inventory = ("--inventory", str(archive.inventory))
+    store = options.workdir / "append_larger.zarr"
+    n = archive.summary["files"]
+    return n, [
+        measured_ingest(clusters, f"base: {n:,} files", [sds], store, *inventory,
+                        imports=imports),
+        measured_ingest(clusters, f"--append 1 file onto {n:,}", [new_file], store, "--append",
+                        *inventory, imports=imports),
+    ]  # fmt: skip
 
 
 def same_section(findings: Sequence[Finding]) -> Section:

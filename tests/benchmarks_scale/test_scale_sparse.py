@@ -61,8 +61,10 @@ def test_append_rows_and_the_same_stores(tiny):
     append_rows = rows(sections["Append"])
     assert [row["run"] for row in append_rows] == [
         "base: 60 files", "--append 1 file", "--append 1 file", "1 file alone, new store",
-        "one shot: 61 files",
+        "one shot: 61 files", "base: 600 files", "--append 1 file onto 600",
     ]  # fmt: skip
+    assert append_rows[6]["data chunks written"] >= 1
+    assert any("client above imports, onto 600 / 60 files" in g for g in sections["Append"].goals)
     assert append_rows[3]["data chunks written"] == 1  # one day in one block
     assert append_rows[1]["data chunks written"] >= 1
     same = sections["Same stores as today's ingest semantics"]
