@@ -512,9 +512,12 @@ def kept(tasks: Sequence[Any], label: str = "", quiet: bool = False) -> list[Any
 
 def shared(value: Any) -> Any:
     """`value` as an argument of tasks to come: on a cluster, sent once to a worker (a future:
-    graphs hold its key, not its bytes, and workers fetch it from one another); locally, itself."""
+    graphs hold its key, not its bytes, and workers fetch it from one another); locally, itself.
+    One future whatever `value` is: `Client.scatter` sends each item of a list, set or dict as
+    a future of its own (a set of 10^5 paths was 10^5 keys, each a dependency of every task
+    given it)."""
     client = active_client()
-    return value if client is None else client.scatter(value, hash=False)
+    return value if client is None else client.scatter([value], hash=False)[0]
 
 
 def compute_in_waves(

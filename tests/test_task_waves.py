@@ -74,3 +74,22 @@ def test_a_wave_s_results_come_to_the_client_as_one_key(dask_cluster, monkeypatc
         results = compute_in_waves(task, 25, quiet=True, wave_tasks=10)
     assert results == list(range(1, 26))
     assert gathered == [1, 1, 1]  # three waves, a key each
+
+
+def test_shared_sends_any_value_as_one_key(dask_cluster):
+    """`cluster.shared` of a set, a list or a dict is one future holding it (`Client.scatter`
+    alone makes a future of each item), which tasks receive whole."""
+    import dask
+    from distributed import Client, Future
+
+    from seisctf.cluster import shared
+
+    paths = {f"/archive/{index:05d}.mseed" for index in range(1000)}
+    with Client(dask_cluster.address, set_as_default=True) as client:
+        for value in (paths, sorted(paths), {"paths": sorted(paths)}, frozenset(paths)):
+            sent = shared(value)
+            assert isinstance(sent, Future)
+            (received,) = dask.compute(dask.delayed(lambda held: held)(sent))
+            assert received == value and type(received) is type(value)
+            assert len(client.who_has()) <= 2  # this one (and the last, being released)
+            del sent
