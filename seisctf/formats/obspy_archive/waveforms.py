@@ -398,21 +398,47 @@ def ingest_waveforms(
     found = write_ingest_problems(store, plan.problems, fingerprint)
     attrs = store_attrs(plan, found, rate is not None, removed)
     attrs[ATTR_FINGERPRINT] = fingerprint
-    group = open_store(store, mode="r+")
-    group[DATA_VAR].attrs.update(units)
     if previous is not None:  # an append's last: until then a resume counts the old channels
         write_station_attrs(store, plan, removed)
-    # An append's table goes beside the old one, named with the completion marker (one write):
-    # killed before, it resumes with the old inputs as the old ones.
+    # The store's root metadata is read and written by tasks from here on: with its problem
+    # lines (up to 1,000) and every array's metadata it is the largest JSON of the run.
+    old_table, table = compute(dask.delayed(_table_names)(store, previous is not None),
+                               quiet=True)[0]  # fmt: skip
+    written = write_table(store, scanned, placed, (plan.stations, lost), table)
+    compute(dask.delayed(_finish_store)(store, attrs, units, coverage, (old_table, table),
+                                        written), quiet=True)  # fmt: skip
+    head = tuple(found[cv.ATTR_PROBLEMS])
+    return IngestReport(plan, coverage, head, problem_count=found.get(cv.ATTR_PROBLEM_COUNT))
+
+
+def _table_names(store: StoreLocation, append: bool) -> tuple[str, str]:
+    """The inputs table group the store uses and the one this run writes: an append's goes
+    beside the old one, named with the completion marker (one write): killed before, it
+    resumes with the old inputs as the old ones."""
+    group = open_store(store)
     old_table = input_manifest.table_name(group)
-    table = input_manifest.beside(group) if previous is not None else old_table
-    compute(write_table(store, scanned, placed, (plan.stations, lost), table), quiet=True)
+    return old_table, input_manifest.beside(group) if append else old_table
+
+
+def _finish_store(
+    store: StoreLocation,
+    attrs: dict[str, Any],
+    units: dict[str, Any],
+    coverage: np.ndarray,
+    tables: tuple[str, str],
+    _written: Any,
+) -> None:
+    """The data's `units`, the coverage, the root `attrs` and the completion marker
+    (`resumable.finish`), then the table no longer in use dropped (`tables`: old, this run's);
+    after the inputs table is `_written`."""
+    old_table, table = tables
+    group = open_store(store, mode="r+")
+    group[DATA_VAR].attrs.update(units)
+    attrs = dict(attrs)
     if table != input_manifest.GROUP or input_manifest.ATTR_TABLE in group.attrs:
         attrs[input_manifest.ATTR_TABLE] = table
     resumable.finish(store, coverage, COVERAGE_VAR, COVERAGE_DIMS, attrs, COORDINATES)
     input_manifest.drop_table(store, old_table)
-    head = tuple(found[cv.ATTR_PROBLEMS])
-    return IngestReport(plan, coverage, head, problem_count=found.get(cv.ATTR_PROBLEM_COUNT))
 
 
 def counted_channels(store: StoreLocation) -> dict[str, list[str]] | None:
