@@ -15,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -101,7 +102,9 @@ def test_the_first_sections_run_what_a_newcomer_runs():
 def test_a_readme_block_runs_as_written(block: Block, tmp_path):
     """Run in a fresh folder where `.venv` is the virtualenv (as in the checkout), after
     `. .venv/bin/activate`; this checkout first on the import path. Whatever the block starts
-    in the background it must stop itself: nothing of its process group is left."""
+    in the background it must stop itself: nothing of its process group is left, and nothing
+    of its server in /tmp (SeaweedFS's log files, the unix sockets of the README's ports)."""
+    began = time.time()
     assert (VENV / "bin" / "activate").exists(), f"no virtualenv at {VENV}"
     (tmp_path / ".venv").symlink_to(VENV, target_is_directory=True)
     faster = fast_sleep(tmp_path / "time", tmp_path / "time" / "slept")
@@ -127,6 +130,26 @@ def test_a_readme_block_runs_as_written(block: Block, tmp_path):
         f"README line {block.line} exited {process.returncode}:\n{output}"
     )
     assert not left, f"README line {block.line} left processes running: {left}"
+    assert not tmp_leftovers(began), (
+        f"README line {block.line} left in /tmp: {tmp_leftovers(began)}"
+    )
+
+
+README_PORTS = (8333, 8888, 9333, 9340)  # the S3 block's `weed server` ports
+
+
+def tmp_leftovers(since: float) -> list[str]:
+    """SeaweedFS's log files in /tmp changed since `since` (s since the epoch) and the unix
+    sockets of the README's ports there (a weed killed by SIGKILL leaves them)."""
+    tmp = Path("/tmp")
+    logs = [path for path in tmp.glob("weed.*") if path.lstat().st_mtime >= since]
+    sockets = [
+        path
+        for port in README_PORTS
+        for pattern in (f"seaweedfs-*-{port}.sock", f"seaweedfs-*-grpc-{port + 10000}.sock")
+        for path in tmp.glob(pattern)
+    ]
+    return sorted(str(path) for path in logs + sockets)
 
 
 def _stop_group(group: int) -> list[str]:
