@@ -17,7 +17,7 @@ import signal
 import subprocess
 import time
 
-from test_readme_first_sections import BLOCKS, fast_sleep
+from test_readme_first_sections import BLOCKS, fast_sleep, starts_weed
 
 README_BOUND_S = 30  # "after 30 s it is killed"
 MAX_SECONDS = 45  # wall clock: the sleeps, compressed, and the time to run the rest
@@ -25,7 +25,7 @@ MAX_SECONDS = 45  # wall clock: the sleeps, compressed, and the time to run the 
 
 def teardown() -> str:
     """The S3 block's lines from the first `kill $WEED_PID` on."""
-    (block,) = [block for block in BLOCKS if block.runs and "weed server" in block.code]
+    (block,) = [block for block in BLOCKS if block.runs and starts_weed(block.code)]
     lines = block.code.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("kill $WEED_PID"))
     return "\n".join(lines[start:]) + "\n"
