@@ -34,7 +34,10 @@ STATION_OF = {ANMO: "IU.ANMO.10", TGUH: "CU.TGUH.00"}
 # A process holding the writer lock of argv[1] (shared if argv[2] == "shared") with storage
 # options argv[3] (JSON) and a lease of argv[4] seconds, until it is killed.
 HOLDER = """
-import json, sys, time
+import json, signal, sys, time
+# Ctrl-C ends the holder whatever this test process's own SIGINT disposition is (a process
+# started while SIGINT is ignored keeps it ignored: Python installs its handler only if not).
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from seisctf.location import StoreLocation
 from seisctf.locks import Output, holding
 location = StoreLocation.from_url(sys.argv[1], json.loads(sys.argv[3]))
@@ -79,7 +82,13 @@ def hold(output: str, options: dict | None, *, shared: bool = False, lease_s: fl
 def stop(holder: subprocess.Popen, output: str) -> None:
     """Ctrl-C to a holder: it removes its lease as it ends."""
     holder.send_signal(signal.SIGINT)
-    holder.wait(timeout=60)
+    try:
+        holder.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        state = Path(f"/proc/{holder.pid}/status").read_text()
+        stack = Path(f"/proc/{holder.pid}/wchan").read_text()
+        holder.kill()
+        pytest.fail(f"the holder ignored SIGINT for 60 s (waiting in {stack}):\n{state}")
     assert not lock_exists(output, None)
 
 
