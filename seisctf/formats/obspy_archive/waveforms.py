@@ -402,11 +402,10 @@ def ingest_waveforms(
         write_station_attrs(store, plan, removed)
     # The store's root metadata is read and written by tasks from here on: with its problem
     # lines (up to 1,000) and every array's metadata it is the largest JSON of the run.
-    old_table, table = compute(dask.delayed(_table_names)(store, previous is not None),
-                               quiet=True)[0]  # fmt: skip
-    written = write_table(store, scanned, placed, (plan.stations, lost), table)
-    compute(dask.delayed(_finish_store)(store, attrs, units, coverage, (old_table, table),
-                                        written), quiet=True)  # fmt: skip
+    tables = dask.delayed(_table_names, nout=2)(store, previous is not None)
+    written = write_table(store, scanned, placed, (plan.stations, lost), tables[1])
+    compute(dask.delayed(_finish_store)(store, attrs, units, coverage, tables, written),
+            quiet=True)  # fmt: skip
     head = tuple(found[cv.ATTR_PROBLEMS])
     return IngestReport(plan, coverage, head, problem_count=found.get(cv.ATTR_PROBLEM_COUNT))
 

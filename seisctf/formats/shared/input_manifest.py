@@ -194,19 +194,6 @@ def scanned(
     return ScanTable.joined([parts[s].rows(a, b) for s, a, b in runs], list(paths))
 
 
-def reusable(recorded: RecordedInputs | None, stats: InputStats) -> bool:
-    """Whether `scanned` takes any file's scan from the record."""
-    return recorded is not None and len(_unchanged(recorded, stats)) > 0
-
-
-def split(table: ScanTable, files: int) -> list[ScanTable]:
-    """`table` in partitions of `files` consecutive files (their traces, problems and header
-    positions), in path order: `ScanTable.joined` of them is `table`."""
-    indexed = _Indexed(table, problem_files(table), _position_files(table))
-    count = len(table.paths)
-    return [indexed.rows(a, min(a + files, count)) for a in range(0, count, files)] or [table]
-
-
 def rows_of(table: ScanTable, start: int, stop: int) -> ScanTable:
     """The table of files start..stop-1 of `table` (their traces, problems and positions)."""
     return _Indexed(table, problem_files(table), _position_files(table)).rows(start, stop)
