@@ -93,7 +93,8 @@ class KillOnFinished(SchedulerPlugin):
     polling delay): when the `after`-th task whose key prefix starts with `prefix` has finished.
     The process killed is `pid`, or (with `worker_pids`) the process of a worker running another
     such task at that moment (the plugin waits for a finish with one running), another worker
-    than the one that just finished if possible."""
+    than the one that just finished if possible. With `while_running` it waits for such a finish
+    to kill `pid` too (whether one runs when the first finishes is a race)."""
 
     name = "seisctf-kill-on-finished"
 
@@ -104,8 +105,10 @@ class KillOnFinished(SchedulerPlugin):
         after: int = 1,
         pid: int | None = None,
         worker_pids: Mapping[str, int] | None = None,
+        while_running: bool = False,
     ):
         self.prefix, self.after, self.pid = prefix, after, pid
+        self.while_running = while_running
         self.worker_pids = dict(worker_pids or {})
         self.finished = 0
         self.fired: dict[str, Any] | None = None
@@ -131,10 +134,10 @@ class KillOnFinished(SchedulerPlugin):
         if self.finished < self.after:
             return
         running = self._running()
+        if not running and (self.worker_pids or self.while_running):
+            return
         target, address = self.pid, None
         if self.worker_pids:
-            if not running:
-                return
             others = [a for a in running if a != kwargs.get("worker")] or list(running)
             address = max(others, key=running.get)
             target = self.worker_pids[address]

@@ -93,9 +93,9 @@ def assert_whole(url: str, s3: RestartableS3, reference: dict[str, str]) -> None
 
 
 def kill_server_mid_write(client, s3: RestartableS3, process) -> dict:
-    """SIGKILL the S3 server when the ingest's first block task has finished (others running);
+    """SIGKILL the S3 server when an ingest's block task has finished with others running;
     wait until it is dead. Returns what the plugin did."""
-    plugin = KillOnFinished("ingest_block", pid=s3.server.process.pid)
+    plugin = KillOnFinished("ingest_block", pid=s3.server.process.pid, while_running=True)
     with kill_on_finished(client, plugin) as fired:
         kill = fired(process)
     s3.server.process.wait(timeout=60)
