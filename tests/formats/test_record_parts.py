@@ -118,11 +118,13 @@ def test_the_join_stays_on_the_workers_and_equals_a_scan(tmp_path, dask_cluster,
             found = record_parts.joined_scan(
                 record, store, [batch], scan_files, append=True, each=counted, quiet=True
             )
-            assert all(futures_of(kept) for kept in found.parts + found.stats + found.known)
+            records = found.part_records()
+            assert all(futures_of(kept) for kept in found.parts + found.stats + records)
             parts = dask.compute(*found.parts)
             paths = [str(p) for p in files]
             assert_same_scan(ScanTable.joined(parts, paths), scan_files(paths))
-            assert sum(len(set(k)) for k in dask.compute(*found.known)) >= count
+            recorded = {p for record in dask.compute(*records) for p in record.scans.paths}
+            assert len(recorded) == count
             received[count] = sum(sizes)
     assert abs(received[400] - received[40]) < 200, received
 

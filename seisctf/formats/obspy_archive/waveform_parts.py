@@ -92,7 +92,21 @@ def scan_inputs(
             return Scanned(kept(tasks, "scan", quiet), [shared(stats)])
         batches = [shared(stats)]
     found = record_parts.joined_scan(record, store, batches, scan, append, each, quiet)
-    return Scanned(found.parts, found.stats, found.known, found.not_stored)
+    if not append:
+        return Scanned(found.parts, found.stats)
+    assert found.records is not None and found.part_ranges is not None  # (an append's)
+    known = each(_known, found.records, keep=True)
+    not_stored = each(_not_stored, found.records, keep=True)
+    return Scanned(found.parts, found.stats, [known[i] for i in found.part_ranges],
+                   [not_stored[i] for i in found.part_ranges])  # fmt: skip
+
+
+def _known(record: input_manifest.RecordedInputs) -> set[str]:
+    return set(record.scans.paths)
+
+
+def _not_stored(record: input_manifest.RecordedInputs) -> set[str]:
+    return record.not_stored()
 
 
 def accepted_parts(parts: list[Any], source: Any, require_response: bool, each: Each) -> list[Any]:
