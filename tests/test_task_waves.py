@@ -93,3 +93,26 @@ def test_shared_sends_any_value_as_one_key(dask_cluster):
             assert received == value and type(received) is type(value)
             assert len(client.who_has()) <= 2  # this one (and the last, being released)
             del sent
+
+
+def test_a_phase_line_counts_its_own_tasks_not_the_kept_ones_it_depends_on(dask_cluster):
+    """`LABEL: N tasks done in T s` (outside a terminal): N is the phase's tasks, not the
+    results of earlier phases they take (a scan's listing, a resume's record), which
+    distributed's counts include."""
+    import io
+    import re
+
+    import dask
+    from distributed import Client
+
+    from seisctf.cluster import kept
+    from seisctf.progress import show_progress
+
+    with Client(dask_cluster.address, set_as_default=True) as client:
+        earlier = kept([dask.delayed(lambda i: i + 1)(i) for i in range(5)], "", True)
+        total = dask.delayed(lambda *values: sum(values))(*earlier)
+        later = client.persist([total, dask.delayed(lambda held: held)(earlier[0])])
+        stream = io.StringIO()
+        show_progress(later, "later", stream)
+        assert re.fullmatch(r"later: 2 tasks done in \d+\.\d s\n", stream.getvalue())
+        assert dask.compute(*later) == (15, 1)

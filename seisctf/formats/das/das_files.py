@@ -23,8 +23,10 @@ Store layout (zarr v3 group; `xarray.open_zarr` opens it lazily; names in `conve
   and `time_offsets_s`).
 
 Every run takes from the `inputs` table of a store already at its location the scans of the files
-whose size and modification (mtime, ETag) are as recorded, and scans only the others
-(`das_inputs.scanned`): a re-run of a complete or unfinished store reads no unchanged file.
+whose size and modification (mtime, ETag) are as recorded, and scans only the others: the table
+is read in ranges of rows by tasks and joined there with the run's listing (`record_parts` with
+`das_inputs.DAS`), so a re-run of a complete or unfinished store reads no unchanged file and
+the client holds no row of the table.
 
 Work: a header scan with sha256 (Dask tasks of a few files each: `das_scan.scan_das_file`),
 which reads each file once and keeps its copy on the host for the run tasks (`das_staging`,
@@ -33,11 +35,10 @@ as the partitions of the plan; the plan's rounds run as tasks on them and the cl
 their summaries (`das_parts`: the gaps and overlaps, the fingerprint, the inputs table and
 each wave's runs are made where the partitions are too). Folder sources are listed by tasks
 (`listing_parts`): the client holds the folders, per-partition summaries and one wave's runs,
-never a path, scan or patch of every file (a resume or an append, which read the store's
-record of its inputs, list and join here). Then one Dask task per run of up to
-`das_runs.RUN_BLOCKS` time blocks some patch touches (`das_runs`, on the host keeping most of
-its files; the pieces of files another host keeps are read there; in waves of at most
-MAX_PIECES_PER_WAVE pieces) that reads, block after block, with DASCore
+never a path, scan or patch of every file, a resume's or an append's included. Then one Dask
+task per run of up to `das_runs.RUN_BLOCKS` time blocks some patch touches (`das_runs`, on the
+host keeping most of its files; the pieces of files another host keeps are read there; in
+waves of at most MAX_PIECES_PER_WAVE pieces) that reads, block after block, with DASCore
 (`dascore.read(path, time=(…))`: only the block's samples) every patch piece of the block in
 painting order (a later-starting patch overwrites an earlier one) and writes the block's
 chunks, then the run's record in `ingest_progress(record)`. The completion marker and
@@ -47,9 +48,11 @@ interrupted ingest finishes with the bytes of an uninterrupted one.
 
 Append (`append=True`): new files join the complete store's grid (start, time step, distance
 axis, quantity, units, gauge length stay; a file starting before the store is refused). Only
-the blocks new patches touch and the store's last partial block are (re)written; the old
-files those blocks read again must hash as recorded where their size or modification differ
-from the table's; the others are not read. The result equals a one-shot ingest of all files
+the blocks new patches touch and the store's last partial block are (re)written. The store's
+files are joined with the new ones range by range on the workers, each range's patches placed
+as its rows record them; a recorded file must still be there, and one whose size or
+modification differ from the table's is scanned again and must hash as recorded; the others
+are not read. The result equals a one-shot ingest of all files
 when the store's axis is the one most patches share. The append's table is written beside the
 one in use and named with the completion marker (`input_manifest.beside`).
 """
@@ -57,7 +60,6 @@ one in use and named with the completion marker (`input_manifest.beside`).
 from __future__ import annotations
 
 import bisect
-import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -69,19 +71,16 @@ from seisctf import conventions as cv
 from seisctf.cluster import MAX_TASKS_PER_WAVE, compute_in_waves, kept, shared, wave_bounds
 from seisctf.errors import InvalidInput
 from seisctf.formats.das import das_inputs
-from seisctf.formats.das.das_inputs import RecordedDas
 from seisctf.formats.das.das_parts import (
     PartedPlan,
-    das_fingerprint,
     fingerprint_of_parts,
-    make_das_plan,
     plan_parts,
     record_spans,
     run_pieces,
     wave_runs,
     write_table_of_parts,
 )
-from seisctf.formats.das.das_plan import CHANNEL_GROUP, DasAxis, DasFileScan, DasPlan
+from seisctf.formats.das.das_plan import CHANNEL_GROUP, DasAxis, DasPlan
 from seisctf.formats.das.das_runs import DasRun, RunLayout, run_task
 from seisctf.formats.das.das_scan import scan_das_files
 from seisctf.formats.das.das_spans import span_count
@@ -90,12 +89,14 @@ from seisctf.formats.shared import (
     input_locality,
     input_manifest,
     listing_parts,
+    record_parts,
     resumable,
 )
 from seisctf.formats.shared.input_listing import expand_sources
-from seisctf.formats.shared.input_manifest import InputStats, file_stats
-from seisctf.formats.shared.partition_tasks import Each, in_process, on_cluster
+from seisctf.formats.shared.input_manifest import file_stats
+from seisctf.formats.shared.partition_tasks import Each, on_cluster
 from seisctf.formats.shared.problem_lines import problem_attrs, read_problems, write_problems
+from seisctf.formats.shared.record_parts import JoinedScan, Record
 from seisctf.formats.shared.resumable import (
     ATTR_FINGERPRINT,
     BLOCK,
@@ -147,44 +148,41 @@ class DasIngestReport:
         return len(self.overlaps) if self.overlap_count is None else self.overlap_count
 
 
-def scan_all(paths: Sequence[str], storage_options: dict | None, quiet: bool) -> list:
-    """`scan_das_file` of every path, in Dask tasks of consecutive batches (on one host each:
-    `input_locality.in_path_order`), in path order; each file's copy kept on the host that
-    read it for the run tasks (`input_cache`)."""
-    scan = input_cache.keeping(scan_das_files)
-    return resumable.scan_all(
-        scan, paths, storage_options, "scan DAS files", quiet, place=input_locality.in_path_order
-    )
-
-
 def scan_parts(
-    sources: Sequence[str], store: StoreLocation, recorded: RecordedDas | None, quiet: bool
-) -> tuple[list[Any], list[Any]]:
+    sources: Sequence[str],
+    store: StoreLocation,
+    record: Record | None,
+    each: Each,
+    quiet: bool,
+    append: bool = False,
+) -> JoinedScan:
     """The scan of the files below `sources` (read with the storage options of `store`) in
     partitions of consecutive files, kept where they were made, and the files' `InputStats`
-    (one a partition, or one of all): folders with nothing `recorded` of the store are listed
-    and scanned by tasks (`listing_parts`); else the client lists, and takes from the record
-    the scans of the files as recorded (`das_inputs.scanned`), the partitions sent to the
-    workers."""
+    (one a partition, or one of all): folders are listed by tasks (`listing_parts`), other
+    sources here. With the `record` of the store at `store` (a resume, or an `append`, which
+    adds the recorded files), joined with it range by range on the workers (`record_parts`):
+    the files as recorded are not scanned again."""
     storage_options = store.storage_options
     scan = input_cache.keeping(scan_das_files)  # each file read from storage once
-    label = "scan DAS files"
-    roots = listing_parts.roots_of(sources, storage_options) if recorded is None else None
+    label = das_inputs.DAS.scan_label
+    roots = listing_parts.roots_of(sources, storage_options)
     if roots is not None:
         listing = listing_parts.listed(sources, roots, storage_options, quiet)
-        parts = listing_parts.scan_tasks(scan, listing, storage_options, "scan_das_files",
-                                         label, quiet)  # fmt: skip
-        return parts, listing.batches
-    paths = expand_sources(sources, storage_options)
-    stats = file_stats(paths, storage_options)  # one listing per folder
-    if recorded is None:
-        tasks = resumable.scan_tasks(scan, paths, storage_options, input_locality.in_path_order)
-        return kept(tasks, label, quiet), [shared(stats)]
-    scans = das_inputs.scanned(
-        paths, stats, recorded, lambda todo: scan_all(todo, storage_options, quiet)
-    )
-    size = resumable.batch_size(len(scans))
-    return [shared(scans[i : i + size]) for i in range(0, len(scans), size)], [shared(stats)]
+        batches = listing.batches
+        if record is None:
+            parts = listing_parts.scan_tasks(scan, listing, storage_options, "scan_das_files",
+                                             label, quiet)  # fmt: skip
+            return JoinedScan(parts, batches)
+    else:
+        paths = expand_sources(sources, storage_options)
+        stats = file_stats(paths, storage_options)  # one listing per folder
+        if record is None:
+            tasks = resumable.scan_tasks(scan, paths, storage_options,
+                                         input_locality.in_path_order)  # fmt: skip
+            return JoinedScan(kept(tasks, label, quiet), [shared(stats)])
+        batches = [shared(stats)]
+    return record_parts.joined_scan(record, store, batches, scan, append, each, quiet,
+                                    das_inputs.DAS)  # fmt: skip
 
 
 def _variable(plan: DasPlan) -> str:
@@ -288,11 +286,12 @@ def ingest_das(
     `append`: add `sources` to the complete store at `store` (see the module docstring).
     `block_samples`: time samples per chunk and per task (default: about 4 MiB per chunk).
     """
-    if append:
-        return _append(expand_sources(sources, store.storage_options), store, strict, quiet)
-    recorded = das_inputs.read_recorded(store)  # of any store there
-    parts, stats = scan_parts(sources, store, recorded, quiet)
     each = on_cluster(quiet)
+    if append:
+        return _append(sources, store, strict, each, quiet)
+    record = record_parts.record_of(store, das_inputs.DAS)  # of any store there: its size
+    found = scan_parts(sources, store, record, each, quiet)
+    parts, stats = found.parts, found.stats
     parted = plan_parts(parts, each, block_samples)
     fail_if_strict(strict, parted.plan.problems)
     fingerprint = fingerprint_of_parts(parted, each)
@@ -322,10 +321,9 @@ def _up_to_date(plan: DasPlan, attrs: dict, store: StoreLocation):
 @dataclass(frozen=True)
 class AppendedInputs:
     """An append's inputs table, written beside the one in use (`old_table`) before the store
-    is finished: every file's scan (path order) and `modified`."""
+    is finished, of the files' `stats` (one a partition) and the plan's partitions."""
 
-    scans: Sequence[DasFileScan]
-    modified: Sequence[str]
+    stats: Sequence[Any]
     old_table: str
 
 
@@ -382,7 +380,7 @@ def _write(
     write_problems(store, problems)
     if appended is not None:  # beside the old table, named with the completion marker
         table = input_manifest.beside(open_store(store))
-        das_inputs.write_table(store, appended.scans, appended.modified, plan.placed, table)
+        write_table_of_parts(store, appended.stats, parted, table)
         attrs[input_manifest.ATTR_TABLE] = table
     resumable.finish(store, coverage, cv.DAS_COVERAGE_VAR, COVERAGE_DIMS, attrs)
     if appended is not None:
@@ -408,94 +406,48 @@ def _store_axis(attrs: dict[str, Any], n_distance: int, distance: np.ndarray) ->
 
 
 def _append(
-    paths: Sequence[str], store: StoreLocation, strict: bool, quiet: bool
+    sources: Sequence[str], store: StoreLocation, strict: bool, each: Each, quiet: bool
 ) -> DasIngestReport:
     group, previous = resumable.appendable_attrs(store, "start_time_ns")
-    recorded = das_inputs.recorded_in(group)
-    if recorded is None:
+    record = record_parts.record_of(store, das_inputs.DAS)
+    if record is None:
         raise InvalidInput(
             store.url,
             "records no DAS inputs (no `inputs` table); ingest without {append}",
             parameters=["append"],
         )
-    storage_options = store.storage_options  # the inputs' too
     complete = bool(previous.get(cv.ATTR_COMPLETE))
     distance = np.asarray(group[cv.DISTANCE][:])
     axis = _store_axis(previous, len(distance), distance)
     block_samples = int(previous["block_samples"])
-    start_ns = int(previous["start_time_ns"])
-    old_paths = set(recorded.paths())
-    new_paths = [path for path in paths if path not in old_paths]
-    stats = file_stats(sorted(old_paths.union(new_paths)), storage_options)
-    scans = scan_all(new_paths, storage_options, quiet) if new_paths else []
-    every = sorted([*recorded.scans, *scans], key=lambda scan: scan.path)
-    fingerprint = das_fingerprint((scan.entry["sha256"] for scan in every), block_samples)
-    kept = recorded.placed
-    old_plan = make_das_plan([], block_samples, axis=axis, start_ns=start_ns, kept=kept)
+    old_n_time = int(group[axis.quantity].shape[0])
+    # Every file, the store's too, on the workers: the recorded ones as recorded (those whose
+    # size or modification differ scanned again and checked against their sha256).
+    found = scan_parts(sources, store, record, each, quiet, append=True)
+    parted = plan_parts(found.parts, each, block_samples, axis=axis,
+                        start_ns=int(previous["start_time_ns"]),
+                        records=found.part_records())  # fmt: skip
+    plan = parted.plan
+    fingerprint = fingerprint_of_parts(parted, each)
     if complete and fingerprint == previous.get(ATTR_FINGERPRINT):
-        return _up_to_date(old_plan, previous, store)
-    # One partition, here: the new files and the store's patches.
-    parted = plan_parts([scans], in_process, block_samples, axis=axis, start_ns=start_ns,
-                        kept=kept)  # fmt: skip
-    part = dataclasses.replace(parted.parts[0], scans=tuple(every))
-    plan = dataclasses.replace(parted.plan, placed=part.placed)
-    parted = PartedPlan(plan, [part], parted.summaries)
+        return _up_to_date(plan, previous, store)
     fail_if_strict(strict, plan.problems)
-    touched = {b for p in plan.placed if p.patch.path not in old_paths for b in plan.blocks_of(p)}
-    if old_plan.n_time % block_samples:
-        touched.add(old_plan.n_time // block_samples)  # the old last, partial block grows
-    spans = [(block, block + 1) for block in touched]
+    spans = [span for s in parted.summaries for span in s.fresh_touched]
+    if old_n_time % block_samples:  # the old last, partial block grows
+        spans.append((old_n_time // block_samples, old_n_time // block_samples + 1))
     layout = RunLayout(plan, spans)
     progress = resumable.unfinished_progress(store, fingerprint)
     if progress is not None and progress.records != len(layout):
         progress = None  # not this plan's (cannot happen for the same fingerprint)
     if progress is None and not complete:
         raise resumable.pending_append(store.url)
-    reread = {p.patch.path for p in kept if touched.intersection(old_plan.blocks_of(p))}
-    verified = check_unchanged(reread, recorded, stats, store, quiet)
     if progress is None:
         progress = prepare_append(plan, len(layout), store, fingerprint)
     carried = [p for p in read_problems(group) if p not in plan.problems]
-    appended = AppendedInputs(
-        every, _modified_after(every, recorded, stats, verified), input_manifest.table_name(group)
-    )
+    appended = AppendedInputs(found.stats, input_manifest.table_name(group))
     return _write(
-        parted, in_process, layout, progress, store, fingerprint, strict, quiet, carried, appended
+        parted, each, layout, progress, store, fingerprint, strict, quiet, carried, appended
     )
-
-
-def check_unchanged(
-    paths: set[str], recorded: RecordedDas, stats: InputStats, store: StoreLocation, quiet: bool
-) -> set[str]:
-    """The old files an append to `store` reads again (`paths`, read with its storage options)
-    whose size or modification differ from the record (or are unknown: an older store's) must
-    hash as recorded (else bad input naming one): those are scanned (their copies kept for the
-    run tasks) and returned."""
-    same = recorded.unchanged(stats)
-    stale = sorted(path for path in paths if path not in same)
-    hashes = {scan.path: scan.entry["sha256"] for scan in recorded.scans}
-    for scan in scan_all(stale, store.storage_options, quiet) if stale else []:
-        if scan.entry["sha256"] != hashes[scan.path]:
-            raise resumable.changed_input(
-                scan.path, store.url, hashes[scan.path], scan.entry["sha256"]
-            )
-    return set(stale)
-
-
-def _modified_after(
-    scans: Sequence[DasFileScan], recorded: RecordedDas, stats: InputStats, verified: set[str]
-) -> list[str]:
-    """The `modified` an append's table records of each file: as now for the new files and the
-    old ones just checked (`verified`), else as recorded (a file changed since, not read by the
-    append, is scanned again by the next run)."""
-    now = dict(
-        zip((scan.path for scan in scans), das_inputs.modified_of(scans, stats), strict=True)
-    )
-    before = dict(zip(recorded.paths(), recorded.modified, strict=True))
-    return [
-        before[scan.path] if scan.path in before and scan.path not in verified else now[scan.path]
-        for scan in scans
-    ]
 
 
 def prepare_append(

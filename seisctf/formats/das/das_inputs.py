@@ -18,7 +18,8 @@ is unfinished; group `inputs`, or the one the root attr `inputs_table` names aft
 - the scan's problems (`problem`, in file order) with `problem_file` (int64).
 
 A run takes a file's scan from the table when its path, size and `modified` are as recorded
-(`scanned`) and scans only the others. Stores written before the table list path, size and
+and scans only the others: `DAS` is the table to `record_parts`, which joins it with the run's
+listing range by range on the workers. Stores written before the table list path, size and
 sha256 in the root attr `inputs` and their ingested patches in `segments`: `read_recorded`
 reads those too (`has_scans` false: every file is scanned again), and an append onto such a
 store writes the table and removes those attrs and `time_offsets_s` (`forget_attrs`).
@@ -38,7 +39,7 @@ from seisctf.errors import InvalidInput
 from seisctf.formats.das.das_plan import DasFileScan, DasPatch, PlacedPatch
 from seisctf.formats.shared import input_manifest
 from seisctf.formats.shared.input_manifest import ATTR_FILES, TEXT, InputStats, table_name
-from seisctf.formats.shared.resumable import open_store
+from seisctf.formats.shared.resumable import changed_input, open_store
 from seisctf.location import StoreLocation
 
 FILE, PATCH, PROBLEM = "file", "patch", "problem"
@@ -68,33 +69,19 @@ class RecordedDas:
     def paths(self) -> list[str]:
         return [scan.path for scan in self.scans]
 
-    def unchanged(self, stats: InputStats) -> dict[str, DasFileScan]:
-        """{path: recorded scan} of the files whose size and `modified` (known) are as
-        recorded in `stats`."""
+    def served(self, stats: InputStats) -> np.ndarray:
+        """(file,) bool: whether each recorded file is in `stats` with the size and `modified`
+        (known) recorded (none of a record without scans)."""
         if not self.has_scans:
-            return {}
+            return np.zeros(len(self.scans), dtype=bool)
         now = stats.of()
-        return {
-            scan.path: scan
-            for scan, modified in zip(self.scans, self.modified, strict=True)
-            if modified and now.get(scan.path) == (scan.entry["size"], modified)
-        }
-
-
-def scanned(
-    paths: Sequence[str],
-    stats: InputStats,
-    recorded: RecordedDas | None,
-    scan: Callable[[list[str]], list[DasFileScan]],
-) -> list[DasFileScan]:
-    """The scans of `paths` (sorted), `stats` theirs: the recorded scan of each file whose size
-    and `modified` are as recorded, `scan(others)` of the others, in path order: equal to
-    `scan(paths)`."""
-    found = recorded.unchanged(stats) if recorded is not None else {}
-    others = [path for path in paths if path not in found]
-    if others:
-        found.update((fresh.path, fresh) for fresh in scan(others))
-    return [found[path] for path in paths]
+        return np.array(
+            [
+                bool(modified) and now.get(scan.path) == (scan.entry["size"], modified)
+                for scan, modified in zip(self.scans, self.modified, strict=True)
+            ],
+            dtype=bool,
+        )
 
 
 def modified_of(scans: Sequence[DasFileScan], stats: InputStats) -> list[str]:
@@ -195,7 +182,12 @@ def recorded_in(group: Any) -> RecordedDas | None:
 
 
 def _from_table(table: Any) -> RecordedDas:
-    values = {name: np.asarray(array[:]) for name, array in table.arrays()}
+    return from_columns({name: np.asarray(array[:]) for name, array in table.arrays()})
+
+
+def from_columns(values: dict[str, np.ndarray]) -> RecordedDas:
+    """The record of a table's columns (whole, or a range of its files with their patches and
+    problems, file indices from 0)."""
     column = {name: v.tolist() for name, v in values.items()}
     paths = column["path"]
     patches: list[list[DasPatch]] = [[] for _ in paths]
@@ -241,3 +233,65 @@ def _from_attrs(entries: Any, segments: Any) -> RecordedDas | None:
         for e in sorted(entries, key=lambda entry: entry["path"])
     )
     return RecordedDas(scans, ("",) * len(scans), tuple(placed), has_scans=False)
+
+
+# --- the record to `record_parts` -------------------------------------------------------------
+
+
+class _DasRecord:
+    """A DAS store's record (`RecordedDas`) as `record_parts` joins it: a range's partitions
+    are lists of `DasFileScan` in path order."""
+
+    scan_label = "scan DAS files"
+
+    def is_table(self, table: Any) -> bool:
+        return "patch_start_ns" in table
+
+    def legacy(self, group: Any) -> RecordedDas | None:
+        return _from_attrs(group.attrs.get("inputs"), group.attrs.get("segments"))
+
+    def file_columns(self) -> dict[str, str]:
+        return {PATCH: "patch_file", PROBLEM: "problem_file"}
+
+    def from_columns(self, values: dict[str, np.ndarray]) -> RecordedDas:
+        return from_columns(values)
+
+    def paths(self, record: RecordedDas) -> list[str]:
+        return record.paths()
+
+    def served(self, record: RecordedDas, stats: InputStats) -> np.ndarray:
+        return record.served(stats)
+
+    def lost(self, record: RecordedDas, served: np.ndarray) -> frozenset[str]:
+        return frozenset()  # a file's scan stands alone
+
+    def withdrawn(
+        self, record: RecordedDas, served: np.ndarray, lost: frozenset[str]
+    ) -> np.ndarray:
+        return np.flatnonzero(served)
+
+    def check_present(self, record: RecordedDas, stats: InputStats, url: str) -> None:
+        input_manifest.check_present(record.paths(), stats, url)
+
+    def merged(
+        self, record: RecordedDas, stats: InputStats, taken: np.ndarray,
+        fresh: Sequence[list[DasFileScan]], url: str, append: bool,
+    ) -> list[DasFileScan]:  # fmt: skip
+        """The range's scans in path order: the recorded ones `taken`, `fresh` the others';
+        with `append`, each recorded file scanned again must hash as recorded."""
+        found = {record.scans[i].path: record.scans[i] for i in taken.tolist()}
+        rescanned = [scan for scans in fresh for scan in scans]
+        if append:
+            hashes = {scan.path: scan.entry["sha256"] for scan in record.scans}
+            for scan in rescanned:
+                before = hashes.get(scan.path)
+                if before is not None and scan.entry["sha256"] != before:
+                    raise changed_input(scan.path, url, before, scan.entry["sha256"])
+        found.update((scan.path, scan) for scan in rescanned)
+        return [found[path] for path in stats.paths]
+
+    def rows(self, scans: list[DasFileScan], first: int, stop: int) -> list[DasFileScan]:
+        return scans[first:stop]
+
+
+DAS = _DasRecord()

@@ -37,6 +37,7 @@ import numpy as np
 from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
 from seisctf.formats.das import das_inputs, das_spans
+from seisctf.formats.das.das_inputs import RecordedDas
 from seisctf.formats.das.das_plan import (
     DasAxis,
     DasFileScan,
@@ -123,21 +124,33 @@ def chosen(
 class PlacedPart:
     """A partition on the grid: its files' scans, its accepted patches (`placed`, painting
     order), a problem line for each other patch (patch order) and the first patch before the
-    grid's start (path order; None: none)."""
+    grid's start (path order; None: none); `old`: the paths of its files an append found in
+    the store (their patches placed as the store holds them)."""
 
     scans: tuple[DasFileScan, ...]
     placed: tuple[PlacedPatch, ...]
     problems: tuple[str, ...]
     early: str | None = None
+    old: frozenset[str] = frozenset()
 
 
 def place_part(
-    axis: DasAxis, start_ns: int, scans: Sequence[DasFileScan], kept: Sequence[PlacedPatch] = ()
+    axis: DasAxis,
+    start_ns: int,
+    scans: Sequence[DasFileScan],
+    record: RecordedDas | None = None,
+    kept: Sequence[PlacedPatch] = (),
 ) -> PlacedPart:
-    """The partition's patches on the grid of `axis` from `start_ns`, with `kept` (an append's
-    patches already in the store)."""
+    """The partition's patches on the grid of `axis` from `start_ns`, with `kept` (patches
+    already in the store). With `record` (an append's, of the partition's range), the files it
+    records keep the patches it places and are not placed again."""
+    old: frozenset[str] = frozenset()
+    if record is not None:
+        recorded = set(record.paths())
+        old = frozenset(scan.path for scan in scans if scan.path in recorded)
+        kept = [*kept, *(p for p in record.placed if p.patch.path in old)]
     problems, placed = [], []
-    for patch in patches_of(scans):
+    for patch in patches_of(scan for scan in scans if scan.path not in old):
         why = axis.mismatch(patch)
         if why:
             problems.append(f"{patch.path}: patch {patch.index}: {why}; not ingested")
@@ -145,15 +158,16 @@ def place_part(
             placed.append(place(patch, start_ns, axis.step_ns))
     early = next((p.patch.path for p in placed if p.first_index < 0), None)
     ordered = tuple(sorted([*kept, *placed], key=painting_order))
-    return PlacedPart(tuple(scans), ordered, tuple(problems), early)
+    return PlacedPart(tuple(scans), ordered, tuple(problems), early, old)
 
 
 @dataclass(frozen=True)
 class PartSummary:
     """What the client keeps of a partition: files, the first SHOWN + 1 paths, the grid samples
     [first, stop) its patches span (stop 0: no patch), the blocks they touch (merged [first,
-    stop) ranges), its interrogators, the scan's problems and the axis' (patch order), and the
-    first patch before the grid's start; `patches`: how many it places."""
+    stop) ranges) and those the patches of its files not `old` touch (`fresh_touched`), its
+    interrogators, the scan's problems (of its files not `old`) and the axis' (patch order),
+    and the first patch before the grid's start; `patches`: how many it places."""
 
     files: int
     paths: tuple[str, ...]
@@ -165,25 +179,36 @@ class PartSummary:
     scan_problems: tuple[str, ...]
     axis_problems: tuple[str, ...]
     early: str | None
+    fresh_touched: tuple[tuple[int, int], ...] = ()
+
+
+def _touched(block_samples: int, placed: Iterable[PlacedPatch]) -> tuple[tuple[int, int], ...]:
+    """The [first, stop) block ranges (merged) the samples of `placed` fall in."""
+    spans = [(p.first_index, p.stop_index) for p in placed if p.stop_index > p.first_index]
+    starts, lengths = merged_spans(
+        (max(first, 0) // block_samples, (stop - 1) // block_samples + 1) for first, stop in spans
+    )
+    return tuple(zip(starts.tolist(), (starts + lengths).tolist(), strict=True))
 
 
 def summary(block_samples: int, part: PlacedPart) -> PartSummary:
     """The partition's `PartSummary` on blocks of `block_samples`."""
-    spans = [(p.first_index, p.stop_index) for p in part.placed if p.stop_index > p.first_index]
-    touched = merged_spans(
-        (max(first, 0) // block_samples, (stop - 1) // block_samples + 1) for first, stop in spans
-    )
+    touched = _touched(block_samples, part.placed)
+    fresh = [p for p in part.placed if p.patch.path not in part.old] if part.old else part.placed
     return PartSummary(
         files=len(part.scans),
         paths=tuple(scan.path for scan in part.scans[: SHOWN + 1]),
         patches=len(part.placed),
         first_index=min((p.first_index for p in part.placed), default=0),
         stop_index=max((p.stop_index for p in part.placed), default=0),
-        touched=tuple(zip(touched[0].tolist(), (touched[0] + touched[1]).tolist(), strict=True)),
+        touched=touched,
         interrogators=frozenset(_interrogator(p.patch) for p in part.placed),
-        scan_problems=tuple(p for scan in part.scans for p in scan.problems),
+        scan_problems=tuple(
+            p for scan in part.scans if scan.path not in part.old for p in scan.problems
+        ),
         axis_problems=part.problems,
         early=part.early,
+        fresh_touched=touched if fresh is part.placed else _touched(block_samples, fresh),
     )
 
 
@@ -230,10 +255,12 @@ def plan_parts(
     axis: DasAxis | None = None,
     start_ns: int | None = None,
     kept: Sequence[PlacedPatch] = (),
+    records: Sequence[Any] | None = None,
 ) -> PartedPlan:
     """Check the scanned patches of the partitions `scan_parts` (lists of `DasFileScan`) and
-    lay out the store (`das_plan` module doc). `axis`, `start_ns`, `kept`: the store's axis,
-    grid start and patches when appending (one partition: `kept` joins it)."""
+    lay out the store (`das_plan` module doc). `axis`, `start_ns`: the store's axis and grid
+    start when appending; its patches either `kept` (joining every partition) or, per
+    partition, in the `records` of their ranges (`place_part`)."""
     if axis is None:
         firsts = candidates(each(axis_groups, scan_parts))
         if not firsts:  # no patch in any file
@@ -251,7 +278,8 @@ def plan_parts(
     if block_samples < 1:
         raise InvalidInput("block_samples", f"must be positive, got {block_samples}")
     placing = functools.partial(place_part, axis, start_ns, kept=kept)
-    placed = each(placing, scan_parts, keep=True)
+    records = [None] * len(scan_parts) if records is None else records
+    placed = each(placing, scan_parts, records, keep=True)
     summaries = each(functools.partial(summary, block_samples), placed)
     scan_problems = [p for s in summaries for p in s.scan_problems]
     axis_problems = [p for s in summaries for p in s.axis_problems]
@@ -340,7 +368,7 @@ def fingerprint_of_parts(parted: PartedPlan, each: Each) -> str:
     return merged(functools.partial(_fingerprint, parted.plan.block_samples), hashes)
 
 
-def _write_table(store: StoreLocation, n_stats: int, *values: Any) -> None:
+def _write_table(store: StoreLocation, name: str | None, n_stats: int, *values: Any) -> None:
     stats, parts = values[:n_stats], values[n_stats:]
     every = InputStats(
         tuple(path for s in stats for path in s.paths),
@@ -349,13 +377,16 @@ def _write_table(store: StoreLocation, n_stats: int, *values: Any) -> None:
     )
     scans = [scan for part in parts for scan in part.scans]
     placed = [p for part in parts for p in part.placed]
-    das_inputs.write_table(store, scans, das_inputs.modified_of(scans, every), placed)
+    das_inputs.write_table(store, scans, das_inputs.modified_of(scans, every), placed, name)
 
 
-def write_table_of_parts(store: StoreLocation, stats: Sequence[Any], parted: PartedPlan) -> None:
-    """The store's inputs table (`das_inputs.write_table`) of every partition, with the files'
-    `stats` (`InputStats`: one or one a partition), by one task where they are."""
-    merged(functools.partial(_write_table, store, len(stats)), [*stats, *parted.parts])
+def write_table_of_parts(
+    store: StoreLocation, stats: Sequence[Any], parted: PartedPlan, name: str | None = None
+) -> None:
+    """The store's inputs table (`das_inputs.write_table`, in group `name`) of every
+    partition, with the files' `stats` (`InputStats`: one or one a partition), by one task
+    where they are."""
+    merged(functools.partial(_write_table, store, name, len(stats)), [*stats, *parted.parts])
 
 
 def _piece_counts(layout: RunLayout, part: PlacedPart) -> tuple[np.ndarray, np.ndarray]:

@@ -566,10 +566,11 @@ def appended_to(recorded: Any, url: str) -> Any:
     return recorded
 
 
-def check_present(recorded: RecordedInputs, stats: InputStats, url: str) -> None:
-    """Every file already in the store is still there (`stats` lists them)."""
+def check_present(recorded: Sequence[str], stats: InputStats, url: str) -> None:
+    """Every file already in the store (`recorded`: paths) is still there (`stats` lists
+    them)."""
     found = stats.of()
-    for path in recorded.scans.paths:
+    for path in recorded:
         if found.get(path, (MISSING, ""))[0] == MISSING:
             raise InvalidInput(path, f"ingested into {url} but now missing; cannot append")
 

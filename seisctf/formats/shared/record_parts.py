@@ -182,7 +182,7 @@ class _WaveformRecord:
         return input_manifest.withdrawn(record, served, lost)
 
     def check_present(self, record: RecordedInputs, stats: InputStats, url: str) -> None:
-        input_manifest.check_present(record, stats, url)
+        input_manifest.check_present(record.scans.paths, stats, url)
 
     def merged(
         self, record: RecordedInputs, stats: InputStats, taken: np.ndarray,
