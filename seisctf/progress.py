@@ -3,10 +3,9 @@ line per phase elsewhere (a log file, a pipe, CI).
 
 A bar redraws itself every 0.1 s with a carriage return; written to a file, that is one frame
 per redraw (tens of KB for the demo). Outside a terminal a phase prints a single line instead,
-`LABEL: N tasks done in 12.3 s` (N: the phase's own tasks, not those of earlier phases it
-depends on, which the bar's counts include); a phase still running after `ANNOUNCE_AFTER_S`
-prints the start of its line at once (`LABEL: N tasks …`) and ends it when done, so a log
-shows what runs.
+`LABEL: N tasks done in 12.3 s` (N: the phase's tasks, not those of earlier phases whose
+kept results it takes); a phase still running after `ANNOUNCE_AFTER_S` prints the start of its
+line at once (`LABEL: N tasks …`) and ends it when done, so a log shows what runs.
 distributed is imported when a phase starts, not with this module (`seisctf --help` stays fast).
 """
 
@@ -40,12 +39,13 @@ class PhaseLine:
             def _draw_stop(self, **response: Any) -> None:
                 line._draw_stop(**response)
 
-        self.feed = Feed(futures, complete=True)
+        # Not `complete`: the counts are the tasks still to run when the phase starts and the
+        # phase's own, not the kept results of earlier phases it takes (a scan's listing, a
+        # resume's record) nor what those were made from.
+        self.feed = Feed(futures, complete=False)
         self.label = label
         self.stream = stream
-        # The phase's own tasks: the feed's counts include every task they depend on, kept
-        # results of earlier phases (a scan's listing, a resume's record) too.
-        self.total = len({future.key for future in futures})
+        self.total = 0
         self.line_open = False
 
     def run(self) -> None:
@@ -74,11 +74,13 @@ class PhaseLine:
             self._write(f" {how} after {self.feed.elapsed:.1f} s\n")
 
     def _draw_bar(self, remaining: int, all: int, **kwargs: Any) -> None:  # noqa: A002
+        self.total = all
         if not self.line_open and remaining and self.feed.elapsed >= ANNOUNCE_AFTER_S:
             self._write(f"{self._head()} …")
             self.line_open = True
 
     def _draw_stop(self, remaining: int, all: int, status: str, **kwargs: Any) -> None:  # noqa: A002
+        self.total = all
         if status != "finished":
             # Nothing more for a failed phase: whoever gathers its results reports the error.
             self._end("failed")
