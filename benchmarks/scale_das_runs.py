@@ -17,9 +17,11 @@ each a block); the client's peak above imports at the most blocks at most 1.2x t
 many, both beyond one wave (`cluster.MAX_TASKS_PER_WAVE` blocks: the client holds one wave's
 tasks). Same bytes: every store's data equal (numpy) and equal DASCore's read.
 
-A second table (`file_section`) ingests FILE_COUNTS short files: the client's peak above its
-imports per file, where `ingest das` still holds a scan and its patches a file (its plan is made
-in the client).
+A second table (`file_section`) ingests FILE_COUNTS short files, then appends one file after
+them (`--append`): the client's peak above its imports per file, for the ingest and for the
+append (which joins the store's record range by range on the workers: `record_parts`), each at
+the most files at most 1.2x that at the fewest; the appended file's samples are stored after
+the others'.
 """
 
 from __future__ import annotations
@@ -64,9 +66,10 @@ from seisctf.formats.das.das_files import ingest_das
 from seisctf.location import StoreLocation
 hwm = lambda: int(open("/proc/self/status").read().split("VmHWM:")[1].split()[0]) * 1024
 imports = hwm()
-source, out, block_samples, address = sys.argv[1:]
+source, out, block_samples, address, append = sys.argv[1:]
 with dask_client(address, quiet=True):
-    ingest_das([source], StoreLocation(out), block_samples=int(block_samples), quiet=True)
+    ingest_das([source], StoreLocation(out), block_samples=int(block_samples), quiet=True,
+               append=append == "append")
 print(json.dumps({"imports": imports, "peak": hwm()}))
 """
 
@@ -110,12 +113,32 @@ def recordings(
     return root, channels
 
 
-def measured(source: Path, out: Path, block_samples: int, workdir: Path) -> Run:
+def one_more(options: ScaleOptions, count: int, channels: int, samples: int) -> Path:
+    """A folder holding one PRODML file of (samples, channels) right after the `count` files of
+    `recordings`: its values are `appended_values(channels, samples)`."""
+    root = options.data / f"das_runs_{count}x{channels}x{samples}_next"
+    if not (root / "done").exists():
+        root.mkdir(parents=True, exist_ok=True)
+        start = np.datetime64("2024-03-01T00:00:00", "ns")
+        step = np.timedelta64(round(1e9 / RATE_HZ), "ns")
+        write_prodml(root / f"das_{count:03d}.h5", appended_values(channels, samples),
+                     start + count * samples * step, RATE_HZ)  # fmt: skip
+        (root / "done").write_text("")
+    return root
+
+
+def appended_values(channels: int, samples: int) -> np.ndarray:
+    return np.random.default_rng(1).standard_normal((samples, channels)).astype(np.float32)
+
+
+def measured(
+    source: Path, out: Path, block_samples: int, workdir: Path, append: bool = False
+) -> Run:
     with scale_cluster.Cluster(workdir) as cluster:
         cluster.probe()  # the wait for workers: cleared
         load = load_average()
         command = [sys.executable, "-c", CLIENT, str(source), str(out), str(block_samples),
-                   cluster.address]  # fmt: skip
+                   cluster.address, "append" if append else "new"]  # fmt: skip
         with ProgressPoller(out) as poller:
             run = run_command(command)
         probe = cluster.probe()
@@ -181,25 +204,42 @@ def sections(options: ScaleOptions) -> Iterator[Section]:
 
 def file_section(options: ScaleOptions, workdir: Path) -> Section:
     """The client against the file count: FILE_COUNTS files of FILE_SHAPE each at the store's
-    block size. The scans and the plan stay on the workers (`das_parts`); the client holds
-    per-partition summaries and one wave's runs, of at most `MAX_PIECES_PER_WAVE` pieces."""
+    block size, then one more appended. The scans and the plan stay on the workers
+    (`das_parts`; an append's join with the store's record too: `record_parts`); the client
+    holds per-partition summaries and one wave's runs, of at most `MAX_PIECES_PER_WAVE`
+    pieces."""
+    import zarr
+
     counts = QUICK_FILE_COUNTS if options.quick else FILE_COUNTS
     channels, samples = FILE_SHAPE
-    runs = []
+    ingests, appends, stored = [], [], []
     for count in counts:
         source, _ = recordings(options, (count, channels, samples))
         out = workdir / f"store_files_{count}.zarr"
-        runs.append(measured(source, out, chunk_rows(channels), workdir))
+        ingests.append(measured(source, out, chunk_rows(channels), workdir))
+        later = one_more(options, count, channels, samples)
+        appends.append(measured(later, out, chunk_rows(channels), workdir, append=True))
+        data = zarr.open_group(str(out), mode="r")["strain_rate"]
+        stored.append(data.shape[0] == (count + 1) * samples and np.array_equal(
+            data[count * samples :], appended_values(channels, samples)))  # fmt: skip
     section = Section(
         f"`ingest das`: the client against the file count ({channels} channels x {samples} "
-        "samples a file)",
-        ["files", *COLUMNS],
-        [[count, *run.row()] for count, run in zip(counts, runs, strict=True)],
-    )
-    (few, low), (many, top) = zip(counts, runs, strict=True)
+        "samples a file), an ingest and an append of one file onto it",
+        ["files", "run", *COLUMNS],
+        [[count, kind, *run.row()]
+         for count, pair in zip(counts, zip(ingests, appends, strict=True), strict=True)
+         for kind, run in zip(("ingest", "append 1 file"), pair, strict=True)],
+    )  # fmt: skip
+    few, many = counts
+    low, top = ingests
     slope = (top.above_imports - low.above_imports) / (many - few)
     section.goals.append(f"client above imports: {slope:,.0f} bytes a file ({few:,} -> {many:,})")
     section.goals.append(client_verdict(top, low, f"{many:,} files", f"{few:,}"))
+    section.goals.append(client_verdict(appends[1], appends[0], f"an append onto {many:,} files",
+                                        f"onto {few:,}"))  # fmt: skip
+    found = f"{sum(stored)} of {len(stored)} stores"
+    section.goals.append(verdict("the appended file's samples after the others'", found,
+                                 all(stored)))  # fmt: skip
     return section
 
 

@@ -1,7 +1,8 @@
 """benchmarks/scale_das_runs.py at its quick size (4 files of 16 channels: 1, 125 and 250
 blocks): every run has its row, the run tasks and progress records are the
 runs `das_runs` makes (not a task a block), and the stores hold DASCore's samples; its files
-axis (10 and 40 files) has a row a file count, each store holding every file's samples. (No
+axis (10 and 40 files) has a row a file count and one for an append of a file onto it, each
+store holding every file's samples. (No
 timing or memory goal here: the machines are shared.)"""
 
 from __future__ import annotations
@@ -44,8 +45,16 @@ def test_quick_section_counts_runs_not_blocks(tmp_path):
     channels, samples = scale_das_runs.FILE_SHAPE
     native = scale_das_runs.chunk_rows(channels)
     file_rows = [dict(zip(files_section.columns, row, strict=True)) for row in files_section.rows]
-    assert [row["files"] for row in file_rows] == list(scale_das_runs.QUICK_FILE_COUNTS)
+    counts = scale_das_runs.QUICK_FILE_COUNTS
+    assert [(row["files"], row["run"]) for row in file_rows] == [
+        (count, run) for count in counts for run in ("ingest", "append 1 file")
+    ]
     for row in file_rows:
-        assert row["blocks written"] == math.ceil(row["files"] * samples / native)
+        files = row["files"] + (row["run"] != "ingest")
+        assert row["blocks written"] == math.ceil(files * samples / native)
         assert row["client above imports MiB"] > 0
     assert files_section.goals[0].startswith("client above imports: ")
+    assert "an append onto" in files_section.goals[2]
+    assert files_section.goals[3].startswith(
+        "the appended file's samples after the others': 2 of 2"
+    )
