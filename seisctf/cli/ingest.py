@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from typing import Any
 
 from seisctf import conventions as cv
 from seisctf.cli import _checks
@@ -217,6 +218,20 @@ def _event_window_layout_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _print_problems(report: Any) -> int:
+    """Print a report's problem lines (`problems`: the first of `n_problems`, if it says) and
+    how many more the store holds; their number."""
+    found = getattr(report, "n_problems", len(report.problems))
+    for problem in report.problems:
+        print(f"problem: {problem}")
+    if found > len(report.problems):
+        print(
+            f"problem: and {found - len(report.problems)} more, every one in the store's "
+            f"`{cv.PROBLEMS_GROUP}` group (`problem_lines.read_problems`)"
+        )
+    return int(found)
+
+
 def _run_ingest_waveforms(args: argparse.Namespace) -> None:
     report = _registered(args.kind)(
         args.sources,
@@ -230,14 +245,7 @@ def _run_ingest_waveforms(args: argparse.Namespace) -> None:
         pre_filt=args.pre_filt,
         water_level=args.water_level,
     )
-    found = getattr(report, "n_problems", len(report.problems))  # `problems`: the first
-    for problem in report.problems:
-        print(f"problem: {problem}")
-    if found > len(report.problems):
-        print(
-            f"problem: and {found - len(report.problems)} more, every one in the store's "
-            f"`{cv.PROBLEMS_GROUP}` group (`problem_lines.read_problems`)"
-        )
+    found = _print_problems(report)
     plan = report.plan
     verb = "up to date:" if report.up_to_date else "wrote"
     print(
@@ -255,8 +263,7 @@ def _run_ingest_das(args: argparse.Namespace) -> None:
         append=args.append,
         quiet=args.quiet,
     )
-    for problem in report.problems:
-        print(f"problem: {problem}")
+    problems = _print_problems(report)
     for kind, spans, found in (
         ("gap", report.gaps, report.n_gaps),
         ("overlap", report.overlaps, report.n_overlaps),
@@ -274,7 +281,7 @@ def _run_ingest_das(args: argparse.Namespace) -> None:
         f"{verb} {args.out}: {plan.axis.quantity} {counted(plan.n_time, 'sample')} x "
         f"{counted(plan.axis.n_distance, 'channel')} at {plan.axis.sampling_rate} Hz, "
         f"{report.n_gaps} gap(s), {report.n_overlaps} overlap(s), "
-        f"{len(report.problems)} problem(s)"
+        f"{problems} problem(s)"
     )
 
 

@@ -118,22 +118,52 @@ def test_few_waveform_problems_stay_in_the_attrs_alone(tmp_path, small_limit):
     assert read_problems(zarr.open_group(store, mode="r")) == list(report.problems)
 
 
-def test_das_problems_beyond_the_attrs_go_to_their_group(tmp_path, small_limit):
+def test_das_problems_beyond_the_attrs_go_to_their_group(tmp_path, small_limit, dask_cluster):
+    """On a cluster: the plan's lines stay with its partitions (the client holds their count
+    and first lines); the store's group has them all, sorted; the report the first LIMIT and
+    their number; an append keeps the store's lines and adds its own."""
+    from distributed import Client, futures_of
+
+    from seisctf.formats.das import das_files
+
     folder = tmp_path / "das"
     folder.mkdir()
     data = np.random.default_rng(3).standard_normal((120, 8))
-    write_prodml(folder / "good.h5", data, np.datetime64("2024-01-02T03:04:05", "ns"), 50.0)
+    start = np.datetime64("2024-01-02T03:04:05", "ns")
+    write_prodml(folder / "good.h5", data, start, 50.0)
     _bad_files(folder, 5)
     store = tmp_path / "das.zarr"
-    report = ingest_das([str(folder)], StoreLocation(store), block_samples=64, quiet=True)
-    problems = list(report.problems)
-    assert len(problems) == 5
-    attrs = _root_attrs(store)
-    assert attrs[cv.ATTR_PROBLEMS] == problems[:LIMIT]
-    assert attrs[cv.ATTR_PROBLEM_COUNT] == 5
-    assert _lines_in_group(store) == problems
-    again = ingest_das([str(folder)], StoreLocation(store), block_samples=64, quiet=True)
-    assert again.up_to_date and list(again.problems) == problems
+    plans = []
+    write = das_files._write
+
+    def spy(parted, *args, **kwargs):
+        plans.append(parted.plan)
+        return write(parted, *args, **kwargs)
+
+    with Client(dask_cluster.address, set_as_default=True), pytest.MonkeyPatch.context() as patch:
+        patch.setattr(das_files, "_write", spy)
+        report = ingest_das([str(folder)], StoreLocation(store), block_samples=64, quiet=True)
+        lines = _lines_in_group(store)
+        assert len(lines) == 5 and lines == sorted(lines)
+        assert all(line.startswith(str(folder / "bad_")) for line in lines)
+        (plan,) = plans
+        assert len(plan.problems) == 5 and futures_of(plan.problems.nonempty_parts())
+        assert report.n_problems == 5 and list(report.problems) == lines[:LIMIT]
+        attrs = _root_attrs(store)
+        assert attrs[cv.ATTR_PROBLEMS] == lines[:LIMIT]
+        assert attrs[cv.ATTR_PROBLEM_COUNT] == 5
+        again = ingest_das([str(folder)], StoreLocation(store), block_samples=64, quiet=True)
+        assert again.up_to_date and list(again.problems) == lines[:LIMIT]
+        assert again.n_problems == 5
+        later = tmp_path / "later"
+        later.mkdir()
+        write_prodml(later / "good.h5", data, start + np.timedelta64(120 * 20_000_000, "ns"), 50.0)
+        (later / "bad_zz.h5").write_bytes(b"not a DAS file\n" * 40)
+        appended = ingest_das([str(later)], StoreLocation(store), append=True, quiet=True)
+    every = _lines_in_group(store)
+    assert every == sorted([*lines, *(line for line in every if "later" in line)])
+    assert len(every) == 6 and appended.n_problems == 6 and list(appended.problems) == every[:LIMIT]
+    assert read_problems(zarr.open_group(store, mode="r")) == every
 
 
 def test_quakeml_problems_beyond_the_old_cap_are_all_in_the_store_and_the_summary(

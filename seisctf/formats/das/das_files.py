@@ -95,7 +95,7 @@ from seisctf.formats.shared import (
 from seisctf.formats.shared.input_listing import expand_sources
 from seisctf.formats.shared.input_manifest import file_stats
 from seisctf.formats.shared.partition_tasks import Each, on_cluster
-from seisctf.formats.shared.problem_lines import problem_attrs, read_problems, write_problems
+from seisctf.formats.shared.problem_lines import write_sorted_problems
 from seisctf.formats.shared.record_parts import JoinedScan, Record
 from seisctf.formats.shared.resumable import (
     ATTR_FINGERPRINT,
@@ -125,7 +125,9 @@ MAX_PIECES_PER_WAVE = 5_000
 
 @dataclass(frozen=True)
 class DasIngestReport:
-    """What an ingest wrote: the plan, coverage per block, problems, gaps and overlaps."""
+    """What an ingest wrote: the plan, coverage per block, problems (the first
+    `conventions.ATTR_PROBLEM_LINES`, sorted; `problem_count`: how many there are, None: as
+    many; `problem_lines.read_problems` of the store reads them all), gaps and overlaps."""
 
     plan: DasPlan
     coverage: np.ndarray
@@ -138,6 +140,12 @@ class DasIngestReport:
     # store reads them all.
     gap_count: int | None = None
     overlap_count: int | None = None
+    problem_count: int | None = None
+
+    @property
+    def n_problems(self) -> int:
+        """How many problems were found (`problems` holds the first of them)."""
+        return len(self.problems) if self.problem_count is None else self.problem_count
 
     @property
     def n_gaps(self) -> int:
@@ -226,7 +234,7 @@ def _gauge(value: float) -> float | None:
 def store_attrs(
     plan: DasPlan,
     interrogator: str,
-    problems: Sequence[str],
+    problems: dict[str, Any],
     spans: dict[str, Any],
     fingerprint: str,
 ) -> dict[str, Any]:
@@ -245,7 +253,7 @@ def store_attrs(
         cv.ATTR_CHANNEL_SPACING: axis.distance_step_m,
         cv.ATTR_INTERROGATOR: interrogator,
         **spans,
-        **problem_attrs(sorted(set(problems))),
+        **problems,
         "merge_rule": MERGE_RULE,
         ATTR_FINGERPRINT: fingerprint,
     }
@@ -293,7 +301,7 @@ def ingest_das(
     found = scan_parts(sources, store, record, each, quiet)
     parts, stats = found.parts, found.stats
     parted = plan_parts(parts, each, block_samples)
-    fail_if_strict(strict, parted.plan.problems)
+    fail_if_strict(strict, _lines(parted.plan, strict))
     fingerprint = fingerprint_of_parts(parted, each)
     existing = resumable.up_to_date_attrs(store, fingerprint)
     if existing:
@@ -306,16 +314,24 @@ def ingest_das(
     return _write(parted, each, layout, progress, store, fingerprint, strict, quiet)
 
 
+def _lines(plan: DasPlan, strict: bool) -> list[str]:
+    """The plan's problem lines if `strict` (brought here: its error names them), else none."""
+    return list(plan.problems) if strict and len(plan.problems) else []
+
+
 def _up_to_date(plan: DasPlan, attrs: dict, store: StoreLocation):
     group = open_store(store)
     coverage = np.asarray(group[cv.DAS_COVERAGE_VAR][:])
-    return DasIngestReport(
-        plan,
-        coverage,
-        tuple(read_problems(group)),
-        up_to_date=True,
+    return DasIngestReport(plan, coverage, up_to_date=True, **_report_fields(attrs))
+
+
+def _report_fields(attrs: dict[str, Any]) -> dict[str, Any]:
+    """The report's problems and spans of a store with root `attrs`."""
+    return {
+        "problems": tuple(attrs.get(cv.ATTR_PROBLEMS, ())),
+        "problem_count": attrs.get(cv.ATTR_PROBLEM_COUNT),
         **_report_spans(attrs),
-    )
+    }
 
 
 @dataclass(frozen=True)
@@ -336,13 +352,13 @@ def _write(
     fingerprint: str,
     strict: bool,
     quiet: bool,
-    carried: Sequence[str] = (),
     appended: AppendedInputs | None = None,
 ) -> DasIngestReport:
     """Run the runs of `layout` (of the plan `parted`) `progress` has no record of (each on
     the host keeping its files: `das_runs.run_task`; a wave's runs made when it comes, where
     the partitions are: `das_parts.wave_runs`), then coverage, attrs, an append's inputs table
-    and the completion marker."""
+    and the completion marker. The problem lines are joined by a task (with an append's
+    store's own), sorted and written there (`problem_lines.write_sorted_problems`)."""
     import dask
 
     plan = parted.plan
@@ -375,9 +391,10 @@ def _write(
     coverage, decode_problems = collected.coverage, collected.problems
     fail_if_strict(strict, sorted(decode_problems))
     spans = record_spans(store, parted, each)  # the groups of those the attrs cannot hold, written
-    problems = sorted({*plan.problems, *carried, *decode_problems})
+    problems = write_sorted_problems(
+        store, plan.problems, sorted(decode_problems), carry=appended is not None
+    )
     attrs = store_attrs(plan, parted.interrogator, problems, spans, fingerprint)
-    write_problems(store, problems)
     if appended is not None:  # beside the old table, named with the completion marker
         table = input_manifest.beside(open_store(store))
         write_table_of_parts(store, appended.stats, parted, table)
@@ -386,7 +403,7 @@ def _write(
     if appended is not None:
         input_manifest.drop_table(store, appended.old_table)
         das_inputs.forget_attrs(store)
-    return DasIngestReport(plan, coverage, tuple(problems), **_report_spans(attrs))
+    return DasIngestReport(plan, coverage, **_report_fields(attrs))
 
 
 # --- append -----------------------------------------------------------------------------------
@@ -431,7 +448,7 @@ def _append(
     fingerprint = fingerprint_of_parts(parted, each)
     if complete and fingerprint == previous.get(ATTR_FINGERPRINT):
         return _up_to_date(plan, previous, store)
-    fail_if_strict(strict, plan.problems)
+    fail_if_strict(strict, _lines(plan, strict))
     spans = [span for s in parted.summaries for span in s.fresh_touched]
     if old_n_time % block_samples:  # the old last, partial block grows
         spans.append((old_n_time // block_samples, old_n_time // block_samples + 1))
@@ -443,11 +460,8 @@ def _append(
         raise resumable.pending_append(store.url)
     if progress is None:
         progress = prepare_append(plan, len(layout), store, fingerprint)
-    carried = [p for p in read_problems(group) if p not in plan.problems]
     appended = AppendedInputs(found.stats, input_manifest.table_name(group))
-    return _write(
-        parted, each, layout, progress, store, fingerprint, strict, quiet, carried, appended
-    )
+    return _write(parted, each, layout, progress, store, fingerprint, strict, quiet, appended)
 
 
 def prepare_append(

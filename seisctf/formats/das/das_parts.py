@@ -54,6 +54,7 @@ from seisctf.formats.das.das_runs import DasRun, PieceIndex, RunLayout, merged_s
 from seisctf.formats.shared.input_listing import SHOWN, nothing_readable
 from seisctf.formats.shared.input_manifest import InputStats
 from seisctf.formats.shared.partition_tasks import Each, in_process, merged
+from seisctf.formats.shared.problem_parts import LineCount, ProblemLines, first_lines, line_count
 from seisctf.formats.shared.resumable import fingerprint_of
 from seisctf.location import StoreLocation
 
@@ -166,8 +167,9 @@ class PartSummary:
     """What the client keeps of a partition: files, the first SHOWN + 1 paths, the grid samples
     [first, stop) its patches span (stop 0: no patch), the blocks they touch (merged [first,
     stop) ranges) and those the patches of its files not `old` touch (`fresh_touched`), its
-    interrogators, the scan's problems (of its files not `old`) and the axis' (patch order),
-    and the first patch before the grid's start; `patches`: how many it places."""
+    interrogators, the scan's problem lines (of its files not `old`) and the axis' (patch
+    order), counted (`problem_parts.LineCount`: the lines stay with the partition), and the
+    first patch before the grid's start; `patches`: how many it places."""
 
     files: int
     paths: tuple[str, ...]
@@ -176,8 +178,8 @@ class PartSummary:
     stop_index: int
     touched: tuple[tuple[int, int], ...]
     interrogators: frozenset[str]
-    scan_problems: tuple[str, ...]
-    axis_problems: tuple[str, ...]
+    scan_problems: LineCount
+    axis_problems: LineCount
     early: str | None
     fresh_touched: tuple[tuple[int, int], ...] = ()
 
@@ -203,10 +205,8 @@ def summary(block_samples: int, part: PlacedPart) -> PartSummary:
         stop_index=max((p.stop_index for p in part.placed), default=0),
         touched=touched,
         interrogators=frozenset(_interrogator(p.patch) for p in part.placed),
-        scan_problems=tuple(
-            p for scan in part.scans if scan.path not in part.old for p in scan.problems
-        ),
-        axis_problems=part.problems,
+        scan_problems=line_count(scan_problems_of(part)),
+        axis_problems=line_count(part.problems),
         early=part.early,
         fresh_touched=touched if fresh is part.placed else _touched(block_samples, fresh),
     )
@@ -266,8 +266,9 @@ def plan_parts(
         if not firsts:  # no patch in any file
             found = each(_summary_of_scans, scan_parts)
             paths = [path for s in found for path in s.paths][: SHOWN + 1]
-            problems = [p for s in found for p in s.scan_problems]
-            raise nothing_readable(paths, problems, sum(s.files for s in found))
+            counts = [s.scan_problems for s in found]
+            raise nothing_readable(paths, first_lines(counts), sum(s.files for s in found),
+                                   problem_count=sum(c.count for c in counts))  # fmt: skip
         axes = [DasAxis.of(first) for first in firsts]
         axis, earliest = chosen(firsts, each(functools.partial(agreement, axes), scan_parts))
         start_ns = earliest if start_ns is None else start_ns
@@ -281,11 +282,10 @@ def plan_parts(
     records = [None] * len(scan_parts) if records is None else records
     placed = each(placing, scan_parts, records, keep=True)
     summaries = each(functools.partial(summary, block_samples), placed)
-    scan_problems = [p for s in summaries for p in s.scan_problems]
-    axis_problems = [p for s in summaries for p in s.axis_problems]
     if not any(s.patches for s in summaries):
         first = next((path for s in summaries for path in s.paths), "inputs")
-        raise InvalidInput(first, "no patch agrees with the others: " + axis_problems[0])
+        line = first_lines([s.axis_problems for s in summaries], 1)[0]
+        raise InvalidInput(first, "no patch agrees with the others: " + line)
     early = next((s.early for s in summaries if s.early is not None), None)
     if early is not None:
         raise InvalidInput(
@@ -297,9 +297,29 @@ def plan_parts(
         n_time=max(s.stop_index for s in summaries),
         block_samples=block_samples,
         placed=(),
-        problems=(*scan_problems, *axis_problems),
+        problems=_kept_lines(scan_problems_of, placed, [s.scan_problems for s in summaries], each)
+        + _kept_lines(_axis_problems_of, placed, [s.axis_problems for s in summaries], each),
     )
     return PartedPlan(plan, placed, summaries)
+
+
+def scan_problems_of(part: PlacedPart) -> tuple[str, ...]:
+    """The scan's problem lines of the partition's files (not `old`: an append's store has
+    those of its own)."""
+    return tuple(p for scan in part.scans if scan.path not in part.old for p in scan.problems)
+
+
+def _axis_problems_of(part: PlacedPart) -> tuple[str, ...]:
+    return part.problems
+
+
+def _kept_lines(
+    lines_of: Any, placed: Sequence[Any], counts: Sequence[LineCount], each: Each
+) -> ProblemLines:
+    """The lines `lines_of` each partition, kept where it is (none: no task)."""
+    if not any(count.count for count in counts):
+        return ProblemLines()
+    return ProblemLines.kept(each(lines_of, placed, keep=True), counts)
 
 
 def _summary_of_scans(scans: Sequence[DasFileScan]) -> PartSummary:
@@ -317,7 +337,8 @@ def make_das_plan(
     """The plan of `scans` as one partition, in this process, its patches in `placed`."""
     parted = plan_parts([list(scans)], in_process, block_samples, axis=axis, start_ns=start_ns,
                         kept=kept)  # fmt: skip
-    return dataclasses.replace(parted.plan, placed=parted.parts[0].placed)
+    plan = parted.plan
+    return dataclasses.replace(plan, placed=parted.parts[0].placed, problems=tuple(plan.problems))
 
 
 # --- what needs every partition ---------------------------------------------------------------

@@ -24,6 +24,7 @@ from typing import Any
 
 from seisctf import conventions as cv
 from seisctf.formats.shared.block_grid import BlockGrid
+from seisctf.formats.shared.problem_parts import ProblemLines
 
 NS_PER_S = 1_000_000_000
 CHANNEL_GROUP = 1024  # channels per chunk (all of them when fewer)
@@ -204,7 +205,9 @@ class DasPlan(BlockGrid):
     n_time: int
     block_samples: int
     placed: tuple[PlacedPatch, ...]
-    problems: tuple[str, ...]
+    # The scan's and the axis' problem lines: here, or kept with the partitions that found
+    # them (`das_parts.plan_parts`).
+    problems: tuple[str, ...] | ProblemLines
 
     def blocks_of(self, placed: PlacedPatch) -> range:
         return self.blocks_between(placed.first_index, placed.stop_index)

@@ -79,6 +79,30 @@ def _write_ingest(
     return problem_attrs(lines)
 
 
+def write_sorted_problems(
+    store: StoreLocation, found: ProblemLines | Sequence[str], more: Sequence[str], carry: bool
+) -> dict[str, Any]:
+    """`write_problems` of the sorted, unique lines of `found` (kept where they are, or here),
+    `more` and, with `carry`, the store's own (an append keeps them), by a task; the root attrs
+    of them (`problem_attrs`) come back, not the lines (`ingest das`'s order)."""
+    import dask
+
+    lines = found if isinstance(found, ProblemLines) else ProblemLines.of(found)
+    task = dask.delayed(_write_sorted)(store, lines.nonempty_parts(), list(more), carry)
+    return dict(compute(task, quiet=True)[0])
+
+
+def _write_sorted(
+    store: StoreLocation, parts: list[Sequence[str]], more: list[str], carry: bool
+) -> dict[str, Any]:
+    lines = {*joined(parts), *more}
+    if carry:
+        lines.update(read_problems(open_store(store)))
+    ordered = sorted(lines)
+    _write(store, ordered)
+    return problem_attrs(ordered)
+
+
 def decode_problems(store: StoreLocation, fingerprint: str) -> list[str]:
     """The decode problems of the ingest of `fingerprint` being written at `store`, sorted, each
     once: those of every run's record in its progress array and those an append carries over
