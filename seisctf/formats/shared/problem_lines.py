@@ -28,11 +28,12 @@ from seisctf.formats.shared.resumable import open_store, unfinished_progress
 from seisctf.location import StoreLocation
 
 
-def problem_attrs(problems: Sequence[str]) -> dict[str, Any]:
-    """The root attrs of an ingest's `problems`: the first ATTR_PROBLEM_LINES, and, when there
-    are more, their number."""
-    attrs: dict[str, Any] = {cv.ATTR_PROBLEMS: list(problems[: cv.ATTR_PROBLEM_LINES])}
-    if len(problems) > cv.ATTR_PROBLEM_LINES:
+def problem_attrs(problems: Sequence[str], limit: int | None = None) -> dict[str, Any]:
+    """The root attrs of an ingest's `problems`: the first `limit` (default ATTR_PROBLEM_LINES),
+    and, when there are more, their number."""
+    limit = cv.ATTR_PROBLEM_LINES if limit is None else limit
+    attrs: dict[str, Any] = {cv.ATTR_PROBLEMS: list(problems[:limit])}
+    if len(problems) > limit:
         attrs[cv.ATTR_PROBLEM_COUNT] = len(problems)
     return attrs
 
@@ -48,11 +49,11 @@ def write_problems(store: StoreLocation, problems: Sequence[str]) -> None:
     compute(dask.delayed(_write)(store, list(problems)), quiet=True)
 
 
-def _write(store: StoreLocation, problems: list[str]) -> None:
+def _write(store: StoreLocation, problems: list[str], limit: int | None = None) -> None:
     group = open_store(store, mode="r+")
     if cv.PROBLEMS_GROUP in group:
         del group[cv.PROBLEMS_GROUP]
-    if len(problems) > cv.ATTR_PROBLEM_LINES:
+    if len(problems) > (cv.ATTR_PROBLEM_LINES if limit is None else limit):
         lines = np.asarray(list(problems), dtype=TEXT)
         write_column(group.create_group(cv.PROBLEMS_GROUP), cv.PROBLEM_LINES, cv.PROBLEM_DIM, lines)
 
@@ -88,19 +89,20 @@ def write_sorted_problems(
     import dask
 
     lines = found if isinstance(found, ProblemLines) else ProblemLines.of(found)
-    task = dask.delayed(_write_sorted)(store, lines.nonempty_parts(), list(more), carry)
+    limit = cv.ATTR_PROBLEM_LINES  # the client's (read here, not where the task runs)
+    task = dask.delayed(_write_sorted)(store, lines.nonempty_parts(), list(more), carry, limit)
     return dict(compute(task, quiet=True)[0])
 
 
 def _write_sorted(
-    store: StoreLocation, parts: list[Sequence[str]], more: list[str], carry: bool
+    store: StoreLocation, parts: list[Sequence[str]], more: list[str], carry: bool, limit: int
 ) -> dict[str, Any]:
     lines = {*joined(parts), *more}
     if carry:
         lines.update(read_problems(open_store(store)))
     ordered = sorted(lines)
-    _write(store, ordered)
-    return problem_attrs(ordered)
+    _write(store, ordered, limit)
+    return problem_attrs(ordered, limit)
 
 
 def decode_problems(store: StoreLocation, fingerprint: str) -> list[str]:
