@@ -66,18 +66,19 @@ def write_ingest_problems(
     (`problem_attrs`) come back, not the lines."""
     import dask
 
-    task = dask.delayed(_write_ingest)(store, found.nonempty_parts(), fingerprint)
+    limit = cv.ATTR_PROBLEM_LINES  # the client's (read here, not where the task runs)
+    task = dask.delayed(_write_ingest)(store, found.nonempty_parts(), fingerprint, limit)
     return dict(compute(task, quiet=True)[0])
 
 
 def _write_ingest(
-    store: StoreLocation, parts: list[Sequence[str]], fingerprint: str
+    store: StoreLocation, parts: list[Sequence[str]], fingerprint: str, limit: int
 ) -> dict[str, Any]:
     lines = joined(parts)
     known = set(lines)
     lines += [line for line in decode_problems(store, fingerprint) if line not in known]
-    _write(store, lines)
-    return problem_attrs(lines)
+    _write(store, lines, limit)
+    return problem_attrs(lines, limit)
 
 
 def write_sorted_problems(

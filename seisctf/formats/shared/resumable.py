@@ -31,7 +31,7 @@ from zarr.errors import ZarrUserWarning
 
 from seisctf import conventions as cv
 from seisctf import storage, urls
-from seisctf.cluster import cluster_workers, compute
+from seisctf.cluster import cluster_workers
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
 
@@ -151,25 +151,6 @@ def scan_tasks(
     make = lambda i: dask.delayed(scan_batch)(batches[i], storage_options)  # noqa: E731
     make = place(make, len(batches)) if place else make
     return [make(index) for index in range(len(batches))]
-
-
-def scan_all(
-    scan_batch: Callable[[list[str], dict | None], list],
-    paths: Sequence[str],
-    storage_options: dict | None,
-    label: str,
-    quiet: bool,
-    join: Callable[[list, Sequence[str]], Any] | None = None,
-    place: Callable[[Callable[[int], Any], int], Callable[[int], Any]] | None = None,
-) -> Any:
-    """`scan_batch` (one scan per path) of every path (`scan_tasks`), computed: one list, or
-    what `join(batch results, paths)` makes of them (a scan task may return a table)."""
-    scanned = compute(
-        *scan_tasks(scan_batch, paths, storage_options, place), label=label, quiet=quiet
-    )
-    if join is not None:
-        return join(list(scanned), paths)
-    return [found for batch in scanned for found in batch]
 
 
 def finished_store_attrs(store: StoreLocation) -> dict[str, Any] | None:
