@@ -92,10 +92,12 @@ def test_a_team_follows_its_scores_live_in_the_browser(
     button.click()
     wait(browser, 60).until(ec.staleness_of(button))
     assert browser.current_url == service.url + "/team"
-    row = wait(browser, 30).until(
-        lambda d: d.find_element("css selector", "#submissions tr[data-id]")
+    # The id is read inside the wait: the page re-renders its rows as the state changes.
+    ident = wait(browser, 30).until(
+        lambda d: d.find_element("css selector", "#submissions tr[data-id]").get_attribute(
+            "data-id"
+        )
     )
-    ident = row.get_attribute("data-id")
     browser.execute_script("window.__marker = 1")
 
     # The row follows the job table in place: queued, then scored, with no reload. The API says

@@ -68,10 +68,12 @@ def test_the_form_sends_the_file_to_the_bucket_not_through_the_server(
     parts = [url for url in requested if url.startswith(f"{s3_server.endpoint_url}/{bucket}/")]
     assert parts and all(f"/{PREFIX}/incoming/" in u and "partNumber=1" in u for u in parts)
 
-    row = wait(browser, 30).until(
-        lambda d: d.find_element("css selector", "#submissions tr[data-id]")
+    # The id is read inside the wait: the page re-renders its rows as the state changes.
+    ident = wait(browser, 30).until(
+        lambda d: d.find_element("css selector", "#submissions tr[data-id]").get_attribute(
+            "data-id"
+        )
     )
-    ident = row.get_attribute("data-id")
     with service.client(token) as client:
         view = wait_finished(client, ident)
     assert view["state"] == "scored", view
