@@ -19,6 +19,7 @@ from distributed import Client, futures_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_das_ingest import BLOCK, _digest, write_series
+from test_record_parts import scanned, touch  # noqa: F401 (scanned: a fixture)
 
 from seisctf.errors import InvalidInput
 from seisctf.formats.das import das_files, das_inputs
@@ -54,12 +55,6 @@ def archive(tmp_path_factory) -> tuple[Path, list[Path], Path]:
     return root, files, whole
 
 
-def touch(path: Path) -> None:
-    """A later mtime, the same bytes."""
-    stat = path.stat()
-    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
-
-
 def assert_same_store(store: Path, whole: Path, written: bool = True) -> None:
     """Every object but the root metadata and the inputs tables, and the tables' records; if
     the table was `written` by the last run, the `modified` of each file is its mtime now (the
@@ -75,26 +70,16 @@ def assert_same_store(store: Path, whole: Path, written: bool = True) -> None:
         assert recorded.modified == tuple(str(os.stat(p).st_mtime_ns) for p in recorded.paths())
 
 
-@pytest.fixture
-def scanned(monkeypatch) -> list[str]:
-    """The paths the join scans (`record_parts._scan_slice`; the tasks run in this process)."""
-    found: list[str] = []
-    scan_slice = record_parts._scan_slice
-
-    def spy(scan, todo, first, stop, options):
-        found.extend(todo.paths[first:stop])
-        return scan_slice(scan, todo, first, stop, options)
-
-    monkeypatch.setattr(record_parts, "_scan_slice", spy)
-    return found
-
-
 @settings(
     max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(rows=st.sampled_from([1, 2, 3, 64]), old_count=st.integers(1, len(LAYOUT) - 1))
 def test_an_append_over_any_ranges_writes_the_one_shot_store(
-    archive, monkeypatch, scanned, rows, old_count
+    archive,
+    monkeypatch,
+    scanned,  # noqa: F811 (the fixture)
+    rows,
+    old_count,
 ):
     root, files, whole = archive
     monkeypatch.setattr(record_parts, "ROWS_PER_RANGE", rows)
@@ -114,7 +99,11 @@ def test_an_append_over_any_ranges_writes_the_one_shot_store(
         assert ingest(new[-1:], store, append=True).up_to_date and scanned == []
 
 
-def test_a_rerun_over_ranges_reads_only_a_file_whose_mtime_changed(archive, monkeypatch, scanned):
+def test_a_rerun_over_ranges_reads_only_a_file_whose_mtime_changed(
+    archive,
+    monkeypatch,
+    scanned,  # noqa: F811 (the fixture)
+):
     """A re-run over 2-row ranges of a store whose file's mtime changed (the same bytes): that
     file alone is scanned, and the store is up to date."""
     root, files, whole = archive

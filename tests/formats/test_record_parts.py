@@ -63,21 +63,30 @@ def touch(path: Path) -> None:
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
 
 
+@pytest.fixture
+def scanned(monkeypatch) -> list[str]:
+    """The paths the join scans (`record_parts._scan_slice`; the tasks run in this process)."""
+    found: list[str] = []
+    scan_slice = record_parts._scan_slice
+
+    def spy(scan, todo, first, stop, options):
+        found.extend(todo.paths[first:stop])
+        return scan_slice(scan, todo, first, stop, options)
+
+    monkeypatch.setattr(record_parts, "_scan_slice", spy)
+    return found
+
+
 @settings(
     max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(rows=st.sampled_from([1, 2, 3, 5, 64]), old_days=st.integers(1, DAYS - 1))
-def test_an_append_over_any_ranges_writes_the_one_shot_store(archive, monkeypatch, rows, old_days):
+def test_an_append_over_any_ranges_writes_the_one_shot_store(
+    archive, monkeypatch, scanned, rows, old_days
+):
     root, days, sac, whole = archive
     monkeypatch.setattr(record_parts, "ROWS_PER_RANGE", rows)
-    scanned: list[str] = []
-    scan_slice = record_parts._scan_slice
-
-    def spy(scan, todo, first, stop, options):
-        scanned.extend(todo.paths[first:stop])
-        return scan_slice(scan, todo, first, stop, options)
-
-    monkeypatch.setattr(record_parts, "_scan_slice", spy)
+    scanned.clear()
     old = [p for day in days[:old_days] for p in day] + sac
     new = [p for day in days[old_days:] for p in day]
     with tempfile.TemporaryDirectory(dir=root) as folder:
