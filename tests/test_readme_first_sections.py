@@ -140,6 +140,16 @@ def test_a_readme_block_runs_as_written(block: Block, tmp_path):
     )
 
 
+def test_a_member_still_exiting_is_waited_for_and_one_left_running_is_reported():
+    """The group check waits for a member that ends within the grace (as a cluster's worker
+    tearing down after the command returns) and reports one that outlives it."""
+    script = "sleep 1 & sleep 600 & exit 0"
+    process = subprocess.Popen(["bash", "-c", script], start_new_session=True)
+    process.wait()
+    left = _stop_group(process.pid, grace_seconds=4.0)
+    assert len(left) == 1 and "sleep 600" in left[0], left
+
+
 README_PORTS = (8333, 8888, 9333, 9340)  # the S3 block's `weed server` ports
 
 
@@ -157,18 +167,33 @@ def tmp_leftovers(since: float) -> list[str]:
     return sorted(str(path) for path in logs + sockets)
 
 
-def _stop_group(group: int) -> list[str]:
-    """SIGKILL what is left of the process group the test started; returns what was left
-    running. An exited process not yet reaped (`<defunct>`: where the machine's init does not
-    reap orphans, as in some containers) runs nothing and holds nothing but its entry."""
+def _group_members(group: int) -> list[str]:
+    """`pgrep -a` lines of the process group's members still alive. An exited process not yet
+    reaped (`<defunct>`: where the machine's init does not reap orphans, as in some containers)
+    runs nothing and holds nothing but its entry."""
     listing = subprocess.run(
         ["pgrep", "-a", "-g", str(group)], capture_output=True, text=True
     ).stdout
-    left = [
+    return [
         line.strip()
         for line in listing.splitlines()
         if line.strip() and not line.strip().endswith("<defunct>")
     ]
+
+
+EXIT_GRACE_SECONDS = 10.0
+
+
+def _stop_group(group: int, grace_seconds: float = EXIT_GRACE_SECONDS) -> list[str]:
+    """SIGKILL what is left of the process group the test started; returns what was left
+    running. A member still tearing down when the block returns (its command line already
+    released: `pgrep` shows `[python3]`) is given `grace_seconds` to go; a server left
+    behind outlives that."""
+    deadline = time.monotonic() + grace_seconds
+    left = _group_members(group)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.2)
+        left = _group_members(group)
     try:
         os.killpg(group, signal.SIGKILL)
     except ProcessLookupError:
