@@ -10,6 +10,8 @@ from obspy.core.inventory import Channel, Inventory, Network, Station
 
 from seisctf.catalogs.seed_ids import split_station
 from seisctf.formats.obspy_archive.inventory_index import InventoryIndex
+from seisctf.formats.obspy_archive.trace_header import TraceHeader
+from seisctf.formats.obspy_archive.waveform_plan import check_against_inventory
 
 T0 = UTCDateTime("2020-01-01")
 
@@ -80,3 +82,24 @@ def test_random_times_equal_obspys():
             channel="HHZ", time=when
         )
         assert summary(index.channels_at("XA.AB1.00", "HHZ", when)) == summary(wanted)
+
+
+def test_trace_checks_through_one_index_equal_each_through_a_fresh_one():
+    """`check_against_inventory` keeps the traces found consistent per station, channel, span
+    and rate: a trace of another rate, another channel or beyond an epoch bound in the same
+    index is still checked (its answer equals that of an index that never saw another)."""
+    inv = inventory()
+    shared = InventoryIndex(inv)
+    rng = np.random.default_rng(38)
+    answers = []
+    for number in range(400):
+        station = str(rng.choice(["XA.AB1.00", "XA.AB1.10", "XB.AB1.00", "XA.CD2", "XZ.NEW"]))
+        header = TraceHeader(
+            f"file{number}", station, str(rng.choice(["HHZ", "HHN", "BHZ"])),
+            (T0 + float(rng.uniform(-86400.0, 12 * 86400.0))).ns,
+            float(rng.choice([100.0, 50.0, 20.0])), 100,
+        )  # fmt: skip
+        answer = check_against_inventory(header, shared)
+        assert answer == check_against_inventory(header, InventoryIndex(inv)), header
+        answers.append(answer)
+    assert sum(a is None for a in answers) > 50 and sum(a is not None for a in answers) > 50

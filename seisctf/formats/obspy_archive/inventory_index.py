@@ -9,7 +9,10 @@ each of N traces against an inventory of S stations that way costs N x S (10^5 d
   fnmatch wildcards match by upper-case equality, as obspy's select compares them);
 - `channels_at(id, channel, when)`: `station(id).select(channel=, time=when)`, kept per span of
   time between the epoch bounds of that station's networks, stations and channels (inside a span,
-  or at one bound, every `is_active(when)` is the same, compared as obspy compares times).
+  or at one bound, every `is_active(when)` is the same, compared as obspy compares times: the
+  nanoseconds rounded to the coarser precision of the two, here in integers, not UTCDateTimes);
+- `consistent`: the (station, channel, span, sampling rate) of traces found consistent with it
+  (`waveform_plan.check_against_inventory`), so that a day file's check is a few look-ups.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any
 from seisctf.catalogs.seed_ids import split_station
 
 _WILDCARDS = frozenset("*?[")
+DEFAULT_PRECISION = 6  # UTCDateTime's, digits after the second
 
 
 class InventoryIndex:
@@ -38,8 +42,9 @@ class InventoryIndex:
                 key = (network.code.upper(), station.code.upper())
                 self._stations.setdefault(key, []).append((index, station))
         self._selected: dict[str, Any] = {}
-        self._bounds: dict[str, list[Any]] = {}
+        self._bounds: dict[str, list[tuple[int, int]]] = {}
         self._at: dict[tuple, Any] = {}
+        self.consistent: set[tuple] = set()
 
     def station(self, station: str) -> Any:
         """`inventory.select(network, station, location)` of a station id (`seed_ids`)."""
@@ -59,14 +64,24 @@ class InventoryIndex:
 
     def channels_at(self, station: str, channel: str, when: Any) -> Any:
         """`station(station).select(channel=channel, time=when)` (`when`: UTCDateTime)."""
-        bounds = self._bounds.get(station)
-        if bounds is None:
-            bounds = self._bounds[station] = _epoch_bounds(self.station(station))
-        span = tuple((when < bound, when > bound) for bound in bounds)
-        key = (station, channel, span)
+        key = (station, channel, self.span(station, when.ns, when.precision))
         if key not in self._at:
             self._at[key] = self.station(station).select(channel=channel, time=when)
         return self._at[key]
+
+    def span(self, station: str, when_ns: int, precision: int = DEFAULT_PRECISION) -> tuple:
+        """Where the time `when_ns` (ns since the epoch, of a UTCDateTime of `precision`
+        digits) is among the station's epoch bounds: (before, after) each, as UTCDateTime's
+        `<` and `>` say."""
+        bounds = self._bounds.get(station)
+        if bounds is None:
+            bounds = self._bounds[station] = _epoch_bounds(self.station(station))
+        spans = []
+        for bound_ns, bound_precision in bounds:
+            digits = min(precision, bound_precision) - 9
+            lhs, rhs = round(when_ns, digits), round(bound_ns, digits)
+            spans.append((lhs < rhs, lhs > rhs))
+        return tuple(spans)
 
     def _cut(self, network: str, code: str) -> Any:
         """The inventory with only the networks coded `network` (upper-case) that hold a station
@@ -84,8 +99,9 @@ class InventoryIndex:
         return inventory
 
 
-def _epoch_bounds(inventory: Any) -> list[Any]:
-    """Every start and end date (UTCDateTime) of the inventory's networks, stations, channels."""
+def _epoch_bounds(inventory: Any) -> list[tuple[int, int]]:
+    """(ns, precision) of every start and end date of the inventory's networks, stations and
+    channels."""
     found = []
     for network in inventory:
         found += [network.start_date, network.end_date]
@@ -93,4 +109,4 @@ def _epoch_bounds(inventory: Any) -> list[Any]:
             found += [station.start_date, station.end_date]
             for channel in station:
                 found += [channel.start_date, channel.end_date]
-    return [bound for bound in found if bound is not None]
+    return [(bound.ns, bound.precision) for bound in found if bound is not None]

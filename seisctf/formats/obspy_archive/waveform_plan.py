@@ -117,10 +117,14 @@ def coordinates_source(header_path: str | None) -> str:
 def check_against_inventory(header: TraceHeader, index: InventoryIndex) -> str | None:
     """A problem text if the inventory knows the station but contradicts the header (channel
     absent at that time, other sampling rate); None if consistent or the station is unknown."""
-    from obspy import UTCDateTime
-
     if not index.knows(header.station):
         return None
+    span = index.span(header.station, header.start_ns)
+    consistent = (header.station, header.channel, span, header.sampling_rate)
+    if consistent in index.consistent:
+        return None
+    from obspy import UTCDateTime
+
     network, code, _ = split_station(header.station)
     when = UTCDateTime(ns=header.start_ns)
     channels = _channels(index.channels_at(header.station, header.channel, when))
@@ -137,6 +141,7 @@ def check_against_inventory(header: TraceHeader, index: InventoryIndex) -> str |
                 f"{header.sampling_rate} Hz, the inventory says {channel.sample_rate} Hz; "
                 "trace not ingested"
             )
+    index.consistent.add(consistent)
     return None
 
 
