@@ -169,5 +169,10 @@ def test_the_join_stays_on_the_workers(tmp_path, dask_cluster, monkeypatch):
             assert [s for part in parts for s in part] == scan_das_files(
                 [str(p) for p in files], None
             )
+            for part, part_record in zip(parts, dask.compute(*records), strict=True):
+                # each partition's record: its recorded files and their patches, no more
+                old = [s.path for s in part if s.path != str(files[-1])]
+                assert part_record.paths() == old
+                assert {p.patch.path for p in part_record.placed} == set(old)
             received[count] = sum(sizes)
     assert abs(received[60] - received[12]) < 200, received

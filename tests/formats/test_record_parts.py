@@ -132,8 +132,11 @@ def test_the_join_stays_on_the_workers_and_equals_a_scan(tmp_path, dask_cluster,
             parts = dask.compute(*found.parts)
             paths = [str(p) for p in files]
             assert_same_scan(ScanTable.joined(parts, paths), scan_files(paths))
-            recorded = {p for record in dask.compute(*records) for p in record.scans.paths}
-            assert len(recorded) == count
+            for part, part_record in zip(parts, dask.compute(*records), strict=True):
+                # each partition's record: its recorded files (all but the new one), no more
+                assert part_record.scans.paths == tuple(p for p in part.paths if p != paths[-1])
+                assert_same_scan(part_record.scans, scan_files(list(part_record.scans.paths)))
+            assert sum(len(part.paths) for part in parts) == count + 1
             received[count] = sum(sizes)
     assert abs(received[400] - received[40]) < 200, received
 

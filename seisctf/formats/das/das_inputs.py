@@ -293,5 +293,11 @@ class _DasRecord:
     def rows(self, scans: list[DasFileScan], first: int, stop: int) -> list[DasFileScan]:
         return scans[first:stop]
 
+    def files(self, record: RecordedDas, start: int, stop: int) -> RecordedDas:
+        scans = record.scans[start:stop]
+        paths = {scan.path for scan in scans}
+        placed = tuple(p for p in record.placed if p.patch.path in paths)
+        return RecordedDas(scans, record.modified[start:stop], placed, record.has_scans)
+
 
 DAS = _DasRecord()

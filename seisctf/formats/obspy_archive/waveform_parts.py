@@ -94,11 +94,9 @@ def scan_inputs(
     found = record_parts.joined_scan(record, store, batches, scan, append, each, quiet)
     if not append:
         return Scanned(found.parts, found.stats)
-    assert found.records is not None and found.part_ranges is not None  # (an append's)
-    known = each(_known, found.records, keep=True)
-    not_stored = each(_not_stored, found.records, keep=True)
-    return Scanned(found.parts, found.stats, [known[i] for i in found.part_ranges],
-                   [not_stored[i] for i in found.part_ranges])  # fmt: skip
+    records = found.part_records()  # (an append's)
+    known = each(_known, records, keep=True)
+    return Scanned(found.parts, found.stats, known, each(_not_stored, records, keep=True))
 
 
 def _known(record: input_manifest.RecordedInputs) -> set[str]:

@@ -107,6 +107,18 @@ class RecordedInputs:
         """The paths of the files the store holds no sample of."""
         return {self.scans.paths[i] for i in np.flatnonzero(~self.samples_stored)}
 
+    def files(self, start: int, stop: int) -> RecordedInputs:
+        """The record of files start..stop-1 (file indices from 0)."""
+
+        def cut(files: np.ndarray) -> np.ndarray:
+            low, high = np.searchsorted(files, (start, stop))
+            return files[low:high] - start
+
+        scans = _Indexed(self.scans, self.problem_files, self.position_files).rows(start, stop)
+        files, problems, positions = slice(start, stop), self.problem_files, self.position_files
+        return RecordedInputs(scans, self.modified[files], self.samples_stored[files],
+                              cut(problems), cut(positions), self.has_scans)  # fmt: skip
+
 
 # --- listing with stats ---------------------------------------------------------------------
 

@@ -105,6 +105,10 @@ class RecordKind(Protocol):
         """Files first..stop-1 of a range's scan."""
         ...
 
+    def files(self, record: Any, start: int, stop: int) -> Any:
+        """The record of its files start..stop-1."""
+        ...
+
 
 @dataclass(frozen=True)
 class Record:
@@ -200,6 +204,9 @@ class _WaveformRecord:
             return scan
         return input_manifest.rows_of(scan, first, stop)
 
+    def files(self, record: RecordedInputs, start: int, stop: int) -> RecordedInputs:
+        return record.files(start, stop)
+
 
 WAVEFORMS: RecordKind = _WaveformRecord()
 
@@ -253,19 +260,19 @@ class _Todo:
 
 @dataclass(frozen=True)
 class JoinedScan:
-    """A run's scan in partitions (kept) with their `InputStats`; for an append, per range its
-    record (`records`, kept) and the range of each partition (`part_ranges`)."""
+    """A run's scan in partitions (kept) with their `InputStats`; for an append, per partition
+    the record of its recorded files (`records`, kept where its range is: what moves to the
+    partition's worker is the partition's record, not its range's)."""
 
     parts: list[Any]
     stats: list[Any]
     records: list[Any] | None = None
-    part_ranges: list[int] | None = None
 
     def part_records(self) -> list[Any]:
-        """Per partition, the record of its range (kept)."""
-        if self.records is None or self.part_ranges is None:
+        """Per partition, the record of its files (kept)."""
+        if self.records is None:
             raise ValueError("a join without append keeps no record")
-        return [self.records[number] for number in self.part_ranges]
+        return self.records
 
 
 def joined_scan(
@@ -312,8 +319,8 @@ def joined_scan(
     stats = kept([dask.delayed(_part_stats)(todos[i], a, b) for i, a, b in cuts], "", True)
     if not append:
         return JoinedScan(parts, stats)
-    records = each(_record_of_todo, todos, keep=True)
-    return JoinedScan(parts, stats, records, [i for i, _, _ in cuts])
+    records = [dask.delayed(_part_record)(kind, todos[i], a, b) for i, a, b in cuts]
+    return JoinedScan(parts, stats, kept(records, "", True))
 
 
 def _ranges(kind: RecordKind, record: Record, store: StoreLocation) -> list[Any]:
@@ -451,5 +458,13 @@ def _part_stats(todo: _Todo, first: int, stop: int) -> InputStats:
     )
 
 
-def _record_of_todo(todo: _Todo) -> Any:
-    return todo.joined.record
+def _part_record(kind: RecordKind, todo: _Todo, first: int, stop: int) -> Any:
+    """The record of the recorded files among the range's files first..stop-1 (an append's
+    range lists every recorded file: they are the record's rows between two bisections)."""
+    record, paths = todo.joined.record, todo.joined.stats.paths
+    recorded = kind.paths(record)
+
+    def row(index: int) -> int:
+        return len(recorded) if index >= len(paths) else bisect.bisect_left(recorded, paths[index])
+
+    return kind.files(record, row(first), row(stop))
