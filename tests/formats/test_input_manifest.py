@@ -15,8 +15,10 @@ import obspy
 import pytest
 import zarr
 
+from seisctf.formats.obspy_archive import waveform_table
 from seisctf.formats.obspy_archive.scan_table import TRACE_COLUMNS, ScanTable, scan_files
 from seisctf.formats.shared import input_manifest
+from seisctf.formats.shared.partition_tasks import in_process
 from seisctf.location import StoreLocation
 
 TSINDEX = Path(obspy.__file__).parent / "clients/filesystem/tests/data/tsindex_data"
@@ -50,11 +52,24 @@ def assert_same_scan(found: ScanTable, expected: ScanTable) -> None:
         np.testing.assert_array_equal(getattr(found, name), getattr(expected, name))
 
 
+def write_recorded(
+    store: StoreLocation,
+    scans: ScanTable,
+    stats: input_manifest.InputStats,
+    stored: np.ndarray | None = None,
+) -> None:
+    """The table of the whole scan `scans` as one partition, written in this process."""
+    group = zarr.open_group(store.url, mode="r")
+    name = input_manifest.table_name(group)
+    waveform_table.write_table(store, name, [scans], [stats], in_process,
+                               stored=None if stored is None else [stored])  # fmt: skip
+
+
 def store_with_table(root: Path, files: list[str]) -> tuple[str, ScanTable]:
     url = str(root / "store.zarr")
     zarr.open_group(url, mode="w", zarr_format=3)
     scans = scan_files(files)
-    input_manifest.write_recorded(StoreLocation(url), scans, input_manifest.file_stats(files))
+    write_recorded(StoreLocation(url), scans, input_manifest.file_stats(files))
     return url, scans
 
 
@@ -73,9 +88,7 @@ def test_table_reads_back_as_the_scan_and_the_attr_entries(files: list[str], tmp
     assert input_manifest.recorded_inputs(StoreLocation(url)) == list(scans.manifest())
     # samples_stored: false appears on the files said so, as the old attr had it.
     stored = np.array([not path.endswith("notes.txt") for path in files])
-    input_manifest.write_recorded(
-        StoreLocation(url), scans, input_manifest.file_stats(files), stored
-    )
+    write_recorded(StoreLocation(url), scans, input_manifest.file_stats(files), stored)
     entries = input_manifest.recorded_inputs(StoreLocation(url))
     assert [e["path"] for e in entries if e.get("samples_stored") is False] == [
         path for path in files if path.endswith("notes.txt")
@@ -103,7 +116,7 @@ def test_table_of_many_files_is_a_few_objects_per_array(tmp_path: Path):
     )
     url = tmp_path / "store.zarr"
     zarr.open_group(str(url), mode="w", zarr_format=3)
-    input_manifest.write_recorded(StoreLocation(url), scans, stats)
+    write_recorded(StoreLocation(url), scans, stats)
     chunks = {
         folder.name: len([p for p in (folder / "c").rglob("*") if p.is_file()])
         for folder in (url / "inputs").iterdir()
@@ -166,7 +179,7 @@ def test_a_store_without_a_table_reads_its_attr_and_scans_every_file(
     )
     assert scanned == files
     assert_same_scan(found, scans)
-    input_manifest.write_recorded(StoreLocation(url), scans, stats)
+    write_recorded(StoreLocation(url), scans, stats)
     assert "inputs" not in zarr.open_group(url).attrs
     # Another kind of store's attr `inputs` (no sha256 of each file) is no record.
     zarr.open_group(str(tmp_path / "other.zarr"), mode="w").attrs["inputs"] = [{"path": "x"}]

@@ -409,28 +409,29 @@ def test_append_day_files_extends_time_and_keeps_old_chunks(tmp_path):
 
 def test_an_append_killed_writing_its_inputs_table_resumes(tmp_path, monkeypatch):
     """The append's table is written beside the old one and named with the completion marker:
-    an append stopped half-way through writing it (here: an error after three columns) leaves
-    the old table in use, and the re-run finishes to a one-shot ingest's inputs and data."""
-    from seisctf.formats.shared import input_manifest
+    an append stopped half-way through writing it (here: an error after one of its chunks)
+    leaves the old table in use, and the re-run finishes to a one-shot ingest's inputs and
+    data."""
+    from seisctf.formats.shared import table_pieces
 
     day1 = write_day_files(tmp_path / "day1", 0, seed=1)
     day2 = write_day_files(tmp_path / "day2", 1, seed=2)
     appended, whole = tmp_path / "appended.zarr", tmp_path / "whole.zarr"
     ingest([str(tmp_path / "day1")], appended, block_samples=5000)
     ingest([str(tmp_path / "day1"), str(tmp_path / "day2")], whole, block_samples=5000)
-    write_column = input_manifest.write_column
-    written: list[str] = []
+    write_chunk = table_pieces._write_chunk
+    calls: list[tuple] = []
 
-    def stop_after_three(table, name, dim, values):
-        if len(written) == 3:  # the append writes one table: its own, at the end
+    def stop_after_one(*args):
+        calls.append(args)  # (the chunks may be written at once, on threads)
+        if len(calls) > 1:  # the append writes one table: its own, at the end
             raise KeyboardInterrupt  # as a kill would stop it
-        written.append(name)
-        write_column(table, name, dim, values)
+        return write_chunk(*args)
 
-    monkeypatch.setattr(input_manifest, "write_column", stop_after_three)
+    monkeypatch.setattr(table_pieces, "_write_chunk", stop_after_one)
     with pytest.raises(KeyboardInterrupt):
         ingest([str(tmp_path / "day2")], appended, append=True)
-    monkeypatch.setattr(input_manifest, "write_column", write_column)
+    monkeypatch.setattr(table_pieces, "_write_chunk", write_chunk)
     assert zarr.open_group(str(appended)).attrs[cv.ATTR_COMPLETE] is False
     assert [e["path"] for e in recorded_inputs(StoreLocation(appended))] == [
         str(p) for p in sorted(day1)

@@ -26,7 +26,6 @@ from seisctf.formats.obspy_archive.inventory_checks import InventorySource, find
 from seisctf.formats.obspy_archive.partition_plan import Accepted, accept
 from seisctf.formats.obspy_archive.placed_traces import PlacedTraces, trace_blocks
 from seisctf.formats.obspy_archive.scan_table import ScanTable, scan_files
-from seisctf.formats.obspy_archive.waveform_attrs import samples_stored
 from seisctf.formats.obspy_archive.waveform_plan import WaveformPlan
 from seisctf.formats.shared import (
     input_cache,
@@ -37,7 +36,6 @@ from seisctf.formats.shared import (
     resumable,
 )
 from seisctf.formats.shared.input_listing import expand_sources
-from seisctf.formats.shared.input_manifest import InputStats
 from seisctf.formats.shared.partition_tasks import Each
 from seisctf.formats.shared.record_parts import Record
 from seisctf.location import StoreLocation
@@ -209,46 +207,3 @@ def all_digests(*parts: ScanTable) -> np.ndarray:
 def inputs_digests(parts: list[Any]) -> Any:
     """A task of `all_digests` (a fingerprint's inputs, on a worker)."""
     return dask.delayed(all_digests)(*parts)
-
-
-def write_table(
-    store: StoreLocation,
-    scanned: Scanned,
-    placed: list[Any] | None = None,
-    stored_args: tuple[Sequence[str], set] | None = None,
-    name: str | None = None,
-) -> Any:
-    """A task writing the store's inputs table (`input_manifest.write_recorded`) of the
-    partitions of `scanned` (joined on the worker), with `samples_stored` from each
-    partition's `placed` traces, `stored_args` (stations, lost) and the paths an appended-to
-    store holds no sample of (`scanned.not_stored`; `waveform_attrs.samples_stored`), all true
-    without `stored_args`."""
-    not_stored = scanned.not_stored or [set()] * len(scanned.parts)
-    return dask.delayed(_write_table)(store, name, stored_args, list(scanned.stats),
-                                      list(scanned.parts), list(placed or []),
-                                      list(not_stored))  # fmt: skip
-
-
-def _write_table(
-    store: StoreLocation,
-    name: str | None,
-    stored_args: tuple | None,
-    stats_parts: Sequence[InputStats],
-    parts: Sequence[ScanTable],
-    placed: Sequence[PlacedTraces],
-    not_stored: Sequence[set[str]],
-) -> None:
-    scans = ScanTable.joined(parts, [path for part in parts for path in part.paths])
-    stats = InputStats(
-        tuple(path for part in stats_parts for path in part.paths),
-        np.concatenate([part.sizes for part in stats_parts]),
-        np.concatenate([part.modified for part in stats_parts]),
-    )
-    stored = None
-    if stored_args is not None:
-        stations, lost = stored_args
-        stored = np.concatenate([
-            samples_stored(part, traces, stations, lost, before)
-            for part, traces, before in zip(parts, placed, not_stored, strict=True)
-        ])  # fmt: skip
-    input_manifest.write_recorded(store, scans, stats, stored, name)

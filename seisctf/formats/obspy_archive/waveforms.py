@@ -118,7 +118,6 @@ from seisctf.formats.obspy_archive.waveform_parts import (
     inputs_digests,
     new_trace_spans,
     scan_inputs,
-    write_table,
 )
 from seisctf.formats.obspy_archive.waveform_plan import (
     DEFAULT_BLOCK_SAMPLES,
@@ -131,6 +130,7 @@ from seisctf.formats.obspy_archive.waveform_runs import (
     run_layout,
     runs_by_wave,
 )
+from seisctf.formats.obspy_archive.waveform_table import write_table
 from seisctf.formats.shared import (
     input_cache,
     input_locality,
@@ -380,7 +380,7 @@ def ingest_waveforms(
         progress = prepare_append(plan, previous, len(layout), store, fingerprint)
     elif progress is None:
         create_store(plan, store, fingerprint, len(layout))
-        compute(write_table(store, scanned), quiet=True)  # a resume's
+        write_table(store, input_manifest.GROUP, scanned.parts, scanned.stats, each)  # a resume's
         progress = resumable.Progress()
     units = data_attrs(plan, removed)
     if previous is None:  # now, so that the client holds no station's metadata from here on
@@ -402,10 +402,10 @@ def ingest_waveforms(
         write_station_attrs(store, plan, removed)
     # The store's root metadata is read and written by tasks from here on: with its problem
     # lines (up to 1,000) and every array's metadata it is the largest JSON of the run.
-    tables = dask.delayed(_table_names, nout=2)(store, previous is not None)
-    written = write_table(store, scanned, placed, (plan.stations, lost), tables[1])
-    compute(dask.delayed(_finish_store)(store, attrs, units, coverage, tables, written),
-            quiet=True)  # fmt: skip
+    tables = compute(dask.delayed(_table_names)(store, previous is not None), quiet=True)[0]
+    write_table(store, tables[1], scanned.parts, scanned.stats, each, placed,
+                (plan.stations, lost), scanned.not_stored)  # fmt: skip
+    compute(dask.delayed(_finish_store)(store, attrs, units, coverage, tables), quiet=True)
     head = tuple(found[cv.ATTR_PROBLEMS])
     return IngestReport(plan, coverage, head, problem_count=found.get(cv.ATTR_PROBLEM_COUNT))
 
@@ -425,11 +425,10 @@ def _finish_store(
     units: dict[str, Any],
     coverage: np.ndarray,
     tables: tuple[str, str],
-    _written: Any,
 ) -> None:
     """The data's `units`, the coverage, the root `attrs` and the completion marker
     (`resumable.finish`), then the table no longer in use dropped (`tables`: old, this run's);
-    after the inputs table is `_written`."""
+    after the inputs table is written."""
     old_table, table = tables
     group = open_store(store, mode="r+")
     group[DATA_VAR].attrs.update(units)

@@ -45,7 +45,6 @@ from typing import Any
 
 import numpy as np
 
-from seisctf.cluster import release_free_memory
 from seisctf.errors import InvalidInput
 from seisctf.formats.obspy_archive.scan_table import SHA256_BYTES, TRACE_COLUMNS, ScanTable
 from seisctf.formats.shared.input_listing import is_url
@@ -335,47 +334,21 @@ def beside(group: Any) -> str:
     return NEXT_GROUP if table_name(group) == GROUP else GROUP
 
 
-def write_recorded(
-    store: StoreLocation,
-    scans: ScanTable,
-    stats: InputStats,
-    samples_stored: np.ndarray | None = None,
-    name: str | None = None,
+def write_column(
+    table: Any, name: str, dim: str, values: np.ndarray, rows: int = ROWS_PER_CHUNK
 ) -> None:
-    """Write (replacing any) the inputs table of the store at `store` in the group `name`
-    (default: `table_name`): `scans`, `modified` from `stats` (of the same paths),
-    `samples_stored` (bool per file; None: all true); the attr `inputs` of an older store goes."""
-    if stats.paths != scans.paths:
-        raise ValueError("stats and scans of different files")
-    stored = np.ones(len(scans.paths), dtype=bool) if samples_stored is None else samples_stored
-    group = open_store(store, mode="r+")
-    name = name or table_name(group)
-    if name in group:
-        del group[name]
-    if OLD_ATTR in group.attrs and name == table_name(group):  # an append's: at `drop_table`
-        del group.attrs[OLD_ATTR]
-    table = group.create_group(name)
-    for name, (dim, make) in _columns(scans, stats.modified, stored).items():
-        write_column(table, name, dim, make())  # one column in memory at a time
-    table.attrs[ATTR_FILES] = len(scans.paths)  # last: the table is whole
-    # zarr's encoding of a text column of 10^5 rows takes ~30 MiB for a moment; the heap
-    # keeps it unless given back.
-    release_free_memory()
-
-
-def write_column(table: Any, name: str, dim: str, values: np.ndarray) -> None:
     """One column of the table (1-d `values`, along `dim`), written a chunk at a time: zarr's
     encoding of text takes several times the text's size for a moment, so a column of 10^5
     paths written at once held ~75 MiB of the client's peak."""
     array = table.create_array(
         name,
         shape=values.shape,
-        chunks=(min(ROWS_PER_CHUNK, max(len(values), 1)),),
+        chunks=(min(rows, max(len(values), 1)),),
         dtype=str if values.dtype.kind in "OT" else values.dtype,
         dimension_names=(dim,),
     )
-    for start in range(0, len(values), ROWS_PER_CHUNK):
-        array[start : start + ROWS_PER_CHUNK] = values[start : start + ROWS_PER_CHUNK]
+    for start in range(0, len(values), rows):
+        array[start : start + rows] = values[start : start + rows]
 
 
 def _strings(values: Sequence[str] | np.ndarray) -> np.ndarray:
@@ -389,7 +362,7 @@ def _hex_digests(digests: np.ndarray) -> np.ndarray:
     return text.astype(TEXT) if TEXT.kind == "T" else text.astype(str).astype(object)
 
 
-def _columns(
+def table_columns(
     scans: ScanTable, modified: np.ndarray, stored: np.ndarray
 ) -> dict[str, tuple[str, Callable[[], np.ndarray]]]:
     """{array name: (dimension, maker of its values)} of the table (module doc)."""
