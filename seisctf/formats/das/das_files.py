@@ -198,11 +198,16 @@ def _variable(plan: DasPlan) -> str:
 
 
 def create_store(
-    parted: PartedPlan, store: StoreLocation, fingerprint: str, records: int, stats: list[Any]
+    parted: PartedPlan,
+    store: StoreLocation,
+    fingerprint: str,
+    records: int,
+    stats: list[Any],
+    each: Each,
 ) -> None:
     """The empty store: the variable, `distance`, the inputs table (the partitions' scans and
-    their files' `stats`), and last the progress array of `records` blocks (no attrs, no
-    marker)."""
+    their files' `stats`, written by `each`'s tasks), and last the progress array of `records`
+    blocks (no attrs, no marker)."""
     plan = parted.plan
     group = open_store(store, mode="w")
     axis = plan.axis
@@ -223,7 +228,7 @@ def create_store(
         attributes={cv.ATTR_UNITS: "m"},
     )
     distance[:] = axis.distance_start_m + axis.distance_step_m * np.arange(axis.n_distance)
-    write_table_of_parts(store, stats, parted)  # a resume's
+    write_table_of_parts(store, stats, parted, each, input_manifest.GROUP)  # a resume's
     resumable.create_progress(group, records, fingerprint)
 
 
@@ -309,7 +314,7 @@ def ingest_das(
     layout = parted.layout()
     progress = resumable.unfinished_progress(store, fingerprint)
     if progress is None or progress.records != len(layout):
-        create_store(parted, store, fingerprint, len(layout), stats)
+        create_store(parted, store, fingerprint, len(layout), stats, each)
         progress = resumable.Progress()
     return _write(parted, each, layout, progress, store, fingerprint, strict, quiet)
 
@@ -397,7 +402,7 @@ def _write(
     attrs = store_attrs(plan, parted.interrogator, problems, spans, fingerprint)
     if appended is not None:  # beside the old table, named with the completion marker
         table = input_manifest.beside(open_store(store))
-        write_table_of_parts(store, appended.stats, parted, table)
+        write_table_of_parts(store, appended.stats, parted, each, table)
         attrs[input_manifest.ATTR_TABLE] = table
     resumable.finish(store, coverage, cv.DAS_COVERAGE_VAR, COVERAGE_DIMS, attrs)
     if appended is not None:

@@ -93,27 +93,7 @@ def modified_of(scans: Sequence[DasFileScan], stats: InputStats) -> list[str]:
 # --- writing ----------------------------------------------------------------------------------
 
 
-def write_table(
-    store: StoreLocation,
-    scans: Sequence[DasFileScan],
-    modified: Sequence[str],
-    placed: Sequence[PlacedPatch],
-    name: str | None = None,
-) -> None:
-    """Write (replacing any) the inputs table of the store at `store` in the group `name`
-    (default: `input_manifest.table_name`): `scans` (in path order), their `modified`, and
-    where the store holds each patch (`placed`: the plan's)."""
-    group = open_store(store, mode="r+")
-    name = name or table_name(group)
-    if name in group:
-        del group[name]
-    table = group.create_group(name)
-    for column, (dim, make) in _columns(scans, modified, placed).items():
-        input_manifest.write_column(table, column, dim, make())  # one column in memory at a time
-    table.attrs[ATTR_FILES] = len(scans)  # last: the table is whole
-
-
-def _columns(
+def table_columns(
     scans: Sequence[DasFileScan], modified: Sequence[str], placed: Sequence[PlacedPatch]
 ) -> dict[str, tuple[str, Callable[[], np.ndarray]]]:
     """{array name: (dimension, maker of its values)} of the table (module doc)."""

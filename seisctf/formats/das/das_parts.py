@@ -51,11 +51,13 @@ from seisctf.formats.das.das_plan import (
     span_rows,
 )
 from seisctf.formats.das.das_runs import DasRun, PieceIndex, RunLayout, merged_spans
+from seisctf.formats.shared import table_pieces
 from seisctf.formats.shared.input_listing import SHOWN, nothing_readable
 from seisctf.formats.shared.input_manifest import InputStats
 from seisctf.formats.shared.partition_tasks import Each, in_process, merged
 from seisctf.formats.shared.problem_parts import LineCount, ProblemLines, first_lines, line_count
 from seisctf.formats.shared.resumable import fingerprint_of
+from seisctf.formats.shared.table_pieces import Piece
 from seisctf.location import StoreLocation
 
 CANDIDATES = 16  # axes whose agreement is counted: the largest groups of equal axis keys
@@ -389,25 +391,24 @@ def fingerprint_of_parts(parted: PartedPlan, each: Each) -> str:
     return merged(functools.partial(_fingerprint, parted.plan.block_samples), hashes)
 
 
-def _write_table(store: StoreLocation, name: str | None, n_stats: int, *values: Any) -> None:
-    stats, parts = values[:n_stats], values[n_stats:]
-    every = InputStats(
-        tuple(path for s in stats for path in s.paths),
-        np.concatenate([s.sizes for s in stats]),
-        np.concatenate([s.modified for s in stats]),
-    )
-    scans = [scan for part in parts for scan in part.scans]
-    placed = [p for part in parts for p in part.placed]
-    das_inputs.write_table(store, scans, das_inputs.modified_of(scans, every), placed, name)
+def _table_piece(part: PlacedPart, stats: InputStats) -> Piece:
+    """The partition's rows of the inputs table (`das_inputs.table_columns`)."""
+    scans = list(part.scans)
+    made = das_inputs.table_columns(scans, das_inputs.modified_of(scans, stats), part.placed)
+    return Piece({name: (dim, make()) for name, (dim, make) in made.items()})
 
 
 def write_table_of_parts(
-    store: StoreLocation, stats: Sequence[Any], parted: PartedPlan, name: str | None = None
+    store: StoreLocation, stats: Sequence[Any], parted: PartedPlan, each: Each, name: str
 ) -> None:
-    """The store's inputs table (`das_inputs.write_table`, in group `name`) of every
-    partition, with the files' `stats` (`InputStats`: one or one a partition), by one task
-    where they are."""
-    merged(functools.partial(_write_table, store, name, len(stats)), [*stats, *parted.parts])
+    """The store's inputs table (`das_inputs`, in group `name`) of every partition, with the
+    files' `stats` (`InputStats`: one or one a partition), written piece by piece where the
+    partitions are (`table_pieces`)."""
+    parts = parted.parts
+    stats = list(stats) if len(stats) == len(parts) else [stats[0]] * len(parts)
+    pieces = table_pieces.pieces_of(each, _table_piece, parts, stats)
+    files = {das_inputs.PATCH: "patch_file", das_inputs.PROBLEM: "problem_file"}
+    table_pieces.write_pieces(store, name, pieces, each, files)
 
 
 def _piece_counts(layout: RunLayout, part: PlacedPart) -> tuple[np.ndarray, np.ndarray]:
