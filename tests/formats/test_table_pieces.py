@@ -95,3 +95,19 @@ def _swapped_stats(function, *columns, keep=False, label=""):
         stats = columns[1][0]
         columns[1] = [input_manifest.InputStats(stats.paths[::-1], stats.sizes, stats.modified)]
     return in_process(function, *columns, keep=keep, label=label)
+
+
+def test_a_column_rewritten_alone_keeps_the_rest_and_must_fit(files, tmp_path):  # noqa: F811
+    """`into_existing`: pieces of `samples_stored` alone rewrite that column of the finished
+    table (the scan and modifications stay); pieces of other lengths are refused."""
+    stored = np.ones(len(files), dtype=bool)
+    store = write(tmp_path / "table.zarr", files, [3], stored, False, in_process)
+    flipped = np.arange(len(files)) % 2 == 0
+    pieces = [table_pieces.Piece({"samples_stored": (input_manifest.FILE, flipped[a:b])})
+              for a, b in ((0, 3), (3, len(files)))]  # fmt: skip
+    table_pieces.write_pieces(store, input_manifest.GROUP, pieces, in_process, {},
+                              into_existing=True)  # fmt: skip
+    check(store, files, flipped)
+    with pytest.raises(ValueError, match="not these pieces"):
+        table_pieces.write_pieces(store, input_manifest.GROUP, pieces[:1], in_process, {},
+                                  into_existing=True)  # fmt: skip

@@ -294,8 +294,11 @@ def test_interrupted_ingest_resumes_block_by_block_with_identical_bytes(tmp_path
     assert {k: v[0] for k, v in after.items()} == {k: v[0] for k, v in _chunk_files(whole).items()}
     assert all(after[name] == before[name] for name in before)  # not rewritten: same mtime_ns
     assert "ingest_progress" not in zarr.open_group(str(out))
-    for name in ("coverage", "station", "latitude"):
+    # The inputs table too: the resume rewrote it whole, the one-shot ingest its
+    # `samples_stored` alone at the finish (the rest as written when it made the store).
+    for name in ("coverage", "station", "latitude", "inputs"):
         assert _store_digest(out / name, skip=out) == _store_digest(whole / name, skip=whole)
+    assert any(e.get("samples_stored") is False for e in recorded_inputs(StoreLocation(whole)))
     assert _open(out).attrs == _open(whole).attrs
     np.testing.assert_array_equal(report.coverage, _open(whole)["coverage"].values)
 

@@ -18,7 +18,7 @@ from seisctf.formats.obspy_archive.placed_traces import PlacedTraces
 from seisctf.formats.obspy_archive.scan_table import ScanTable
 from seisctf.formats.obspy_archive.waveform_attrs import samples_stored
 from seisctf.formats.shared import input_manifest, table_pieces
-from seisctf.formats.shared.input_manifest import InputStats
+from seisctf.formats.shared.input_manifest import FILE, InputStats
 from seisctf.formats.shared.partition_tasks import Each
 from seisctf.formats.shared.resumable import open_store
 from seisctf.formats.shared.table_pieces import Piece
@@ -97,6 +97,44 @@ def _summary(part: ScanTable) -> tuple[tuple[str, ...], tuple[str, ...], list[st
     return tuple(part.station_ids), tuple(part.channel_codes), keys, len(part.paths)
 
 
+def write_samples_stored(
+    store: StoreLocation,
+    name: str,
+    parts: Sequence[Any],
+    placed: Sequence[Any],
+    stored_args: tuple[Sequence[str], set],
+    each: Each,
+) -> None:
+    """Rewrite the column `samples_stored` alone of the finished table group `name` (written by
+    `write_table` from the same `parts`), from each partition's `placed` traces and
+    `stored_args` (stations, lost): what a fresh ingest's finish changes in the table it wrote
+    when it made the store."""
+    pieces = table_pieces.pieces_of(each, _StoredPiece(stored_args), parts, placed)
+    table_pieces.write_pieces(store, name, pieces, each, {}, into_existing=True)
+
+
+def _stored(
+    stored_args: tuple[Sequence[str], set] | None,
+    part: ScanTable,
+    placed: PlacedTraces | None,
+    not_stored: set[str] | None,
+) -> np.ndarray:
+    """(file,) bool: `waveform_attrs.samples_stored` of the partition; all true without
+    `stored_args` or `placed`."""
+    if stored_args is None or placed is None:
+        return np.ones(len(part.paths), dtype=bool)
+    stations, lost = stored_args
+    return samples_stored(part, placed, stations, lost, not_stored or set())
+
+
+@dataclasses.dataclass(frozen=True)
+class _StoredPiece:
+    stored_args: tuple[Sequence[str], set]
+
+    def __call__(self, part: ScanTable, placed: PlacedTraces) -> Piece:
+        return Piece({"samples_stored": (FILE, _stored(self.stored_args, part, placed, None))})
+
+
 @dataclasses.dataclass(frozen=True)
 class _Piece:
     """Maker of a partition's piece of the table (module doc)."""
@@ -120,13 +158,11 @@ class _Piece:
             stats = _cut_stats(stats, file_start, file_start + n)
         if stats.paths != part.paths:
             raise ValueError("stats and scans of different files")
-        if stored is None and self.stored_args is not None and placed is not None:
-            stations, lost = self.stored_args
-            stored = samples_stored(part, placed, stations, lost, not_stored or set())
+        if stored is None:
+            stored = _stored(self.stored_args, part, placed, not_stored)
         if dropped:
             positions = tuple(p for p in part.header_positions if _position_key(p) not in dropped)
             part = dataclasses.replace(part, header_positions=positions)
-        stored = np.ones(n, dtype=bool) if stored is None else stored
         made = input_manifest.table_columns(part, stats.modified, stored)
         columns = {name: (dim, make()) for name, (dim, make) in made.items() if name not in LOOKUPS}
         recoded = (

@@ -130,7 +130,7 @@ from seisctf.formats.obspy_archive.waveform_runs import (
     run_layout,
     runs_by_wave,
 )
-from seisctf.formats.obspy_archive.waveform_table import write_table
+from seisctf.formats.obspy_archive.waveform_table import write_samples_stored, write_table
 from seisctf.formats.shared import (
     input_cache,
     input_locality,
@@ -374,6 +374,7 @@ def ingest_waveforms(
     layout = run_layout(plan, placed, each, rewrite)
     if progress is not None and progress.records != len(layout):
         progress = None  # not this plan's (cannot happen for the same fingerprint)
+    table_made = progress is None and previous is None  # by this run: `samples_stored` to come
     if progress is None and previous is not None:
         if not previous.get(cv.ATTR_COMPLETE):
             raise resumable.pending_append(url)
@@ -403,8 +404,11 @@ def ingest_waveforms(
     # The store's root metadata is read and written by tasks from here on: with its problem
     # lines (up to 1,000) and every array's metadata it is the largest JSON of the run.
     tables = compute(dask.delayed(_table_names)(store, previous is not None), quiet=True)[0]
-    write_table(store, tables[1], scanned.parts, scanned.stats, each, placed,
-                (plan.stations, lost), scanned.not_stored)  # fmt: skip
+    if table_made:  # the table of these partitions is there: its `samples_stored` alone
+        write_samples_stored(store, tables[1], scanned.parts, placed, (plan.stations, lost), each)
+    else:  # a resume's (its files' `modified` may be newer), an append's (beside the old one)
+        write_table(store, tables[1], scanned.parts, scanned.stats, each, placed,
+                    (plan.stations, lost), scanned.not_stored)  # fmt: skip
     compute(dask.delayed(_finish_store)(store, attrs, units, coverage, tables), quiet=True)
     head = tuple(found[cv.ATTR_PROBLEMS])
     return IngestReport(plan, coverage, head, problem_count=found.get(cv.ATTR_PROBLEM_COUNT))

@@ -16,8 +16,9 @@ rows, written a chunk at a time: a 10^5-file table is seven objects per per-file
   `position_longitude` (degrees), `position_elevation` (m, NaN if absent).
 
 The group's attr `files` (the file count) is written last: a table without it is unfinished and
-not used. The table is written when a store is created (so a resumed ingest finds it) and again
-when an ingest finishes (with `samples_stored`). An append keeps the old table until it
+not used. The table is written when a store is created (so a resumed ingest finds it), and at
+the ingest's finish its `samples_stored` (the run that made it rewrites that column alone; a
+resumed run, the whole table). An append keeps the old table until it
 finishes, so its resume still sees the old inputs as the old ones: it writes its table beside
 the old one, in the group `inputs_next` (or `inputs`, whichever the store does not use), and the
 root attr `inputs_table` naming it goes in with the completion marker (one write); the old group

@@ -59,12 +59,15 @@ def write_pieces(
     each: Each,
     file_columns: Mapping[str, str],
     whole: Mapping[str, tuple[str, np.ndarray]] | None = None,
+    into_existing: bool = False,
 ) -> None:
     """Write (replacing any) the table group `name` of the store at `store` from `pieces`
     (`Piece`s, or handles of them kept where they were made; in file order), then its attr
     `files`. `file_columns`: {dimension: its column of file indices} (offset here by each
     piece's first file); `whole`: columns written as given ({column: (dimension, values)}: the
-    small lookup lists every piece shares)."""
+    small lookup lists every piece shares). `into_existing`: the pieces' columns are arrays
+    of the finished table `name` already, of the same lengths: only their chunks are
+    written."""
     shapes = each(_shape, pieces)
     schema = {column: spec for _, columns in shapes for column, spec in columns.items()}
     dims = sorted({dim for dim, _ in schema.values()})
@@ -72,8 +75,12 @@ def write_pieces(
     starts = {dim: np.cumsum([0, *counts[dim]]).tolist() for dim in dims}
     totals = {dim: starts[dim][-1] for dim in dims}
     rows = ROWS_PER_CHUNK  # (here, for the tasks: the client's setting)
-    created = dask.delayed(_create)(store, name, schema, totals, dict(whole or {}), rows)
-    compute(created, quiet=True)
+    if into_existing:
+        lengths = {column: totals[dim] for column, (dim, _) in schema.items()}
+        rows = compute(dask.delayed(_chunk_rows)(store, name, lengths), quiet=True)[0]
+    else:
+        created = dask.delayed(_create)(store, name, schema, totals, dict(whole or {}), rows)
+        compute(created, quiet=True)
     writes = []
     for dim in dims:
         for first in range(0, totals[dim], rows):
@@ -94,7 +101,8 @@ def write_pieces(
             ]
             writes.append(dask.delayed(_write_chunk)(store, name, first, *cuts))
     done = kept(writes, "", True)
-    compute(dask.delayed(_finish)(store, name, totals.get(FILE, 0), *done), quiet=True)
+    files = None if into_existing else totals.get(FILE, 0)
+    compute(dask.delayed(_finish)(store, name, files, *done), quiet=True)
 
 
 def _create(
@@ -142,8 +150,21 @@ def _write_chunk(store: StoreLocation, name: str, first: int, *cuts: dict[str, n
     return first
 
 
-def _finish(store: StoreLocation, name: str, files: int, *_written: int) -> None:
-    open_store(store, mode="r+")[name].attrs[ATTR_FILES] = files
+def _chunk_rows(store: StoreLocation, name: str, lengths: dict[str, int]) -> int:
+    """The chunk length of the columns `lengths` names ({column: rows}) of the finished table
+    `name`, checked: one for all of them, and each column of its length."""
+    table = open_store(store)[name]
+    arrays = {column: table[column] for column in lengths}
+    chunks = {int(array.chunks[0]) for array in arrays.values()}
+    same = all(arrays[column].shape[0] == rows for column, rows in lengths.items())
+    if ATTR_FILES not in table.attrs or not same or len(chunks) != 1:
+        raise ValueError(f"table {name}: its columns {list(lengths)} are not these pieces'")
+    return chunks.pop()
+
+
+def _finish(store: StoreLocation, name: str, files: int | None, *_written: int) -> None:
+    if files is not None:
+        open_store(store, mode="r+")[name].attrs[ATTR_FILES] = files
 
 
 def pieces_of(each: Each, make: Any, *columns: Sequence[Any]) -> list[Any]:
