@@ -294,8 +294,7 @@ def test_interrupted_ingest_resumes_block_by_block_with_identical_bytes(tmp_path
     assert {k: v[0] for k, v in after.items()} == {k: v[0] for k, v in _chunk_files(whole).items()}
     assert all(after[name] == before[name] for name in before)  # not rewritten: same mtime_ns
     assert "ingest_progress" not in zarr.open_group(str(out))
-    # The inputs table too: the resume rewrote it whole, the one-shot ingest its
-    # `samples_stored` alone at the finish (the rest as written when it made the store).
+    # inputs: written whole by the resume; by the one-shot run, its samples_stored alone
     for name in ("coverage", "station", "latitude", "inputs"):
         assert _store_digest(out / name, skip=out) == _store_digest(whole / name, skip=whole)
     assert any(e.get("samples_stored") is False for e in recorded_inputs(StoreLocation(whole)))
@@ -412,9 +411,8 @@ def test_append_day_files_extends_time_and_keeps_old_chunks(tmp_path):
 
 def test_an_append_killed_writing_its_inputs_table_resumes(tmp_path, monkeypatch):
     """The append's table is written beside the old one and named with the completion marker:
-    an append stopped half-way through writing it (here: an error after one of its chunks)
-    leaves the old table in use, and the re-run finishes to a one-shot ingest's inputs and
-    data."""
+    an append stopped half-way through writing it (an error after one of its chunks) leaves
+    the old table in use, and the re-run finishes to a one-shot ingest's inputs and data."""
     from seisctf.formats.shared import table_pieces
 
     day1 = write_day_files(tmp_path / "day1", 0, seed=1)
@@ -422,12 +420,11 @@ def test_an_append_killed_writing_its_inputs_table_resumes(tmp_path, monkeypatch
     appended, whole = tmp_path / "appended.zarr", tmp_path / "whole.zarr"
     ingest([str(tmp_path / "day1")], appended, block_samples=5000)
     ingest([str(tmp_path / "day1"), str(tmp_path / "day2")], whole, block_samples=5000)
-    write_chunk = table_pieces._write_chunk
-    calls: list[tuple] = []
+    write_chunk, calls = table_pieces._write_chunk, []
 
     def stop_after_one(*args):
         calls.append(args)  # (the chunks may be written at once, on threads)
-        if len(calls) > 1:  # the append writes one table: its own, at the end
+        if len(calls) > 1:  # (the append writes one table: its own, at the end)
             raise KeyboardInterrupt  # as a kill would stop it
         return write_chunk(*args)
 
