@@ -70,6 +70,26 @@ def wait(driver: Any, timeout_s: float) -> Any:
                          ignored_exceptions=(StaleElementReferenceException,))  # fmt: skip
 
 
+def replaced(element: Any) -> Any:
+    """A wait condition: `element` is gone from the page (the page was replaced). Chromedriver
+    says so by `StaleElementReferenceException`, or at times by an "unknown error" that the node
+    "does not belong to the document" (which selenium's `staleness_of` lets through)."""
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+
+    def gone(_driver: Any) -> bool:
+        try:
+            element.is_enabled()
+        except StaleElementReferenceException:
+            return True
+        except WebDriverException as error:
+            if "does not belong to the document" in str(error):
+                return True
+            raise
+        return False
+
+    return gone
+
+
 def screenshot(driver: Any, path: Path) -> None:
     """The whole page: the window grown to the document's height first."""
     height = driver.execute_script("return document.documentElement.scrollHeight")

@@ -90,7 +90,7 @@ def test_a_team_follows_its_scores_live_in_the_browser(
     browser.find_element("id", "file").send_keys(str(persistence_zip.resolve()))
     button = browser.find_element("id", "upload")
     button.click()
-    wait(browser, 60).until(ec.staleness_of(button))
+    wait(browser, 60).until(chromium.replaced(button))
     assert browser.current_url == service.url + "/team"
     # The id is read inside the wait: the page re-renders its rows as the state changes.
     ident = wait(browser, 30).until(
