@@ -406,7 +406,7 @@ def write_table_of_parts(
     partitions are (`table_pieces`)."""
     parts = parted.parts
     stats = list(stats) if len(stats) == len(parts) else [stats[0]] * len(parts)
-    pieces = table_pieces.pieces_of(each, _table_piece, parts, stats)
+    pieces = each(_table_piece, parts, stats, keep=True)
     files = {das_inputs.PATCH: "patch_file", das_inputs.PROBLEM: "problem_file"}
     table_pieces.write_pieces(store, name, pieces, each, files)
 

@@ -60,8 +60,7 @@ def write_table(
     if len(stats) != len(parts):  # one for every file: each partition cuts its own
         stats = [stats[0]] * len(parts)
     n = len(parts)
-    pieces = table_pieces.pieces_of(
-        each,
+    pieces = each(
         _Piece(stations, channels, stored_args),
         parts,
         stats,
@@ -70,6 +69,7 @@ def write_table(
         not_stored if not_stored is not None else [None] * n,
         stored if stored is not None else [None] * n,
         dropped,
+        keep=True,
     )
     whole = {
         "station_ids": ("station_id", np.asarray(stations, dtype=input_manifest.TEXT)),
@@ -109,7 +109,7 @@ def write_samples_stored(
     `write_table` from the same `parts`), from each partition's `placed` traces and
     `stored_args` (stations, lost): what a fresh ingest's finish changes in the table it wrote
     when it made the store."""
-    pieces = table_pieces.pieces_of(each, _StoredPiece(stored_args), parts, placed)
+    pieces = each(_StoredPiece(stored_args), parts, placed, keep=True)
     table_pieces.write_pieces(store, name, pieces, each, {}, into_existing=True)
 
 

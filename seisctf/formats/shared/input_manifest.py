@@ -335,19 +335,27 @@ def beside(group: Any) -> str:
     return NEXT_GROUP if table_name(group) == GROUP else GROUP
 
 
+def create_column(
+    table: Any, name: str, dim: str, length: int, dtype: Any, rows: int = ROWS_PER_CHUNK
+) -> Any:
+    """An empty column of the table: `length` rows along `dim`, chunks of `rows` rows; text
+    for a `dtype` of kind O, T or U."""
+    return table.create_array(
+        name,
+        shape=(length,),
+        chunks=(min(rows, max(length, 1)),),
+        dtype=str if np.dtype(dtype).kind in "OTU" else dtype,
+        dimension_names=(dim,),
+    )
+
+
 def write_column(
     table: Any, name: str, dim: str, values: np.ndarray, rows: int = ROWS_PER_CHUNK
 ) -> None:
     """One column of the table (1-d `values`, along `dim`), written a chunk at a time: zarr's
     encoding of text takes several times the text's size for a moment, so a column of 10^5
     paths written at once held ~75 MiB of the client's peak."""
-    array = table.create_array(
-        name,
-        shape=values.shape,
-        chunks=(min(rows, max(len(values), 1)),),
-        dtype=str if values.dtype.kind in "OT" else values.dtype,
-        dimension_names=(dim,),
-    )
+    array = create_column(table, name, dim, len(values), values.dtype, rows)
     for start in range(0, len(values), rows):
         array[start : start + rows] = values[start : start + rows]
 

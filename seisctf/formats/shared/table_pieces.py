@@ -12,7 +12,6 @@ it is unfinished and not used.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +20,13 @@ import dask
 import numpy as np
 
 from seisctf.cluster import compute, kept
-from seisctf.formats.shared.input_manifest import ATTR_FILES, FILE, ROWS_PER_CHUNK, write_column
+from seisctf.formats.shared.input_manifest import (
+    ATTR_FILES,
+    FILE,
+    ROWS_PER_CHUNK,
+    create_column,
+    write_column,
+)
 from seisctf.formats.shared.partition_tasks import Each
 from seisctf.formats.shared.resumable import open_store
 from seisctf.location import StoreLocation
@@ -45,7 +50,7 @@ class Piece:
 
 
 def _dtype(values: np.ndarray) -> str:
-    return "str" if values.dtype.kind in "OTU" else values.dtype.str
+    return "U" if values.dtype.kind in "OTU" else values.dtype.str
 
 
 def _shape(piece: Piece) -> tuple[dict[str, int], dict[str, tuple[str, str]]]:
@@ -118,13 +123,7 @@ def _create(
         del group[name]
     table = group.create_group(name)
     for column, (dim, dtype) in schema.items():
-        table.create_array(
-            column,
-            shape=(totals[dim],),
-            chunks=(min(rows, max(totals[dim], 1)),),
-            dtype=str if dtype == "str" else np.dtype(dtype),
-            dimension_names=(dim,),
-        )
+        create_column(table, column, dim, totals[dim], np.dtype(dtype), rows)
     for column, (dim, values) in whole.items():
         write_column(table, column, dim, values, rows)
 
@@ -165,12 +164,3 @@ def _chunk_rows(store: StoreLocation, name: str, lengths: dict[str, int]) -> int
 def _finish(store: StoreLocation, name: str, files: int | None, *_written: int) -> None:
     if files is not None:
         open_store(store, mode="r+")[name].attrs[ATTR_FILES] = files
-
-
-def pieces_of(each: Each, make: Any, *columns: Sequence[Any]) -> list[Any]:
-    """`make(*values)` of each partition (a `Piece`), kept where the partitions are."""
-    return each(functools.partial(_piece, make), *columns, keep=True)
-
-
-def _piece(make: Any, *values: Any) -> Piece:
-    return make(*values)
