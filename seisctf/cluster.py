@@ -95,7 +95,9 @@ def _start_forkserver(modules: Sequence[str], environ: Mapping[str, Any]) -> str
     # What the nanny sets before spawning (one BLAS thread per worker, malloc settings): the
     # server must have it before it loads numpy. The nanny sets the same in this process anyway.
     os.environ.update({key: str(value) for key, value in environ.items()})
-    multiprocessing.get_context("forkserver").set_forkserver_preload(["distributed", *modules])
+    multiprocessing.get_context("forkserver").set_forkserver_preload(
+        ["distributed", "seisctf.fork_server", *modules]
+    )
     # An ignored SIGINT survives exec, Python then leaves it ignored, and the server's children
     # (the workers) get the server's start-up handler back: Ctrl-C never reaches them. Nor does
     # a SIGTERM sent to the command's whole process group (`timeout`, a batch system): the

@@ -4,7 +4,9 @@ the command's):
 
 - a command whose process group gets SIGTERM (`timeout`, a batch system's time limit) ends as
   Ctrl-C ends it, exit 143, nothing marked complete, and multiprocessing's resource tracker no
-  longer warns of "leaked semaphore objects" after it (the workers had died with the signal);
+  longer warns of "leaked semaphore objects" after it (the workers had died with the signal),
+  nor when the nanny kills a worker still in a task (numcodecs' Blosc lock, now made once in
+  the fork server, `seisctf.fork_server`), and no semaphore is left on the machine;
 - `score ctf` of a submission of huge finite values scores -100 on every task in both
   conventions, with no numpy RuntimeWarning (its long-time errors used to be NaN: the rescaled
   spectrum was divided by a scale² that underflowed to 0)."""
@@ -18,6 +20,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -36,11 +39,12 @@ def environment() -> dict[str, str]:
     return {key: value for key, value in os.environ.items() if key not in unset}
 
 
-def test_sigterm_to_the_process_group_ends_the_command_as_ctrl_c(tmp_path):
-    out = tmp_path / "wavefield.zarr"
-    argv = ["synth", "global", "--sensors", "4096", "--out", str(out), "--secret", SECRET]
+def _stopped_by_sigterm(command: list[str], begun: bytes, then_s: float) -> tuple[int, str]:
+    """Run `command` in a process group of its own; once its stderr holds `begun` and `then_s`
+    more seconds have passed, SIGTERM the whole group (as `timeout` does). Its exit code and
+    all its stderr, read until the last writer of the pipe (the resource tracker too) is gone."""
     process = subprocess.Popen(
-        [*SEISCTF, *argv],
+        command,
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         env=environment(),
@@ -55,22 +59,67 @@ def test_sigterm_to_the_process_group_ends_the_command_as_ctrl_c(tmp_path):
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     started = time.monotonic()
-    # The synthesis's phase has run 2 s (its progress line has begun), then 5 s more: the
-    # workers are in their tasks (those made the semaphores the tracker warned of).
-    while b"synth global: " not in b"".join(chunks):
+    while begun not in b"".join(chunks):
         assert process.poll() is None, b"".join(chunks).decode()
         assert time.monotonic() - started < 300, b"".join(chunks).decode()
         time.sleep(0.2)
-    time.sleep(5)
-    assert process.poll() is None, "the synthesis ended before the test could stop it"
-    os.killpg(process.pid, signal.SIGTERM)  # as `timeout` does: the whole process group
-    assert process.wait(timeout=120) == 128 + signal.SIGTERM
-    reader.join(timeout=60)  # EOF once the last writer of the pipe, the tracker too, is gone
-    err = b"".join(chunks).decode()
+    time.sleep(then_s)
+    assert process.poll() is None, "the command ended before the test could stop it"
+    os.killpg(process.pid, signal.SIGTERM)
+    code = process.wait(timeout=120)
+    reader.join(timeout=60)
+    return code, b"".join(chunks).decode()
+
+
+def test_sigterm_to_the_process_group_ends_the_command_as_ctrl_c(tmp_path):
+    out = tmp_path / "wavefield.zarr"
+    argv = ["synth", "global", "--sensors", "4096", "--out", str(out), "--secret", SECRET]
+    # The synthesis's phase has run 2 s (its progress line has begun), then 5 s more: the
+    # workers are in their tasks.
+    code, err = _stopped_by_sigterm([*SEISCTF, *argv], b"synth global: ", then_s=5)
+    assert code == 128 + signal.SIGTERM
     assert "seisctf: terminated; nothing unfinished was marked complete" in err, err
     assert "leaked semaphore" not in err and "Warning" not in err and "Traceback" not in err
     attrs = json.loads((out / "zarr.json").read_text()).get("attributes", {})
     assert attrs.get(cv.ATTR_COMPLETE) is not True
+
+
+# Tasks that compress with Blosc (numcodecs then makes its multiprocessing lock) and outlast the
+# nanny's 4 s between asking a worker to close and killing it, run on the embedded cluster as a
+# command runs them (`dask_client`, `sigterm_as_interrupt`, `fast_exit`).
+KILLED_IN_A_TASK = """
+import sys, time
+import dask, numcodecs, numpy as np
+from seisctf.cli import fast_exit
+from seisctf.cli._termination import sigterm_as_interrupt
+from seisctf.cluster import dask_client
+
+def compress_then_wait(k):
+    numcodecs.Blosc().encode(np.arange(1000.0) * k)
+    time.sleep(60)
+
+with sigterm_as_interrupt():
+    try:
+        with dask_client(None, n_workers=2, quiet=True):
+            print("computing", file=sys.stderr, flush=True)
+            dask.compute(*[dask.delayed(compress_then_wait)(k) for k in (1, 2)])
+    except KeyboardInterrupt:
+        print("terminated", file=sys.stderr, flush=True)
+fast_exit(143)
+"""
+
+
+def semaphores() -> set[str]:
+    """The named POSIX semaphores multiprocessing has made on this machine."""
+    return {path.name for path in Path("/dev/shm").glob("sem.mp-*")}
+
+
+def test_workers_killed_in_a_task_leave_no_semaphore_behind():
+    before = semaphores()
+    code, err = _stopped_by_sigterm([sys.executable, "-c", KILLED_IN_A_TASK], b"computing", 3)
+    assert code == 143 and "terminated" in err, err
+    assert "leaked semaphore" not in err and "Warning" not in err, err
+    assert semaphores() - before == set()
 
 
 @pytest.mark.parametrize("convention", ["reference", "paper"])

@@ -38,6 +38,7 @@ class LoadRun:
     wall_s: float = 0.0
     status_latency_s: list[float] = field(default_factory=list)
     upload_to_finished_s: dict[str, float] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)  # each upload not accepted: why
 
     def percentile(self, q: float) -> float:
         return float(np.percentile(self.status_latency_s, q)) if self.status_latency_s else 0.0
@@ -55,10 +56,11 @@ async def _upload(
                 headers={"Authorization": f"Bearer {token}"},
                 content=path.read_bytes(),
             )
-        except httpx.TransportError:  # counted as lost (status 0), not raised: the run goes on
-            return 0, "", began
-        ident = response.json().get("id", "") if response.status_code < 300 else ""
-        return response.status_code, ident, began
+        except httpx.TransportError as error:  # lost (status 0), not raised: the run goes on
+            return 0, f"{path.name}: {error!r}", began
+        if response.status_code >= 300:
+            return response.status_code, f"{path.name}: {response.text[:300]}", began
+        return response.status_code, response.json().get("id", ""), began
 
 
 async def _load(
@@ -73,9 +75,11 @@ async def _load(
             *[_upload(client, token, path, gate, dataset) for token, path in work]
         )
         run.statuses = [status for status, _, _ in sent]
-        run.ids = [ident for _, ident, _ in sent]
-        started = {ident: at for _, ident, at in sent if ident}
-        token_of = {ident: token for (token, _), (_, ident, _) in zip(work, sent, strict=True)}
+        accepted = [200 <= status < 300 for status, _, _ in sent]
+        run.ids = [ident if ok else "" for ok, (_, ident, _) in zip(accepted, sent, strict=True)]
+        run.failures = [why for ok, (_, why, _) in zip(accepted, sent, strict=True) if not ok]
+        started = {ident: at for ident, (_, _, at) in zip(run.ids, sent, strict=True) if ident}
+        token_of = {ident: token for (token, _), ident in zip(work, run.ids, strict=True)}
         pending = set(started)
         deadline = time.monotonic() + timeout_s
         while pending and time.monotonic() < deadline:
