@@ -100,14 +100,17 @@ def closed_datasets(engine: sa.Engine) -> set[str]:
 
 def engine_of(url: str) -> sa.Engine:
     """An engine for `url` (`sqlite:///path` or `postgresql://…`) with the tables created.
-    SQLite waits up to 30 s for a writer (WAL: readers never wait)."""
+    SQLite waits up to 30 s for a writer (WAL: readers never wait). The pool never makes a
+    thread wait: each of the service's threads (its request thread pool's 40, the scorers)
+    gets a connection at once, and the database serialises the writers (under load, a pool of
+    5 + 10 connections had failed a request after 30 s of waiting for one)."""
     if not url.startswith(("sqlite:///", "postgresql://", "postgresql+psycopg://")):
         raise InvalidInput(
             f"database {url.split('@')[-1]}",
             "expected postgresql://USER@HOST:PORT/DATABASE or sqlite:///PATH",
         )
     url = sqlalchemy_url(url)
-    options: dict[str, Any] = {}
+    options: dict[str, Any] = {"max_overflow": -1}  # beyond 5 kept, opened as needed
     if url.startswith("sqlite"):
         options["connect_args"] = {"timeout": 30, "check_same_thread": False}
     engine = sa.create_engine(url, **options)

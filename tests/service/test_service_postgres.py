@@ -3,14 +3,16 @@ its own): a team's upload scored end to end and recorded once, its job, leaderbo
 release slot and Ladder rung all in PostgreSQL (no SQLite file in the competition's folder); and
 the job table's two races on both databases: concurrent workers claim every queued submission
 (and one whose lease ran out) exactly once, and concurrent uploads of one team cannot pass its
-quota together."""
+quota together; and every thread the service runs gets a connection at once."""
 
 from __future__ import annotations
 
 import secrets
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -241,3 +243,23 @@ def test_a_retry_is_not_claimed_before_its_wait(engine: sa.Engine) -> None:
         time.sleep(max(0.0, queued_s + wait_s - time.time()) + 0.01)
         job = claim()
         assert job is not None and job["id"] == ident and job["attempts"] == attempt + 1
+
+
+def test_every_service_thread_gets_a_connection_at_once(engine: sa.Engine) -> None:
+    """As many threads as the service runs (the 40 of its request thread pool, scorers) each
+    hold a connection at the same moment: none waits for the pool, which once gave 15 and then
+    failed a request after 30 s (the database itself serialises the writers)."""
+    holders = 48
+    all_hold = threading.Barrier(holders, timeout=20)
+
+    def hold(_: int) -> int:
+        with engine.connect() as connection:
+            all_hold.wait()  # BrokenBarrierError if any thread is still waiting for the pool
+            return int(
+                connection.execute(
+                    sa.select(sa.func.count()).select_from(tables.teams)
+                ).scalar_one()
+            )
+
+    with ThreadPoolExecutor(holders) as pool:
+        assert list(pool.map(hold, range(holders))) == [0] * holders
