@@ -132,9 +132,13 @@ def appended_values(channels: int, samples: int) -> np.ndarray:
 
 
 def measured(
-    source: Path, out: Path, block_samples: int, workdir: Path, append: bool = False
+    source: Path,
+    out: Path,
+    block_samples: int,
+    clusters: scale_cluster.Clusters,
+    append: bool = False,
 ) -> Run:
-    with scale_cluster.Cluster(workdir) as cluster:
+    with clusters.of() as cluster:
         cluster.probe()  # the wait for workers: cleared
         load = load_average()
         command = [sys.executable, "-c", CLIENT, str(source), str(out), str(block_samples),
@@ -180,7 +184,11 @@ def sections(options: ScaleOptions) -> Iterator[Section]:
     workdir.mkdir(parents=True, exist_ok=True)
     sizes = [chunk_rows(channels) // divisor for divisor in DIVISORS]
     print(f"das-runs: {source.name}, block samples {', '.join(map(str, sizes))}")
-    runs = [measured(source, workdir / f"store_{size}.zarr", size, workdir) for size in sizes]
+    # A fresh cluster for each run; one for all at the quick size (the tests' runs, whose task
+    # counts are the probe's since the run began: `probe` clears it).
+    with scale_cluster.Clusters(workdir, fresh=not options.quick) as clusters:
+        runs = [measured(source, workdir / f"store_{size}.zarr", size, clusters) for size in sizes]
+        files = file_section(options, workdir, clusters)
     section = Section(
         "`ingest das`: the same recordings at the store's block size and "
         f"{' and '.join(map(str, DIVISORS[1:]))}x smaller blocks",
@@ -199,10 +207,10 @@ def sections(options: ScaleOptions) -> Iterator[Section]:
     section.goals.append(client_verdict(top, half, f"{top.blocks:,} blocks", f"{half.blocks:,}"))
     section.goals.append(verdict("same data, and DASCore's", "equal", same_data(runs, source)))
     yield section
-    yield file_section(options, workdir)
+    yield files
 
 
-def file_section(options: ScaleOptions, workdir: Path) -> Section:
+def file_section(options: ScaleOptions, workdir: Path, clusters: scale_cluster.Clusters) -> Section:
     """The client against the file count: FILE_COUNTS files of FILE_SHAPE each at the store's
     block size, then one more appended. The scans and the plan stay on the workers
     (`das_parts`; an append's join with the store's record too: `record_parts`); the client
@@ -216,9 +224,9 @@ def file_section(options: ScaleOptions, workdir: Path) -> Section:
     for count in counts:
         source, _ = recordings(options, (count, channels, samples))
         out = workdir / f"store_files_{count}.zarr"
-        ingests.append(measured(source, out, chunk_rows(channels), workdir))
+        ingests.append(measured(source, out, chunk_rows(channels), clusters))
         later = one_more(options, count, channels, samples)
-        appends.append(measured(later, out, chunk_rows(channels), workdir, append=True))
+        appends.append(measured(later, out, chunk_rows(channels), clusters, append=True))
         data = zarr.open_group(str(out), mode="r")["strain_rate"]
         stored.append(data.shape[0] == (count + 1) * samples and np.array_equal(
             data[count * samples :], appended_values(channels, samples)))  # fmt: skip
