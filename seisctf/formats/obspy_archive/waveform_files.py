@@ -4,10 +4,9 @@
   `.bz2`, and the ingest hands obspy bytes, not names: `decompressed` recognises both by their
   magic bytes (a file `obspy.read` opens, the ingest reads too); zip and tar obspy recognises by
   content itself. A file that decompresses to more than `MAX_DECOMPRESSED_BYTES` is refused.
-- `scan_file` reads headers only: a plain miniSEED file's record headers with numpy
-  (`mseed_records`), any other file with obspy (`headonly=True`), which for miniSEED walks the
-  record headers to find a truncated last record (obspy drops it without a word); SAC header
-  coordinates (`stla`, `stlo`, `stel`) come with the headers.
+- `scan_file` reads headers only (`headonly=True`) and, for miniSEED, walks the record headers
+  to find a truncated last record (obspy drops it without a word); SAC header coordinates
+  (`stla`, `stlo`, `stel`) come with the headers.
 - Warnings of the readers (libmseed's diagnostics, header faults) are problems of the file
   (`read_warnings`), not lines on a worker's stderr.
 """
@@ -29,7 +28,6 @@ from typing import Any
 import numpy as np
 
 from seisctf.catalogs.seed_ids import stats_station_id
-from seisctf.formats.obspy_archive.mseed_records import plain_traces
 from seisctf.formats.obspy_archive.read_warnings import collected_warnings, warning_problems
 from seisctf.formats.obspy_archive.trace_header import TraceHeader
 from seisctf.formats.shared.input_listing import read_input
@@ -228,16 +226,9 @@ def _on_earth(latitude: float, longitude: float) -> bool:
 
 def scan_file(path: str, raw: bytes | None = None) -> FileScan:
     """Read one file's headers (any format obspy reads, gzip or bzip2 compressed too) from its
-    bytes `raw` (read from `path` if not given); never raises for bad content. A plain miniSEED
-    file's come from its record headers (`mseed_records`), any other file's from obspy."""
+    bytes `raw` (read from `path` if not given); never raises for bad content."""
     if raw is None:
         raw = read_input(StoreLocation(path))
-    plain = plain_traces(path, raw)
-    return FileScan(path, plain) if plain is not None else obspy_scan(path, raw)
-
-
-def obspy_scan(path: str, raw: bytes) -> FileScan:
-    """`scan_file` of the file `path` whose bytes are `raw`, by obspy's header-only read."""
     try:
         stream, data, caught = read_file(path, raw, headonly=True)
     except Exception as error:  # noqa: BLE001 - obspy raises many types for bad files
