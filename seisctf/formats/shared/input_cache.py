@@ -165,9 +165,14 @@ def clear_everywhere(run: str) -> None:
 def keep(run: str, digest: str, raw: bytes, source: str = "") -> bool:
     """Keep `raw` (a file's bytes, hex sha256 `digest`, read from `source`) for `run` on this
     host if it fits; whether it is kept. Nothing for no run or a zero budget."""
-    if run and (cache_root() / run / digest).exists():
+    if not run:
+        return False
+    root = cache_root()  # once: dask's config and the environment are read for each call
+    if _same_file_system(source, root):  # first: most files of a local archive stop here
+        return False
+    if (root / run / digest).exists():
         return True
-    temporary = spool(run, len(raw), source)
+    temporary = _spool_under(root, run, len(raw))
     if temporary is None:
         return False
     try:
@@ -189,8 +194,11 @@ def spool(run: str, size: int, source: str = "") -> Path | None:
     if not run:
         return None
     root = cache_root()
-    if _same_file_system(source, root):
-        return None
+    return None if _same_file_system(source, root) else _spool_under(root, run, size)
+
+
+def _spool_under(root: Path, run: str, size: int) -> Path | None:
+    """`spool` in the cache folder `root` of a source on another file system."""
     folder = _run_folder(root, run)
     if folder is None or not _reserve(folder, size):
         return None
@@ -312,9 +320,16 @@ def _same_file_system(source: str, root: Path) -> bool:
     if not source or "://" in source:
         return False
     try:
-        return os.stat(source).st_dev == os.stat(_existing(root)).st_dev
+        return os.stat(source).st_dev == _device(str(root))
     except OSError:
         return False
+
+
+@functools.lru_cache(maxsize=16)
+def _device(root: str) -> int:
+    """The file system (`st_dev`) the cache folder `root` is or will be on, asked once a
+    process: a scan asks for every file it reads (a local archive of 10^5 files)."""
+    return os.stat(_existing(Path(root))).st_dev
 
 
 def _run_folder(root: Path, run: str) -> Path | None:
