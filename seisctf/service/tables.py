@@ -102,8 +102,8 @@ def engine_of(url: str) -> sa.Engine:
     """An engine for `url` (`sqlite:///path` or `postgresql://…`) with the tables created.
     SQLite waits up to 30 s for a writer (WAL: readers never wait). The pool never makes a
     thread wait: each of the service's threads (its request thread pool's 40, the scorers)
-    gets a connection at once, and the database serialises the writers (under load, a pool of
-    5 + 10 connections had failed a request after 30 s of waiting for one)."""
+    gets a connection at once, and the database serialises the writers (a pool of 5 + 10
+    connections made the 16th thread wait, and failed its request after 30 s)."""
     if not url.startswith(("sqlite:///", "postgresql://", "postgresql+psycopg://")):
         raise InvalidInput(
             f"database {url.split('@')[-1]}",
