@@ -208,3 +208,33 @@ def test_mseed_read_from_the_bytes_as_obspy_reads_the_file_and_leaves_them_whole
         assert hashlib.sha256(data).digest() == digest, path
         compared += 1
     assert compared >= 30
+
+
+def test_a_little_endian_file_with_a_fractional_start_has_no_problem():
+    """obspy reads a little-endian file's first record time big-endian first and warns of the
+    fractional seconds it finds there: no problem of the file (its scan and its decode are
+    clean, as the big-endian file's are). A record whose own fraction is out of range keeps
+    its warning."""
+    import io
+    from dataclasses import replace
+
+    from seisctf.formats.obspy_archive.waveform_files import read_file, scan_file
+
+    def written(byteorder: str) -> bytes:
+        start = obspy.UTCDateTime(2024, 1, 1, 0, 0, 0, 123456)  # fraction 1235, B1001 -44 µs
+        trace = obspy.Trace(np.arange(5000, dtype=np.int32), header={
+            "network": "XX", "station": "ABC", "channel": "HHZ", "sampling_rate": 40.0,
+            "starttime": start})  # fmt: skip
+        out = io.BytesIO()
+        obspy.Stream([trace]).write(out, format="MSEED", reclen=512, byteorder=byteorder)
+        return out.getvalue()
+
+    little, big = written("<"), written(">")
+    assert scan_file("le", little).problems == scan_file("be", big).problems == ()
+    assert [replace(h, path="") for h in scan_file("le", little).headers] == [
+        replace(h, path="") for h in scan_file("be", big).headers
+    ]
+    assert read_file("le", little)[2] == []  # the decode's warnings
+    damaged = bytearray(little)
+    damaged[28:30] = (12_000).to_bytes(2, "little")  # ten-thousandths: more than a second
+    assert any("fractional seconds" in line for line in scan_file("le", bytes(damaged)).problems)

@@ -18,6 +18,7 @@ import gzip
 import io
 import math
 import re
+import struct
 import tarfile
 import tempfile
 import threading
@@ -146,7 +147,29 @@ def read_file(path: str, raw: bytes, headonly: bool = False) -> tuple[Any, bytes
             except Exception:  # noqa: BLE001 - not that either: the compressed file's fault
                 raise damaged from None
         stream = read_stream(data, headonly=headonly)
-    return stream, data, caught
+    return stream, data, [warning for warning in caught if not _misread_fraction(warning, data)]
+
+
+# obspy parses a little-endian miniSEED file's first record time big-endian first and warns of
+# the fractional seconds it finds there before it tries little-endian (`_get_record_information`
+# in obspy/io/mseed/util.py): said of a sound file, such a warning is no problem of it.
+_FRACTION_WARNING = re.compile(r"^Record contains a fractional seconds \(\.0001 secs\) of (\d+)")
+
+
+def _misread_fraction(warning: tuple[type, str], data: bytes) -> bool:
+    """Whether `warning` is obspy's of a little-endian first record's fractional seconds read
+    big-endian, the record's own being valid (at most 9999 ten-thousandths)."""
+    found = _FRACTION_WARNING.match(warning[1])
+    if found is None or len(data) < 48:
+        return False
+    (year_big, day_big), (year_little, day_little) = (
+        struct.unpack(order + "HH", data[20:24]) for order in "><"
+    )
+    little_endian = not (1900 <= year_big <= 2100 and 1 <= day_big <= 366) and (
+        1900 <= year_little <= 2100 and 1 <= day_little <= 366
+    )
+    (misread,), (fraction,) = (struct.unpack(order + "H", data[28:30]) for order in "><")
+    return little_endian and fraction <= 9999 and int(found.group(1)) == misread
 
 
 def mseed_truncation(raw: bytes) -> str | None:
