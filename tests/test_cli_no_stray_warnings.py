@@ -6,7 +6,7 @@ the command's):
   Ctrl-C ends it, exit 143, nothing marked complete, and multiprocessing's resource tracker no
   longer warns of "leaked semaphore objects" after it (the workers had died with the signal),
   nor when the nanny kills a worker still in a task (numcodecs' Blosc lock, now made once in
-  the fork server, `seisctf.fork_server`), and no semaphore is left on the machine;
+  the fork server, `seisctf.fork_server`);
 - `score ctf` of a submission of huge finite values scores -100 on every task in both
   conventions, with no numpy RuntimeWarning (its long-time errors used to be NaN: the rescaled
   spectrum was divided by a scale² that underflowed to 0)."""
@@ -20,7 +20,6 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -109,17 +108,13 @@ fast_exit(143)
 """
 
 
-def semaphores() -> set[str]:
-    """The named POSIX semaphores multiprocessing has made on this machine."""
-    return {path.name for path in Path("/dev/shm").glob("sem.mp-*")}
-
-
 def test_workers_killed_in_a_task_leave_no_semaphore_behind():
-    before = semaphores()
+    # The resource tracker warns of every semaphore of the command's processes left when the
+    # last of them ends (and removes it). /dev/shm is no measure here: the suite's other
+    # process makes and removes its own meanwhile.
     code, err = _stopped_by_sigterm([sys.executable, "-c", KILLED_IN_A_TASK], b"computing", 3)
     assert code == 143 and "terminated" in err, err
     assert "leaked semaphore" not in err and "Warning" not in err, err
-    assert semaphores() - before == set()
 
 
 @pytest.mark.parametrize("convention", ["reference", "paper"])
