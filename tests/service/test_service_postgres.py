@@ -12,7 +12,6 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -261,5 +260,4 @@ def test_every_service_thread_gets_a_connection_at_once(engine: sa.Engine) -> No
                 ).scalar_one()
             )
 
-    with ThreadPoolExecutor(holders) as pool:
-        assert list(pool.map(hold, range(holders))) == [0] * holders
+    assert together(holders, hold) == [0] * holders

@@ -162,14 +162,14 @@ def _misread_fraction(warning: tuple[type, str], data: bytes) -> bool:
     found = _FRACTION_WARNING.match(warning[1])
     if found is None or len(data) < 48:
         return False
-    (year_big, day_big), (year_little, day_little) = (
-        struct.unpack(order + "HH", data[20:24]) for order in "><"
-    )
-    little_endian = not (1900 <= year_big <= 2100 and 1 <= day_big <= 366) and (
-        1900 <= year_little <= 2100 and 1 <= day_little <= 366
-    )
+    # libmseed's test of a byte order: the first record's year and day valid when read in it
+    big, little = (_valid_year_day(*struct.unpack(order + "HH", data[20:24])) for order in "><")
     (misread,), (fraction,) = (struct.unpack(order + "H", data[28:30]) for order in "><")
-    return little_endian and fraction <= 9999 and int(found.group(1)) == misread
+    return little and not big and fraction <= 9999 and int(found.group(1)) == misread
+
+
+def _valid_year_day(year: int, day: int) -> bool:
+    return 1900 <= year <= 2100 and 1 <= day <= 366
 
 
 def mseed_truncation(raw: bytes) -> str | None:
