@@ -1,6 +1,6 @@
 """Scale section `picking`: the picking-dataset commands at SeisBench sizes, as users run them.
 
-Tables (`sections(options)`, driven by bench_scale.py; `--quick`: ~5 k windows, 20 k rows):
+Tables (`sections(options)`, driven by bench_scale.py; `--quick`: ~2 k windows, 10 k rows):
 
 1. `seisctf ingest seisbench` of a chunked SeisBench catalogue (make_archive.py seisbench:
    3 × 3000 float32 windows; full: the 300 k-window catalogue and an 8 k one of the same kind):
@@ -80,7 +80,7 @@ class Sizes:
 
 def sizes(options: ScaleOptions) -> Sizes:
     if options.quick:
-        return Sizes(large_windows=5_000, small_windows=1_024, rows=20_000, batches=10)
+        return Sizes(large_windows=2_048, small_windows=1_024, rows=10_000, batches=10)
     return Sizes(large_windows=300_000, small_windows=8_000, rows=1_200_000, batches=40)
 
 

@@ -16,8 +16,8 @@ import pandas as pd
 import xarray as xr
 
 SCRIPT = Path(__file__).parents[2] / "benchmarks" / "bench_scale.py"
-WINDOWS = (1_024, 5_000)  # scale_picking.sizes(quick)
-ROWS = 20_000
+WINDOWS = (1_024, 2_048)  # scale_picking.sizes(quick)
+ROWS = 10_000
 
 
 def tables(markdown: str) -> dict[str, list[list[str]]]:
@@ -56,7 +56,7 @@ def test_quick_picking_section(tmp_path):
         assert (
             number(row[3]) > 0 and number(row[4]) > 0 and number(row[2]) > 0 and number(row[6]) > 0
         )
-    check_windows_equal_seisbench(data / "seisbench-5000x3000", work / "picking-5000.zarr")
+    check_windows_equal_seisbench(data / "seisbench-2048x3000", work / "picking-2048.zarr")
 
     batches = found["random batches of 256 windows (open_event_windows, TensorStore), interleaved"]
     assert [number(row[0]) for row in batches] == list(WINDOWS)
