@@ -7,6 +7,7 @@ use), beside the synthetic archive (overlaps: decode problems)."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import pickle
 from pathlib import Path
@@ -21,7 +22,7 @@ from test_waveforms import write_synthetic_archive
 from seisctf import conventions as cv
 from seisctf.errors import InvalidInput
 from seisctf.formats.obspy_archive.waveforms import ingest_waveforms
-from seisctf.formats.shared import partition_tasks, resumable
+from seisctf.formats.shared import input_manifest, partition_tasks, resumable
 from seisctf.formats.shared.problem_lines import read_problems
 from seisctf.location import StoreLocation
 
@@ -139,3 +140,59 @@ def test_a_resume_holds_counts_of_the_done_runs_lines_not_the_lines(archive, tmp
     )
     assert _ingest(archive, out, 7, monkeypatch, 512)[:2] == (whole, lines)
     assert read[0].done.keys() == counted.done.keys() and read[0].done == counted.done
+
+
+def test_no_task_holds_every_line_and_the_group_is_one_writes(archive, tmp_path, monkeypatch):
+    """Each partition's lines are cut into the group's chunks where they are: with chunks of 256
+    lines and 7 partitions, no task is given more than a partition's lines or a chunk's (nor
+    the root attrs' head), and the group's objects are those one write of every line makes."""
+    from seisctf.formats.shared import problem_lines, table_pieces
+
+    monkeypatch.setattr(table_pieces, "ROWS_PER_CHUNK", 256)
+    given: dict[str, list[int]] = {}
+
+    def counting(module, name, lines_of):
+        """Record the lines each call of `module.name` (a task's function) is given."""
+        function = getattr(module, name)
+
+        def wrapped(*args):
+            given.setdefault(name, []).append(lines_of(*args))
+            return function(*args)
+
+        monkeypatch.setattr(module, name, wrapped)
+
+    counting(problem_lines, "_piece", len)
+    counting(problem_lines, "_held", lambda lines, decoded: len(lines))
+    counting(problem_lines, "_head", lambda limit, *parts: sum(map(len, parts)))
+    counting(table_pieces, "_write_chunk", _problem_rows)  # (and the inputs table's: None)
+    out = tmp_path / "pieces.zarr"
+    _, lines, _ = _ingest(archive, out, 7, monkeypatch)
+    assert len(lines) > cv.ATTR_PROBLEM_LINES + 40
+    chunks = [rows for rows in given["_write_chunk"] if rows is not None]
+    assert len(given["_piece"]) >= 7 and len(chunks) == -(-len(lines) // 256)
+    assert max(given["_piece"]) < len(lines) / 2
+    assert max(given["_held"]) < len(lines) / 2
+    assert max(chunks) == 256
+    assert given["_head"] == [pytest.approx(cv.ATTR_PROBLEM_LINES, abs=max(given["_piece"]))]
+    # The same bytes as one write of every line (`write_problems`, as before).
+    one = tmp_path / "one.zarr"
+    zarr.open_group(str(one), mode="w", zarr_format=3)
+    monkeypatch.setattr(problem_lines, "write_column", functools.partial(
+        input_manifest.write_column, rows=256))  # fmt: skip
+    problem_lines._write(StoreLocation(one), lines)
+    group = cv.PROBLEMS_GROUP
+    assert _objects(out / group) == _objects(one / group)
+    assert read_problems(zarr.open_group(str(out), mode="r")) == lines
+
+
+def _objects(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def _problem_rows(store, name: str, first: int, *cuts: dict) -> int | None:
+    """The lines a chunk task of the problems group is given (None: another table's)."""
+    return (
+        sum(map(len, (cut[cv.PROBLEM_LINES] for cut in cuts)))
+        if name == cv.PROBLEMS_GROUP
+        else None
+    )

@@ -396,7 +396,7 @@ def ingest_waveforms(
     release_free_memory()  # of the inventory and the tasks
     # Every line, in the group beyond what the root attrs hold, by a task: the plan's, then the
     # decode problems of the runs' records it does not have; the root attrs' come back.
-    found = write_ingest_problems(store, plan.problems, fingerprint)
+    found = write_ingest_problems(store, plan.problems, fingerprint, each)
     attrs = store_attrs(plan, found, rate is not None, removed)
     attrs[ATTR_FINGERPRINT] = fingerprint
     if previous is not None:  # an append's last: until then a resume counts the old channels

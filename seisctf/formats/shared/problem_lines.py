@@ -7,10 +7,11 @@ A store with at most `conventions.ATTR_PROBLEM_LINES` of them keeps them all in 
 `problem`, in the report's order, chunks of `input_manifest.ROWS_PER_CHUNK` lines). `read`
 takes any store's.
 
-A resumable ingest's lines never come to the client whole (`write_ingest_problems`): a task
-joins the plan's lines (kept with their partitions, `problem_parts`) and the decode problems of
-the runs' records in the store's progress array, writes the group and returns the root attrs
-(the first lines and their number).
+A resumable ingest's lines never come to the client whole, nor to one task
+(`write_ingest_problems`): the plan's lines stay with their partitions (`problem_parts`) and are
+cut into the group's chunks there (`table_pieces`); a task gathers the decode problems of the
+runs' records in the store's progress array (one more piece), and another the first lines the
+root attrs hold.
 """
 
 from __future__ import annotations
@@ -21,10 +22,12 @@ from typing import Any
 import numpy as np
 
 from seisctf import conventions as cv
-from seisctf.cluster import compute
+from seisctf.cluster import compute, kept
 from seisctf.formats.shared.input_manifest import TEXT, write_column
+from seisctf.formats.shared.partition_tasks import Each
 from seisctf.formats.shared.problem_parts import ProblemLines, joined
 from seisctf.formats.shared.resumable import open_store, unfinished_progress
+from seisctf.formats.shared.table_pieces import Piece, write_pieces
 from seisctf.location import StoreLocation
 
 
@@ -59,26 +62,63 @@ def _write(store: StoreLocation, problems: list[str], limit: int | None = None) 
 
 
 def write_ingest_problems(
-    store: StoreLocation, found: ProblemLines, fingerprint: str
+    store: StoreLocation, found: ProblemLines, fingerprint: str, each: Each
 ) -> dict[str, Any]:
-    """`write_problems` of an ingest's lines, by a task: `found` (the plan's, in order), then
-    the decode problems (`decode_problems`) it does not have; the root attrs of them
-    (`problem_attrs`) come back, not the lines."""
+    """`write_problems` of an ingest's lines: `found` (the plan's, in order), then the decode
+    problems (`decode_problems`) it does not have; the root attrs of them (`problem_attrs`)
+    come back, not the lines. Each part of `found` (kept where `each` ran it) is written where
+    it is, into the chunks it spans (`table_pieces.write_pieces`): no task holds every line."""
     import dask
 
     limit = cv.ATTR_PROBLEM_LINES  # the client's (read here, not where the task runs)
-    task = dask.delayed(_write_ingest)(store, found.nonempty_parts(), fingerprint, limit)
-    return dict(compute(task, quiet=True)[0])
+    parts = found.nonempty_parts()
+    counts = [count for count in found.counts if count]
+    decoded = kept([dask.delayed(decode_problems)(store, fingerprint)], quiet=True)[0]
+    held = each(_held, parts, [decoded] * len(parts), keep=True)
+    (extra,) = kept([dask.delayed(_not_held)(decoded, *held)], quiet=True)
+    extra_count = compute(dask.delayed(len)(extra), quiet=True)[0]
+    parts, counts = [*parts, extra], [*counts, extra_count]
+    total = sum(counts)
+    if total <= limit:
+        task = dask.delayed(_write)(store, [], limit)  # none beyond the attrs: any old group goes
+        compute(task, quiet=True)
+    else:
+        pieces = each(_piece, parts, keep=True)
+        write_pieces(store, cv.PROBLEMS_GROUP, pieces, each, {}, marked=False)
+    heads = _covering(parts, counts, limit)
+    head = compute(dask.delayed(_head)(limit, *heads), quiet=True)[0]
+    return problem_attrs(head, limit) | ({cv.ATTR_PROBLEM_COUNT: total} if total > limit else {})
 
 
-def _write_ingest(
-    store: StoreLocation, parts: list[Sequence[str]], fingerprint: str, limit: int
-) -> dict[str, Any]:
-    lines = joined(parts)
-    known = set(lines)
-    lines += [line for line in decode_problems(store, fingerprint) if line not in known]
-    _write(store, lines, limit)
-    return problem_attrs(lines, limit)
+def _held(lines: Sequence[str], decoded: list[str]) -> set[str]:
+    """The lines of `decoded` that `lines` (a partition's) hold."""
+    return set(decoded).intersection(lines)
+
+
+def _not_held(decoded: list[str], *held: set[str]) -> list[str]:
+    """The lines of `decoded` no partition holds, in order."""
+    known = set().union(*held)
+    return [line for line in decoded if line not in known]
+
+
+def _piece(lines: Sequence[str]) -> Piece:
+    return Piece({cv.PROBLEM_LINES: (cv.PROBLEM_DIM, np.asarray(list(lines), dtype=TEXT))})
+
+
+def _covering(parts: list[Any], counts: list[int], limit: int) -> list[Any]:
+    """The first of `parts` (of `counts` lines each) that hold the first `limit` lines."""
+    chosen, held = [], 0
+    for part, count in zip(parts, counts, strict=True):
+        if held >= limit:
+            break
+        if count:
+            chosen.append(part)
+            held += count
+    return chosen
+
+
+def _head(limit: int, *parts: Sequence[str]) -> list[str]:
+    return joined(parts)[:limit]
 
 
 def write_sorted_problems(

@@ -65,6 +65,7 @@ def write_pieces(
     file_columns: Mapping[str, str],
     whole: Mapping[str, tuple[str, np.ndarray]] | None = None,
     into_existing: bool = False,
+    marked: bool = True,
 ) -> None:
     """Write (replacing any) the table group `name` of the store at `store` from `pieces`
     (`Piece`s, or handles of them kept where they were made; in file order), then its attr
@@ -72,13 +73,14 @@ def write_pieces(
     piece's first file); `whole`: columns written as given ({column: (dimension, values)}: the
     small lookup lists every piece shares). `into_existing`: the pieces' columns are arrays
     of the finished table `name` already, of the same lengths: only their chunks are
-    written."""
+    written. `marked=False`: no attr `files` (a group other than a table of files)."""
     shapes = each(_shape, pieces)
     schema = {column: spec for _, columns in shapes for column, spec in columns.items()}
     dims = sorted({dim for dim, _ in schema.values()})
     counts = {dim: [rows.get(dim, 0) for rows, _ in shapes] for dim in dims}
     starts = {dim: np.cumsum([0, *counts[dim]]).tolist() for dim in dims}
     totals = {dim: starts[dim][-1] for dim in dims}
+    file_starts = starts.get(FILE, [0] * (len(pieces) + 1))
     rows = ROWS_PER_CHUNK  # (here, for the tasks: the client's setting)
     if into_existing:
         lengths = {column: totals[dim] for column, (dim, _) in schema.items()}
@@ -100,13 +102,13 @@ def write_pieces(
                     file_start,
                 )  # fmt: skip
                 for piece, start, end, file_start in zip(
-                    pieces, starts[dim], starts[dim][1:], starts[FILE], strict=False
+                    pieces, starts[dim], starts[dim][1:], file_starts, strict=False
                 )
                 if start < stop and end > first
             ]
             writes.append(dask.delayed(_write_chunk)(store, name, first, *cuts))
     done = kept(writes, "", True)
-    files = None if into_existing else totals.get(FILE, 0)
+    files = None if into_existing or not marked else totals.get(FILE, 0)
     compute(dask.delayed(_finish)(store, name, files, *done), quiet=True)
 
 
