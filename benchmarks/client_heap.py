@@ -1,7 +1,7 @@
 """Where the ingest client's heap goes at its peak: `seisctf ingest waveforms` of each SDS archive
-(made by `make_archive.py sds`), one after another in this process under tracemalloc, on an
-external cluster of two workers (`scale_cluster.Cluster`). The first archive warms the process
-up (its imports count against nothing); for each later one it prints the traced peak above the
+(made by `make_archive.py sds`), one after another in this process, on an external cluster of
+two workers (`scale_cluster.Cluster`). The first archive warms the process up (its imports,
+before tracemalloc starts); for each later one it prints the traced peak above the
 heap at the run's start and the allocations, by traceback, that the heap held at that peak
 (snapshots taken whenever the traced heap passed its last peak by 128 KiB).
 
@@ -73,8 +73,8 @@ def main(workdir: Path, archives: list[Path]) -> None:
     with Cluster(workdir, 2) as cluster:
         from seisctf.cli import main as cli
 
+        ingest(cli, cluster.address, archives[0], workdir / "store_0.zarr")  # imports, untraced
         tracemalloc.start(12)
-        ingest(cli, cluster.address, archives[0], workdir / "store_0.zarr")
         for number, archive in enumerate(archives[1:], start=1):
             measured(cli, cluster.address, archive, workdir / f"store_{number}.zarr")
 
