@@ -21,8 +21,10 @@ from seisctf.formats.obspy_archive.waveform_blocks import (
     RUN_MAX_BLOCKS,
     RUN_TASKS,
     BlockTask,
+    _obspy_merged,
     merged_block,
     merged_rows,
+    merged_rows_by_channel,
 )
 
 START_NS = obspy.UTCDateTime("2024-01-01").ns
@@ -62,6 +64,44 @@ def test_int32_and_float_traces_of_a_channel_merge_like_obspy_in_float64():
     # An int32-only channel stays int32 until the block is filled; each block cuts its part.
     assert dict((row, samples.dtype) for row, _, samples in rows)[0] == np.int32
     np.testing.assert_array_equal(merged_block(rows, _task(280, 320)), expected[:, 280:320])
+
+
+@st.composite
+def _channel_pieces(draw) -> list[tuple[str, int, np.ndarray]]:
+    """Traces of up to three channels: runs of pieces mostly back to back (day files), some
+    with a gap or an overlap between two, in any order, int32 or float32."""
+    traces = []
+    for channel in draw(st.lists(st.sampled_from(["HHE", "HHN", "HHZ"]), min_size=1, max_size=3,
+                                 unique=True)):  # fmt: skip
+        first = draw(st.integers(-50, 400))
+        for _ in range(draw(st.integers(1, 5))):
+            length = draw(st.integers(1, 60))
+            dtype = draw(st.sampled_from([np.int32, np.int32, np.float32]))
+            values = np.arange(first, first + length) * 7 % 1000 - 500
+            traces.append((channel, first, values.astype(dtype)))
+            first += length + draw(st.sampled_from([0, 0, 0, 0, 3, -2, -length]))
+    return draw(st.permutations(traces))
+
+
+@settings(max_examples=300, deadline=None)
+@given(_channel_pieces(), st.integers(-50, 700), st.integers(1, 300))
+def test_channels_without_overlaps_merge_as_obspy_merges_them(traces, first, length):
+    """Blocks cut from the rows (`merged_block`) equal those cut from obspy's merge of the same
+    traces, NaN in gaps, for any block; a channel with overlaps has obspy's one row, one
+    without keeps its traces as rows that never overlap."""
+    channels = ("HHE", "HHN", "HHZ")
+    task = BlockTask("XX.AAA.00", 0, 0, first, first + length, (), channels, START_NS, RATE, False)
+    rows = merged_rows(traces, task)
+    types = {channel: {s.dtype for c, _, s in traces if c == channel} for channel, *_ in traces}
+    same_type = [(c, f, s if len(types[c]) == 1 else s.astype(np.float32)) for c, f, s in traces]
+    reference = _obspy_merged(same_type, task)
+    assert {row for row, *_ in rows} == {row for row, *_ in reference}
+    np.testing.assert_array_equal(merged_block(rows, task), merged_block(reference, task))
+    for row in {row for row, *_ in rows}:
+        spans = sorted((f, f + len(s)) for r, f, s in rows if r == row)
+        assert all(stop <= start for (_, stop), (start, _) in zip(spans, spans[1:], strict=False))
+        if len(spans) > 1:
+            assert row not in merged_rows_by_channel(rows, channels)
 
 
 def _placed(spans: list[tuple[int, int, int]]) -> PlacedTraces:

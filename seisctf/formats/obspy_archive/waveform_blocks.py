@@ -4,9 +4,10 @@
 (`response`), resamples it if needed (`resampling`)
 and puts it on the grid, as float32;
 `merged_rows` merges a block's traces (obspy `Stream.merge(method=1, interpolation_samples=0)`
-on the float32 values, which it only copies); `merged_block` cuts the block out. Two caches per
-worker process keep decoded files and merged file sets, so a day file is decoded (and
-deconvolved) once per worker, not once per block of it.
+on the float32 values, which it only copies; a channel of traces that do not overlap keeps
+them apart, not joined); `merged_block` cuts the block out. Two caches per worker process
+keep decoded files and merged file sets, so a day file is decoded (and deconvolved) once per
+worker, not once per block of it.
 """
 
 from __future__ import annotations
@@ -190,19 +191,62 @@ def _station_traces(
 def merged_rows(
     traces: Sequence[tuple[str, int, np.ndarray]], task: BlockTask
 ) -> list[tuple[int, int, np.ndarray]]:
-    """The merged traces as (channel row, first grid index, samples: int32 without gaps or
-    float32 with NaN gaps). The merge only copies samples: merging the int32 counts or the
-    float32 values gives the stored values (a channel whose files differ in type is merged in
-    float32, as obspy merges only one type)."""
-    import obspy
-
+    """The merged traces as (channel row, first grid index, samples: int32 or float32, NaN in
+    gaps); rows of one channel never overlap. The merge only copies samples: merging the int32
+    counts or the float32 values gives the stored values (a channel whose files differ in type
+    is merged in float32, as obspy merges only one type). A channel whose traces do not
+    overlap (a run of day files, with or without gaps) keeps them as they are, a row each:
+    what obspy's merge would join, `merged_block` cuts from them without the copy. A channel
+    with overlaps is merged by obspy (`Stream.merge(method=1, interpolation_samples=0)`), one
+    row."""
     types: dict[str, set] = {}
     for channel, _, samples in traces:
         types.setdefault(channel, set()).add(samples.dtype)
-    traces = [
-        (channel, first, samples if len(types[channel]) == 1 else samples.astype(np.float32))
-        for channel, first, samples in traces
-    ]
+    by_channel: dict[str, list[tuple[int, np.ndarray]]] = {}
+    for channel, first, samples in traces:
+        same = samples if len(types[channel]) == 1 else samples.astype(np.float32)
+        by_channel.setdefault(channel, []).append((first, same))
+    rows, others = [], []
+    for channel, pieces in by_channel.items():
+        ordered = sorted(pieces, key=lambda piece: piece[0])
+        if _apart(ordered):
+            row = task.channels.index(channel)
+            rows += [(row, first, samples) for first, samples in ordered]
+        else:
+            others += [(channel, first, samples) for first, samples in pieces]
+    return rows + (_obspy_merged(others, task) if others else [])
+
+
+def _apart(ordered: Sequence[tuple[int, np.ndarray]]) -> bool:
+    """Whether pieces (first grid index, samples), in order, are each non-empty and none
+    overlaps the one before (obspy's rules for overlaps are its own)."""
+    ends = [first + len(samples) for first, samples in ordered]
+    return all(len(samples) for _, samples in ordered) and all(
+        first >= end for (first, _), end in zip(ordered[1:], ends, strict=False)
+    )
+
+
+def merged_rows_by_channel(
+    rows: Sequence[tuple[int, int, np.ndarray]], channels: Sequence[str]
+) -> dict[str, tuple[int, np.ndarray]]:
+    """{channel: (first grid index, samples)} of the channels of `rows` merged into one row
+    (those with overlaps: what `overlap_conflicts` reads the kept copy from)."""
+    counts = collections.Counter(row for row, _, _ in rows)
+    return {channels[row]: (first, samples) for row, first, samples in rows if counts[row] == 1}
+
+
+def _grid_index(time_ns: int, task: BlockTask) -> int:
+    """The grid index of a trace starting at `time_ns` (as obspy's merged traces are placed)."""
+    return round((time_ns - task.start_ns) * task.sampling_rate / NS_PER_S)
+
+
+def _obspy_merged(
+    traces: Sequence[tuple[str, int, np.ndarray]], task: BlockTask
+) -> list[tuple[int, int, np.ndarray]]:
+    """`merged_rows` of `traces` (one type a channel) by obspy's
+    `Stream.merge(method=1, interpolation_samples=0)`."""
+    import obspy
+
     network, code, location = split_station(task.station)
     stream = obspy.Stream(
         [
@@ -224,12 +268,11 @@ def merged_rows(
     ).merge(method=1, interpolation_samples=0)
     rows = []
     for trace in stream:
-        position = (trace.stats.starttime.ns - task.start_ns) * task.sampling_rate / NS_PER_S
         samples = trace.data
         if isinstance(samples, np.ma.MaskedArray):
             samples = np.ma.filled(samples.astype(np.float32), np.nan)
         row = task.channels.index(trace.stats.channel)
-        rows.append((row, round(position), samples))
+        rows.append((row, _grid_index(trace.stats.starttime.ns, task), samples))
     return rows
 
 
@@ -312,7 +355,7 @@ def station_rows(
                 for (path, _), (found, _) in zip(task.reads, files, strict=True)
                 for trace in found
             ],
-            {task.channels[row]: (first, samples) for row, first, samples in rows},
+            merged_rows_by_channel(rows, task.channels),
         )
         problems = [p for _, problems in files for p in problems]
         problems += conflict_problems(conflicts, task.station, task.time_of)
