@@ -103,13 +103,14 @@ def test_a_phase_line_counts_its_own_tasks_not_the_kept_ones_it_depends_on(dask_
     import re
 
     import dask
-    from distributed import Client
+    from distributed import Client, wait
 
     from seisctf.cluster import kept
     from seisctf.progress import show_progress
 
     with Client(dask_cluster.address, set_as_default=True) as client:
         earlier = kept([dask.delayed(lambda i: i + 1)(i) for i in range(5)], "", True)
+        wait(earlier)  # done, as an earlier phase is (unfinished, they are tasks still to run)
         total = dask.delayed(lambda *values: sum(values))(*earlier)
         later = client.persist([total, dask.delayed(lambda held: held)(earlier[0])])
         stream = io.StringIO()

@@ -173,7 +173,8 @@ def test_no_task_holds_every_line_and_the_group_is_one_writes(archive, tmp_path,
     assert max(given["_piece"]) < len(lines) / 2
     assert max(given["_held"]) < len(lines) / 2
     assert max(chunks) == 256
-    assert given["_head"] == [pytest.approx(cv.ATTR_PROBLEM_LINES, abs=max(given["_piece"]))]
+    (head,) = given["_head"]  # the parts that cover the root attrs' lines, each cut where it is
+    assert cv.ATTR_PROBLEM_LINES <= head < cv.ATTR_PROBLEM_LINES + max(given["_piece"])
     # The same bytes as one write of every line (`write_problems`, as before).
     one = tmp_path / "one.zarr"
     zarr.open_group(str(one), mode="w", zarr_format=3)

@@ -394,8 +394,9 @@ def ingest_waveforms(
     if strict and (decode_count or progress.attributes.get("carried_problems")):
         fail_if_strict(strict, compute_decode_problems(store, fingerprint))
     release_free_memory()  # of the inventory and the tasks
-    # Every line, in the group beyond what the root attrs hold, by a task: the plan's, then the
-    # decode problems of the runs' records it does not have; the root attrs' come back.
+    # Every line, in the group beyond what the root attrs hold, by tasks: the plan's (each
+    # partition's where it is), then the decode problems of the runs' records it does not
+    # have; the root attrs' come back.
     found = write_ingest_problems(store, plan.problems, fingerprint, each)
     attrs = store_attrs(plan, found, rate is not None, removed)
     attrs[ATTR_FINGERPRINT] = fingerprint

@@ -67,7 +67,9 @@ def write_ingest_problems(
     """`write_problems` of an ingest's lines: `found` (the plan's, in order), then the decode
     problems (`decode_problems`) it does not have; the root attrs of them (`problem_attrs`)
     come back, not the lines. Each part of `found` (kept where `each` ran it) is written where
-    it is, into the chunks it spans (`table_pieces.write_pieces`): no task holds every line."""
+    it is, into the chunks it spans (`table_pieces.write_pieces`): no task holds the plan's
+    lines of more than one partition (the decode problems are gathered by one task, and the
+    root attrs' first lines, at most `limit` of each partition, by another)."""
     import dask
 
     limit = cv.ATTR_PROBLEM_LINES  # the client's (read here, not where the task runs)
@@ -85,7 +87,7 @@ def write_ingest_problems(
     else:
         pieces = each(_piece, parts, keep=True)
         write_pieces(store, cv.PROBLEMS_GROUP, pieces, each, {}, marked=False)
-    heads = _covering(parts, counts, limit)
+    heads = [dask.delayed(_first)(part, limit) for part in _covering(parts, counts, limit)]
     head = compute(dask.delayed(_head)(limit, *heads), quiet=True)[0]
     return problem_attrs(head, limit) | ({cv.ATTR_PROBLEM_COUNT: total} if total > limit else {})
 
@@ -115,6 +117,11 @@ def _covering(parts: list[Any], counts: list[int], limit: int) -> list[Any]:
             chosen.append(part)
             held += count
     return chosen
+
+
+def _first(lines: Sequence[str], limit: int) -> list[str]:
+    """The first `limit` of a partition's `lines` (cut where they are kept)."""
+    return list(lines[:limit])
 
 
 def _head(limit: int, *parts: Sequence[str]) -> list[str]:
