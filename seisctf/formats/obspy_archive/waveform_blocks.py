@@ -235,11 +235,6 @@ def merged_rows_by_channel(
     return {channels[row]: (first, samples) for row, first, samples in rows if counts[row] == 1}
 
 
-def _grid_index(time_ns: int, task: BlockTask) -> int:
-    """The grid index of a trace starting at `time_ns` (as obspy's merged traces are placed)."""
-    return round((time_ns - task.start_ns) * task.sampling_rate / NS_PER_S)
-
-
 def _obspy_merged(
     traces: Sequence[tuple[str, int, np.ndarray]], task: BlockTask
 ) -> list[tuple[int, int, np.ndarray]]:
@@ -271,8 +266,9 @@ def _obspy_merged(
         samples = trace.data
         if isinstance(samples, np.ma.MaskedArray):
             samples = np.ma.filled(samples.astype(np.float32), np.nan)
+        position = (trace.stats.starttime.ns - task.start_ns) * task.sampling_rate / NS_PER_S
         row = task.channels.index(trace.stats.channel)
-        rows.append((row, _grid_index(trace.stats.starttime.ns, task), samples))
+        rows.append((row, round(position), samples))
     return rows
 
 
