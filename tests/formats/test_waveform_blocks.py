@@ -7,6 +7,7 @@ import numpy as np
 import obspy
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from obspy_merge import obspy_merged
 
 from seisctf.formats.obspy_archive.placed_traces import (
     PlacedTraces,
@@ -21,7 +22,6 @@ from seisctf.formats.obspy_archive.waveform_blocks import (
     RUN_MAX_BLOCKS,
     RUN_TASKS,
     BlockTask,
-    _obspy_merged,
     merged_block,
     merged_rows,
     merged_rows_by_channel,
@@ -85,23 +85,27 @@ def _channel_pieces(draw) -> list[tuple[str, int, np.ndarray]]:
 
 @settings(max_examples=300, deadline=None)
 @given(_channel_pieces(), st.integers(-50, 700), st.integers(1, 300))
-def test_channels_without_overlaps_merge_as_obspy_merges_them(traces, first, length):
+def test_channels_merge_as_obspy_merges_them(traces, first, length):
     """Blocks cut from the rows (`merged_block`) equal those cut from obspy's merge of the same
-    traces, NaN in gaps, for any block; a channel with overlaps has obspy's one row, one
-    without keeps its traces as rows that never overlap."""
+    traces, NaN in gaps, for any block; the rows of a channel are in order and never overlap,
+    and `merged_rows_by_channel` gives them all."""
     channels = ("HHE", "HHN", "HHZ")
     task = BlockTask("XX.AAA.00", 0, 0, first, first + length, (), channels, START_NS, RATE, False)
     rows = merged_rows(traces, task)
     types = {channel: {s.dtype for c, _, s in traces if c == channel} for channel, *_ in traces}
     same_type = [(c, f, s if len(types[c]) == 1 else s.astype(np.float32)) for c, f, s in traces]
-    reference = _obspy_merged(same_type, task)
+    reference = []
+    for channel in {c for c, _, _ in same_type}:
+        merged = obspy_merged([(f, s) for c, f, s in same_type if c == channel])
+        if merged is not None:
+            reference.append((channels.index(channel), *merged))
     assert {row for row, *_ in rows} == {row for row, *_ in reference}
     np.testing.assert_array_equal(merged_block(rows, task), merged_block(reference, task))
+    by_channel = merged_rows_by_channel(rows, channels)
     for row in {row for row, *_ in rows}:
-        spans = sorted((f, f + len(s)) for r, f, s in rows if r == row)
+        spans = [(f, f + len(s)) for r, f, s in rows if r == row]
         assert all(stop <= start for (_, stop), (start, _) in zip(spans, spans[1:], strict=False))
-        if len(spans) > 1:
-            assert row not in merged_rows_by_channel(rows, channels)
+        assert [(f, f + len(s)) for f, s in by_channel[channels[row]]] == spans
 
 
 def _placed(spans: list[tuple[int, int, int]]) -> PlacedTraces:

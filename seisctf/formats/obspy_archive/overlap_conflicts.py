@@ -1,11 +1,11 @@
 """Overlapping traces whose samples disagree: problem lines, and the files none of whose
 samples the store took.
 
-Where traces of one channel overlap on the grid, the merge (`waveform_blocks.merged_rows`,
-obspy's `Stream.merge(method=1)`) keeps one copy: per channel, traces in order of start, end,
-file path and record; a trace that ends later than everything before it wins the overlap from
-its start; one that ends no later (it lies within the data before it, or is a second copy of
-the same span) only fills that data's gaps, and is dropped whole if any of its samples differ.
+Where traces of one channel overlap on the grid, the merge (`waveform_blocks.merged_rows`:
+obspy's `Stream.merge(method=1)`, as `trace_merge` does it) keeps one copy: per channel, traces
+in order of start, end, file path and record; a trace that ends later than everything before
+it wins the overlap from its start; one that ends no later (it lies within the data before it,
+or is a second copy of the same span) is dropped whole if any of its samples differ.
 So of two copies of one day the file whose path sorts first is stored. Identical overlaps are
 silent; a disagreeing one is a problem line naming both files, the channel, the span, how many
 samples differ and by how much, and whose samples the store keeps (read off the merged result,
@@ -67,10 +67,11 @@ def _same_type(pieces: Sequence[Piece]) -> list[Piece]:
 
 
 def find_conflicts(
-    pieces: Sequence[Piece], stored: dict[str, tuple[int, np.ndarray]]
+    pieces: Sequence[Piece], stored: dict[str, list[tuple[int, np.ndarray]]]
 ) -> tuple[list[Conflict], set[tuple[str, str]]]:
     """Every pair of overlapping `pieces` of a channel whose samples differ, with the piece
-    whose samples the merged row (`stored[channel]`: first grid index, samples) holds there;
+    whose samples the merged rows (`stored[channel]`: (first grid index, samples) in order,
+    none overlapping) hold there;
     and the (path, channel) of the files' channels none of whose samples are stored (each of
     their pieces covered, end to end, by overlaps it lost)."""
     pieces = _same_type(pieces)
@@ -103,19 +104,35 @@ def find_conflicts(
 
 
 def _kept(
-    row: tuple[int, np.ndarray] | None,
+    rows: Sequence[tuple[int, np.ndarray]] | None,
     start: int,
     stop: int,
     candidates: Sequence[tuple[Piece, np.ndarray]],
 ) -> Piece | None:
-    """The candidate whose samples the merged `row` holds on [start, stop), if one does."""
-    if row is None or start < row[0] or stop > row[0] + len(row[1]):
+    """The candidate whose samples the merged `rows` hold on [start, stop), if one does."""
+    held = _held(rows or (), start, stop)
+    if held is None:
         return None
-    held = row[1][start - row[0] : stop - row[0]]
     for piece, samples in candidates:
         if np.array_equal(held, samples.astype(held.dtype)):
             return piece
     return None
+
+
+def _held(rows: Sequence[tuple[int, np.ndarray]], start: int, stop: int) -> np.ndarray | None:
+    """The samples `rows` (in order, none overlapping) hold on [start, stop); None unless they
+    hold every one."""
+    parts, reach = [], start
+    for first, samples in rows:
+        if first + len(samples) <= reach or first >= stop:
+            continue
+        if first > reach:
+            return None
+        parts.append(samples[reach - first : stop - first])
+        reach = first + len(samples)
+    if reach < stop:
+        return None
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
 def conflict_problems(

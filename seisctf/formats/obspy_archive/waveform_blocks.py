@@ -3,9 +3,9 @@
 `decode_file` decodes one file (obspy), removes the instrument response of each trace if asked
 (`response`), resamples it if needed (`resampling`)
 and puts it on the grid, as float32;
-`merged_rows` merges a block's traces (obspy `Stream.merge(method=1, interpolation_samples=0)`
-on the float32 values, which it only copies; a channel of traces that do not overlap keeps
-them apart, not joined); `merged_block` cuts the block out. Two caches per worker process
+`merged_rows` merges a block's traces as obspy's `Stream.merge(method=1, interpolation_samples=0)`
+merges them (`trace_merge`; it only copies values; a channel of traces that do not overlap
+keeps them apart, not joined); `merged_block` cuts the block out. Two caches per worker process
 keep decoded files and merged file sets, so a day file is decoded (and deconvolved) once per
 worker, not once per block of it.
 """
@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from seisctf.catalogs.seed_ids import split_station, stats_station_id
+from seisctf.catalogs.seed_ids import stats_station_id
 from seisctf.errors import InvalidInput
 from seisctf.formats.obspy_archive import resampling
 from seisctf.formats.obspy_archive.non_finite import finite_pieces, non_finite_problem
@@ -33,6 +33,7 @@ from seisctf.formats.obspy_archive.response import (
     response_problem,
 )
 from seisctf.formats.obspy_archive.trace_header import TraceHeader
+from seisctf.formats.obspy_archive.trace_merge import merged_channel
 from seisctf.formats.obspy_archive.waveform_files import obspy_error, read_file
 from seisctf.formats.obspy_archive.waveform_plan import (
     NS_PER_S,
@@ -191,14 +192,13 @@ def _station_traces(
 def merged_rows(
     traces: Sequence[tuple[str, int, np.ndarray]], task: BlockTask
 ) -> list[tuple[int, int, np.ndarray]]:
-    """The merged traces as (channel row, first grid index, samples: int32 or float32, NaN in
-    gaps); rows of one channel never overlap. The merge only copies samples: merging the int32
-    counts or the float32 values gives the stored values (a channel whose files differ in type
-    is merged in float32, as obspy merges only one type). A channel whose traces do not
-    overlap (a run of day files, with or without gaps) keeps them as they are, a row each:
-    what obspy's merge would join, `merged_block` cuts from them without the copy. A channel
-    with overlaps is merged by obspy (`Stream.merge(method=1, interpolation_samples=0)`), one
-    row."""
+    """The merged traces as (channel row, first grid index, samples: int32 or float32), rows of
+    one channel in order and never overlapping, none in a gap: obspy's
+    `Stream.merge(method=1, interpolation_samples=0)` of each channel's traces, as pieces of
+    them (`trace_merge.merged_channel`: views, no sample copied; `merged_block` cuts each block
+    from them). Merging the int32 counts or the float32 values gives the stored values (a
+    channel whose files differ in type is merged in float32, as obspy merges only one
+    type)."""
     types: dict[str, set] = {}
     for channel, _, samples in traces:
         types.setdefault(channel, set()).add(samples.dtype)
@@ -206,70 +206,22 @@ def merged_rows(
     for channel, first, samples in traces:
         same = samples if len(types[channel]) == 1 else samples.astype(np.float32)
         by_channel.setdefault(channel, []).append((first, same))
-    rows, others = [], []
-    for channel, pieces in by_channel.items():
-        ordered = sorted(pieces, key=lambda piece: piece[0])
-        if _apart(ordered):
-            row = task.channels.index(channel)
-            rows += [(row, first, samples) for first, samples in ordered]
-        else:
-            others += [(channel, first, samples) for first, samples in pieces]
-    return rows + (_obspy_merged(others, task) if others else [])
-
-
-def _apart(ordered: Sequence[tuple[int, np.ndarray]]) -> bool:
-    """Whether pieces (first grid index, samples), in order, are each non-empty and none
-    overlaps the one before (obspy's rules for overlaps are its own)."""
-    ends = [first + len(samples) for first, samples in ordered]
-    return all(len(samples) for _, samples in ordered) and all(
-        first >= end for (first, _), end in zip(ordered[1:], ends, strict=False)
-    )
+    return [
+        (task.channels.index(channel), first, samples)
+        for channel, pieces in by_channel.items()
+        for first, samples in merged_channel(pieces)
+    ]
 
 
 def merged_rows_by_channel(
     rows: Sequence[tuple[int, int, np.ndarray]], channels: Sequence[str]
-) -> dict[str, tuple[int, np.ndarray]]:
-    """{channel: (first grid index, samples)} of the channels of `rows` merged into one row
-    (those with overlaps: what `overlap_conflicts` reads the kept copy from)."""
-    counts = collections.Counter(row for row, _, _ in rows)
-    return {channels[row]: (first, samples) for row, first, samples in rows if counts[row] == 1}
-
-
-def _obspy_merged(
-    traces: Sequence[tuple[str, int, np.ndarray]], task: BlockTask
-) -> list[tuple[int, int, np.ndarray]]:
-    """`merged_rows` of `traces` (one type a channel) by obspy's
-    `Stream.merge(method=1, interpolation_samples=0)`."""
-    import obspy
-
-    network, code, location = split_station(task.station)
-    stream = obspy.Stream(
-        [
-            obspy.Trace(
-                samples,
-                {
-                    "network": network,
-                    "station": code,
-                    "location": location,
-                    "channel": channel,
-                    "sampling_rate": task.sampling_rate,
-                    "starttime": obspy.UTCDateTime(
-                        ns=grid_time_ns(task.start_ns, first, task.sampling_rate)
-                    ),
-                },
-            )
-            for channel, first, samples in traces
-        ]
-    ).merge(method=1, interpolation_samples=0)
-    rows = []
-    for trace in stream:
-        samples = trace.data
-        if isinstance(samples, np.ma.MaskedArray):
-            samples = np.ma.filled(samples.astype(np.float32), np.nan)
-        position = (trace.stats.starttime.ns - task.start_ns) * task.sampling_rate / NS_PER_S
-        row = task.channels.index(trace.stats.channel)
-        rows.append((row, round(position), samples))
-    return rows
+) -> dict[str, list[tuple[int, np.ndarray]]]:
+    """{channel: [(first grid index, samples), …]}: `rows` by channel, in order (what
+    `overlap_conflicts` reads the kept copy from)."""
+    by_channel: dict[str, list[tuple[int, np.ndarray]]] = {}
+    for row, first, samples in rows:
+        by_channel.setdefault(channels[row], []).append((first, samples))
+    return by_channel
 
 
 def merged_block(rows: Sequence[tuple[int, int, np.ndarray]], task: BlockTask) -> np.ndarray:
