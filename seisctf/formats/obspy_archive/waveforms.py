@@ -65,8 +65,8 @@ keeps the bytes it read in its host's cache (`input_cache`; consecutive scan bat
 host, `input_locality`), and the decode reads them there: each byte is read from storage once
 where the hosts' disks hold the archive, and again (correct, only slower) where they do not.
 
-Merge (obspy `Stream.merge(method=1, interpolation_samples=0)`, on traces already on the grid;
-`waveform_attrs.MERGE_RULE`): a trace that ends later than the data before it wins the overlap
+Merge (obspy `Stream.merge(method=1, interpolation_samples=0)`, on traces already on the grid,
+worked out on the grid's indices by `trace_merge`; `waveform_attrs.MERGE_RULE`): a trace that ends later than the data before it wins the overlap
 from its start; one that ends no later (contained, or a second copy of the same span: the file
 whose path sorts first wins) only fills gaps. Overlaps with other values are problems
 (`overlap_conflicts`). Resampling (only with `rate`): `scipy.signal.resample_poly` (polyphase
