@@ -304,20 +304,20 @@ def picking_table(costs: UnitCosts, store_bytes_per_window: float, shard_windows
     return "\n".join(rows)
 
 
-# Measured on 2026-12-02 and 2026-12-03 (benchmarks/RESULTS.md, "Scale"; 2 cores shared with
+# Measured from 2026-12-02 to 2026-12-07 (benchmarks/RESULTS.md, "Scale"; 2 cores shared with
 # other work, so wall-time figures are upper bounds and CPU figures the better guide).
 MEASURED = UnitCosts(
     # bench_ingest.py: 1.44 CPU s (worker, client, scheduler) for 103.68 M samples
     ingest_cpu_s_per_sample=1.44 / 103.68e6,
-    # scale_ingest.py, 10^5 small files: scan 0.43 ms + write 0.61 ms of task time a file
-    ingest_s_per_file=(0.43 + 0.61) / 1e3,
+    # scale_ingest.py, 10^5 small files: scan 0.27 ms + write 0.42 ms of task time a file
+    ingest_s_per_file=(0.27 + 0.42) / 1e3,
     # scale_ingest.py, 10^3 -> 10^5 files: slope of the client's peak RSS (scan, plan and
     # listing in partitions on the workers)
-    client_bytes_per_file=156,
-    # the same run at 100,080 files: plan + store 4.73 s (the plan's rounds on the workers
-    # included), finish 2.20 s
-    client_plan_s_per_file=4.73 / 100_080,
-    client_finish_s_per_file=2.20 / 100_080,
+    client_bytes_per_file=35,
+    # the same run at 100,080 files: plan + store 3.64 s (the plan's rounds on the workers
+    # included), finish 1.13 s
+    client_plan_s_per_file=3.64 / 100_080,
+    client_finish_s_per_file=1.13 / 100_080,
     # scale_picking.py, 300,000 windows: 0.195 CPU ms a window, all processes
     seisbench_cpu_s_per_window=0.195e-3,
     # the same, fitted through 8,000 and 300,000 windows: 13.2 s fixed + 0.342 ms a window (wall)
@@ -348,7 +348,7 @@ ARCHIVES = (
 STORE_BYTES_PER_WINDOW = 9.58e9 / 300_000
 
 _SCALE = "RESULTS.md, Scale"
-_FILES = "`bench_scale.py --only ingest-files`, 100,080 files (RESULTS.md, Scale; 2026-12-05)"
+_FILES = "`bench_scale.py --only ingest-files`, 100,080 files (RESULTS.md, Scale; 2026-12-07)"
 _PICK = "`bench_scale.py --only picking`"
 _AWS = "AWS's documented guideline per prefix; no real S3 measured here"
 # Each input's basis: measured (the command and figure) or assumed (why); `code` where the value
@@ -357,13 +357,13 @@ BASIS: dict[str, tuple[str, str]] = {
     "ingest_cpu_s_per_sample": ("measured", "`bench_ingest.py`: 1.44 CPU s (worker, client, "
                                 "scheduler) for 103.68 M samples"),
     "ingest_s_per_file": ("measured", "`bench_scale.py --only ingest-files`, 100,080 small files: "
-                          "scan 0.43 + write 0.61 ms of task time (2026-12-05, load 2-3)"),
+                          "scan 0.27 + write 0.42 ms of task time (2026-12-07, load 0.5-2.0)"),
     "client_bytes_per_file": ("measured", "slope of the client's peak RSS over 1,080 → 100,080 "
-                              f"files ({_SCALE})"),
-    "client_plan_s_per_file": ("measured", f"{_FILES}: plan + store 4.73 s; 1.94 s at 10,080 "
-                               "(exponent 0.39 over that decade: linear is an upper bound)"),
-    "client_finish_s_per_file": ("measured", f"{_FILES}: finish 2.20 s; 0.59 s at 10,080 "
-                                 "(exponent 0.57)"),
+                              f"files ({_FILES})"),
+    "client_plan_s_per_file": ("measured", f"{_FILES}: plan + store 3.64 s; 1.23 s at 10,080 "
+                               "(exponent 0.47 over that decade: linear is an upper bound)"),
+    "client_finish_s_per_file": ("measured", f"{_FILES}: finish 1.13 s; 0.44 s at 10,080 "
+                                 "(exponent 0.41)"),
     "seisbench_cpu_s_per_window": ("measured", f"{_PICK}, 300,000 windows: 0.195 CPU ms each"),
     "seisbench_fixed_s": ("measured", f"{_PICK}: fitted through 8,000 and 300,000 windows"),
     "split_s_per_row": ("measured", f"{_PICK}, 1.2 M rows: 41.98 s"),

@@ -51,8 +51,10 @@ def test_counts_follow_the_archive_and_the_settings():
     written = samples * cm.STORE_BYTES_PER_SAMPLE
     transfer_s = (passes * 2e12 + written) / (10 * 1e9 / 8)  # 1 Gbit/s a worker
     assert projection.compute_s == pytest.approx(max(cpu_s / (10 * 0.9), transfer_s))
-    assert projection.client_bytes == pytest.approx(FILES * 156 + chunks * 4)
-    serial_s = FILES * (4.73 + 2.20) / 100_080  # the measured plan and finish at 100,080 files
+    assert projection.client_bytes == pytest.approx(
+        FILES * cm.MEASURED.client_bytes_per_file + chunks * 4
+    )
+    serial_s = FILES * (3.64 + 1.13) / 100_080  # the measured plan and finish at 100,080 files
     assert projection.client_serial_s == pytest.approx(serial_s)
     assert projection.wall_s == pytest.approx(
         projection.list_s + serial_s + max(projection.compute_s, projection.scheduler_s)
