@@ -66,9 +66,10 @@ host, `input_locality`), and the decode reads them there: each byte is read from
 where the hosts' disks hold the archive, and again (correct, only slower) where they do not.
 
 Merge (obspy `Stream.merge(method=1, interpolation_samples=0)`, on traces already on the grid,
-worked out on the grid's indices by `trace_merge`; `waveform_attrs.MERGE_RULE`): a trace that ends later than the data before it wins the overlap
-from its start; one that ends no later (contained, or a second copy of the same span: the file
-whose path sorts first wins) only fills gaps. Overlaps with other values are problems
+worked out on the grid's indices by `trace_merge`; `waveform_attrs.MERGE_RULE`): a trace that
+ends later than the data before it wins the overlap from its start; one that ends no later
+(contained, or a second copy of the same span: the file whose path sorts first wins) only
+fills gaps. Overlaps with other values are problems
 (`overlap_conflicts`). Resampling (only with `rate`): `scipy.signal.resample_poly` (polyphase
 FIR anti-alias filter, ends continued by point reflection: no edge or gap artefacts) of each
 contiguous trace, before merging (`seisctf.formats.obspy_archive.resampling`).
