@@ -4,8 +4,8 @@
 (`response`), resamples it if needed (`resampling`)
 and puts it on the grid, as float32;
 `merged_rows` merges a block's traces as obspy's `Stream.merge(method=1, interpolation_samples=0)`
-merges them (`trace_merge`; it only copies values; a channel of traces that do not overlap
-keeps them apart, not joined); `merged_block` cuts the block out. Two caches per worker process
+merges them (`trace_merge`: each channel's rows are pieces of its decoded traces, no sample
+copied); `merged_block` cuts the block out. Two caches per worker process
 keep decoded files and merged file sets, so a day file is decoded (and deconvolved) once per
 worker, not once per block of it.
 """
