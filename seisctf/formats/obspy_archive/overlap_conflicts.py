@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from seisctf.catalogs.seed_ids import channel_id
+from seisctf.formats.obspy_archive.trace_merge import held
 
 
 @dataclass(frozen=True)
@@ -110,29 +111,13 @@ def _kept(
     candidates: Sequence[tuple[Piece, np.ndarray]],
 ) -> Piece | None:
     """The candidate whose samples the merged `rows` hold on [start, stop), if one does."""
-    held = _held(rows or (), start, stop)
-    if held is None:
+    found = held(rows or (), start, stop)
+    if found is None:
         return None
     for piece, samples in candidates:
-        if np.array_equal(held, samples.astype(held.dtype)):
+        if np.array_equal(found, samples.astype(found.dtype)):
             return piece
     return None
-
-
-def _held(rows: Sequence[tuple[int, np.ndarray]], start: int, stop: int) -> np.ndarray | None:
-    """The samples `rows` (in order, none overlapping) hold on [start, stop); None unless they
-    hold every one."""
-    parts, reach = [], start
-    for first, samples in rows:
-        if first + len(samples) <= reach or first >= stop:
-            continue
-        if first > reach:
-            return None
-        parts.append(samples[reach - first : stop - first])
-        reach = first + len(samples)
-    if reach < stop:
-        return None
-    return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
 def conflict_problems(

@@ -33,7 +33,7 @@ def merged_channel(pieces: Sequence[tuple[int, np.ndarray]]) -> Pieces:
     trace is masked (its gaps); empty if every piece is empty (obspy keeps no trace). Laid on
     a grid they give obspy's samples; where obspy masks, nothing."""
     kept = [(first, samples) for first, samples in pieces if len(samples)]
-    ordered = [trace[0] for trace in _sorted([[piece] for piece in kept])]
+    ordered = sorted(kept, key=lambda piece: (piece[0], piece[0] + len(piece[1])))
     merged: Pieces = []
     for trace in _sorted(_cleaned(ordered)) if ordered else []:
         if merged and _end(trace) <= _end(merged):  # within: obspy keeps what is there
@@ -54,9 +54,9 @@ def _cleaned(ordered: Sequence[tuple[int, np.ndarray]]) -> list[Pieces]:
     current: Pieces = [ordered[0]]
     for first, samples in ordered[1:]:
         end, stop = _end(current), first + len(samples)
-        if first < end and np.array_equal(
-            _values(current, first, min(end, stop)), samples[: min(end, stop) - first]
-        ):
+        # The overlap, all of it in `current` (its pieces are back to back).
+        common = held(current, first, min(end, stop)) if first < end else None
+        if common is not None and np.array_equal(common, samples[: min(end, stop) - first]):
             if stop > end:
                 current.append((end, samples[end - first :]))
         elif first == end:
@@ -83,11 +83,17 @@ def _end(trace: Pieces) -> int:
     return first + len(samples)
 
 
-def _values(trace: Pieces, lo: int, hi: int) -> np.ndarray:
-    """The trace's samples at grid indices lo…hi-1 (inside it)."""
-    parts = [
-        samples[max(lo - first, 0) : hi - first]
-        for first, samples in trace
-        if first < hi and first + len(samples) > lo
-    ]
+def held(pieces: Sequence[tuple[int, np.ndarray]], lo: int, hi: int) -> np.ndarray | None:
+    """The samples `pieces` (in order, none overlapping) hold at grid indices lo…hi-1; None
+    unless they hold every one."""
+    parts, reach = [], lo
+    for first, samples in pieces:
+        if first + len(samples) <= reach or first >= hi:
+            continue
+        if first > reach:
+            return None
+        parts.append(samples[reach - first : hi - first])
+        reach = first + len(samples)
+    if reach < hi:
+        return None
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
