@@ -20,6 +20,7 @@ import dask
 import obspy
 import pytest
 import zarr
+from bounded_run import run_bounded
 from s3_metrics import bucket_sent_bytes, metrics_options
 from servers import S3_KEY, start_s3, stop_process, stop_s3, tied_to_this_process
 
@@ -67,8 +68,7 @@ def _ingest(server, out: Path, env: dict[str, str], *cluster: str) -> None:
                "--out", str(out), "--quiet", f"--storage-option=endpoint_url={server.endpoint_url}",
                *cluster]  # fmt: skip
     credentials = {"AWS_ACCESS_KEY_ID": S3_KEY, "AWS_SECRET_ACCESS_KEY": S3_KEY}
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, **credentials, **env})  # fmt: skip
+    done = run_bounded(command, 300, env={**os.environ, **credentials, **env})
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
 
