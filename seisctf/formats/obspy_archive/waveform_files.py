@@ -28,7 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from seisctf.catalogs.seed_ids import stats_station_id
+from seisctf.catalogs.seed_ids import station_id
+from seisctf.formats.obspy_archive.mseed_headers import HeaderSegment, read_segments
 from seisctf.formats.obspy_archive.read_warnings import collected_warnings, warning_problems
 from seisctf.formats.obspy_archive.trace_header import TraceHeader
 from seisctf.formats.shared.input_listing import read_input
@@ -194,17 +195,40 @@ def mseed_truncation(raw: bytes) -> str | None:
     return None
 
 
-def _records_fill(stream: Any, size: int) -> bool:
+def _records_fill(segments: list[HeaderSegment], size: int) -> bool:
     """Whether the records libmseed decoded (count × length per trace) make up the whole file:
     then no record is cut short, and the slow record-by-record walk is not needed."""
+    held = [segment.record_bytes for segment in segments]
+    return None not in held and sum(held) == size  # type: ignore[arg-type]
+
+
+def _segment(trace: Any) -> HeaderSegment:
+    """What the scan keeps of an obspy trace read headers only."""
+    stats = trace.stats
     try:
-        used = sum(
-            int(tr.stats.mseed.number_of_records) * int(tr.stats.mseed.record_length)
-            for tr in stream
-        )
+        record_bytes = int(stats.mseed.number_of_records) * int(stats.mseed.record_length)
     except (AttributeError, KeyError, TypeError, ValueError):
-        return False
-    return used == size
+        record_bytes = None
+    return HeaderSegment(
+        stats.network, stats.station, stats.location, stats.channel, int(stats.starttime.ns),
+        float(stats.sampling_rate), int(stats.npts), record_bytes, header_coordinates(stats),
+    )  # fmt: skip
+
+
+def read_header_segments(
+    path: str, raw: bytes, lean: bool = True
+) -> tuple[list[HeaderSegment], bytes, list, bool]:
+    """(the file's traces read headers only, its decompressed bytes, the warnings caught,
+    whether it is miniSEED) of the file `path` whose bytes are `raw`: plain miniSEED by
+    `mseed_headers.read_segments` (`lean`) where it answers, else by obspy (`read_file`). Raises
+    what obspy raises for a file it cannot read."""
+    if lean and not raw.startswith((_GZIP_MAGIC, _BZIP2_MAGIC)) and is_mseed(raw):
+        with _OBSPY_READS:
+            segments = read_segments(raw)
+        if segments is not None:
+            return segments, raw, [], True
+    stream, data, caught = read_file(path, raw, headonly=True)
+    return [_segment(trace) for trace in stream], data, caught, is_mseed(data)
 
 
 # obspy reads bytes through a temporary file (`/tmp/obspy-otzphda0.tmp`) and names it in errors.
@@ -247,43 +271,44 @@ def _on_earth(latitude: float, longitude: float) -> bool:
     return abs(latitude) <= 90 and -180 <= longitude <= 360
 
 
-def scan_file(path: str, raw: bytes | None = None) -> FileScan:
+def scan_file(path: str, raw: bytes | None = None, lean: bool = True) -> FileScan:
     """Read one file's headers (any format obspy reads, gzip or bzip2 compressed too) from its
-    bytes `raw` (read from `path` if not given); never raises for bad content."""
+    bytes `raw` (read from `path` if not given); never raises for bad content. `lean=False`:
+    every file through obspy's traces (`read_header_segments`; the same scan)."""
     if raw is None:
         raw = read_input(StoreLocation(path))
     try:
-        stream, data, caught = read_file(path, raw, headonly=True)
+        segments, data, caught, mseed = read_header_segments(path, raw, lean)
     except Exception as error:  # noqa: BLE001 - obspy raises many types for bad files
         message = "an empty file (0 bytes)" if not raw else obspy_error(error, path)
         return FileScan(path, problems=(f"{path}: unreadable ({message})",), readable=False)
     problems = []
     truncation = None
-    if is_mseed(data) and not _records_fill(stream, len(data)):
+    if mseed and not _records_fill(segments, len(data)):
         truncation = mseed_truncation(data)
         if truncation:
             problems.append(f"{path}: {truncation}")
     problems += warning_problems(path, caught, truncated=truncation is not None)
-    traces = [tr for tr in stream if tr.stats.npts > 0 and tr.stats.sampling_rate > 0]
+    kept = [segment for segment in segments if segment.npts > 0 and segment.sampling_rate > 0]
     headers = tuple(
         TraceHeader(
             path,
-            stats_station_id(tr.stats),
-            tr.stats.channel,
-            int(tr.stats.starttime.ns),
-            float(tr.stats.sampling_rate),
-            int(tr.stats.npts),
+            station_id(segment.network, segment.station, segment.location),
+            segment.channel,
+            segment.start_ns,
+            segment.sampling_rate,
+            segment.npts,
         )
-        for tr in traces
+        for segment in kept
     )
     if not headers:
         problems.append(f"{path}: holds no samples")
     coordinates: dict[str, tuple] = {}  # by their text: NaN elevations compare equal
-    for trace, header in zip(traces, headers, strict=True):
-        found = header_coordinates(trace.stats)
+    for segment, header in zip(kept, headers, strict=True):
+        found = segment.coordinates
         if found is not None and not _on_earth(*found[:2]):
             problems.append(
-                f"{path}: {trace.id}: SAC header coordinates stla={found[0]:g}, "
+                f"{path}: {segment.id}: SAC header coordinates stla={found[0]:g}, "
                 f"stlo={found[1]:g} are no position on Earth; not used"
             )
         elif found is not None:
