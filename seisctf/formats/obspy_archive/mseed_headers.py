@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from seisctf.formats.obspy_archive.read_warnings import collected_warnings
+
 # A segment's codes: network, station, location, channel (obspy strips and decodes them).
 _CODES = ("network", "station", "location", "channel")
 
@@ -58,8 +60,6 @@ def read_segments(data: bytes) -> list[HeaderSegment] | None:
     (libmseed's logging is process-wide) and has checked that `data` is miniSEED."""
     from obspy.io.mseed.headers import LIBMSEED_MAX, clibmseed
 
-    from seisctf.formats.obspy_archive.read_warnings import collected_warnings
-
     with collected_warnings() as caught:
         try:
             records = _data_records(np.frombuffer(data, dtype=np.int8))
@@ -70,13 +70,15 @@ def read_segments(data: bytes) -> list[HeaderSegment] | None:
             try:
                 found = clibmseed.readMSEEDBuffer(
                     buffer, len(buffer), None, ctypes.c_int8(0), -1, ctypes.c_int8(0),
-                    ctypes.c_int8(0), -1, _NO_ALLOCATION,
+                    ctypes.c_int8(0), -1, _ALLOCATE,
                 )  # fmt: skip
             finally:
                 clibmseed.verbose = True
             segments = _walk(found, clibmseed)
         except Exception:  # noqa: BLE001 - obspy's own read raises it again, as it does
             return None
+        finally:
+            _allocated.clear()
     return None if caught or segments is None else segments
 
 
@@ -174,5 +176,18 @@ def _has_end_time(segment: object) -> bool:
     return True
 
 
-# libmseed asks where to put samples only when it unpacks them; a header-only read never does.
-_NO_ALLOCATION = ctypes.CFUNCTYPE(ctypes.c_longlong, ctypes.c_int, ctypes.c_char)(lambda n, t: 0)
+# Where libmseed may put samples: obspy's allocator (`_read_mseed`'s `allocate_data`), the arrays
+# held until the call returns (under obspy's read lock). A header-only read has not been seen to
+# ask (none of the files of tests/formats/test_mseed_headers.py); were it to, it gets memory.
+_allocated: list[np.ndarray] = []
+
+
+def _allocate(count: int, sample_type: bytes) -> int:
+    from obspy.io.mseed.headers import DATATYPES
+
+    data = np.empty(0) if sample_type == b"\x00" else np.empty(count, DATATYPES[sample_type])
+    _allocated.append(data)
+    return int(data.ctypes.data)
+
+
+_ALLOCATE = ctypes.CFUNCTYPE(ctypes.c_longlong, ctypes.c_int, ctypes.c_char)(_allocate)
