@@ -222,13 +222,15 @@ def read_header_segments(
     whether it is miniSEED) of the file `path` whose bytes are `raw`: plain miniSEED by
     `mseed_headers.read_segments` (`lean`) where it answers, else by obspy (`read_file`). Raises
     what obspy raises for a file it cannot read."""
-    if lean and not raw.startswith((_GZIP_MAGIC, _BZIP2_MAGIC)) and is_mseed(raw):
+    plain = not raw.startswith((_GZIP_MAGIC, _BZIP2_MAGIC))
+    mseed = plain and is_mseed(raw)  # a plain file's bytes are the ones obspy reads
+    if lean and mseed:
         with _OBSPY_READS:
             segments = read_segments(raw)
         if segments is not None:
             return segments, raw, [], True
     stream, data, caught = read_file(path, raw, headonly=True)
-    return [_segment(trace) for trace in stream], data, caught, is_mseed(data)
+    return [_segment(trace) for trace in stream], data, caught, mseed if plain else is_mseed(data)
 
 
 # obspy reads bytes through a temporary file (`/tmp/obspy-otzphda0.tmp`) and names it in errors.
