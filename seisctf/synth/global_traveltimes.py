@@ -16,8 +16,11 @@ which a trace of the event carries nothing (the onset of the surface-wave taper,
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 from scipy.interpolate import CubicHermiteSpline
@@ -75,6 +78,50 @@ def _first(arrivals, names):
     return min(chosen, key=lambda a: a.time) if chosen else None
 
 
+_UNREAD: Any = object()
+
+
+@contextmanager
+def _angles_when_read() -> Iterator[None]:
+    """Within, the arrivals obspy.taup makes compute their take-off and incident angles when
+    first read (the same calls, so the same values), not when made. Refining one arrival makes
+    about four (the bracketing rays, each shot ray), whose angles are never read: computing them
+    was ~70 % of a table's time (0.17-0.31 s a depth, 0.06-0.11 s without them; 2026-12-07)."""
+    from obspy.taup import seismic_phase
+    from obspy.taup.helper_classes import Arrival
+
+    class ArrivalAnglesWhenRead(Arrival):
+        def __init__(self, *fields: Any) -> None:  # obspy makes them with positional fields
+            super().__init__(*fields, takeoff_angle=_UNREAD, incident_angle=_UNREAD)
+
+        @property
+        def takeoff_angle(self) -> Any:
+            if self._takeoff_angle is _UNREAD:
+                self._takeoff_angle = self.phase.calc_takeoff_angle(self.ray_param)
+            return self._takeoff_angle
+
+        @takeoff_angle.setter
+        def takeoff_angle(self, value: Any) -> None:
+            self._takeoff_angle = value
+
+        @property
+        def incident_angle(self) -> Any:
+            if self._incident_angle is _UNREAD:
+                self._incident_angle = self.phase.calc_incident_angle(self.ray_param)
+            return self._incident_angle
+
+        @incident_angle.setter
+        def incident_angle(self, value: Any) -> None:
+            self._incident_angle = value
+
+    made_by_obspy = seismic_phase.Arrival
+    seismic_phase.Arrival = ArrivalAnglesWhenRead
+    try:
+        yield
+    finally:
+        seismic_phase.Arrival = made_by_obspy
+
+
 def _arrivals_at(model, depth_km: float, phases: list[str]):
     """`arrivals(distance_deg)`: what `model.get_travel_times(depth_km, distance_deg, phases,
     ray_param_tol=1e9)` returns, with the model split at the source once and the phases set up
@@ -93,12 +140,23 @@ def _arrivals_at(model, depth_km: float, phases: list[str]):
     return arrivals
 
 
+@lru_cache(maxsize=1)
+def _iasp91() -> Any:
+    """obspy's iasp91 model, loaded once (35 ms a load); each table corrects it for its depth
+    into a model of its own."""
+    from obspy.taup import TauPyModel
+
+    return TauPyModel("iasp91")
+
+
 @lru_cache(maxsize=64)
 def travel_time_table(depth_km: float) -> TravelTimeTable:
     """The table for a source at `depth_km` (cached and shared: its arrays are read-only)."""
-    from obspy.taup import TauPyModel
+    with _angles_when_read():
+        return _table(_iasp91(), float(depth_km))
 
-    model = TauPyModel("iasp91")
+
+def _table(model, depth_km: float) -> TravelTimeTable:
     body = _arrivals_at(model, float(depth_km), ["p", "P", "s", "S"])
     core = _arrivals_at(model, float(depth_km), [*CORE_PHASES, "P"])
     distance_deg = np.arange(0.0, BODY_MAX_DEG + BODY_STEP_DEG / 2, BODY_STEP_DEG)
