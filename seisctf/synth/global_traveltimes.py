@@ -91,6 +91,9 @@ def _angles_when_read() -> Iterator[None]:
     from obspy.taup.helper_classes import Arrival
 
     class ArrivalAnglesWhenRead(Arrival):
+        _takeoff_angle: Any
+        _incident_angle: Any
+
         def __init__(self, *fields: Any) -> None:  # obspy makes them with positional fields
             super().__init__(*fields, takeoff_angle=_UNREAD, incident_angle=_UNREAD)
 
