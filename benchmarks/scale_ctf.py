@@ -55,6 +55,7 @@ SENSORS = 2048
 TEST_ARRAYS = 9
 FULL_SIZES_GB = (0.1, 0.5, 1.0, 3.0, 10.0)
 QUICK_SIZES_GB = (0.02, 0.05)
+TINY_SIZES_GB = (0.02,)  # the tests' size: one bundle, both conventions
 GOAL_RATIO, GOAL_FROM_GB = 1.5, 0.5
 CONVENTIONS = ("reference", "paper")
 # Memory limit of the command's worker: the 10 GB bundle is then 4.7x the worker's memory.
@@ -258,8 +259,9 @@ def goal(convention: str, ratios: list[tuple[float, float, bool]]) -> str | None
     return verdict(name, figure, True)
 
 
-def sections(options: ScaleOptions) -> Iterator[Section]:
-    sizes = QUICK_SIZES_GB if options.quick else FULL_SIZES_GB
+def sections(options: ScaleOptions, sizes: tuple[float, ...] = ()) -> Iterator[Section]:
+    """The table over `sizes` (GB; default QUICK_SIZES_GB or FULL_SIZES_GB)."""
+    sizes = sizes or (QUICK_SIZES_GB if options.quick else FULL_SIZES_GB)
     repeat = 1
     root = options.data / "ctf"
     root.mkdir(parents=True, exist_ok=True)

@@ -78,6 +78,11 @@ class Sizes:
     batches: int
 
 
+# The tests' size (tests/benchmarks_scale/test_scale_picking.py): the same tables and checks, each
+# step at its smallest (a batch is the whole small store).
+TINY = Sizes(large_windows=512, small_windows=256, rows=2_000, batches=2)
+
+
 def sizes(options: ScaleOptions) -> Sizes:
     if options.quick:
         return Sizes(large_windows=2_048, small_windows=1_024, rows=10_000, batches=10)
@@ -152,6 +157,12 @@ def kernel_floor(folder: Path, n_windows: int) -> tuple[float, float]:
     return (time.perf_counter() - start) / done, (time.process_time() - cpu) / done
 
 
+def on_two_cores(cpu_per_window: float) -> str:
+    """Windows/s on two cores at `cpu_per_window` CPU s each; '—' where the fit through two
+    sizes too close for the CPU clock gives no positive cost."""
+    return f"{2 / cpu_per_window:,.0f}" if cpu_per_window > 0 else "—"
+
+
 INGEST_COLUMNS = ["windows", "input GB", "store GB", "wall s", "windows/s", "wall ms/window",
                   "CPU s", "CPU ms/window", "client MiB", "worker MiB", "load average"]  # fmt: skip
 
@@ -197,9 +208,9 @@ def ingest_section(options: ScaleOptions, size: Sizes) -> Section:
         f"Wall time fitted through the two sizes: {fixed:.1f} s fixed + {1e3 * per_window:.3f} "
         f"ms per window, extrapolated (3 × 3000 samples; 3 × 6000 doubles the per-window "
         f"cost): {extrapolated}. Work: {1e3 * cpu_per_window:.3f} CPU ms per window (all "
-        f"processes), i.e. {2 / cpu_per_window:,.0f} windows/s on two otherwise idle cores; the "
-        f"floor (read + encode alone) is {1e3 * floor:.3f} CPU ms per window, "
-        f"{2 / floor:,.0f} windows/s on two cores."
+        f"processes), i.e. {on_two_cores(cpu_per_window)} windows/s on two otherwise idle cores; "
+        f"the floor (read + encode alone) is {1e3 * floor:.3f} CPU ms per window, "
+        f"{on_two_cores(floor)} windows/s on two cores."
     )
     return section
 

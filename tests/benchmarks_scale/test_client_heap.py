@@ -14,7 +14,7 @@ import zarr
 from seisctf import conventions as cv
 
 BENCHMARKS = Path(__file__).parents[2] / "benchmarks"
-FILES, DAYS = 30, 5
+FILES, DAYS = 12, 2  # two stations (3 channels x 2 days each)
 
 
 def test_the_measured_run_gets_its_peak_and_its_tracebacks(tmp_path):

@@ -1,6 +1,7 @@
-"""benchmarks/scale_ctf.py's `--quick` section as `bench_scale.py` runs it: a row per size and
-convention, the command's scores equal to the eager numpy scorer's (the table's difference
-column, and the files both wrote, compared here independently), both conventions judged."""
+"""benchmarks/scale_ctf.py's section as `bench_scale.py --quick` runs it, on one bundle
+(TINY_SIZES_GB: every size runs the same commands): a row per size and convention, the
+command's scores equal to the eager numpy scorer's (the table's difference column, and the files
+both wrote, compared here independently), both conventions judged."""
 
 from __future__ import annotations
 
@@ -19,13 +20,13 @@ import scale_ctf  # noqa: E402
 from scale_report import ScaleOptions  # noqa: E402
 
 
-def test_quick_section_rows_and_scores(tmp_path):
+def test_tiny_section_rows_and_scores(tmp_path):
     options = ScaleOptions(quick=True, data=tmp_path / "data", workdir=tmp_path / "work")
     options.workdir.mkdir()
-    (section,) = scale_ctf.sections(options)
+    (section,) = scale_ctf.sections(options, scale_ctf.TINY_SIZES_GB)
 
     assert section.columns == scale_ctf.COLUMNS
-    sizes = [f"{size:g}" for size in scale_ctf.QUICK_SIZES_GB]
+    sizes = [f"{size:g}" for size in scale_ctf.TINY_SIZES_GB]
     expected = [(size, convention) for size in sizes for convention in scale_ctf.CONVENTIONS]
     assert [(row[0].split()[0], row[2]) for row in section.rows] == expected
     column = {name: index for index, name in enumerate(section.columns)}
@@ -43,18 +44,17 @@ def test_quick_section_rows_and_scores(tmp_path):
         # The bundle really holds the size the row names (truth + submission on disk).
         nominal, disk = row[0].replace("(", "").replace(")", "").split()
         assert 0.5 < float(disk) / float(nominal) <= 1.05
-    # No goal judged below 0.5 GB: the quick sizes are smaller.
+    # No goal judged below 0.5 GB: the tests' size is smaller.
     assert section.goals == []
     assert "--cluster" in section.notes[0] and "memory_limit" in section.notes[0]
 
     # Independently: the last command's JSON against numpy Frobenius norms of the bundle.
-    folder = options.data / "ctf" / f"random-{scale_ctf.rows_for(0.05)}x2048-float32"
+    rows = scale_ctf.rows_for(scale_ctf.TINY_SIZES_GB[-1])
+    folder = options.data / "ctf" / f"random-{rows}x2048-float32"
     truth = zarr.open_group(str(folder / "truth.zarr"), mode="r")
     submission = zarr.open_group(str(folder / "random.zarr"), mode="r")
     manifest = dict(truth.attrs)["ctf"]
-    result = json.loads(
-        (options.workdir / f"ctf-{scale_ctf.rows_for(0.05)}-paper.json").read_text()
-    )
+    result = json.loads((options.workdir / f"ctf-{rows}-paper.json").read_text())
     assert result["truth_sha256_verified"] is True and result["convention"] == "paper"
     index = 1
     for pair in manifest["pairs"]:

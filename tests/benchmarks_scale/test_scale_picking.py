@@ -1,23 +1,31 @@
-"""benchmarks/bench_scale.py --quick --only picking, run as a user runs it: every table has its
-rows; the ingested windows equal SeisBench's `get_waveforms`, the scores the per-trace reference
-scorer's, and the splits written into the catalogue store keep stations (station-disjoint) and
-events (source-clusters) in one split each, checked from the store with pandas."""
+"""benchmarks/bench_scale.py --quick --only picking, its driver called in this process at the
+section's tiniest size (scale_picking.TINY): every table has its rows; the ingested windows equal
+SeisBench's `get_waveforms`, the scores the per-trace reference scorer's, and the splits written
+into the catalogue store keep stations (station-disjoint) and events (source-clusters) in one
+split each, checked from the store with pandas."""
 
 from __future__ import annotations
 
 import json
 import logging
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 import xarray as xr
 
-SCRIPT = Path(__file__).parents[2] / "benchmarks" / "bench_scale.py"
-WINDOWS = (1_024, 2_048)  # scale_picking.sizes(quick)
-ROWS = 10_000
+BENCHMARKS = Path(__file__).parents[2] / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+
+import archive_seisbench  # noqa: E402
+import bench_scale  # noqa: E402
+import scale_picking  # noqa: E402
+
+SIZE = scale_picking.TINY
+WINDOWS = (SIZE.small_windows, SIZE.large_windows)
+ROWS = SIZE.rows
 
 
 def tables(markdown: str) -> dict[str, list[list[str]]]:
@@ -37,14 +45,26 @@ def number(cell: str) -> float:
     return float(cell.replace(",", ""))
 
 
-def test_quick_picking_section(tmp_path):
+def write_catalogue(folder: Path, windows: int) -> None:
+    """What `make_archive.py seisbench FOLDER --windows N --chunks 1` writes (its default rate
+    and seed), in this process: the section finds it made and reuses it, and SeisBench's import
+    is paid once, here, where the windows are compared."""
+    folder.mkdir(parents=True)
+    archive_seisbench.write_seisbench(
+        str(folder), "c000", 0, windows, scale_picking.SAMPLES, 100.0, 2026
+    )
+    (folder / "chunks").write_text("c000\n")
+
+
+def test_tiny_picking_section(tmp_path, monkeypatch: pytest.MonkeyPatch):
     work, data, markdown = tmp_path / "work", tmp_path / "data", tmp_path / "scale.md"
-    result = subprocess.run(
-        [sys.executable, str(SCRIPT), "--quick", "--only", "picking", "--workdir", str(work),
-         "--data", str(data), "--markdown", str(markdown)],
-        capture_output=True, text=True, timeout=1800,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr[-3000:]
+    logging.getLogger("seisbench").setLevel(logging.ERROR)
+    for windows in WINDOWS:
+        write_catalogue(data / f"seisbench-{windows}x{scale_picking.SAMPLES}", windows)
+    monkeypatch.setattr(scale_picking, "sizes", lambda options: SIZE)
+    argv = ["--quick", "--only", "picking", "--workdir", str(work), "--data", str(data),
+            "--markdown", str(markdown)]  # fmt: skip
+    assert bench_scale.main(argv) == 0
     found = tables(markdown.read_text())
     assert set(found) == {"ingest seisbench", "random batches of 256 windows (open_event_windows, "
                           "TensorStore), interleaved", "split", "score picks"}  # fmt: skip
@@ -56,7 +76,10 @@ def test_quick_picking_section(tmp_path):
         assert (
             number(row[3]) > 0 and number(row[4]) > 0 and number(row[2]) > 0 and number(row[6]) > 0
         )
-    check_windows_equal_seisbench(data / "seisbench-2048x3000", work / "picking-2048.zarr")
+    check_windows_equal_seisbench(
+        data / f"seisbench-{WINDOWS[1]}x{scale_picking.SAMPLES}",
+        work / f"picking-{WINDOWS[1]}.zarr",
+    )
 
     batches = found["random batches of 256 windows (open_event_windows, TensorStore), interleaved"]
     assert [number(row[0]) for row in batches] == list(WINDOWS)
@@ -77,7 +100,6 @@ def test_quick_picking_section(tmp_path):
 
 
 def check_windows_equal_seisbench(folder: Path, store: Path) -> None:
-    logging.getLogger("seisbench").setLevel(logging.ERROR)
     import seisbench.data as sbd
 
     dataset = sbd.WaveformDataset(folder, component_order="ZNE", dimension_order="NCW", cache=None)
