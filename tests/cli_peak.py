@@ -4,9 +4,11 @@ most, imports included."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
+from collections.abc import Mapping
 
 PEAK_PROBE = (
     "import re, sys\n"
@@ -18,8 +20,13 @@ PEAK_PROBE = (
 )
 
 
-def peak_mib(argv: list[str]) -> float:
-    """The command's peak RSS (MiB); it must exit 0."""
-    run = subprocess.run([sys.executable, "-c", PEAK_PROBE, *argv], capture_output=True, text=True)
+def peak_mib(argv: list[str], environment: Mapping[str, str] | None = None) -> float:
+    """The command's peak RSS (MiB), with `environment` over this process's; it must exit 0."""
+    run = subprocess.run(
+        [sys.executable, "-c", PEAK_PROBE, *argv],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(environment or {})},
+    )
     assert run.returncode == 0, run.stderr
     return int(re.search(r"peak_kib (\d+)", run.stdout).group(1)) / 1024

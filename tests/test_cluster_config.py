@@ -330,10 +330,11 @@ def test_choice_of_cluster_follows_the_precedence(tmp_path, monkeypatch):
     }
 
 
-def test_build_runs_on_the_recipes_cluster_and_refuses_a_bad_section(tmp_path):
+def test_build_runs_on_the_recipes_cluster_and_refuses_a_bad_section(tmp_path, capsys):
     """`seisctf build` starts the cluster of the recipe's `cluster:` (its `dask:` line names the
     recipe's line) and writes what the embedded cluster writes; an unknown option in the section
-    is exit 3 naming its line, nothing written."""
+    is exit 3 naming its line, nothing written (refused before any cluster starts: run in this
+    process, as the bad cluster files are)."""
     body = "source:\n  synthetic_global: {sensors: 16, duration_s: 60, seed: 3}\n"
     cluster = "cluster:\n  class: distributed.LocalCluster\n  options: {n_workers: 1}\n"
     for name, text in (("plain", body), ("clustered", body + cluster)):
@@ -362,9 +363,11 @@ def test_build_runs_on_the_recipes_cluster_and_refuses_a_bad_section(tmp_path):
         f"recipe: 1\n{body}{cluster.replace('n_workers: 1', no_workerz)}"
         "outputs:\n  store: {url: bad.zarr}\n"
     )
-    run = seisctf("build", str(bad), "--workdir", str(tmp_path))
-    assert run.returncode == 3
-    assert run.stderr == (
+    capsys.readouterr()
+    code = main(["build", str(bad), "--workdir", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 3, err
+    assert err == (
         f"seisctf: invalid input: {bad}:6: options.n_workerz: not an option of "
         "distributed.LocalCluster (did you mean n_workers?)\n"
     )

@@ -3,10 +3,13 @@ UH4 (2010-05-27, 50 Hz, 230 s) and copies of them later, ingested in blocks of 1
 gap check equals a plain numpy computation over every slot of the whole record; the same copies
 spread over a record 480 times as long (250,000 blocks a station, 10^6 chunks) send no larger
 graph (before: one graph over every chunk) and the command's peak memory stays that of the
-shorter record."""
+shorter record. One run of the command per record gives all three: in a process of its own, on
+its embedded cluster, whose scheduler (in that process) writes the size of each graph it
+receives."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -16,11 +19,9 @@ import zarr
 from cli_peak import peak_mib
 from conftest import SHORT_LAYOUT_YAML
 from graph_sizes import SIZES_FILE_ENV, read_sizes
-from servers import start_dask_cluster, stop_dask_cluster
 
 from seisctf import conventions as cv
 from seisctf import storage
-from seisctf.cli import main
 from seisctf.formats.obspy_archive.waveforms import ingest_waveforms
 from seisctf.location import StoreLocation
 
@@ -77,33 +78,26 @@ def ingested(root: Path, spacing: int) -> str:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    """A scheduler that writes the size of each graph it receives to `sizes`, and one worker."""
-    sizes = tmp_path_factory.mktemp("graph-sizes") / "sizes.txt"
-    environment = {"PYTHONPATH": str(TESTS), SIZES_FILE_ENV: str(sizes)}
-    started = start_dask_cluster(
-        n_workers=1, environment=environment, scheduler_options=["--preload", "graph_sizes"]
-    )
-    yield started, sizes
-    stop_dask_cluster(started)
-
-
-@pytest.fixture(scope="module")
-def bundles(tmp_path_factory, cluster):
-    """The record and the longer one, each ingested and made a bundle by the command line: per
-    record, its store, truth bundle and the sizes of the graphs the command sent."""
+def bundles(tmp_path_factory):
+    """The record and the longer one, each ingested and made a bundle by the command line (its
+    embedded cluster's scheduler loading `graph_sizes`): per record, its store, truth bundle,
+    the sizes of the graphs the command sent and its peak RSS (MiB)."""
     root = tmp_path_factory.mktemp("tasks-long-record")
     layout = root / "short.yaml"
     layout.write_text(SHORT_LAYOUT_YAML)
-    started, sizes = cluster
     result = {}
     for name, spacing in (("long", 1), ("longer", LONGER)):
         store = ingested(root / name, spacing)
-        sizes.write_text("")
+        sizes = root / name / "graph-sizes.txt"
+        environment = {
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS), os.getenv("PYTHONPATH")])),
+            "DASK_DISTRIBUTED__SCHEDULER__PRELOAD": '["graph_sizes"]',
+            SIZES_FILE_ENV: str(sizes),
+        }
+        peak = peak_mib(tasks_argv(store, root / name, layout), environment)
         truth = root / name / "truth.zarr"
-        assert main([*tasks_argv(store, root / name, layout), "--scheduler", started.address]) == 0
-        result[name] = {"store": store, "truth": truth, "graphs": read_sizes(sizes)}
-    return {"root": root, "layout": layout, "scheduler": started.address, **result}
+        result[name] = {"store": store, "truth": truth, "graphs": read_sizes(sizes), "peak": peak}
+    return result
 
 
 def tasks_argv(store: str, folder: Path, layout: Path) -> list[str]:
@@ -157,7 +151,8 @@ def test_graphs_do_not_grow_with_the_record(bundles):
     long, longer = bundles["long"], bundles["longer"]
     assert zarr.open_group(longer["store"])[cv.WAVEFORM_VAR].nchunks > 990_000
     # The gap check's waves may cut the copies differently; none is larger than the shorter
-    # record's largest.
+    # record's largest. (Both schedulers loaded `graph_sizes`: each command's graphs are there.)
+    assert long["graphs"] and longer["graphs"]
     assert max(longer["graphs"]) <= max(long["graphs"]), (longer["graphs"], long["graphs"])
     # The same segments, cut from the last copy, (LONGER − 1) × 8 periods later.
     first, second = (
@@ -174,9 +169,5 @@ def test_peak_memory_does_not_grow_with_the_record(bundles):
     channel built a task per chunk of the store, and optimising a graph that reduces a selection
     (the gap check's, the segments' filters and offsets) listed every chunk's key, each about
     300 MiB more at 10^6 chunks; now 34 MiB more (the gap check's waves and coverage reads)."""
-    root, layout = bundles["root"], bundles["layout"]
-    peaks = {
-        name: peak_mib(tasks_argv(bundles[name]["store"], root / f"{name}-peak", layout))
-        for name in ("long", "longer")
-    }
+    peaks = {name: bundles[name]["peak"] for name in ("long", "longer")}
     assert peaks["longer"] - peaks["long"] < 64, peaks
