@@ -86,7 +86,9 @@ def _angles_when_read() -> Iterator[None]:
     """Within, the arrivals obspy.taup makes compute their take-off and incident angles when
     first read (the same calls, so the same values), not when made. Refining one arrival makes
     about four (the bracketing rays, each shot ray), whose angles are never read: computing them
-    was ~70 % of a table's time (0.17-0.31 s a depth, 0.06-0.11 s without them; 2026-12-07)."""
+    was ~70 % of a table's time (0.17-0.31 s a depth, 0.06-0.11 s without them; 2026-12-07).
+    The swap is process-wide while a table is made: an arrival another thread's TauP call makes
+    then is of this class (the same values; a local class, so it does not pickle)."""
     from obspy.taup import seismic_phase
     from obspy.taup.helper_classes import Arrival
 
