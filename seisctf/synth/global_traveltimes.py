@@ -81,6 +81,29 @@ def _first(arrivals, names):
 _UNREAD: Any = object()
 
 
+class _AngleWhenRead:
+    """An arrival's angle (degrees), computed by its phase's `method` from its ray parameter
+    when first read, then kept; a value set is kept as it is."""
+
+    def __init__(self, method: str) -> None:
+        self.method = method
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.stored = f"_{name}"
+
+    def __get__(self, arrival: Any, owner: type | None = None) -> Any:
+        if arrival is None:
+            return self
+        value = arrival.__dict__.get(self.stored, _UNREAD)
+        if value is _UNREAD:
+            value = getattr(arrival.phase, self.method)(arrival.ray_param)
+            arrival.__dict__[self.stored] = value
+        return value
+
+    def __set__(self, arrival: Any, value: Any) -> None:
+        arrival.__dict__[self.stored] = value
+
+
 @contextmanager
 def _angles_when_read() -> Iterator[None]:
     """Within, the arrivals obspy.taup makes compute their take-off and incident angles when
@@ -93,31 +116,11 @@ def _angles_when_read() -> Iterator[None]:
     from obspy.taup.helper_classes import Arrival
 
     class ArrivalAnglesWhenRead(Arrival):
-        _takeoff_angle: Any
-        _incident_angle: Any
+        takeoff_angle = _AngleWhenRead("calc_takeoff_angle")
+        incident_angle = _AngleWhenRead("calc_incident_angle")
 
         def __init__(self, *fields: Any) -> None:  # obspy makes them with positional fields
             super().__init__(*fields, takeoff_angle=_UNREAD, incident_angle=_UNREAD)
-
-        @property
-        def takeoff_angle(self) -> Any:
-            if self._takeoff_angle is _UNREAD:
-                self._takeoff_angle = self.phase.calc_takeoff_angle(self.ray_param)
-            return self._takeoff_angle
-
-        @takeoff_angle.setter
-        def takeoff_angle(self, value: Any) -> None:
-            self._takeoff_angle = value
-
-        @property
-        def incident_angle(self) -> Any:
-            if self._incident_angle is _UNREAD:
-                self._incident_angle = self.phase.calc_incident_angle(self.ray_param)
-            return self._incident_angle
-
-        @incident_angle.setter
-        def incident_angle(self, value: Any) -> None:
-            self._incident_angle = value
 
     made_by_obspy = seismic_phase.Arrival
     seismic_phase.Arrival = ArrivalAnglesWhenRead
@@ -162,8 +165,8 @@ def travel_time_table(depth_km: float) -> TravelTimeTable:
 
 
 def _table(model, depth_km: float) -> TravelTimeTable:
-    body = _arrivals_at(model, float(depth_km), ["p", "P", "s", "S"])
-    core = _arrivals_at(model, float(depth_km), [*CORE_PHASES, "P"])
+    body = _arrivals_at(model, depth_km, ["p", "P", "s", "S"])
+    core = _arrivals_at(model, depth_km, [*CORE_PHASES, "P"])
     distance_deg = np.arange(0.0, BODY_MAX_DEG + BODY_STEP_DEG / 2, BODY_STEP_DEG)
     columns = {name: np.full(distance_deg.shape, np.nan) for name in range(6)}
     for i, distance in enumerate(distance_deg):
@@ -181,4 +184,4 @@ def _table(model, depth_km: float) -> TravelTimeTable:
     arrays = [distance_deg, *columns.values(), core_deg, core_time_s]
     for array in arrays:
         array.flags.writeable = False
-    return TravelTimeTable(float(depth_km), *arrays)
+    return TravelTimeTable(depth_km, *arrays)
