@@ -4,22 +4,25 @@ cluster the partitions stay on the workers and the client holds their summaries 
 
 from __future__ import annotations
 
-import heapq
 import pickle
 
 import pytest
+import zarr
 from distributed import Future
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_das_plan import STEP, _patch, _scans
 
+from seisctf import conventions as cv
 from seisctf.cluster import dask_client, kept
 from seisctf.errors import InvalidInput
-from seisctf.formats.das import das_parts
+from seisctf.formats.das import das_parts, das_spans
 from seisctf.formats.das.das_parts import make_das_plan, plan_parts, wave_runs
-from seisctf.formats.das.das_plan import gaps_and_overlaps, span_rows
+from seisctf.formats.das.das_plan import gaps_and_overlaps, reach, reaches_before, span_rows
 from seisctf.formats.das.das_runs import PieceIndex, RunLayout
+from seisctf.formats.shared.ordered_parts import ordered
 from seisctf.formats.shared.partition_tasks import in_process, on_cluster
+from seisctf.location import StoreLocation
 
 # Per file: (first grid sample, samples, which axis: 0 the usual, 1 another step, 2 fewer
 # channels). Most files share the axis, so that it wins whatever the split.
@@ -63,8 +66,15 @@ def test_any_split_plans_as_the_whole(layout, cuts, block_samples):
     )  # fmt: skip
     merged = list(das_parts.in_painting_order(parted.parts))
     assert merged == list(whole.placed)
-    rows = [list(span_rows(part.placed)) for part in parted.parts]  # as `record_spans` merges
-    assert gaps_and_overlaps(heapq.merge(*rows)) == whole.gaps_and_overlaps()
+    # The gaps and overlaps as `record_spans` finds them: by groups of partitions in time order,
+    # each from what the groups before it reach.
+    groups = ordered([list(span_rows(part.placed)) for part in parted.parts], in_process)
+    found = [
+        gaps_and_overlaps(group, before)
+        for group, before in zip(groups, reaches_before(map(reach, groups)), strict=True)
+    ]
+    assert tuple([span for spans in found for span in spans[kind]] for kind in (0, 1)) == (
+        whole.gaps_and_overlaps())  # fmt: skip
     # The runs: the same blocks, and in each the pieces the whole plan paints, in its order.
     layout_whole = RunLayout.of_patches(whole)
     runs = parted.layout()
@@ -121,3 +131,36 @@ def test_the_client_holds_summaries_not_patches(dask_cluster):
     few, _ = _summaries_bytes(40, dask_cluster.address)
     many, _ = _summaries_bytes(400, dask_cluster.address)
     assert many - few < 200, (few, many)
+
+
+def test_spans_found_and_written_by_groups_are_the_whole_ones(dask_cluster, tmp_path, monkeypatch):
+    """`record_spans` in this process and on a cluster, over four partitions of which two
+    interleave in time (one group, merged) and two lie apart (groups as they are kept): the
+    root attrs and the groups it writes hold the gaps and overlaps of the whole plan."""
+    import dask
+
+    monkeypatch.setattr(cv, "ATTR_DAS_SPANS", 2)
+    layout = [(index * 120 + (index % 3) * 9, 100 + (index % 2) * 30, 0) for index in range(12)]
+    layout[4] = (150, 60, 0)  # inside the first partition's time: the first two partitions merge
+    scans = _files(layout)
+    whole = make_das_plan(scans, 64)
+    expected = das_spans.timed(*whole.gaps_and_overlaps(), whole.start_ns, whole.axis.step_ns)
+    assert all(len(expected[kind]) > 2 for kind in ("gaps", "overlaps"))
+    split = [scans[i : i + 3] for i in range(0, 12, 3)]
+    for name in ("here", "cluster"):
+        store = tmp_path / f"{name}.zarr"
+        zarr.open_group(str(store), mode="w")
+        if name == "here":
+            attrs = das_parts.record_spans(StoreLocation(store), plan_parts(split, in_process, 64),
+                                           in_process)  # fmt: skip
+        else:
+            with dask_client(dask_cluster.address, quiet=True):
+                parts = kept([dask.delayed(list)(part) for part in split])
+                each = on_cluster(quiet=True)
+                attrs = das_parts.record_spans(StoreLocation(store), plan_parts(parts, each, 64),
+                                               each)  # fmt: skip
+        assert attrs == das_spans.span_attrs(expected, 2)
+        group = zarr.open_group(str(store), mode="r+")
+        group.attrs.update(attrs)
+        for kind in ("gaps", "overlaps"):
+            assert das_spans.read_spans(group, kind) == expected[kind], (name, kind)

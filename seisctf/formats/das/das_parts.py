@@ -16,11 +16,13 @@ of the scan is the plan of the whole (`tests/formats/test_das_parts.py`):
    problem line for each other; `summary` of it: the grid's extent, the blocks it touches, the
    interrogators, the problems and any patch before the grid's start.
 
-Gaps and overlaps (`record_spans`), the fingerprint (`fingerprint_of_parts`), the inputs
-table (`write_table_of_parts`) and a wave's runs (`wave_runs`) each need what many partitions
-hold: one task where the partitions are (`partition_tasks.merged`) merges them (in painting
-order by `heapq.merge`: each partition is sorted), from what each keeps for it (its files'
-hashes, its patches' spans) where that is less than the partition, and returns what is small.
+The fingerprint (`fingerprint_of_parts`) and a wave's runs (`wave_runs`) each need what many
+partitions hold: one task where the partitions are (`partition_tasks.merged`) merges them (in
+painting order by `heapq.merge`: each partition is sorted), from what each keeps for it (its
+files' hashes, its patches' pieces) where that is less than the partition, and returns what is
+small. Gaps and overlaps (`record_spans`) are found and written group by group of partitions
+in time order (`ordered_parts`), and the inputs table (`write_table_of_parts`) partition by
+partition (`table_pieces`).
 """
 
 from __future__ import annotations
@@ -44,16 +46,20 @@ from seisctf.formats.das.das_plan import (
     DasPatch,
     DasPlan,
     PlacedPatch,
+    Reach,
     chunk_rows,
     gaps_and_overlaps,
     painting_order,
     place,
+    reach,
+    reaches_before,
     span_rows,
 )
 from seisctf.formats.das.das_runs import DasRun, PieceIndex, RunLayout, merged_spans
 from seisctf.formats.shared import table_pieces
 from seisctf.formats.shared.input_listing import SHOWN, nothing_readable
 from seisctf.formats.shared.input_manifest import InputStats
+from seisctf.formats.shared.ordered_parts import ordered
 from seisctf.formats.shared.partition_tasks import Each, in_process, merged
 from seisctf.formats.shared.problem_parts import LineCount, ProblemLines, first_lines, line_count
 from seisctf.formats.shared.resumable import fingerprint_of
@@ -354,20 +360,22 @@ def _span_rows(part: PlacedPart) -> list[tuple[int, str, int, int]]:
     return list(span_rows(part.placed))
 
 
-def _record_spans(store: StoreLocation, grid: tuple[int, int], limit: int, *rows: list) -> dict:
-    spans = das_spans.timed(*gaps_and_overlaps(heapq.merge(*rows)), *grid)
-    das_spans.write_spans(store, spans, limit)
-    return das_spans.span_attrs(spans, limit)
+def _timed_spans(grid: tuple[int, int], rows: Sequence[tuple], before: Reach) -> dict:
+    return das_spans.timed(*gaps_and_overlaps(rows, before), *grid)
 
 
 def record_spans(store: StoreLocation, parted: PartedPlan, each: Each) -> dict[str, Any]:
     """Write the groups of the gaps and overlaps the root attrs cannot hold (`das_spans`) and
-    return the root attrs of them: each partition's patch spans (`span_rows`, kept), merged in
-    painting order by one task."""
+    return the root attrs of them. Each partition's patch spans (`span_rows`, kept) are put in
+    time order by groups (`ordered_parts.ordered`: a partition apart from the others in time is
+    a group as it is); each group's spans are found where it is, from what the groups before it
+    reach (`reaches_before`), and written there."""
     grid = (parted.plan.start_ns, parted.plan.axis.step_ns)
     limit = cv.ATTR_DAS_SPANS  # the client's (read here, not where the task runs)
-    rows = each(_span_rows, parted.parts, keep=True)
-    return merged(functools.partial(_record_spans, store, grid, limit), rows)
+    groups = ordered(each(_span_rows, parted.parts, keep=True), each)
+    before = reaches_before(each(reach, groups))
+    spans = each(functools.partial(_timed_spans, grid), groups, before, keep=True)
+    return das_spans.write_span_parts(store, spans, each, limit)
 
 
 def das_fingerprint(hashes: Iterable[str], block_samples: int) -> str:

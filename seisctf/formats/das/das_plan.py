@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -235,11 +235,17 @@ def span_rows(placed: Iterable[PlacedPatch]) -> Iterator[tuple[int, str, int, in
     return ((p.first_index, p.patch.path, p.patch.index, p.stop_index) for p in placed)
 
 
-def gaps_and_overlaps(rows: Iterable[tuple[int, str, int, int]]) -> tuple[list[dict], list[dict]]:
+Reach = tuple[int, str | None]  # (grid samples covered up to, the path that covered them last)
+
+
+def gaps_and_overlaps(
+    rows: Iterable[tuple[int, str, int, int]], before: Reach = (0, None)
+) -> tuple[list[dict], list[dict]]:
     """Grid spans between patches (`span_rows`, in painting order) without data (gaps) and
-    spans covered twice (overlaps; the later-starting patch wins), in time order."""
+    spans covered twice (overlaps; the later-starting patch wins), in time order. `before`:
+    the `reach` of the rows before these (none: (0, None))."""
     gaps, overlaps = [], []
-    covered, last = 0, None
+    covered, last = before
     for first_index, path, _, stop_index in rows:
         if last is not None and first_index > covered:
             gaps.append(
@@ -263,6 +269,29 @@ def gaps_and_overlaps(rows: Iterable[tuple[int, str, int, int]]) -> tuple[list[d
         if stop_index >= covered:
             covered, last = stop_index, path
     return gaps, overlaps
+
+
+def reach(rows: Sequence[tuple[int, str, int, int]]) -> Reach | None:
+    """What `gaps_and_overlaps` carries past `rows` (in painting order) when it reaches further
+    than what came before them: the largest stop and the last of its patches' paths; None
+    without rows."""
+    if not len(rows):
+        return None
+    stop = max(row[3] for row in rows)
+    return stop, next(row[1] for row in reversed(rows) if row[3] == stop)
+
+
+def reaches_before(reaches: Iterable[Reach | None]) -> list[Reach]:
+    """What `gaps_and_overlaps` carries into each of consecutive groups of rows, from each
+    group's `reach`: as if the rows of all of them were one sequence (the later of two equal
+    reaches wins, as the later patch does)."""
+    before: list[Reach] = []
+    carried: Reach = (0, None)
+    for found in reaches:
+        before.append(carried)
+        if found is not None and found[0] >= carried[0]:
+            carried = found
+    return before
 
 
 # --- the plan ---------------------------------------------------------------------------------

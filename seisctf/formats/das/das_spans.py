@@ -8,19 +8,27 @@ columns along the dimension `gap` or `overlap` (`first_sample`, `samples` (grid 
 `later`, `kept`), in time order. A real recording cut in files of a minute with jitter between
 them has a gap or an overlap at every file boundary: the root `zarr.json`, read on every open,
 keeps its size whatever the file count. `read_spans` reads any store's.
+
+The spans are found and written by tasks, group by group of the patches in time order
+(`das_parts.record_spans`): `write_span_parts` writes each group's spans into the chunks they
+span where the group is kept (`table_pieces`), so no task holds every span.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from seisctf import conventions as cv
+from seisctf.cluster import compute
 from seisctf.formats.das.das_plan import NS_PER_S
-from seisctf.formats.shared.input_manifest import TEXT, write_column
+from seisctf.formats.shared.input_manifest import TEXT
+from seisctf.formats.shared.partition_tasks import Each
 from seisctf.formats.shared.resumable import iso_time, open_store
+from seisctf.formats.shared.table_pieces import Piece, write_pieces
 from seisctf.location import StoreLocation
 
 # Per kind (its root attr and group): the dimension, the count attr and the columns beside
@@ -45,26 +53,63 @@ def span_attrs(spans: Mapping[str, Sequence[dict]], limit: int | None = None) ->
     return attrs
 
 
-def write_spans(
-    store: StoreLocation, spans: Mapping[str, Sequence[dict]], limit: int | None = None
-) -> None:
-    """The group of each kind of `spans` that the root attrs (`span_attrs`, of the same
-    `limit`) cannot hold whole, replacing any; none (an older one deleted) for a kind they can.
-    Before the store is marked complete (its consolidated metadata then lists the groups): by
-    the task that finds the spans (`das_parts.record_spans`)."""
+def write_span_parts(
+    store: StoreLocation, parts: Sequence[Any], each: Each, limit: int | None = None
+) -> dict[str, Any]:
+    """Write the group of each kind of the spans of `parts` (`timed` of consecutive groups of
+    patches, in time order; an `Each`'s kept results) that the root attrs (`span_attrs`, of the
+    same `limit`) cannot hold whole, replacing any, each part's spans into the chunks they
+    span where the part is; none (an older one deleted) for a kind they can. Returns the root
+    attrs (`span_attrs` of every span). Before the store is marked complete (its consolidated
+    metadata then lists the groups)."""
+    import dask
+
     limit = cv.ATTR_DAS_SPANS if limit is None else limit
-    over = {kind: list(found) for kind, found in spans.items() if len(found) > limit}
+    counts = each(_counts, parts)
+    attrs: dict[str, Any] = {}
+    for kind, (_, count, _) in SPAN_KINDS.items():
+        numbers = [found[kind] for found in counts]
+        if sum(numbers) > limit:
+            pieces = each(functools.partial(_piece, kind), parts, keep=True)
+            write_pieces(store, kind, pieces, each, {}, marked=False)
+        else:
+            compute(dask.delayed(_drop_group)(store, kind), quiet=True)
+        covering, held = [], 0  # the first parts holding the first `limit` spans
+        for part, number in zip(parts, numbers, strict=True):
+            if held >= limit:
+                break
+            if number:
+                covering.append(part)
+                held += number
+        attrs[kind] = compute(dask.delayed(_head)(kind, limit, *covering), quiet=True)[0]
+        if sum(numbers) > limit:
+            attrs[count] = sum(numbers)
+    return attrs
+
+
+def _counts(spans: Mapping[str, Sequence[dict]]) -> dict[str, int]:
+    return {kind: len(found) for kind, found in spans.items()}
+
+
+def _piece(kind: str, spans: Mapping[str, Sequence[dict]]) -> Piece:
+    """A part's spans of `kind` as rows of its group's columns."""
+    dim, _, texts = SPAN_KINDS[kind]
+    found = spans[kind]
+    columns = {name: (dim, np.array([s[name] for s in found], dtype=dtype))
+               for name, dtype in SPAN_NUMBERS.items()}  # fmt: skip
+    for name in texts:
+        columns[name] = (dim, np.asarray([s[name] for s in found], dtype=TEXT))
+    return Piece(columns)
+
+
+def _drop_group(store: StoreLocation, kind: str) -> None:
     group = open_store(store, mode="r+")
-    for kind, (dim, _, texts) in SPAN_KINDS.items():
-        if kind in group:
-            del group[kind]
-        if kind not in over:
-            continue
-        table = group.create_group(kind)
-        for name, dtype in SPAN_NUMBERS.items():
-            write_column(table, name, dim, np.array([s[name] for s in over[kind]], dtype=dtype))
-        for name in texts:
-            write_column(table, name, dim, np.asarray([s[name] for s in over[kind]], dtype=TEXT))
+    if kind in group:
+        del group[kind]
+
+
+def _head(kind: str, limit: int, *parts: Mapping[str, Sequence[dict]]) -> list[dict]:
+    return [span for part in parts for span in part[kind]][:limit]
 
 
 def timed(

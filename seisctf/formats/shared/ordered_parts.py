@@ -1,0 +1,63 @@
+"""Rows kept in partitions, each partition's rows sorted, put in one global order without one
+task holding them all where the partitions' key ranges lie apart.
+
+Each partition reports the first and last of its rows (`span_of`). Partitions whose ranges
+overlap are merged by one task (`heapq.merge`); a partition that overlaps none stays where it
+is. The groups (`overlap_groups`), in the order of their first rows, are the rows in global
+order: a group's rows all sort before the next group's. A DAS recording cut in files named by
+time gives partitions in time order, each a group of its own, so no task holds more than a
+partition; partitions interleaved in time are merged (at worst, every one: the one task there
+was before). Rows compare as they are (tuples: their first items first) and no two rows of
+different partitions are equal (each names its own file).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+from typing import Any
+
+from seisctf.formats.shared.partition_tasks import Each
+
+
+def span_of(rows: Sequence[Any]) -> tuple[Any, Any] | None:
+    """(first row, last row) of a partition's sorted `rows`; None without any."""
+    return (rows[0], rows[-1]) if len(rows) else None
+
+
+def overlap_groups(spans: Sequence[tuple[Any, Any] | None]) -> list[list[int]]:
+    """The partitions (indices into `spans`, each `span_of` a partition) grouped so that each
+    group's rows all sort before the next group's: partitions whose [first, last] ranges
+    overlap, directly or through others, share a group; empty ones are in none. Groups in
+    order, each group's partitions in their own order."""
+    order = sorted((span[0], index) for index, span in enumerate(spans) if span is not None)
+    groups: list[list[int]] = []
+    reach = None  # the last row of the current group
+    for first, index in order:
+        last = spans[index][1]  # type: ignore[index]
+        if groups and first < reach:
+            groups[-1].append(index)
+            reach = max(reach, last)
+        else:
+            groups.append([index])
+            reach = last
+    return [sorted(group) for group in groups]
+
+
+def merged_rows(*parts: Sequence[Any]) -> list[Any]:
+    """The rows of `parts` (each sorted) in one sorted list."""
+    return list(heapq.merge(*parts))
+
+
+def ordered(parts: Sequence[Any], each: Each) -> list[Any]:
+    """The rows of `parts` (an `Each`'s kept results: sorted rows of each partition) as groups
+    in global order (`overlap_groups`): a partition that overlaps no other, as it is kept; the
+    others merged by a task of each group, kept where it ran."""
+    groups = overlap_groups(each(span_of, parts))
+    merging = [group for group in groups if len(group) > 1]
+    merges = iter(each(_merged_group, [[parts[i] for i in g] for g in merging], keep=True))
+    return [parts[group[0]] if len(group) == 1 else next(merges) for group in groups]
+
+
+def _merged_group(parts: Sequence[Sequence[Any]]) -> list[Any]:
+    return merged_rows(*parts)
