@@ -1,6 +1,6 @@
 """Partitions of sorted rows put in one global order by groups (`ordered_parts`): the groups in
-order are every row sorted, whatever the split; a partition apart from the others stays as it
-is kept (no task merges it); and the gaps and overlaps of DAS patches found group by group,
+order are every row sorted (a row two partitions hold, once), whatever the split; a partition
+apart from the others stays as it is kept (no task merges it); and the gaps and overlaps of DAS patches found group by group,
 each from what the groups before it reach, are those of all the patches in one sequence."""
 
 from __future__ import annotations
@@ -43,9 +43,24 @@ def test_groups_in_order_are_every_row_sorted(rows, n_parts, seed):
             assert any(group is parts[index] for group in groups)
 
 
+@settings(max_examples=200, deadline=None)
+@given(rows=ROWS, n_parts=st.integers(2, 6), seed=st.integers(0, 2**16))
+def test_a_row_in_several_partitions_comes_once(rows, n_parts, seed):
+    """Each row dealt to one partition and, at random, to another too (as a problem line two
+    partitions found): every row once, sorted."""
+    chooser = random.Random(seed + 1)
+    parts = [set(part) for part in _split(rows, n_parts, seed)]
+    for row in rows:
+        if chooser.random() < 0.3:
+            parts[chooser.randrange(n_parts)].add(row)
+    groups = ordered([sorted(part) for part in parts], in_process)
+    assert [row for group in groups for row in group] == sorted(rows)
+
+
 def test_overlapping_ranges_share_a_group_through_others():
     spans = [(0, 5), (20, 30), None, (4, 10), (9, 12), (31, 40)]
     assert overlap_groups(spans) == [[0, 3, 4], [1], [5]]
+    assert overlap_groups([(0, 5), (5, 9), (10, 12)]) == [[0, 1], [2]]  # touching: one group
     assert overlap_groups([None, None]) == []
 
 

@@ -20,10 +20,23 @@ from dask.callbacks import Callback
 from test_waveforms import write_synthetic_archive
 
 from seisctf import conventions as cv
+from seisctf.cluster import dask_client, kept
 from seisctf.errors import InvalidInput
 from seisctf.formats.obspy_archive.waveforms import ingest_waveforms
-from seisctf.formats.shared import input_manifest, partition_tasks, resumable
-from seisctf.formats.shared.problem_lines import read_problems
+from seisctf.formats.shared import (
+    input_manifest,
+    partition_tasks,
+    problem_parts,
+    resumable,
+    table_pieces,
+)
+from seisctf.formats.shared.partition_tasks import in_process
+from seisctf.formats.shared.problem_lines import (
+    problem_attrs,
+    read_problems,
+    write_sorted_problems,
+)
+from seisctf.formats.shared.problem_parts import ProblemLines
 from seisctf.location import StoreLocation
 
 N_BAD = cv.ATTR_PROBLEM_LINES + 40
@@ -197,3 +210,37 @@ def _problem_rows(store, name: str, first: int, *cuts: dict) -> int | None:
         if name == cv.PROBLEMS_GROUP
         else None
     )
+
+
+@pytest.mark.parametrize("where", ["here", "cluster"])
+def test_sorted_lines_are_written_by_groups_as_one_sorted_set(tmp_path, monkeypatch,
+                                                              dask_cluster, where):  # fmt: skip
+    """`ingest das`'s order (`write_sorted_problems`): partitions' lines (unsorted, some
+    interleaving, one repeated in two of them), the decode problems and, for an append, the
+    store's own lines (read a chunk a task) are written once each, sorted, as one sorted set of
+    them all would be, in this process and on a cluster."""
+    monkeypatch.setattr(cv, "ATTR_PROBLEM_LINES", 3)
+    monkeypatch.setattr(table_pieces, "ROWS_PER_CHUNK", 4)
+    store = StoreLocation(tmp_path / "store.zarr")
+    group = zarr.open_group(store.url, mode="w")
+    old = [f"old{index:02d}: unreadable" for index in range(9)] + ["b07: unreadable"]
+    group.attrs.update(write_sorted_problems(store, old[::-1], [], False, in_process))
+    assert read_problems(group) == sorted(old) and group["problems"]["line"].chunks == (4,)
+    parts = [("a03: gap", "a01: gap"), ("a02: overlap", "b07: unreadable", "a03: gap"),
+             ("c01: overlap",), ()]  # fmt: skip
+    # The decode problems repeat a partition's line; the first chunk of the store's own lines
+    # starts with the line the second partition ends with (ranges that touch: one group).
+    more = ["a02: overlap"]
+    expected = sorted({*old, *(line for part in parts for line in part), *more})
+    counts = [problem_parts.line_count(part) for part in parts]
+    if where == "here":
+        attrs = write_sorted_problems(store, ProblemLines.kept(parts, counts), more, True,
+                                      in_process)  # fmt: skip
+    else:
+        with dask_client(dask_cluster.address, quiet=True):
+            handles = kept([dask.delayed(tuple)(part) for part in parts], quiet=True)
+            attrs = write_sorted_problems(store, ProblemLines.kept(handles, counts), more, True,
+                                          partition_tasks.on_cluster(quiet=True))  # fmt: skip
+    assert attrs == problem_attrs(expected, 3) | {cv.ATTR_PROBLEM_COUNT: len(expected)}
+    group.attrs.update(attrs)
+    assert read_problems(group) == expected

@@ -362,8 +362,9 @@ def _write(
     """Run the runs of `layout` (of the plan `parted`) `progress` has no record of (each on
     the host keeping its files: `das_runs.run_task`; a wave's runs made when it comes, where
     the partitions are: `das_parts.wave_runs`), then coverage, attrs, an append's inputs table
-    and the completion marker. The problem lines are joined by a task (with an append's
-    store's own), sorted and written there (`problem_lines.write_sorted_problems`)."""
+    and the completion marker. The problem lines are sorted where they are kept (with an
+    append's store's own, read a chunk a task) and written group by group
+    (`problem_lines.write_sorted_problems`)."""
     import dask
 
     plan = parted.plan
@@ -397,7 +398,7 @@ def _write(
     fail_if_strict(strict, sorted(decode_problems))
     spans = record_spans(store, parted, each)  # the groups of those the attrs cannot hold, written
     problems = write_sorted_problems(
-        store, plan.problems, sorted(decode_problems), carry=appended is not None
+        store, plan.problems, sorted(decode_problems), appended is not None, each
     )
     attrs = store_attrs(plan, parted.interrogator, problems, spans, fingerprint)
     if appended is not None:  # beside the old table, named with the completion marker

@@ -1,14 +1,14 @@
-"""Rows kept in partitions, each partition's rows sorted, put in one global order without one
-task holding them all where the partitions' key ranges lie apart.
+"""Rows kept in partitions, each partition's rows sorted and unique, put in one global order
+(equal rows once) without one task holding them all where the partitions' ranges lie apart.
 
 Each partition reports the first and last of its rows (`span_of`). Partitions whose ranges
-overlap are merged by one task (`heapq.merge`); a partition that overlaps none stays where it
-is. The groups (`overlap_groups`), in the order of their first rows, are the rows in global
-order: a group's rows all sort before the next group's. A DAS recording cut in files named by
-time gives partitions in time order, each a group of its own, so no task holds more than a
-partition; partitions interleaved in time are merged (at worst, every one: the one task there
-was before). Rows compare as they are (tuples: their first items first) and no two rows of
-different partitions are equal (each names its own file).
+overlap or touch are merged by one task (`heapq.merge`, equal rows once); a partition apart
+from every other stays where it is. The groups (`overlap_groups`), in the order of their first
+rows, are the rows in global order: a group's rows all sort before the next group's. A DAS
+recording cut in files named by time gives partitions in time order, each a group of its own,
+so no task holds more than a partition; partitions interleaved in time are merged (at worst,
+every one: the one task there was before). Rows compare as they are (tuples: their first
+items first; problem lines: as text).
 """
 
 from __future__ import annotations
@@ -28,14 +28,14 @@ def span_of(rows: Sequence[Any]) -> tuple[Any, Any] | None:
 def overlap_groups(spans: Sequence[tuple[Any, Any] | None]) -> list[list[int]]:
     """The partitions (indices into `spans`, each `span_of` a partition) grouped so that each
     group's rows all sort before the next group's: partitions whose [first, last] ranges
-    overlap, directly or through others, share a group; empty ones are in none. Groups in
-    order, each group's partitions in their own order."""
+    overlap or touch, directly or through others, share a group; empty ones are in none. Groups
+    in order, each group's partitions in their own order."""
     order = sorted((span[0], index) for index, span in enumerate(spans) if span is not None)
     groups: list[list[int]] = []
     reach = None  # the last row of the current group
     for first, index in order:
         last = spans[index][1]  # type: ignore[index]
-        if groups and first < reach:
+        if groups and first <= reach:
             groups[-1].append(index)
             reach = max(reach, last)
         else:
@@ -45,14 +45,23 @@ def overlap_groups(spans: Sequence[tuple[Any, Any] | None]) -> list[list[int]]:
 
 
 def merged_rows(*parts: Sequence[Any]) -> list[Any]:
-    """The rows of `parts` (each sorted) in one sorted list."""
-    return list(heapq.merge(*parts))
+    """The rows of `parts` (each sorted and unique) in one sorted list, equal rows once."""
+    rows: list[Any] = []
+    for row in heapq.merge(*parts):
+        if not rows or row != rows[-1]:
+            rows.append(row)
+    return rows
+
+
+def sorted_unique(rows: Sequence[Any]) -> list[Any]:
+    """`rows` sorted, equal rows once (a partition as `ordered` takes it)."""
+    return sorted(set(rows))
 
 
 def ordered(parts: Sequence[Any], each: Each) -> list[Any]:
-    """The rows of `parts` (an `Each`'s kept results: sorted rows of each partition) as groups
-    in global order (`overlap_groups`): a partition that overlaps no other, as it is kept; the
-    others merged by a task of each group, kept where it ran."""
+    """The rows of `parts` (an `Each`'s kept results: each partition's rows, sorted and unique)
+    as groups in global order (`overlap_groups`): a partition apart from the others, as it is
+    kept; the others merged by a task of each group, kept where it ran."""
     groups = overlap_groups(each(span_of, parts))
     merging = [group for group in groups if len(group) > 1]
     merges = iter(each(_merged_group, [[parts[i] for i in g] for g in merging], keep=True))

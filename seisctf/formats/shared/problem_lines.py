@@ -11,11 +11,12 @@ A resumable ingest's lines never come to the client whole, nor to one task
 (`write_ingest_problems`): the plan's lines stay with their partitions (`problem_parts`) and are
 cut into the group's chunks there (`table_pieces`); a task gathers the decode problems of the
 runs' records in the store's progress array (one more piece), and another the first lines the
-root attrs hold.
+root attrs hold. `ingest das`'s lines, sorted and unique, likewise (`write_sorted_problems`).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,6 +25,7 @@ import numpy as np
 from seisctf import conventions as cv
 from seisctf.cluster import compute, kept
 from seisctf.formats.shared.input_manifest import TEXT, write_column
+from seisctf.formats.shared.ordered_parts import ordered, sorted_unique
 from seisctf.formats.shared.partition_tasks import Each
 from seisctf.formats.shared.problem_parts import ProblemLines, joined
 from seisctf.formats.shared.resumable import open_store, unfinished_progress
@@ -129,28 +131,58 @@ def _head(limit: int, *parts: Sequence[str]) -> list[str]:
 
 
 def write_sorted_problems(
-    store: StoreLocation, found: ProblemLines | Sequence[str], more: Sequence[str], carry: bool
+    store: StoreLocation,
+    found: ProblemLines | Sequence[str],
+    more: Sequence[str],
+    carry: bool,
+    each: Each,
 ) -> dict[str, Any]:
     """`write_problems` of the sorted, unique lines of `found` (kept where they are, or here),
-    `more` and, with `carry`, the store's own (an append keeps them), by a task; the root attrs
-    of them (`problem_attrs`) come back, not the lines (`ingest das`'s order)."""
+    `more` and, with `carry`, the store's own (an append keeps them); the root attrs of them
+    (`problem_attrs`) come back, not the lines (`ingest das`'s order). Each part's lines are
+    sorted where it is kept, parts whose lines interleave are merged by a task of each group
+    (`ordered_parts`: a partition of its own files' lines is apart from the others), the
+    store's own are read a chunk a task, and each group is written into the chunks it spans
+    there: no task holds every line."""
     import dask
 
     lines = found if isinstance(found, ProblemLines) else ProblemLines.of(found)
     limit = cv.ATTR_PROBLEM_LINES  # the client's (read here, not where the task runs)
-    task = dask.delayed(_write_sorted)(store, lines.nonempty_parts(), list(more), carry, limit)
-    return dict(compute(task, quiet=True)[0])
-
-
-def _write_sorted(
-    store: StoreLocation, parts: list[Sequence[str]], more: list[str], carry: bool, limit: int
-) -> dict[str, Any]:
-    lines = {*joined(parts), *more}
+    parts = [*lines.nonempty_parts(), tuple(more)]
     if carry:
-        lines.update(read_problems(open_store(store)))
-    ordered = sorted(lines)
-    _write(store, ordered, limit)
-    return problem_attrs(ordered, limit)
+        ranges = compute(dask.delayed(_line_ranges)(store), quiet=True)[0]
+        parts += each(functools.partial(_store_lines, store), ranges, keep=True)
+    groups = ordered(each(sorted_unique, parts, keep=True), each)
+    counts = each(len, groups)
+    total = sum(counts)
+    if total <= limit:
+        compute(dask.delayed(_write)(store, [], limit), quiet=True)  # any old group goes
+    else:
+        write_pieces(store, cv.PROBLEMS_GROUP, each(_piece, groups, keep=True), each, {},
+                     marked=False)  # fmt: skip
+    heads = [dask.delayed(_first)(group, limit) for group in _covering(groups, counts, limit)]
+    head = compute(dask.delayed(_head)(limit, *heads), quiet=True)[0]
+    return problem_attrs(head, limit) | ({cv.ATTR_PROBLEM_COUNT: total} if total > limit else {})
+
+
+def _line_ranges(store: StoreLocation) -> list[tuple[int, int]]:
+    """[first, stop) of each chunk of the store's own problem lines (one range for those its
+    root attrs hold)."""
+    group = open_store(store)
+    if cv.ATTR_PROBLEM_COUNT not in group.attrs:
+        return [(0, len(group.attrs.get(cv.ATTR_PROBLEMS, [])))]
+    column = group[cv.PROBLEMS_GROUP][cv.PROBLEM_LINES]
+    rows, total = int(column.chunks[0]), int(column.shape[0])
+    return [(first, min(first + rows, total)) for first in range(0, total, rows)]
+
+
+def _store_lines(store: StoreLocation, bounds: tuple[int, int]) -> list[str]:
+    """The store's own problem lines `bounds` [first, stop) (`read_problems`' order)."""
+    first, stop = bounds
+    group = open_store(store)
+    if cv.ATTR_PROBLEM_COUNT not in group.attrs:
+        return list(group.attrs.get(cv.ATTR_PROBLEMS, []))[first:stop]
+    return [str(line) for line in group[cv.PROBLEMS_GROUP][cv.PROBLEM_LINES][first:stop]]
 
 
 def decode_problems(store: StoreLocation, fingerprint: str) -> list[str]:
