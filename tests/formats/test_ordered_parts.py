@@ -1,7 +1,8 @@
 """Partitions of sorted rows put in one global order by groups (`ordered_parts`): the groups in
 order are every row sorted (a row two partitions hold, once), whatever the split; a partition
-apart from the others stays as it is kept (no task merges it); and the gaps and overlaps of DAS patches found group by group,
-each from what the groups before it reach, are those of all the patches in one sequence."""
+apart from the others stays as it is kept (no task merges it); and the gaps and overlaps of DAS
+patches found group by group, each from what the groups before it reach, are those of all the
+patches in one sequence."""
 
 from __future__ import annotations
 
