@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from seisctf.formats.das.das_plan import gaps_and_overlaps, reach, reaches_before
-from seisctf.formats.shared.ordered_parts import ordered, overlap_groups, span_of
+from seisctf.formats.shared.ordered_parts import covering, ordered, overlap_groups, span_of
 from seisctf.formats.shared.partition_tasks import in_process
 
 ROWS = st.lists(st.tuples(st.integers(0, 60), st.text("abc", max_size=2)), unique=True,
@@ -63,6 +63,12 @@ def test_overlapping_ranges_share_a_group_through_others():
     assert overlap_groups(spans) == [[0, 3, 4], [1], [5]]
     assert overlap_groups([(0, 5), (5, 9), (10, 12)]) == [[0, 1], [2]]  # touching: one group
     assert overlap_groups([None, None]) == []
+
+
+def test_the_first_rows_need_only_the_parts_that_hold_them():
+    assert covering(["a", "b", "c", "d"], [0, 2, 0, 5], 3) == ["b", "d"]
+    assert covering(["a", "b", "c"], [4, 1, 1], 3) == ["a"]
+    assert covering(["a", "b"], [0, 0], 3) == []
 
 
 def test_a_later_equal_reach_carries_its_own_path():

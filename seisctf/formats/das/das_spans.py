@@ -26,6 +26,7 @@ from seisctf import conventions as cv
 from seisctf.cluster import compute
 from seisctf.formats.das.das_plan import NS_PER_S
 from seisctf.formats.shared.input_manifest import TEXT
+from seisctf.formats.shared.ordered_parts import covering
 from seisctf.formats.shared.partition_tasks import Each
 from seisctf.formats.shared.resumable import iso_time, open_store
 from seisctf.formats.shared.table_pieces import Piece, write_pieces
@@ -74,14 +75,8 @@ def write_span_parts(
             write_pieces(store, kind, pieces, each, {}, marked=False)
         else:
             compute(dask.delayed(_drop_group)(store, kind), quiet=True)
-        covering, held = [], 0  # the first parts holding the first `limit` spans
-        for part, number in zip(parts, numbers, strict=True):
-            if held >= limit:
-                break
-            if number:
-                covering.append(part)
-                held += number
-        attrs[kind] = compute(dask.delayed(_head)(kind, limit, *covering), quiet=True)[0]
+        first = covering(parts, numbers, limit)
+        attrs[kind] = compute(dask.delayed(_head)(kind, limit, *first), quiet=True)[0]
         if sum(numbers) > limit:
             attrs[count] = sum(numbers)
     return attrs

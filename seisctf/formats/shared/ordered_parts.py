@@ -68,5 +68,18 @@ def ordered(parts: Sequence[Any], each: Each) -> list[Any]:
     return [parts[group[0]] if len(group) == 1 else next(merges) for group in groups]
 
 
+def covering(parts: Sequence[Any], counts: Sequence[int], limit: int) -> list[Any]:
+    """The first of `parts` (in order, of `counts` rows each) that hold the first `limit` rows:
+    all a task making the first `limit` rows needs of them."""
+    chosen, held = [], 0
+    for part, count in zip(parts, counts, strict=True):
+        if held >= limit:
+            break
+        if count:
+            chosen.append(part)
+            held += count
+    return chosen
+
+
 def _merged_group(parts: Sequence[Sequence[Any]]) -> list[Any]:
     return merged_rows(*parts)

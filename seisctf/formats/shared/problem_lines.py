@@ -25,7 +25,7 @@ import numpy as np
 from seisctf import conventions as cv
 from seisctf.cluster import compute, kept
 from seisctf.formats.shared.input_manifest import TEXT, write_column
-from seisctf.formats.shared.ordered_parts import ordered, sorted_unique
+from seisctf.formats.shared.ordered_parts import covering, ordered, sorted_unique
 from seisctf.formats.shared.partition_tasks import Each
 from seisctf.formats.shared.problem_parts import ProblemLines, joined
 from seisctf.formats.shared.resumable import open_store, unfinished_progress
@@ -89,7 +89,7 @@ def write_ingest_problems(
     else:
         pieces = each(_piece, parts, keep=True)
         write_pieces(store, cv.PROBLEMS_GROUP, pieces, each, {}, marked=False)
-    heads = [dask.delayed(_first)(part, limit) for part in _covering(parts, counts, limit)]
+    heads = [dask.delayed(_first)(part, limit) for part in covering(parts, counts, limit)]
     head = compute(dask.delayed(_head)(limit, *heads), quiet=True)[0]
     return problem_attrs(head, limit) | ({cv.ATTR_PROBLEM_COUNT: total} if total > limit else {})
 
@@ -107,18 +107,6 @@ def _not_held(decoded: list[str], *held: set[str]) -> list[str]:
 
 def _piece(lines: Sequence[str]) -> Piece:
     return Piece({cv.PROBLEM_LINES: (cv.PROBLEM_DIM, np.asarray(list(lines), dtype=TEXT))})
-
-
-def _covering(parts: list[Any], counts: list[int], limit: int) -> list[Any]:
-    """The first of `parts` (of `counts` lines each) that hold the first `limit` lines."""
-    chosen, held = [], 0
-    for part, count in zip(parts, counts, strict=True):
-        if held >= limit:
-            break
-        if count:
-            chosen.append(part)
-            held += count
-    return chosen
 
 
 def _first(lines: Sequence[str], limit: int) -> list[str]:
@@ -160,7 +148,7 @@ def write_sorted_problems(
     else:
         write_pieces(store, cv.PROBLEMS_GROUP, each(_piece, groups, keep=True), each, {},
                      marked=False)  # fmt: skip
-    heads = [dask.delayed(_first)(group, limit) for group in _covering(groups, counts, limit)]
+    heads = [dask.delayed(_first)(group, limit) for group in covering(groups, counts, limit)]
     head = compute(dask.delayed(_head)(limit, *heads), quiet=True)[0]
     return problem_attrs(head, limit) | ({cv.ATTR_PROBLEM_COUNT: total} if total > limit else {})
 
