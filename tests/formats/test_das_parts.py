@@ -68,10 +68,13 @@ def test_any_split_plans_as_the_whole(layout, cuts, block_samples):
     assert merged == list(whole.placed)
     # The gaps and overlaps as `record_spans` finds them: by groups of partitions in time order,
     # each from what the groups before it reach.
-    groups = ordered([list(span_rows(part.placed)) for part in parted.parts], in_process)
+    groups, reaches = ordered(
+        [list(span_rows(part.placed)) for part in parted.parts], in_process, reach
+    )
+    assert reaches == [reach(group) for group in groups]
     found = [
         gaps_and_overlaps(group, before)
-        for group, before in zip(groups, reaches_before(map(reach, groups)), strict=True)
+        for group, before in zip(groups, reaches_before(reaches), strict=True)
     ]
     assert tuple([span for spans in found for span in spans[kind]] for kind in (0, 1)) == (
         whole.gaps_and_overlaps())  # fmt: skip

@@ -32,8 +32,9 @@ def _split(rows: list, n_parts: int, seed: int) -> list[list]:
 @given(rows=ROWS, n_parts=st.integers(1, 6), seed=st.integers(0, 2**16))
 def test_groups_in_order_are_every_row_sorted(rows, n_parts, seed):
     parts = _split(rows, n_parts, seed)
-    groups = ordered(parts, in_process)
+    groups, counts = ordered(parts, in_process)
     assert [row for group in groups for row in group] == sorted(rows)
+    assert counts == [len(group) for group in groups]
     spans = [span_of(part) for part in parts]
     for index, span in enumerate(spans):
         apart = span is not None and all(
@@ -54,7 +55,8 @@ def test_a_row_in_several_partitions_comes_once(rows, n_parts, seed):
     for row in rows:
         if chooser.random() < 0.3:
             parts[chooser.randrange(n_parts)].add(row)
-    groups = ordered([sorted(part) for part in parts], in_process)
+    groups, counts = ordered([sorted(part) for part in parts], in_process)
+    assert counts == [len(group) for group in groups]
     assert [row for group in groups for row in group] == sorted(rows)
 
 
@@ -76,7 +78,7 @@ def test_a_later_equal_reach_carries_its_own_path():
     later one, as the sequence of all three does (`reaches_before` keeps the later of two equal
     reaches)."""
     rows = [(0, "a", 0, 100), (10, "b", 0, 100), (150, "c", 0, 200)]
-    groups = ordered([[row] for row in rows], in_process)
+    groups, _ = ordered([[row] for row in rows], in_process)
     assert len(groups) == 3
     before = reaches_before(map(reach, groups))
     assert before == [(0, None), (100, "a"), (100, "b")]
@@ -100,7 +102,8 @@ SPANS = st.lists(
 def test_gaps_and_overlaps_by_groups_are_those_of_the_whole(rows, n_parts, seed):
     """Patch spans (first, path, index, stop) with many equal starts and stops, dealt into
     partitions at random: the spans found group by group equal those of one pass."""
-    groups = ordered(_split(rows, n_parts, seed), in_process)
+    groups, reaches = ordered(_split(rows, n_parts, seed), in_process, reach)
+    assert reaches == [reach(group) for group in groups]
     found = [
         gaps_and_overlaps(group, before)
         for group, before in zip(groups, reaches_before(map(reach, groups)), strict=True)

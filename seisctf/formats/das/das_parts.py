@@ -372,9 +372,8 @@ def record_spans(store: StoreLocation, parted: PartedPlan, each: Each) -> dict[s
     reach (`reaches_before`), and written there."""
     grid = (parted.plan.start_ns, parted.plan.axis.step_ns)
     limit = cv.ATTR_DAS_SPANS  # the client's (read here, not where the task runs)
-    groups = ordered(each(_span_rows, parted.parts, keep=True), each)
-    before = reaches_before(each(reach, groups))
-    spans = each(functools.partial(_timed_spans, grid), groups, before, keep=True)
+    groups, reaches = ordered(each(_span_rows, parted.parts, keep=True), each, reach)
+    spans = each(functools.partial(_timed_spans, grid), groups, reaches_before(reaches), keep=True)
     return das_spans.write_span_parts(store, spans, each, limit)
 
 

@@ -68,18 +68,23 @@ def write_span_parts(
     limit = cv.ATTR_DAS_SPANS if limit is None else limit
     counts = each(_counts, parts)
     attrs: dict[str, Any] = {}
+    tasks = []  # the old groups to drop and the first spans of each kind: one round for all
     for kind, (_, count, _) in SPAN_KINDS.items():
         numbers = [found[kind] for found in counts]
         if sum(numbers) > limit:
             pieces = each(functools.partial(_piece, kind), parts, keep=True)
             write_pieces(store, kind, pieces, each, {}, marked=False)
-        else:
-            compute(dask.delayed(_drop_group)(store, kind), quiet=True)
-        first = covering(parts, numbers, limit)
-        attrs[kind] = compute(dask.delayed(_head)(kind, limit, *first), quiet=True)[0]
-        if sum(numbers) > limit:
             attrs[count] = sum(numbers)
-    return attrs
+        else:
+            tasks.append(dask.delayed(_drop_group)(store, kind))
+        tasks.append(dask.delayed(_head)(kind, limit, *covering(parts, numbers, limit)))
+    heads = iter(head for head in compute(*tasks, quiet=True) if head is not None)
+    found: dict[str, Any] = {}  # in `span_attrs`' order: each kind's first, then its count
+    for kind, (_, count, _) in SPAN_KINDS.items():
+        found[kind] = next(heads)
+        if count in attrs:
+            found[count] = attrs[count]
+    return found
 
 
 def _counts(spans: Mapping[str, Sequence[dict]]) -> dict[str, int]:

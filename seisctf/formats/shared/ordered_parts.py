@@ -13,8 +13,9 @@ items first; problem lines: as text).
 
 from __future__ import annotations
 
+import functools
 import heapq
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from seisctf.formats.shared.partition_tasks import Each
@@ -58,14 +59,31 @@ def sorted_unique(rows: Sequence[Any]) -> list[Any]:
     return sorted(set(rows))
 
 
-def ordered(parts: Sequence[Any], each: Each) -> list[Any]:
+def ordered(
+    parts: Sequence[Any], each: Each, summary: Callable[[Sequence[Any]], Any] = len
+) -> tuple[list[Any], list[Any]]:
     """The rows of `parts` (an `Each`'s kept results: each partition's rows, sorted and unique)
-    as groups in global order (`overlap_groups`): a partition apart from the others, as it is
-    kept; the others merged by a task of each group, kept where it ran."""
-    groups = overlap_groups(each(span_of, parts))
+    as groups in global order (`overlap_groups`), and `summary` of each group's rows: a
+    partition apart from the others, as it is kept; the others merged by a task of each group,
+    kept where it ran. One round for the partitions' spans and summaries, one more for the
+    merged groups' summaries when there are any."""
+    found = each(functools.partial(_span_and, summary), parts)
+    groups = overlap_groups([span for span, _ in found])
     merging = [group for group in groups if len(group) > 1]
-    merges = iter(each(_merged_group, [[parts[i] for i in g] for g in merging], keep=True))
-    return [parts[group[0]] if len(group) == 1 else next(merges) for group in groups]
+    merges = each(_merged_group, [[parts[i] for i in g] for g in merging], keep=True)
+    merged = iter(zip(merges, each(summary, merges) if merges else [], strict=True))
+    rows, summaries = [], []
+    for group in groups:
+        held, summarised = (
+            (parts[group[0]], found[group[0]][1]) if len(group) == 1 else next(merged)
+        )
+        rows.append(held)
+        summaries.append(summarised)
+    return rows, summaries
+
+
+def _span_and(summary: Callable[[Sequence[Any]], Any], rows: Sequence[Any]) -> tuple:
+    return span_of(rows), summary(rows)
 
 
 def covering(parts: Sequence[Any], counts: Sequence[int], limit: int) -> list[Any]:

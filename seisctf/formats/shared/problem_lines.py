@@ -140,16 +140,16 @@ def write_sorted_problems(
     if carry:
         ranges = compute(dask.delayed(_line_ranges)(store), quiet=True)[0]
         parts += each(functools.partial(_store_lines, store), ranges, keep=True)
-    groups = ordered(each(sorted_unique, parts, keep=True), each)
-    counts = each(len, groups)
+    groups, counts = ordered(each(sorted_unique, parts, keep=True), each)
     total = sum(counts)
-    if total <= limit:
-        compute(dask.delayed(_write)(store, [], limit), quiet=True)  # any old group goes
+    heads = [dask.delayed(_first)(group, limit) for group in covering(groups, counts, limit)]
+    head_task = dask.delayed(_head)(limit, *heads)
+    if total <= limit:  # any old group goes, in the round that brings the lines back
+        head = compute(head_task, dask.delayed(_write)(store, [], limit), quiet=True)[0]
     else:
         write_pieces(store, cv.PROBLEMS_GROUP, each(_piece, groups, keep=True), each, {},
                      marked=False)  # fmt: skip
-    heads = [dask.delayed(_first)(group, limit) for group in covering(groups, counts, limit)]
-    head = compute(dask.delayed(_head)(limit, *heads), quiet=True)[0]
+        head = compute(head_task, quiet=True)[0]
     return problem_attrs(head, limit) | ({cv.ATTR_PROBLEM_COUNT: total} if total > limit else {})
 
 
