@@ -166,11 +166,7 @@ def _line_ranges(store: StoreLocation) -> list[tuple[int, int]]:
 
 def _store_lines(store: StoreLocation, bounds: tuple[int, int]) -> list[str]:
     """The store's own problem lines `bounds` [first, stop) (`read_problems`' order)."""
-    first, stop = bounds
-    group = open_store(store)
-    if cv.ATTR_PROBLEM_COUNT not in group.attrs:
-        return list(group.attrs.get(cv.ATTR_PROBLEMS, []))[first:stop]
-    return [str(line) for line in group[cv.PROBLEMS_GROUP][cv.PROBLEM_LINES][first:stop]]
+    return read_problems(open_store(store), slice(*bounds))
 
 
 def decode_problems(store: StoreLocation, fingerprint: str) -> list[str]:
@@ -208,8 +204,9 @@ def _carried(store: StoreLocation, parts: list[Sequence[str]]) -> list[str]:
     return [line for line in read_problems(open_store(store)) if line not in known]
 
 
-def read_problems(group: Any) -> list[str]:
-    """Every problem line of the store `group` (zarr, open), in the report's order."""
+def read_problems(group: Any, rows: slice = slice(None)) -> list[str]:
+    """Every problem line of the store `group` (zarr, open), in the report's order (`rows`: those
+    of these positions only)."""
     if cv.ATTR_PROBLEM_COUNT in group.attrs:
-        return [str(line) for line in group[cv.PROBLEMS_GROUP][cv.PROBLEM_LINES][:]]
-    return list(group.attrs.get(cv.ATTR_PROBLEMS, []))
+        return [str(line) for line in group[cv.PROBLEMS_GROUP][cv.PROBLEM_LINES][rows]]
+    return list(group.attrs.get(cv.ATTR_PROBLEMS, []))[rows]
