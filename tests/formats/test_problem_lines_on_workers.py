@@ -155,6 +155,33 @@ def test_a_resume_holds_counts_of_the_done_runs_lines_not_the_lines(archive, tmp
     assert read[0].done.keys() == counted.done.keys() and read[0].done == counted.done
 
 
+def test_the_finish_reads_the_records_of_the_runs_with_problems_alone(
+    archive, tmp_path, monkeypatch
+):
+    """The decode problems are read from the records of the runs that found any, not from
+    every run's record: those read are exactly the runs whose records, all of them read at that
+    moment, list a line, and the store is the one-shot ingest's (small blocks: many runs)."""
+    from seisctf.formats.shared import problem_lines
+
+    whole, lines, _ = _ingest(archive, tmp_path / "whole.zarr", 7, monkeypatch, 512)
+    seen: list[tuple[set, set, int]] = []
+    real = problem_lines.unfinished_records
+
+    def reading(store, fingerprint, numbers):
+        every = resumable.unfinished_progress(store, fingerprint)  # all the records written
+        assert every is not None
+        with_lines = {n for n, record in every.done.items() if any(record["problems"])}
+        found = real(store, fingerprint, numbers)
+        assert found is not None
+        seen.append((set(found[1]), with_lines, len(every.done)))
+        return found
+
+    monkeypatch.setattr(problem_lines, "unfinished_records", reading)
+    assert _ingest(archive, tmp_path / "again.zarr", 7, monkeypatch, 512)[:2] == (whole, lines)
+    ((read, with_lines, runs),) = seen
+    assert read == with_lines and 0 < len(read) < runs, (len(read), runs)
+
+
 def test_no_task_holds_every_line_and_the_group_is_one_writes(archive, tmp_path, monkeypatch):
     """Each partition's lines are cut into the group's chunks where they are: with chunks of 256
     lines and 7 partitions, no task is given more than a partition's lines or a chunk's (nor

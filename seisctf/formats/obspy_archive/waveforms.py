@@ -388,17 +388,17 @@ def ingest_waveforms(
     if previous is None:  # now, so that the client holds no station's metadata from here on
         write_station_attrs(store, plan, removed)
         plan = dataclasses.replace(plan, station_metadata=())
-    coverage, decode_count, lost = _run_blocks(
+    coverage, decode_runs, lost = _run_blocks(
         layout, plan, settings, source, store, fingerprint, progress, quiet
     )
     del layout
-    if strict and (decode_count or progress.attributes.get("carried_problems")):
-        fail_if_strict(strict, compute_decode_problems(store, fingerprint))
+    if strict and (decode_runs or progress.attributes.get("carried_problems")):
+        fail_if_strict(strict, compute_decode_problems(store, fingerprint, decode_runs))
     release_free_memory()  # of the inventory and the tasks
     # Every line, in the group beyond what the root attrs hold, by tasks: the plan's (each
     # partition's where it is), then the decode problems of the runs' records it does not
     # have; the root attrs' come back.
-    found = write_ingest_problems(store, plan.problems, fingerprint, each)
+    found = write_ingest_problems(store, plan.problems, fingerprint, each, decode_runs)
     attrs = store_attrs(plan, found, rate is not None, removed)
     attrs[ATTR_FINGERPRINT] = fingerprint
     if previous is not None:  # an append's last: until then a resume counts the old channels
@@ -468,14 +468,14 @@ def _run_blocks(
     fingerprint: str,
     progress: resumable.Progress,
     quiet: bool,
-) -> tuple[np.ndarray, int, set[tuple]]:
+) -> tuple[np.ndarray, list[int], set[tuple]]:
     """Ingest the runs (`waveform_runs.run_layout`) `progress` has no record of (`source`: the
     inventories, with response removal), one Dask task per run of a station's consecutive
     blocks (a worker decodes each file of the run once; keys in station-major order), each
-    task made when its wave is: coverage (station, block), the number of decode problem lines of
-    the finished blocks (the lines stay in the runs' records in the store:
-    `problem_lines.decode_problems`), and ((station index, block), path, channel) of the files'
-    channels of which no sample is stored (`overlap_conflicts`)."""
+    task made when its wave is: coverage (station, block), the numbers of the finished runs
+    with decode problems (the lines stay in the runs' records in the store:
+    `problem_lines.decode_problems` reads those runs' alone), and ((station index, block),
+    path, channel) of the files' channels of which no sample is stored (`overlap_conflicts`)."""
     table = layout.table
     token = dask.base.tokenize(store.url, fingerprint)
     pending = [number for number in range(len(table)) if number not in progress.done]
@@ -515,7 +515,7 @@ def _run_blocks(
         wave_cost=MAX_TRACES_PER_WAVE,
         fold=collected.fold(pending),
     )
-    return collected.coverage, collected.problem_count, collected.lost
+    return collected.coverage, sorted(collected.runs_with_problems), collected.lost
 
 
 def appendable_attrs(store: StoreLocation) -> dict[str, Any]:

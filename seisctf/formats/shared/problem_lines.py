@@ -28,7 +28,7 @@ from seisctf.formats.shared.input_manifest import TEXT, write_column
 from seisctf.formats.shared.ordered_parts import covering, ordered, sorted_unique
 from seisctf.formats.shared.partition_tasks import Each
 from seisctf.formats.shared.problem_parts import ProblemLines, joined
-from seisctf.formats.shared.resumable import open_store, unfinished_progress
+from seisctf.formats.shared.resumable import open_store, unfinished_records
 from seisctf.formats.shared.table_pieces import Piece, write_pieces
 from seisctf.location import StoreLocation
 
@@ -64,10 +64,15 @@ def _write(store: StoreLocation, problems: list[str], limit: int | None = None) 
 
 
 def write_ingest_problems(
-    store: StoreLocation, found: ProblemLines, fingerprint: str, each: Each
+    store: StoreLocation,
+    found: ProblemLines,
+    fingerprint: str,
+    each: Each,
+    runs: Sequence[int] = (),
 ) -> dict[str, Any]:
     """`write_problems` of an ingest's lines: `found` (the plan's, in order), then the decode
-    problems (`decode_problems`) it does not have; the root attrs of them (`problem_attrs`)
+    problems (`decode_problems` of the runs `runs`, those whose records have any) it does not
+    have; the root attrs of them (`problem_attrs`)
     come back, not the lines. Each part of `found` (kept where `each` ran it) is written where
     it is, into the chunks it spans (`table_pieces.write_pieces`): no task holds the plan's
     lines of more than one partition (the decode problems are gathered by one task, and the
@@ -77,7 +82,7 @@ def write_ingest_problems(
     limit = cv.ATTR_PROBLEM_LINES  # the client's (read here, not where the task runs)
     parts = found.nonempty_parts()
     counts = [count for count in found.counts if count]
-    decoded = kept([dask.delayed(decode_problems)(store, fingerprint)], quiet=True)[0]
+    decoded = kept([dask.delayed(decode_problems)(store, fingerprint, runs)], quiet=True)[0]
     held = each(_held, parts, [decoded] * len(parts), keep=True)
     (extra,) = kept([dask.delayed(_not_held)(decoded, *held)], quiet=True)
     extra_count = compute(dask.delayed(len)(extra), quiet=True)[0]
@@ -169,25 +174,30 @@ def _store_lines(store: StoreLocation, bounds: tuple[int, int]) -> list[str]:
     return read_problems(open_store(store), slice(*bounds))
 
 
-def decode_problems(store: StoreLocation, fingerprint: str) -> list[str]:
+def decode_problems(store: StoreLocation, fingerprint: str, runs: Sequence[int]) -> list[str]:
     """The decode problems of the ingest of `fingerprint` being written at `store`, sorted, each
-    once: those of every run's record in its progress array and those an append carries over
-    (its attr `carried_problems`). Run by a task (`compute_decode_problems` brings them here)."""
-    progress = unfinished_progress(store, fingerprint)
+    once: those of the records of the runs `runs` in its progress array (the runs with any,
+    `resumable.Collected.runs_with_problems`: the others' records are not read) and those an
+    append carries over (its attr `carried_problems`). Run by a task (`compute_decode_problems`
+    brings them here)."""
+    progress = unfinished_records(store, fingerprint, runs)
     if progress is None:
         return []
-    found = set(progress.attributes.get("carried_problems", []))
-    for record in progress.done.values():
+    attributes, records = progress
+    found = set(attributes.get("carried_problems", []))
+    for record in records.values():
         for lines in record["problems"]:
             found.update(lines)
     return sorted(found)
 
 
-def compute_decode_problems(store: StoreLocation, fingerprint: str) -> list[str]:
+def compute_decode_problems(
+    store: StoreLocation, fingerprint: str, runs: Sequence[int]
+) -> list[str]:
     """`decode_problems`, here (strict mode's error names them all)."""
     import dask
 
-    return list(compute(dask.delayed(decode_problems)(store, fingerprint), quiet=True)[0])
+    return list(compute(dask.delayed(decode_problems)(store, fingerprint, runs), quiet=True)[0])
 
 
 def carried_problems(store: StoreLocation, found: ProblemLines) -> list[str]:

@@ -189,6 +189,32 @@ def unfinished_progress(
     None (no store, a complete one, or another ingest's). Reads the records written (one
     listing, then those chunks alone); `counted`: each record's problems counted, not listed
     (`counted_record`: a client resuming holds no line; the records keep them)."""
+    found = _progress_array(store, fingerprint)
+    if found is None:
+        return None
+    group, array = found
+    read = counted_record if counted else (lambda record: record)
+    done = {n: read(record) for n, record in _records(array, written_chunks(array)).items()}
+    base = np.asarray(group[BASE_VAR][:]) if BASE_VAR in group else None
+    return Progress(done, base, array.shape[0], dict(array.attrs))
+
+
+def unfinished_records(
+    store: StoreLocation, fingerprint: str, numbers: Sequence[int]
+) -> tuple[dict[str, Any], dict[int, dict[str, list]]] | None:
+    """(the progress array's attributes, {number: record} of the runs `numbers` alone) of the
+    interrupted ingest `unfinished_progress` would find, or None: no listing, no other record
+    and not the coverage an append keeps."""
+    found = _progress_array(store, fingerprint)
+    if found is None:
+        return None
+    _, array = found
+    return dict(array.attrs), _records(array, sorted(numbers))
+
+
+def _progress_array(store: StoreLocation, fingerprint: str) -> tuple[Any, Any] | None:
+    """(group, its progress array) of the unfinished ingest of `fingerprint` at `store`, or
+    None (no store, a complete one, or another ingest's)."""
     try:
         group = open_store(store)
     except InvalidInput:
@@ -196,15 +222,15 @@ def unfinished_progress(
     if group.attrs.get(cv.ATTR_COMPLETE) or PROGRESS_VAR not in group:
         return None
     array = group[PROGRESS_VAR]
-    attributes = dict(array.attrs)
-    if attributes.get(ATTR_FINGERPRINT) != fingerprint or array.ndim != 1:
+    if array.attrs.get(ATTR_FINGERPRINT) != fingerprint or array.ndim != 1:
         return None
-    numbers = written_chunks(array)
+    return group, array
+
+
+def _records(array: Any, numbers: Sequence[int]) -> dict[int, dict[str, list]]:
+    """{number: record} of the progress `array`'s records `numbers` that are written."""
     texts = array.get_orthogonal_selection((np.array(numbers, dtype=np.int64),)) if numbers else []
-    read = counted_record if counted else (lambda record: record)
-    done = {n: read(json.loads(text)) for n, text in zip(numbers, texts, strict=True) if text}
-    base = np.asarray(group[BASE_VAR][:]) if BASE_VAR in group else None
-    return Progress(done, base, array.shape[0], attributes)
+    return {n: json.loads(text) for n, text in zip(numbers, texts, strict=True) if text}
 
 
 def written_chunks(array: Any) -> list[int]:
@@ -280,7 +306,8 @@ def record_write(progress: Any, number: int, record: dict[str, list]) -> tuple:
 class Collected:
     """Coverage (of `shape`: station x block, or block), the problems (and the number of their
     lines, a line once per block it is of, with those of records that only count them:
-    `counted_record`) and the (block index, *item) of
+    `counted_record`; `runs_with_problems`, the numbers of the runs that have any, whose
+    records alone a task reads for the lines) and the (block index, *item) of
     every `lost` item of the finished runs, added one record at a time (`add`): those
     done before this run (`progress.done`, added here) and those this run writes, as each wave
     of them ends (so no run's record is kept). `blocks_of(n)`: the block indices of run n, in
@@ -295,6 +322,7 @@ class Collected:
             self.coverage[...] = progress.base
         self.problems: set[str] = set()
         self.problem_count = 0
+        self.runs_with_problems: set[int] = set()
         self.lost: set[tuple] = set()
         self.blocks_of = blocks_of
         for number, record in progress.done.items():
@@ -304,8 +332,10 @@ class Collected:
         """Run `number`'s record (`run_record`: coverage, problems and lost items per block)."""
         gone = record.get("lost") or [()] * len(record["coverage"])
         counted: Any = record.get("problem_count", 0)  # `counted_record`'s
-        self.problem_count += int(counted)
-        self.problem_count += sum(len(found) for found in record["problems"])
+        count = int(counted) + sum(len(found) for found in record["problems"])
+        self.problem_count += count
+        if count:
+            self.runs_with_problems.add(number)
         for index, fraction, found, items in zip(
             self.blocks_of(number), record["coverage"], record["problems"], gone, strict=True
         ):
