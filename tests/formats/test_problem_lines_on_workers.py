@@ -144,6 +144,20 @@ def test_a_resume_holds_counts_of_the_done_runs_lines_not_the_lines(archive, tmp
         assert {k: v for k, v in record.items() if k not in ("problems", "problem_count")} == {
             k: v for k, v in listed.done[number].items() if k != "problems"
         }
+    # Read by tasks of 2 records each (here, and on a cluster's workers): the same records.
+    ranges: list[int] = []
+    real_at = resumable._records_at
+    monkeypatch.setattr(resumable, "RECORDS_PER_TASK", 2)
+    monkeypatch.setattr(
+        resumable, "_records_at", lambda *a: ranges.append(len(a[1])) or real_at(*a)
+    )
+    by_tasks = resumable.unfinished_progress(StoreLocation(out), fingerprint, counted=True)
+    assert by_tasks is not None and by_tasks.done == counted.done
+    assert len(ranges) == -(-len(counted.done) // 2) >= 2 and max(ranges) == 2
+    monkeypatch.setattr(resumable, "_records_at", real_at)
+    with dask_client(n_workers=2, memory_limit="2GiB", quiet=True):
+        on_workers = resumable.unfinished_progress(StoreLocation(out), fingerprint, counted=True)
+    assert on_workers is not None and on_workers.done == counted.done
     # The resumed store, its lines among them, is the one-shot ingest's; the ingest's own read
     # of the progress (its first: the client's, before any task) counted the lines.
     read: list = []

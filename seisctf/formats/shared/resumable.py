@@ -31,7 +31,7 @@ from zarr.errors import ZarrUserWarning
 
 from seisctf import conventions as cv
 from seisctf import storage, urls
-from seisctf.cluster import cluster_workers
+from seisctf.cluster import cluster_workers, compute
 from seisctf.errors import InvalidInput
 from seisctf.location import StoreLocation
 
@@ -169,6 +169,10 @@ def up_to_date_attrs(store: StoreLocation, fingerprint: str) -> dict[str, Any] |
     return existing if existing and existing.get(ATTR_FINGERPRINT) == fingerprint else None
 
 
+# A resume reads the done runs' records (one object each) in tasks of this many.
+RECORDS_PER_TASK = 1024
+
+
 @dataclass(frozen=True)
 class Progress:
     """What an interrupted ingest of the same inputs and settings finished: `done`, {record
@@ -187,16 +191,39 @@ def unfinished_progress(
 ) -> Progress | None:
     """The progress of an interrupted ingest of the same inputs and settings at `store`, or
     None (no store, a complete one, or another ingest's). Reads the records written (one
-    listing, then those chunks alone); `counted`: each record's problems counted, not listed
-    (`counted_record`: a client resuming holds no line; the records keep them)."""
+    listing, then those chunks alone: by tasks, `RECORDS_PER_TASK` each, when there are more;
+    one object a record, so a resume of 10^5 runs reads in parallel, not here one at a time);
+    `counted`: each record's problems counted, not listed (`counted_record`: a client resuming
+    holds no line; the records keep them)."""
     found = _progress_array(store, fingerprint)
     if found is None:
         return None
     group, array = found
-    read = counted_record if counted else (lambda record: record)
-    done = {n: read(record) for n, record in _records(array, written_chunks(array)).items()}
+    numbers = written_chunks(array)
+    if len(numbers) <= RECORDS_PER_TASK:
+        done = _read_records(array, numbers, counted)
+    else:
+        import dask
+
+        ranges = [
+            numbers[i : i + RECORDS_PER_TASK] for i in range(0, len(numbers), RECORDS_PER_TASK)
+        ]
+        tasks = [dask.delayed(_records_at)(store, some, counted) for some in ranges]
+        done = {n: record for part in compute(*tasks, quiet=True) for n, record in part.items()}
     base = np.asarray(group[BASE_VAR][:]) if BASE_VAR in group else None
     return Progress(done, base, array.shape[0], dict(array.attrs))
+
+
+def _records_at(store: StoreLocation, numbers: Sequence[int], counted: bool) -> dict[int, Any]:
+    """`_read_records` of the progress array of `store` (a task's)."""
+    return _read_records(open_store(store)[PROGRESS_VAR], numbers, counted)
+
+
+def _read_records(array: Any, numbers: Sequence[int], counted: bool) -> dict[int, Any]:
+    """{number: record} of the records `numbers` of the progress `array` that are written,
+    `counted` (`counted_record`) or as written."""
+    read = counted_record if counted else (lambda record: record)
+    return {n: read(record) for n, record in _records(array, numbers).items()}
 
 
 def unfinished_records(
