@@ -68,15 +68,15 @@ def write_ingest_problems(
     found: ProblemLines,
     fingerprint: str,
     each: Each,
-    runs: Sequence[int] = (),
+    runs: Sequence[int],
 ) -> dict[str, Any]:
     """`write_problems` of an ingest's lines: `found` (the plan's, in order), then the decode
     problems (`decode_problems` of the runs `runs`, those whose records have any) it does not
-    have; the root attrs of them (`problem_attrs`)
-    come back, not the lines. Each part of `found` (kept where `each` ran it) is written where
-    it is, into the chunks it spans (`table_pieces.write_pieces`): no task holds the plan's
-    lines of more than one partition (the decode problems are gathered by one task, and the
-    root attrs' first lines, at most `limit` of each partition, by another)."""
+    have; the root attrs of them (`problem_attrs`) come back, not the lines. Each part of
+    `found` (kept where `each` ran it) is written where it is, into the chunks it spans
+    (`table_pieces.write_pieces`): no task holds the plan's lines of more than one partition
+    (the decode problems are gathered by one task, and the root attrs' first lines, at most
+    `limit` of each partition, by another)."""
     import dask
 
     limit = cv.ATTR_PROBLEM_LINES  # the client's (read here, not where the task runs)
