@@ -219,11 +219,12 @@ def _records_at(store: StoreLocation, numbers: Sequence[int], counted: bool) -> 
     return _read_records(open_store(store)[PROGRESS_VAR], numbers, counted)
 
 
-def _read_records(array: Any, numbers: Sequence[int], counted: bool) -> dict[int, Any]:
+def _read_records(array: Any, numbers: Sequence[int], counted: bool = False) -> dict[int, Any]:
     """{number: record} of the records `numbers` of the progress `array` that are written,
     `counted` (`counted_record`) or as written."""
+    texts = array.get_orthogonal_selection((np.array(numbers, dtype=np.int64),)) if numbers else []
     read = counted_record if counted else (lambda record: record)
-    return {n: read(record) for n, record in _records(array, numbers).items()}
+    return {n: read(json.loads(text)) for n, text in zip(numbers, texts, strict=True) if text}
 
 
 def unfinished_records(
@@ -236,7 +237,7 @@ def unfinished_records(
     if found is None:
         return None
     _, array = found
-    return dict(array.attrs), _records(array, sorted(numbers))
+    return dict(array.attrs), _read_records(array, sorted(numbers))
 
 
 def _progress_array(store: StoreLocation, fingerprint: str) -> tuple[Any, Any] | None:
@@ -252,12 +253,6 @@ def _progress_array(store: StoreLocation, fingerprint: str) -> tuple[Any, Any] |
     if array.attrs.get(ATTR_FINGERPRINT) != fingerprint or array.ndim != 1:
         return None
     return group, array
-
-
-def _records(array: Any, numbers: Sequence[int]) -> dict[int, dict[str, list]]:
-    """{number: record} of the progress `array`'s records `numbers` that are written."""
-    texts = array.get_orthogonal_selection((np.array(numbers, dtype=np.int64),)) if numbers else []
-    return {n: json.loads(text) for n, text in zip(numbers, texts, strict=True) if text}
 
 
 def written_chunks(array: Any) -> list[int]:
