@@ -95,7 +95,11 @@ from seisctf.formats.shared import (
 from seisctf.formats.shared.input_listing import expand_sources
 from seisctf.formats.shared.input_manifest import file_stats
 from seisctf.formats.shared.partition_tasks import Each, on_cluster
-from seisctf.formats.shared.problem_lines import write_sorted_problems
+from seisctf.formats.shared.problem_lines import (
+    compute_decode_problems,
+    kept_decode_problems,
+    write_sorted_problems,
+)
 from seisctf.formats.shared.record_parts import JoinedScan, Record
 from seisctf.formats.shared.resumable import (
     ATTR_FINGERPRINT,
@@ -312,7 +316,7 @@ def ingest_das(
     if existing:
         return _up_to_date(parted.plan, existing, store)
     layout = parted.layout()
-    progress = resumable.unfinished_progress(store, fingerprint)
+    progress = resumable.unfinished_progress(store, fingerprint, counted=True)
     if progress is None or progress.records != len(layout):
         create_store(parted, store, fingerprint, len(layout), stats, each)
         progress = resumable.Progress()
@@ -362,8 +366,10 @@ def _write(
     """Run the runs of `layout` (of the plan `parted`) `progress` has no record of (each on
     the host keeping its files: `das_runs.run_task`; a wave's runs made when it comes, where
     the partitions are: `das_parts.wave_runs`), then coverage, attrs, an append's inputs table
-    and the completion marker. The problem lines are sorted where they are kept (with an
-    append's store's own, read a chunk a task) and written group by group
+    and the completion marker. The runs return their records' problems counted: the decode
+    problems are read by a task from the records of the runs that found any
+    (`problem_lines.decode_problems`). The problem lines are sorted where they are kept (with
+    an append's store's own, read a chunk a task) and written group by group
     (`problem_lines.write_sorted_problems`)."""
     import dask
 
@@ -394,12 +400,12 @@ def _write(
     compute_in_waves(task, len(pending), label="ingest DAS", quiet=quiet, wave_tasks=wave,
                      costs=costs, wave_cost=MAX_PIECES_PER_WAVE,
                      fold=collected.fold(pending))  # fmt: skip
-    coverage, decode_problems = collected.coverage, collected.problems
-    fail_if_strict(strict, sorted(decode_problems))
+    coverage, decode_runs = collected.coverage, sorted(collected.runs_with_problems)
+    if strict and decode_runs:
+        fail_if_strict(strict, compute_decode_problems(store, fingerprint, decode_runs))
     spans = record_spans(store, parted, each)  # the groups of those the attrs cannot hold, written
-    problems = write_sorted_problems(
-        store, plan.problems, sorted(decode_problems), appended is not None, each
-    )
+    decoded = kept_decode_problems(store, fingerprint, decode_runs)  # by a task, kept there
+    problems = write_sorted_problems(store, plan.problems, decoded, appended is not None, each)
     attrs = store_attrs(plan, parted.interrogator, problems, spans, fingerprint)
     if appended is not None:  # beside the old table, named with the completion marker
         table = input_manifest.beside(open_store(store))
@@ -459,7 +465,7 @@ def _append(
     if old_n_time % block_samples:  # the old last, partial block grows
         spans.append((old_n_time // block_samples, old_n_time // block_samples + 1))
     layout = RunLayout(plan, spans)
-    progress = resumable.unfinished_progress(store, fingerprint)
+    progress = resumable.unfinished_progress(store, fingerprint, counted=True)
     if progress is not None and progress.records != len(layout):
         progress = None  # not this plan's (cannot happen for the same fingerprint)
     if progress is None and not complete:

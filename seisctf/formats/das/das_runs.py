@@ -172,7 +172,8 @@ def ingest_run(
     run: DasRun, store: StoreLocation, variable: str, read: Sequence[RunPieces] = ()
 ) -> dict[str, list]:
     """Read (but the pieces in `read`, read elsewhere), paint and write each block of the run,
-    then the run's progress record, which it returns (`resumable.run_record`)."""
+    then the run's progress record, which it returns with its problems counted, not listed
+    (`resumable.counted_record`: the lines stay in the store)."""
     elsewhere: dict[int, list[list[PieceRead]]] = {}
     for part in read:
         for position, pieces in part:
@@ -189,7 +190,7 @@ def ingest_run(
         problems.append(found)
     record = resumable.run_record(coverage, problems)
     write_chunks([resumable.record_write(ChunkWriter(group[PROGRESS_VAR]), run.number, record)])
-    return record
+    return resumable.counted_record(record)
 
 
 def run_task(

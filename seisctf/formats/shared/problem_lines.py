@@ -82,7 +82,7 @@ def write_ingest_problems(
     limit = cv.ATTR_PROBLEM_LINES  # the client's (read here, not where the task runs)
     parts = found.nonempty_parts()
     counts = [count for count in found.counts if count]
-    decoded = kept([dask.delayed(decode_problems)(store, fingerprint, runs)], quiet=True)[0]
+    decoded = kept_decode_problems(store, fingerprint, runs)
     held = each(_held, parts, [decoded] * len(parts), keep=True)
     (extra,) = kept([dask.delayed(_not_held)(decoded, *held)], quiet=True)
     extra_count = compute(dask.delayed(len)(extra), quiet=True)[0]
@@ -126,12 +126,13 @@ def _head(limit: int, *parts: Sequence[str]) -> list[str]:
 def write_sorted_problems(
     store: StoreLocation,
     found: ProblemLines | Sequence[str],
-    more: Sequence[str],
+    more: Any,
     carry: bool,
     each: Each,
 ) -> dict[str, Any]:
     """`write_problems` of the sorted, unique lines of `found` (kept where they are, or here),
-    `more` and, with `carry`, the store's own (an append keeps them); the root attrs of them
+    `more` (lines, here or kept where a task found them: `kept_decode_problems`) and, with
+    `carry`, the store's own (an append keeps them); the root attrs of them
     (`problem_attrs`) come back, not the lines (`ingest das`'s order). Each part's lines are
     sorted where it is kept, parts whose lines interleave are merged by a task of each group
     (`ordered_parts`: a partition of its own files' lines is apart from the others), the
@@ -141,7 +142,7 @@ def write_sorted_problems(
 
     lines = found if isinstance(found, ProblemLines) else ProblemLines.of(found)
     limit = cv.ATTR_PROBLEM_LINES  # the client's (read here, not where the task runs)
-    parts = [*lines.nonempty_parts(), tuple(more)]
+    parts = [*lines.nonempty_parts(), tuple(more) if isinstance(more, list | tuple) else more]
     if carry:
         ranges = compute(dask.delayed(_line_ranges)(store), quiet=True)[0]
         parts += each(functools.partial(_store_lines, store), ranges, keep=True)
@@ -189,6 +190,13 @@ def decode_problems(store: StoreLocation, fingerprint: str, runs: Sequence[int])
         for lines in record["problems"]:
             found.update(lines)
     return sorted(found)
+
+
+def kept_decode_problems(store: StoreLocation, fingerprint: str, runs: Sequence[int]) -> Any:
+    """`decode_problems`, kept where the task that read them ran (for tasks to come)."""
+    import dask
+
+    return kept([dask.delayed(decode_problems)(store, fingerprint, runs)], quiet=True)[0]
 
 
 def compute_decode_problems(

@@ -326,10 +326,9 @@ def record_write(progress: Any, number: int, record: dict[str, list]) -> tuple:
 
 
 class Collected:
-    """Coverage (of `shape`: station x block, or block), the problems (and the number of their
-    lines, a line once per block it is of, with those of records that only count them:
-    `counted_record`; `runs_with_problems`, the numbers of the runs that have any, whose
-    records alone a task reads for the lines) and the (block index, *item) of
+    """Coverage (of `shape`: station x block, or block), `runs_with_problems` (the numbers of
+    the runs whose records have problems, listed or counted: `counted_record`; a task reads
+    those records alone for the lines) and the (block index, *item) of
     every `lost` item of the finished runs, added one record at a time (`add`): those
     done before this run (`progress.done`, added here) and those this run writes, as each wave
     of them ends (so no run's record is kept). `blocks_of(n)`: the block indices of run n, in
@@ -342,8 +341,6 @@ class Collected:
         self.coverage = np.zeros(shape, dtype=np.float32)
         if progress.base is not None:
             self.coverage[...] = progress.base
-        self.problems: set[str] = set()
-        self.problem_count = 0
         self.runs_with_problems: set[int] = set()
         self.lost: set[tuple] = set()
         self.blocks_of = blocks_of
@@ -353,16 +350,12 @@ class Collected:
     def add(self, number: int, record: Mapping[str, list]) -> None:
         """Run `number`'s record (`run_record`: coverage, problems and lost items per block)."""
         gone = record.get("lost") or [()] * len(record["coverage"])
-        counted: Any = record.get("problem_count", 0)  # `counted_record`'s
-        count = int(counted) + sum(len(found) for found in record["problems"])
-        self.problem_count += count
-        if count:
+        if record.get("problem_count") or any(record["problems"]):  # counted or listed
             self.runs_with_problems.add(number)
-        for index, fraction, found, items in zip(
-            self.blocks_of(number), record["coverage"], record["problems"], gone, strict=True
+        for index, fraction, items in zip(
+            self.blocks_of(number), record["coverage"], gone, strict=True
         ):
             self.coverage[index] = fraction
-            self.problems.update(found)
             self.lost.update((index, *item) for item in items)
 
     def fold(self, numbers: Sequence[int]) -> Callable[[int, list], None]:
