@@ -33,7 +33,13 @@ I59_XML = OBSPY / "signal/tests/data/IM.I59H1..BDF_2020_10_31.xml"
 
 
 def _parsed_here() -> int:
-    return len(inventory_checks._PARSED)
+    """The inventories parsed whole or kept in pieces (`stationxml_subsets`) in this process."""
+    return len(inventory_checks._PARSED) + len(inventory_checks._PIECES)
+
+
+def _forget() -> None:
+    inventory_checks._PARSED.clear()
+    inventory_checks._PIECES.clear()
 
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # `client.run` of `_parsed_here`
@@ -45,10 +51,10 @@ def _not_here(source: StoreLocation) -> bytes:
 
 def test_stationxml_is_parsed_on_the_workers_not_the_client(tmp_path, dask_cluster, monkeypatch):
     monkeypatch.setattr(inventory_checks, "read_input", _not_here)  # here, not on the workers
-    inventory_checks._PARSED.clear()
+    _forget()
     out = tmp_path / "i59.zarr"
     with Client(dask_cluster.address) as client:
-        client.run(inventory_checks._PARSED.clear)
+        client.run(_forget)
         report = ingest_waveforms(
             [str(I59_DATA)],
             StoreLocation(out),

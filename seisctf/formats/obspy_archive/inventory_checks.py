@@ -6,7 +6,10 @@ worker reads the files' bytes (`InventorySource`, `located_source`) and keeps th
 tasks to come; one task parses them, checks every scanned trace against them and returns
 what the plan needs (`InventoryFindings`: accepted traces, problem lines, station metadata); with
 response removal each station's block tasks get its part of the inventory from a task of their
-own (`station_inventory`). A worker parses a source once and keeps the last two (`parsed`).
+own (`station_inventory`). A worker cuts a source's StationXML into its stations once (the
+last two sources kept) and each task parses only the stations it checks (`parsed_stations`,
+`stationxml_subsets`: 70 of 1,112 stations in 0.14 s, not all of them in 1.7 s and 110 MiB);
+a file in another format is parsed whole, once (`parsed`).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import io
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +30,7 @@ from seisctf.cluster import active_client, compute, kept, shared
 from seisctf.errors import InvalidInput
 from seisctf.formats.obspy_archive.inventory_index import InventoryIndex
 from seisctf.formats.obspy_archive.response import response_problem
+from seisctf.formats.obspy_archive.stationxml_subsets import WILDCARDS, Pieces
 from seisctf.formats.obspy_archive.waveform_plan import (
     check_against_inventory,
     station_metadata,
@@ -99,36 +103,64 @@ def _sha256(source: InventorySource) -> tuple[str, ...]:
 
 
 _PARSED: OrderedDict[tuple[str, ...], Any] = OrderedDict()
+_PIECES: OrderedDict[tuple[str, ...], Any] = OrderedDict()
 _PARSED_LOCK = threading.Lock()
 PARSED_KEPT = 2
+
+
+def _once(cache: OrderedDict, key: tuple[str, ...], make: Callable[[], Any]) -> Any:
+    """`cache[key]`, made by `make()` the first time (the last PARSED_KEPT kept)."""
+    with _PARSED_LOCK:
+        if key in cache:
+            cache.move_to_end(key)
+            return cache[key]
+    value = make()
+    with _PARSED_LOCK:
+        cache[key] = value
+        while len(cache) > PARSED_KEPT:
+            cache.popitem(last=False)
+    return value
+
+
+def _read(paths: Sequence[str], contents: Sequence[bytes]) -> Any:
+    """The files' contents as one obspy Inventory; a file obspy cannot read is bad input
+    naming it."""
+    import obspy
+
+    inventory = obspy.Inventory(networks=[])
+    for path, content in zip(paths, contents, strict=True):
+        try:
+            inventory += obspy.read_inventory(io.BytesIO(content))
+        except Exception as error:  # noqa: BLE001
+            raise InvalidInput(path, f"cannot read the inventory ({error}); {EXPECTED}") from None
+    return inventory
 
 
 def parsed(source: InventorySource) -> Any:
     """The source's files as one obspy Inventory, parsed once per process (the last
     PARSED_KEPT sources kept); a file obspy cannot read is bad input naming it."""
-    import obspy
+    return _once(_PARSED, source.sha256, lambda: _read(source.paths, source.contents))
 
-    with _PARSED_LOCK:
-        if source.sha256 in _PARSED:
-            _PARSED.move_to_end(source.sha256)
-            return _PARSED[source.sha256]
-    inventory = obspy.Inventory(networks=[])
-    for path, content in zip(source.paths, source.contents, strict=True):
-        try:
-            inventory += obspy.read_inventory(io.BytesIO(content))
-        except Exception as error:  # noqa: BLE001
-            raise InvalidInput(path, f"cannot read the inventory ({error}); {EXPECTED}") from None
-    with _PARSED_LOCK:
-        _PARSED[source.sha256] = inventory
-        while len(_PARSED) > PARSED_KEPT:
-            _PARSED.popitem(last=False)
-    return inventory
+
+def parsed_stations(source: InventorySource, stations: Iterable[str]) -> Any:
+    """The source's inventory as every query of the station ids `stations` sees it: each file
+    cut to their station codes and parsed (`stationxml_subsets`: a partition's few stations,
+    not the network's), its pieces kept once per process; the whole (`parsed`) if a code is a
+    pattern or a file is not FDSN StationXML."""
+    codes = {split_station(station)[1].upper() for station in stations}
+    if any(WILDCARDS & set(code) for code in codes):
+        return parsed(source)
+    pieces = _once(_PIECES, source.sha256, lambda: [Pieces.of(c) for c in source.contents])
+    if any(piece is None for piece in pieces):
+        return parsed(source)
+    return _read(source.paths, [piece.subset(codes) for piece in pieces])
 
 
 def station_inventory(source: InventorySource, station: str) -> Any:
     """The inventory's networks/stations/channels of one station id (what its tasks need)."""
     network, code, location = split_station(station)
-    return parsed(source).select(network=network, station=code, location=location)
+    inventory = parsed_stations(source, [station])
+    return inventory.select(network=network, station=code, location=location)
 
 
 @dataclass(frozen=True, eq=False)
@@ -154,7 +186,7 @@ def findings(
     `require_response`, also that it has a usable response: `response_problem`)."""
     from obspy import UTCDateTime
 
-    inventory = parsed(source)
+    inventory = parsed_stations(source, scans.station_ids)
     index = InventoryIndex(inventory)
     accepted: list[int] = []
     problems: list[str] = []
