@@ -1,7 +1,7 @@
 """A StationXML file cut to the stations a task checks, so that obspy parses only those.
 
 obspy builds an object for every network, station, channel and response stage of a StationXML
-file: 1.4 s and about 110 MiB for 1,112 stations of three channels with their poles and zeros,
+file: 1.4–2 s and 110–120 MiB for 1,112 stations of three channels with their poles and zeros,
 far more for a real network's full responses, on every worker whose tasks check traces against
 it. A partition of an archive holds a few stations. `Pieces.subset(codes)` is the document that
 obspy's queries of those station codes see as they see the whole file: the file's header, then
