@@ -404,7 +404,8 @@ def _write(
     if strict and decode_runs:
         fail_if_strict(strict, compute_decode_problems(store, fingerprint, decode_runs))
     spans = record_spans(store, parted, each)  # the groups of those the attrs cannot hold, written
-    decoded = kept_decode_problems(store, fingerprint, decode_runs)  # by a task, kept there
+    # By a task, kept there; no run with a problem: no record to read (DAS carries none over).
+    decoded = kept_decode_problems(store, fingerprint, decode_runs) if decode_runs else []
     problems = write_sorted_problems(store, plan.problems, decoded, appended is not None, each)
     attrs = store_attrs(plan, parted.interrogator, problems, spans, fingerprint)
     if appended is not None:  # beside the old table, named with the completion marker
