@@ -92,6 +92,7 @@ from seisctf.formats.shared import (
     record_parts,
     resumable,
 )
+from seisctf.formats.shared.coverage_parts import coverage_array, write_base, write_coverage
 from seisctf.formats.shared.input_listing import expand_sources
 from seisctf.formats.shared.input_manifest import file_stats
 from seisctf.formats.shared.partition_tasks import Each, on_cluster
@@ -129,12 +130,13 @@ MAX_PIECES_PER_WAVE = 5_000
 
 @dataclass(frozen=True)
 class DasIngestReport:
-    """What an ingest wrote: the plan, coverage per block, problems (the first
+    """What an ingest wrote: the plan, the store's coverage per block (its zarr array, read as it
+    is indexed: `coverage_parts.coverage_array`), problems (the first
     `conventions.ATTR_PROBLEM_LINES`, sorted; `problem_count`: how many there are, None: as
     many; `problem_lines.read_problems` of the store reads them all), gaps and overlaps."""
 
     plan: DasPlan
-    coverage: np.ndarray
+    coverage: Any
     problems: tuple[str, ...]
     gaps: tuple[dict, ...] = ()
     overlaps: tuple[dict, ...] = ()
@@ -329,8 +331,7 @@ def _lines(plan: DasPlan, strict: bool) -> list[str]:
 
 
 def _up_to_date(plan: DasPlan, attrs: dict, store: StoreLocation):
-    group = open_store(store)
-    coverage = np.asarray(group[cv.DAS_COVERAGE_VAR][:])
+    coverage = coverage_array(store, cv.DAS_COVERAGE_VAR)
     return DasIngestReport(plan, coverage, up_to_date=True, **_report_fields(attrs))
 
 
@@ -396,11 +397,11 @@ def _write(
         number = pending[index]
         return run_task(made.pop(index), store, variable, f"{token}-{number}", placement)
 
-    collected = resumable.Collected(progress, (plan.n_blocks,), layout.blocks_of)
+    collected = resumable.Collected(progress, layout.blocks_of)
     compute_in_waves(task, len(pending), label="ingest DAS", quiet=quiet, wave_tasks=wave,
                      costs=costs, wave_cost=MAX_PIECES_PER_WAVE,
                      fold=collected.fold(pending))  # fmt: skip
-    coverage, decode_runs = collected.coverage, sorted(collected.runs_with_problems)
+    decode_runs = sorted(collected.runs_with_problems)
     if strict and decode_runs:
         fail_if_strict(strict, compute_decode_problems(store, fingerprint, decode_runs))
     spans = record_spans(store, parted, each)  # the groups of those the attrs cannot hold, written
@@ -412,10 +413,12 @@ def _write(
         table = input_manifest.beside(open_store(store))
         write_table_of_parts(store, appended.stats, parted, each, table)
         attrs[input_manifest.ATTR_TABLE] = table
-    resumable.finish(store, coverage, cv.DAS_COVERAGE_VAR, COVERAGE_DIMS, attrs)
+    write_coverage(store, cv.DAS_COVERAGE_VAR, (plan.n_blocks,), COVERAGE_DIMS, layout.cells())
+    resumable.finish(store, attrs)
     if appended is not None:
         input_manifest.drop_table(store, appended.old_table)
         das_inputs.forget_attrs(store)
+    coverage = coverage_array(store, cv.DAS_COVERAGE_VAR)
     return DasIngestReport(plan, coverage, **_report_fields(attrs))
 
 
@@ -481,12 +484,13 @@ def prepare_append(
     plan: DasPlan, records: int, store: StoreLocation, fingerprint: str
 ) -> resumable.Progress:
     """Turn the complete store into an unfinished one of the grown plan, with progress of
-    `records` blocks: marker off, the old coverage kept (grown with zeros), the variable
-    resized. The blocks not rewritten keep their chunks and coverage."""
-    group, base = resumable.reopen_for_append(store, cv.DAS_COVERAGE_VAR, (plan.n_blocks,))
+    `records` blocks: marker off, the old coverage kept (`BASE_VAR`, by tasks: grown with
+    zeros), the variable resized. The blocks not rewritten keep their chunks and coverage."""
+    group = resumable.reopen_for_append(store)
+    write_base(store, cv.DAS_COVERAGE_VAR, (plan.n_blocks,))
     group[plan.axis.quantity].resize((plan.n_time, plan.axis.n_distance))
-    resumable.create_progress(group, records, fingerprint, base=base)
-    return resumable.Progress(base=base, records=records)
+    resumable.create_progress(group, records, fingerprint)
+    return resumable.Progress(records=records)
 
 
 # --- the recipe source ----------------------------------------------------------------------

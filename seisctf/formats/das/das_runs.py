@@ -30,6 +30,7 @@ from seisctf.formats.das.das_blocks import (
 from seisctf.formats.das.das_plan import DasPlan, PlacedPatch
 from seisctf.formats.shared import input_locality, resumable
 from seisctf.formats.shared.chunk_writes import ChunkWriter, write_chunks
+from seisctf.formats.shared.coverage_parts import SpanRuns
 from seisctf.formats.shared.resumable import PROGRESS_VAR, open_store
 from seisctf.location import StoreLocation
 
@@ -89,6 +90,11 @@ class RunLayout:
         offset = blocks - self._starts[span]
         inside = (offset >= 0) & (offset < self._lengths[span])
         return np.where(inside, (self._before[span] + offset) // self.run_blocks, -1)
+
+    def cells(self) -> SpanRuns:
+        """Which run wrote which block, for the tasks writing the coverage
+        (`coverage_parts.write_coverage`)."""
+        return SpanRuns(self._starts, self._lengths, self._before[:-1], self.run_blocks)
 
     def blocks_of(self, number: int) -> list[int]:
         """The block indices run `number` writes, in order."""

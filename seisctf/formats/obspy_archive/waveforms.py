@@ -140,6 +140,13 @@ from seisctf.formats.shared import (
     resumable,
 )
 from seisctf.formats.shared.chunk_writes import ChunkWriter, write_chunks
+from seisctf.formats.shared.coverage_parts import (
+    Growth,
+    StationRuns,
+    coverage_array,
+    write_base,
+    write_coverage,
+)
 from seisctf.formats.shared.partition_tasks import on_cluster
 from seisctf.formats.shared.problem_lines import (
     carried_problems,
@@ -177,7 +184,8 @@ MAX_TRACES_PER_WAVE = 5_000
 
 @dataclass(frozen=True)
 class IngestReport:
-    """What an ingest wrote: the plan, coverage (station, block) and the problems found: the
+    """What an ingest wrote: the plan, the store's coverage (station, block: its zarr array, read
+    as it is indexed: `coverage_parts.coverage_array`) and the problems found: the
     first `conventions.ATTR_PROBLEM_LINES` (those of the store's root attrs) and their number
     (`problem_count`; None: as many as `problems`); `problem_lines.read_problems` of the store
     reads them all. The plan of a one-shot ingest (or its resume) has no `station_metadata`
@@ -185,7 +193,7 @@ class IngestReport:
     group holds it (`storage.station_attrs`)."""
 
     plan: WaveformPlan
-    coverage: np.ndarray
+    coverage: Any
     problems: tuple[str, ...]
     up_to_date: bool = False
     problem_count: int | None = None
@@ -358,11 +366,9 @@ def ingest_waveforms(
     ), quiet=True)[0]  # fmt: skip
     existing = resumable.up_to_date_attrs(store, fingerprint)
     if existing:
-        group = open_store(store)
-        coverage = np.asarray(group[COVERAGE_VAR][:])
-        found = dict(group.attrs)
-        return IngestReport(plan, coverage, tuple(found.get(cv.ATTR_PROBLEMS, ())), True,
-                            found.get(cv.ATTR_PROBLEM_COUNT))  # fmt: skip
+        coverage = coverage_array(store, COVERAGE_VAR)
+        return IngestReport(plan, coverage, tuple(existing.get(cv.ATTR_PROBLEMS, ())), True,
+                            existing.get(cv.ATTR_PROBLEM_COUNT))  # fmt: skip
     progress = resumable.unfinished_progress(store, fingerprint, counted=True)
     rewrite = (  # an append: the blocks its files touch (others keep their chunks)
         None if previous is None
@@ -388,10 +394,12 @@ def ingest_waveforms(
     if previous is None:  # now, so that the client holds no station's metadata from here on
         write_station_attrs(store, plan, removed)
         plan = dataclasses.replace(plan, station_metadata=())
-    coverage, decode_runs, lost = _run_blocks(
+    decode_runs, lost = _run_blocks(
         layout, plan, settings, source, store, fingerprint, progress, quiet
     )
-    del layout
+    table = layout.table
+    runs = StationRuns.of_table(table.station, table.first_block, table.blocks)
+    del layout, table
     if strict and (decode_runs or progress.attributes.get("carried_problems")):
         fail_if_strict(strict, compute_decode_problems(store, fingerprint, decode_runs))
     release_free_memory()  # of the inventory and the tasks
@@ -411,9 +419,11 @@ def ingest_waveforms(
     else:  # a resume's (its files' `modified` may be newer), an append's (beside the old one)
         write_table(store, tables[1], scanned.parts, scanned.stats, each, placed,
                     (plan.stations, lost), scanned.not_stored)  # fmt: skip
-    compute(dask.delayed(_finish_store)(store, attrs, units, coverage, tables), quiet=True)
+    write_coverage(store, COVERAGE_VAR, _blocks(plan), COVERAGE_DIMS, runs, COORDINATES)
+    compute(dask.delayed(_finish_store)(store, attrs, units, tables), quiet=True)
     head = tuple(found[cv.ATTR_PROBLEMS])
-    return IngestReport(plan, coverage, head, problem_count=found.get(cv.ATTR_PROBLEM_COUNT))
+    return IngestReport(plan, coverage_array(store, COVERAGE_VAR), head,
+                        problem_count=found.get(cv.ATTR_PROBLEM_COUNT))  # fmt: skip
 
 
 def _table_names(store: StoreLocation, append: bool) -> tuple[str, str]:
@@ -429,19 +439,18 @@ def _finish_store(
     store: StoreLocation,
     attrs: dict[str, Any],
     units: dict[str, Any],
-    coverage: np.ndarray,
     tables: tuple[str, str],
 ) -> None:
-    """The data's `units`, the coverage, the root `attrs` and the completion marker
-    (`resumable.finish`), then the table no longer in use dropped (`tables`: old, this run's);
-    after the inputs table is written."""
+    """The data's `units`, the root `attrs` and the completion marker (`resumable.finish`),
+    then the table no longer in use dropped (`tables`: old, this run's); after the inputs table
+    and the coverage are written."""
     old_table, table = tables
     group = open_store(store, mode="r+")
     group[DATA_VAR].attrs.update(units)
     attrs = dict(attrs)
     if table != input_manifest.GROUP or input_manifest.ATTR_TABLE in group.attrs:
         attrs[input_manifest.ATTR_TABLE] = table
-    resumable.finish(store, coverage, COVERAGE_VAR, COVERAGE_DIMS, attrs, COORDINATES)
+    resumable.finish(store, attrs)
     input_manifest.drop_table(store, old_table)
 
 
@@ -468,14 +477,15 @@ def _run_blocks(
     fingerprint: str,
     progress: resumable.Progress,
     quiet: bool,
-) -> tuple[np.ndarray, list[int], set[tuple]]:
+) -> tuple[list[int], set[tuple]]:
     """Ingest the runs (`waveform_runs.run_layout`) `progress` has no record of (`source`: the
     inventories, with response removal), one Dask task per run of a station's consecutive
     blocks (a worker decodes each file of the run once; keys in station-major order), each
-    task made when its wave is: coverage (station, block), the numbers of the finished runs
-    with decode problems (the lines stay in the runs' records in the store:
-    `problem_lines.decode_problems` reads those runs' alone), and ((station index, block),
-    path, channel) of the files' channels of which no sample is stored (`overlap_conflicts`)."""
+    task made when its wave is: the numbers of the finished runs with decode problems (the
+    lines stay in the runs' records in the store: `problem_lines.decode_problems` reads those
+    runs' alone), and ((station index, block), path, channel) of the files' channels of which
+    no sample is stored (`overlap_conflicts`). The coverage stays in the records too
+    (`coverage_parts.write_coverage` reads it there)."""
     table = layout.table
     token = dask.base.tokenize(store.url, fingerprint)
     pending = [number for number in range(len(table)) if number not in progress.done]
@@ -501,7 +511,7 @@ def _run_blocks(
             dask_key_name=f"ingest_block-{token}-{key_of(table, number)}",
         )  # fmt: skip
 
-    collected = resumable.Collected(progress, (len(plan.stations), plan.n_blocks), table.blocks_of)
+    collected = resumable.Collected(progress, table.blocks_of)
     compute_in_waves(  # waves of bounded graphs (10^5 files: several)
         input_locality.near_partitions(  # each run on the host keeping its files (several hosts)
             task,
@@ -515,7 +525,7 @@ def _run_blocks(
         wave_cost=MAX_TRACES_PER_WAVE,
         fold=collected.fold(pending),
     )
-    return collected.coverage, sorted(collected.runs_with_problems), collected.lost
+    return sorted(collected.runs_with_problems), collected.lost
 
 
 def appendable_attrs(store: StoreLocation) -> dict[str, Any]:
@@ -545,21 +555,19 @@ def check_same_removal(previous: dict[str, Any], removed: dict[str, Any] | None)
         )
 
 
-def grow_last_blocks(coverage: np.ndarray, plan: WaveformPlan, old_time: int) -> None:
-    """Each station's coverage of the old store's last block, partial there, over the block's
-    grown length in `plan`, in place: a block no appended file touches keeps its chunk and so
-    its valid samples (recovered exactly from the float32 fraction: at most 3 x 2**18 of them),
-    and `resumable.coverage_of` divides them by its new size. A block the files touch is
-    rewritten and its record replaces this value."""
+def growth_of(plan: WaveformPlan, old_time: int) -> Growth | None:
+    """How an append's old coverage grows (`coverage_parts.Growth`): each station's old last
+    block, partial at `old_time` samples, over its grown length in `plan` (a block no appended
+    file touches keeps its chunk and so its valid samples; a block they touch is rewritten and
+    its record replaces this value); None when the old last block was whole."""
     first = old_time - old_time % plan.block_samples
     if first == old_time:
-        return
-    last, new_length = first // plan.block_samples, min(plan.block_samples, plan.n_time - first)
+        return None
     own = plan.station_channels()
-    for index, station in enumerate(plan.stations):
-        rows = len(own[station]) or len(plan.channels)
-        valid = round(float(coverage[index, last]) * rows * (old_time - first))
-        coverage[index, last] = valid / (rows * new_length)
+    rows = np.array([len(own[station]) or len(plan.channels) for station in plan.stations],
+                    dtype=np.int64)  # fmt: skip
+    new_length = min(plan.block_samples, plan.n_time - first)
+    return Growth(first // plan.block_samples, old_time - first, new_length, rows)
 
 
 def prepare_append(
@@ -570,17 +578,17 @@ def prepare_append(
     fingerprint: str,
 ) -> resumable.Progress:
     """Turn the complete store into an unfinished one of the grown plan, with progress of
-    `records` runs: completion marker off, the old coverage kept (grown with zeros, its last
-    blocks over their grown length), `data` resized. The blocks not rewritten keep their
-    chunks and coverage."""
-    shape = _blocks(plan)
-    group, base = resumable.reopen_for_append(store, COVERAGE_VAR, shape)
-    grow_last_blocks(base, plan, group[DATA_VAR].shape[-1])
+    `records` runs: completion marker off, the old coverage kept (`BASE_VAR`, by tasks: grown
+    with zeros, its last blocks over their grown length), `data` resized. The blocks not
+    rewritten keep their chunks and coverage."""
+    group = resumable.reopen_for_append(store)
+    growth = growth_of(plan, group[DATA_VAR].shape[-1])
+    write_base(store, COVERAGE_VAR, _blocks(plan), growth)
     group[DATA_VAR].resize((len(plan.stations), len(plan.channels), plan.n_time))
     write_station_ids(group, plan.stations, COORDINATES)
     # Decode problems of the kept blocks: the old ones that the new plan does not repeat.
     carried = carried_problems(store, plan.problems)
     attributes = {"carried_problems": carried}
     # The progress array last (an append killed before it is not resumable: re-ingest).
-    resumable.create_progress(group, records, fingerprint, attributes, base)
-    return resumable.Progress(base=base, records=records, attributes=attributes)
+    resumable.create_progress(group, records, fingerprint, attributes)
+    return resumable.Progress(records=records, attributes=attributes)

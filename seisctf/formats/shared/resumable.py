@@ -9,8 +9,9 @@ the run's chunks are written, then its record, JSON {"coverage": [...], "problem
 ...} with one entry per block. Its attr `ATTR_FINGERPRINT` says which ingest (inputs and
 settings) it belongs to, so a re-run of the same ingest resumes (one listing finds the records
 written; only the other runs run) and any other ingest starts afresh. An append also keeps the
-old coverage (`BASE_VAR`) until it finishes. Finishing writes the coverage, deletes the
-progress and writes the attrs and the completion marker last (`storage.finish_group`); the
+old coverage (`BASE_VAR`) until it finishes. Finishing writes the coverage (by tasks, from the
+records: `coverage_parts`), deletes the progress and writes the attrs and the completion marker
+last (`storage.finish_group`); the
 complete store keeps the fingerprint in its attrs, so re-running the same ingest on it writes
 nothing.
 """
@@ -176,12 +177,12 @@ RECORDS_PER_TASK = 1024
 @dataclass(frozen=True)
 class Progress:
     """What an interrupted ingest of the same inputs and settings finished: `done`, {record
-    number: record} (`record_text`'s lists, one entry per block of the record's run), and
-    `base`, the coverage an append keeps of the store's old blocks (None: zeros); `records`,
-    how many runs it has (None: none begun); `attributes`, those `create_progress` was given."""
+    number: record} (`record_text`'s lists, one entry per block of the record's run);
+    `records`, how many runs it has (None: none begun); `attributes`, those `create_progress`
+    was given. (An append's coverage of the store's old blocks stays in the store, `BASE_VAR`,
+    read where the coverage is written.)"""
 
     done: dict[int, dict[str, list]] = field(default_factory=dict)
-    base: np.ndarray | None = None
     records: int | None = None
     attributes: dict[str, Any] = field(default_factory=dict)
 
@@ -198,10 +199,10 @@ def unfinished_progress(
     found = _progress_array(store, fingerprint)
     if found is None:
         return None
-    group, array = found
+    _, array = found
     numbers = written_chunks(array)
     if len(numbers) <= RECORDS_PER_TASK:
-        done = _read_records(array, numbers, counted)
+        done = read_records(array, numbers, counted)
     else:
         import dask
 
@@ -210,16 +211,15 @@ def unfinished_progress(
         ]
         tasks = [dask.delayed(_records_at)(store, some, counted) for some in ranges]
         done = {n: record for part in compute(*tasks, quiet=True) for n, record in part.items()}
-    base = np.asarray(group[BASE_VAR][:]) if BASE_VAR in group else None
-    return Progress(done, base, array.shape[0], dict(array.attrs))
+    return Progress(done, array.shape[0], dict(array.attrs))
 
 
 def _records_at(store: StoreLocation, numbers: Sequence[int], counted: bool) -> dict[int, Any]:
-    """`_read_records` of the progress array of `store` (a task's)."""
-    return _read_records(open_store(store)[PROGRESS_VAR], numbers, counted)
+    """`read_records` of the progress array of `store` (a task's)."""
+    return read_records(open_store(store)[PROGRESS_VAR], numbers, counted)
 
 
-def _read_records(array: Any, numbers: Sequence[int], counted: bool = False) -> dict[int, Any]:
+def read_records(array: Any, numbers: Sequence[int], counted: bool = False) -> dict[int, Any]:
     """{number: record} of the records `numbers` of the progress `array` that are written,
     `counted` (`counted_record`) or as written."""
     texts = array.get_orthogonal_selection((np.array(numbers, dtype=np.int64),)) if numbers else []
@@ -237,7 +237,7 @@ def unfinished_records(
     if found is None:
         return None
     _, array = found
-    return dict(array.attrs), _read_records(array, sorted(numbers))
+    return dict(array.attrs), read_records(array, sorted(numbers))
 
 
 def _progress_array(store: StoreLocation, fingerprint: str) -> tuple[Any, Any] | None:
@@ -272,21 +272,14 @@ def written_chunks(array: Any) -> list[int]:
 
 
 def create_progress(
-    group: Any,
-    records: int,
-    fingerprint: str,
-    attributes: Mapping[str, Any] | None = None,
-    base: np.ndarray | None = None,
+    group: Any, records: int, fingerprint: str, attributes: Mapping[str, Any] | None = None
 ) -> None:
-    """The progress array, `records` empty strings, one chunk per record (replacing any), and
-    an append's `base` coverage (`BASE_VAR`, before it). Written last when a store is created
-    or reopened, in one metadata write: a store that has it (with this fingerprint) is
-    resumable."""
-    for name in (PROGRESS_VAR, BASE_VAR):
-        if name in group:
-            del group[name]
-    if base is not None:
-        group.create_array(BASE_VAR, data=base.astype(np.float32), fill_value=np.nan)
+    """The progress array, `records` empty strings, one chunk per record (replacing any).
+    Written last when a store is created or reopened (after an append's kept coverage,
+    `coverage_parts.write_base`), in one metadata write: a store that has it (with this
+    fingerprint) is resumable."""
+    if PROGRESS_VAR in group:
+        del group[PROGRESS_VAR]
     group.create_array(
         PROGRESS_VAR,
         shape=(records,),
@@ -326,21 +319,15 @@ def record_write(progress: Any, number: int, record: dict[str, list]) -> tuple:
 
 
 class Collected:
-    """Coverage (of `shape`: station x block, or block), `runs_with_problems` (the numbers of
-    the runs whose records have problems, listed or counted: `counted_record`; a task reads
-    those records alone for the lines) and the (block index, *item) of
-    every `lost` item of the finished runs, added one record at a time (`add`): those
-    done before this run (`progress.done`, added here) and those this run writes, as each wave
-    of them ends (so no run's record is kept). `blocks_of(n)`: the block indices of run n, in
-    its record's order. A block no run wrote has coverage 0 (it holds no data), or an append's
-    old coverage (`progress.base`)."""
+    """`runs_with_problems` (the numbers of the runs whose records have problems, listed or
+    counted: `counted_record`; a task reads those records alone for the lines) and the (block
+    index, *item) of every `lost` item of the finished runs, added one record at a time
+    (`add`): those done before this run (`progress.done`, added here) and those this run
+    writes, as each wave of them ends (so no run's record is kept). `blocks_of(n)`: the block
+    indices of run n, in its record's order. The coverage is not collected: tasks write it from
+    the records in the store (`coverage_parts.write_coverage`)."""
 
-    def __init__(
-        self, progress: Progress, shape: tuple[int, ...], blocks_of: Callable[[int], Sequence[Any]]
-    ):
-        self.coverage = np.zeros(shape, dtype=np.float32)
-        if progress.base is not None:
-            self.coverage[...] = progress.base
+    def __init__(self, progress: Progress, blocks_of: Callable[[int], Sequence[Any]]):
         self.runs_with_problems: set[int] = set()
         self.lost: set[tuple] = set()
         self.blocks_of = blocks_of
@@ -349,14 +336,11 @@ class Collected:
 
     def add(self, number: int, record: Mapping[str, list]) -> None:
         """Run `number`'s record (`run_record`: coverage, problems and lost items per block)."""
-        gone = record.get("lost") or [()] * len(record["coverage"])
         if record.get("problem_count") or any(record["problems"]):  # counted or listed
             self.runs_with_problems.add(number)
-        for index, fraction, items in zip(
-            self.blocks_of(number), record["coverage"], gone, strict=True
-        ):
-            self.coverage[index] = fraction
-            self.lost.update((index, *item) for item in items)
+        if any(record.get("lost") or ()):
+            for index, items in zip(self.blocks_of(number), record["lost"], strict=True):
+                self.lost.update((index, *item) for item in items)
 
     def fold(self, numbers: Sequence[int]) -> Callable[[int, list], None]:
         """What `cluster.compute_in_waves` takes as `fold` for the runs `numbers` (task i: run
@@ -369,17 +353,12 @@ class Collected:
         return add_wave
 
 
-def reopen_for_append(
-    store: StoreLocation, coverage_var: str, shape: tuple[int, ...]
-) -> tuple[Any, np.ndarray]:
-    """(group, the old coverage grown to `shape` with zeros) of a complete store an append
-    changes: its completion marker goes off first (from here on the store is being changed)."""
+def reopen_for_append(store: StoreLocation) -> Any:
+    """The group of a complete store an append changes: its completion marker goes off first
+    (from here on the store is being changed)."""
     group = open_store(store, mode="r+")
     group.attrs[cv.ATTR_COMPLETE] = False
-    old = np.asarray(group[coverage_var][:])
-    base = np.zeros(shape, dtype=np.float32)
-    base[tuple(slice(0, n) for n in old.shape)] = old
-    return group, base
+    return group
 
 
 def appendable_attrs(store: StoreLocation, record: str) -> tuple[Any, dict]:
@@ -421,25 +400,11 @@ def changed_input(path: str, url: str, recorded: str, now: str) -> InvalidInput:
     )
 
 
-def finish(
-    store: StoreLocation,
-    coverage: np.ndarray,
-    coverage_var: str,
-    dims: tuple[str, ...],
-    attrs: Mapping[str, Any],
-    coverage_attrs: Mapping[str, Any] | None = None,
-) -> None:
-    """Write the coverage (replacing an append's old one), delete the progress array, then the
-    attrs and the completion marker."""
+def finish(store: StoreLocation, attrs: Mapping[str, Any]) -> None:
+    """Delete the progress array (and an append's kept coverage), then write the attrs and the
+    completion marker; after the coverage (`coverage_parts.write_coverage`, which reads
+    both)."""
     group = open_store(store, mode="r+")
-    if coverage_var in group:
-        del group[coverage_var]
-    array = group.create_array(
-        coverage_var, shape=coverage.shape, dtype="float32", fill_value=np.nan, dimension_names=dims
-    )
-    if coverage_attrs:
-        array.attrs.update(dict(coverage_attrs))
-    array[:] = coverage
     del group[PROGRESS_VAR]
     if BASE_VAR in group:
         del group[BASE_VAR]
