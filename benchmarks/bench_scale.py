@@ -35,6 +35,7 @@ SECTIONS = {
     "reads": "scale_reads",  # bytes read from S3 by an ingest, counted by the server
     "coverage": "scale_coverage",  # ingest quakeml and the tasks gap check, 100x the chunks
     "das-runs": "scale_das_runs",  # ingest das at 128x the blocks: tasks, records, client
+    "network-gap": "scale_network_gap",  # a network's files decades apart: the client
 }
 
 
