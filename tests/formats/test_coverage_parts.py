@@ -50,6 +50,12 @@ FILES = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def two_chunks_a_task(monkeypatch):
+    """Several tasks of several chunks each (the client groups the chunks into tasks)."""
+    monkeypatch.setattr(coverage_parts, "CHUNKS_PER_TASK", 2)
+
+
 def _write(folder: Path, files=FILES) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     written = []

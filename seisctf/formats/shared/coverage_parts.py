@@ -3,7 +3,7 @@ the client never holds it: 4 bytes a (station, block) is 660 MB for 552 stations
 at 100 Hz, however few of those blocks hold data.
 
 The array is created with the chunks zarr chooses for its shape (those of an array written
-whole, so a store's bytes do not depend on who wrote it); each task fills one chunk: an
+whole, so a store's bytes do not depend on who wrote it); a task fills chunk after chunk: an
 append's kept coverage (`resumable.BASE_VAR`) or zeros, then the fractions of the records of
 the runs whose blocks fall there (`RunCells`: which run wrote which cell, the client giving
 each task the runs of its chunk alone). An append's kept coverage is made the same way from
@@ -26,6 +26,10 @@ from seisctf.formats.shared.resumable import BASE_VAR, PROGRESS_VAR, open_store,
 from seisctf.location import StoreLocation
 
 Region = tuple[slice, ...]
+# Chunks a task writes (one after the other: it holds one chunk's values at a time). zarr's
+# chunks of a float32 coverage are up to ~1.5 MB: 552 stations over 25 years are 440 of them,
+# 28 tasks, each opening the store once.
+CHUNKS_PER_TASK = 16
 
 
 class RunCells(Protocol):
@@ -148,20 +152,20 @@ def write_coverage(
     quiet: bool = True,
 ) -> None:
     """(Re)create the coverage array `name` of `shape` at `store` (float32, NaN fill, `attrs`)
-    and write it by tasks, a chunk each: the kept coverage of an append (`BASE_VAR`, when the
-    store has it) or 0, then each cell a run wrote, its record's fraction (the progress array
-    holds every run's record)."""
+    and write it by tasks of `CHUNKS_PER_TASK` chunks: in each chunk the kept coverage of an
+    append (`BASE_VAR`, when the store has it) or 0, then each cell a run wrote, its record's
+    fraction (the progress array holds every run's record)."""
     import dask
 
     create = dask.delayed(_create)(store, name, shape, dims, dict(attrs or {}), with_base=True)
     chunks, has_base = compute(create, quiet=True)[0]
-    regions = _regions(shape, chunks)
+    groups = _grouped(_regions(shape, chunks))
     fill = functools.partial(_fill_from_records, has_base=has_base)
     compute_in_waves(
-        lambda index: dask.delayed(_write_region)(
-            store, name, regions[index], fill, runs.part(regions[index])
+        lambda index: dask.delayed(_write_regions)(
+            store, name, [(region, runs.part(region)) for region in groups[index]], fill
         ),
-        len(regions),
+        len(groups),
         label="coverage",
         quiet=quiet,
     )
@@ -171,16 +175,18 @@ def write_base(
     store: StoreLocation, old_name: str, shape: tuple[int, ...], growth: Growth | None = None
 ) -> None:
     """An append's kept coverage (`BASE_VAR`, of the grown `shape`) from the store's old
-    coverage `old_name`, by tasks a chunk each: the old values, zeros beyond them, `growth`
-    applied (waveforms' old last blocks)."""
+    coverage `old_name`, by tasks of `CHUNKS_PER_TASK` chunks: the old values, zeros beyond
+    them, `growth` applied (waveforms' old last blocks)."""
     import dask
 
     create = dask.delayed(_create)(store, BASE_VAR, shape, None, {}, with_base=False)
     chunks, _ = compute(create, quiet=True)[0]
-    regions = _regions(shape, chunks)
     fill = functools.partial(_fill_from_old, old_name=old_name, growth=growth)
-    compute(*[dask.delayed(_write_region)(store, BASE_VAR, r, fill, None) for r in regions],
-            quiet=True)  # fmt: skip
+    tasks = [
+        dask.delayed(_write_regions)(store, BASE_VAR, [(region, None) for region in group], fill)
+        for group in _grouped(_regions(shape, chunks))
+    ]
+    compute(*tasks, quiet=True)  # fmt: skip
 
 
 def coverage_array(store: StoreLocation, name: str) -> Any:
@@ -222,16 +228,23 @@ def _regions(shape: tuple[int, ...], chunks: tuple[int, ...]) -> list[Region]:
     return [tuple(region) for region in itertools.product(*axes)]
 
 
-def _write_region(
+def _grouped(regions: list[Region]) -> list[list[Region]]:
+    """`regions` in consecutive groups of `CHUNKS_PER_TASK`."""
+    return [regions[i : i + CHUNKS_PER_TASK] for i in range(0, len(regions), CHUNKS_PER_TASK)]
+
+
+def _write_regions(
     store: StoreLocation,
     name: str,
-    region: Region,
+    regions: list[tuple[Region, RunCells | None]],
     fill: Callable[[Any, Region, Any], np.ndarray],
-    runs: RunCells | None,
 ) -> None:
-    """Write `fill(group, region, runs)` to `region` of the array `name` (a whole chunk)."""
+    """Write `fill(group, region, runs)` to each `region` (a whole chunk) of the array `name`,
+    one after the other."""
     group = open_store(store, mode="r+")
-    group[name][region] = fill(group, region, runs)
+    array = group[name]
+    for region, runs in regions:
+        array[region] = fill(group, region, runs)
 
 
 def _fill_from_records(group: Any, region: Region, runs: RunCells, has_base: bool) -> np.ndarray:
