@@ -8,12 +8,13 @@ command and figure), assumed (with why) or the code's own default, and printed w
 The scan keeps each input in its host's cache, so the block tasks read it from storage again
 only beyond the cache's size (`Settings.read_passes`, `Limits.worker_cache_bytes`); the client
 plans on columns and finishes serially (per-file costs measured up to 10^5 files, sub-linear
-there, extrapolated linearly: an upper bound). The client holds ~2 KB a file and 4 bytes a
-(station, block) of coverage. A projection is a lower bound on wall time: it assumes the
-per-core rates measured on 2 cores hold on every worker and that storage delivers the bytes
-(the S3 limits it hits are flagged). Not modelled: opening a store (its metadata and the chunk
-counts along its axes: `bench_scale.py --only open`, 0.05 s at 10^8 chunks), the inputs table
-(a few objects per 2^17 files).
+there, extrapolated linearly: an upper bound). The client holds the measured bytes a file;
+the coverage, 4 bytes a (station, block), is written by tasks from the runs' records (a GET a
+run, a PUT a chunk of it), not held by the client. A projection is a lower bound on wall time:
+it assumes the per-core rates measured on 2 cores hold on every worker and that storage
+delivers the bytes (the S3 limits it hits are flagged). Not modelled: opening a store (its
+metadata and the chunk counts along its axes: `bench_scale.py --only open`, 0.05 s at 10^8
+chunks), the inputs table (a few objects per 2^17 files).
 """
 
 from __future__ import annotations
@@ -29,8 +30,10 @@ STORE_BYTES_PER_SAMPLE = 2.79e9 / 1.66e9
 # blockwise graph runs one task per 2.94 keys, so ~2 ms a task run; 2.51 KiB a key held.
 SCHEDULER_S_PER_TASK = 673e-6 * 1_010_754 / (333_333 + 10_753)
 SCHEDULER_BYTES_PER_TASK = 2.51 * 1024
-# The client's coverage array: float32 per (station, time block) (`resumable.Collected`).
+# The coverage array: float32 per (station, time block), written by tasks from the runs'
+# records in zarr's chunks of it (`coverage_parts`): 1.50 MB for (552, 334,000), 18 x 20,875.
 COVERAGE_BYTES = 4
+COVERAGE_CHUNK_BYTES = 18 * 20_875 * COVERAGE_BYTES
 MB = 1e6
 GB = 1e9
 TB = 1e12
@@ -170,17 +173,20 @@ def project_ingest(
     client_serial_s = files * (costs.client_plan_s_per_file + costs.client_finish_s_per_file)
     scheduler_s = (ingest_tasks + scan_tasks) * costs.scheduler_s_per_task
     wall_s = list_s + client_serial_s + max(compute_s, scheduler_s)
-    puts = chunks + ingest_tasks  # the data chunks (station x block), one progress record a run
-    gets = math.ceil(files * passes) * limits.s3_requests_per_file_read
+    coverage_chunks = math.ceil(chunks * COVERAGE_BYTES / COVERAGE_CHUNK_BYTES)
+    # The data chunks (station x block), a progress record a run, the coverage's chunks.
+    puts = chunks + ingest_tasks + coverage_chunks
+    # The inputs read, then each run's record read again where the coverage is written.
+    gets = math.ceil(files * passes) * limits.s3_requests_per_file_read + ingest_tasks
     busy_s = max(compute_s, scheduler_s, 1e-9)
     get_per_s, put_per_s = gets / busy_s, puts / busy_s
     wave_graph_bytes = min(ingest_tasks, settings.wave_tasks) * costs.scheduler_bytes_per_task
-    # Per file (paths, scan table, manifest) and the coverage, 4 bytes a (station, block).
-    client_bytes = files * costs.client_bytes_per_file + chunks * COVERAGE_BYTES
+    client_bytes = files * costs.client_bytes_per_file  # the measured slope; no coverage
+
     pressures = {
         "scheduler task rate": scheduler_s / max(compute_s, 1e-9),
         "scheduler memory (one wave)": wave_graph_bytes / limits.scheduler_memory_bytes,
-        "client memory (inputs and coverage)": client_bytes / limits.client_memory_bytes,
+        "client memory (per file)": client_bytes / limits.client_memory_bytes,
         "client plan + finish (serial share of the wall)": client_serial_s / wall_s,
         "S3 GET rate (one prefix)": get_per_s / limits.s3_get_per_s_per_prefix,
         "S3 PUT rate (one prefix)": put_per_s / limits.s3_put_per_s_per_prefix,

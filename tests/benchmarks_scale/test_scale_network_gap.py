@@ -1,4 +1,4 @@
-"""benchmarks/scale_network_gap.py at its tiniest size (6 stations, 1 hour and 1 year apart):
+"""benchmarks/scale_network_gap.py at its tiniest size (6 stations, 1 hour, 1 day, 1 year apart):
 both runs have their rows, the year's coverage is the large one, and the coverage check holds on
 the stores and fails on one changed on purpose. (No memory goal asserted: the machines are
 shared.)"""
@@ -25,16 +25,16 @@ def test_tiny_network_gap_rows_goals_and_the_coverage_check(tmp_path):
     options = ScaleOptions(quick=True, data=tmp_path / "data", workdir=tmp_path)
     options.data.mkdir()
     (section,) = scale_network_gap.gap_rows(options, scale_network_gap.TINY)
-    assert [row[0] for row in section.rows] == ["1 hour", "1 year"]
+    assert [row[0] for row in section.rows] == ["1 hour", "1 day", "1 year"]
     cells = [int(row[8].split()[0].replace(",", "")) for row in section.rows]
-    assert cells[0] < 60 < 6 * 12_000 < cells[1]  # 6 stations x 12,031 blocks of a year
+    assert cells[0] < 60 < 6 * 12_000 < cells[2]  # 6 stations x 12,031 blocks of a year
     assert len(section.goals) == 2 and "check holds" not in section.goals[1]
     assert "**met**" in section.goals[1]
 
     # The check fails on a store whose coverage lost a block with data.
     store = tmp_path / "network_1year.zarr"
     _, traces = scale_network_gap.network_files(tmp_path / "again", 6, scale_network_gap.TINY
-                                                .gaps[1][1])  # fmt: skip
+                                                .gaps[2][1])  # fmt: skip
     assert scale_network_gap.coverage_is_the_files(store, traces)
     coverage = zarr.open_array(str(store / "coverage"), mode="r+")
     row = np.asarray(coverage[2])
