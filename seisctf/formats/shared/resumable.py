@@ -177,7 +177,7 @@ RECORDS_PER_TASK = 1024
 @dataclass(frozen=True)
 class Progress:
     """What an interrupted ingest of the same inputs and settings finished: `done`, {record
-    number: record} (`record_text`'s lists, one entry per block of the record's run);
+    number: record} (as written, or `counted_record`'s);
     `records`, how many runs it has (None: none begun); `attributes`, those `create_progress`
     was given. (An append's coverage of the store's old blocks stays in the store, `BASE_VAR`,
     read where the coverage is written.)"""
@@ -305,11 +305,15 @@ def run_record(
 
 
 def counted_record(record: dict[str, list]) -> dict[str, Any]:
-    """A run's record as a task returns it to the client: its problems counted
-    (`problem_count`), not listed (the record in the progress array lists them; a task reads
-    them there, `problem_lines.decode_problems`)."""
-    count = sum(len(found) for found in record["problems"])
-    return {**record, "problems": [[] for _ in record["problems"]], "problem_count": count}
+    """A run's record as a task returns it to the client (and a resume reads it there): its
+    problems counted (`problem_count`), and its `lost` items when it has any. Neither its lines
+    (a task reads them in the progress array, `problem_lines.decode_problems`) nor its coverage
+    (tasks write the coverage from the progress array, `coverage_parts`): a few bytes a run,
+    not a list per block."""
+    counted: dict[str, Any] = {"problem_count": sum(len(found) for found in record["problems"])}
+    if any(record.get("lost") or ()):
+        counted["lost"] = record["lost"]
+    return counted
 
 
 def record_write(progress: Any, number: int, record: dict[str, list]) -> tuple:
@@ -336,7 +340,7 @@ class Collected:
 
     def add(self, number: int, record: Mapping[str, list]) -> None:
         """Run `number`'s record (`run_record`: coverage, problems and lost items per block)."""
-        if record.get("problem_count") or any(record["problems"]):  # counted or listed
+        if record.get("problem_count") or any(record.get("problems") or ()):  # counted or listed
             self.runs_with_problems.add(number)
         if any(record.get("lost") or ()):
             for index, items in zip(self.blocks_of(number), record["lost"], strict=True):
