@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import tracemalloc
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import obspy
@@ -52,8 +53,10 @@ FILES = [
 
 @pytest.fixture(autouse=True)
 def two_chunks_a_task(monkeypatch):
-    """Several tasks of several chunks each (the client groups the chunks into tasks)."""
+    """Several tasks of several chunks each (the client groups the chunks into tasks), however
+    small the coverage (else one task writes a coverage of up to `SMALL_CELLS` whole)."""
     monkeypatch.setattr(coverage_parts, "CHUNKS_PER_TASK", 2)
+    monkeypatch.setattr(coverage_parts, "SMALL_CELLS", 0)
 
 
 def _write(folder: Path, files=FILES) -> list[Path]:
@@ -113,6 +116,16 @@ def test_coverage_over_several_chunks_is_the_stored_datas_valid_fraction(tmp_pat
     assert 0 < (expected > 0).mean() < 0.2 and ((expected > 0) & (expected < 1)).any()
     np.testing.assert_array_equal(np.asarray(report.coverage), expected)  # the report reads it
     assert not (out / "ingest_progress").exists() and not (out / "ingest_progress_base").exists()
+
+
+def test_one_task_writes_a_small_coverage_with_the_same_bytes(tmp_path, monkeypatch):
+    files = _write(tmp_path / "files")
+    _ingest(files, tmp_path / "tasks.zarr")
+    monkeypatch.setattr(coverage_parts, "SMALL_CELLS", 2**22)  # the default: this one is small
+    _ingest(files, tmp_path / "one.zarr")
+    assert _chunk_bytes(tmp_path / "one.zarr", "coverage") == _chunk_bytes(
+        tmp_path / "tasks.zarr", "coverage"
+    )
 
 
 def test_coverage_bytes_do_not_depend_on_the_workers(tmp_path):
@@ -236,8 +249,9 @@ def test_station_runs_map_cells_as_the_run_table_does(stations, row_chunk, block
     expected = np.full(shape, -1, np.int64)
     for number, (station, first, blocks) in enumerate(table):
         expected[station, first : first + blocks] = number * 1000 + np.arange(blocks)
-    columns = np.array(table, dtype=np.int64).reshape(-1, 3).T
-    cells = StationRuns.of_table(*columns)
+    station, first_block, blocks = np.array(table, dtype=np.int64).reshape(-1, 3).T
+    cells = StationRuns.of_table(SimpleNamespace(station=station, first_block=first_block,
+                                                 blocks=blocks))  # fmt: skip
     np.testing.assert_array_equal(_dense(shape, cells, (row_chunk, block_chunk)), expected)
 
 

@@ -92,7 +92,12 @@ from seisctf.formats.shared import (
     record_parts,
     resumable,
 )
-from seisctf.formats.shared.coverage_parts import coverage_array, write_base, write_coverage
+from seisctf.formats.shared.coverage_parts import (
+    Coverage,
+    coverage_array,
+    write_base,
+    write_coverage,
+)
 from seisctf.formats.shared.input_listing import expand_sources
 from seisctf.formats.shared.input_manifest import file_stats
 from seisctf.formats.shared.partition_tasks import Each, on_cluster
@@ -413,7 +418,8 @@ def _write(
         table = input_manifest.beside(open_store(store))
         write_table_of_parts(store, appended.stats, parted, each, table)
         attrs[input_manifest.ATTR_TABLE] = table
-    write_coverage(store, cv.DAS_COVERAGE_VAR, (plan.n_blocks,), COVERAGE_DIMS, layout.cells())
+    write_coverage(Coverage(store, cv.DAS_COVERAGE_VAR, (plan.n_blocks,), COVERAGE_DIMS,
+                            layout.cells()))  # fmt: skip
     resumable.finish(store, attrs)
     if appended is not None:
         input_manifest.drop_table(store, appended.old_table)

@@ -141,11 +141,11 @@ from seisctf.formats.shared import (
 )
 from seisctf.formats.shared.chunk_writes import ChunkWriter, write_chunks
 from seisctf.formats.shared.coverage_parts import (
+    Coverage,
     Growth,
     StationRuns,
     coverage_array,
     write_base,
-    write_coverage,
 )
 from seisctf.formats.shared.partition_tasks import on_cluster
 from seisctf.formats.shared.problem_lines import (
@@ -397,9 +397,8 @@ def ingest_waveforms(
     decode_runs, lost = _run_blocks(
         layout, plan, settings, source, store, fingerprint, progress, quiet
     )
-    table = layout.table
-    runs = StationRuns.of_table(table.station, table.first_block, table.blocks)
-    del layout, table
+    runs = StationRuns.of_table(layout.table)
+    del layout
     if strict and (decode_runs or progress.attributes.get("carried_problems")):
         fail_if_strict(strict, compute_decode_problems(store, fingerprint, decode_runs))
     release_free_memory()  # of the inventory and the tasks
@@ -419,8 +418,11 @@ def ingest_waveforms(
     else:  # a resume's (its files' `modified` may be newer), an append's (beside the old one)
         write_table(store, tables[1], scanned.parts, scanned.stats, each, placed,
                     (plan.stations, lost), scanned.not_stored)  # fmt: skip
-    write_coverage(store, COVERAGE_VAR, _blocks(plan), COVERAGE_DIMS, runs, COORDINATES)
-    compute(dask.delayed(_finish_store)(store, attrs, units, tables), quiet=True)
+    coverage = Coverage(store, COVERAGE_VAR, _blocks(plan), COVERAGE_DIMS, runs, COORDINATES)
+    small = coverage if coverage.small else None  # written by the task finishing the store
+    if small is None:
+        coverage.write_by_tasks()
+    compute(dask.delayed(_finish_store)(store, attrs, units, tables, small), quiet=True)
     head = tuple(found[cv.ATTR_PROBLEMS])
     return IngestReport(plan, coverage_array(store, COVERAGE_VAR), head,
                         problem_count=found.get(cv.ATTR_PROBLEM_COUNT))  # fmt: skip
@@ -440,10 +442,13 @@ def _finish_store(
     attrs: dict[str, Any],
     units: dict[str, Any],
     tables: tuple[str, str],
+    coverage: Coverage | None,
 ) -> None:
-    """The data's `units`, the root `attrs` and the completion marker (`resumable.finish`),
-    then the table no longer in use dropped (`tables`: old, this run's); after the inputs table
-    and the coverage are written."""
+    """A small `coverage` (a larger one is written by tasks before), the data's `units`, the root
+    `attrs` and the marker (`resumable.finish`), then the table no longer in use dropped
+    (`tables`: old, this run's); after the inputs table is written."""
+    if coverage is not None:
+        coverage.write_here()
     old_table, table = tables
     group = open_store(store, mode="r+")
     group[DATA_VAR].attrs.update(units)

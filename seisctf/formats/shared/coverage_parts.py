@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Callable, Mapping
+import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -30,6 +31,10 @@ Region = tuple[slice, ...]
 # chunks of a float32 coverage are up to ~1.5 MB: 552 stations over 25 years are 440 of them,
 # 28 tasks, each opening the store once.
 CHUNKS_PER_TASK = 16
+# A coverage of at most this many cells (16 MiB of float32) is written whole by one task (for
+# `ingest waveforms`, the one finishing the store): a small store's ingest pays no task round
+# for it.
+SMALL_CELLS = 2**22
 
 
 class RunCells(Protocol):
@@ -57,12 +62,12 @@ class StationRuns:
     blocks: np.ndarray
 
     @classmethod
-    def of_table(cls, station: np.ndarray, first_block: np.ndarray, blocks: np.ndarray
-                 ) -> StationRuns:  # fmt: skip
-        """The runs of a run table (run i: row i), station-major."""
-        numbers = np.arange(len(station), dtype=np.int64)
-        columns = (np.asarray(a, dtype=np.int64) for a in (station, first_block, blocks))
-        return cls(numbers, *columns)
+    def of_table(cls, table: Any) -> StationRuns:
+        """The runs of a run table (`placed_traces.RunTable`: run i is row i of its `station`,
+        `first_block` and `blocks`), station-major."""
+        columns = (np.asarray(getattr(table, name), dtype=np.int64)
+                   for name in ("station", "first_block", "blocks"))  # fmt: skip
+        return cls(np.arange(len(table.station), dtype=np.int64), *columns)
 
     def part(self, region: Region) -> StationRuns:
         rows, columns = region
@@ -142,33 +147,67 @@ class Growth:
         values[:, self.last - columns.start] = valid / (counted * self.new_length)
 
 
-def write_coverage(
-    store: StoreLocation,
-    name: str,
-    shape: tuple[int, ...],
-    dims: tuple[str, ...],
-    runs: RunCells,
-    attrs: Mapping[str, Any] | None = None,
-    quiet: bool = True,
-) -> None:
-    """(Re)create the coverage array `name` of `shape` at `store` (float32, NaN fill, `attrs`)
-    and write it by tasks of `CHUNKS_PER_TASK` chunks: in each chunk the kept coverage of an
-    append (`BASE_VAR`, when the store has it) or 0, then each cell a run wrote, its record's
-    fraction (the progress array holds every run's record)."""
+@dataclass(frozen=True)
+class Coverage:
+    """The coverage array `name` (float32, NaN fill; `dims`, `attrs`) of `shape` to write at
+    `store` from the records of `runs`: in each chunk the kept coverage of an append
+    (`BASE_VAR`, when the store has it) or 0, then each cell a run wrote, its record's fraction
+    (the progress array holds every run's record)."""
+
+    store: StoreLocation
+    name: str
+    shape: tuple[int, ...]
+    dims: tuple[str, ...]
+    runs: RunCells
+    attrs: Mapping[str, Any] | None = None
+
+    @property
+    def small(self) -> bool:
+        """Whether one task writes it whole (`SMALL_CELLS`)."""
+        return math.prod(self.shape) <= SMALL_CELLS
+
+    def write_here(self) -> None:
+        """(Re)create the array and write it whole, chunk after chunk, in this process (a
+        task's)."""
+        chunks, has_base = _create(self.store, self.name, self.shape, self.dims,
+                                   dict(self.attrs or {}), with_base=True)  # fmt: skip
+        fill = functools.partial(_fill_from_records, has_base=has_base)
+        parts = [(region, self.runs.part(region)) for region in _regions(self.shape, chunks)]
+        _write_regions(self.store, self.name, parts, fill)
+
+    def write_by_tasks(self, quiet: bool = True) -> None:
+        """(Re)create the array in a task, then write it by tasks of `CHUNKS_PER_TASK` chunks,
+        each given the runs of its chunks alone."""
+        import dask
+
+        create = dask.delayed(_create)(self.store, self.name, self.shape, self.dims,
+                                       dict(self.attrs or {}), with_base=True)  # fmt: skip
+        chunks, has_base = compute(create, quiet=True)[0]
+        groups = _grouped(_regions(self.shape, chunks))
+        fill = functools.partial(_fill_from_records, has_base=has_base)
+        compute_in_waves(
+            lambda index: dask.delayed(_write_regions)(
+                self.store, self.name, [(r, self.runs.part(r)) for r in groups[index]], fill
+            ),
+            len(groups),
+            label="coverage",
+            quiet=quiet,
+        )
+
+
+def write_coverage(coverage: Coverage, quiet: bool = True) -> None:
+    """Write `coverage`: by one task when it is small, else by tasks of `CHUNKS_PER_TASK`
+    chunks."""
     import dask
 
-    create = dask.delayed(_create)(store, name, shape, dims, dict(attrs or {}), with_base=True)
-    chunks, has_base = compute(create, quiet=True)[0]
-    groups = _grouped(_regions(shape, chunks))
-    fill = functools.partial(_fill_from_records, has_base=has_base)
-    compute_in_waves(
-        lambda index: dask.delayed(_write_regions)(
-            store, name, [(region, runs.part(region)) for region in groups[index]], fill
-        ),
-        len(groups),
-        label="coverage",
-        quiet=quiet,
-    )
+    if coverage.small:
+        compute(dask.delayed(_write_here)(coverage), quiet=True)
+    else:
+        coverage.write_by_tasks(quiet)
+
+
+def _write_here(coverage: Coverage) -> None:
+    coverage.write_here()
 
 
 def write_base(
@@ -179,14 +218,23 @@ def write_base(
     them, `growth` applied (waveforms' old last blocks)."""
     import dask
 
+    fill = functools.partial(_fill_from_old, old_name=old_name, growth=growth)
+    if math.prod(shape) <= SMALL_CELLS:  # one task
+        compute(dask.delayed(_base_here)(store, shape, fill), quiet=True)
+        return
     create = dask.delayed(_create)(store, BASE_VAR, shape, None, {}, with_base=False)
     chunks, _ = compute(create, quiet=True)[0]
-    fill = functools.partial(_fill_from_old, old_name=old_name, growth=growth)
     tasks = [
         dask.delayed(_write_regions)(store, BASE_VAR, [(region, None) for region in group], fill)
         for group in _grouped(_regions(shape, chunks))
     ]
-    compute(*tasks, quiet=True)  # fmt: skip
+    compute(*tasks, quiet=True)
+
+
+def _base_here(store: StoreLocation, shape: tuple[int, ...], fill: Callable) -> None:
+    """`write_base` of a small coverage in one task."""
+    chunks, _ = _create(store, BASE_VAR, shape, None, {}, with_base=False)
+    _write_regions(store, BASE_VAR, [(region, None) for region in _regions(shape, chunks)], fill)
 
 
 def coverage_array(store: StoreLocation, name: str) -> Any:
@@ -236,7 +284,7 @@ def _grouped(regions: list[Region]) -> list[list[Region]]:
 def _write_regions(
     store: StoreLocation,
     name: str,
-    regions: list[tuple[Region, RunCells | None]],
+    regions: Sequence[tuple[Region, RunCells | None]],
     fill: Callable[[Any, Region, Any], np.ndarray],
 ) -> None:
     """Write `fill(group, region, runs)` to each `region` (a whole chunk) of the array `name`,
