@@ -419,7 +419,7 @@ def _write(
         write_table_of_parts(store, appended.stats, parted, each, table)
         attrs[input_manifest.ATTR_TABLE] = table
     write_coverage(Coverage(store, cv.DAS_COVERAGE_VAR, (plan.n_blocks,), COVERAGE_DIMS,
-                            layout.cells()))  # fmt: skip
+                            layout.cells()), quiet)  # fmt: skip
     resumable.finish(store, attrs)
     if appended is not None:
         input_manifest.drop_table(store, appended.old_table)

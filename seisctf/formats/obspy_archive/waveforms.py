@@ -421,7 +421,7 @@ def ingest_waveforms(
     coverage = Coverage(store, COVERAGE_VAR, _blocks(plan), COVERAGE_DIMS, runs, COORDINATES)
     small = coverage if coverage.small else None  # written by the task finishing the store
     if small is None:
-        coverage.write_by_tasks()
+        coverage.write_by_tasks(quiet)  # a progress line: 16 chunks a task
     compute(dask.delayed(_finish_store)(store, attrs, units, tables, small), quiet=True)
     head = tuple(found[cv.ATTR_PROBLEMS])
     return IngestReport(plan, coverage_array(store, COVERAGE_VAR), head,
